@@ -1,0 +1,328 @@
+"""Converter environments: one isolated virtualenv per coreai-torch release.
+
+Every environment shares one torch: a `--target` install of the pinned torch wheel that each
+environment sees through a `.pth` file, so the converter (and its pinned coreai-core) is the only
+thing that differs between two sides of a comparison. An environment is usable only once its
+manifest (`inventory-env.json`) exists; the manifest is written last, atomically, so a build that
+was interrupted leaves a folder without one, which the next run deletes and rebuilds.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from oracle.atomic import write_text_atomic
+from oracle.paths import envs_dir
+
+CATALOG_FILE = Path(__file__).with_name("converters.toml")
+MANIFEST = "inventory-env.json"
+SHARED_TORCH_PTH = "_inventory_shared_torch.pth"
+# Installed into every environment beside the converter: the worker stores tensors with it.
+WORKER_REQUIREMENTS = ("safetensors",)
+
+Progress = Callable[[str], None]
+
+
+class EnvError(Exception):
+    """An environment could not be built or used; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Release:
+    converter: str
+    core: str
+    extra: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    torch: str
+    releases: dict[str, Release]
+
+    def release(self, version: str) -> Release:
+        try:
+            return self.releases[version]
+        except KeyError:
+            known = ", ".join(sorted(self.releases))
+            raise EnvError(
+                f"coreai-torch {version} is not a supported release (known: {known})"
+            ) from None
+
+
+@dataclass(frozen=True)
+class Env:
+    """A ready converter environment and the exact versions installed in it."""
+
+    converter: str
+    core: str
+    path: Path
+    python: Path
+    packages: dict[str, str]
+    deviations: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return f"coreai-torch-{self.converter}"
+
+    @property
+    def runtime(self) -> str:
+        return f"linux-cpu, coreai-core {self.packages.get('coreai-core', self.core)}"
+
+
+def load_catalog(path: Path = CATALOG_FILE) -> Catalog:
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise EnvError(f"{path}: {exc}") from None
+    releases = {
+        version: Release(version, entry["core"], tuple(entry.get("extra", [])))
+        for version, entry in data.get("converters", {}).items()
+    }
+    return Catalog(torch=data["torch"]["version"], releases=releases)
+
+
+@contextmanager
+def _locked(name: str) -> Iterator[None]:
+    """Serialise builds of one environment across processes."""
+    root = envs_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run(cmd: list[str], log: Path, what: str) -> str:
+    """Run one install step, appending its output to the build log; fail with one line."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    with open(log, "a") as handle:
+        handle.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n")
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and "WARNING" not in ln]
+        detail = lines[-1].strip() if lines else f"exit code {proc.returncode}"
+        raise EnvError(f"could not install {what}: {detail} (log: {log})")
+    return proc.stdout
+
+
+def _pip(python: Path) -> list[str]:
+    return [str(python), "-m", "pip", "--disable-pip-version-check", "--no-input"]
+
+
+def _site_packages(python: Path) -> Path:
+    out = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(out.stdout.strip())
+
+
+def shared_torch(catalog: Catalog, progress: Progress = lambda _: None) -> Path:
+    """The one torch every environment imports: a `--target` install of the pinned wheel."""
+    name = f"torch-{catalog.torch}"
+    target = envs_dir() / name
+    with _locked(name):
+        if (target / MANIFEST).exists():
+            return target / "site"
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        progress(f"installing shared torch {catalog.torch}")
+        _run(
+            _pip(Path(sys.executable))
+            + ["install", "-q", "--no-deps", "--target", str(target / "site"),
+               f"torch=={catalog.torch}"],
+            target / "build.log",
+            f"torch=={catalog.torch}",
+        )
+        write_text_atomic(target / MANIFEST, json.dumps({"torch": catalog.torch}))
+    return target / "site"
+
+
+# Run inside a fresh environment: the requirements a distribution declares, with environment
+# markers evaluated there, minus the ones the oracle provides itself.
+_REQUIRES_SCRIPT = """
+import importlib.metadata as md, json, sys
+from pip._vendor.packaging.requirements import Requirement
+out = {}
+for dist in sys.argv[1:]:
+    reqs = []
+    for raw in md.requires(dist) or []:
+        req = Requirement(raw)
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
+            reqs.append(str(req))
+    out[dist] = reqs
+print(json.dumps(out))
+"""
+
+
+# Run inside the environment: the torch version it sees, and which of the converter's declared
+# torch requirements that version does not meet.
+_TORCH_CHECK_SCRIPT = """
+import importlib.metadata as md, json, sys
+from pip._vendor.packaging.requirements import Requirement
+v = md.version("torch")
+bad = [r for r in sys.argv[1:] if not Requirement(r).specifier.contains(v, prereleases=True)]
+print(json.dumps({"torch": v, "unsatisfied": bad}))
+"""
+
+
+def _requirement_name(req: str) -> str:
+    for i, ch in enumerate(req):
+        if not (ch.isalnum() or ch in "-_."):
+            return req[:i].lower().replace("_", "-")
+    return req.lower().replace("_", "-")
+
+
+def _read_manifest(path: Path) -> Env | None:
+    manifest = path / MANIFEST
+    if not manifest.exists():
+        return None
+    data = json.loads(manifest.read_text())
+    return Env(
+        converter=data["converter"],
+        core=data["core"],
+        path=path,
+        python=path / "bin" / "python",
+        packages=data["packages"],
+        deviations=tuple(data["deviations"]),
+    )
+
+
+def env_path(version: str) -> Path:
+    return envs_dir() / f"coreai-torch-{version}"
+
+
+def ready_env(version: str) -> Env | None:
+    """The environment if it is fully built, else None (never a half-built one)."""
+    return _read_manifest(env_path(version))
+
+
+def ensure_env(
+    version: str, catalog: Catalog | None = None, progress: Progress = lambda _: None
+) -> Env:
+    """Create or reuse the environment for one coreai-torch release."""
+    catalog = catalog or load_catalog()
+    release = catalog.release(version)
+    path = env_path(version)
+    env = _read_manifest(path)
+    if env is not None:
+        return env
+    torch_site = shared_torch(catalog, progress)
+    with _locked(path.name):
+        env = _read_manifest(path)  # another process may have built it while we waited
+        if env is not None:
+            return env
+        shutil.rmtree(path, ignore_errors=True)  # a half-built leftover is never used
+        return _build(release, catalog, path, torch_site, progress)
+
+
+def _build(
+    release: Release, catalog: Catalog, path: Path, torch_site: Path, progress: Progress
+) -> Env:
+    log = path.parent / f"{path.name}.build.log"
+    log.unlink(missing_ok=True)
+    progress(f"creating {path.name}")
+    _run([sys.executable, "-m", "venv", str(path)], log, f"a virtualenv at {path}")
+    python = path / "bin" / "python"
+    (_site_packages(python) / SHARED_TORCH_PTH).write_text(f"{torch_site}\n")
+
+    progress(f"installing coreai-torch {release.converter}")
+    converter_req = f"coreai-torch=={release.converter}"
+    # Without dependency resolution: the converter's own torch bound is not honoured (it is
+    # recorded as a deviation below); torch comes from the shared install.
+    _run(_pip(python) + ["install", "-q", "--no-deps", converter_req], log, converter_req)
+    requires = json.loads(
+        _run([str(python), "-c", _REQUIRES_SCRIPT, "coreai-torch", "torch"], log,
+             "the converter's requirement list")
+    )
+    provided = {"torch", "coreai-core"}
+    wanted = [
+        req
+        for dist in ("coreai-torch", "torch")
+        for req in requires[dist]
+        if _requirement_name(req) not in provided
+    ]
+    declared_torch = [r for r in requires["coreai-torch"] if _requirement_name(r) == "torch"]
+    core_req = f"coreai-core=={release.core}"
+    progress(f"installing {core_req} and dependencies")
+    _run(
+        _pip(python)
+        + ["install", "-q", core_req, *wanted, *release.extra, *WORKER_REQUIREMENTS],
+        log,
+        f"{core_req} for coreai-torch {release.converter}",
+    )
+    freeze = _run(_pip(python) + ["list", "--format", "json"], log, "the package list")
+    packages = {p["name"].lower(): p["version"] for p in json.loads(freeze)}
+    check = json.loads(
+        _run([str(python), "-c", _TORCH_CHECK_SCRIPT, *declared_torch], log,
+             "torch (the shared install is not visible)")
+    )
+    packages["torch"] = check["torch"]
+    deviations = [
+        f"coreai-torch {release.converter} declares {req}; installed beside torch "
+        f"{check['torch']} without dependency resolution"
+        for req in check["unsatisfied"]
+    ]
+    if packages.get("coreai-core") != release.core:
+        raise EnvError(
+            f"coreai-torch {release.converter}: expected coreai-core {release.core}, "
+            f"got {packages.get('coreai-core')}"
+        )
+    manifest = {
+        "converter": release.converter,
+        "core": release.core,
+        "packages": packages,
+        "deviations": deviations,
+        "shared_torch": str(torch_site),
+    }
+    write_text_atomic(path / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
+    progress(f"{path.name} ready")
+    env = _read_manifest(path)
+    assert env is not None
+    return env
+
+
+def remove_env(version: str) -> None:
+    with _locked(env_path(version).name):
+        shutil.rmtree(env_path(version), ignore_errors=True)
+
+
+def installed_envs() -> list[Env]:
+    root = envs_dir()
+    if not root.exists():
+        return []
+    found = (_read_manifest(p) for p in sorted(root.glob("coreai-torch-*")) if p.is_dir())
+    return [env for env in found if env is not None]
+
+
+def python_ok() -> None:
+    if sys.version_info[:2] != (3, 11):
+        raise EnvError(
+            f"converter environments need CPython 3.11 (coreai-core ships cp311 wheels only); "
+            f"this is {sys.version.split()[0]}"
+        )
+
+
+__all__ = [
+    "Catalog",
+    "Env",
+    "EnvError",
+    "Release",
+    "ensure_env",
+    "installed_envs",
+    "load_catalog",
+    "ready_env",
+    "remove_env",
+]

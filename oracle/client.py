@@ -1,0 +1,140 @@
+"""The main process's side of the worker protocol: one long-lived worker per environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+from oracle.envs import Env
+
+WORKER_SCRIPT = Path(__file__).with_name("worker.py")
+DEFAULT_TIMEOUT = float(os.environ.get("INVENTORY_WORKER_TIMEOUT", "300"))
+
+
+class WorkerFailure(Exception):
+    """The worker died (native abort, killed) or did not answer in time."""
+
+
+class Worker:
+    """A worker process inside one converter environment, started on first use.
+
+    A worker that crashes or hangs is killed and replaced on the next call, so one bad probe
+    never takes the rest of a run with it.
+    """
+
+    def __init__(self, env: Env, log: Path, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.env = env
+        self.log = log
+        self.timeout = timeout
+        self._proc: subprocess.Popen[str] | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._next_id = 0
+        self._lock = threading.Lock()
+
+    def _start(self) -> subprocess.Popen[str]:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        stderr = open(self.log, "a")  # noqa: SIM115 - owned by the process for its lifetime
+        proc = subprocess.Popen(
+            [str(self.env.python), "-u", str(WORKER_SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        stderr.close()
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def pump() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+        self._lines = lines
+        return proc
+
+    def call(self, request: dict, timeout: float | None = None) -> dict:
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc = self._start()
+            proc = self._proc
+            self._next_id += 1
+            request = {**request, "id": self._next_id}
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write(json.dumps(request) + "\n")
+                proc.stdin.flush()
+            except BrokenPipeError:
+                self._reap()
+                raise WorkerFailure(self._death(proc)) from None
+            limit = timeout or self.timeout
+            try:
+                line = self._lines.get(timeout=limit)
+            except queue.Empty:
+                self._reap()
+                raise WorkerFailure(
+                    f"{self.env.name} worker did not answer within {limit:.0f} s; killed"
+                ) from None
+            if line is None:
+                self._reap()
+                raise WorkerFailure(self._death(proc))
+            return json.loads(line)
+
+    def _death(self, proc: subprocess.Popen[str]) -> str:
+        code = proc.wait()
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"{self.env.name} worker died of {name} (log: {self.log})"
+        return f"{self.env.name} worker exited with code {code} (log: {self.log})"
+
+    def _reap(self) -> None:
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait()
+        self._proc = None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._proc is not None and self._proc.poll() is None:
+                assert self._proc.stdin is not None
+                self._proc.stdin.close()
+                try:
+                    self._proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self._proc.kill()
+            self._proc = None
+
+
+class Pool:
+    """One worker per environment, shared by every probe of a run."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self._workers: dict[str, Worker] = {}
+
+    def worker(self, env: Env) -> Worker:
+        if env.name not in self._workers:
+            self._workers[env.name] = Worker(env, self.log_dir / f"{env.name}.worker.log")
+        return self._workers[env.name]
+
+    def close(self) -> None:
+        for worker in self._workers.values():
+            worker.close()
+        self._workers.clear()
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

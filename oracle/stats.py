@@ -1,0 +1,66 @@
+"""Numbers from stored output tensors: how far two programs' outputs are apart and from torch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import load_file
+
+
+@dataclass(frozen=True)
+class OutputStats:
+    bit_identical: bool
+    shapes_old: list[list[int]]
+    shapes_new: list[list[int]]
+    shapes_ref: list[list[int]]
+    maxabs_old_new: float | None  # None when shapes differ
+    maxabs_old_ref: float | None
+    maxabs_new_ref: float | None
+    ref_magnitude: float  # max |reference|, to read the errors against
+    nonfinite_old: int
+    nonfinite_new: int
+
+
+def _maxabs(a: np.ndarray, b: np.ndarray) -> float | None:
+    if a.shape != b.shape:
+        return None
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    both_nan = np.isnan(a64) & np.isnan(b64)
+    same_inf = np.isinf(a64) & (a64 == b64)
+    diff = np.abs(a64 - b64)
+    diff[both_nan | same_inf] = 0.0
+    diff[np.isnan(diff)] = np.inf  # NaN on one side only counts as infinitely far
+    return float(diff.max()) if diff.size else 0.0
+
+
+def _worst(values: list[float | None]) -> float | None:
+    if any(v is None for v in values):
+        return None
+    return max((v for v in values if v is not None), default=0.0)
+
+
+def output_stats(old: Path, new: Path, reference: Path) -> OutputStats:
+    o, n, r = load_file(str(old)), load_file(str(new)), load_file(str(reference))
+    names = sorted(r)
+    olds = [o.get(k) for k in names]
+    news = [n.get(k) for k in names]
+    refs = [r[k] for k in names]
+    if any(a is None for a in olds + news):
+        raise ValueError("an output is missing from a side's tensors")
+    bit_identical = all(a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+                        for a, b in zip(olds, news, strict=True))
+    return OutputStats(
+        bit_identical=bit_identical,
+        shapes_old=[list(a.shape) for a in olds],
+        shapes_new=[list(b.shape) for b in news],
+        shapes_ref=[list(c.shape) for c in refs],
+        maxabs_old_new=_worst([_maxabs(a, b) for a, b in zip(olds, news, strict=True)]),
+        maxabs_old_ref=_worst([_maxabs(a, c) for a, c in zip(olds, refs, strict=True)]),
+        maxabs_new_ref=_worst([_maxabs(b, c) for b, c in zip(news, refs, strict=True)]),
+        ref_magnitude=max((float(np.abs(c.astype(np.float64)).max()) for c in refs if c.size),
+                          default=0.0),
+        nonfinite_old=int(sum(int((~np.isfinite(a.astype(np.float64))).sum()) for a in olds)),
+        nonfinite_new=int(sum(int((~np.isfinite(b.astype(np.float64))).sum()) for b in news)),
+    )

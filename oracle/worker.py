@@ -1,0 +1,228 @@
+"""The in-environment worker: the only code that imports coreai-torch and coreai-core.
+
+Run by a converter environment's python as a long-lived subprocess. It reads one JSON request
+per line on stdin and answers one JSON line on the protocol stream (the original stdout). Every
+other write, including what the converter and the runtime print from native code, goes to a
+per-request log file, so nothing can corrupt the protocol.
+
+Requests:
+  {"op": "hello"}                                   -> versions of what is installed here
+  {"op": "convert", "spec": {...}, "out": DIR}      -> aten.txt, emitted.mlir, shipped.mlir,
+                                                       model.aimodel, convert.log in DIR
+  {"op": "measure", "spec": {...}, "assets": {side: path}, "out": DIR}
+                                                    -> inputs/reference/<side>.safetensors
+Version differences of the converter API are handled here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata as md
+import json
+import os
+import shutil
+import sys
+import traceback
+from pathlib import Path
+
+# The probe library sits beside this file; import it without the rest of the project.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+FAULT = os.environ.get("INVENTORY_WORKER_FAULT", "")  # fault injection for tests, see README
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first}"[:500]
+
+
+@contextlib.contextmanager
+def _logged(path: Path):
+    """Send fd 1 and fd 2 (Python and native writes alike) to a log file for one request."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(path, "a") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": sys.version.split()[0]}
+    for dist in ("coreai-torch", "coreai-core", "torch", "numpy", "safetensors"):
+        try:
+            out[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            out[dist] = "absent"
+    return out
+
+
+def _fail(stage: str, exc: BaseException, out: Path) -> dict:
+    (out / f"{stage}.traceback.txt").write_text(traceback.format_exc())
+    return {"ok": False, "stage": stage, "error": _one_line(exc),
+            "traceback": str(out / f"{stage}.traceback.txt")}
+
+
+def convert(spec: dict, out: Path) -> dict:
+    import torch
+
+    from oracle import probes
+
+    out.mkdir(parents=True, exist_ok=True)
+    with _logged(out / "convert.log"):
+        if FAULT == "crash":
+            os.abort()
+        if FAULT == "hang":
+            import time
+
+            time.sleep(3600)
+        import coreai_torch
+        from coreai_torch import TorchConverter
+
+        probe = probes.build(spec)
+        digest = probes.digest(probe.module, probe.inputs)
+        pipeline = spec.get("pipeline", {})
+        try:
+            args = tuple(probe.inputs.values())
+            ep = torch.export.export(probe.module, args)
+            decomp = pipeline.get("decompositions", "coreai")
+            if decomp == "coreai":
+                ep = ep.run_decompositions(coreai_torch.get_decomp_table())
+            elif decomp == "default":
+                ep = ep.run_decompositions()
+            (out / "aten.txt").write_text(str(ep.graph))
+        except Exception as exc:  # noqa: BLE001 - reported as a result, not raised
+            return _fail("export", exc, out)
+        try:
+            prog = TorchConverter().add_exported_program(ep).to_coreai()
+            emitted = str(prog)
+        except Exception as exc:  # noqa: BLE001
+            return _fail("convert", exc, out)
+        (out / "emitted.mlir").write_text(emitted)
+        # 0.4.3's to_coreai() returns the already-optimized program and has no optimize().
+        prebuilt_optimized = not hasattr(prog, "optimize")
+        try:
+            if pipeline.get("optimize", True) and not prebuilt_optimized:
+                result = prog.optimize()
+                prog = result if result is not None else prog
+            shipped = str(prog)
+        except Exception as exc:  # noqa: BLE001
+            return _fail("optimize", exc, out)
+        (out / "shipped.mlir").write_text(shipped)
+        asset = out / "model.aimodel"
+        shutil.rmtree(asset, ignore_errors=True)
+        try:
+            prog.save_asset(asset)
+        except Exception as exc:  # noqa: BLE001
+            return _fail("save", exc, out)
+    return {
+        "ok": True,
+        "digest": digest,
+        "emitted_is_optimized": prebuilt_optimized,
+        "files": {
+            "aten": str(out / "aten.txt"),
+            "emitted": str(out / "emitted.mlir"),
+            "shipped": str(out / "shipped.mlir"),
+            "asset": str(asset),
+            "log": str(out / "convert.log"),
+        },
+    }
+
+
+async def _run_asset(path: str, inputs: dict) -> dict:
+    import numpy as np
+    from coreai.authoring import AIModelAsset
+    from coreai.runtime import NDArray
+
+    asset = AIModelAsset.load(Path(path))
+    async with asset.executable() as model:
+        function = model.load_function("main")
+        names = list(function.desc.input_names)
+        feed = {name: NDArray(np.ascontiguousarray(inputs[key]))
+                for name, key in zip(names, inputs, strict=True)}
+        result = await function(feed)
+        return {name: value.numpy().copy() for name, value in result.items()}
+
+
+def measure(spec: dict, assets: dict[str, str], out: Path) -> dict:
+    import numpy as np
+    import torch
+    from safetensors.numpy import save_file
+
+    from oracle import probes
+
+    out.mkdir(parents=True, exist_ok=True)
+    with _logged(out / "measure.log"):
+        probe = probes.build(spec)
+        inputs = {k: v.detach().numpy() if v.dtype != torch.bfloat16 else v.float().numpy()
+                  for k, v in probe.inputs.items()}
+        save_file(inputs, str(out / "inputs.safetensors"))
+        with torch.no_grad():
+            ref = probe.reference_module(*probe.reference_inputs.values())
+        refs = ref if isinstance(ref, tuple) else (ref,)
+        reference = {f"out{i}": r.detach().float().numpy() for i, r in enumerate(refs)}
+        save_file(reference, str(out / "reference.safetensors"))
+        sides: dict[str, dict] = {}
+        for side, path in assets.items():
+            try:
+                result = asyncio.run(_run_asset(path, inputs))
+            except Exception as exc:  # noqa: BLE001
+                sides[side] = _fail(f"run-{side}", exc, out)
+                continue
+            # Output order is the graph's; name them positionally so sides line up.
+            arrays = {f"out{i}": np.ascontiguousarray(v) for i, v in enumerate(result.values())}
+            save_file(arrays, str(out / f"{side}.safetensors"))
+            sides[side] = {"ok": True, "outputs": str(out / f"{side}.safetensors"),
+                           "names": list(result)}
+    return {
+        "ok": True,
+        "digest": probes.digest(probe.module, probe.inputs),
+        "inputs": str(out / "inputs.safetensors"),
+        "reference": str(out / "reference.safetensors"),
+        "sides": sides,
+        "log": str(out / "measure.log"),
+    }
+
+
+def handle(request: dict) -> dict:
+    op = request.get("op")
+    if op == "hello":
+        return {"ok": True, "versions": _versions(), "pid": os.getpid()}
+    if op == "convert":
+        return convert(request["spec"], Path(request["out"]))
+    if op == "measure":
+        return measure(request["spec"], request["assets"], Path(request["out"]))
+    return {"ok": False, "stage": "protocol", "error": f"unknown op {op!r}"}
+
+
+def main() -> None:
+    # Keep the real stdout for the protocol; everything else printed goes to stderr.
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        try:
+            answer = handle(request)
+        except Exception as exc:  # noqa: BLE001 - the worker survives a bad probe
+            answer = {"ok": False, "stage": "worker", "error": _one_line(exc),
+                      "traceback": traceback.format_exc()}
+        answer["id"] = request.get("id")
+        protocol.write(json.dumps(answer) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -45,11 +45,6 @@ class ProbeSpec:
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     def label(self) -> str:
-        shown = ",".join(f"{k}={_short(v)}" for k, v in sorted(self.params.items()))
-        return f"{self.construct}[{shown}] {self.dtype}"
+        from oracle.probes_catalog import label
 
-
-def _short(value: Any) -> str:
-    if isinstance(value, list | tuple):
-        return "x".join(str(v) for v in value)
-    return str(value)
+        return label(self.construct, self.params, self.dtype)

@@ -1,0 +1,1 @@
+"""inventory: does a new coreai-torch release change the bundles you already shipped?"""

@@ -1,0 +1,135 @@
+"""The command line: parse arguments, call one service, hand its result to one renderer.
+
+Exit codes: 0 nothing to re-export, 1 at least one re-export required, 2 usage or
+configuration error, 3 inconclusive (a run failed; never reported as a pass).
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from inventory.affected import UsageError, affected
+from inventory.policy import load_policy
+from inventory.registry import DEFAULT_REGISTRY, RegistryError, load_registry, select
+from inventory.report.json_report import affected_json, error_json
+from inventory.report.table import print_affected
+from oracle.envs import EnvError, ensure_env, installed_envs, load_catalog, python_ok
+from oracle.fixes import FixError, find_fix
+
+EXIT_OK, EXIT_REEXPORT, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+
+app = typer.Typer(
+    help="Does a new coreai-torch release change the on-device bundles you already shipped?",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+envs_app = typer.Typer(help="Converter environments (one per coreai-torch release).",
+                       no_args_is_help=True)
+app.add_typer(envs_app, name="envs")
+
+err = Console(stderr=True)
+out = Console()
+
+
+def _fail(message: str, as_json: bool = False, command: str = "") -> None:
+    if as_json:
+        print(error_json(command, message))
+    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+@contextmanager
+def _progress(enabled: bool):
+    """A one-line status on stderr while environments build and probes convert."""
+    if not enabled or not err.is_terminal:
+        yield lambda msg: err.print(f"[dim]{msg}[/dim]", highlight=False) if enabled else None
+        return
+    with err.status("starting") as status:
+        yield lambda msg: status.update(msg)
+
+
+@app.command("affected")
+def affected_cmd(
+    fix: Annotated[str, typer.Option("--fix", help="Fix id (the upstream PR number, e.g. 40).")],
+    to: Annotated[str | None, typer.Option(
+        "--to", help="Converter release to compare against (default: the fix's release).")] = None,
+    bundle: Annotated[list[str] | None, typer.Option(
+        "--bundle", "-b", help="Only this bundle (repeatable).")] = None,
+    registry: Annotated[Path, typer.Option(help="The bundle registry.")] = DEFAULT_REGISTRY,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache", help="Convert and measure again even if a stored result exists.")] = False,
+    tolerance: Annotated[float | None, typer.Option(
+        help="Relative error vs torch fp32 beyond which a shipped output is wrong "
+             "(default: per dtype, inventory/policy.toml).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+) -> None:
+    """Which shipped bundles does one converter fix change, and must they be re-exported?"""
+    try:
+        python_ok()
+        the_fix = find_fix(fix)
+        bundles = select(load_registry(registry), bundle)
+        catalog = load_catalog()
+        with _progress(not quiet) as progress:
+            report = affected(the_fix, bundles, catalog, load_policy(tolerance), to=to,
+                              use_cache=not no_cache, progress=progress)
+    except (FixError, RegistryError, EnvError, UsageError) as exc:
+        _fail(str(exc), as_json, "affected")
+        return
+    if as_json:
+        print(affected_json(report))
+    else:
+        print_affected(report, out)
+    level = report.reexport
+    if level == "required":
+        raise typer.Exit(EXIT_REEXPORT)
+    if level == "inconclusive":
+        raise typer.Exit(EXIT_INCONCLUSIVE)
+
+
+@envs_app.command("build")
+def envs_build(
+    versions: Annotated[list[str] | None, typer.Argument(
+        help="coreai-torch releases (default: every supported release).")] = None,
+) -> None:
+    """Build converter environments ahead of time (needs the package registry once)."""
+    try:
+        python_ok()
+        catalog = load_catalog()
+        for version in versions or sorted(catalog.releases):
+            with _progress(True) as progress:
+                env = ensure_env(version, catalog, progress)
+            out.print(f"{env.name}: ready ({env.runtime}) at {env.path}", highlight=False)
+            for deviation in env.deviations:
+                out.print(f"  deviation: {deviation}", highlight=False)
+    except EnvError as exc:
+        _fail(str(exc))
+
+
+@envs_app.command("list")
+def envs_list() -> None:
+    """List the converter environments that are ready, with their exact versions."""
+    envs = installed_envs()
+    if not envs:
+        out.print("no converter environments yet (inventory envs build)")
+    for env in envs:
+        pkgs = ", ".join(f"{k} {env.packages[k]}" for k in
+                         ("coreai-torch", "coreai-core", "torch", "numpy") if k in env.packages)
+        out.print(f"{env.name}: {pkgs}", highlight=False)
+        for deviation in env.deviations:
+            out.print(f"  deviation: {deviation}", highlight=False)
+
+
+def main() -> None:  # pragma: no cover - console entry for `python -m inventory.cli`
+    sys.exit(app())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""The registry of shipped bundles (`recipes.toml`): what each bundle is and how it was exported."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from oracle.spec import Pipeline
+
+DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "recipes.toml"
+UNKNOWN = "unknown"
+
+
+class RegistryError(Exception):
+    """The registry cannot be used; the message is one line naming the file and the problem."""
+
+
+@dataclass(frozen=True)
+class Exporter:
+    converter: str  # a release, or "unknown"
+    core: str
+    source: str  # where that fact comes from
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One construct found by tracing the bundle's recipe, with its exact parameters."""
+
+    kind: str
+    params: dict[str, Any]
+    count: int
+    dtype: str
+    modules: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Bundle:
+    name: str
+    files: tuple[str, ...]
+    dtype: str
+    exporter: Exporter
+    pipeline: Pipeline
+    recipe: dict[str, str]
+    trace: dict[str, Any]
+    instances: tuple[Instance, ...]
+
+
+def _need(table: dict[str, Any], key: str, where: str, path: Path) -> Any:
+    if key not in table:
+        raise RegistryError(f"{path}: {where} lacks '{key}'")
+    return table[key]
+
+
+def _instance(raw: dict[str, Any], where: str, path: Path) -> Instance:
+    return Instance(
+        kind=str(_need(raw, "kind", where, path)),
+        params=dict(_need(raw, "params", where, path)),
+        count=int(raw.get("count", 1)),
+        dtype=str(_need(raw, "dtype", where, path)),
+        modules=tuple(raw.get("modules", [])),
+        source=str(_need(raw, "source", where, path)),
+    )
+
+
+def _bundle(name: str, raw: dict[str, Any], path: Path) -> Bundle:
+    where = f"[bundles.{name}]"
+    exp = _need(raw, "exporter", where, path)
+    pipe = raw.get("pipeline", {})
+    if pipe.get("decompositions", "coreai") not in ("coreai", "default", "none"):
+        raise RegistryError(f"{path}: {where} pipeline.decompositions must be coreai, default "
+                            f"or none, not {pipe['decompositions']!r}")
+    return Bundle(
+        name=name,
+        files=tuple(_need(raw, "files", where, path)),
+        dtype=str(_need(raw, "dtype", where, path)),
+        exporter=Exporter(
+            converter=str(_need(exp, "converter", f"{where} exporter", path)),
+            core=str(exp.get("core", UNKNOWN)),
+            source=str(_need(exp, "source", f"{where} exporter", path)),
+        ),
+        pipeline=Pipeline(
+            decompositions=pipe.get("decompositions", "coreai"),
+            optimize=bool(pipe.get("optimize", True)),
+            shapes=pipe.get("shapes", "static"),
+        ),
+        recipe=dict(raw.get("recipe", {})),
+        trace=dict(raw.get("trace", {})),
+        instances=tuple(
+            _instance(inst, f"{where} instance {i}", path)
+            for i, inst in enumerate(raw.get("instances", []), start=1)
+        ),
+    )
+
+
+def load_registry(path: Path = DEFAULT_REGISTRY) -> list[Bundle]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise RegistryError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RegistryError(f"{path}: {exc}") from None
+    bundles = data.get("bundles")
+    if not isinstance(bundles, dict) or not bundles:
+        raise RegistryError(f"{path}: no [bundles.<name>] tables")
+    try:
+        return [_bundle(name, raw, path) for name, raw in bundles.items()]
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise RegistryError(f"{path}: malformed entry: {exc}") from None
+
+
+def select(bundles: list[Bundle], names: list[str] | None) -> list[Bundle]:
+    if not names:
+        return bundles
+    known = {b.name: b for b in bundles}
+    missing = [n for n in names if n not in known]
+    if missing:
+        raise RegistryError(f"bundle {missing[0]!r} is not in the registry "
+                            f"(known: {', '.join(sorted(known))})")
+    return [known[n] for n in names]

@@ -1,0 +1,84 @@
+"""JSON for `affected`: stable field names inside a versioned envelope."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from inventory.affected import AffectedReport, BundleAnswer, ProbeAnswer
+from inventory.registry import Instance
+
+SCHEMA_VERSION = 1
+
+
+def _instance(i: Instance) -> dict[str, Any]:
+    return {"kind": i.kind, "params": i.params, "count": i.count, "dtype": i.dtype,
+            "modules": list(i.modules), "source": i.source}
+
+
+def _probe(p: ProbeAnswer) -> dict[str, Any]:
+    r = p.result
+    m = r.measurement if r else None
+    s = m.stats if m and m.ok else None
+    return {
+        "probe": p.spec.label(),
+        "spec": p.spec.to_json(),
+        "emitted": r.emitted if r else "not-run",
+        "shipped": r.shipped if r else "not-run",
+        "outputs": r.outputs if r else "not-run",
+        "maxabs_old_new": s.maxabs_old_new if s else None,
+        "maxabs_old_ref": s.maxabs_old_ref if s else None,
+        "maxabs_new_ref": s.maxabs_new_ref if s else None,
+        "ref_magnitude": s.ref_magnitude if s else None,
+        "shapes_old": s.shapes_old if s else [],
+        "shapes_new": s.shapes_new if s else [],
+        "shapes_ref": s.shapes_ref if s else [],
+        "runtime": m.runtime if m and m.ok else None,
+        "runtime_attempts": m.attempts if m else [],
+        "old": {"converter": r.old.converter, "packages": r.old.packages,
+                "error": r.old.error or None} if r else None,
+        "new": {"converter": r.new.converter, "packages": r.new.packages,
+                "error": r.new.error or None} if r else None,
+        "verdict": p.verdict.verdict,
+        "reexport": p.verdict.reexport,
+        "reason": p.verdict.reason,
+        "cached": r.cached if r else False,
+        "evidence": r.evidence if r else None,
+    }
+
+
+def _bundle(b: BundleAnswer) -> dict[str, Any]:
+    return {
+        "bundle": b.bundle,
+        "exporter": b.exporter,
+        "exporter_recorded": b.exporter_recorded,
+        "exporter_source": b.exporter_source,
+        "instances": [_instance(i) for i in b.instances],
+        "probes": [_probe(p) for p in b.probes],
+        "verdict": b.verdict,
+        "reexport": b.reexport,
+        "reason": b.reason,
+        "chain": list(b.chain),
+        "runtime": ", ".join(b.runtimes) if b.runtimes else None,
+    }
+
+
+def affected_json(report: AffectedReport, warnings: list[str] | None = None) -> str:
+    result = {
+        "fix": report.fix.id,
+        "title": report.fix.title,
+        "ships_in": report.fix.ships_in,
+        "to": report.to,
+        "runtime": "; ".join(report.runtimes) or None,
+        "reexport": report.reexport,
+        "bundles": [_bundle(b) for b in report.bundles],
+    }
+    envelope = {"schema_version": SCHEMA_VERSION, "command": "affected", "result": result,
+                "warnings": warnings or [], "error": None}
+    # Fields of `result` are also at the top level, as the slice's consumers read them there.
+    return json.dumps({**result, **envelope}, indent=2)
+
+
+def error_json(command: str, message: str) -> str:
+    return json.dumps({"schema_version": SCHEMA_VERSION, "command": command, "result": None,
+                       "warnings": [], "error": message}, indent=2)

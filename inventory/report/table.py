@@ -1,0 +1,67 @@
+"""The terminal rendering of `affected`: one row per bundle, then the reason chains."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from inventory.affected import AffectedReport, BundleAnswer
+
+_STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
+          "inconclusive": "bold magenta"}
+
+
+def _instances(b: BundleAnswer) -> str:
+    if not b.instances:
+        return "none traced"
+    lines = []
+    for i in b.instances:
+        p = i.params
+        shown = (f"{p.get('dim', '?')}-D {p.get('in_channels')}->{p.get('out_channels')} "
+                 f"k{p.get('kernel')} s{p.get('stride')} p{p.get('padding')} "
+                 f"op{p.get('output_padding')} in{p.get('input_shape')}")
+        lines.append(f"{i.count}x {shown} {i.dtype}")
+    return "\n".join(lines)
+
+
+def _found(b: BundleAnswer) -> str:
+    if not b.probes:
+        return "-"
+    parts = []
+    for p in b.probes:
+        r = p.result
+        if r is None:
+            parts.append(p.verdict.verdict)
+            continue
+        cached = " (cached)" if r.cached else ""
+        parts.append(f"emitted {r.emitted}, shipped {r.shipped}, outputs {r.outputs}{cached}")
+    return "\n".join(parts)
+
+
+def affected_table(report: AffectedReport) -> Group:
+    fix = report.fix
+    title = (f"Fix #{fix.id} {fix.title} (ships in coreai-torch {fix.ships_in}); "
+             f"comparing each bundle's exporter with {report.to}")
+    table = Table(title=title, show_lines=True, title_justify="left")
+    for col in ("bundle", "exporter", "instances", "probe comparison", "re-export", "reason"):
+        table.add_column(col, overflow="fold")
+    for b in report.bundles:
+        exporter = b.exporter if b.exporter_recorded != "unknown" else f"{b.exporter} (assumed)"
+        table.add_row(b.bundle, exporter, _instances(b), _found(b),
+                      Text(b.reexport, style=_STYLE.get(b.reexport, "")), b.reason)
+    details = [Text("")]
+    for b in report.bundles:
+        details.append(Text(f"{b.bundle}: {b.verdict}", style="bold"))
+        for step in b.chain:
+            details.append(Text(f"  - {step}"))
+        for p in b.probes:
+            if p.result is not None:
+                details.append(Text(f"  evidence: {p.result.evidence}", style="dim"))
+    runtimes = "; ".join(report.runtimes) or "none needed"
+    details.append(Text(f"measured on: {runtimes}"))
+    return Group(table, *details)
+
+
+def print_affected(report: AffectedReport, console: Console) -> None:
+    console.print(affected_table(report))

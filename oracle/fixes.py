@@ -1,0 +1,52 @@
+"""The fix database: converter changes as data (`fixes.toml`)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+FIXES_FILE = Path(__file__).with_name("fixes.toml")
+
+
+class FixError(Exception):
+    """The fix database is malformed or a fix id is unknown; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Fix:
+    id: str
+    title: str
+    ships_in: str
+    upstream: str
+    construct: str
+    aliases: tuple[str, ...] = ()
+
+
+_REQUIRED = ("id", "title", "ships_in", "construct")
+
+
+def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise FixError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise FixError(f"{path}: {exc}") from None
+    fixes = []
+    for i, entry in enumerate(data.get("fix", []), start=1):
+        missing = [k for k in _REQUIRED if k not in entry]
+        if missing:
+            raise FixError(f"{path}: fix record {i} lacks {', '.join(missing)}")
+        fixes.append(Fix(str(entry["id"]), entry["title"], entry["ships_in"],
+                         entry.get("upstream", ""), entry["construct"],
+                         tuple(str(a) for a in entry.get("aliases", []))))
+    return fixes
+
+
+def find_fix(fix_id: str, fixes: list[Fix] | None = None) -> Fix:
+    wanted = fix_id.lstrip("#")
+    for fix in fixes if fixes is not None else load_fixes():
+        if wanted == fix.id or wanted in fix.aliases:
+            return fix
+    raise FixError(f"unknown fix {fix_id!r}: not in the fix database ({FIXES_FILE.name})")

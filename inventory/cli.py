@@ -94,6 +94,57 @@ def affected_cmd(
         raise typer.Exit(EXIT_INCONCLUSIVE)
 
 
+@app.command("trace")
+def trace_cmd(
+    bundle: Annotated[list[str] | None, typer.Argument(
+        help="Bundles to trace (default: every bundle with a trace target).")] = None,
+    registry: Annotated[Path, typer.Option(help="The bundle registry.")] = DEFAULT_REGISTRY,
+    write: Annotated[bool, typer.Option(
+        "--write", help="Record the traced instances in the registry.")] = False,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Exit 1, listing the differences, if the registry is stale.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+) -> None:
+    """Trace bundles' export recipes: torch.export the module, read constructs off the graph."""
+    from inventory.trace.service import (
+        TraceError,
+        differences,
+        raw_bundle,
+        trace_bundle,
+        write_trace,
+    )
+
+    try:
+        python_ok()
+        bundles = [b for b in select(load_registry(registry), bundle)
+                   if bundle or b.trace.get("target")]
+        catalog = load_catalog()
+        stale: list[str] = []
+        for b in bundles:
+            with _progress(not quiet) as progress:
+                result = trace_bundle(b, catalog, progress)
+            out.print(f"[bold]{b.name}[/bold]: {result.target}, {result.decompositions}, "
+                      f"{result.aten_ops} aten ops", highlight=False)
+            for inst in result.instances:
+                out.print(f"  {inst['count']}x {inst['kind']} {inst['dtype']} {inst['params']}",
+                          highlight=False)
+            if not result.instances:
+                out.print("  no tracked construct")
+            if check:
+                stale += differences(raw_bundle(registry, b.name), result)
+            if write:
+                write_trace(registry, result)
+    except (RegistryError, EnvError, TraceError) as exc:
+        _fail(str(exc))
+        return
+    if check and stale:
+        for line in stale:
+            err.print(f"stale: {line}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_REEXPORT)
+    if check:
+        out.print("registry instances match a fresh trace")
+
+
 @envs_app.command("build")
 def envs_build(
     versions: Annotated[list[str] | None, typer.Argument(

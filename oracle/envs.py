@@ -119,7 +119,7 @@ def _pip(python: Path) -> list[str]:
     return [str(python), "-m", "pip", "--disable-pip-version-check", "--no-input"]
 
 
-def _site_packages(python: Path) -> Path:
+def site_packages(python: Path) -> Path:
     out = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True,
@@ -236,7 +236,7 @@ def _build(
     progress(f"creating {path.name}")
     _run([sys.executable, "-m", "venv", str(path)], log, f"a virtualenv at {path}")
     python = path / "bin" / "python"
-    (_site_packages(python) / SHARED_TORCH_PTH).write_text(f"{torch_site}\n")
+    (site_packages(python) / SHARED_TORCH_PTH).write_text(f"{torch_site}\n")
 
     progress(f"installing coreai-torch {release.converter}")
     converter_req = f"coreai-torch=={release.converter}"

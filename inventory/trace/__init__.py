@@ -1,0 +1,1 @@
+"""Recipe tracing: build a bundle's module the way its recipe does, export it, read the graph."""

@@ -46,6 +46,7 @@ class Bundle:
     recipe: dict[str, str]
     trace: dict[str, Any]
     instances: tuple[Instance, ...]
+    note: str = ""
 
 
 def _need(table: dict[str, Any], key: str, where: str, path: Path) -> Any:
@@ -92,6 +93,7 @@ def _bundle(name: str, raw: dict[str, Any], path: Path) -> Bundle:
             _instance(inst, f"{where} instance {i}", path)
             for i, inst in enumerate(raw.get("instances", []), start=1)
         ),
+        note=str(raw.get("note", "")),
     )
 
 

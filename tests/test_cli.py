@@ -1,0 +1,90 @@
+"""The command line on the shipped registry, and on bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+REGISTRY = ROOT / "recipes.toml"
+
+
+def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "inventory.cli", *args], capture_output=True,
+                          text=True, cwd=ROOT, env={**os.environ, **env})
+
+
+def one_clean_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def test_unknown_fix_is_a_usage_error():
+    proc = run("affected", "--fix", "999", "-q")
+    assert proc.returncode == 2
+    assert "unknown fix '999'" in one_clean_line(proc)
+
+
+def test_unknown_bundle_and_unknown_release_are_usage_errors():
+    proc = run("affected", "--fix", "40", "--bundle", "nope", "-q")
+    assert proc.returncode == 2 and "'nope' is not in the registry" in one_clean_line(proc)
+    proc = run("affected", "--fix", "40", "--to", "0.9.9", "-q")
+    assert proc.returncode == 2 and "0.9.9 is not a supported release" in one_clean_line(proc)
+    proc = run("affected", "--fix", "40", "--to", "0.4.1", "-q")
+    assert proc.returncode == 2 and "predates fix #40" in one_clean_line(proc)
+
+
+def test_malformed_registry_names_file_and_line(tmp_path):
+    bad = tmp_path / "recipes.toml"
+    bad.write_text('[bundles.x]\nfiles = ["a"]\ndtype = float32\n')
+    proc = run("affected", "--fix", "40", "--registry", str(bad), "-q")
+    assert proc.returncode == 2
+    line = one_clean_line(proc)
+    assert str(bad) in line and "line" in line
+    bad.write_text('[bundles.x]\nfiles = ["a"]\ndtype = "float32"\n')
+    proc = run("affected", "--fix", "40", "--registry", str(bad), "-q")
+    assert proc.returncode == 2 and "lacks 'exporter'" in one_clean_line(proc)
+
+
+def test_missing_registry_in_json_mode_still_prints_an_envelope(tmp_path):
+    proc = run("affected", "--fix", "40", "--registry", str(tmp_path / "none.toml"), "--json",
+               "-q")
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["error"].endswith("cannot read: No such file or directory")
+
+
+@pytest.mark.slow
+def test_affected_fix_40_json_on_the_shipped_registry():
+    proc = run("affected", "--fix", "40", "--json", "-q")
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["schema_version"] == 1 and data["fix"] == "40" and data["to"] == "0.4.2"
+    bundles = {b["bundle"]: b for b in data["bundles"]}
+    assert set(bundles) == {"parakeet", "lfm_audio", "sortformer", "mimi", "sam3"}
+    assert bundles["lfm_audio"]["exporter_recorded"] == "unknown"
+    assert "assumed" in bundles["lfm_audio"]["chain"][0]
+    for b in data["bundles"]:
+        assert b["reexport"] in ("required", "optional", "no", "inconclusive")
+        if not b["instances"]:
+            assert b["probes"] == [] and b["reexport"] == "no"  # nothing converted
+            continue
+        assert b["probes"], b["bundle"]
+        for p in b["probes"]:
+            evidence = Path(p["evidence"])
+            assert (evidence / "result.json").exists()
+            if p["shipped"] == "identical":
+                old = (evidence / "shipped.old.normalised.mlir").read_text()
+                assert old == (evidence / "shipped.new.normalised.mlir").read_text()
+                assert p["outputs"] == "not-run"
+            elif p["shipped"] == "differs":
+                assert (evidence / "shipped.diff").exists()
+                assert p["runtime"] and p["runtime"].startswith("linux-cpu, coreai-core")
+    exit_for = {"required": 1, "inconclusive": 3}
+    assert proc.returncode == exit_for.get(data["reexport"], 0)

@@ -1,0 +1,75 @@
+"""Converter environments: exact versions, recorded deviations, half-built and failed builds."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from oracle import envs as envs_mod
+from oracle.client import Pool
+from oracle.envs import Catalog, EnvError, Release, ensure_env, load_catalog, ready_env
+
+
+def test_unknown_release_is_one_clear_error():
+    with pytest.raises(EnvError, match=r"coreai-torch 9\.9\.9 is not a supported release"):
+        load_catalog().release("9.9.9")
+
+
+@pytest.mark.slow
+def test_each_release_has_its_pinned_core_and_the_shared_torch(env, catalog, tmp_path):
+    for version, release in catalog.releases.items():
+        e = env(version)
+        assert e.packages["coreai-torch"] == version
+        assert e.packages["coreai-core"] == release.core
+        assert e.packages["torch"].startswith(catalog.torch)
+        with Pool(tmp_path) as pool:
+            hello = pool.worker(e).call({"op": "hello"})
+        assert hello["versions"]["coreai-core"] == release.core
+        # One torch for all: the environment imports it from the shared install.
+        assert "torch" not in os.listdir(envs_mod.site_packages(e.python))
+
+
+@pytest.mark.slow
+def test_declared_torch_bounds_that_are_not_met_are_recorded(env):
+    deviations = {v: env(v).deviations for v in ("0.4.0", "0.4.1", "0.4.2")}
+    assert any("torch<=2.11" in d for d in deviations["0.4.1"]), deviations
+    assert deviations["0.4.2"] == ()
+
+
+@pytest.fixture()
+def scratch_cache(tmp_path, monkeypatch, env, catalog):
+    """An empty cache that borrows the real shared torch (so no 700 MB install per test)."""
+    real_torch = envs_mod.envs_dir() / f"torch-{catalog.torch}"
+    env("0.4.2")  # make sure the shared torch exists
+    monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path))
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / real_torch.name).symlink_to(real_torch)
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_a_half_built_environment_is_never_used_and_a_failed_install_is_one_line(scratch_cache):
+    leftover = scratch_cache / "envs" / "coreai-torch-0.4.2"
+    (leftover / "bin").mkdir(parents=True)
+    (leftover / "junk").write_text("interrupted build")
+    assert ready_env("0.4.2") is None
+    bogus = Catalog("2.13.0", {"0.4.2": Release("0.4.2", "9.9.9", ())})
+    with pytest.raises(EnvError) as info:
+        ensure_env("0.4.2", bogus)
+    message = str(info.value)
+    assert "coreai-core==9.9.9" in message and "\n" not in message
+    assert not (leftover / "junk").exists(), "the leftover must have been removed, not reused"
+    assert ready_env("0.4.2") is None  # and the failed build is not marked ready
+
+
+def test_a_manifest_is_what_makes_an_environment_ready(tmp_path, monkeypatch):
+    monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path))
+    path = tmp_path / "envs" / "coreai-torch-0.4.2"
+    path.mkdir(parents=True)
+    assert ready_env("0.4.2") is None
+    (path / "inventory-env.json").write_text(json.dumps(
+        {"converter": "0.4.2", "core": "1.0.0b2", "packages": {"coreai-core": "1.0.0b2"},
+         "deviations": []}))
+    assert ready_env("0.4.2").runtime == "linux-cpu, coreai-core 1.0.0b2"

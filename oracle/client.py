@@ -122,6 +122,8 @@ class Pool:
     def __init__(self, log_dir: Path) -> None:
         self.log_dir = log_dir
         self._workers: dict[str, Worker] = {}
+        # (runtime core, asset cores) -> why that runtime could not run such assets
+        self.failures: dict[tuple[str, frozenset[str]], str] = {}
 
     def worker(self, env: Env) -> Worker:
         if env.name not in self._workers:

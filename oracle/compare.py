@@ -118,7 +118,14 @@ def _measure(pool: Pool, old_env: Env, new_env: Env, spec: ProbeSpec, old: Side,
     candidates = [new_env] if new_env.core == old_env.core else [new_env, old_env]
     attempts: list[str] = []
     assets = {"old": old.files["asset"], "new": new.files["asset"]}
+    cores = {old_env.core, new_env.core}
     for env in candidates:
+        # A runtime that already aborted on this pair of asset versions in this run is not
+        # asked again (each abort costs a worker restart); the attempt is still reported.
+        known = pool.failures.get((env.core, frozenset(cores)))
+        if known:
+            attempts.append(f"{env.runtime}: not retried ({known})")
+            continue
         target = out / f"measure-{env.packages.get('coreai-core', env.core)}"
         try:
             answer = pool.worker(env).call(
@@ -126,6 +133,8 @@ def _measure(pool: Pool, old_env: Env, new_env: Env, spec: ProbeSpec, old: Side,
             )
         except WorkerFailure as exc:
             attempts.append(f"{env.runtime}: {exc}")
+            if len(cores) > 1:
+                pool.failures[(env.core, frozenset(cores))] = f"earlier in this run: {exc}"
             continue
         failed = {s: v for s, v in answer.get("sides", {}).items() if not v.get("ok")}
         if not answer.get("ok") or failed:

@@ -96,7 +96,8 @@ def convert(spec: dict, out: Path) -> dict:
         pipeline = spec.get("pipeline", {})
         try:
             args = tuple(probe.inputs.values())
-            ep = torch.export.export(probe.module, args)
+            ep = torch.export.export(probe.module, args,
+                                     dynamic_shapes=probe.dynamic_shapes())
             decomp = pipeline.get("decompositions", "coreai")
             if decomp == "coreai":
                 ep = ep.run_decompositions(coreai_torch.get_decomp_table())
@@ -142,7 +143,6 @@ def convert(spec: dict, out: Path) -> dict:
 
 
 async def _run_asset(path: str, inputs: dict) -> dict:
-    import numpy as np
     from coreai.authoring import AIModelAsset
     from coreai.runtime import NDArray
 
@@ -150,39 +150,49 @@ async def _run_asset(path: str, inputs: dict) -> dict:
     async with asset.executable() as model:
         function = model.load_function("main")
         names = list(function.desc.input_names)
-        feed = {name: NDArray(np.ascontiguousarray(inputs[key]))
+        feed = {name: NDArray(inputs[key].contiguous())
                 for name, key in zip(names, inputs, strict=True)}
         result = await function(feed)
         return {name: value.numpy().copy() for name, value in result.items()}
 
 
-def measure(spec: dict, assets: dict[str, str], out: Path) -> dict:
+def _storable(array):
+    """safetensors stores numpy's own dtypes; bfloat16 (ml_dtypes) is widened losslessly."""
     import numpy as np
+
+    if array.dtype.name == "bfloat16":
+        return np.ascontiguousarray(array.astype(np.float32))
+    return np.ascontiguousarray(array)
+
+
+def measure(spec: dict, assets: dict[str, str], out: Path) -> dict:
     import torch
     from safetensors.numpy import save_file
+    from safetensors.torch import save_file as save_torch
 
     from oracle import probes
 
     out.mkdir(parents=True, exist_ok=True)
     with _logged(out / "measure.log"):
         probe = probes.build(spec)
-        inputs = {k: v.detach().numpy() if v.dtype != torch.bfloat16 else v.float().numpy()
-                  for k, v in probe.inputs.items()}
-        save_file(inputs, str(out / "inputs.safetensors"))
+        save_torch({k: v.contiguous() for k, v in probe.inputs.items()},
+                   str(out / "inputs.safetensors"))
         with torch.no_grad():
             ref = probe.reference_module(*probe.reference_inputs.values())
-        refs = ref if isinstance(ref, tuple) else (ref,)
-        reference = {f"out{i}": r.detach().float().numpy() for i, r in enumerate(refs)}
+        refs = ref if isinstance(ref, tuple | list) else (ref,)
+        reference = {f"out{i}": _storable(r.detach().float().numpy()
+                                          if r.is_floating_point() else r.detach().numpy())
+                     for i, r in enumerate(refs)}
         save_file(reference, str(out / "reference.safetensors"))
         sides: dict[str, dict] = {}
         for side, path in assets.items():
             try:
-                result = asyncio.run(_run_asset(path, inputs))
+                result = asyncio.run(_run_asset(path, probe.inputs))
             except Exception as exc:  # noqa: BLE001
                 sides[side] = _fail(f"run-{side}", exc, out)
                 continue
             # Output order is the graph's; name them positionally so sides line up.
-            arrays = {f"out{i}": np.ascontiguousarray(v) for i, v in enumerate(result.values())}
+            arrays = {f"out{i}": _storable(v) for i, v in enumerate(result.values())}
             save_file(arrays, str(out / f"{side}.safetensors"))
             sides[side] = {"ok": True, "outputs": str(out / f"{side}.safetensors"),
                            "names": list(result)}

@@ -11,7 +11,7 @@ from inventory.registry import UNKNOWN, Bundle, Instance
 from inventory.verdict import ProbeVerdict, judge, worst
 from oracle.client import Pool
 from oracle.compare import ProbeResult, compare
-from oracle.envs import Catalog, Env, EnvError, ensure_env
+from oracle.envs import Catalog, Env, EnvError, ensure_env, version_key
 from oracle.fixes import Fix
 from oracle.paths import cache_root
 from oracle.probes_catalog import has_probe, probe_params
@@ -60,10 +60,6 @@ class AffectedReport:
         return worst([b.reexport for b in self.bundles])
 
 
-def _version_key(v: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in v.split(".") if p.isdigit())
-
-
 def _specs(bundle: Bundle, instance: Instance) -> ProbeSpec:
     return ProbeSpec(
         construct=instance.kind,
@@ -85,9 +81,9 @@ def affected(
 ) -> AffectedReport:
     target = to or fix.ships_in
     catalog.release(target)  # unknown releases fail here, before any work
-    if _version_key(target) < _version_key(fix.ships_in):
+    if version_key(target) < version_key(fix.ships_in):
         raise UsageError(f"--to {target} predates fix #{fix.id}, which ships in {fix.ships_in}")
-    oldest = min(catalog.releases, key=_version_key)
+    oldest = catalog.oldest()
     envs: dict[str, Env] = {}
 
     def env(version: str) -> Env:
@@ -116,7 +112,8 @@ def _answer(bundle: Bundle, fix: Fix, target: str, oldest: str, catalog: Catalog
     else:
         exporter = recorded
         chain.append(f"exported with coreai-torch {recorded} ({bundle.exporter.source})")
-    instances = tuple(i for i in bundle.instances if i.kind == fix.construct)
+    instances = tuple(i for i in bundle.instances if i.kind in fix.constructs)
+    what = " or ".join(fix.constructs)
 
     def done(verdict: str, reexport: str, reason: str, probes: tuple[ProbeAnswer, ...] = (),
              runtimes: tuple[str, ...] = ()) -> BundleAnswer:
@@ -125,20 +122,21 @@ def _answer(bundle: Bundle, fix: Fix, target: str, oldest: str, catalog: Catalog
                             tuple(chain + [reason]), runtimes)
 
     if not instances:
-        chain.append(f"tracing found no {fix.construct} in the exported graph "
+        chain.append(f"tracing found no {what} in the exported graph "
                      f"({bundle.trace.get('summary', 'see recipes.toml')})")
-        return done("not-affected", "no", f"no {fix.construct} in this bundle")
-    chain.append(f"tracing found {sum(i.count for i in instances)} {fix.construct} "
+        return done("not-affected", "no", f"no {what} in this bundle")
+    chain.append(f"tracing found {sum(i.count for i in instances)} {what} "
                  f"in {len(instances)} parameter set(s)")
     if exporter not in catalog.releases:
         return done("inconclusive", "inconclusive",
                     f"exporter coreai-torch {exporter} is not a release the oracle can build")
-    if _version_key(exporter) >= _version_key(fix.ships_in):
+    if version_key(exporter) >= version_key(fix.ships_in):
         return done("not-affected", "no",
                     f"fix #{fix.id} ships in {fix.ships_in}; already in {exporter}")
-    if not has_probe(fix.construct):
+    missing = sorted({i.kind for i in instances if not has_probe(i.kind)})
+    if missing:
         return done("inconclusive", "inconclusive",
-                    f"the probe library has no probe for {fix.construct} yet")
+                    f"the probe library has no probe for {', '.join(missing)} yet")
     try:
         old_env, new_env = env(exporter), env(target)
     except EnvError as exc:

@@ -67,7 +67,8 @@ class ProbeResult:
     spec: ProbeSpec
     old: Side
     new: Side
-    # identical | differs | old-cannot-convert | new-cannot-convert | both-cannot-convert
+    # identical | differs | not-comparable (emitted only) | old-cannot-convert |
+    # new-cannot-convert | both-cannot-convert
     emitted: str
     shipped: str
     measurement: Measurement | None
@@ -100,6 +101,10 @@ def _identity(old: Side, new: Side, stage: str, out: Path) -> str:
         if not old.ok and not new.ok:
             return "both-cannot-convert"
         return "old-cannot-convert" if not old.ok else "new-cannot-convert"
+    if stage == "emitted" and old.emitted_is_optimized != new.emitted_is_optimized:
+        # 0.4.3's to_coreai() already returns the optimized program: its emitted stage has no
+        # counterpart on an older side, and comparing them would only report that contract.
+        return "not-comparable"
     a = Path(old.files[stage]).read_text()
     b = Path(new.files[stage]).read_text()
     (out / f"{stage}.old.normalised.mlir").write_text(normalise(a))
@@ -185,7 +190,9 @@ def compare(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool,
             measurement = _measure(pool, old_env, new_env, spec, old, new, work)
         result = ProbeResult(spec, old, new, emitted, shipped, measurement, str(final))
         result = _relocate(result, work, final)
-        (work / "result.json").write_text(json.dumps(to_json(result), indent=2))
+        record = {**to_json(result), "key": final.name, "code": _code_digest(),
+                  "files_sha256": _manifest(work)}
+        (work / "result.json").write_text(json.dumps(record, indent=2))
         shutil.rmtree(final, ignore_errors=True)
         work.rename(final)
     except BaseException:
@@ -223,11 +230,22 @@ def from_json(data: dict[str, Any]) -> ProbeResult:
                        data["shipped"], measurement, data["evidence"], data.get("cached", False))
 
 
+def _manifest(folder: Path) -> dict[str, str]:
+    """sha256 of every evidence file, so a damaged stored result is detected, not trusted."""
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.name != "result.json":
+            out[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
 def load_result(path: Path) -> ProbeResult | None:
-    """A stored result, or None if absent or unreadable (then it is recomputed)."""
+    """A stored result, or None if absent, unreadable or damaged (then it is recomputed)."""
     try:
         data = json.loads((path / "result.json").read_text())
         result = from_json(data)
+        if _manifest(path) != data["files_sha256"]:
+            return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return ProbeResult(**{**result.__dict__, "cached": True})

@@ -43,10 +43,18 @@ class Release:
     extra: tuple[str, ...]
 
 
+def version_key(version: str) -> tuple[int, ...]:
+    """Order releases numerically ("0.4.10" after "0.4.9")."""
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
 @dataclass(frozen=True)
 class Catalog:
     torch: str
     releases: dict[str, Release]
+
+    def oldest(self) -> str:
+        return min(self.releases, key=version_key)
 
     def release(self, version: str) -> Release:
         try:

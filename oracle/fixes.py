@@ -19,11 +19,16 @@ class Fix:
     title: str
     ships_in: str
     upstream: str
-    construct: str
+    constructs: tuple[str, ...]
     aliases: tuple[str, ...] = ()
+    checked: str = ""
+
+    @property
+    def construct(self) -> str:
+        return self.constructs[0]
 
 
-_REQUIRED = ("id", "title", "ships_in", "construct")
+_REQUIRED = ("id", "title", "ships_in", "constructs")
 
 
 def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
@@ -38,9 +43,14 @@ def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
         missing = [k for k in _REQUIRED if k not in entry]
         if missing:
             raise FixError(f"{path}: fix record {i} lacks {', '.join(missing)}")
+        constructs = entry["constructs"]
+        if not isinstance(constructs, list) or not constructs:
+            raise FixError(f"{path}: fix record {i} ({entry['id']}): constructs must be a "
+                           "non-empty list")
         fixes.append(Fix(str(entry["id"]), entry["title"], entry["ships_in"],
-                         entry.get("upstream", ""), entry["construct"],
-                         tuple(str(a) for a in entry.get("aliases", []))))
+                         entry.get("upstream", ""), tuple(constructs),
+                         tuple(str(a) for a in entry.get("aliases", [])),
+                         entry.get("checked", "")))
     return fixes
 
 

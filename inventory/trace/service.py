@@ -43,7 +43,7 @@ class TraceResult:
 def _decomp_env(bundle: Bundle, catalog: Catalog, progress: Any) -> Env:
     version = bundle.exporter.converter
     if version == UNKNOWN or version not in catalog.releases:
-        version = min(catalog.releases, key=lambda v: tuple(int(p) for p in v.split(".")))
+        version = catalog.oldest()
     return ensure_env(version, catalog, progress)
 
 

@@ -1,0 +1,135 @@
+"""`release-notes` and `sweep`: what changes between two converter releases, probe by probe.
+
+release-notes walks the fix records between two releases and runs each fix's regimes; sweep
+ignores the records, runs every regime in the library, and then says which changes no record
+explains. Both return plain data; renderers live in `inventory/report/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from inventory.affected import UsageError
+from inventory.policy import Policy
+from inventory.registry import Bundle
+from inventory.verdict import ProbeVerdict, judge
+from oracle.client import Pool
+from oracle.compare import ProbeResult, compare
+from oracle.envs import Catalog, ensure_env, version_key
+from oracle.fixes import Fix
+from oracle.paths import cache_root
+from oracle.regimes import Regime, for_constructs
+
+
+@dataclass(frozen=True)
+class RegimeOutcome:
+    regime: Regime
+    result: ProbeResult
+    verdict: ProbeVerdict
+
+
+@dataclass(frozen=True)
+class FixNotes:
+    fix: Fix
+    outcomes: tuple[RegimeOutcome, ...]
+    bundles: tuple[str, ...]  # registry bundles whose traced graph holds a touched construct
+
+
+@dataclass(frozen=True)
+class ReleaseNotes:
+    old: str
+    new: str
+    fixes: tuple[FixNotes, ...]
+
+    @property
+    def runtimes(self) -> tuple[str, ...]:
+        return tuple(sorted({o.result.measurement.runtime for f in self.fixes
+                             for o in f.outcomes
+                             if o.result.measurement and o.result.measurement.ok}))
+
+
+@dataclass(frozen=True)
+class SweepFinding:
+    outcome: RegimeOutcome
+    explained_by: tuple[str, ...]  # fix ids whose constructs and release range cover it
+
+
+@dataclass(frozen=True)
+class Sweep:
+    old: str
+    new: str
+    probed: int
+    changed: tuple[SweepFinding, ...]  # shipped graph differs, or one side cannot convert
+    unchanged: int
+
+    @property
+    def unexplained(self) -> tuple[SweepFinding, ...]:
+        return tuple(f for f in self.changed if not f.explained_by)
+
+
+def _check_pair(old: str, new: str, catalog: Catalog) -> None:
+    catalog.release(old)
+    catalog.release(new)
+    if version_key(new) <= version_key(old):
+        raise UsageError(f"--to {new} must be a later release than --from {old}")
+
+
+def fixes_between(fixes: list[Fix], old: str, new: str) -> list[Fix]:
+    return [f for f in fixes if version_key(old) < version_key(f.ships_in) <= version_key(new)]
+
+
+def _run(regimes: list[Regime], old: str, new: str, catalog: Catalog, policy: Policy,
+         use_cache: bool, progress: Callable[[str], None]) -> dict[str, RegimeOutcome]:
+    old_env = ensure_env(old, catalog, progress)
+    new_env = ensure_env(new, catalog, progress)
+    out: dict[str, RegimeOutcome] = {}
+    with Pool(cache_root() / "logs") as pool:
+        for i, regime in enumerate(regimes, start=1):
+            progress(f"[{i}/{len(regimes)}] {regime.id} under {old} and {new}")
+            result = compare(regime.spec, old_env, new_env, pool, use_cache=use_cache)
+            tuned = Policy(policy.tolerance, policy.override if policy.override is not None
+                           else regime.tolerance)
+            out[regime.id] = RegimeOutcome(regime, result, judge(result, tuned))
+    return out
+
+
+def _holders(bundles: list[Bundle], constructs: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(b.name for b in bundles if any(i.kind in constructs for i in b.instances))
+
+
+def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
+                  bundles: list[Bundle], catalog: Catalog, policy: Policy,
+                  use_cache: bool = True,
+                  progress: Callable[[str], None] = lambda _: None) -> ReleaseNotes:
+    _check_pair(old, new, catalog)
+    chosen = fixes_between(fixes, old, new)
+    wanted: list[Regime] = []
+    for fix in chosen:
+        for regime in for_constructs(regimes, fix.constructs):
+            if regime not in wanted:
+                wanted.append(regime)
+    outcomes = _run(wanted, old, new, catalog, policy, use_cache, progress)
+    notes = tuple(
+        FixNotes(fix, tuple(outcomes[r.id] for r in for_constructs(regimes, fix.constructs)),
+                 _holders(bundles, fix.constructs))
+        for fix in chosen
+    )
+    return ReleaseNotes(old, new, notes)
+
+
+def _changed(result: ProbeResult) -> bool:
+    return result.shipped != "identical"
+
+
+def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: Catalog,
+          policy: Policy, use_cache: bool = True,
+          progress: Callable[[str], None] = lambda _: None) -> Sweep:
+    _check_pair(old, new, catalog)
+    outcomes = _run(regimes, old, new, catalog, policy, use_cache, progress)
+    in_range = fixes_between(fixes, old, new)
+    changed = tuple(
+        SweepFinding(o, tuple(f.id for f in in_range if o.regime.construct in f.constructs))
+        for o in outcomes.values() if _changed(o.result)
+    )
+    return Sweep(old, new, len(outcomes), changed, len(outcomes) - len(changed))

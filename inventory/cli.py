@@ -33,6 +33,8 @@ app = typer.Typer(
 envs_app = typer.Typer(help="Converter environments (one per coreai-torch release).",
                        no_args_is_help=True)
 app.add_typer(envs_app, name="envs")
+cache_app = typer.Typer(help="The store of probe results.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
 
 err = Console(stderr=True)
 out = Console()
@@ -92,6 +94,85 @@ def affected_cmd(
         raise typer.Exit(EXIT_REEXPORT)
     if level == "inconclusive":
         raise typer.Exit(EXIT_INCONCLUSIVE)
+
+
+@app.command("release-notes")
+def release_notes_cmd(
+    old: Annotated[str, typer.Option("--from", help="The release upgraded from.")],
+    new: Annotated[str, typer.Option("--to", help="The release upgraded to.")],
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print markdown.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    registry: Annotated[Path, typer.Option(help="The bundle registry.")] = DEFAULT_REGISTRY,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Run every probe again.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+) -> None:
+    """Per fix between two releases, per probe regime: does the program change, do values move?"""
+    from inventory.release_notes import release_notes
+    from inventory.report.notes_report import notes_json, notes_markdown, notes_table
+    from oracle.fixes import load_fixes
+    from oracle.regimes import RegimeError, load_regimes
+
+    try:
+        python_ok()
+        with _progress(not quiet) as progress:
+            notes = release_notes(old, new, load_fixes(), load_regimes(),
+                                  load_registry(registry), load_catalog(), load_policy(),
+                                  use_cache=not no_cache, progress=progress)
+    except (FixError, RegistryError, EnvError, UsageError, RegimeError) as exc:
+        _fail(str(exc), as_json, "release-notes")
+        return
+    if as_json:
+        print(notes_json(notes))
+    elif markdown:
+        print(notes_markdown(notes), end="")
+    else:
+        out.print(notes_table(notes))
+
+
+@app.command("sweep")
+def sweep_cmd(
+    old: Annotated[str, typer.Option("--from", help="The release upgraded from.")],
+    new: Annotated[str, typer.Option("--to", help="The release upgraded to.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Run every probe again.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+) -> None:
+    """Every probe in the library, no changelog: which shipped programs change, and does a fix
+    record explain each change? Exit 1 when a change is explained by no record."""
+    from inventory.release_notes import sweep
+    from inventory.report.notes_report import sweep_json, sweep_table
+    from oracle.fixes import load_fixes
+    from oracle.regimes import RegimeError, load_regimes
+
+    try:
+        python_ok()
+        with _progress(not quiet) as progress:
+            result = sweep(old, new, load_fixes(), load_regimes(), load_catalog(),
+                           load_policy(), use_cache=not no_cache, progress=progress)
+    except (FixError, EnvError, UsageError, RegimeError) as exc:
+        _fail(str(exc), as_json, "sweep")
+        return
+    if as_json:
+        print(sweep_json(result))
+    else:
+        out.print(sweep_table(result))
+    if result.unexplained:
+        raise typer.Exit(EXIT_REEXPORT)
+
+
+@cache_app.command("prune")
+def cache_prune(
+    older_than: Annotated[float | None, typer.Option(
+        "--older-than", help="Also remove results older than this many days.")] = None,
+    everything: Annotated[bool, typer.Option("--all", help="Remove every stored result.")] = False,
+) -> None:
+    """Remove interrupted, damaged and outdated results from the store (environments stay)."""
+    from oracle.cache import prune
+
+    pruned = prune(older_than, everything)
+    for line in pruned.removed:
+        out.print(f"removed {line}", highlight=False)
+    out.print(f"{len(pruned.removed)} removed, {pruned.kept} kept")
 
 
 @app.command("trace")

@@ -1,0 +1,162 @@
+"""Renderers for `release-notes` and `sweep`: markdown, JSON and a terminal table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from inventory.release_notes import RegimeOutcome, ReleaseNotes, Sweep
+from inventory.report.json_report import SCHEMA_VERSION
+
+_DIFF_LINES = 12
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3g}"
+
+
+def outcome_json(o: RegimeOutcome) -> dict[str, Any]:
+    r = o.result
+    m = r.measurement
+    s = m.stats if m and m.ok else None
+    return {
+        "probe": o.regime.id,
+        "label": r.spec.label(),
+        "control": o.regime.control,
+        "regime": r.spec.to_json(),
+        "emitted": r.emitted,
+        "shipped": r.shipped,
+        "outputs": r.outputs,
+        "maxabs_old_new": s.maxabs_old_new if s else None,
+        "maxabs_old_ref": s.maxabs_old_ref if s else None,
+        "maxabs_new_ref": s.maxabs_new_ref if s else None,
+        "ref_magnitude": s.ref_magnitude if s else None,
+        "shapes_old": s.shapes_old if s else [],
+        "shapes_new": s.shapes_new if s else [],
+        "runtime": m.runtime if m and m.ok else None,
+        "old_error": r.old.error or None,
+        "new_error": r.new.error or None,
+        "verdict": o.verdict.verdict,
+        "reason": o.verdict.reason,
+        "evidence": r.evidence,
+    }
+
+
+def notes_json(notes: ReleaseNotes) -> str:
+    result = {
+        "from": notes.old,
+        "to": notes.new,
+        "runtime": "; ".join(notes.runtimes) or None,
+        "fixes": [{"fix": f.fix.id, "aliases": list(f.fix.aliases), "title": f.fix.title,
+                   "upstream": f.fix.upstream, "constructs": list(f.fix.constructs),
+                   "probes": [outcome_json(o) for o in f.outcomes],
+                   "bundles": list(f.bundles)} for f in notes.fixes],
+    }
+    return json.dumps({**result, "schema_version": SCHEMA_VERSION, "command": "release-notes",
+                       "result": result, "warnings": [], "error": None}, indent=2)
+
+
+def sweep_json(sw: Sweep) -> str:
+    result = {
+        "from": sw.old, "to": sw.new, "probed": sw.probed, "unchanged": sw.unchanged,
+        "changed": [{**outcome_json(f.outcome), "explained_by": list(f.explained_by)}
+                    for f in sw.changed],
+        "unexplained": [f.outcome.regime.id for f in sw.unexplained],
+    }
+    return json.dumps({**result, "schema_version": SCHEMA_VERSION, "command": "sweep",
+                       "result": result, "warnings": [], "error": None}, indent=2)
+
+
+def _excerpt(evidence: str) -> str:
+    diff = Path(evidence) / "shipped.diff"
+    if not diff.exists():
+        return ""
+    lines = diff.read_text().splitlines()
+    shown = lines[:_DIFF_LINES]
+    more = f"\n... {len(lines) - _DIFF_LINES} more lines" if len(lines) > _DIFF_LINES else ""
+    return "\n".join(shown) + more
+
+
+def _finding(o: RegimeOutcome) -> str:
+    r = o.result
+    if r.shipped == "identical":
+        return "same shipped program"
+    if r.shipped.endswith("cannot-convert"):
+        side = r.old if r.shipped.startswith("old") else r.new
+        return f"{r.shipped}: `{side.error}`"
+    return o.verdict.reason
+
+
+def notes_markdown(notes: ReleaseNotes) -> str:
+    out = [f"# coreai-torch {notes.old} → {notes.new}: what changes in converted programs", ""]
+    out.append(f"Measured on: {'; '.join(notes.runtimes) or 'no run needed'}. Every row comes "
+               "from a conversion under both releases; evidence folders hold the IR, the "
+               "normalised diff and the tensors.")
+    out.append("")
+    for f in notes.fixes:
+        alias = f" (also #{', #'.join(f.fix.aliases)})" if f.fix.aliases else ""
+        out.append(f"## #{f.fix.id}{alias} {f.fix.title}")
+        out.append("")
+        out.append(f"Upstream: {f.fix.upstream}. Shipped bundles holding "
+                   f"{' or '.join(f.fix.constructs)}: {', '.join(f.bundles) or 'none'}.")
+        out.append("")
+        if not f.outcomes:
+            out.append("_No probe in the library for this construct yet._")
+            out.append("")
+            continue
+        out.append("| probe | emitted | shipped | outputs | max abs old-new | finding |")
+        out.append("|---|---|---|---|---|---|")
+        for o in f.outcomes:
+            r = o.result
+            s = r.measurement.stats if r.measurement and r.measurement.ok else None
+            control = " (control)" if o.regime.control else ""
+            out.append(f"| `{o.regime.name}`{control} | {r.emitted} | {r.shipped} | {r.outputs} "
+                       f"| {_num(s.maxabs_old_new) if s else '-'} | "
+                       f"{_finding(o).replace('|', '/')} |")
+        out.append("")
+        for o in f.outcomes:
+            excerpt = _excerpt(o.result.evidence)
+            if excerpt:
+                out.append(f"<details><summary>{o.regime.name}: shipped IR diff "
+                           f"(<code>{o.result.evidence}</code>)</summary>")
+                out.append("")
+                out.append("```diff")
+                out.append(excerpt)
+                out.append("```")
+                out.append("</details>")
+                out.append("")
+    return "\n".join(out) + "\n"
+
+
+def notes_table(notes: ReleaseNotes) -> Group:
+    table = Table(title=f"coreai-torch {notes.old} → {notes.new}", show_lines=False,
+                  title_justify="left")
+    for col in ("fix", "probe", "emitted", "shipped", "outputs", "verdict"):
+        table.add_column(col, overflow="fold")
+    for f in notes.fixes:
+        if not f.outcomes:
+            table.add_row(f"#{f.fix.id}", "(no probe)", "", "", "", "")
+        for o in f.outcomes:
+            table.add_row(f"#{f.fix.id}", o.regime.name, o.result.emitted, o.result.shipped,
+                          o.result.outputs, o.verdict.verdict)
+    runtimes = "; ".join(notes.runtimes) or "no run needed"
+    return Group(table, Text(f"measured on: {runtimes}"))
+
+
+def sweep_table(sw: Sweep) -> Group:
+    table = Table(title=f"sweep coreai-torch {sw.old} → {sw.new}: {len(sw.changed)} of "
+                        f"{sw.probed} probes change the shipped program", title_justify="left")
+    for col in ("probe", "shipped", "outputs", "verdict", "explained by"):
+        table.add_column(col, overflow="fold")
+    for f in sw.changed:
+        o = f.outcome
+        explained = ", ".join(f"#{i}" for i in f.explained_by) or Text("no fix record",
+                                                                      style="bold red")
+        table.add_row(o.regime.id, o.result.shipped, o.result.outputs, o.verdict.verdict,
+                      explained)
+    return Group(table)

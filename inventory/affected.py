@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.policy import Policy
 from inventory.registry import UNKNOWN, Bundle, Instance
 from inventory.verdict import ProbeVerdict, judge, worst
@@ -50,6 +51,8 @@ class AffectedReport:
     fix: Fix
     to: str
     bundles: tuple[BundleAnswer, ...]
+    ignored: dict[str, Ignore] = field(default_factory=dict)  # bundle -> accepted risk
+    warnings: tuple[str, ...] = ()
 
     @property
     def runtimes(self) -> tuple[str, ...]:
@@ -57,7 +60,7 @@ class AffectedReport:
 
     @property
     def reexport(self) -> str:
-        return worst([b.reexport for b in self.bundles])
+        return worst([b.reexport for b in self.bundles if b.bundle not in self.ignored])
 
 
 def _specs(bundle: Bundle, instance: Instance) -> ProbeSpec:
@@ -70,6 +73,93 @@ def _specs(bundle: Bundle, instance: Instance) -> ProbeSpec:
     )
 
 
+class Analyzer:
+    """Answers bundle x fix questions, sharing environments and one worker pool per run."""
+
+    def __init__(self, catalog: Catalog, policy: Policy, use_cache: bool = True,
+                 progress: Callable[[str], None] = lambda _: None) -> None:
+        self.catalog = catalog
+        self.policy = policy
+        self.use_cache = use_cache
+        self.progress = progress
+        self._envs: dict[str, Env] = {}
+        self.pool = Pool(cache_root() / "logs")
+
+    def __enter__(self) -> Analyzer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.pool.close()
+
+    def env(self, version: str) -> Env:
+        if version not in self._envs:
+            self._envs[version] = ensure_env(version, self.catalog, self.progress)
+        return self._envs[version]
+
+    def answer(self, bundle: Bundle, fix: Fix, target: str) -> BundleAnswer:
+        recorded = bundle.exporter.converter
+        chain: list[str] = []
+        oldest = self.catalog.oldest()
+        if recorded == UNKNOWN:
+            exporter = oldest
+            chain.append(f"exporter not recorded ({bundle.exporter.source}); assumed the "
+                         f"oldest supported release, coreai-torch {oldest}")
+        else:
+            exporter = recorded
+            chain.append(f"exported with coreai-torch {recorded} ({bundle.exporter.source})")
+        instances = tuple(i for i in bundle.instances if i.kind in fix.constructs)
+        what = " or ".join(fix.constructs)
+
+        def done(verdict: str, reexport: str, reason: str,
+                 probes: tuple[ProbeAnswer, ...] = (),
+                 runtimes: tuple[str, ...] = ()) -> BundleAnswer:
+            return BundleAnswer(bundle.name, exporter, recorded, bundle.exporter.source,
+                                instances, probes, verdict, reexport, reason,
+                                tuple(chain + [reason]), runtimes)
+
+        if not instances:
+            chain.append(f"tracing found no {what} in the exported graph "
+                         f"({bundle.trace.get('summary', 'see recipes.toml')})")
+            return done("not-affected", "no", f"no {what} in this bundle")
+        chain.append(f"tracing found {sum(i.count for i in instances)} {what} "
+                     f"in {len(instances)} parameter set(s)")
+        if exporter not in self.catalog.releases:
+            return done("inconclusive", "inconclusive",
+                        f"exporter coreai-torch {exporter} is not a release the oracle can build")
+        if version_key(exporter) >= version_key(fix.ships_in):
+            return done("not-affected", "no",
+                        f"fix #{fix.id} ships in {fix.ships_in}; already in {exporter}")
+        missing = sorted({i.kind for i in instances if not has_probe(i.kind)})
+        if missing:
+            return done("inconclusive", "inconclusive",
+                        f"the probe library has no probe for {', '.join(missing)} yet")
+        try:
+            old_env, new_env = self.env(exporter), self.env(target)
+        except EnvError as exc:
+            return done("inconclusive", "inconclusive", str(exc))
+        probes = []
+        for instance in instances:
+            spec = _specs(bundle, instance)
+            self.progress(f"{bundle.name}: {spec.label()} under {exporter} and {target}")
+            result = compare(spec, old_env, new_env, self.pool, use_cache=self.use_cache)
+            probes.append(ProbeAnswer(instance, spec, result, judge(result, self.policy)))
+        level = worst([p.verdict.reexport for p in probes])
+        deciding = next(p for p in probes if p.verdict.reexport == level)
+        chain.extend(f"{p.spec.label()}: {p.verdict.verdict} - {p.verdict.reason}"
+                     for p in probes)
+        runtimes = tuple(sorted({p.result.measurement.runtime for p in probes
+                                 if p.result and p.result.measurement
+                                 and p.result.measurement.ok}))
+        return done(deciding.verdict.verdict, level, deciding.verdict.reason, tuple(probes),
+                    runtimes)
+
+
+def check_target(fix: Fix, target: str, catalog: Catalog) -> None:
+    catalog.release(target)  # unknown releases fail here, before any work
+    if version_key(target) < version_key(fix.ships_in):
+        raise UsageError(f"--to {target} predates fix #{fix.id}, which ships in {fix.ships_in}")
+
+
 def affected(
     fix: Fix,
     bundles: list[Bundle],
@@ -78,82 +168,23 @@ def affected(
     to: str | None = None,
     use_cache: bool = True,
     progress: Callable[[str], None] = lambda _: None,
+    ignores: list[Ignore] | None = None,
 ) -> AffectedReport:
     target = to or fix.ships_in
-    catalog.release(target)  # unknown releases fail here, before any work
-    if version_key(target) < version_key(fix.ships_in):
-        raise UsageError(f"--to {target} predates fix #{fix.id}, which ships in {fix.ships_in}")
-    oldest = catalog.oldest()
-    envs: dict[str, Env] = {}
-
-    def env(version: str) -> Env:
-        if version not in envs:
-            envs[version] = ensure_env(version, catalog, progress)
-        return envs[version]
-
-    answers = []
-    with Pool(cache_root() / "logs") as pool:
+    check_target(fix, target, catalog)
+    active, warnings = in_force(ignores or [])
+    with Analyzer(catalog, policy, use_cache, progress) as analyzer:
+        answers = []
         for bundle in bundles:
             progress(f"{bundle.name}: checking")
-            answers.append(_answer(bundle, fix, target, oldest, catalog, policy, env, pool,
-                                   use_cache, progress))
-    return AffectedReport(fix, target, tuple(answers))
-
-
-def _answer(bundle: Bundle, fix: Fix, target: str, oldest: str, catalog: Catalog,
-            policy: Policy, env: Callable[[str], Env], pool: Pool, use_cache: bool,
-            progress: Callable[[str], None]) -> BundleAnswer:
-    recorded = bundle.exporter.converter
-    chain: list[str] = []
-    if recorded == UNKNOWN:
-        exporter = oldest
-        chain.append(f"exporter not recorded ({bundle.exporter.source}); assumed the oldest "
-                     f"supported release, coreai-torch {oldest}")
-    else:
-        exporter = recorded
-        chain.append(f"exported with coreai-torch {recorded} ({bundle.exporter.source})")
-    instances = tuple(i for i in bundle.instances if i.kind in fix.constructs)
-    what = " or ".join(fix.constructs)
-
-    def done(verdict: str, reexport: str, reason: str, probes: tuple[ProbeAnswer, ...] = (),
-             runtimes: tuple[str, ...] = ()) -> BundleAnswer:
-        return BundleAnswer(bundle.name, exporter, recorded, bundle.exporter.source,
-                            instances, probes, verdict, reexport, reason,
-                            tuple(chain + [reason]), runtimes)
-
-    if not instances:
-        chain.append(f"tracing found no {what} in the exported graph "
-                     f"({bundle.trace.get('summary', 'see recipes.toml')})")
-        return done("not-affected", "no", f"no {what} in this bundle")
-    chain.append(f"tracing found {sum(i.count for i in instances)} {what} "
-                 f"in {len(instances)} parameter set(s)")
-    if exporter not in catalog.releases:
-        return done("inconclusive", "inconclusive",
-                    f"exporter coreai-torch {exporter} is not a release the oracle can build")
-    if version_key(exporter) >= version_key(fix.ships_in):
-        return done("not-affected", "no",
-                    f"fix #{fix.id} ships in {fix.ships_in}; already in {exporter}")
-    missing = sorted({i.kind for i in instances if not has_probe(i.kind)})
-    if missing:
-        return done("inconclusive", "inconclusive",
-                    f"the probe library has no probe for {', '.join(missing)} yet")
-    try:
-        old_env, new_env = env(exporter), env(target)
-    except EnvError as exc:
-        return done("inconclusive", "inconclusive", str(exc))
-    probes = []
-    for instance in instances:
-        spec = _specs(bundle, instance)
-        progress(f"{bundle.name}: {spec.label()} under {exporter} and {target}")
-        result = compare(spec, old_env, new_env, pool, use_cache=use_cache)
-        probes.append(ProbeAnswer(instance, spec, result, judge(result, policy)))
-    level = worst([p.verdict.reexport for p in probes])
-    deciding = next(p for p in probes if p.verdict.reexport == level)
-    chain.extend(f"{p.spec.label()}: {p.verdict.verdict} - {p.verdict.reason}" for p in probes)
-    runtimes = tuple(sorted({p.result.measurement.runtime for p in probes
-                             if p.result and p.result.measurement and p.result.measurement.ok}))
-    return done(deciding.verdict.verdict, level, deciding.verdict.reason, tuple(probes),
-                runtimes)
+            answers.append(analyzer.answer(bundle, fix, target))
+    ids = {fix.id, *fix.aliases}
+    ignored = {b.bundle: hit for b in answers
+               if (hit := matching(active, ids, b.bundle)) is not None}
+    seen = {(i, b.bundle) for b in answers for i in ids}
+    other = [i for i in active if i.fix not in ids]  # entries for other fixes are not this run's
+    warnings += unmatched([i for i in active if i not in other], seen)
+    return AffectedReport(fix, target, tuple(answers), ignored, tuple(warnings))
 
 
 def evidence_paths(answer: BundleAnswer) -> list[Path]:

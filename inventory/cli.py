@@ -18,7 +18,7 @@ from inventory.affected import UsageError, affected
 from inventory.policy import load_policy
 from inventory.registry import DEFAULT_REGISTRY, RegistryError, load_registry, select
 from inventory.report.json_report import affected_json, error_json
-from inventory.report.table import print_affected
+from inventory.report.table import affected_markdown, print_affected
 from oracle.envs import EnvError, ensure_env, installed_envs, load_catalog, python_ok
 from oracle.fixes import FixError, find_fix
 
@@ -66,30 +66,89 @@ def affected_cmd(
         "--bundle", "-b", help="Only this bundle (repeatable).")] = None,
     registry: Annotated[Path, typer.Option(help="The bundle registry.")] = DEFAULT_REGISTRY,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print markdown.")] = False,
     no_cache: Annotated[bool, typer.Option(
         "--no-cache", help="Convert and measure again even if a stored result exists.")] = False,
     tolerance: Annotated[float | None, typer.Option(
         help="Relative error vs torch fp32 beyond which a shipped output is wrong "
              "(default: per dtype, inventory/policy.toml).")] = None,
+    ignore: Annotated[Path | None, typer.Option(
+        help="Accepted risks: TOML [[ignore]] entries with fix, bundle, reason, expires.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
     """Which shipped bundles does one converter fix change, and must they be re-exported?"""
+    from inventory.ignore import load_ignores
+
     try:
         python_ok()
         the_fix = find_fix(fix)
         bundles = select(load_registry(registry), bundle)
+        ignores = load_ignores(ignore)
         catalog = load_catalog()
         with _progress(not quiet) as progress:
             report = affected(the_fix, bundles, catalog, load_policy(tolerance), to=to,
-                              use_cache=not no_cache, progress=progress)
+                              use_cache=not no_cache, progress=progress, ignores=ignores)
     except (FixError, RegistryError, EnvError, UsageError) as exc:
         _fail(str(exc), as_json, "affected")
         return
     if as_json:
         print(affected_json(report))
+    elif markdown:
+        print(affected_markdown(report), end="")
     else:
         print_affected(report, out)
-    level = report.reexport
+    for warning in report.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    _exit_for(report.reexport)
+
+
+@app.command("plan")
+def plan_cmd(
+    to: Annotated[str, typer.Option("--to", help="The release to re-export with.")],
+    bundle: Annotated[list[str] | None, typer.Option(
+        "--bundle", "-b", help="Only this bundle (repeatable).")] = None,
+    baseline: Annotated[Path | None, typer.Option(
+        help="A previous `plan --json`: report only what changed since.")] = None,
+    ignore: Annotated[Path | None, typer.Option(
+        help="Accepted risks: TOML [[ignore]] entries with fix, bundle, reason, expires.")] = None,
+    registry: Annotated[Path, typer.Option(help="The bundle registry.")] = DEFAULT_REGISTRY,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print markdown.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Run every probe again.")] = False,
+    tolerance: Annotated[float | None, typer.Option(
+        help="Relative error vs torch fp32 beyond which a shipped output is wrong.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+) -> None:
+    """Every fix between each bundle's exporter and --to: what forces a re-export, what
+    merely suggests one, correctness first."""
+    from inventory.ignore import load_ignores
+    from inventory.plan import plan, since_baseline
+    from inventory.report.plan_report import plan_json, plan_markdown, plan_table
+    from oracle.fixes import load_fixes
+
+    try:
+        python_ok()
+        with _progress(not quiet) as progress:
+            result = plan(to, select(load_registry(registry), bundle), load_fixes(),
+                          load_catalog(), load_policy(tolerance), load_ignores(ignore),
+                          use_cache=not no_cache, progress=progress)
+        if baseline is not None:
+            result = since_baseline(result, baseline)
+    except (FixError, RegistryError, EnvError, UsageError) as exc:
+        _fail(str(exc), as_json, "plan")
+        return
+    if as_json:
+        print(plan_json(result))
+    elif markdown:
+        print(plan_markdown(result), end="")
+    else:
+        out.print(plan_table(result))
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    _exit_for(result.reexport)
+
+
+def _exit_for(level: str) -> None:
     if level == "required":
         raise typer.Exit(EXIT_REEXPORT)
     if level == "inconclusive":

@@ -47,7 +47,8 @@ def _probe(p: ProbeAnswer) -> dict[str, Any]:
     }
 
 
-def _bundle(b: BundleAnswer) -> dict[str, Any]:
+def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:
+    ignored = report.ignored.get(b.bundle)
     return {
         "bundle": b.bundle,
         "exporter": b.exporter,
@@ -60,10 +61,13 @@ def _bundle(b: BundleAnswer) -> dict[str, Any]:
         "reason": b.reason,
         "chain": list(b.chain),
         "runtime": ", ".join(b.runtimes) if b.runtimes else None,
+        "ignored": {"reason": ignored.reason,
+                    "expires": ignored.expires.isoformat() if ignored.expires else None}
+        if ignored else None,
     }
 
 
-def affected_json(report: AffectedReport, warnings: list[str] | None = None) -> str:
+def affected_json(report: AffectedReport) -> str:
     result = {
         "fix": report.fix.id,
         "title": report.fix.title,
@@ -71,10 +75,10 @@ def affected_json(report: AffectedReport, warnings: list[str] | None = None) -> 
         "to": report.to,
         "runtime": "; ".join(report.runtimes) or None,
         "reexport": report.reexport,
-        "bundles": [_bundle(b) for b in report.bundles],
+        "bundles": [_bundle(b, report) for b in report.bundles],
     }
     envelope = {"schema_version": SCHEMA_VERSION, "command": "affected", "result": result,
-                "warnings": warnings or [], "error": None}
+                "warnings": list(report.warnings), "error": None}
     # Fields of `result` are also at the top level, as the slice's consumers read them there.
     return json.dumps({**result, **envelope}, indent=2)
 

@@ -48,8 +48,11 @@ def affected_table(report: AffectedReport) -> Group:
         table.add_column(col, overflow="fold")
     for b in report.bundles:
         exporter = b.exporter if b.exporter_recorded != "unknown" else f"{b.exporter} (assumed)"
-        table.add_row(b.bundle, exporter, _instances(b), _found(b),
-                      Text(b.reexport, style=_STYLE.get(b.reexport, "")), b.reason)
+        level = Text(b.reexport, style=_STYLE.get(b.reexport, ""))
+        if b.bundle in report.ignored:
+            level = Text(f"{b.reexport} (ignored: {report.ignored[b.bundle].reason})",
+                         style="dim")
+        table.add_row(b.bundle, exporter, _instances(b), _found(b), level, b.reason)
     details = [Text("")]
     for b in report.bundles:
         details.append(Text(f"{b.bundle}: {b.verdict}", style="bold"))
@@ -65,3 +68,24 @@ def affected_table(report: AffectedReport) -> Group:
 
 def print_affected(report: AffectedReport, console: Console) -> None:
     console.print(affected_table(report))
+
+
+def affected_markdown(report: AffectedReport) -> str:
+    fix = report.fix
+    out = [f"# Fix #{fix.id} {fix.title}", "",
+           f"Ships in coreai-torch {fix.ships_in}; each bundle's exporter compared with "
+           f"{report.to}. Measured on: {'; '.join(report.runtimes) or 'no run needed'}.", "",
+           "| bundle | exporter | instances | verdict | re-export | reason |",
+           "|---|---|---|---|---|---|"]
+    for b in report.bundles:
+        exporter = b.exporter if b.exporter_recorded != "unknown" else f"{b.exporter} (assumed)"
+        inst = "; ".join(f"{i.count}x {i.kind}" for i in b.instances) or "none traced"
+        out.append(f"| {b.bundle} | {exporter} | {inst} | {b.verdict} | **{b.reexport}** | "
+                   f"{b.reason.replace('|', '/')} |")
+    out.append("")
+    for b in report.bundles:
+        for p in b.probes:
+            if p.result is not None:
+                out.append(f"- {b.bundle}: `{p.spec.label()}` → {p.verdict.verdict}; evidence "
+                           f"`{p.result.evidence}`")
+    return "\n".join(out) + "\n"

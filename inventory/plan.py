@@ -1,0 +1,143 @@
+"""`inventory plan --to V`: for each bundle, every fix between its exporter and V, answered."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from inventory.affected import Analyzer, BundleAnswer, UsageError
+from inventory.ignore import Ignore, in_force, matching, unmatched
+from inventory.policy import Policy
+from inventory.registry import UNKNOWN, Bundle, RegistryError
+from inventory.verdict import REEXPORT_ORDER
+from oracle.envs import Catalog, version_key
+from oracle.fixes import Fix
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    fix: Fix
+    answer: BundleAnswer
+    ignored: Ignore | None = None
+
+    @property
+    def level(self) -> str:
+        return "ignored" if self.ignored else self.answer.reexport
+
+
+@dataclass(frozen=True)
+class BundlePlan:
+    bundle: str
+    exporter: str
+    exporter_assumed: bool
+    items: tuple[PlanItem, ...]
+
+    def by_level(self, level: str) -> tuple[PlanItem, ...]:
+        return tuple(i for i in self.items if i.level == level)
+
+    @property
+    def reexport(self) -> str:
+        levels = [i.level for i in self.items if i.level != "ignored"]
+        return next((lv for lv in REEXPORT_ORDER if lv in levels), "no")
+
+
+@dataclass(frozen=True)
+class Plan:
+    to: str
+    bundles: tuple[BundlePlan, ...]
+    warnings: tuple[str, ...]
+    baseline: str | None = None  # the baseline file, when only changes since it are kept
+
+    @property
+    def reexport(self) -> str:
+        levels = [b.reexport for b in self.bundles]
+        return next((lv for lv in REEXPORT_ORDER if lv in levels), "no")
+
+
+def _fixes_for(bundle: Bundle, fixes: list[Fix], exporter: str, to: str) -> list[Fix]:
+    return [f for f in fixes if version_key(exporter) < version_key(f.ships_in) <= version_key(to)]
+
+
+def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, policy: Policy,
+         ignores: list[Ignore] | None = None, use_cache: bool = True,
+         progress: Callable[[str], None] = lambda _: None) -> Plan:
+    catalog.release(to)
+    active, warnings = in_force(ignores or [])
+    seen: set[tuple[str, str]] = set()
+    out = []
+    with Analyzer(catalog, policy, use_cache, progress) as analyzer:
+        for bundle in bundles:
+            recorded = bundle.exporter.converter
+            exporter = catalog.oldest() if recorded == UNKNOWN else recorded
+            items = []
+            for fix in _fixes_for(bundle, fixes, exporter, to):
+                progress(f"{bundle.name}: fix #{fix.id}")
+                answer = analyzer.answer(bundle, fix, to)
+                ids = {fix.id, *fix.aliases}
+                ignored = matching(active, ids, bundle.name)
+                seen.update((i, bundle.name) for i in ids)
+                items.append(PlanItem(fix, answer, ignored))
+            # Correctness first: what forces a re-export, then what cannot be decided.
+            items.sort(key=lambda i: (["required", "inconclusive", "optional", "no",
+                                       "ignored"].index(i.level), version_key(i.fix.ships_in)))
+            out.append(BundlePlan(bundle.name, exporter, recorded == UNKNOWN, tuple(items)))
+    warnings += unmatched(active, seen)
+    return Plan(to, tuple(out), tuple(warnings))
+
+
+def plan_record(p: Plan) -> dict:
+    """The stable JSON shape of a plan (also what --baseline reads back)."""
+    def item(i: PlanItem) -> dict:
+        entry = {"fix": i.fix.id, "title": i.fix.title, "verdict": i.answer.verdict,
+                 "reason": i.answer.reason, "chain": list(i.answer.chain),
+                 "runtime": ", ".join(i.answer.runtimes) or None,
+                 "evidence": [pr.result.evidence for pr in i.answer.probes if pr.result]}
+        if i.ignored:
+            entry["ignored"] = {"reason": i.ignored.reason,
+                                "expires": i.ignored.expires.isoformat()
+                                if i.ignored.expires else None}
+        return entry
+
+    return {
+        "to": p.to,
+        "reexport": p.reexport,
+        "baseline": p.baseline,
+        "bundles": [{
+            "bundle": b.bundle,
+            "exporter": b.exporter,
+            "exporter_assumed": b.exporter_assumed,
+            "reexport": b.reexport,
+            "required": [item(i) for i in b.by_level("required")],
+            "inconclusive": [item(i) for i in b.by_level("inconclusive")],
+            "optional": [item(i) for i in b.by_level("optional")],
+            "not_affected": [item(i) for i in b.by_level("no")],
+            "ignored": [item(i) for i in b.by_level("ignored")],
+        } for b in p.bundles],
+    }
+
+
+def since_baseline(p: Plan, baseline: Path) -> Plan:
+    """Keep only the (bundle, fix) answers whose level differs from a previous plan's JSON."""
+    try:
+        data = json.loads(baseline.read_text())
+    except OSError as exc:
+        raise RegistryError(f"{baseline}: cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise RegistryError(f"{baseline}: not a plan JSON ({exc})") from None
+    data = data.get("result", data)
+    if "bundles" not in data:
+        raise UsageError(f"{baseline}: not a plan JSON (no 'bundles')")
+    before: dict[tuple[str, str], str] = {}
+    for b in data["bundles"]:
+        for level, key in (("required", "required"), ("inconclusive", "inconclusive"),
+                           ("optional", "optional"), ("no", "not_affected"),
+                           ("ignored", "ignored")):
+            for entry in b.get(key, []):
+                before[(b["bundle"], str(entry["fix"]))] = level
+    kept = []
+    for b in p.bundles:
+        items = tuple(i for i in b.items if before.get((b.bundle, i.fix.id)) != i.level)
+        kept.append(BundlePlan(b.bundle, b.exporter, b.exporter_assumed, items))
+    return Plan(p.to, tuple(kept), p.warnings, str(baseline))

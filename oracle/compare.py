@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -193,11 +194,28 @@ def compare(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool,
         record = {**to_json(result), "key": final.name, "code": _code_digest(),
                   "files_sha256": _manifest(work)}
         (work / "result.json").write_text(json.dumps(record, indent=2))
-        shutil.rmtree(final, ignore_errors=True)
-        work.rename(final)
+        return _publish(work, final, result)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
+
+
+def _publish(work: Path, final: Path, result: ProbeResult) -> ProbeResult:
+    """Move a finished result into place; if another process got there first, keep theirs."""
+    try:
+        work.rename(final)
+        return result
+    except OSError:
+        pass
+    theirs = load_result(final)
+    if theirs is not None:
+        shutil.rmtree(work, ignore_errors=True)
+        return ProbeResult(**{**theirs.__dict__, "cached": False})
+    # A damaged entry is in the way: set it aside, then take its place.
+    graveyard = final.with_name(f".{final.name}.damaged.{os.getpid()}")
+    final.rename(graveyard)
+    shutil.rmtree(graveyard, ignore_errors=True)
+    work.rename(final)
     return result
 
 

@@ -119,7 +119,9 @@ def _run(cmd: list[str], log: Path, what: str) -> str:
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and "WARNING" not in ln]
         detail = lines[-1].strip() if lines else f"exit code {proc.returncode}"
-        raise EnvError(f"could not install {what}: {detail} (log: {log})")
+        raise EnvError(f"could not install {what}: {detail} (log: {log}); where the package "
+                       f"registry is reachable, `inventory envs build` builds environments "
+                       f"ahead of time")
     return proc.stdout
 
 

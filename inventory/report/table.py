@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from inventory.affected import AffectedReport, BundleAnswer
+from oracle.probes_catalog import label
 
 _STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
           "inconclusive": "bold magenta"}
@@ -15,14 +16,7 @@ _STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
 def _instances(b: BundleAnswer) -> str:
     if not b.instances:
         return "none traced"
-    lines = []
-    for i in b.instances:
-        p = i.params
-        shown = (f"{p.get('dim', '?')}-D {p.get('in_channels')}->{p.get('out_channels')} "
-                 f"k{p.get('kernel')} s{p.get('stride')} p{p.get('padding')} "
-                 f"op{p.get('output_padding')} in{p.get('input_shape')}")
-        lines.append(f"{i.count}x {shown} {i.dtype}")
-    return "\n".join(lines)
+    return "\n".join(f"{i.count}x {label(i.kind, i.params, i.dtype)}" for i in b.instances)
 
 
 def _found(b: BundleAnswer) -> str:

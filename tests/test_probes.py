@@ -1,0 +1,699 @@
+"""Every probe regime exercises what it claims.
+
+For each regime in oracle/regimes.toml: build it with `oracle.probes.build`, export it the way the
+worker does (torch.export, then the regime's decomposition table), and assert the graph the
+converter would receive holds the targeted op with the targeted arguments and dtypes; and assert
+the values the regime claims (trained-looking parameters, adversarial inputs) are really there.
+
+The coreai table is coreai-torch's own `get_decomp_table()`: the main venv has no coreai-torch, so
+it is taken from the newest converter environment's `coreai_torch/_decomp.py` (a file that needs
+only torch, and every environment shares the main venv's torch). Probes of coreai-torch's own
+custom ops (quantize) cannot even be built without coreai-torch: those are built and exported in
+one subprocess of that environment's python, exactly as the worker does. Without a converter
+environment those checks are skipped, saying why. No converter is run here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import math
+import subprocess
+import textwrap
+import warnings
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from oracle import probes
+from oracle.envs import ready_env
+from oracle.probes_catalog import PARAMS
+from oracle.regimes import Regime, load_regimes
+
+ROOT = Path(__file__).resolve().parent.parent
+REGIMES = load_regimes()
+IDS = [r.id for r in REGIMES]
+
+# The constructs the changelog's lowering changes touch (externalization, #18/#53, has none).
+CHANGELOG_CONSTRUCTS = {
+    "conv_transpose", "batch_norm", "layer_norm", "group_norm", "true_divide", "mean_dtype",
+    "min_dim", "max_pool2d", "atan2", "quantize", "pad", "arange_float", "repeat_symbolic",
+    "cat_dynamic", "view_dynamic", "masked_scatter", "select_dynamic",
+}
+# Regimes the changelog names as controls, by construct.
+CHANGELOG_CONTROLS = {"cat_dynamic", "repeat_symbolic", "arange_float", "pad", "true_divide",
+                      "mean_dtype", "min_dim", "max_pool2d", "batch_norm"}
+
+
+# ---- the regimes file -------------------------------------------------------------------------
+
+
+def test_regimes_cover_every_changelog_construct_and_its_controls():
+    constructs = {r.construct for r in REGIMES}
+    assert constructs == CHANGELOG_CONSTRUCTS
+    assert set(probes.BUILDERS) == set(PARAMS) == CHANGELOG_CONSTRUCTS
+    controls = {r.construct for r in REGIMES if r.control}
+    assert controls >= CHANGELOG_CONTROLS
+    for construct in constructs:
+        assert any(not r.control for r in REGIMES if r.construct == construct), construct
+
+
+@pytest.mark.parametrize("regime", REGIMES, ids=IDS)
+def test_regime_params_are_the_probes_params(regime: Regime):
+    spec = regime.spec
+    unknown = set(spec.params) - set(PARAMS[regime.construct])
+    assert not unknown, f"not in probes_catalog.PARAMS[{regime.construct!r}]: {unknown}"
+    assert spec.dtype in probes.DTYPES and probes.DTYPES[spec.dtype].is_floating_point
+    assert spec.values in ("init", "trained", "adversarial")
+    assert spec.pipeline.decompositions in ("coreai", "default", "none")
+    dynamic = any(k.startswith("dynamic_") for k in spec.params)
+    assert (spec.pipeline.shapes == "dynamic") == dynamic, "pipeline.shapes must say dynamic"
+
+
+# ---- building, exporting, describing -----------------------------------------------------------
+
+
+def describe(graph: Any) -> list[dict[str, Any]]:
+    """The call_function nodes of an exported graph as plain data (also run in a subprocess)."""
+    import math
+
+    import torch
+
+    def meta(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return {"dtype": str(v.dtype).removeprefix("torch."),
+                    "shape": [d if isinstance(d, int) else str(d) for d in v.shape]}
+        if isinstance(v, tuple | list):
+            return [meta(x) for x in v]
+        if isinstance(v, torch.SymInt):
+            return {"sym": str(v)}
+        return None
+
+    def arg(a: Any) -> Any:
+        if isinstance(a, torch.fx.Node):
+            return {"node": a.name, "op": str(a.target) if a.op == "call_function" else a.op,
+                    "val": meta(a.meta.get("val"))}
+        if isinstance(a, tuple | list):
+            return [arg(x) for x in a]
+        if isinstance(a, torch.dtype):
+            return str(a).removeprefix("torch.")
+        if isinstance(a, float) and not math.isfinite(a):
+            return str(a)
+        if a is None or isinstance(a, bool | int | float | str):
+            return a
+        return str(a)
+
+    return [{"name": n.name, "target": str(n.target), "args": [arg(a) for a in n.args],
+             "kwargs": {k: arg(v) for k, v in n.kwargs.items()}, "val": meta(n.meta.get("val"))}
+            for n in graph.nodes if n.op == "call_function"]
+
+
+@cache
+def converter_env():
+    """The newest ready converter environment, or None."""
+    from oracle.envs import load_catalog
+
+    versions = sorted(load_catalog().releases, key=lambda v: tuple(int(p) for p in v.split(".")))
+    for version in reversed(versions):
+        env = ready_env(version)
+        if env is not None:
+            return env
+    return None
+
+
+@cache
+def coreai_table() -> dict | None:
+    """coreai-torch's get_decomp_table(), from the newest converter environment's own file."""
+    try:
+        import coreai_torch  # noqa: F401 - the main venv does not normally have it
+
+        return coreai_torch.get_decomp_table()
+    except ImportError:
+        pass
+    env = converter_env()
+    if env is None:
+        return None
+    files = sorted(env.path.glob("lib/python*/site-packages/coreai_torch/_decomp.py"))
+    if not files:
+        return None
+    spec = importlib.util.spec_from_file_location("_coreai_torch_decomp", files[0])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.get_decomp_table()
+
+
+def _needs_converter(regime: Regime) -> bool:
+    """A probe of coreai-torch's own custom ops: buildable only where coreai-torch is."""
+    if regime.construct != "quantize":
+        return False
+    return importlib.util.find_spec("coreai_torch") is None
+
+
+_SUBPROCESS = """
+import json, sys, warnings
+from typing import Any
+warnings.filterwarnings("ignore")
+sys.path.insert(0, {root!r})
+import torch
+import coreai_torch
+from oracle import probes
+{describe}
+out = {{}}
+for key, spec in json.loads(sys.stdin.read()).items():
+    probe = probes.build(spec)
+    ep = torch.export.export(probe.module, tuple(probe.inputs.values()),
+                             dynamic_shapes=probe.dynamic_shapes())
+    decomp = spec["pipeline"]["decompositions"]
+    if decomp == "coreai":
+        ep = ep.run_decompositions(coreai_torch.get_decomp_table())
+    elif decomp == "default":
+        ep = ep.run_decompositions()
+    out[key] = describe(ep.graph)
+print(json.dumps(out))
+"""
+
+
+@cache
+def converter_graphs() -> dict[str, list[dict[str, Any]]]:
+    """Graphs of the regimes that need coreai-torch, exported in one converter-env subprocess."""
+    env = converter_env()
+    if env is None:
+        return {}
+    wanted = {r.id: r.spec.to_json() for r in REGIMES if _needs_converter(r)}
+    script = _SUBPROCESS.format(root=str(ROOT),
+                                describe=textwrap.dedent(inspect.getsource(describe)))
+    proc = subprocess.run([str(env.python), "-c", script], input=json.dumps(wanted),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def graph_of(regime: Regime) -> list[dict[str, Any]]:
+    """The graph the worker would hand the converter for this regime."""
+    if _needs_converter(regime):
+        if converter_env() is None:
+            pytest.skip("coreai-torch is needed to build this probe and no converter "
+                        "environment is ready")
+        return converter_graphs()[regime.id]
+    probe = probes.build(regime.spec.to_json())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ep = torch.export.export(probe.module, tuple(probe.inputs.values()),
+                                 dynamic_shapes=probe.dynamic_shapes())
+        decomp = regime.spec.pipeline.decompositions
+        if decomp == "coreai":
+            table = coreai_table()
+            if table is None:
+                pytest.skip("no converter environment to take get_decomp_table() from")
+            ep = ep.run_decompositions(table)
+        elif decomp == "default":
+            ep = ep.run_decompositions()
+    return describe(ep.graph)
+
+
+# ---- what each construct's probe must put in the graph ------------------------------------------
+
+
+def nodes(graph: list[dict], target: str) -> list[dict]:
+    return [n for n in graph if n["target"] == target]
+
+
+def one(graph: list[dict], target: str) -> dict:
+    found = nodes(graph, target)
+    assert len(found) == 1, f"expected one {target}, graph has: {[n['target'] for n in graph]}"
+    return found[0]
+
+
+def dtype_of(a: dict) -> str:
+    return a["val"]["dtype"]
+
+
+def shape_of(a: dict) -> list:
+    return a["val"]["shape"]
+
+
+def is_sym(d: Any) -> bool:
+    return isinstance(d, str)
+
+
+def _conv_transpose(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.convolution.default")
+    x, _, _, stride, padding, dilation, transposed, output_padding, groups = n["args"]
+    dim = int(p["dim"])
+    assert transposed is True
+    assert stride == list(p["stride"])
+    assert padding == list(p.get("padding", [0] * dim))
+    assert output_padding == list(p.get("output_padding", [0] * dim))
+    assert dilation == list(p.get("dilation", [1] * dim))
+    assert groups == p.get("groups", 1)
+    assert x["node"] == "x" and dtype_of(x) == r.spec.dtype
+    assert is_sym(shape_of(x)[-1]) == bool(p.get("dynamic_length"))
+
+
+def _batch_norm(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten._native_batch_norm_legit_no_training.default")
+    x, weight, bias, mean, var = n["args"][:5]
+    assert dtype_of(x) == r.spec.dtype
+    param_dtype = p.get("param_dtype", r.spec.dtype)
+    for a in (weight, bias, mean, var):
+        assert dtype_of(a) == param_dtype
+    assert len(shape_of(x)) == 2 + int(p.get("dim", 1))
+    if p.get("depthwise_kernel"):  # fed by a depthwise Conv1d, as in a Conformer
+        conv = one(g, "aten.convolution.default")
+        assert x["node"] == conv["name"]
+        assert conv["args"][6] is False and conv["args"][8] == p["channels"]
+        assert shape_of(conv["args"][1])[-1] == p["depthwise_kernel"]
+        assert dtype_of(conv["args"][0]) == dtype_of(conv["args"][1]) == r.spec.dtype
+    else:
+        assert x["node"] == "x"
+
+
+def _layer_norm(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.native_layer_norm.default")
+    x, normalized, weight, bias = n["args"][:4]
+    assert normalized == list(p["normalized_shape"]) and dtype_of(x) == r.spec.dtype
+    affine = p.get("elementwise_affine", True)
+    assert (weight is not None) == affine
+    assert (bias is not None) == (affine and p.get("bias", True))
+    for a in (weight, bias):
+        if a is not None:
+            assert shape_of(a) == list(p["normalized_shape"])
+
+
+def _group_norm(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.native_group_norm.default")
+    x, weight, bias, batch, channels, hw, groups = n["args"][:7]
+    assert dtype_of(x) == r.spec.dtype and weight is not None and bias is not None
+    assert channels == p["channels"] and groups == p["num_groups"]
+    # A dynamic dim reaches the op as a sym_size node, a static one as an int.
+    assert isinstance(batch, dict) == bool(p.get("dynamic_batch"))
+    assert isinstance(hw, dict) == bool(p.get("dynamic_length"))
+    for a in (batch, hw):
+        if isinstance(a, dict):
+            assert a["op"] == "aten.sym_size.int"
+
+
+def _select_dynamic(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.select.int")
+    x, dim, index = n["args"]
+    assert (dim, index) == (p["dim"], p["index"]) and dtype_of(x) == r.spec.dtype
+    assert is_sym(shape_of(x)[dim]) == bool(p.get("dynamic_length"))
+
+
+def _true_divide(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    form = p["form"]
+    operand = "int32" if p["operands"] == "int32" else r.spec.dtype
+    if form == "div_mode_none":
+        n = one(g, "aten.div.Tensor_mode")
+        assert "rounding_mode" in n["kwargs"] and n["kwargs"]["rounding_mode"] is None
+    else:
+        n = one(g, "aten.div.Tensor")
+    a, b = n["args"]
+    assert a["node"] == "a" and dtype_of(a) == operand
+    if form == "scalar":
+        assert b == p["divisor"] and type(b) is type(p["divisor"])
+    elif form == "tensor_0dim_fp32":
+        assert dtype_of(b) == "float32" and shape_of(b) == []
+    else:
+        assert b["node"] == "b" and dtype_of(b) == operand
+    # True division: a float result even of integer operands.
+    expected = "float32" if operand == "int32" else r.spec.dtype
+    assert n["val"]["dtype"] == expected
+
+
+def _mean_dtype(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.mean.dim" if p.get("dims") is not None else "aten.mean.default")
+    x = n["args"][0]
+    assert dtype_of(x) == ("int32" if p["operand"] == "int32" else r.spec.dtype)
+    if p.get("dims") is not None:
+        assert n["args"][1] == list(p["dims"])
+    if p.get("dtype_arg", "float32"):
+        assert n["kwargs"].get("dtype") == p.get("dtype_arg", "float32")
+        assert n["val"]["dtype"] == p.get("dtype_arg", "float32")
+    else:
+        assert "dtype" not in n["kwargs"]
+
+
+def _min_dim(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.min.dim")
+    x, dim = n["args"][:2]
+    assert dim == p["dim"]
+    assert dtype_of(x) == p.get("int_dtype", r.spec.dtype)
+    assert bool(n["args"][2] if len(n["args"]) > 2 else False) == p.get("keepdim", False)
+
+
+def _max_pool2d(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.max_pool2d_with_indices.default")
+    args = n["args"]
+    assert args[1] == list(p["kernel"]) and dtype_of(args[0]) == r.spec.dtype
+    stride = args[2] if len(args) > 2 else None
+    if p.get("stride"):
+        assert stride == list(p["stride"])
+    elif p.get("form") == "module":
+        assert stride == list(p["kernel"])  # nn.MaxPool2d records stride = kernel
+    else:  # no stride in the graph: absent, or an empty list when padding follows
+        assert stride in (None, [])
+    padding = args[3] if len(args) > 3 else [0, 0]
+    assert padding == list(p.get("padding", [0, 0]))
+
+
+def _atan2(r: Regime, g: list[dict]) -> None:
+    n = one(g, "aten.atan2.default")
+    y, x = n["args"]
+    operand = "int32" if r.spec.params.get("operands") == "int32" else r.spec.dtype
+    assert (y["node"], x["node"]) == ("y", "x")
+    assert dtype_of(y) == dtype_of(x) == operand
+
+
+def _quantize(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    q = one(g, "coreai.quantize.default")
+    dq = one(g, "coreai.dequantize.default")
+    x, scale, qdtype, zero_point, _, axis = q["args"]
+    assert dtype_of(x) == dtype_of(scale) == r.spec.dtype and qdtype == "int8"
+    assert axis == p["axis"] and dq["args"][4] == p["axis"]
+    assert shape_of(scale) == [p["shape"][p["axis"]]]
+    assert (zero_point is not None) == bool(p.get("zero_point"))
+    assert dq["args"][0]["node"] == q["name"]
+    if p["axis"] < 0:  # the regime: another dim has the channel axis's size
+        equal = sum(1 for d in p["shape"] if d == p["shape"][p["axis"]])
+        assert equal >= 2 or "distinct" in r.name
+
+
+PAD_OPS = {"reflect": "aten.reflection_pad{}d.default",
+           "replicate": "aten.replication_pad{}d.default"}
+
+
+def _pad(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    rank = len(p["pads"]) // 2
+    targets = [n["target"] for n in g]
+    if p["mode"] == "constant":
+        n = one(g, "aten.constant_pad_nd.default")
+        assert n["args"][1] == list(p["pads"])
+        assert n["args"][2] == p.get("value", 0.0)
+        return
+    op = PAD_OPS[p["mode"]].format(rank)
+    if r.spec.pipeline.decompositions == "coreai":
+        n = one(g, op)  # kept whole by get_decomp_table()
+        assert n["args"][1] == list(p["pads"]) and dtype_of(n["args"][0]) == r.spec.dtype
+    else:  # torch's default table decomposes it into index arithmetic
+        assert not any("_pad" in t for t in targets)
+        assert "aten.index.Tensor" in targets
+
+
+def _arange_float(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = [m for m in g if m["target"].startswith("aten.arange")]
+    assert len(n) == 1, [m["target"] for m in g]
+    args = n[0]["args"]
+    bounds = [p.get("start", 0), p["end"]] + ([p["step"]] if p.get("step", 1) != 1 else [])
+    assert args == bounds and [type(a) for a in args] == [type(b) for b in bounds]
+    dtype = p.get("arange_dtype", "input")
+    if dtype == "input":
+        dtype = r.spec.dtype
+    elif not dtype:
+        dtype = "int64" if all(isinstance(b, int) for b in bounds) else "float32"
+    assert n[0]["val"]["dtype"] == dtype
+    add = one(g, "aten.add.Tensor")
+    assert add["args"][1]["node"] == n[0]["name"]
+
+
+def _repeat_symbolic(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.repeat.default")
+    repeats = n["args"][1]
+    if p.get("dynamic_batch"):
+        assert isinstance(repeats[0], dict) and repeats[0]["op"] == "aten.sym_size.int"
+    else:
+        assert repeats[0] == p.get("batch", 3)
+    assert repeats[1:] == [1]
+
+
+def _cat_dynamic(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.cat.default")
+    inputs, dim = n["args"]
+    if p["mode"] == "along_dynamic":
+        assert dim == 1 and [a["node"] for a in inputs] == ["x", "y"]
+        assert is_sym(shape_of(inputs[0])[1]) == bool(p.get("dynamic_length"))
+    else:
+        sliced, y = inputs
+        assert dim == 2 and sliced["op"] == "aten.slice.Tensor" and y["node"] == "y"
+        # torch knows the slice's size statically, whatever x's length.
+        assert shape_of(sliced)[1] == shape_of(y)[1] == p["prefix"]
+        x = one(g, "aten.slice.Tensor")["args"][0]
+        assert is_sym(shape_of(x)[1]) == bool(p.get("dynamic_length"))
+    assert is_sym(shape_of(inputs[0])[0]) == bool(p.get("dynamic_batch"))
+
+
+def _view_dynamic(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.view.default")
+    shape = n["args"][1]
+    syms = [s for s in shape if isinstance(s, dict)]
+    ints = [s for s in shape if not isinstance(s, dict)]
+    assert len(syms) == 1 and ints, "a SymInt beside plain ints"
+    mode = p["mode"]
+    if mode == "merge":
+        assert syms[0]["op"] == "<built-in function mul>" and shape[1] == p["channels"]
+    else:
+        assert syms[0]["op"] == "aten.sym_size.int" and shape[0] is syms[0]
+        if mode == "split_heads":
+            assert ints == [p["length"], p["heads"], p["channels"] // p["heads"]]
+        else:
+            assert ints == [-1]
+
+
+def _masked_scatter(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.masked_scatter.default")
+    x, mask, source = n["args"]
+    assert (x["node"], source["node"]) == ("x", "source")
+    assert dtype_of(mask) == "bool" and dtype_of(x) == dtype_of(source) == r.spec.dtype
+    assert shape_of(mask)[-1] == (1 if p.get("broadcast") else shape_of(x)[-1])
+    assert is_sym(shape_of(x)[0]) == bool(p.get("dynamic_batch"))
+
+
+CHECKS = {
+    "conv_transpose": _conv_transpose, "batch_norm": _batch_norm, "layer_norm": _layer_norm,
+    "group_norm": _group_norm, "select_dynamic": _select_dynamic, "true_divide": _true_divide,
+    "mean_dtype": _mean_dtype, "min_dim": _min_dim, "max_pool2d": _max_pool2d,
+    "atan2": _atan2, "quantize": _quantize, "pad": _pad, "arange_float": _arange_float,
+    "repeat_symbolic": _repeat_symbolic, "cat_dynamic": _cat_dynamic,
+    "view_dynamic": _view_dynamic, "masked_scatter": _masked_scatter,
+}
+
+
+def test_every_construct_has_a_graph_check():
+    assert set(CHECKS) == set(probes.BUILDERS)
+
+
+@pytest.mark.parametrize("regime", REGIMES, ids=IDS)
+def test_exported_graph_holds_the_targeted_op(regime: Regime):
+    CHECKS[regime.construct](regime, graph_of(regime))
+
+
+# ---- what the values claim ----------------------------------------------------------------------
+
+
+def _state(probe: probes.Probe) -> dict[str, torch.Tensor]:
+    return dict(probe.reference_module.state_dict())
+
+
+def _values_batch_norm(r: Regime, probe: probes.Probe) -> None:
+    state = _state(probe)
+    mean = state["bn.running_mean"]
+    var = state["bn.running_var"].double()
+    weight, bias = state["bn.weight"], state["bn.bias"]
+    assert (mean != 0).all() and not torch.allclose(weight, torch.ones_like(weight))
+    assert (bias != 0).all()
+    regime = r.spec.params.get("running_var",
+                               {"trained": "spread", "adversarial": "mixed"}[r.spec.values])
+    tiny, huge = var < probes.FP16_TINY, var > probes.FP16_MAX
+    if regime == "spread":
+        assert not tiny.any() and not huge.any()
+        assert var.max() / var.min() > 100  # orders of magnitude apart
+    elif regime == "tiny":
+        assert tiny.all() and (var < 6e-8).any()  # some even below fp16's smallest subnormal
+    elif regime == "huge":
+        assert huge.all()
+    else:
+        assert tiny.any() and huge.any() and (~tiny & ~huge).any()
+    assert probe.inputs["x"].dtype == probes.DTYPES[r.spec.dtype]
+    pd = probes.DTYPES[r.spec.params.get("param_dtype", r.spec.dtype)]
+    assert probe.module.bn.running_var.dtype == pd
+    if r.spec.params.get("depthwise_kernel"):
+        assert probe.module.conv.weight.dtype == probes.DTYPES[r.spec.dtype]
+
+
+def _values_atan2(r: Regime, probe: probes.Probe) -> None:
+    if r.spec.values != "adversarial":
+        return
+    y, x = (probe.inputs[k] for k in ("y", "x"))
+    if y.is_floating_point():
+        for t in (y, x):
+            assert ((t == 0) & ~t.signbit()).any() and ((t == 0) & t.signbit()).any()
+            assert (t == math.inf).any() and (t == -math.inf).any() and t.isnan().any()
+        # every pair: NaN against +-0, +-0 against +-0, +-inf against +-inf
+        assert (y.isnan() & (x == 0)).any() and ((y == 0) & (x == 0) & x.signbit()).any()
+        assert (y.isinf() & x.isinf()).any()
+    else:
+        assert ((y == 0) & (x == 0)).any()
+
+
+def _values_min_dim(r: Regime, probe: probes.Probe) -> None:
+    x = probe.inputs["x"]
+    int_dtype = r.spec.params.get("int_dtype")
+    if int_dtype:
+        assert x.dtype == torch.int32  # graph inputs are int32; int8 is a cast inside
+        extremal = (x == probes.INT_MIN[int_dtype]).any(dim=r.spec.params["dim"])
+        assert extremal.all() == (r.spec.values == "adversarial")
+        assert x.min() >= probes.INT_MIN[int_dtype] and x.max() <= probes.INT_MAX[int_dtype]
+    else:
+        assert (x == -math.inf).any(dim=r.spec.params["dim"]).all() == (
+            r.spec.values == "adversarial")
+
+
+def _values_true_divide(r: Regime, probe: probes.Probe) -> None:
+    a = probe.inputs["a"]
+    if r.spec.params["operands"] == "int32":
+        assert a.dtype == torch.int32
+        if "b" in probe.inputs:
+            assert probe.inputs["b"].dtype == torch.int32
+        if r.spec.values == "adversarial":
+            assert (a == probes.INT_MAX["int32"]).any() and (a == probes.INT_MIN["int32"]).any()
+            assert (probe.inputs["b"] == 0).any()
+        else:  # results that are not integers: truncation shows
+            b = probe.inputs.get("b", torch.tensor(r.spec.params.get("divisor", 7)))
+            assert (torch.remainder(a, b) != 0).any()
+
+
+def _values_mean_dtype(r: Regime, probe: probes.Probe) -> None:
+    x = probe.inputs["x"]
+    if r.spec.params["operand"] == "int32":
+        assert x.dtype == torch.int32
+        if r.spec.values == "adversarial":  # the sum does not fit int32
+            assert x.long().sum(dim=-1).abs().max() > 2**31
+    elif r.spec.values == "adversarial":  # the sum does not fit fp16
+        assert x.float().sum(dim=-1).abs().max() > probes.FP16_MAX
+
+
+def _values_max_pool2d(r: Regime, probe: probes.Probe) -> None:
+    if r.spec.values == "adversarial":
+        x = probe.inputs["x"]
+        assert (x < 0).all() and (x == -math.inf).any()
+
+
+def _values_norm(r: Regime, probe: probes.Probe) -> None:
+    for name, t in _state(probe).items():
+        if name.endswith("weight"):
+            assert not torch.allclose(t, torch.ones_like(t))
+        if name.endswith("bias"):
+            assert (t != 0).all()
+
+
+VALUE_CHECKS = {
+    "batch_norm": _values_batch_norm, "atan2": _values_atan2, "min_dim": _values_min_dim,
+    "true_divide": _values_true_divide, "mean_dtype": _values_mean_dtype,
+    "max_pool2d": _values_max_pool2d,
+    "layer_norm": _values_norm, "group_norm": _values_norm,
+}
+
+
+@pytest.mark.parametrize("regime", REGIMES, ids=IDS)
+def test_probe_values_are_what_the_regime_claims(regime: Regime):
+    if _needs_converter(regime):
+        pytest.skip("coreai-torch is needed to build this probe (its values are checked in the "
+                    "converter environment by test_quantize_values_in_converter_env)")
+    spec = regime.spec.to_json()
+    probe = probes.build(spec)
+    again = probes.build(spec)
+    assert probes.digest(probe.module, probe.inputs) == probes.digest(again.module, again.inputs)
+    # forward arguments are the inputs, by name and in order
+    names = list(inspect.signature(probe.module.forward).parameters)
+    assert names == list(probe.inputs)
+    for name, value in probe.inputs.items():
+        if value.is_floating_point():
+            assert value.dtype in (probes.DTYPES[regime.spec.dtype], torch.float32)
+        else:
+            assert value.dtype == torch.int32, f"integer input {name} must be int32"
+    trained = regime.spec.values != "init"
+    for name, t in _state(probe).items():
+        if t.is_floating_point() and t.numel() > 1 and trained:
+            assert t.unique().numel() > 1, f"{name} is constant: not trained-looking"
+    if regime.construct in VALUE_CHECKS:
+        VALUE_CHECKS[regime.construct](regime, probe)
+    # The fp32 twin runs (except a conv transpose eager torch itself rejects: #79's regimes).
+    p = regime.spec.params
+    eager_rejects = regime.construct == "conv_transpose" and any(
+        o >= s and o >= d
+        for o, s, d in zip(p["output_padding"], p["stride"],
+                           p.get("dilation", [1] * len(p["stride"])), strict=True))
+    if not eager_rejects:
+        with torch.no_grad():
+            probe.reference_module(*probe.reference_inputs.values())
+
+
+_QUANT_VALUES = """
+import json, sys
+sys.path.insert(0, {root!r})
+import torch
+from oracle import probes
+out = {{}}
+for key, spec in json.loads(sys.stdin.read()).items():
+    probe = probes.build(spec)
+    q, dq = probe.reference_module(*probe.reference_inputs.values())
+    out[key] = {{"q_dtype": str(q.dtype), "dq_dtype": str(dq.dtype),
+                "saturated": bool((q.abs() == 127).any()),
+                "ties": bool(((x := probe.reference_inputs["x"]) / probe.reference_module.scale
+                              .view([-1 if d == spec["params"]["axis"] % x.dim() else 1
+                                     for d in range(x.dim())]) % 1 == 0.5).any()),
+                "x": probe.reference_inputs["x"].tolist(),
+                "scale": probe.reference_module.scale.tolist()}}
+print(json.dumps(out))
+"""
+
+
+def test_quantize_values_in_converter_env():
+    """The quantize probes, built where coreai-torch is: int8 codes, per-channel scales."""
+    env = converter_env()
+    wanted = {r.id: r for r in REGIMES if r.construct == "quantize"}
+    if importlib.util.find_spec("coreai_torch") is None and env is None:
+        pytest.skip("no converter environment is ready")
+    proc = subprocess.run([str(env.python), "-c", _QUANT_VALUES.format(root=str(ROOT))],
+                          input=json.dumps({k: r.spec.to_json() for k, r in wanted.items()}),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    for key, regime in wanted.items():
+        got = out[key]
+        assert got["q_dtype"] == "torch.int8" and got["dq_dtype"] == "torch.float32"
+        p = regime.spec.params
+        x = torch.tensor(got["x"])
+        scale = torch.tensor(got["scale"])
+        axis = p["axis"] % len(p["shape"])
+        assert list(scale.shape) == [p["shape"][axis]]
+        magnitude = x.abs().amax(dim=[d for d in range(x.dim()) if d != axis])
+        assert magnitude.max() / magnitude.min() > 10
+        if regime.spec.values == "adversarial":  # saturation and exact rounding ties
+            assert got["saturated"] and got["ties"]
+
+
+def test_builders_keep_the_interface():
+    """A builder is (params, generator, values) -> Built, fp32 module, inputs named as forward's."""
+    for construct, builder in probes.BUILDERS.items():
+        assert list(inspect.signature(builder).parameters) == ["params", "gen", "values"], construct

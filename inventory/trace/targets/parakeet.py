@@ -92,7 +92,8 @@ def conformer_notes(name: str, values: str, extra: str) -> str:
         f"plain-torch re-authoring of the same NeMo FastConformer; configured with the recipe's "
         f"values ({values}); eager attention (matmul+softmax, no SDPA) like the recipe. "
         "Differences from the recipe's own graph that come from transformers' code: softmax is "
-        "computed in float32 and cast back, and the attention scale is a multiply. The relative "
+        "computed in float32 and cast back to fp16, and the score scale multiplies the content "
+        "and position terms separately. fp16 export on CPU works as is. The relative "
         "position table is computed once by transformers' ParakeetEncoderRelPositionalEncoding "
         "and baked as a buffer (the recipe bakes its table too). ParakeetEncoder takes "
         "input_features [B, T, mels] (time before mels). " + extra

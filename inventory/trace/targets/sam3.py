@@ -3,9 +3,9 @@
 The recipe exports the unmodified transformers `Sam3Model` (cast with `.to(torch.float16)`) behind
 a wrapper returning a 5-tuple (pred_masks, pred_boxes, pred_logits, presence_logits,
 semantic_seg), inputs pixel_values [1,3,1008,1008] fp16 and input_ids int32, under
-`torch.autocast("cpu", float16)`. Here the same class is built at `Sam3Config()` defaults (the
-facebook/sam3 config.json could not be read; the notes found the defaults match its documented
-architecture) with random weights on the meta device (840M parameters).
+`torch.autocast("cpu", float16)`. Here the same class is built at `Sam3Config()` defaults, taken
+to be facebook/sam3's (its config.json could not be read: 840.4M parameters at the defaults, the
+model card says 848M), with random weights on the meta device.
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ def build(device: str = "meta", input_ids_len: int = INPUT_IDS_LEN, autocast: bo
     notes = (
         "Real upstream: transformers Sam3Model, unmodified, at Sam3Config()"
         f"{' with test overrides ' + repr(config_overrides) if config_overrides else ' defaults'} "
+        "(ASSUMPTION: facebook/sam3's config.json could not be read; 840.4M parameters at the "
+        "defaults vs the card's '848M') "
         f"(attention implementation {model.config._attn_implementation}), random weights on "
         f"the {device} device, cast with .to(torch.float16) as the recipe does. Wrapper "
         "reconstructed from the recipe: kwargs pixel_values "
@@ -76,7 +78,8 @@ def build(device: str = "meta", input_ids_len: int = INPUT_IDS_LEN, autocast: bo
            "The recipe exports under torch.autocast('cpu', float16); this target leaves it off "
            "because, with every parameter and input already fp16, checked locally: exporting "
            "inside an autocast context gives the identical graph after the coreai-torch 0.4.1 "
-           "decompositions (7165 nodes, same ops, dtypes and shapes), while autocast entered "
+           "decompositions (7165 nodes, same ops, dtypes and shapes; transformers 5.24.0, "
+           "torch 2.13.0), while autocast entered "
            "inside forward loses the nn_module_stack of every op. build(autocast=True) puts it "
            "back inside forward. ")
         + "transformers' version is not the recipe's (<5.10.1, likely 5.9.0)."

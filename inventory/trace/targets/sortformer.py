@@ -119,8 +119,11 @@ def build(chunk_mel: int = CHUNK_MEL, spkcache: int = SPKCACHE, device: str = "m
         "chunk frames. Masks: the conformer gets a boolean [B,1,T,T] mask from valid, applied the "
         "transformers way (masked_fill with finfo.min in attention, zeroing masked frames "
         "before the depthwise conv) instead of the recipe's additive -1e4 bias and multiplicative "
-        f"conv mask. Reconstructed here from the recipe's facts, not upstream code (NeMo is not "
-        f"installed): the Linear {values['hidden']}->{TF_HID} projection, the {tf_layers}-layer "
+        "conv mask; and transformers multiplies the conformer scores by a reciprocal where the "
+        f"recipe divides, so the graph holds {2 * tf_layers} true divisions (the post-LN "
+        f"transformer's) instead of {2 * tf_layers + values['layers']}. Reconstructed here from "
+        "the recipe's facts, not upstream code (NeMo is not installed): the Linear "
+        f"{values['hidden']}->{TF_HID} projection, the {tf_layers}-layer "
         f"post-LN transformer ({TF_HID} dim, {TF_HEADS} heads, inner {TF_INNER}, ReLU, q and k "
         "divided by sqrt(sqrt(head_dim)), additive -1e4 key mask) and the sigmoid speaker head "
         "masked by valid.")

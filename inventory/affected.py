@@ -113,9 +113,11 @@ class Analyzer:
         def done(verdict: str, reexport: str, reason: str,
                  probes: tuple[ProbeAnswer, ...] = (),
                  runtimes: tuple[str, ...] = ()) -> BundleAnswer:
+            # With probes, the chain already ends with each probe's verdict and reason.
+            steps = chain if probes else chain + [reason]
             return BundleAnswer(bundle.name, exporter, recorded, bundle.exporter.source,
-                                instances, probes, verdict, reexport, reason,
-                                tuple(chain + [reason]), runtimes)
+                                instances, probes, verdict, reexport, reason, tuple(steps),
+                                runtimes)
 
         if not instances:
             chain.append(f"tracing found no {what} in the exported graph "

@@ -37,7 +37,8 @@ cache_app = typer.Typer(help="The store of probe results.", no_args_is_help=True
 app.add_typer(cache_app, name="cache")
 
 err = Console(stderr=True)
-out = Console()
+# Piped output (CI logs, files) gets a readable width instead of rich's 80-column default.
+out = Console() if Console().is_terminal else Console(width=150)
 
 
 def _fail(message: str, as_json: bool = False, command: str = "") -> None:

@@ -20,17 +20,20 @@ def _instances(b: BundleAnswer) -> str:
 
 
 def _found(b: BundleAnswer) -> str:
+    """One line per probe: what the shipped-stage comparison found."""
     if not b.probes:
-        return "-"
-    parts = []
+        return "nothing converted"
+    lines = []
     for p in b.probes:
         r = p.result
         if r is None:
-            parts.append(p.verdict.verdict)
+            lines.append(p.verdict.verdict)
             continue
-        cached = " (cached)" if r.cached else ""
-        parts.append(f"emitted {r.emitted}, shipped {r.shipped}, outputs {r.outputs}{cached}")
-    return "\n".join(parts)
+        found = f"shipped {r.shipped}"
+        if r.outputs != "not-run":
+            found += f", outputs {r.outputs}"
+        lines.append(found + (" (stored)" if r.cached else ""))
+    return "\n".join(lines)
 
 
 def affected_table(report: AffectedReport) -> Group:
@@ -38,8 +41,9 @@ def affected_table(report: AffectedReport) -> Group:
     title = (f"Fix #{fix.id} {fix.title} (ships in coreai-torch {fix.ships_in}); "
              f"comparing each bundle's exporter with {report.to}")
     table = Table(title=title, show_lines=True, title_justify="left")
-    for col in ("bundle", "exporter", "instances", "probe comparison", "re-export", "reason"):
-        table.add_column(col, overflow="fold")
+    for col, ratio in (("bundle", 1), ("exporter", 1), ("instances traced", 4),
+                       ("probe per instance", 2), ("re-export", 1), ("reason", 3)):
+        table.add_column(col, overflow="fold", ratio=ratio)
     for b in report.bundles:
         exporter = b.exporter if b.exporter_recorded != "unknown" else f"{b.exporter} (assumed)"
         level = Text(b.reexport, style=_STYLE.get(b.reexport, ""))

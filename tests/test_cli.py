@@ -88,3 +88,15 @@ def test_affected_fix_40_json_on_the_shipped_registry():
                 assert p["runtime"] and p["runtime"].startswith("linux-cpu, coreai-core")
     exit_for = {"required": 1, "inconclusive": 3}
     assert proc.returncode == exit_for.get(data["reexport"], 0)
+
+
+@pytest.mark.slow
+def test_trace_check_passes_on_the_registry_and_catches_a_stale_entry(tmp_path):
+    proc = run("trace", "mimi", "--check", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert "registry instances match a fresh trace" in proc.stdout
+    stale = tmp_path / "recipes.toml"
+    stale.write_text(REGISTRY.read_text().replace("count = 1", "count = 2", 1))
+    proc = run("trace", "mimi", "--check", "-q", "--registry", str(stale))
+    assert proc.returncode == 1
+    assert "stale: mimi: recorded but not traced" in proc.stderr

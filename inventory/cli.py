@@ -319,6 +319,15 @@ def envs_list() -> None:
             out.print(f"  deviation: {deviation}", highlight=False)
 
 
+def _register_scan() -> None:
+    from inventory.scan_cli import scan_cmd
+
+    app.command("scan")(scan_cmd)
+
+
+_register_scan()
+
+
 def main() -> None:  # pragma: no cover - console entry for `python -m inventory.cli`
     sys.exit(app())
 

@@ -52,3 +52,36 @@ def test_fp16_modules_report_their_dtype():
     module = torch.nn.ConvTranspose1d(4, 2, 2, 2).to(torch.float16)
     found = detect(_export(module, torch.randn(1, 4, 3, dtype=torch.float16)))
     assert [f.dtype for f in found] == ["float16"]
+
+
+class ConformerConv(torch.nn.Module):
+    """A Conformer-style convolution module: depthwise Conv1d then BatchNorm1d."""
+
+    def __init__(self, c: int = 16) -> None:
+        super().__init__()
+        self.dw = torch.nn.Conv1d(c, c, 9, padding=4, groups=c)
+        self.bn = torch.nn.BatchNorm1d(c)
+        self.pw = torch.nn.Conv1d(c, c, 1)
+        self.bn_after_pointwise = torch.nn.BatchNorm1d(c)
+        self.ln = torch.nn.LayerNorm(c, elementwise_affine=False)
+        self.gn = torch.nn.GroupNorm(4, c)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = self.bn(self.dw(x))
+        z = self.bn_after_pointwise(self.pw(y))
+        return self.ln(z.transpose(1, 2)), self.gn(z)
+
+
+def test_norms_carry_dtype_parameters_and_what_precedes_them():
+    module = ConformerConv().to(torch.float16)
+    found = {(g.kind, g.modules): g for g in group(detect(
+        _export(module, torch.randn(1, 16, 20, dtype=torch.float16))))}
+    bn = found[("batch_norm", ("bn",))]
+    assert bn.dtype == "float16" and bn.params["param_dtype"] == "float16"
+    assert bn.params["depthwise_kernel"] == 9 and bn.params["channels"] == 16
+    after_pointwise = found[("batch_norm", ("bn_after_pointwise",))]
+    assert "depthwise_kernel" not in after_pointwise.params
+    ln = found[("layer_norm", ("ln",))]
+    assert ln.params["elementwise_affine"] is False and ln.params["normalized_shape"] == [16]
+    gn = found[("group_norm", ("gn",))]
+    assert gn.params["num_groups"] == 4 and gn.params["affine"] is True

@@ -72,9 +72,77 @@ def _conv_transpose(node: Any) -> Found | None:
     return Found("conv_transpose", params, _dtype(x), module_path(node))
 
 
+def _producer_depthwise_kernel(node: Any, channels: Any) -> int | None:
+    """The kernel of a depthwise convolution feeding `node` directly (as in a Conformer)."""
+    src = node.args[0] if node.args else None
+    if getattr(src, "op", "") != "call_function" or _target_name(src) != "aten.convolution.default":
+        return None
+    args = list(src.args) + [None] * (9 - len(src.args))
+    weight_shape = _shape(args[1])
+    if args[6] or int(args[8] or 1) != channels or len(weight_shape) < 3:
+        return None
+    return int(weight_shape[2])
+
+
+def _batch_norm(node: Any) -> Found | None:
+    # aten._native_batch_norm_legit_no_training(input, weight, bias, running_mean,
+    #                                           running_var, momentum, eps)
+    x, weight, _bias, _mean, var = node.args[:5]
+    eps = node.args[6] if len(node.args) > 6 else 1e-5
+    shape = _shape(x)
+    channels = shape[1]
+    params: dict[str, Any] = {
+        "dim": len(shape) - 2,
+        "channels": channels,
+        "batch": shape[0],
+        "length": shape[2] if len(shape) > 2 else 1,
+        "eps": float(eps),
+        "affine": weight is not None,
+        "param_dtype": _dtype(var),
+        "input_shape": shape,
+    }
+    kernel = _producer_depthwise_kernel(node, channels)
+    if kernel is not None:
+        params["depthwise_kernel"] = kernel
+    return Found("batch_norm", params, _dtype(x), module_path(node))
+
+
+def _layer_norm(node: Any) -> Found | None:
+    # aten.native_layer_norm(input, normalized_shape, weight, bias, eps)
+    x, normalized, weight, bias = node.args[:4]
+    eps = node.args[4] if len(node.args) > 4 else 1e-5
+    params = {
+        "normalized_shape": [int(v) for v in normalized],
+        "input_shape": _shape(x),
+        "elementwise_affine": weight is not None,
+        "bias": bias is not None,
+        "eps": float(eps),
+    }
+    return Found("layer_norm", params, _dtype(x), module_path(node))
+
+
+def _group_norm(node: Any) -> Found | None:
+    # aten.native_group_norm(input, weight, bias, N, C, HxW, group, eps)
+    x, weight = node.args[0], node.args[1]
+    shape = _shape(x)
+    params = {
+        "num_groups": int(node.args[6]),
+        "channels": shape[1],
+        "batch": shape[0],
+        "length": shape[2] if len(shape) == 3 else shape[2:],
+        "affine": weight is not None,
+        "eps": float(node.args[7]),
+        "input_shape": shape,
+    }
+    return Found("group_norm", params, _dtype(x), module_path(node))
+
+
 DETECTORS: dict[str, tuple[tuple[str, ...], Callable[[Any], Found | None]]] = {
     # kind: (aten overloads it reads, detector)
     "conv_transpose": (("aten.convolution.default",), _conv_transpose),
+    "batch_norm": (("aten._native_batch_norm_legit_no_training.default",), _batch_norm),
+    "layer_norm": (("aten.native_layer_norm.default",), _layer_norm),
+    "group_norm": (("aten.native_group_norm.default",), _group_norm),
 }
 
 

@@ -21,7 +21,7 @@ PARAMS: dict[str, tuple[str, ...]] = {
         "num_groups", "channels", "batch", "length", "affine", "eps", "dynamic_batch",
         "dynamic_length",
     ),
-    "true_divide": ("form", "operands", "shape", "divisor"),
+    "true_divide": ("form", "operands", "shape", "divisor", "divide_by_zero"),
     "mean_dtype": ("operand", "shape", "dims", "keepdim", "dtype_arg"),
     "min_dim": ("int_dtype", "shape", "dim", "keepdim"),
     "max_pool2d": ("form", "kernel", "stride", "padding", "ceil_mode", "input_shape"),
@@ -34,7 +34,8 @@ PARAMS: dict[str, tuple[str, ...]] = {
         "mode", "batch", "length", "channels", "other_channels", "prefix", "dynamic_length",
         "dynamic_batch",
     ),
-    "view_dynamic": ("mode", "batch", "length", "channels", "heads", "dynamic_batch"),
+    "view_dynamic": ("mode", "batch", "length", "channels", "heads", "dynamic_batch",
+                     "dynamic_hw"),
     "masked_scatter": ("shape", "broadcast", "dynamic_batch"),
     "select_dynamic": ("batch", "length", "channels", "dim", "index", "dynamic_length"),
 }

@@ -153,7 +153,9 @@ async def _run_asset(path: str, inputs: dict) -> dict:
         feed = {name: NDArray(inputs[key].contiguous())
                 for name, key in zip(names, inputs, strict=True)}
         result = await function(feed)
-        return {name: value.numpy().copy() for name, value in result.items()}
+        # The runtime's result dict is not in graph order; the function's descriptor is.
+        order = list(function.desc.output_names)
+        return {name: result[name].numpy().copy() for name in order}
 
 
 def _storable(array):
@@ -191,7 +193,8 @@ def measure(spec: dict, assets: dict[str, str], out: Path) -> dict:
             except Exception as exc:  # noqa: BLE001
                 sides[side] = _fail(f"run-{side}", exc, out)
                 continue
-            # Output order is the graph's; name them positionally so sides line up.
+            # In graph order (the descriptor's): name them positionally so sides line up with
+            # the reference, whose outputs are the module's in the same order.
             arrays = {f"out{i}": _storable(v) for i, v in enumerate(result.values())}
             save_file(arrays, str(out / f"{side}.safetensors"))
             sides[side] = {"ok": True, "outputs": str(out / f"{side}.safetensors"),

@@ -9,9 +9,10 @@ from pathlib import Path
 from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.policy import Policy
 from inventory.registry import UNKNOWN, Bundle, Instance
-from inventory.verdict import ProbeVerdict, judge, worst
+from inventory.verdict import REEXPORT_ORDER, ProbeVerdict, judge, worst
 from oracle.client import Pool
 from oracle.compare import ProbeResult, compare
+from oracle.conditions import Condition, ConditionCheck, check, load_conditions
 from oracle.envs import Catalog, Env, EnvError, ensure_env, version_key
 from oracle.fixes import Fix
 from oracle.paths import cache_root
@@ -32,6 +33,24 @@ class ProbeAnswer:
 
 
 @dataclass(frozen=True)
+class ConditionFinding:
+    """A verdict that changes with parameter values: trained-looking vs adversarial."""
+
+    instance: Instance
+    condition: Condition
+    trained: ProbeAnswer
+    adversarial: ProbeAnswer
+    check: ConditionCheck | None  # against the bundle's own weights, when given
+
+    @property
+    def decided(self) -> ProbeAnswer:
+        """The answer that applies to this bundle: adversarial only if its weights say so."""
+        if self.check is not None and self.check.holds:
+            return self.adversarial
+        return self.trained
+
+
+@dataclass(frozen=True)
 class BundleAnswer:
     bundle: str
     exporter: str  # the exporter release the answer used
@@ -44,6 +63,7 @@ class BundleAnswer:
     reason: str
     chain: tuple[str, ...]
     runtimes: tuple[str, ...] = field(default=())
+    conditions: tuple[ConditionFinding, ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -63,10 +83,12 @@ class AffectedReport:
         return worst([b.reexport for b in self.bundles if b.bundle not in self.ignored])
 
 
-def _specs(bundle: Bundle, instance: Instance) -> ProbeSpec:
+def _spec(bundle: Bundle, instance: Instance, override: dict) -> ProbeSpec:
+    """The probe for one traced instance: its own parameters, dtype and the bundle's pipeline,
+    with trained-looking values (or a condition's override of them)."""
     return ProbeSpec(
         construct=instance.kind,
-        params=probe_params(instance.kind, instance.params),
+        params={**probe_params(instance.kind, instance.params), **override},
         dtype=instance.dtype or bundle.dtype,
         pipeline=bundle.pipeline,
         values="trained",
@@ -77,8 +99,11 @@ class Analyzer:
     """Answers bundle x fix questions, sharing environments and one worker pool per run."""
 
     def __init__(self, catalog: Catalog, policy: Policy, use_cache: bool = True,
-                 progress: Callable[[str], None] = lambda _: None) -> None:
+                 progress: Callable[[str], None] = lambda _: None,
+                 weights: dict[str, Path] | None = None) -> None:
         self.catalog = catalog
+        self.weights = weights or {}
+        self.conditions = load_conditions()
         self.policy = policy
         self.use_cache = use_cache
         self.progress = progress
@@ -112,12 +137,13 @@ class Analyzer:
 
         def done(verdict: str, reexport: str, reason: str,
                  probes: tuple[ProbeAnswer, ...] = (),
-                 runtimes: tuple[str, ...] = ()) -> BundleAnswer:
+                 runtimes: tuple[str, ...] = (),
+                 findings: tuple[ConditionFinding, ...] = ()) -> BundleAnswer:
             # With probes, the chain already ends with each probe's verdict and reason.
             steps = chain if probes else chain + [reason]
             return BundleAnswer(bundle.name, exporter, recorded, bundle.exporter.source,
                                 instances, probes, verdict, reexport, reason, tuple(steps),
-                                runtimes)
+                                runtimes, findings)
 
         if not instances:
             chain.append(f"tracing found no {what} in the exported graph "
@@ -139,21 +165,57 @@ class Analyzer:
             old_env, new_env = self.env(exporter), self.env(target)
         except EnvError as exc:
             return done("inconclusive", "inconclusive", str(exc))
-        probes = []
+        probes: list[ProbeAnswer] = []
+        findings: list[ConditionFinding] = []
         for instance in instances:
-            spec = _specs(bundle, instance)
-            self.progress(f"{bundle.name}: {spec.label()} under {exporter} and {target}")
-            result = compare(spec, old_env, new_env, self.pool, use_cache=self.use_cache)
-            probes.append(ProbeAnswer(instance, spec, result, judge(result, self.policy)))
+            trained = self._probe(bundle, instance, old_env, new_env)
+            decided = trained
+            for condition in self.conditions.get(instance.kind, []):
+                variant = self._probe(bundle, instance, old_env, new_env, condition)
+                if _rank(variant) >= _rank(trained):
+                    continue  # these values do not make it worse: no condition
+                weights = self.weights.get(bundle.name)
+                found = ConditionFinding(instance, condition, trained, variant,
+                                         check(condition, weights) if weights else None)
+                findings.append(found)
+                if _rank(found.decided) < _rank(decided):
+                    decided = found.decided
+            probes.append(decided)
         level = worst([p.verdict.reexport for p in probes])
         deciding = next(p for p in probes if p.verdict.reexport == level)
         chain.extend(f"{p.spec.label()}: {p.verdict.verdict} - {p.verdict.reason}"
                      for p in probes)
+        reason = deciding.verdict.reason
+        for f in findings:
+            worse = f.adversarial.verdict
+            if f.check is None:
+                note = (f"if {f.condition.when}: {worse.verdict}, re-export {worse.reexport} "
+                        f"(pass --weights {bundle.name}=CHECKPOINT.safetensors to decide)")
+                reason += f"; {note}"
+            else:
+                verdict = "holds" if f.check.holds else "does not hold"
+                note = f"condition '{f.condition.when}' {verdict} in {f.check.weights}: " \
+                       f"{f.check.detail}"
+            chain.append(f"{f.instance.kind}: {note}")
         runtimes = tuple(sorted({p.result.measurement.runtime for p in probes
                                  if p.result and p.result.measurement
                                  and p.result.measurement.ok}))
-        return done(deciding.verdict.verdict, level, deciding.verdict.reason, tuple(probes),
-                    runtimes)
+        return done(deciding.verdict.verdict, level, reason, tuple(probes), runtimes,
+                    tuple(findings))
+
+    def _probe(self, bundle: Bundle, instance: Instance, old_env: Env, new_env: Env,
+               condition: Condition | None = None) -> ProbeAnswer:
+        spec = _spec(bundle, instance, condition.params if condition else {})
+        values = f"values: {condition.name}" if condition else "trained-looking values"
+        self.progress(f"{bundle.name}: {spec.label()} ({values}) under "
+                      f"{old_env.converter} and {new_env.converter}")
+        result = compare(spec, old_env, new_env, self.pool, use_cache=self.use_cache)
+        return ProbeAnswer(instance, spec, result, judge(result, self.policy))
+
+
+def _rank(answer: ProbeAnswer) -> int:
+    """Lower is worse: the order of REEXPORT_ORDER."""
+    return REEXPORT_ORDER.index(answer.verdict.reexport)
 
 
 def check_target(fix: Fix, target: str, catalog: Catalog) -> None:
@@ -171,11 +233,12 @@ def affected(
     use_cache: bool = True,
     progress: Callable[[str], None] = lambda _: None,
     ignores: list[Ignore] | None = None,
+    weights: dict[str, Path] | None = None,
 ) -> AffectedReport:
     target = to or fix.ships_in
     check_target(fix, target, catalog)
     active, warnings = in_force(ignores or [])
-    with Analyzer(catalog, policy, use_cache, progress) as analyzer:
+    with Analyzer(catalog, policy, use_cache, progress, weights) as analyzer:
         answers = []
         for bundle in bundles:
             progress(f"{bundle.name}: checking")

@@ -75,21 +75,28 @@ def affected_cmd(
              "(default: per dtype, inventory/policy.toml).")] = None,
     ignore: Annotated[Path | None, typer.Option(
         help="Accepted risks: TOML [[ignore]] entries with fix, bundle, reason, expires.")] = None,
+    weights: Annotated[list[str] | None, typer.Option(
+        help="BUNDLE=CHECKPOINT.safetensors: decide value conditions (e.g. batch-norm "
+             "running_var range) from the bundle's real weights (repeatable).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
     """Which shipped bundles does one converter fix change, and must they be re-exported?"""
     from inventory.ignore import load_ignores
+    from oracle.conditions import WeightsError
 
     try:
         python_ok()
         the_fix = find_fix(fix)
-        bundles = select(load_registry(registry), bundle)
+        all_bundles = load_registry(registry)
+        bundles = select(all_bundles, bundle)
         ignores = load_ignores(ignore)
+        checkpoints = _weights(weights, all_bundles)
         catalog = load_catalog()
         with _progress(not quiet) as progress:
             report = affected(the_fix, bundles, catalog, load_policy(tolerance), to=to,
-                              use_cache=not no_cache, progress=progress, ignores=ignores)
-    except (FixError, RegistryError, EnvError, UsageError) as exc:
+                              use_cache=not no_cache, progress=progress, ignores=ignores,
+                              weights=checkpoints)
+    except (FixError, RegistryError, EnvError, UsageError, WeightsError) as exc:
         _fail(str(exc), as_json, "affected")
         return
     if as_json:
@@ -147,6 +154,22 @@ def plan_cmd(
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     _exit_for(result.reexport)
+
+
+def _weights(pairs: list[str] | None, bundles: list) -> dict[str, Path]:
+    """Parse repeated BUNDLE=PATH options; the bundle must be registered, the file must exist."""
+    out: dict[str, Path] = {}
+    known = {b.name for b in bundles}
+    for pair in pairs or []:
+        name, sep, path = pair.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(f"--weights takes BUNDLE=PATH, not {pair!r}")
+        if name not in known:
+            raise UsageError(f"--weights names {name!r}, which is not in the registry")
+        if not Path(path).is_file():
+            raise UsageError(f"--weights {name}: no file at {path}")
+        out[name] = Path(path)
+    return out
 
 
 def _exit_for(level: str) -> None:

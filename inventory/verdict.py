@@ -19,6 +19,10 @@ class ProbeVerdict:
     reason: str
 
 
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}"
+
+
 def _rel(err: float | None, magnitude: float) -> float | None:
     if err is None:
         return None
@@ -74,11 +78,17 @@ def judge(result: ProbeResult, policy: Policy) -> ProbeVerdict:
     new_err = _rel(s.maxabs_new_ref, s.ref_magnitude)
     old_bad = s.nonfinite_old > 0 or old_err is None or old_err > tol
     new_bad = s.nonfinite_new > 0 or new_err is None or new_err > tol
-    numbers = (f"max|old-new|={s.maxabs_old_new:.3g}, error vs torch fp32 relative to "
-               f"|ref|={s.ref_magnitude:.3g}: old {old_err:.3g}, new {new_err:.3g}, "
+    numbers = (f"max|old-new|={_fmt(s.maxabs_old_new)}, error vs torch fp32 relative to "
+               f"|ref|={s.ref_magnitude:.3g}: old {_fmt(old_err)}, new {_fmt(new_err)}, "
                f"tolerance {tol:g} ({m.runtime})")
     if old_bad and not new_bad:
         return ProbeVerdict("values-move", "required", f"shipped outputs wrong: {numbers}")
+    if s.nonfinite_old > 0 and s.nonfinite_new == 0:
+        # NaN/inf where torch gives a finite, representable value is wrong whatever the
+        # tolerance; the new program's remaining error is reported, not hidden.
+        return ProbeVerdict("values-move", "required",
+                            f"shipped outputs hold {s.nonfinite_old} NaN/inf where torch fp32 is "
+                            f"finite, the new program none: {numbers}")
     closer = "new" if (new_err or 0) < (old_err or 0) else "old"
     return ProbeVerdict("values-move", "optional",
                         f"outputs move, {closer} side closer to torch: {numbers}")

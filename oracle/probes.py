@@ -880,15 +880,19 @@ def build(spec: dict[str, Any]) -> Probe:
         raise ValueError(f"no probe for construct {construct!r}")
     gen = torch.Generator().manual_seed(int(spec.get("seed", 0)))
     built = BUILDERS[construct](spec["params"], gen, spec.get("values", "trained"))
-    reference = built.module.eval()
+    original = built.module.eval()
     dtype = DTYPES[spec.get("dtype", "float32")]
     param_dtype = DTYPES[spec["params"].get("param_dtype", spec.get("dtype", "float32"))]
     if built.param_dtype_modules:
-        module = copy.deepcopy(reference).to(dtype).eval()
+        module = copy.deepcopy(original).to(dtype).eval()
         for name in built.param_dtype_modules:
             module.get_submodule(name).to(param_dtype)
     else:
-        module = copy.deepcopy(reference).to(param_dtype).eval()
+        module = copy.deepcopy(original).to(param_dtype).eval()
+    # The reference computes in fp32 with the parameters the shipped module really holds (as
+    # cast by the recipe): rounding them is the recipe's doing, not the converter's, and is the
+    # same on both sides; what the reference measures is how each program computes with them.
+    reference = copy.deepcopy(module).float().eval()
     inputs: dict[str, torch.Tensor] = {}
     ref_inputs: dict[str, torch.Tensor] = {}
     for name, value in built.inputs.items():

@@ -19,20 +19,44 @@ class OutputStats:
     maxabs_old_ref: float | None
     maxabs_new_ref: float | None
     ref_magnitude: float  # max |reference|, to read the errors against
-    nonfinite_old: int
+    nonfinite_old: int  # non-finite where the reference is finite and representable
     nonfinite_new: int
+    # reference values beyond what the output dtype can hold (e.g. > 65504 for fp16): no
+    # program can produce them, so they are left out of the errors and non-finite counts
+    unrepresentable: int = 0
 
 
-def _maxabs(a: np.ndarray, b: np.ndarray) -> float | None:
+def _maxabs(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None) -> float | None:
     if a.shape != b.shape:
         return None
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    both_nan = np.isnan(a64) & np.isnan(b64)
-    same_inf = np.isinf(a64) & (a64 == b64)
-    diff = np.abs(a64 - b64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        both_nan = np.isnan(a64) & np.isnan(b64)
+        same_inf = np.isinf(a64) & (a64 == b64)
+        diff = np.abs(a64 - b64)
     diff[both_nan | same_inf] = 0.0
     diff[np.isnan(diff)] = np.inf  # NaN on one side only counts as infinitely far
+    if mask is not None:
+        diff = diff[mask]
     return float(diff.max()) if diff.size else 0.0
+
+
+def _representable(out: np.ndarray, ref: np.ndarray) -> np.ndarray | None:
+    """Where the reference fits the output's dtype (None: shapes differ)."""
+    if out.shape != ref.shape:
+        return None
+    r = ref.astype(np.float64)
+    if not np.issubdtype(out.dtype, np.floating):
+        return np.ones(r.shape, dtype=bool)
+    return ~np.isfinite(r) | (np.abs(r) <= float(np.finfo(out.dtype).max))
+
+
+def _nonfinite(out: np.ndarray, ref: np.ndarray, fits: np.ndarray | None) -> int:
+    o = out.astype(np.float64)
+    bad = ~np.isfinite(o)
+    if fits is not None:
+        bad &= np.isfinite(ref.astype(np.float64)) & fits
+    return int(bad.sum())
 
 
 def _worst(values: list[float | None]) -> float | None:
@@ -51,16 +75,26 @@ def output_stats(old: Path, new: Path, reference: Path) -> OutputStats:
         raise ValueError("an output is missing from a side's tensors")
     bit_identical = all(a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
                         for a, b in zip(olds, news, strict=True))
+    fits_old = [_representable(a, c) for a, c in zip(olds, refs, strict=True)]
+    fits_new = [_representable(b, c) for b, c in zip(news, refs, strict=True)]
+    unrepresentable = sum(int((~f).sum()) for f in fits_new if f is not None)
     return OutputStats(
         bit_identical=bit_identical,
         shapes_old=[list(a.shape) for a in olds],
         shapes_new=[list(b.shape) for b in news],
         shapes_ref=[list(c.shape) for c in refs],
         maxabs_old_new=_worst([_maxabs(a, b) for a, b in zip(olds, news, strict=True)]),
-        maxabs_old_ref=_worst([_maxabs(a, c) for a, c in zip(olds, refs, strict=True)]),
-        maxabs_new_ref=_worst([_maxabs(b, c) for b, c in zip(news, refs, strict=True)]),
-        ref_magnitude=max((float(np.abs(c.astype(np.float64)).max()) for c in refs if c.size),
+        maxabs_old_ref=_worst([_maxabs(a, c, f) for a, c, f in
+                               zip(olds, refs, fits_old, strict=True)]),
+        maxabs_new_ref=_worst([_maxabs(b, c, f) for b, c, f in
+                               zip(news, refs, fits_new, strict=True)]),
+        ref_magnitude=max((float(np.abs(np.where(f, c, 0).astype(np.float64)).max())
+                           if f is not None else float(np.abs(c.astype(np.float64)).max())
+                           for c, f in zip(refs, fits_new, strict=True) if c.size),
                           default=0.0),
-        nonfinite_old=int(sum(int((~np.isfinite(a.astype(np.float64))).sum()) for a in olds)),
-        nonfinite_new=int(sum(int((~np.isfinite(b.astype(np.float64))).sum()) for b in news)),
+        nonfinite_old=sum(_nonfinite(a, c, f) for a, c, f in
+                          zip(olds, refs, fits_old, strict=True)),
+        nonfinite_new=sum(_nonfinite(b, c, f) for b, c, f in
+                          zip(news, refs, fits_new, strict=True)),
+        unrepresentable=unrepresentable,
     )

@@ -100,3 +100,53 @@ def test_trace_check_passes_on_the_registry_and_catches_a_stale_entry(tmp_path):
     proc = run("trace", "mimi", "--check", "-q", "--registry", str(stale))
     assert proc.returncode == 1
     assert "stale: mimi: recorded but not traced" in proc.stderr
+
+
+def _checkpoint(path: Path, running_var: list[float]) -> Path:
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    save_file({"encoder.layers.0.conv.norm.running_var": np.array(running_var, np.float32),
+               "encoder.layers.0.conv.norm.weight": np.ones(len(running_var), np.float32)},
+              str(path))
+    return path
+
+
+@pytest.mark.slow
+def test_a_value_condition_is_reported_then_decided_by_the_bundle_weights(tmp_path):
+    base = ("affected", "--fix", "54", "--bundle", "sortformer", "--json", "-q")
+    proc = run(*base)
+    bundle = json.loads(proc.stdout)["bundles"][0]
+    conditions = {c["condition"]: c for c in bundle["conditions"]}
+    tiny = conditions.get("tiny-running-var")
+    if tiny is None:  # the measured values did not make it worse: nothing to decide
+        assert all(c["checked"] is None for c in bundle["conditions"])
+        return
+    assert tiny["checked"] is None and "--weights sortformer=" in bundle["reason"]
+    worse = tiny["if_met"]["reexport"]
+
+    ok = _checkpoint(tmp_path / "ok.safetensors", [0.5, 1.0, 3.0])
+    proc = run(*base, "--weights", f"sortformer={ok}")
+    bundle = json.loads(proc.stdout)["bundles"][0]
+    tiny = {c["condition"]: c for c in bundle["conditions"]}["tiny-running-var"]
+    assert tiny["checked"]["holds"] is False and bundle["reexport"] == tiny["trained"]["reexport"]
+
+    bad = _checkpoint(tmp_path / "bad.safetensors", [0.5, 1e-7, 3.0])
+    proc = run(*base, "--weights", f"sortformer={bad}")
+    bundle = json.loads(proc.stdout)["bundles"][0]
+    tiny = {c["condition"]: c for c in bundle["conditions"]}["tiny-running-var"]
+    assert tiny["checked"]["holds"] is True and "1 of 3 running_var" in tiny["checked"]["detail"]
+    assert bundle["reexport"] == worse
+
+
+def test_weights_without_the_tensors_a_condition_needs_is_one_line(tmp_path):
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    path = tmp_path / "w.safetensors"
+    save_file({"other": np.zeros(2, np.float32)}, str(path))
+    proc = run("affected", "--fix", "40", "--bundle", "sortformer", "--weights",
+               f"sortformer={path}", "-q")
+    assert proc.returncode == 0  # fix 40 has no value condition: the file is never read
+    proc = run("affected", "--fix", "40", "--weights", f"nope={path}", "-q")
+    assert proc.returncode == 2 and "'nope', which is not in the registry" in one_clean_line(proc)

@@ -70,3 +70,11 @@ def test_a_failed_run_is_never_a_pass():
     assert judge(unmeasured, load_policy()).verdict == "inconclusive"
     assert worst(["no", "inconclusive", "optional"]) == "inconclusive"
     assert worst(["optional", "required"]) == "required"
+
+
+def test_nan_fixed_but_still_off_is_required_and_says_so():
+    stats = _stats(maxabs_old_ref=None, maxabs_new_ref=0.4, nonfinite_old=10, nonfinite_new=0)
+    v = judge(_result(stats), load_policy())
+    assert v.reexport == "required" and "10 NaN/inf" in v.reason
+    both = _stats(maxabs_old_ref=None, maxabs_new_ref=None, nonfinite_old=10, nonfinite_new=3)
+    assert judge(_result(both), load_policy()).reexport == "optional"

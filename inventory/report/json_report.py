@@ -61,6 +61,21 @@ def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:
         "reason": b.reason,
         "chain": list(b.chain),
         "runtime": ", ".join(b.runtimes) if b.runtimes else None,
+        "conditions": [{
+            "construct": f.instance.kind,
+            "condition": f.condition.name,
+            "when": f.condition.when,
+            "trained": {"verdict": f.trained.verdict.verdict,
+                        "reexport": f.trained.verdict.reexport,
+                        "evidence": f.trained.result.evidence if f.trained.result else None},
+            "if_met": {"verdict": f.adversarial.verdict.verdict,
+                            "reexport": f.adversarial.verdict.reexport,
+                            "reason": f.adversarial.verdict.reason,
+                            "evidence": f.adversarial.result.evidence
+                            if f.adversarial.result else None},
+            "checked": {"holds": f.check.holds, "detail": f.check.detail,
+                        "weights": f.check.weights} if f.check else None,
+        } for f in b.conditions],
         "ignored": {"reason": ignored.reason,
                     "expires": ignored.expires.isoformat() if ignored.expires else None}
         if ignored else None,

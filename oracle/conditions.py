@@ -1,0 +1,77 @@
+"""Value conditions (`conditions.toml`) and their check against a real checkpoint.
+
+A checkpoint is read tensor by tensor with safetensors' lazy reader: only the tensors a condition
+names are loaded, never the model.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CONDITIONS_FILE = Path(__file__).with_name("conditions.toml")
+
+
+class WeightsError(Exception):
+    """A checkpoint cannot be read; one line for the user."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    construct: str
+    name: str
+    when: str
+    tensor_suffix: str
+    below: float = -math.inf
+    above: float = math.inf
+    params: dict[str, Any] = field(default_factory=dict)  # the probe override that realises it
+
+
+@dataclass(frozen=True)
+class ConditionCheck:
+    holds: bool
+    detail: str
+    weights: str
+
+
+def load_conditions(path: Path = CONDITIONS_FILE) -> dict[str, list[Condition]]:
+    data = tomllib.loads(path.read_text())
+    out: dict[str, list[Condition]] = {}
+    for raw in data.get("condition", []):
+        cond = Condition(raw["construct"], raw["name"], raw["when"], raw["tensor_suffix"],
+                         float(raw.get("below", -math.inf)), float(raw.get("above", math.inf)),
+                         dict(raw.get("params", {})))
+        out.setdefault(cond.construct, []).append(cond)
+    return out
+
+
+def check(condition: Condition, weights: Path) -> ConditionCheck:
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        handle = safe_open(str(weights), framework="np")
+    except (OSError, SafetensorError) as exc:
+        raise WeightsError(f"{weights}: not a readable safetensors file ({exc})") from None
+    outside = total = tensors = 0
+    lowest, highest = np.inf, -np.inf
+    with handle as f:
+        for name in f.keys():  # noqa: SIM118 - safe_open handles are not mappings
+            if not name.endswith(condition.tensor_suffix):
+                continue
+            values = f.get_tensor(name).astype(np.float64)
+            tensors += 1
+            total += values.size
+            outside += int(((values < condition.below) | (values > condition.above)).sum())
+            if values.size:
+                lowest, highest = min(lowest, values.min()), max(highest, values.max())
+    if tensors == 0:
+        raise WeightsError(f"{weights}: no tensor named *{condition.tensor_suffix}; cannot "
+                           f"check whether {condition.when}")
+    detail = (f"{outside} of {total} {condition.tensor_suffix} values in {tensors} tensors meet "
+              f"it (range {lowest:.3g} .. {highest:.3g})")
+    return ConditionCheck(outside > 0, detail, str(weights))

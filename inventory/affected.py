@@ -145,6 +145,13 @@ class Analyzer:
                                 instances, probes, verdict, reexport, reason, tuple(steps),
                                 runtimes, findings)
 
+        looked_for = set(bundle.trace.get("detected", []))
+        unseen = [c for c in fix.constructs if c not in looked_for]
+        if not instances and unseen:
+            # Absence is only evidence if the trace looked: never read "not found" as "absent".
+            return done("inconclusive", "inconclusive",
+                        f"the recorded trace did not look for {', '.join(unseen)} (no detector "
+                        f"when it ran); re-trace with `inventory trace {bundle.name} --write`")
         if not instances:
             chain.append(f"tracing found no {what} in the exported graph "
                          f"({bundle.trace.get('summary', 'see recipes.toml')})")

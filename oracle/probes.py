@@ -327,12 +327,16 @@ def _group_norm(params: dict[str, Any], gen: torch.Generator, values: str) -> Bu
     gn = torch.nn.GroupNorm(int(params["num_groups"]), c, eps=float(params.get("eps", 1e-5)),
                             affine=bool(params.get("affine", True)))
     _norm_affine(gn.weight, gn.bias, gen, values)
-    shape = [int(params.get("batch", 2)), c, int(params.get("length", 16))]
+    # `length` is one spatial size (a [B, C, L] input) or a list of them ([B, C, H, W] ...).
+    length = params.get("length", 16)
+    spatial = [int(v) for v in length] if isinstance(length, list | tuple) else [int(length)]
+    shape = [int(params.get("batch", 2)), c, *spatial]
+    per_channel = [1, c] + [1] * len(spatial)
     x = torch.randn(shape, generator=gen)
     if values != "init":  # per-channel offsets and scales, as activations have
-        offset = torch.randn([1, c, 1], generator=gen) * (
+        offset = torch.randn(per_channel, generator=gen) * (
             100.0 if values == "adversarial" else 0.5)
-        x = offset + _log_uniform(c, 0.1, 3.0, gen).view(1, c, 1) * x
+        x = offset + _log_uniform(c, 0.1, 3.0, gen).view(per_channel) * x
     dynamic = _merge(_dynamic(params, "dynamic_batch", "x", 0, "batch"),
                      _dynamic(params, "dynamic_length", "x", 2, "length"))
     return Built(_GroupNorm(gn), {"x": x}, dynamic=dynamic)

@@ -38,6 +38,7 @@ class TraceResult:
     packages: dict[str, str]
     aten_ops: int
     instances: list[dict[str, Any]]  # registry-shaped instance tables
+    detected: list[str]  # the construct kinds the trace looked for
 
 
 def _decomp_env(bundle: Bundle, catalog: Catalog, progress: Any) -> Env:
@@ -70,7 +71,7 @@ def trace_bundle(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: Non
         for g in data["instances"]
     ]
     return TraceResult(bundle.name, target, data["dtype"], data["notes"], data["decompositions"],
-                       data["packages"], data["aten_ops"], instances)
+                       data["packages"], data["aten_ops"], instances, data["detected"])
 
 
 def _trace_table(result: TraceResult, previous: dict[str, Any]) -> dict[str, Any]:
@@ -78,7 +79,8 @@ def _trace_table(result: TraceResult, previous: dict[str, Any]) -> dict[str, Any
     summary = (f"{sum(i['count'] for i in result.instances)} instance(s) of "
                f"{', '.join(kinds) or 'no tracked construct'} among {result.aten_ops} aten ops")
     return {**previous, "target": result.target, "decompositions": result.decompositions,
-            "packages": result.packages, "notes": result.notes, "summary": summary}
+            "packages": result.packages, "notes": result.notes, "summary": summary,
+            "detected": result.detected}
 
 
 def differences(bundle_raw: dict[str, Any], result: TraceResult) -> list[str]:
@@ -94,6 +96,10 @@ def differences(bundle_raw: dict[str, Any], result: TraceResult) -> list[str]:
     new = {key(i) for i in result.instances}
     out += [f"{result.bundle}: recorded but not traced: {k}" for k in sorted(rec - new)]
     out += [f"{result.bundle}: traced but not recorded: {k}" for k in sorted(new - rec)]
+    old_detected = bundle_raw.get("trace", {}).get("detected", [])
+    if old_detected != result.detected:
+        out.append(f"{result.bundle}: recorded trace looked for {old_detected}, "
+                   f"the tracer now detects {result.detected}")
     old_pkgs = bundle_raw.get("trace", {}).get("packages", {})
     if old_pkgs and old_pkgs != result.packages:
         out.append(f"{result.bundle}: traced with {old_pkgs}, now {result.packages}")

@@ -48,6 +48,7 @@ class Probe:
     reference_module: torch.nn.Module
     reference_inputs: dict[str, torch.Tensor]
     dynamic: dict[str, dict[int, tuple[str, int, int]]]
+    original: torch.nn.Module | None = None  # the fp32 module as built, before the recipe's cast
 
     def dynamic_shapes(self) -> dict[str, dict[int, Any]] | None:
         if not self.dynamic:
@@ -907,7 +908,7 @@ def build(spec: dict[str, Any]) -> Probe:
         else:
             ref_inputs[name] = value
         inputs[name] = value
-    return Probe(module, inputs, reference, ref_inputs, built.dynamic)
+    return Probe(module, inputs, reference, ref_inputs, built.dynamic, original)
 
 
 def digest(module: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> str:

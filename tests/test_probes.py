@@ -534,7 +534,8 @@ def test_exported_graph_holds_the_targeted_op(regime: Regime):
 
 
 def _state(probe: probes.Probe) -> dict[str, torch.Tensor]:
-    return dict(probe.reference_module.state_dict())
+    """The values as the builder made them (fp32), before the recipe's cast."""
+    return dict(probe.original.state_dict())
 
 
 def _values_batch_norm(r: Regime, probe: probes.Probe) -> None:

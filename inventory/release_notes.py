@@ -62,6 +62,8 @@ class Sweep:
     probed: int
     changed: tuple[SweepFinding, ...]  # shipped graph differs, or one side cannot convert
     unchanged: int
+    # both releases fail the same way: a standing limitation, not a change
+    failing_both: tuple[RegimeOutcome, ...] = ()
 
     @property
     def unexplained(self) -> tuple[SweepFinding, ...]:
@@ -118,8 +120,12 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
     return ReleaseNotes(old, new, notes)
 
 
+def _failing_both(result: ProbeResult) -> bool:
+    return result.shipped == "both-cannot-convert" and result.old.error == result.new.error
+
+
 def _changed(result: ProbeResult) -> bool:
-    return result.shipped != "identical"
+    return result.shipped != "identical" and not _failing_both(result)
 
 
 def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: Catalog,
@@ -132,4 +138,6 @@ def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: 
         SweepFinding(o, tuple(f.id for f in in_range if o.regime.construct in f.constructs))
         for o in outcomes.values() if _changed(o.result)
     )
-    return Sweep(old, new, len(outcomes), changed, len(outcomes) - len(changed))
+    failing = tuple(o for o in outcomes.values() if _failing_both(o.result))
+    return Sweep(old, new, len(outcomes), changed, len(outcomes) - len(changed) - len(failing),
+                 failing)

@@ -67,6 +67,8 @@ def sweep_json(sw: Sweep) -> str:
         "changed": [{**outcome_json(f.outcome), "explained_by": list(f.explained_by)}
                     for f in sw.changed],
         "unexplained": [f.outcome.regime.id for f in sw.unexplained],
+        "failing_both": [{"probe": o.regime.id, "error": o.result.old.error,
+                          "evidence": o.result.evidence} for o in sw.failing_both],
     }
     return json.dumps({**result, "schema_version": SCHEMA_VERSION, "command": "sweep",
                        "result": result, "warnings": [], "error": None}, indent=2)
@@ -159,4 +161,9 @@ def sweep_table(sw: Sweep) -> Group:
                                                                       style="bold red")
         table.add_row(o.regime.id, o.result.shipped, o.result.outputs, o.verdict.verdict,
                       explained)
-    return Group(table)
+    lines: list = [table]
+    if sw.failing_both:
+        lines.append(Text(f"{len(sw.failing_both)} probe(s) fail the same way under both "
+                          "releases (a standing limitation, not a change):"))
+        lines += [Text(f"  {o.regime.id}: {o.result.old.error}") for o in sw.failing_both]
+    return Group(*lines)

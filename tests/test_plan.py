@@ -1,0 +1,102 @@
+"""`affected` across fixes, the ignore file, `plan` and `--baseline`, on the shipped registry."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXIT = {"no": 0, "optional": 0, "required": 1, "inconclusive": 3}
+
+pytestmark = pytest.mark.slow
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "inventory.cli", *args, "-q"],
+                          capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
+
+
+def affected(fix: str, *extra: str) -> tuple[dict, subprocess.CompletedProcess[str]]:
+    proc = run("affected", "--fix", fix, "--json", *extra)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return json.loads(proc.stdout), proc
+
+
+@pytest.mark.parametrize("fix", ["40", "54", "55"])
+def test_each_fix_answers_every_bundle_and_the_exit_code_follows(fix):
+    data, proc = affected(fix)
+    assert len(data["bundles"]) == 5
+    for b in data["bundles"]:
+        assert b["chain"] and b["reason"]
+        if b["probes"]:
+            # a verdict that needed a measurement names its runtime
+            measured = [p for p in b["probes"] if p["outputs"] != "not-run"]
+            assert all(p["runtime"].startswith("linux-cpu, coreai-core") for p in measured)
+    assert proc.returncode == EXIT[data["reexport"]]
+
+
+def test_an_unknown_exporter_is_answered_as_the_oldest_release_and_says_so():
+    data, _ = affected("54", "--bundle", "lfm_audio")
+    b = data["bundles"][0]
+    assert b["exporter_recorded"] == "unknown" and b["exporter"] == "0.4.0"
+    assert "assumed the oldest supported release" in b["chain"][0]
+
+
+def test_the_ignore_file_accepts_a_risk_and_warns_about_stale_entries(tmp_path):
+    ignore = tmp_path / "ignore.toml"
+    ignore.write_text(
+        '[[ignore]]\nfix = "54"\nbundle = "sortformer"\nreason = "accepted: retrain due"\n'
+        'expires = "2999-01-01"\n'
+        '[[ignore]]\nfix = "54"\nbundle = "ghost"\nreason = "typo"\n'
+        '[[ignore]]\nfix = "54"\nbundle = "parakeet"\nreason = "old"\nexpires = "2001-01-01"\n')
+    data, proc = affected("54", "--ignore", str(ignore))
+    by = {b["bundle"]: b for b in data["bundles"]}
+    assert by["sortformer"]["ignored"]["reason"] == "accepted: retrain due"
+    assert by["parakeet"]["ignored"] is None  # expired: no longer applies
+    warnings = " ".join(data["warnings"])
+    assert "ghost matches nothing" in warnings and "expired on 2001-01-01" in warnings
+    unignored = [b["reexport"] for b in data["bundles"] if not b["ignored"]]
+    level = next((lv for lv in ("required", "inconclusive", "optional", "no")
+                  if lv in unignored), "no")
+    assert proc.returncode == EXIT[level]
+
+
+def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_changes(tmp_path):
+    proc = run("plan", "--to", "0.4.2", "--json")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["to"] == "0.4.2"
+    by = {b["bundle"]: b for b in plan["bundles"]}
+    assert by["lfm_audio"]["exporter_assumed"] is True
+    # sam3 (0.4.0) gets the 0.4.1 fixes too; parakeet (0.4.1) only those of 0.4.2
+    def fixes(b: dict) -> set[str]:
+        return {i["fix"] for k in ("required", "inconclusive", "optional", "not_affected")
+                for i in b[k]}
+    assert "13" in fixes(by["sam3"]) and "13" not in fixes(by["parakeet"])
+    assert "40" in fixes(by["parakeet"]) and "79" not in fixes(by["parakeet"])
+    assert proc.returncode == EXIT[plan["reexport"]]
+
+    baseline = tmp_path / "plan.json"
+    baseline.write_text(proc.stdout)
+    same = json.loads(run("plan", "--to", "0.4.2", "--json", "--baseline", str(baseline)).stdout)
+    assert all(not b[k] for b in same["bundles"]
+               for k in ("required", "inconclusive", "optional", "not_affected"))
+    # pretend fix 40 used to be required for mimi: the plan now reports it as changed
+    edited = json.loads(proc.stdout)
+    mimi = next(b for b in edited["bundles"] if b["bundle"] == "mimi")
+    for key in ("not_affected", "optional", "inconclusive"):
+        moved = [i for i in mimi[key] if i["fix"] == "40"]
+        mimi[key] = [i for i in mimi[key] if i["fix"] != "40"]
+        mimi["required"] += moved
+    baseline.write_text(json.dumps(edited))
+    changed = json.loads(run("plan", "--to", "0.4.2", "--json", "--baseline",
+                             str(baseline)).stdout)
+    mimi_now = next(b for b in changed["bundles"] if b["bundle"] == "mimi")
+    listed = {i["fix"] for k in ("required", "inconclusive", "optional", "not_affected")
+              for i in mimi_now[k]}
+    assert listed == {"40"}

@@ -1,0 +1,55 @@
+"""release-notes and sweep over real conversions (conv-transpose regimes, 0.4.1 -> 0.4.2)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from inventory.policy import load_policy
+from inventory.registry import load_registry
+from inventory.release_notes import release_notes, sweep
+from inventory.report.notes_report import notes_json, notes_markdown, sweep_json
+from oracle.envs import load_catalog
+from oracle.fixes import load_fixes
+from oracle.regimes import load_regimes
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def conv_regimes():
+    return [r for r in load_regimes() if r.construct == "conv_transpose"]
+
+
+def test_release_notes_answer_each_regime_with_evidence(env, conv_regimes):
+    env("0.4.1")
+    env("0.4.2")
+    fixes = [f for f in load_fixes() if f.id == "40"]
+    notes = release_notes("0.4.1", "0.4.2", fixes, conv_regimes, load_registry(),
+                          load_catalog(), load_policy())
+    (fix,) = notes.fixes
+    assert len(fix.outcomes) == len(conv_regimes)
+    assert set(fix.bundles) == {"mimi", "sam3"}  # the registry's traced holders
+    data = json.loads(notes_json(notes))
+    for probe in data["fixes"][0]["probes"]:
+        assert probe["shipped"] in ("identical", "differs", "old-cannot-convert",
+                                    "new-cannot-convert", "both-cannot-convert")
+        if probe["outputs"] != "not-run":
+            assert probe["runtime"] == "linux-cpu, coreai-core 1.0.0b2"
+    assert any(p["shipped"] == "differs" for p in data["fixes"][0]["probes"])
+    text = notes_markdown(notes)
+    assert "## #40 Fix conv transpose lowering" in text and "```diff" in text
+
+
+def test_sweep_surfaces_a_change_that_no_fix_record_explains(env, conv_regimes):
+    every = load_fixes()
+    without_40 = [f for f in every if f.id != "40"]
+    found = sweep("0.4.1", "0.4.2", without_40, conv_regimes, load_catalog(), load_policy())
+    assert found.probed == len(conv_regimes)
+    assert found.changed, "0.4.1 -> 0.4.2 changes conv transpose programs"
+    assert found.unexplained == found.changed  # nothing else in 0.4.2 touches conv_transpose
+    explained = sweep("0.4.1", "0.4.2", every, conv_regimes, load_catalog(), load_policy())
+    assert not explained.unexplained
+    assert all(f.explained_by == ("40",) for f in explained.changed)
+    assert json.loads(sweep_json(explained))["unexplained"] == []

@@ -20,10 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import queue
 import re
-import subprocess
-import threading
 import time
 import tomllib
 from collections import Counter
@@ -284,29 +281,7 @@ def check_program(bundle: Path) -> str:
 class ScanWorker(Worker):
     """A long-lived `scan_worker.py` in one environment; a native abort is a WorkerFailure."""
 
-    def _start(self) -> subprocess.Popen[str]:
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        stderr = open(self.log, "a")  # noqa: SIM115 - owned by the process for its lifetime
-        proc = subprocess.Popen(
-            [str(self.env.python), "-u", str(SCAN_WORKER_SCRIPT)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-        )
-        stderr.close()
-        lines: queue.Queue[str | None] = queue.Queue()
-
-        def pump() -> None:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                lines.put(line)
-            lines.put(None)
-
-        threading.Thread(target=pump, daemon=True).start()
-        self._lines = lines
-        return proc
+    script = SCAN_WORKER_SCRIPT
 
 
 def core_order(catalog: Catalog) -> list[str]:

@@ -27,6 +27,8 @@ class Worker:
     never takes the rest of a run with it.
     """
 
+    script = WORKER_SCRIPT  # the in-environment script this worker runs
+
     def __init__(self, env: Env, log: Path, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.env = env
         self.log = log
@@ -40,7 +42,7 @@ class Worker:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         stderr = open(self.log, "a")  # noqa: SIM115 - owned by the process for its lifetime
         proc = subprocess.Popen(
-            [str(self.env.python), "-u", str(WORKER_SCRIPT)],
+            [str(self.env.python), "-u", str(self.script)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,

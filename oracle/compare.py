@@ -25,7 +25,7 @@ from oracle.paths import cache_root
 from oracle.spec import ProbeSpec
 from oracle.stats import OutputStats, output_stats
 
-_CODE_FILES = ("worker.py", "probes.py", "normalise.py", "stats.py", "compare.py")
+_CODE_FILES = ("worker.py", "worker_io.py", "probes.py", "normalise.py", "stats.py", "compare.py")
 
 
 def _code_digest() -> str:

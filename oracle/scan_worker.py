@@ -20,7 +20,6 @@ Version differences of coreai-core's Python API are handled here and nowhere els
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.metadata as md
 import json
@@ -36,32 +35,9 @@ _RESOURCE = re.compile(r"dense_resource<([^>]+)>")
 _RESOURCE_KEY = re.compile(r'([\w$.\-]+|"(?:[^"\\]|\\.)*")\s*:\s*"0x$')
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
 
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    return f"{type(exc).__name__}: {first}"[:500]
-
-
-@contextlib.contextmanager
-def _logged(path: Path):
-    """Send fd 1 and fd 2 (Python and native writes alike) to a log file for one request."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    with open(path, "a") as log:
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
+# The shared helpers sit beside this file; import them without the rest of the project.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from oracle.worker_io import logged, one_line  # noqa: E402
 
 
 def _versions() -> dict[str, str]:
@@ -371,7 +347,7 @@ def _metadata(asset) -> dict:
 
 
 def read(bundle: Path, log: Path) -> dict:
-    with _logged(log):
+    with logged(log):
         from coreai._compiler import ir
         from coreai.authoring import AIModelAsset
 
@@ -390,7 +366,7 @@ def read(bundle: Path, log: Path) -> dict:
                 weights = _weights(module, inline, resources)
         except Exception as exc:  # noqa: BLE001 - reported as a result, not raised
             (log.parent / f"{log.stem}.traceback.txt").write_text(traceback.format_exc())
-            return {"ok": False, "stage": stage, "error": _one_line(exc)}
+            return {"ok": False, "stage": stage, "error": one_line(exc)}
     return {"ok": True, "versions": _versions(), "metadata": metadata, "graphs": graphs,
             "weights": weights}
 
@@ -415,7 +391,7 @@ def main() -> None:
         try:
             answer = handle(request)
         except Exception as exc:  # noqa: BLE001 - the worker survives a bad bundle
-            answer = {"ok": False, "stage": "worker", "error": _one_line(exc),
+            answer = {"ok": False, "stage": "worker", "error": one_line(exc),
                       "traceback": traceback.format_exc()}
         answer["id"] = request.get("id")
         protocol.write(json.dumps(answer) + "\n")

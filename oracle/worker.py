@@ -17,7 +17,6 @@ Version differences of the converter API are handled here and nowhere else.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.metadata as md
 import json
 import os
@@ -29,34 +28,9 @@ from pathlib import Path
 # The probe library sits beside this file; import it without the rest of the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from oracle.worker_io import logged, one_line  # noqa: E402
+
 FAULT = os.environ.get("INVENTORY_WORKER_FAULT", "")  # fault injection for tests, see README
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    return f"{type(exc).__name__}: {first}"[:500]
-
-
-@contextlib.contextmanager
-def _logged(path: Path):
-    """Send fd 1 and fd 2 (Python and native writes alike) to a log file for one request."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    with open(path, "a") as log:
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
 
 
 def _versions() -> dict[str, str]:
@@ -71,7 +45,7 @@ def _versions() -> dict[str, str]:
 
 def _fail(stage: str, exc: BaseException, out: Path) -> dict:
     (out / f"{stage}.traceback.txt").write_text(traceback.format_exc())
-    return {"ok": False, "stage": stage, "error": _one_line(exc),
+    return {"ok": False, "stage": stage, "error": one_line(exc),
             "traceback": str(out / f"{stage}.traceback.txt")}
 
 
@@ -81,7 +55,7 @@ def convert(spec: dict, out: Path) -> dict:
     from oracle import probes
 
     out.mkdir(parents=True, exist_ok=True)
-    with _logged(out / "convert.log"):
+    with logged(out / "convert.log"):
         if FAULT == "crash":
             os.abort()
         if FAULT == "hang":
@@ -175,7 +149,7 @@ def measure(spec: dict, assets: dict[str, str], out: Path) -> dict:
     from oracle import probes
 
     out.mkdir(parents=True, exist_ok=True)
-    with _logged(out / "measure.log"):
+    with logged(out / "measure.log"):
         probe = probes.build(spec)
         save_torch({k: v.contiguous() for k, v in probe.inputs.items()},
                    str(out / "inputs.safetensors"))
@@ -231,7 +205,7 @@ def main() -> None:
         try:
             answer = handle(request)
         except Exception as exc:  # noqa: BLE001 - the worker survives a bad probe
-            answer = {"ok": False, "stage": "worker", "error": _one_line(exc),
+            answer = {"ok": False, "stage": "worker", "error": one_line(exc),
                       "traceback": traceback.format_exc()}
         answer["id"] = request.get("id")
         protocol.write(json.dumps(answer) + "\n")

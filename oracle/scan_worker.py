@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata as md
-import json
 import os
 import re
 import sys
@@ -37,7 +36,7 @@ FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
 
 # The shared helpers sit beside this file; import them without the rest of the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from oracle.worker_io import logged, one_line  # noqa: E402
+from oracle.worker_io import logged, one_line, serve  # noqa: E402
 
 
 def _versions() -> dict[str, str]:
@@ -380,22 +379,5 @@ def handle(request: dict) -> dict:
     return {"ok": False, "stage": "protocol", "error": f"unknown op {op!r}"}
 
 
-def main() -> None:
-    # Keep the real stdout for the protocol; everything else printed goes to stderr.
-    protocol = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        try:
-            answer = handle(request)
-        except Exception as exc:  # noqa: BLE001 - the worker survives a bad bundle
-            answer = {"ok": False, "stage": "worker", "error": one_line(exc),
-                      "traceback": traceback.format_exc()}
-        answer["id"] = request.get("id")
-        protocol.write(json.dumps(answer) + "\n")
-
-
 if __name__ == "__main__":
-    main()
+    serve(handle)

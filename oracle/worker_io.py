@@ -6,8 +6,11 @@ Kept beside them so each script imports it without the rest of the project.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -36,3 +39,21 @@ def logged(path: Path):
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
+
+
+def serve(handle: Callable[[dict], dict]) -> None:
+    """The JSON-lines loop: one request per stdin line, one answer per protocol line."""
+    # Keep the real stdout for the protocol; everything else printed goes to stderr.
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        try:
+            answer = handle(request)
+        except Exception as exc:  # noqa: BLE001 - the worker survives a bad request
+            answer = {"ok": False, "stage": "worker", "error": one_line(exc),
+                      "traceback": traceback.format_exc()}
+        answer["id"] = request.get("id")
+        protocol.write(json.dumps(answer) + "\n")

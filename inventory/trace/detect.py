@@ -227,7 +227,7 @@ def _resolve(v: Any) -> tuple[int, str]:
     if expr in exact:
         return exact[expr], "asserted"
     how, subs = "asserted", {}
-    backed = getattr(env, "var_to_val", {})
+    backed = _backed(env)
     for sym in expr.free_symbols:
         if sym in backed:
             subs[sym] = backed[sym]
@@ -243,6 +243,12 @@ def _resolve(v: Any) -> tuple[int, str]:
         return int(expr.xreplace(subs)), how
     except (TypeError, ValueError):
         return FALLBACK_SIZE, "unresolved"
+
+
+def _backed(env: Any) -> dict[Any, Any]:
+    """A shape env's example values of its backed (dynamic) symbols."""
+    backed = getattr(env, "backed_var_to_val", None)  # torch >= 2.13 names it so
+    return backed if backed is not None else getattr(env, "var_to_val", {})
 
 
 def _worst(hows: Iterable[str]) -> str:
@@ -394,14 +400,16 @@ def _true_divide(node: Any) -> Found | None:
         form = "tensor_0dim_fp32" if wider else "scalar"
         if not a_float and b_dtype.is_floating_point:
             params["divisor"] = 7.0  # a float divisor (its value is not in the graph)
-    else:
+    else:  # a Python number, or a SymInt / SymFloat node
         value, value_how = _number(b)
-        kind = "symbolic int" if isinstance(b, torch.fx.Node) else type(b).__name__
+        kind = type(_val(b)).__name__ if isinstance(b, torch.fx.Node) else type(b).__name__
         described = f"{_name(a_dtype)} / {kind}"
         form, operands = "scalar", "float" if a_float else "int32"
         if value is not None:
             params["divisor"] = value
-        how = _worst([how, value_how])
+            how = _worst([how, value_how])
+        else:
+            params["divisor"] = 7.0  # a symbolic float: a float divisor stands in
     params = {"form": form, "operands": operands, "shape": shape, **params,
               "operand_types": described}
     # integer operands: int32 inputs whatever the dtype, the result in torch's default float
@@ -438,7 +446,8 @@ def _mean(node: Any) -> Found | None:
     if x_dtype.is_floating_point:
         dtype = _probe_dtype(x_dtype, params)
     else:
-        params["tensor_dtype"] = _name(x_dtype)
+        if x_dtype != torch.int32:
+            params["tensor_dtype"] = _name(x_dtype)
         dtype = "float32"
     return Found("mean_dtype", _with_sizes(params, how), dtype, module_path(node))
 
@@ -702,15 +711,18 @@ def _cat(node: Any) -> Found | None:
     shapes = [s for s, _ in concrete]
     how = _worst(h for _, h in concrete)
     first = shapes[0]
-    outer, inner = max(1, _prod(first[:d])), max(1, _prod(first[d + 1:]))
+    # [batch, prefix, channels] as the probe's: the leading size, then every other non-concat
+    # size in one (the sizes between and after), then the concatenated sizes
+    outer = first[0] if d > 0 else 1
+    inner = max(1, _prod(first[1:d]) * _prod(first[d + 1:]) if d > 0 else _prod(first[1:]))
     channels = max(1, first[d])
     rest = sum(s[d] for s in shapes[1:])
-    params: dict[str, Any] = {"mode": "sliced", "batch": outer, "length": inner,
+    params: dict[str, Any] = {"mode": "sliced", "batch": max(1, outer), "length": inner,
                               "channels": channels, "other_channels": max(1, rest) if rest
                               else channels, "prefix": inner}
     concat_sym = [s[d] for s in raw if _is_symbolic(s[d])]
-    other_sym = [v for s in raw for i, v in enumerate(s) if i != d and _is_symbolic(v)]
     sliced = next((t for t in tensors if _sliced_from_symbolic(t)), None)
+    axis = -1
     if concat_sym:
         value, _ = _resolve(concat_sym[0])
         static = [s[d] for s, r in zip(shapes, raw, strict=True) if not _is_symbolic(r[d])]
@@ -718,18 +730,23 @@ def _cat(node: Any) -> Found | None:
                       prefix=max(1, static[0]) if static else value,
                       dynamic_length=_range(concat_sym[0], value))
         params.pop("other_channels")
+        axis = d
     elif sliced is not None:
         src = sliced.args[0]
         axis = int(_arg(sliced, 1, "dim", 0)) % _val(src).dim()
         value, _ = _resolve(_val(src).shape[axis])
-        prefix = max(1, _concrete(sliced)[0][axis])
-        params.update(length=max(value, prefix), prefix=prefix,
-                      dynamic_length=_range(_val(src).shape[axis], max(value, prefix),
-                                            at_least=prefix))
+        prefix = max(1, first[axis])
+        params.update(batch=max(1, _prod(first[:axis])), length=max(value, prefix),
+                      prefix=prefix, dynamic_length=_range(_val(src).shape[axis],
+                                                           max(value, prefix), at_least=prefix))
         how = _worst([how, "dynamic"])
-    elif other_sym:
-        value, _ = _resolve(other_sym[0])
-        params.update(batch=value, dynamic_batch=_range(other_sym[0], value))
+    # A symbolic size every input shares on another axis: the probe's dynamic batch.
+    shared = [v for s in raw for i, v in enumerate(s) if i not in (d, axis) and _is_symbolic(v)]
+    if shared:
+        value, _ = _resolve(shared[0])
+        if axis < 0:
+            params["batch"] = value
+        params["dynamic_batch"] = _range(shared[0], value)
     params["dim"] = d
     params["input_shapes"] = shapes
     dtype = _probe_dtype(_val(node).dtype, params)
@@ -755,7 +772,9 @@ def _sliced_from_symbolic(t: Any) -> bool:
 # x.reshape(B, -1)), symfloat (a SymInt from float arithmetic: round(sqrt(..))), split_heads
 # (otherwise: x.view(B, T, H, C // H)). batch: the first symbol's value, dynamic_batch its range.
 
-_FLOAT_FUNCS = ("Round", "Floor", "Ceil", "sqrt", "ToInt", "TruncTo", "Float")
+# sympy functions torch uses for SymFloat arithmetic (not FloorDiv: c // heads is integer)
+_FLOAT_FUNCS = ("RoundToInt", "FloorToInt", "CeilToInt", "TruncToInt", "ToFloat", "TrueDiv",
+                "FloatPow", "sqrt")
 
 
 def _view(node: Any) -> Found | None:
@@ -769,15 +788,20 @@ def _view(node: Any) -> Found | None:
     sym = _val(symbolic[0]) if isinstance(symbolic[0], torch.fx.Node) else symbolic[0]
     expr = sym.node.expr
     free = sorted(expr.free_symbols, key=str)
+    lead = _val(x).shape[0] if _val(x).dim() else None
+    if _is_symbolic(lead) and lead.node.expr in free:  # the input's batch, if it is one of them
+        free.insert(0, lead.node.expr)
     static = [int(s) for s in target if isinstance(s, int) and s != -1]
+    env = sym.node.shape_env
     if any(f in str(expr) for f in _FLOAT_FUNCS):
         side, _ = _resolve(sym)
         params: dict[str, Any] = {"mode": "symfloat",
                                   "channels": shape[1] if len(shape) > 1 else 1,
-                                  "length": side, "dynamic_hw": _range(sym, side, at_least=2)}
+                                  "length": side,
+                                  "dynamic_hw": _range_of(env, free[0], side, at_least=2)}
     else:
-        env = sym.node.shape_env
         batch = _symbol_value(env, free[0])
+        heads = 1
         if -1 in target:
             mode = "flatten"
             length = shape[1] if len(shape) > 1 else 1
@@ -787,12 +811,16 @@ def _view(node: Any) -> Found | None:
             value, _ = _resolve(sym)
             length = max(1, value // max(1, batch))
             channels = max(1, _prod(static))
-        else:
+        else:  # heads: the second-to-last size when the last two are ints (B, T, H, C // H)
             mode = "split_heads"
-            channels = static[-1] if static and isinstance(target[-1], int) else 1
+            last = [s for s in target[-2:] if isinstance(s, int) and s > 0]
+            heads = last[0] if len(last) == 2 else 1
+            channels = heads * last[-1] if last and isinstance(target[-1], int) else 1
             length = max(1, _prod(static) // channels)
         params = {"mode": mode, "batch": batch, "length": length, "channels": channels,
-                  "heads": 1, "dynamic_batch": _range_of(env, free[0], batch)}
+                  "dynamic_batch": _range_of(env, free[0], batch)}
+        if mode == "split_heads":
+            params["heads"] = heads
     params["input_shape"] = shape
     params["output_shape"] = out
     dtype = _probe_dtype(_val(x).dtype, params)
@@ -800,7 +828,7 @@ def _view(node: Any) -> Found | None:
 
 
 def _symbol_value(env: Any, sym: Any) -> int:
-    backed = getattr(env, "var_to_val", {})
+    backed = _backed(env)
     if sym in backed:
         return int(backed[sym])
     exact, assumed = _facts(env)
@@ -932,7 +960,7 @@ REPRESENTATIVE: dict[str, tuple[str, ...]] = {
     "select_dynamic": ("input_shape", "batch", "length", "channels", "graph_dim",
                        "dynamic_length"),
     "masked_scatter": ("shape", "mask_shape", "dynamic_batch"),
-    "quantize": ("shape",),
+    "quantize": ("shape", "op"),  # a quantize and its dequantize: one round-trip probe
 }
 SHAPES_SHOWN = 8
 

@@ -8,11 +8,11 @@ entry that matches nothing are reported as warnings, so the file does not rot si
 from __future__ import annotations
 
 import datetime as dt
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from inventory.registry import RegistryError
+from oracle.tomlfile import read_toml
 
 
 @dataclass(frozen=True)
@@ -26,12 +26,7 @@ class Ignore:
 def load_ignores(path: Path | None) -> list[Ignore]:
     if path is None:
         return []
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise RegistryError(f"{path}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise RegistryError(f"{path}: {exc}") from None
+    data = read_toml(path, RegistryError)
     out = []
     for i, raw in enumerate(data.get("ignore", []), start=1):
         missing = [k for k in ("fix", "bundle", "reason") if k not in raw]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from oracle.spec import Pipeline
+from oracle.tomlfile import read_toml
 
 DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "recipes.toml"
 UNKNOWN = "unknown"
@@ -98,14 +98,7 @@ def _bundle(name: str, raw: dict[str, Any], path: Path) -> Bundle:
 
 
 def load_registry(path: Path = DEFAULT_REGISTRY) -> list[Bundle]:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise RegistryError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise RegistryError(f"{path}: {exc}") from None
+    data = read_toml(path, RegistryError)
     bundles = data.get("bundles")
     if not isinstance(bundles, dict) or not bundles:
         raise RegistryError(f"{path}: no [bundles.<name>] tables")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+from oracle.tomlfile import read_toml
 
 FIXES_FILE = Path(__file__).with_name("fixes.toml")
 
@@ -32,12 +33,7 @@ _REQUIRED = ("id", "title", "ships_in", "constructs")
 
 
 def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise FixError(f"{path}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise FixError(f"{path}: {exc}") from None
+    data = read_toml(path, FixError)
     fixes = []
     for i, entry in enumerate(data.get("fix", []), start=1):
         missing = [k for k in _REQUIRED if k not in entry]

@@ -6,11 +6,11 @@ regimes whatever the fix records say, so a change nobody wrote down still shows 
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from oracle.spec import Pipeline, ProbeSpec
+from oracle.tomlfile import read_toml
 
 REGIMES_FILE = Path(__file__).with_name("regimes.toml")
 
@@ -33,12 +33,7 @@ class Regime:
 
 
 def load_regimes(path: Path = REGIMES_FILE) -> list[Regime]:
-    if not path.exists():
-        return []
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise RegimeError(f"{path}: {exc}") from None
+    data = read_toml(path, RegimeError)
     regimes: list[Regime] = []
     seen: set[str] = set()
     for i, raw in enumerate(data.get("regime", []), start=1):

@@ -7,6 +7,7 @@ from typing import Any
 
 from inventory.affected import AffectedReport, BundleAnswer, ProbeAnswer
 from inventory.registry import Instance
+from oracle.compare import ProbeResult
 
 SCHEMA_VERSION = 1
 
@@ -16,16 +17,14 @@ def _instance(i: Instance) -> dict[str, Any]:
             "modules": list(i.modules), "source": i.source}
 
 
-def _probe(p: ProbeAnswer) -> dict[str, Any]:
-    r = p.result
-    m = r.measurement if r else None
+def result_fields(r: ProbeResult) -> dict[str, Any]:
+    """What one probe comparison found, with its numbers and evidence (shared by all commands)."""
+    m = r.measurement
     s = m.stats if m and m.ok else None
     return {
-        "probe": p.spec.label(),
-        "spec": p.spec.to_json(),
-        "emitted": r.emitted if r else "not-run",
-        "shipped": r.shipped if r else "not-run",
-        "outputs": r.outputs if r else "not-run",
+        "emitted": r.emitted,
+        "shipped": r.shipped,
+        "outputs": r.outputs,
         "maxabs_old_new": s.maxabs_old_new if s else None,
         "maxabs_old_ref": s.maxabs_old_ref if s else None,
         "maxabs_new_ref": s.maxabs_new_ref if s else None,
@@ -36,15 +35,21 @@ def _probe(p: ProbeAnswer) -> dict[str, Any]:
         "runtime": m.runtime if m and m.ok else None,
         "runtime_attempts": m.attempts if m else [],
         "old": {"converter": r.old.converter, "packages": r.old.packages,
-                "error": r.old.error or None} if r else None,
+                "error": r.old.error or None},
         "new": {"converter": r.new.converter, "packages": r.new.packages,
-                "error": r.new.error or None} if r else None,
-        "verdict": p.verdict.verdict,
-        "reexport": p.verdict.reexport,
-        "reason": p.verdict.reason,
-        "cached": r.cached if r else False,
-        "evidence": r.evidence if r else None,
+                "error": r.new.error or None},
+        "cached": r.cached,
+        "evidence": r.evidence,
     }
+
+
+def _probe(p: ProbeAnswer) -> dict[str, Any]:
+    found = result_fields(p.result) if p.result else {"emitted": "not-run",
+                                                      "shipped": "not-run",
+                                                      "outputs": "not-run"}
+    return {"probe": p.spec.label(), "spec": p.spec.to_json(), **found,
+            "verdict": p.verdict.verdict, "reexport": p.verdict.reexport,
+            "reason": p.verdict.reason}
 
 
 def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from inventory.release_notes import RegimeOutcome, ReleaseNotes, Sweep
-from inventory.report.json_report import SCHEMA_VERSION
+from inventory.report.json_report import SCHEMA_VERSION, result_fields
 
 _DIFF_LINES = 12
 
@@ -21,30 +21,9 @@ def _num(v: float | None) -> str:
 
 
 def outcome_json(o: RegimeOutcome) -> dict[str, Any]:
-    r = o.result
-    m = r.measurement
-    s = m.stats if m and m.ok else None
-    return {
-        "probe": o.regime.id,
-        "label": r.spec.label(),
-        "control": o.regime.control,
-        "regime": r.spec.to_json(),
-        "emitted": r.emitted,
-        "shipped": r.shipped,
-        "outputs": r.outputs,
-        "maxabs_old_new": s.maxabs_old_new if s else None,
-        "maxabs_old_ref": s.maxabs_old_ref if s else None,
-        "maxabs_new_ref": s.maxabs_new_ref if s else None,
-        "ref_magnitude": s.ref_magnitude if s else None,
-        "shapes_old": s.shapes_old if s else [],
-        "shapes_new": s.shapes_new if s else [],
-        "runtime": m.runtime if m and m.ok else None,
-        "old_error": r.old.error or None,
-        "new_error": r.new.error or None,
-        "verdict": o.verdict.verdict,
-        "reason": o.verdict.reason,
-        "evidence": r.evidence,
-    }
+    return {"probe": o.regime.id, "label": o.result.spec.label(), "control": o.regime.control,
+            "regime": o.result.spec.to_json(), **result_fields(o.result),
+            "verdict": o.verdict.verdict, "reason": o.verdict.reason}
 
 
 def notes_json(notes: ReleaseNotes) -> str:

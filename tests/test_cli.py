@@ -96,7 +96,10 @@ def test_trace_check_passes_on_the_registry_and_catches_a_stale_entry(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "registry instances match a fresh trace" in proc.stdout
     stale = tmp_path / "recipes.toml"
-    stale.write_text(REGISTRY.read_text().replace("count = 1", "count = 2", 1))
+    text = REGISTRY.read_text()
+    at = text.index("count = ", text.index("[[bundles.mimi.instances]]"))
+    end = text.index("\n", at)
+    stale.write_text(text[:at] + f"count = {int(text[at + 8:end]) + 1}" + text[end:])
     proc = run("trace", "mimi", "--check", "-q", "--registry", str(stale))
     assert proc.returncode == 1
     assert "stale: mimi: recorded but not traced" in proc.stderr

@@ -3,7 +3,8 @@
 floor: the same probes converted and saved by a bare script, one process per converter
 environment (import torch and the converter once, then convert each probe): what any tool must
 spend. cold: the real command with `--no-cache` (environments already built). warm: the real
-command again, served from the result store. Prints seconds and ratios; asserts nothing.
+command again, served from the result store. Then a full sweep over one release pair, cold and
+warm. Prints seconds and ratios; asserts nothing.
 """
 
 from __future__ import annotations
@@ -67,6 +68,11 @@ def main() -> None:
     cold, _ = timed(inv + ["--no-cache"])
     warm_runs = [timed(inv)[0] for _ in range(3)]
     warm = min(warm_runs)
+    sweep = [str(ROOT / ".venv" / "bin" / "inventory"), "sweep", "--from", "0.4.2", "--to",
+             "0.4.3", "--json", "-q"]
+    sweep_cold, out = timed(sweep + ["--no-cache"])
+    sweep_warm, _ = timed(sweep)
+    probed = json.loads(out)["probed"]
     probes = sum(len(b["probes"]) for b in data["bundles"])
     print(f"probes converted per side: {probes} (exporter sides: "
           f"{', '.join(sorted(v for v in by_side if v != data['to']))}; new side {data['to']})")
@@ -75,6 +81,9 @@ def main() -> None:
           f"{cold / floor:4.2f}")
     print(f"warm  affected --fix 40 (best of 3):         {warm:6.2f} s   ratio to cold "
           f"{warm / cold:4.3f}")
+    print(f"sweep 0.4.2 -> 0.4.3, {probed} regimes, cold: {sweep_cold:6.2f} s   "
+          f"({sweep_cold / probed:.2f} s per regime, both sides converted)")
+    print(f"sweep 0.4.2 -> 0.4.3, warm:            {sweep_warm:6.2f} s")
     print(f"machine: {os.cpu_count()} cores")
 
 

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from inventory.release_notes import RegimeOutcome, ReleaseNotes, Sweep
 from inventory.report.json_report import SCHEMA_VERSION, result_fields
+from inventory.report.text import md_cell
 
 _DIFF_LINES = 12
 
@@ -98,7 +99,7 @@ def notes_markdown(notes: ReleaseNotes) -> str:
             control = " (control)" if o.regime.control else ""
             out.append(f"| `{o.regime.name}`{control} | {r.emitted} | {r.shipped} | {r.outputs} "
                        f"| {_num(s.maxabs_old_new) if s else '-'} | "
-                       f"{_finding(o).replace('|', '/')} |")
+                       f"{md_cell(_finding(o))} |")
         out.append("")
         for o in f.outcomes:
             excerpt = _excerpt(o.result.evidence)

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from inventory.affected import AffectedReport, BundleAnswer
+from inventory.report.text import md_cell
 from oracle.probes_catalog import label
 
 _STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
@@ -79,7 +80,7 @@ def affected_markdown(report: AffectedReport) -> str:
         exporter = b.exporter if b.exporter_recorded != "unknown" else f"{b.exporter} (assumed)"
         inst = "; ".join(f"{i.count}x {i.kind}" for i in b.instances) or "none traced"
         out.append(f"| {b.bundle} | {exporter} | {inst} | {b.verdict} | **{b.reexport}** | "
-                   f"{b.reason.replace('|', '/')} |")
+                   f"{md_cell(b.reason)} |")
     out.append("")
     for b in report.bundles:
         for p in b.probes:

@@ -257,7 +257,3 @@ def affected(
     other = [i for i in active if i.fix not in ids]  # entries for other fixes are not this run's
     warnings += unmatched([i for i in active if i not in other], seen)
     return AffectedReport(fix, target, tuple(answers), ignored, tuple(warnings))
-
-
-def evidence_paths(answer: BundleAnswer) -> list[Path]:
-    return [Path(p.result.evidence) for p in answer.probes if p.result is not None]

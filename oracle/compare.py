@@ -8,6 +8,7 @@ all measured on one runtime.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -28,6 +29,7 @@ from oracle.stats import OutputStats, output_stats
 _CODE_FILES = ("worker.py", "worker_io.py", "probes.py", "normalise.py", "stats.py", "compare.py")
 
 
+@functools.cache
 def _code_digest() -> str:
     """Results depend on the oracle's own code as much as on the converter: key on it too."""
     h = hashlib.sha256()

@@ -304,11 +304,6 @@ def _build(
     return env
 
 
-def remove_env(version: str) -> None:
-    with _locked(env_path(version).name):
-        shutil.rmtree(env_path(version), ignore_errors=True)
-
-
 def installed_envs() -> list[Env]:
     root = envs_dir()
     if not root.exists():
@@ -334,5 +329,4 @@ __all__ = [
     "installed_envs",
     "load_catalog",
     "ready_env",
-    "remove_env",
 ]

@@ -145,6 +145,13 @@ class Analyzer:
                                 instances, probes, verdict, reexport, reason, tuple(steps),
                                 runtimes, findings)
 
+        if exporter not in self.catalog.releases:
+            return done("inconclusive", "inconclusive",
+                        f"exporter coreai-torch {exporter} is not a release the oracle can build")
+        if version_key(exporter) >= version_key(fix.ships_in):
+            # Decided by versions alone: the bundle was exported with the fix in place.
+            return done("not-affected", "no",
+                        f"fix #{fix.id} ships in {fix.ships_in}; already in {exporter}")
         looked_for = set(bundle.trace.get("detected", []))
         unseen = [c for c in fix.constructs if c not in looked_for]
         if not instances and unseen:
@@ -158,12 +165,6 @@ class Analyzer:
             return done("not-affected", "no", f"no {what} in this bundle")
         chain.append(f"tracing found {sum(i.count for i in instances)} {what} "
                      f"in {len(instances)} parameter set(s)")
-        if exporter not in self.catalog.releases:
-            return done("inconclusive", "inconclusive",
-                        f"exporter coreai-torch {exporter} is not a release the oracle can build")
-        if version_key(exporter) >= version_key(fix.ships_in):
-            return done("not-affected", "no",
-                        f"fix #{fix.id} ships in {fix.ships_in}; already in {exporter}")
         missing = sorted({i.kind for i in instances if not has_probe(i.kind)})
         if missing:
             return done("inconclusive", "inconclusive",

@@ -74,7 +74,7 @@ def affected_cmd(
         help="Relative error vs torch fp32 beyond which a shipped output is wrong "
              "(default: per dtype, inventory/policy.toml).")] = None,
     ignore: Annotated[Path | None, typer.Option(
-        help="Accepted risks: a TOML file of ignore entries (fix, bundle, reason, expires).")] = None,
+        help="Accepted risks: TOML ignore entries (fix, bundle, reason, expiry).")] = None,
     weights: Annotated[list[str] | None, typer.Option(
         help="BUNDLE=CHECKPOINT.safetensors: decide value conditions (e.g. batch-norm "
              "running_var range) from the bundle's real weights (repeatable).")] = None,
@@ -118,7 +118,7 @@ def plan_cmd(
     baseline: Annotated[Path | None, typer.Option(
         help="A previous `plan --json`: report only what changed since.")] = None,
     ignore: Annotated[Path | None, typer.Option(
-        help="Accepted risks: a TOML file of ignore entries (fix, bundle, reason, expires).")] = None,
+        help="Accepted risks: TOML ignore entries (fix, bundle, reason, expiry).")] = None,
     registry: Annotated[Path, typer.Option(help="The bundle registry.")] = DEFAULT_REGISTRY,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print markdown.")] = False,

@@ -13,10 +13,10 @@ from inventory.verdict import REEXPORT_ORDER, ProbeVerdict, judge, worst
 from oracle.client import Pool
 from oracle.compare import ProbeResult, compare
 from oracle.conditions import Condition, ConditionCheck, check, load_conditions
+from oracle.constructs import has_probe, probe_params
 from oracle.envs import Catalog, Env, EnvError, ensure_env, version_key
 from oracle.fixes import Fix
 from oracle.paths import cache_root
-from oracle.probes_catalog import has_probe, probe_params
 from oracle.spec import ProbeSpec
 
 

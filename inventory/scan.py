@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from inventory.registry import UNKNOWN, Bundle
+from oracle import constructs
 from oracle.client import Worker, WorkerFailure
 from oracle.envs import Catalog, Env, EnvError, ensure_env, ready_env, version_key
 from oracle.paths import cache_root
@@ -39,11 +40,6 @@ SCAN_WORKER_SCRIPT = Path(__file__).resolve().parent.parent / "oracle" / "scan_w
 BYTECODE_MAGIC = b"ML\xefR"
 Progress = Callable[[str], None]
 
-# Registry instance kinds a scan can count, and what it counts for each: call sites of a
-# composite declaration, or plain ops by name.
-COMPOSITE_OF_KIND = {"batch_norm": "batch_norm", "layer_norm": "layer_norm",
-                     "group_norm": "group_norm", "instance_norm": "instance_norm"}
-OPS_OF_KIND = {"conv_transpose": ("conv_transpose",)}
 DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
                "si8": "int8", "si32": "int32", "si64": "int64", "ui8": "uint8", "i1": "bool"}
 
@@ -689,12 +685,8 @@ def _dtype_finding(bundle: Bundle, scans: list[BundleScan]) -> Finding:
 
 
 def traced_kinds() -> set[str]:
-    """The construct kinds `inventory trace` detects (its detectors import torch)."""
-    try:
-        from inventory.trace.detect import DETECTORS
-    except ImportError:
-        return set()
-    return set(DETECTORS)
+    """The construct kinds `inventory trace` detects."""
+    return {c.kind for c in constructs.detected()}
 
 
 def _instance_findings(bundle: Bundle, scans: list[BundleScan],
@@ -707,22 +699,25 @@ def _instance_findings(bundle: Bundle, scans: list[BundleScan],
     for inst in bundle.instances:
         traced[inst.kind] += inst.count
     findings = []
-    kinds = set(traced) | {k for k in COMPOSITE_OF_KIND if any(s.composite_uses(
-        COMPOSITE_OF_KIND[k]) for s in scans)} | {k for k, frags in OPS_OF_KIND.items()
-                                                  if any(s.op_count(f) for s in scans
-                                                         for f in frags)}
+    # What a scan counts per kind: call sites of a composite declaration, or plain ops by name.
+    composite_of = {c.kind: c.scan.composite for c in constructs.all_constructs()
+                    if c.scan.composite}
+    ops_of = {c.kind: c.scan.ops for c in constructs.all_constructs() if c.scan.ops}
+    kinds = set(traced) | {k for k, comp in composite_of.items()
+                           if any(s.composite_uses(comp) for s in scans)} | {
+        k for k, frags in ops_of.items() if any(s.op_count(f) for s in scans for f in frags)}
     detected = traced_kinds()
     producers = {s.producer_core for s in scans}
     optimized = bundle.pipeline.optimize
     decomposed = bundle.pipeline.decompositions != "coreai"
     for kind in sorted(kinds):
         want = traced.get(kind, 0)
-        if kind in COMPOSITE_OF_KIND:
-            seen = sum(s.composite_uses(COMPOSITE_OF_KIND[kind]) for s in scans)
-            what = f"{seen} {COMPOSITE_OF_KIND[kind]} composite call site(s)"
-        elif kind in OPS_OF_KIND:
-            seen = sum(s.op_count(f) for s in scans for f in OPS_OF_KIND[kind])
-            what = f"{seen} {'/'.join(OPS_OF_KIND[kind])} op(s)"
+        if kind in composite_of:
+            seen = sum(s.composite_uses(composite_of[kind]) for s in scans)
+            what = f"{seen} {composite_of[kind]} composite call site(s)"
+        elif kind in ops_of:
+            seen = sum(s.op_count(f) for s in scans for f in ops_of[kind])
+            what = f"{seen} {'/'.join(ops_of[kind])} op(s)"
         else:
             findings.append(Finding(kind, "cannot-tell", f"{want}x {kind}", "-",
                                     f"a scan has no signature for {kind}"))

@@ -33,8 +33,10 @@ _CODE_FILES = ("worker.py", "worker_io.py", "probes.py", "normalise.py", "stats.
 def _code_digest() -> str:
     """Results depend on the oracle's own code as much as on the converter: key on it too."""
     h = hashlib.sha256()
-    for name in _CODE_FILES:
-        h.update((Path(__file__).parent / name).read_bytes())
+    here = Path(__file__).parent
+    # The probe builders live in the construct modules: a change to one changes what is probed.
+    for path in [here / name for name in _CODE_FILES] + sorted((here / "constructs").glob("*.py")):
+        h.update(path.read_bytes())
     return h.hexdigest()[:12]
 
 

@@ -45,6 +45,6 @@ class ProbeSpec:
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     def label(self) -> str:
-        from oracle.probes_catalog import label
+        from oracle.constructs import label
 
         return label(self.construct, self.params, self.dtype)

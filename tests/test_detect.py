@@ -14,7 +14,7 @@ import torch
 
 from inventory.trace.detect import Grouped, detect, group
 from oracle import probes
-from oracle.probes_catalog import probe_params
+from oracle.constructs import probe_params
 from oracle.regimes import load_regimes
 
 
@@ -464,7 +464,7 @@ import coreai_torch
 import coreai_torch._compression.custom_layers  # registers torch.ops.coreai
 from inventory.trace.detect import detect, group
 from oracle import probes
-from oracle.probes_catalog import probe_params
+from oracle.constructs import probe_params
 
 
 class Quant(torch.nn.Module):

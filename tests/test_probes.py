@@ -29,9 +29,8 @@ from typing import Any
 import pytest
 import torch
 
-from oracle import probes
+from oracle import constructs, probes
 from oracle.envs import ready_env
-from oracle.probes_catalog import PARAMS
 from oracle.regimes import Regime, load_regimes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,20 +52,21 @@ CHANGELOG_CONTROLS = {"cat_dynamic", "repeat_symbolic", "arange_float", "pad", "
 
 
 def test_regimes_cover_every_changelog_construct_and_its_controls():
-    constructs = {r.construct for r in REGIMES}
-    assert constructs == CHANGELOG_CONSTRUCTS
-    assert set(probes.BUILDERS) == set(PARAMS) == CHANGELOG_CONSTRUCTS
+    regimed = {r.construct for r in REGIMES}
+    assert regimed == CHANGELOG_CONSTRUCTS
+    assert set(probes.builders()) == {c.kind for c in constructs.probed()} == \
+        CHANGELOG_CONSTRUCTS
     controls = {r.construct for r in REGIMES if r.control}
     assert controls >= CHANGELOG_CONTROLS
-    for construct in constructs:
+    for construct in regimed:
         assert any(not r.control for r in REGIMES if r.construct == construct), construct
 
 
 @pytest.mark.parametrize("regime", REGIMES, ids=IDS)
 def test_regime_params_are_the_probes_params(regime: Regime):
     spec = regime.spec
-    unknown = set(spec.params) - set(PARAMS[regime.construct])
-    assert not unknown, f"not in probes_catalog.PARAMS[{regime.construct!r}]: {unknown}"
+    unknown = set(spec.params) - set(constructs.get(regime.construct).params)
+    assert not unknown, f"not in the params of oracle/constructs/{regime.construct}.py: {unknown}"
     assert spec.dtype in probes.DTYPES and probes.DTYPES[spec.dtype].is_floating_point
     assert spec.values in ("init", "trained", "adversarial")
     assert spec.pipeline.decompositions in ("coreai", "default", "none")
@@ -522,7 +522,7 @@ CHECKS = {
 
 
 def test_every_construct_has_a_graph_check():
-    assert set(CHECKS) == set(probes.BUILDERS)
+    assert set(CHECKS) == set(probes.builders())
 
 
 @pytest.mark.parametrize("regime", REGIMES, ids=IDS)
@@ -722,5 +722,5 @@ def test_quantize_values_in_converter_env():
 
 def test_builders_keep_the_interface():
     """A builder is (params, generator, values) -> Built, fp32 module, inputs named as forward's."""
-    for construct, builder in probes.BUILDERS.items():
+    for construct, builder in probes.builders().items():
         assert list(inspect.signature(builder).parameters) == ["params", "gen", "values"], construct

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from inventory.affected import AffectedReport, BundleAnswer
 from inventory.report.text import md_cell
-from oracle.probes_catalog import label
+from oracle.constructs import label
 
 _STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
           "inconclusive": "bold magenta"}

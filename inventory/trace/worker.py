@@ -24,7 +24,7 @@ def main(argv: list[str]) -> int:
     os.dup2(2, 1)  # whatever the models print must not reach the JSON stream
     import torch
 
-    from inventory.trace.detect import DETECTORS, detect, group
+    from inventory.trace.detect import detect, detected_kinds, group
 
     mod_name, _, fn_name = target_ref.partition(":")
     target = getattr(importlib.import_module(mod_name), fn_name or "build")()
@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
         "decompositions": decomp,
         "packages": packages,
         "aten_ops": sum(ops.values()),
-        "detected": sorted(DETECTORS),
+        "detected": detected_kinds(),
         "instances": [asdict(g) for g in found],
     }, protocol)
     protocol.write("\n")

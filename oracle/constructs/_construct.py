@@ -1,0 +1,86 @@
+"""What a construct module declares: plain data and functions, importable without torch.
+
+A construct module (`oracle/constructs/<kind>.py`) ends with `CONSTRUCT = Construct(...)`. Its
+probe builder and detectors import torch inside their bodies, so the main process can plan probes
+(parameters, labels) and a scan can read signatures without importing torch, while the same file
+is the probe library inside converter environments and the detector library of a trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# builder(params, generator, values) -> _probe.Built; the generator is a torch.Generator
+Builder = Callable[[dict[str, Any], Any, str], Any]
+# detector(node, sizes) -> _graph.Found | None; node is a torch.fx.Node, sizes a _graph.Sizes
+Detector = Callable[[Any, Any], Any]
+Label = Callable[[dict[str, Any], str], str]
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A detector and the aten (or coreai) overloads it reads."""
+
+    ops: tuple[str, ...]
+    detect: Detector
+
+
+@dataclass(frozen=True)
+class ScanSignature:
+    """What a scan of a shipped bundle counts for this construct: call sites of a composite
+    declaration, or plain ops whose name contains one of `ops`. With neither, `unseen` says why
+    a scan cannot see the construct."""
+
+    composite: str | None = None
+    ops: tuple[str, ...] = ()
+    unseen: str = ""
+
+    @property
+    def visible(self) -> bool:
+        return bool(self.composite or self.ops)
+
+
+@dataclass(frozen=True)
+class Construct:
+    kind: str
+    # The fix records (oracle/fixes.toml ids) whose lowering change this construct probes.
+    fixes: tuple[str, ...]
+    # The instance parameters its probe takes (a trace may record more, e.g. module paths).
+    params: tuple[str, ...]
+    build: Builder | None
+    readers: tuple[Reader, ...]
+    scan: ScanSignature
+    # Parameters that do not separate traced instances: a group takes its first member's values
+    # (graph order) and lists the distinct values of the first one as `shapes_seen`.
+    representative: tuple[str, ...] = ()
+    label: Label | None = None
+    # Its probe regimes: the [[regime]] tables of this file with construct = kind.
+    regimes: str = "oracle/regimes.toml"
+    # Why it has no probe or no detector, when it has none (a scan-only kind).
+    why_incomplete: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_probe(self) -> bool:
+        return self.build is not None
+
+    @property
+    def detected(self) -> bool:
+        return bool(self.readers)
+
+
+DTYPE_SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+
+
+def dims(value: Any) -> str:
+    """A shape or size list as `AxBxC`."""
+    if isinstance(value, list | tuple):
+        return "x".join(str(v) for v in value)
+    return str(value)
+
+
+def generic_label(kind: str, params: dict[str, Any], short: str) -> str:
+    shown = " ".join(f"{k}={dims(v)}" for k, v in sorted(params.items()))
+    return f"{kind} {shown} {short}"

@@ -1,0 +1,87 @@
+"""arange with a floating-point result (#25, #27).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from oracle.constructs._construct import Construct, Reader, ScanSignature
+
+if TYPE_CHECKING:
+    import torch
+
+    from oracle.constructs._graph import Found, Sizes
+    from oracle.constructs._probe import Built
+
+# ---- the probe --------------------------------------------------------------------------------
+
+
+def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
+    import torch
+
+    from oracle.constructs import _probe as p
+
+    class _Arange(torch.nn.Module):
+        """x + arange(start, end, step, dtype): the arange's dtype is `input` (x's), a named dtype,
+        or absent (torch's default for the bounds: int64 for integers, fp32 for a float)."""
+
+        def __init__(self, start: float, end: float, step: float, dtype: str | None) -> None:
+            super().__init__()
+            self.start, self.end, self.step = start, end, step
+            self.dtype = dtype
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if self.dtype == "input":
+                dtype: torch.dtype | None = x.dtype
+            else:
+                dtype = p.DTYPES[self.dtype] if self.dtype else None
+            return x + torch.arange(self.start, self.end, self.step, dtype=dtype)
+
+    start, end = p.number(params.get("start", 0)), p.number(params["end"])
+    step = p.number(params.get("step", 1))
+    n = len(torch.arange(start, end, step))
+    x = torch.randn([int(params.get("batch", 1)), n], generator=gen)
+    return p.Built(_Arange(start, end, step, params.get("arange_dtype", "input")), {"x": x})
+
+
+# ---- the detector ------------------------------------------------------------------------------
+
+
+def detect(node: Any, sizes: Sizes) -> Found | None:
+    import torch
+
+    from oracle.constructs import _graph as g
+
+    val = g.val(node)
+    if not isinstance(val, torch.Tensor) or not val.dtype.is_floating_point:
+        return None
+    name = g.target_name(node)
+    if name == "aten.arange.default":
+        bounds = [0, node.args[0], 1]
+    elif name == "aten.arange.start":
+        bounds = [node.args[0], node.args[1], 1]
+    else:
+        bounds = [node.args[0], node.args[1], g.arg(node, 2, "step", 1)]
+    values, hows = [], []
+    for b in bounds:
+        v, h = sizes.number(b)
+        values.append(g.FALLBACK_SIZE if v is None else v)
+        hows.append(h)
+    params: dict[str, Any] = {"start": values[0], "end": values[1], "step": values[2]}
+    arg = node.kwargs.get("dtype")
+    params["arange_dtype"] = g.name(arg) if arg is not None else ""
+    dtype = g.probe_dtype(val.dtype, params)
+    if params["arange_dtype"] not in ("",) + g.PROBE_DTYPES:
+        params["arange_dtype"] = dtype
+    return g.Found("arange_float", g.with_sizes(params, g.worst(hows)), dtype, g.module_path(node))
+
+
+CONSTRUCT = Construct(
+    kind="arange_float",
+    fixes=("25",),
+    params=("start", "end", "step", "arange_dtype", "batch"),
+    build=build,
+    readers=(Reader(("aten.arange.default", "aten.arange.start", "aten.arange.start_step"),
+                    detect),),
+    scan=ScanSignature(unseen="an arange of static bounds is folded into a constant"),
+)

@@ -1,0 +1,76 @@
+"""repeat by a symbolic size (#15).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from oracle.constructs._construct import Construct, Reader, ScanSignature
+
+if TYPE_CHECKING:
+    import torch
+
+    from oracle.constructs._graph import Found, Sizes
+    from oracle.constructs._probe import Built
+
+# ---- the probe --------------------------------------------------------------------------------
+
+
+def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
+    import torch
+
+    from oracle.constructs import _probe as p
+
+    class _Repeat(torch.nn.Module):
+        """A learned row tiled over the batch: w.repeat(x.shape[0], 1) (symbolic when the batch is
+        dynamic, a plain int otherwise)."""
+
+        def __init__(self, length: int) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(1, length))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * self.w.repeat(x.shape[0], 1)
+
+    length = int(params.get("length", 16))
+    module = _Repeat(length)
+    p.fill_trained(module, gen, values)
+    x = torch.randn([int(params.get("batch", 3)), length], generator=gen)
+    return p.Built(module, {"x": x}, dynamic=p.dynamic(params, "dynamic_batch", "x", 0, "batch"))
+
+
+# ---- the detector ------------------------------------------------------------------------------
+
+
+def detect(node: Any, sizes: Sizes) -> Found | None:
+    from oracle.constructs import _graph as g
+
+    x, repeats = node.args[0], list(node.args[1])
+    shape, how = sizes.concrete(x)
+    resolved = [sizes.resolve(r) for r in repeats]
+    values = [v for v, _ in resolved]
+    params: dict[str, Any] = {"length": max(1, g.prod(shape))}
+    symbolic = [r for r in repeats if g.is_symbolic(r)]
+    if symbolic:
+        batch, _ = sizes.resolve(symbolic[0])
+        params["batch"] = batch
+        params["dynamic_batch"] = g.size_range(symbolic[0], batch)
+    else:
+        params["batch"] = max(1, g.prod(values))
+    params["repeats"] = values
+    params["input_shape"] = shape
+    dtype = g.probe_dtype(g.val(x).dtype, params)
+    how = g.worst([how] + [h for _, h in resolved])
+    return g.Found("repeat_symbolic", g.with_sizes(params, how), dtype, g.module_path(node))
+
+
+CONSTRUCT = Construct(
+    kind="repeat_symbolic",
+    fixes=("15",),
+    params=("batch", "length", "dynamic_batch"),
+    build=build,
+    readers=(Reader(("aten.repeat.default",), detect),),
+    scan=ScanSignature(unseen="a repeat lowers to plain tile/broadcast ops; whether its size was "
+                              "symbolic is not in the program"),
+    representative=("input_shape", "batch", "length", "repeats", "dynamic_batch"),
+)

@@ -1,0 +1,141 @@
+"""view / reshape with a symbolic size in its shape list (#13).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from oracle.constructs._construct import Construct, Reader, ScanSignature
+
+if TYPE_CHECKING:
+    import torch
+
+    from oracle.constructs._graph import Found, Sizes
+    from oracle.constructs._probe import Built
+
+# ---- the probe --------------------------------------------------------------------------------
+
+
+def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
+    import torch
+
+    from oracle.constructs import _probe as p
+
+    class _View(torch.nn.Module):
+        """mode `split_heads`: x.view(B, T, H, C // H) (a SymInt beside plain ints); `merge`:
+        x.reshape(B * T, C) (a product of SymInt and int); `flatten`: x.reshape(B, -1)."""
+
+        def __init__(self, mode: str, heads: int) -> None:
+            super().__init__()
+            self.mode = mode
+            self.heads = heads
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, t, c = x.shape
+            if self.mode == "split_heads":
+                return x.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+            if self.mode == "merge":
+                return x.reshape(b * t, c)
+            if self.mode == "flatten":
+                return x.reshape(b, -1)
+            raise ValueError(self.mode)
+
+    class _ViewSymFloat(torch.nn.Module):
+        """x.view(1, C, -1).view(1, C, h, w) with h, w = round(sqrt(area / aspect)),
+        round(sqrt(area * aspect)) of a dynamic H x W: SymInts from SymFloat arithmetic beside plain
+        ints in one shape list (#13's own regression case; exact for square inputs)."""
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            c = x.shape[1]
+            area = x.shape[2] * x.shape[3]
+            aspect = x.shape[3] / x.shape[2]
+            h = round((area / aspect) ** 0.5)
+            w = round((area * aspect) ** 0.5)
+            return x.view(1, c, -1).view(1, c, h, w)
+
+    mode = params.get("mode", "split_heads")
+    if mode == "symfloat":
+        side = int(params.get("length", 16))
+        x = torch.randn([1, int(params.get("channels", 16)), side, side], generator=gen)
+        dynamic = p.merge(p.dynamic(params, "dynamic_hw", "x", 2, "height"),
+                         p.dynamic(params, "dynamic_hw", "x", 3, "width"))
+        return p.Built(_ViewSymFloat(), {"x": x}, dynamic=dynamic)
+    shape = [int(params.get("batch", 2)), int(params.get("length", 8)),
+             int(params.get("channels", 16))]
+    x = torch.randn(shape, generator=gen)
+    module = _View(mode, int(params.get("heads", 4)))
+    return p.Built(module, {"x": x}, dynamic=p.dynamic(params, "dynamic_batch", "x", 0, "batch"))
+
+
+# ---- the detector ------------------------------------------------------------------------------
+
+_FLOAT_FUNCS = ("RoundToInt", "FloorToInt", "CeilToInt", "TruncToInt", "ToFloat", "TrueDiv",
+                "FloatPow", "sqrt")
+
+
+def detect(node: Any, sizes: Sizes) -> Found | None:
+    import torch
+
+    from oracle.constructs import _graph as g
+
+    x, target = node.args[0], list(node.args[1])
+    symbolic = [s for s in target if g.is_symbolic(s)]
+    if not symbolic or not g.is_tensor(x):
+        return None
+    shape, how = sizes.concrete(x)
+    out, out_how = sizes.concrete(node)
+    how = g.worst([how, out_how])
+    sym = g.val(symbolic[0]) if isinstance(symbolic[0], torch.fx.Node) else symbolic[0]
+    expr = sym.node.expr
+    free = sorted(expr.free_symbols, key=str)
+    lead = g.val(x).shape[0] if g.val(x).dim() else None
+    if g.is_symbolic(lead) and lead.node.expr in free:  # the input's batch, if it is one of them
+        free.insert(0, lead.node.expr)
+    static = [int(s) for s in target if isinstance(s, int) and s != -1]
+    env = sym.node.shape_env
+    if any(f in str(expr) for f in _FLOAT_FUNCS):
+        side, _ = sizes.resolve(sym)
+        params: dict[str, Any] = {"mode": "symfloat",
+                                  "channels": shape[1] if len(shape) > 1 else 1,
+                                  "length": side,
+                                  "dynamic_hw": g.range_of(env, free[0], side, at_least=2)}
+    else:
+        batch = sizes.symbol_value(env, free[0])
+        heads = 1
+        if -1 in target:
+            mode = "flatten"
+            length = shape[1] if len(shape) > 1 else 1
+            channels = max(1, g.prod(shape[2:]))
+        elif len(target) < len(shape):
+            mode = "merge"
+            value, _ = sizes.resolve(sym)
+            length = max(1, value // max(1, batch))
+            channels = max(1, g.prod(static))
+        else:  # heads: the second-to-last size when the last two are ints (B, T, H, C // H)
+            mode = "split_heads"
+            last = [s for s in target[-2:] if isinstance(s, int) and s > 0]
+            heads = last[0] if len(last) == 2 else 1
+            channels = heads * last[-1] if last and isinstance(target[-1], int) else 1
+            length = max(1, g.prod(static) // channels)
+        params = {"mode": mode, "batch": batch, "length": length, "channels": channels,
+                  "dynamic_batch": g.range_of(env, free[0], batch)}
+        if mode == "split_heads":
+            params["heads"] = heads
+    params["input_shape"] = shape
+    params["output_shape"] = out
+    dtype = g.probe_dtype(g.val(x).dtype, params)
+    return g.Found("view_dynamic", g.with_sizes(params, how), dtype, g.module_path(node))
+
+
+CONSTRUCT = Construct(
+    kind="view_dynamic",
+    fixes=("13",),
+    params=("mode", "batch", "length", "channels", "heads", "dynamic_batch", "dynamic_hw"),
+    build=build,
+    readers=(Reader(("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default"),
+                    detect),),
+    scan=ScanSignature(unseen="every reshape is a plain reshape op; how its shape list was built "
+                              "is not in the program"),
+    representative=("input_shape", "output_shape", "batch", "length", "channels", "heads",
+                    "dynamic_batch", "dynamic_hw"),
+)

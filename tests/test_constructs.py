@@ -1,0 +1,79 @@
+"""The construct registry is complete: every kind has its probe, detector, scan signature (or the
+stated reason for lacking one) and regimes, in its one module (`oracle/constructs/<kind>.py`)."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from oracle import constructs
+from oracle.constructs._construct import DTYPE_SHORT
+from oracle.fixes import load_fixes
+from oracle.regimes import load_regimes
+
+ROOT = Path(__file__).resolve().parent.parent
+KINDS = constructs.kinds()
+REGIMES = load_regimes()
+FIXES = load_fixes()
+
+
+def test_registry_lists_every_construct_module():
+    files = sorted(p.stem for p in (ROOT / "oracle" / "constructs").glob("*.py")
+                   if not p.stem.startswith("_"))
+    assert files == KINDS
+    assert len(KINDS) >= 17
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_construct_is_complete(kind: str):
+    c = constructs.get(kind)
+    assert c.kind == kind, "CONSTRUCT.kind must be the module's name"
+    if not (c.has_probe and c.detected):
+        # A kind without a probe or a detector says why, and then it is there for the scan.
+        assert c.why_incomplete, f"{kind}: no probe or no detector, and no reason given"
+        assert c.scan.visible
+        return
+    assert c.params, f"{kind}: the probe takes no parameter"
+    assert list(inspect.signature(c.build).parameters) == ["params", "gen", "values"]
+    for reader in c.readers:
+        assert reader.ops and all(isinstance(op, str) and "." in op for op in reader.ops)
+        assert list(inspect.signature(reader.detect).parameters) == ["node", "sizes"]
+    assert c.scan.visible or c.scan.unseen, f"{kind}: no scan signature and no reason"
+    assert set(c.representative) <= set(c.params) | {
+        "input_shape", "input_shapes", "output_shape", "mask_shape", "repeats", "graph_dim",
+        "dim", "op", "shape"}, f"{kind}: representative names an unknown parameter"
+    mine = [r for r in REGIMES if r.construct == kind]
+    assert any(not r.control for r in mine), f"{kind}: no regime in {c.regimes}"
+    for r in mine:
+        assert set(r.spec.params) <= set(c.params), f"{r.id}: a parameter the probe does not take"
+        name = constructs.label(kind, r.spec.params, r.spec.dtype)
+        assert name and name.endswith(DTYPE_SHORT.get(r.spec.dtype, r.spec.dtype)), name
+    assert c.fixes, f"{kind}: which fix records does it probe?"
+    for fix_id in c.fixes:
+        fix = next((f for f in FIXES if f.id == fix_id), None)
+        assert fix is not None, f"{kind}: fix #{fix_id} is not in oracle/fixes.toml"
+        assert kind in fix.constructs, f"fix #{fix_id} does not name {kind}"
+
+
+def test_every_fix_names_registered_constructs():
+    for fix in FIXES:
+        for kind in fix.constructs:
+            assert kind in KINDS, f"fix #{fix.id} names {kind}, which has no construct module"
+            assert fix.id in constructs.get(kind).fixes, f"{kind} does not list fix #{fix.id}"
+
+
+def test_the_data_of_every_construct_imports_without_torch():
+    """The main process plans probes (parameters, labels) and reads scan signatures without
+    importing torch; only builders and detectors import it, when they run."""
+    code = ("import sys\nfrom oracle import constructs\n"
+            "for c in constructs.all_constructs():\n"
+            "    constructs.label(c.kind, {}, 'float16'); c.params; c.scan\n"
+            "import inventory.affected, inventory.plan, inventory.release_notes\n"
+            "print('torch' in sys.modules, 'sympy' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         check=True)
+    assert out.stdout.split() == ["False", "False"]

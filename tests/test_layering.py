@@ -1,0 +1,116 @@
+"""The layering holds: the oracle never imports the inventory, lower layers never import higher
+ones, module-level imports form no cycle, and only in-environment code imports coreai."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("oracle", "inventory")
+# Code that runs inside a converter environment (or, for the trace worker, a subprocess that
+# borrows the converter's get_decomp_table()): the only places coreai may be imported.
+COREAI_ALLOWED = {
+    "oracle.worker": "the in-environment probe worker",
+    "oracle.scan_worker": "the in-environment bundle reader",
+    "oracle.constructs.quantize": "the probe of coreai-torch's own quantize ops (built in env)",
+    "inventory.trace.worker": "the trace subprocess: get_decomp_table() only",
+}
+
+
+def _layer(module: str) -> int:
+    """0 the oracle; 1 the inventory's services and data; 2 its renderers; 3 the command line."""
+    if module.startswith("oracle"):
+        return 0
+    if module.startswith("inventory.report") or module == "inventory.output":
+        return 2
+    if module.startswith(("inventory.cli", "inventory.commands", "inventory.scan_cli",
+                          "inventory.options")):
+        return 3
+    return 1
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).with_suffix("")
+            parts = list(rel.parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = path
+    return out
+
+
+def _imports(path: Path, top_level_only: bool) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+
+    def visit(node: ast.AST, nested: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue  # annotations only, never executed
+            inner = nested or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            if inner and top_level_only:
+                continue
+            if isinstance(child, ast.Import):
+                found.update(a.name for a in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
+                found.add(child.module)
+                found.update(f"{child.module}.{a.name}" for a in child.names)
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+MODULES = _modules()
+
+
+def test_oracle_never_imports_inventory():
+    bad = {m: sorted(i for i in _imports(p, False) if i.split(".")[0] == "inventory")
+           for m, p in MODULES.items() if m.startswith("oracle")}
+    assert not {m: v for m, v in bad.items() if v}
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one():
+    bad = []
+    for module, path in MODULES.items():
+        for imported in _imports(path, False):
+            if imported in MODULES and _layer(imported) > _layer(module):
+                bad.append(f"{module} -> {imported}")
+    assert not bad
+
+
+def test_only_in_environment_code_imports_coreai():
+    users = {m for m, p in MODULES.items()
+             if any(i.split(".")[0] in ("coreai", "coreai_torch", "coreai_core")
+                    for i in _imports(p, False))}
+    assert users <= set(COREAI_ALLOWED), users - set(COREAI_ALLOWED)
+    assert {"oracle.worker", "oracle.scan_worker"} <= users
+
+
+def test_module_level_imports_form_no_cycle():
+    graph = {m: {i for i in _imports(p, True) if i in MODULES and i != m}
+             for m, p in MODULES.items()}
+    # `from package import name` names a module or an attribute; a package's __init__ is its
+    # own node, so only edges to real modules count.
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def walk(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := walk(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state:
+            cycle = walk(module)
+            assert cycle is None, " -> ".join(cycle)

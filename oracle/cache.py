@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from dataclasses import dataclass
 
-from oracle.compare import _code_digest, load_result
-from oracle.paths import cache_root
+from oracle.store import code_digest, load_result, results_root, stored_code
 
 
 @dataclass(frozen=True)
@@ -20,12 +18,12 @@ class Pruned:
 def prune(older_than_days: float | None = None, everything: bool = False) -> Pruned:
     """Remove leftovers of interrupted runs, damaged results, results of older oracle code, and
     (with --older-than) results older than that; --all empties the store."""
-    root = cache_root() / "results"
+    root = results_root()
     removed: list[str] = []
     kept = 0
     if not root.exists():
         return Pruned((), 0)
-    code = _code_digest()
+    code = code_digest()
     now = time.time()
     for folder in sorted(root.iterdir()):
         why = ""
@@ -36,8 +34,7 @@ def prune(older_than_days: float | None = None, everything: bool = False) -> Pru
         elif load_result(folder) is None:
             why = "damaged or unreadable"
         else:
-            data = json.loads((folder / "result.json").read_text())
-            if data.get("code") != code:
+            if stored_code(folder) != code:
                 why = "made by other oracle code"
             elif older_than_days is not None and (
                     now - (folder / "result.json").stat().st_mtime) > older_than_days * 86400:

@@ -15,8 +15,9 @@ import pytest
 from inventory.policy import load_policy
 from inventory.verdict import judge
 from oracle.client import Pool, Worker
-from oracle.compare import compare, load_result, result_dir
+from oracle.compare import compare
 from oracle.spec import ProbeSpec
+from oracle.store import load_result, result_dir
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent

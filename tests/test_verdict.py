@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from inventory.policy import load_policy
 from inventory.verdict import judge, worst
-from oracle.compare import Measurement, ProbeResult, Side
+from oracle.results import Measurement, ProbeResult, Side
 from oracle.spec import ProbeSpec
 from oracle.stats import OutputStats
 

@@ -122,17 +122,22 @@ class Worker:
 
 
 class Pool:
-    """One worker per environment, shared by every probe of a run."""
+    """One worker per environment, shared by every probe of a run. `worker` is the Worker class
+    (its `script` the in-environment script); its log is `<env>.<log_suffix>.log`."""
 
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, worker: type[Worker] = Worker,
+                 log_suffix: str = "worker") -> None:
         self.log_dir = log_dir
+        self.worker_type = worker
+        self.log_suffix = log_suffix
         self._workers: dict[str, Worker] = {}
         # (runtime core, asset cores) -> why that runtime could not run such assets
         self.failures: dict[tuple[str, frozenset[str]], str] = {}
 
     def worker(self, env: Env) -> Worker:
         if env.name not in self._workers:
-            self._workers[env.name] = Worker(env, self.log_dir / f"{env.name}.worker.log")
+            self._workers[env.name] = self.worker_type(
+                env, self.log_dir / f"{env.name}.{self.log_suffix}.log")
         return self._workers[env.name]
 
     def close(self) -> None:

@@ -6,22 +6,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inventory.errors import UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.policy import Policy
-from inventory.registry import UNKNOWN, Bundle, Instance
-from inventory.verdict import REEXPORT_ORDER, ProbeVerdict, judge, worst
-from oracle.client import Pool
-from oracle.compare import ProbeResult, compare
+from inventory.registry import Bundle, Instance, exporter_release
+from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.conditions import Condition, ConditionCheck, check, load_conditions
 from oracle.constructs import has_probe, probe_params
-from oracle.envs import Catalog, Env, EnvError, ensure_env, version_key
+from oracle.envs import Catalog, Env, EnvError, version_key
 from oracle.fixes import Fix
-from oracle.paths import cache_root
+from oracle.results import ProbeResult
+from oracle.session import Session
 from oracle.spec import ProbeSpec
 
-
-class UsageError(Exception):
-    """The request cannot be answered as asked; one line for the user."""
+__all__ = ["AffectedReport", "Analyzer", "BundleAnswer", "ProbeAnswer", "UsageError", "affected"]
 
 
 @dataclass(frozen=True)
@@ -58,8 +56,8 @@ class BundleAnswer:
     exporter_source: str
     instances: tuple[Instance, ...]
     probes: tuple[ProbeAnswer, ...]
-    verdict: str
-    reexport: str
+    verdict: Verdict
+    reexport: Reexport
     reason: str
     chain: tuple[str, ...]
     runtimes: tuple[str, ...] = field(default=())
@@ -79,8 +77,8 @@ class AffectedReport:
         return tuple(sorted({r for b in self.bundles for r in b.runtimes}))
 
     @property
-    def reexport(self) -> str:
-        return worst([b.reexport for b in self.bundles if b.bundle not in self.ignored])
+    def reexport(self) -> Reexport:
+        return worst(b.reexport for b in self.bundles if b.bundle not in self.ignored)
 
 
 def _spec(bundle: Bundle, instance: Instance, override: dict) -> ProbeSpec:
@@ -96,46 +94,31 @@ def _spec(bundle: Bundle, instance: Instance, override: dict) -> ProbeSpec:
 
 
 class Analyzer:
-    """Answers bundle x fix questions, sharing environments and one worker pool per run."""
+    """Answers bundle x fix questions within one session (environments and worker pool)."""
 
-    def __init__(self, catalog: Catalog, policy: Policy, use_cache: bool = True,
-                 progress: Callable[[str], None] = lambda _: None,
+    def __init__(self, session: Session, policy: Policy, use_cache: bool = True,
                  weights: dict[str, Path] | None = None) -> None:
-        self.catalog = catalog
+        self.session = session
+        self.catalog = session.catalog
+        self.progress = session.progress
         self.weights = weights or {}
         self.conditions = load_conditions()
         self.policy = policy
         self.use_cache = use_cache
-        self.progress = progress
-        self._envs: dict[str, Env] = {}
-        self.pool = Pool(cache_root() / "logs")
-
-    def __enter__(self) -> Analyzer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.pool.close()
-
-    def env(self, version: str) -> Env:
-        if version not in self._envs:
-            self._envs[version] = ensure_env(version, self.catalog, self.progress)
-        return self._envs[version]
 
     def answer(self, bundle: Bundle, fix: Fix, target: str) -> BundleAnswer:
         recorded = bundle.exporter.converter
         chain: list[str] = []
-        oldest = self.catalog.oldest()
-        if recorded == UNKNOWN:
-            exporter = oldest
+        exporter, assumed = exporter_release(bundle.exporter, self.catalog)
+        if assumed:
             chain.append(f"exporter not recorded ({bundle.exporter.source}); assumed the "
-                         f"oldest supported release, coreai-torch {oldest}")
+                         f"oldest supported release, coreai-torch {exporter}")
         else:
-            exporter = recorded
             chain.append(f"exported with coreai-torch {recorded} ({bundle.exporter.source})")
         instances = tuple(i for i in bundle.instances if i.kind in fix.constructs)
         what = " or ".join(fix.constructs)
 
-        def done(verdict: str, reexport: str, reason: str,
+        def done(verdict: Verdict, reexport: Reexport, reason: str,
                  probes: tuple[ProbeAnswer, ...] = (),
                  runtimes: tuple[str, ...] = (),
                  findings: tuple[ConditionFinding, ...] = ()) -> BundleAnswer:
@@ -146,33 +129,33 @@ class Analyzer:
                                 runtimes, findings)
 
         if exporter not in self.catalog.releases:
-            return done("inconclusive", "inconclusive",
+            return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
                         f"exporter coreai-torch {exporter} is not a release the oracle can build")
         if version_key(exporter) >= version_key(fix.ships_in):
             # Decided by versions alone: the bundle was exported with the fix in place.
-            return done("not-affected", "no",
+            return done(Verdict.NOT_AFFECTED, Reexport.NO,
                         f"fix #{fix.id} ships in {fix.ships_in}; already in {exporter}")
         looked_for = set(bundle.trace.get("detected", []))
         unseen = [c for c in fix.constructs if c not in looked_for]
         if not instances and unseen:
             # Absence is only evidence if the trace looked: never read "not found" as "absent".
-            return done("inconclusive", "inconclusive",
+            return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
                         f"the recorded trace did not look for {', '.join(unseen)} (no detector "
                         f"when it ran); re-trace with `inventory trace {bundle.name} --write`")
         if not instances:
             chain.append(f"tracing found no {what} in the exported graph "
                          f"({bundle.trace.get('summary', 'see recipes.toml')})")
-            return done("not-affected", "no", f"no {what} in this bundle")
+            return done(Verdict.NOT_AFFECTED, Reexport.NO, f"no {what} in this bundle")
         chain.append(f"tracing found {sum(i.count for i in instances)} {what} "
                      f"in {len(instances)} parameter set(s)")
         missing = sorted({i.kind for i in instances if not has_probe(i.kind)})
         if missing:
-            return done("inconclusive", "inconclusive",
+            return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
                         f"the probe library has no probe for {', '.join(missing)} yet")
         try:
-            old_env, new_env = self.env(exporter), self.env(target)
+            old_env, new_env = self.session.env(exporter), self.session.env(target)
         except EnvError as exc:
-            return done("inconclusive", "inconclusive", str(exc))
+            return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
         probes: list[ProbeAnswer] = []
         findings: list[ConditionFinding] = []
         for instance in instances:
@@ -189,7 +172,7 @@ class Analyzer:
                 if _rank(found.decided) < _rank(decided):
                     decided = found.decided
             probes.append(decided)
-        level = worst([p.verdict.reexport for p in probes])
+        level = worst(p.verdict.reexport for p in probes)
         deciding = next(p for p in probes if p.verdict.reexport == level)
         chain.extend(f"{p.spec.label()}: {p.verdict.verdict} - {p.verdict.reason}"
                      for p in probes)
@@ -217,13 +200,13 @@ class Analyzer:
         values = f"values: {condition.name}" if condition else "trained-looking values"
         self.progress(f"{bundle.name}: {spec.label()} ({values}) under "
                       f"{old_env.converter} and {new_env.converter}")
-        result = compare(spec, old_env, new_env, self.pool, use_cache=self.use_cache)
+        result = self.session.compare(spec, old_env, new_env, use_cache=self.use_cache)
         return ProbeAnswer(instance, spec, result, judge(result, self.policy))
 
 
 def _rank(answer: ProbeAnswer) -> int:
-    """Lower is worse: the order of REEXPORT_ORDER."""
-    return REEXPORT_ORDER.index(answer.verdict.reexport)
+    """Lower is worse."""
+    return rank(answer.verdict.reexport)
 
 
 def check_target(fix: Fix, target: str, catalog: Catalog) -> None:
@@ -246,7 +229,8 @@ def affected(
     target = to or fix.ships_in
     check_target(fix, target, catalog)
     active, warnings = in_force(ignores or [])
-    with Analyzer(catalog, policy, use_cache, progress, weights) as analyzer:
+    with Session(catalog, progress) as session:
+        analyzer = Analyzer(session, policy, use_cache, weights)
         answers = []
         for bundle in bundles:
             progress(f"{bundle.name}: checking")
@@ -258,3 +242,19 @@ def affected(
     other = [i for i in active if i.fix not in ids]  # entries for other fixes are not this run's
     warnings += unmatched([i for i in active if i not in other], seen)
     return AffectedReport(fix, target, tuple(answers), ignored, tuple(warnings))
+
+
+def parse_weights(pairs: list[str] | None, bundles: list[Bundle]) -> dict[str, Path]:
+    """Parse repeated BUNDLE=PATH options; the bundle must be registered, the file must exist."""
+    out: dict[str, Path] = {}
+    known = {b.name for b in bundles}
+    for pair in pairs or []:
+        name, sep, path = pair.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(f"--weights takes BUNDLE=PATH, not {pair!r}")
+        if name not in known:
+            raise UsageError(f"--weights names {name!r}, which is not in the registry")
+        if not Path(path).is_file():
+            raise UsageError(f"--weights {name}: no file at {path}")
+        out[name] = Path(path)
+    return out

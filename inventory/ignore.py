@@ -11,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from inventory.registry import RegistryError
+from inventory.errors import InputFileError
 from oracle.tomlfile import read_toml
 
 
@@ -26,18 +26,18 @@ class Ignore:
 def load_ignores(path: Path | None) -> list[Ignore]:
     if path is None:
         return []
-    data = read_toml(path, RegistryError)
+    data = read_toml(path, InputFileError)
     out = []
     for i, raw in enumerate(data.get("ignore", []), start=1):
         missing = [k for k in ("fix", "bundle", "reason") if k not in raw]
         if missing:
-            raise RegistryError(f"{path}: ignore entry {i} lacks {', '.join(missing)}")
+            raise InputFileError(f"{path}: ignore entry {i} lacks {', '.join(missing)}")
         expires = raw.get("expires")
         if isinstance(expires, str):
             try:
                 expires = dt.date.fromisoformat(expires)
             except ValueError:
-                raise RegistryError(f"{path}: ignore entry {i}: expires must be a date "
+                raise InputFileError(f"{path}: ignore entry {i}: expires must be a date "
                                     f"(YYYY-MM-DD), not {expires!r}") from None
         out.append(Ignore(str(raw["fix"]).lstrip("#"), str(raw["bundle"]), str(raw["reason"]),
                           expires))

@@ -7,13 +7,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from inventory.affected import Analyzer, BundleAnswer, UsageError
+from inventory.affected import Analyzer, BundleAnswer
+from inventory.errors import InputFileError, UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.policy import Policy
-from inventory.registry import UNKNOWN, Bundle, RegistryError
-from inventory.verdict import REEXPORT_ORDER
+from inventory.registry import Bundle, exporter_release
+from inventory.verdict import IGNORED, Reexport, rank, worst
 from oracle.envs import Catalog, version_key
-from oracle.fixes import Fix
+from oracle.fixes import Fix, between
+from oracle.session import Session
+
+# A plan level and its key in the JSON record, in the record's order.
+LEVEL_KEYS = ((Reexport.REQUIRED, "required"), (Reexport.INCONCLUSIVE, "inconclusive"),
+              (Reexport.OPTIONAL, "optional"), (Reexport.NO, "not_affected"),
+              (IGNORED, "ignored"))
 
 
 @dataclass(frozen=True)
@@ -24,7 +31,7 @@ class PlanItem:
 
     @property
     def level(self) -> str:
-        return "ignored" if self.ignored else self.answer.reexport
+        return IGNORED if self.ignored else self.answer.reexport
 
 
 @dataclass(frozen=True)
@@ -38,9 +45,8 @@ class BundlePlan:
         return tuple(i for i in self.items if i.level == level)
 
     @property
-    def reexport(self) -> str:
-        levels = [i.level for i in self.items if i.level != "ignored"]
-        return next((lv for lv in REEXPORT_ORDER if lv in levels), "no")
+    def reexport(self) -> Reexport:
+        return worst(i.level for i in self.items if i.level != IGNORED)
 
 
 @dataclass(frozen=True)
@@ -51,13 +57,8 @@ class Plan:
     baseline: str | None = None  # the baseline file, when only changes since it are kept
 
     @property
-    def reexport(self) -> str:
-        levels = [b.reexport for b in self.bundles]
-        return next((lv for lv in REEXPORT_ORDER if lv in levels), "no")
-
-
-def _fixes_for(bundle: Bundle, fixes: list[Fix], exporter: str, to: str) -> list[Fix]:
-    return [f for f in fixes if version_key(exporter) < version_key(f.ships_in) <= version_key(to)]
+    def reexport(self) -> Reexport:
+        return worst(b.reexport for b in self.bundles)
 
 
 def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, policy: Policy,
@@ -67,12 +68,12 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
     active, warnings = in_force(ignores or [])
     seen: set[tuple[str, str]] = set()
     out = []
-    with Analyzer(catalog, policy, use_cache, progress) as analyzer:
+    with Session(catalog, progress) as session:
+        analyzer = Analyzer(session, policy, use_cache)
         for bundle in bundles:
-            recorded = bundle.exporter.converter
-            exporter = catalog.oldest() if recorded == UNKNOWN else recorded
+            exporter, assumed = exporter_release(bundle.exporter, catalog)
             items = []
-            for fix in _fixes_for(bundle, fixes, exporter, to):
+            for fix in between(fixes, exporter, to):
                 progress(f"{bundle.name}: fix #{fix.id}")
                 answer = analyzer.answer(bundle, fix, to)
                 ids = {fix.id, *fix.aliases}
@@ -80,9 +81,8 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
                 seen.update((i, bundle.name) for i in ids)
                 items.append(PlanItem(fix, answer, ignored))
             # Correctness first: what forces a re-export, then what cannot be decided.
-            items.sort(key=lambda i: (["required", "inconclusive", "optional", "no",
-                                       "ignored"].index(i.level), version_key(i.fix.ships_in)))
-            out.append(BundlePlan(bundle.name, exporter, recorded == UNKNOWN, tuple(items)))
+            items.sort(key=lambda i: (rank(i.level), version_key(i.fix.ships_in)))
+            out.append(BundlePlan(bundle.name, exporter, assumed, tuple(items)))
     warnings += unmatched(active, seen)
     return Plan(to, tuple(out), tuple(warnings))
 
@@ -109,11 +109,7 @@ def plan_record(p: Plan) -> dict:
             "exporter": b.exporter,
             "exporter_assumed": b.exporter_assumed,
             "reexport": b.reexport,
-            "required": [item(i) for i in b.by_level("required")],
-            "inconclusive": [item(i) for i in b.by_level("inconclusive")],
-            "optional": [item(i) for i in b.by_level("optional")],
-            "not_affected": [item(i) for i in b.by_level("no")],
-            "ignored": [item(i) for i in b.by_level("ignored")],
+            **{key: [item(i) for i in b.by_level(level)] for level, key in LEVEL_KEYS},
         } for b in p.bundles],
     }
 
@@ -123,17 +119,15 @@ def since_baseline(p: Plan, baseline: Path) -> Plan:
     try:
         data = json.loads(baseline.read_text())
     except OSError as exc:
-        raise RegistryError(f"{baseline}: cannot read: {exc.strerror}") from None
+        raise InputFileError(f"{baseline}: cannot read: {exc.strerror}") from None
     except ValueError as exc:
-        raise RegistryError(f"{baseline}: not a plan JSON ({exc})") from None
+        raise InputFileError(f"{baseline}: not a plan JSON ({exc})") from None
     data = data.get("result", data)
     if "bundles" not in data:
         raise UsageError(f"{baseline}: not a plan JSON (no 'bundles')")
     before: dict[tuple[str, str], str] = {}
     for b in data["bundles"]:
-        for level, key in (("required", "required"), ("inconclusive", "inconclusive"),
-                           ("optional", "optional"), ("no", "not_affected"),
-                           ("ignored", "ignored")):
+        for level, key in LEVEL_KEYS:
             for entry in b.get(key, []):
                 before[(b["bundle"], str(entry["fix"]))] = level
     kept = []

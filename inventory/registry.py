@@ -6,15 +6,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inventory.errors import RegistryError
+from oracle.envs import Catalog
 from oracle.spec import Pipeline
 from oracle.tomlfile import read_toml
 
 DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "recipes.toml"
 UNKNOWN = "unknown"
 
-
-class RegistryError(Exception):
-    """The registry cannot be used; the message is one line naming the file and the problem."""
+__all__ = ["UNKNOWN", "Bundle", "Exporter", "Instance", "RegistryError", "exporter_release",
+           "load_registry", "select"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,14 @@ class Exporter:
     converter: str  # a release, or "unknown"
     core: str
     source: str  # where that fact comes from
+
+
+def exporter_release(exporter: Exporter, catalog: Catalog) -> tuple[str, bool]:
+    """The exporter release an answer uses, and whether it is assumed: a registry that records
+    none is answered as the oldest supported release (the most fixes to check)."""
+    if exporter.converter == UNKNOWN:
+        return catalog.oldest(), True
+    return exporter.converter, False
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,8 @@ class Bundle:
     trace: dict[str, Any]
     instances: tuple[Instance, ...]
     note: str = ""
+    # weights fingerprints a scan matches the bundle's files by (optional)
+    fingerprints: frozenset[str] = frozenset()
 
 
 def _need(table: dict[str, Any], key: str, where: str, path: Path) -> Any:
@@ -94,7 +105,22 @@ def _bundle(name: str, raw: dict[str, Any], path: Path) -> Bundle:
             for i, inst in enumerate(raw.get("instances", []), start=1)
         ),
         note=str(raw.get("note", "")),
+        fingerprints=_fingerprints(raw),
     )
+
+
+def _fingerprints(raw: dict[str, Any]) -> frozenset[str]:
+    """Optional `fingerprint`/`fingerprints`: a string, a list, or a table file -> fingerprint."""
+    values: set[str] = set()
+    for key in ("fingerprint", "fingerprints"):
+        value = raw.get(key)
+        if isinstance(value, str):
+            values.add(value)
+        elif isinstance(value, list):
+            values |= {str(v) for v in value}
+        elif isinstance(value, dict):
+            values |= {str(v) for v in value.values()}
+    return frozenset(values)
 
 
 def load_registry(path: Path = DEFAULT_REGISTRY) -> list[Bundle]:

@@ -10,16 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from inventory.affected import UsageError
+from inventory.errors import UsageError
 from inventory.policy import Policy
 from inventory.registry import Bundle
 from inventory.verdict import ProbeVerdict, judge
-from oracle.client import Pool
-from oracle.compare import ProbeResult, compare
-from oracle.envs import Catalog, ensure_env, version_key
-from oracle.fixes import Fix
-from oracle.paths import cache_root
+from oracle.envs import Catalog, version_key
+from oracle.fixes import Fix, between
 from oracle.regimes import Regime, for_constructs
+from oracle.results import Identity, ProbeResult
+from oracle.session import Session
 
 
 @dataclass(frozen=True)
@@ -77,19 +76,14 @@ def _check_pair(old: str, new: str, catalog: Catalog) -> None:
         raise UsageError(f"--to {new} must be a later release than --from {old}")
 
 
-def fixes_between(fixes: list[Fix], old: str, new: str) -> list[Fix]:
-    return [f for f in fixes if version_key(old) < version_key(f.ships_in) <= version_key(new)]
-
-
 def _run(regimes: list[Regime], old: str, new: str, catalog: Catalog, policy: Policy,
          use_cache: bool, progress: Callable[[str], None]) -> dict[str, RegimeOutcome]:
-    old_env = ensure_env(old, catalog, progress)
-    new_env = ensure_env(new, catalog, progress)
     out: dict[str, RegimeOutcome] = {}
-    with Pool(cache_root() / "logs") as pool:
+    with Session(catalog, progress) as session:
+        old_env, new_env = session.env(old), session.env(new)
         for i, regime in enumerate(regimes, start=1):
             progress(f"[{i}/{len(regimes)}] {regime.id} under {old} and {new}")
-            result = compare(regime.spec, old_env, new_env, pool, use_cache=use_cache)
+            result = session.compare(regime.spec, old_env, new_env, use_cache=use_cache)
             tuned = Policy(policy.tolerance, policy.override if policy.override is not None
                            else regime.tolerance)
             out[regime.id] = RegimeOutcome(regime, result, judge(result, tuned))
@@ -105,7 +99,7 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
                   use_cache: bool = True,
                   progress: Callable[[str], None] = lambda _: None) -> ReleaseNotes:
     _check_pair(old, new, catalog)
-    chosen = fixes_between(fixes, old, new)
+    chosen = between(fixes, old, new)
     wanted: list[Regime] = []
     for fix in chosen:
         for regime in for_constructs(regimes, fix.constructs):
@@ -121,11 +115,12 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
 
 
 def _failing_both(result: ProbeResult) -> bool:
-    return result.shipped == "both-cannot-convert" and result.old.error == result.new.error
+    return (result.shipped == Identity.BOTH_CANNOT_CONVERT
+            and result.old.error == result.new.error)
 
 
 def _changed(result: ProbeResult) -> bool:
-    return result.shipped != "identical" and not _failing_both(result)
+    return result.shipped != Identity.IDENTICAL and not _failing_both(result)
 
 
 def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: Catalog,
@@ -133,7 +128,7 @@ def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: 
           progress: Callable[[str], None] = lambda _: None) -> Sweep:
     _check_pair(old, new, catalog)
     outcomes = _run(regimes, old, new, catalog, policy, use_cache, progress)
-    in_range = fixes_between(fixes, old, new)
+    in_range = between(fixes, old, new)
     changed = tuple(
         SweepFinding(o, tuple(f.id for f in in_range if o.regime.construct in f.constructs))
         for o in outcomes.values() if _changed(o.result)

@@ -2,20 +2,47 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 
 from inventory.policy import Policy
-from oracle.compare import ProbeResult
+from oracle.results import Identity, ProbeResult
+
+
+class Verdict(StrEnum):
+    """What a probe (and a bundle, by its worst probe) found."""
+
+    NOT_AFFECTED = "not-affected"
+    SAME_PROGRAM = "same-program"
+    VALUES_IDENTICAL = "values-identical"
+    VALUES_MOVE = "values-move"
+    SHAPE_CHANGE = "shape-change"
+    OLD_CANNOT_CONVERT = "old-cannot-convert"
+    NEW_CANNOT_CONVERT = "new-cannot-convert"
+    INCONCLUSIVE = "inconclusive"
+
+
+class Reexport(StrEnum):
+    """Whether to re-export; the members are in order, worst first."""
+
+    REQUIRED = "required"
+    INCONCLUSIVE = "inconclusive"
+    OPTIONAL = "optional"
+    NO = "no"
+
 
 # Worst first: a bundle's answer is its worst probe's.
-REEXPORT_ORDER = ("required", "inconclusive", "optional", "no")
+REEXPORT_ORDER = tuple(Reexport)
+# A plan's levels: an accepted risk (ignore file) ranks after every answer.
+IGNORED = "ignored"
+PLAN_ORDER = (*REEXPORT_ORDER, IGNORED)
 
 
 @dataclass(frozen=True)
 class ProbeVerdict:
-    verdict: str  # same-program | values-identical | values-move | shape-change |
-    # old-cannot-convert | new-cannot-convert | inconclusive
-    reexport: str  # required | optional | no | inconclusive
+    verdict: Verdict
+    reexport: Reexport
     reason: str
 
 
@@ -32,29 +59,30 @@ def _rel(err: float | None, magnitude: float) -> float | None:
 def judge(result: ProbeResult, policy: Policy) -> ProbeVerdict:
     old, new = result.old, result.new
     if not old.ok and not new.ok:
-        return ProbeVerdict("inconclusive", "inconclusive",
+        return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
                             f"neither converter converted the probe ({old.stage}: {old.error})")
     if not old.ok:
         return ProbeVerdict(
-            "old-cannot-convert", "inconclusive",
+            Verdict.OLD_CANNOT_CONVERT, Reexport.INCONCLUSIVE,
             f"coreai-torch {old.converter} cannot convert the probe ({old.stage}: {old.error}); "
             "the shipped bundle was converted, so it cannot hold this construct as probed",
         )
     if not new.ok:
         return ProbeVerdict(
-            "new-cannot-convert", "inconclusive",
+            Verdict.NEW_CANNOT_CONVERT, Reexport.INCONCLUSIVE,
             f"coreai-torch {new.converter} cannot convert the probe ({new.stage}: {new.error}); "
             "re-exporting with it would fail",
         )
-    if result.shipped == "identical":
+    if result.shipped == Identity.IDENTICAL:
         stage = ("emitted graphs differ but optimize() makes them the same"
-                 if result.emitted == "differs" else "emitted and shipped graphs identical")
-        return ProbeVerdict("same-program", "no", f"same program after normalisation ({stage})")
+                 if result.emitted == Identity.DIFFERS else "emitted and shipped graphs identical")
+        return ProbeVerdict(Verdict.SAME_PROGRAM, Reexport.NO,
+                            f"same program after normalisation ({stage})")
     m = result.measurement
     if m is None or not m.ok or m.stats is None:
         why = m.error if m is not None else "not measured"
         tried = "; ".join(m.attempts) if m is not None and m.attempts else ""
-        return ProbeVerdict("inconclusive", "inconclusive",
+        return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
                             f"shipped graphs differ but could not be run: {why}"
                             + (f" ({tried})" if tried else ""))
     s = m.stats
@@ -64,15 +92,15 @@ def judge(result: ProbeResult, policy: Policy) -> ProbeVerdict:
         new_right = s.shapes_new == s.shapes_ref
         if new_right and not old_right:
             return ProbeVerdict(
-                "shape-change", "required",
+                Verdict.SHAPE_CHANGE, Reexport.REQUIRED,
                 f"shipped output shape {s.shapes_old} is wrong, torch gives {s.shapes_ref}; "
                 f"coreai-torch {new.converter} gives {s.shapes_new} ({m.runtime})",
             )
-        return ProbeVerdict("shape-change", "optional",
+        return ProbeVerdict(Verdict.SHAPE_CHANGE, Reexport.OPTIONAL,
                             f"output shape {s.shapes_old} -> {s.shapes_new}, torch gives "
                             f"{s.shapes_ref} ({m.runtime})")
     if s.bit_identical:
-        return ProbeVerdict("values-identical", "optional",
+        return ProbeVerdict(Verdict.VALUES_IDENTICAL, Reexport.OPTIONAL,
                             f"shipped graph differs, outputs bit-identical on {m.runtime}")
     old_err = _rel(s.maxabs_old_ref, s.ref_magnitude)
     new_err = _rel(s.maxabs_new_ref, s.ref_magnitude)
@@ -82,20 +110,25 @@ def judge(result: ProbeResult, policy: Policy) -> ProbeVerdict:
                f"|ref|={s.ref_magnitude:.3g}: old {_fmt(old_err)}, new {_fmt(new_err)}, "
                f"tolerance {tol:g} ({m.runtime})")
     if old_bad and not new_bad:
-        return ProbeVerdict("values-move", "required", f"shipped outputs wrong: {numbers}")
+        return ProbeVerdict(Verdict.VALUES_MOVE, Reexport.REQUIRED,
+                            f"shipped outputs wrong: {numbers}")
     if s.nonfinite_old > 0 and s.nonfinite_new == 0:
         # NaN/inf where torch gives a finite, representable value is wrong whatever the
         # tolerance; the new program's remaining error is reported, not hidden.
-        return ProbeVerdict("values-move", "required",
+        return ProbeVerdict(Verdict.VALUES_MOVE, Reexport.REQUIRED,
                             f"shipped outputs hold {s.nonfinite_old} NaN/inf where torch fp32 is "
                             f"finite, the new program none: {numbers}")
     closer = "new" if (new_err or 0) < (old_err or 0) else "old"
-    return ProbeVerdict("values-move", "optional",
+    return ProbeVerdict(Verdict.VALUES_MOVE, Reexport.OPTIONAL,
                         f"outputs move, {closer} side closer to torch: {numbers}")
 
 
-def worst(reexports: list[str]) -> str:
-    for level in REEXPORT_ORDER:
-        if level in reexports:
-            return level
-    return "no"
+def worst(reexports: Iterable[str]) -> Reexport:
+    """The worst of some re-export levels ("no" when there is none)."""
+    levels = set(reexports)
+    return next((level for level in REEXPORT_ORDER if level in levels), Reexport.NO)
+
+
+def rank(level: str) -> int:
+    """Lower is worse: a level's place in PLAN_ORDER (re-export levels, then ignored)."""
+    return PLAN_ORDER.index(level)

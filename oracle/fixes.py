@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracle.envs import version_key
 from oracle.tomlfile import read_toml
 
 FIXES_FILE = Path(__file__).with_name("fixes.toml")
@@ -56,3 +57,8 @@ def find_fix(fix_id: str, fixes: list[Fix] | None = None) -> Fix:
         if wanted == fix.id or wanted in fix.aliases:
             return fix
     raise FixError(f"unknown fix {fix_id!r}: not in the fix database ({FIXES_FILE.name})")
+
+
+def between(fixes: list[Fix], old: str, new: str) -> list[Fix]:
+    """The fixes a move from release `old` to release `new` brings: old < ships_in <= new."""
+    return [f for f in fixes if version_key(old) < version_key(f.ships_in) <= version_key(new)]

@@ -6,13 +6,15 @@ import json
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
-from inventory.registry import UNKNOWN, Bundle
+from inventory.errors import InventoryError
+from inventory.registry import Bundle, exporter_release
 from oracle.envs import Catalog, Env, ensure_env, site_packages
 
 HEADER = """\
@@ -24,7 +26,7 @@ HEADER = """\
 """
 
 
-class TraceError(Exception):
+class TraceError(InventoryError):
     """A trace could not run; one line for the user."""
 
 
@@ -42,8 +44,8 @@ class TraceResult:
 
 
 def _decomp_env(bundle: Bundle, catalog: Catalog, progress: Any) -> Env:
-    version = bundle.exporter.converter
-    if version == UNKNOWN or version not in catalog.releases:
+    version, _assumed = exporter_release(bundle.exporter, catalog)
+    if version not in catalog.releases:  # decompose as the oldest release does
         version = catalog.oldest()
     return ensure_env(version, catalog, progress)
 
@@ -72,6 +74,19 @@ def trace_bundle(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: Non
     ]
     return TraceResult(bundle.name, target, data["dtype"], data["notes"], data["decompositions"],
                        data["packages"], data["aten_ops"], instances, data["detected"])
+
+
+def trace_bundles(registry: Path, bundles: list[Bundle], catalog: Catalog, *, write: bool,
+                  check: bool, progress: Any = lambda _: None,
+                  ) -> Iterator[tuple[TraceResult, list[str]]]:
+    """Trace each bundle in turn: its result and, with `check`, what the registry records that
+    the trace does not reproduce; with `write`, the registry is updated after each."""
+    for bundle in bundles:
+        result = trace_bundle(bundle, catalog, progress)
+        stale = differences(raw_bundle(registry, bundle.name), result) if check else []
+        if write:
+            write_trace(registry, result)
+        yield result, stale
 
 
 def _trace_table(result: TraceResult, previous: dict[str, Any]) -> dict[str, Any]:

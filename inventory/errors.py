@@ -1,0 +1,54 @@
+"""One error hierarchy, and the one place that maps errors and outcomes to exit codes.
+
+Every error a user can cause (bad input, a malformed data file, an environment that cannot be
+built) is one line on stderr and exit code 2, never a traceback. The oracle's own errors
+(`oracle/`, which never imports this package) are listed here beside the inventory's.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from oracle.conditions import WeightsError
+from oracle.envs import EnvError
+from oracle.fixes import FixError
+from oracle.regimes import RegimeError
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    # a re-export required; `trace --check`: stale; `sweep`: an unexplained change; `scan`: a
+    # disagreement with the registry
+    FINDING = 1
+    USAGE = 2  # usage or configuration error (one line on stderr)
+    INCONCLUSIVE = 3  # a run failed or the registry cannot tell; never reported as a pass
+
+
+class InventoryError(Exception):
+    """The request cannot be answered as asked; the message is one line for the user."""
+
+
+class UsageError(InventoryError):
+    """An option or argument that cannot be used as given."""
+
+
+class RegistryError(InventoryError):
+    """The registry cannot be used; the message is one line naming the file and the problem."""
+
+
+class InputFileError(InventoryError):
+    """A file the user passes (an ignore file, a baseline) cannot be read or is malformed."""
+
+
+# Everything a command turns into one line and exit code 2.
+USER_ERRORS: tuple[type[Exception], ...] = (InventoryError, EnvError, FixError, RegimeError,
+                                            WeightsError)
+
+
+def exit_for_reexport(level: str) -> ExitCode:
+    """A run's worst re-export level as its exit code."""
+    if level == "required":
+        return ExitCode.FINDING
+    if level == "inconclusive":
+        return ExitCode.INCONCLUSIVE
+    return ExitCode.OK

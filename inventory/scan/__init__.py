@@ -1,0 +1,79 @@
+"""`inventory scan`: read shipped `.aimodel` bundles and say what a bundle can and cannot tell.
+
+A bundle is data. This process reads `metadata.json` as JSON and checks `main.mlirb` against
+`main.hash`; the program itself is parsed by coreai-core's own bindings in a converter
+environment (`oracle/scan_worker.py`), in a subprocess whose native abort is contained. Nothing
+from a bundle is ever run, compiled or imported.
+
+Which core reads a bundle: the one its `producer` names; a bundle without a producer is of the
+1.0.0b1 era (coreai-torch 0.4.0 stamps none), and 1.0.0b2/b3 abort on such an asset, so it is read
+with 1.0.0b1 first. When the first choice fails the other cores are tried, and the answer says
+which core read it and what failed before.
+
+The op histogram of an entry point resolves every `coreai.invoke`: a callee with a composite
+declaration counts as one call site of that composite, however many call sites share one body
+after the optimizer deduplicated identical bodies; a callee without one is inlined.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inventory.registry import Bundle
+from inventory.scan.against_registry import link_registry
+from inventory.scan.bundles import find_bundles
+from inventory.scan.ir import resolve_entry
+from inventory.scan.model import (
+    BundleError,
+    BundleScan,
+    Composite,
+    Entry,
+    Finding,
+    RegistryLink,
+    ScanError,
+    ScanReport,
+    Status,
+)
+from inventory.scan.readers import Progress, Readers, scan_bundle
+from oracle.envs import Catalog, EnvError
+
+
+def scan(paths: list[Path], catalog: Catalog, *, reader: str | None = None,
+         registry: tuple[Path, list[Bundle]] | None = None,
+         progress: Progress = lambda _: None) -> ScanReport:
+    """Scan every bundle under `paths`; with a registry, link each to its entry."""
+    found = find_bundles(paths)
+    if reader is not None:
+        catalog.release(reader)  # an unknown release is a usage error (EnvError)
+    readers = Readers(catalog, progress, reader)
+    scans = []
+    try:
+        for bundle in found:
+            progress(f"reading {bundle.name}")
+            scans.append(scan_bundle(bundle, readers))
+    finally:
+        readers.close()
+    links = None
+    if registry is not None:
+        links = link_registry(scans, registry[1], registry[0], catalog)
+    warnings = [f"{s.name}: read with coreai-core {s.reader['core']} after: "
+                f"{'; '.join(s.attempts)}" for s in scans if s.ok and s.attempts
+                and s.reader.get("why") == "fallback"]
+    return ScanReport(scans, links, str(registry[0]) if registry else None, warnings)
+
+
+__all__ = [
+    "BundleError",
+    "BundleScan",
+    "Composite",
+    "Entry",
+    "EnvError",
+    "Finding",
+    "RegistryLink",
+    "ScanError",
+    "ScanReport",
+    "Status",
+    "find_bundles",
+    "resolve_entry",
+    "scan",
+]

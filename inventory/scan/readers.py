@@ -1,0 +1,182 @@
+"""Reading a bundle's program with coreai-core's own parser, in a contained subprocess per
+environment: which core reads it first, which next, and what failed on the way."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import oracle
+from inventory.scan.bundles import check_program, core_of_producer, iso_date, read_metadata
+from inventory.scan.ir import absorb
+from inventory.scan.model import BundleError, BundleScan
+from oracle.client import Worker, WorkerFailure
+from oracle.envs import Catalog, Env, EnvError, version_key
+from oracle.paths import cache_root
+from oracle.session import Session
+
+SCAN_WORKER_SCRIPT = Path(oracle.__file__).with_name("scan_worker.py")
+Progress = Callable[[str], None]
+
+
+class ScanWorker(Worker):
+    """A long-lived `scan_worker.py` in one environment; a native abort is a WorkerFailure."""
+
+    script = SCAN_WORKER_SCRIPT
+
+
+def core_order(catalog: Catalog) -> list[str]:
+    """Distinct coreai-core releases of the catalog, oldest first."""
+    cores: list[str] = []
+    for version in sorted(catalog.releases, key=version_key):
+        core = catalog.releases[version].core
+        if core not in cores:
+            cores.append(core)
+    return cores
+
+
+def reader_plan(producer_core: str | None, catalog: Catalog) -> list[tuple[str, str]]:
+    """(core, why) in the order to try them."""
+    cores = core_order(catalog)
+    if producer_core is None:
+        first = cores[0]
+        return [(first, f"no producer: a coreai-core {first} era bundle")] + [
+            (c, "fallback") for c in cores[1:]]
+    if producer_core in cores:
+        return [(producer_core, "the producer's own core")] + [
+            (c, "fallback") for c in reversed(cores) if c != producer_core]
+    return [(c, f"producer coreai-core {producer_core} has no environment; fallback")
+            for c in reversed(cores)]
+
+
+class Readers:
+    """One scan worker per environment, started when first needed."""
+
+    def __init__(self, catalog: Catalog, progress: Progress, reader: str | None = None) -> None:
+        self.catalog = catalog
+        self.forced = reader
+        self.run = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
+        self.log_dir = cache_root() / "logs" / "scan"
+        self.session = Session(catalog, progress, self.log_dir, ScanWorker, "scan-worker")
+
+    def plan(self, producer_core: str | None) -> Iterator[tuple[Env | None, str, str]]:
+        """(environment, core, why) in the order to try; an environment is found or built only
+        when its turn comes, and one that cannot be built is (None, core, the reason)."""
+        if self.forced:
+            env = self.session.env(self.forced)
+            yield env, env.packages.get("coreai-core", env.core), f"--reader {self.forced}"
+            return
+        for core, why in reader_plan(producer_core, self.catalog):
+            try:
+                env = self.session.env_for_core(core)
+            except EnvError as exc:
+                yield None, core, f"no environment: {exc}"
+                continue
+            yield env, env.packages.get("coreai-core", env.core), why
+
+    def worker(self, env: Env) -> Worker:
+        return self.session.worker(env)
+
+    def read(self, bundle: Path, env: Env) -> dict[str, Any]:
+        log = self.log_dir / f"{self.run}.{env.name}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        start = log.stat().st_size if log.exists() else 0
+        try:
+            answer = self.worker(env).call(
+                {"op": "read", "bundle": str(bundle.resolve()), "log": str(log)})
+        except WorkerFailure as exc:
+            native = _native_error(log, start)
+            died = str(exc).split(" (log:")[0].replace(f"{env.name} worker ", "")
+            return {"ok": False, "stage": "native",
+                    "error": f"{native} ({died})" if native else died, "log": str(log)}
+        if not answer.get("ok"):
+            native = _native_error(log, start)
+            if native:
+                answer["error"] = f"{answer.get('error')}; {native}"
+        answer["log"] = str(log)
+        return answer
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def _native_error(log: Path, start: int) -> str:
+    """The last `error:` line coreai-core printed while reading one bundle."""
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(start)
+            text = handle.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("error:") or ": error:" in ln]
+    pick = errors[-1] if errors else next(
+        (ln for ln in reversed(lines) if ln.startswith(("what():", "terminate called"))), "")
+    pick = pick.split(": error:", 1)[-1].removeprefix("error:").strip()
+    return pick[:200]
+
+
+
+
+def scan_bundle(bundle: Path, readers: Readers) -> BundleScan:
+    scan = BundleScan(path=str(bundle), name=bundle.name)
+    try:
+        scan.metadata = read_metadata(bundle)
+        scan.integrity = check_program(bundle)
+    except BundleError as exc:
+        scan.error = str(exc)
+        return scan
+    producer = scan.metadata.get("producer")
+    scan.producer = producer if isinstance(producer, str) and producer else None
+    scan.producer_core = core_of_producer(scan.producer)
+    scan.asset_version = (str(scan.metadata["assetVersion"])
+                          if "assetVersion" in scan.metadata else None)
+    scan.created = iso_date(scan.metadata.get("creationDate"))
+    if scan.producer is None:
+        scan.notes.append("no producer in metadata.json: written by coreai-core 1.0.0b1 "
+                          "(coreai-torch 0.4.0), which stamps none, or edited afterwards")
+    own = scan.producer_core
+    if scan.created is None:
+        scan.notes.append("no creationDate in metadata.json")
+    if "no main.hash" in scan.integrity:
+        scan.notes.append(scan.integrity)
+    failures: list[tuple[str, str]] = []
+    for env, core, why in readers.plan(scan.producer_core):
+        if env is None:
+            failures.append((core, why))
+            continue
+        answer = readers.read(bundle, env)
+        if answer.get("ok"):
+            scan.reader = {"core": core, "env": env.name, "why": why,
+                           "log": answer.get("log")}
+            scan.attempts = [f"coreai-core {c}: {e}" for c, e in failures]
+            if own and core != own and any(c == own for c, _e in failures):
+                scan.notes.append(f"the producer names coreai-core {own}, which cannot read "
+                                  f"it; metadata.json may have been edited")
+            try:
+                absorb(scan, answer)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                scan.error = (f"{bundle}: coreai-core {core} gave an answer this scanner does "
+                              f"not understand ({type(exc).__name__}: {exc})")
+            return scan
+        failures.append((core, str(answer.get("error", "failed"))))
+    scan.attempts = [f"coreai-core {c}: {e}" for c, e in failures]
+    scan.error = _read_failure(bundle, failures)
+    return scan
+
+
+def _read_failure(bundle: Path, failures: list[tuple[str, str]]) -> str:
+    errors = {e for _c, e in failures}
+    cores = ", ".join(c for c, _e in failures)
+    if len(errors) == 1:
+        detail = errors.pop()
+        hint = ": truncated or corrupt" if "parse" in detail or "bytecode" in detail else ""
+        return (f"{bundle / 'main.mlirb'}: coreai-core {cores} cannot read it: {detail}"
+                f"{hint}")
+    detail = "; ".join(f"{c}: {e}" for c, e in failures)
+    return f"{bundle / 'main.mlirb'}: no coreai-core could read it ({detail})"
+
+

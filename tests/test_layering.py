@@ -24,8 +24,8 @@ def _layer(module: str) -> int:
         return 0
     if module.startswith("inventory.report") or module == "inventory.output":
         return 2
-    if module.startswith(("inventory.cli", "inventory.commands", "inventory.scan_cli",
-                          "inventory.options")):
+    if module.startswith(("inventory.cli", "inventory.scan_cli", "inventory.options",
+                          "inventory.terminal")):
         return 3
     return 1
 

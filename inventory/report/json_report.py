@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from inventory.affected import AffectedReport, BundleAnswer, ProbeAnswer
+from inventory.output import envelope
 from inventory.registry import Instance
-from oracle.compare import ProbeResult
-
-SCHEMA_VERSION = 1
+from oracle.results import ProbeResult
 
 
 def _instance(i: Instance) -> dict[str, Any]:
@@ -87,8 +85,8 @@ def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:
     }
 
 
-def affected_json(report: AffectedReport) -> str:
-    result = {
+def affected_record(report: AffectedReport) -> dict[str, Any]:
+    return {
         "fix": report.fix.id,
         "title": report.fix.title,
         "ships_in": report.fix.ships_in,
@@ -97,12 +95,7 @@ def affected_json(report: AffectedReport) -> str:
         "reexport": report.reexport,
         "bundles": [_bundle(b, report) for b in report.bundles],
     }
-    envelope = {"schema_version": SCHEMA_VERSION, "command": "affected", "result": result,
-                "warnings": list(report.warnings), "error": None}
-    # Fields of `result` are also at the top level, as the slice's consumers read them there.
-    return json.dumps({**result, **envelope}, indent=2)
 
 
-def error_json(command: str, message: str) -> str:
-    return json.dumps({"schema_version": SCHEMA_VERSION, "command": command, "result": None,
-                       "warnings": [], "error": message}, indent=2)
+def affected_json(report: AffectedReport) -> str:
+    return envelope("affected", affected_record(report), report.warnings)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +9,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from inventory.output import envelope
 from inventory.release_notes import RegimeOutcome, ReleaseNotes, Sweep
-from inventory.report.json_report import SCHEMA_VERSION, result_fields
+from inventory.report.json_report import result_fields
 from inventory.report.text import md_cell
+from oracle.results import Identity
 
 _DIFF_LINES = 12
 
@@ -27,8 +28,8 @@ def outcome_json(o: RegimeOutcome) -> dict[str, Any]:
             "verdict": o.verdict.verdict, "reason": o.verdict.reason}
 
 
-def notes_json(notes: ReleaseNotes) -> str:
-    result = {
+def notes_record(notes: ReleaseNotes) -> dict[str, Any]:
+    return {
         "from": notes.old,
         "to": notes.new,
         "runtime": "; ".join(notes.runtimes) or None,
@@ -37,12 +38,14 @@ def notes_json(notes: ReleaseNotes) -> str:
                    "probes": [outcome_json(o) for o in f.outcomes],
                    "bundles": list(f.bundles)} for f in notes.fixes],
     }
-    return json.dumps({**result, "schema_version": SCHEMA_VERSION, "command": "release-notes",
-                       "result": result, "warnings": [], "error": None}, indent=2)
 
 
-def sweep_json(sw: Sweep) -> str:
-    result = {
+def notes_json(notes: ReleaseNotes) -> str:
+    return envelope("release-notes", notes_record(notes))
+
+
+def sweep_record(sw: Sweep) -> dict[str, Any]:
+    return {
         "from": sw.old, "to": sw.new, "probed": sw.probed, "unchanged": sw.unchanged,
         "changed": [{**outcome_json(f.outcome), "explained_by": list(f.explained_by)}
                     for f in sw.changed],
@@ -50,8 +53,10 @@ def sweep_json(sw: Sweep) -> str:
         "failing_both": [{"probe": o.regime.id, "error": o.result.old.error,
                           "evidence": o.result.evidence} for o in sw.failing_both],
     }
-    return json.dumps({**result, "schema_version": SCHEMA_VERSION, "command": "sweep",
-                       "result": result, "warnings": [], "error": None}, indent=2)
+
+
+def sweep_json(sw: Sweep) -> str:
+    return envelope("sweep", sweep_record(sw))
 
 
 def _excerpt(evidence: str) -> str:
@@ -66,7 +71,7 @@ def _excerpt(evidence: str) -> str:
 
 def _finding(o: RegimeOutcome) -> str:
     r = o.result
-    if r.shipped == "identical":
+    if r.shipped == Identity.IDENTICAL:
         return "same shipped program"
     if r.shipped.endswith("cannot-convert"):
         side = r.old if r.shipped.startswith("old") else r.new

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import json
-
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from inventory.output import envelope
 from inventory.plan import Plan, PlanItem, plan_record
-from inventory.report.json_report import SCHEMA_VERSION
 
 _STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
           "inconclusive": "bold magenta", "ignored": "dim"}
 
 
 def plan_json(p: Plan) -> str:
-    result = plan_record(p)
-    return json.dumps({**result, "schema_version": SCHEMA_VERSION, "command": "plan",
-                       "result": result, "warnings": list(p.warnings), "error": None}, indent=2)
+    return envelope("plan", plan_record(p), p.warnings)
 
 
 def _fixes(items: tuple[PlanItem, ...]) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from typing import Any
 
@@ -10,7 +9,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from inventory.report.json_report import SCHEMA_VERSION
+from inventory.output import envelope
 from inventory.scan import BundleScan, Entry, RegistryLink, ScanReport
 
 _STATUS_STYLE = {"agree": "green", "disagree": "bold red", "cannot-tell": "yellow",
@@ -72,8 +71,8 @@ def link_dict(link: RegistryLink) -> dict[str, Any]:
     }
 
 
-def scan_json(report: ScanReport) -> str:
-    result = {
+def scan_record(report: ScanReport) -> dict[str, Any]:
+    return {
         "bundles": [scan_dict(s) for s in report.scans],
         "registry": report.registry,
         "links": [link_dict(link) for link in report.links] if report.links is not None
@@ -81,9 +80,10 @@ def scan_json(report: ScanReport) -> str:
         "disagreements": report.disagreements,
         "errors": [s.error for s in report.errors],
     }
-    envelope = {"schema_version": SCHEMA_VERSION, "command": "scan", "result": result,
-                "warnings": list(report.warnings), "error": None}
-    return json.dumps({**result, **envelope}, indent=2)
+
+
+def scan_json(report: ScanReport) -> str:
+    return envelope("scan", scan_record(report), report.warnings)
 
 
 def _composites(e: Entry) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -63,10 +63,6 @@ def affected_table(report: AffectedReport) -> Group:
     runtimes = "; ".join(report.runtimes) or "none needed"
     details.append(Text(f"measured on: {runtimes}"))
     return Group(table, *details)
-
-
-def print_affected(report: AffectedReport, console: Console) -> None:
-    console.print(affected_table(report))
 
 
 def affected_markdown(report: AffectedReport) -> str:

@@ -1,0 +1,28 @@
+"""Command-line options shared by several commands, each declared once (name, flags, help).
+
+A command takes one as `registry: Registry = DEFAULT_REGISTRY`; the output flags become one
+`OutputFormat` with `OutputFormat.choose(as_json, markdown)`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+Registry = Annotated[Path, typer.Option("--registry", help="The bundle registry.")]
+NoCache = Annotated[bool, typer.Option(
+    "--no-cache", help="Convert and measure again even if a stored result exists.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON (a versioned envelope).")]
+Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown.")]
+Tolerance = Annotated[float | None, typer.Option(
+    "--tolerance", help="Relative error vs torch fp32 beyond which a shipped output is wrong "
+                        "(default: per dtype, inventory/policy.toml).")]
+Ignore = Annotated[Path | None, typer.Option(
+    "--ignore", help="Accepted risks: TOML ignore entries (fix, bundle, reason, expiry).")]
+Bundles = Annotated[list[str] | None, typer.Option(
+    "--bundle", "-b", help="Only this bundle (repeatable).")]
+FromRelease = Annotated[str, typer.Option("--from", help="The release upgraded from.")]
+ToRelease = Annotated[str, typer.Option("--to", help="The release upgraded to.")]

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 CONDITIONS_FILE = Path(__file__).with_name("conditions.toml")
 
 
@@ -51,6 +49,8 @@ def load_conditions(path: Path = CONDITIONS_FILE) -> dict[str, list[Condition]]:
 
 
 def check(condition: Condition, weights: Path) -> ConditionCheck:
+    # numpy and safetensors only when a checkpoint is read: the CLI starts without them.
+    import numpy as np
     from safetensors import SafetensorError, safe_open
 
     try:

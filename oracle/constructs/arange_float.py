@@ -1,5 +1,4 @@
-"""arange with a floating-point result (#25, #27).
-"""
+"""arange with a floating-point result (#25, #27)."""
 
 from __future__ import annotations
 
@@ -45,6 +44,11 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 
 
 # ---- the detector ------------------------------------------------------------------------------
+# Every arange whose result is floating point: a float dtype argument (arange_dtype names it) or
+# a float bound without one (arange_dtype "": torch's default). Symbolic bounds (a dynamic size,
+# an .item()) are resolved to a value and `sizes` says so: the probe's bounds are constants.
+# torch.export keeps aranges of static bounds as nodes (it does not fold them); integer aranges
+# are not this construct.
 
 
 def detect(node: Any, sizes: Sizes) -> Found | None:

@@ -1,5 +1,4 @@
-"""atan2 (#23, #35: special values and integer operands).
-"""
+"""atan2 (#23, #35: special values and integer operands)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""cat under dynamic shapes (#14).
-"""
+"""cat under dynamic shapes (#14)."""
 
 from __future__ import annotations
 
@@ -74,6 +73,16 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 
 
 # ---- the detector ------------------------------------------------------------------------------
+# Every aten.cat. The probe's modes: `sliced` cat([x[:, :prefix], y], 2) (static: the control),
+# `along_dynamic` cat([x, y], 1) along a dynamic axis. Mapping, for inputs [outer..., c_i,
+# inner...] concatenated on their axis d: batch = the sizes before d, channels = the first
+# input's c, other_channels = the rest's, prefix = length = the sizes after d.
+# - static inputs: `sliced`, no dynamic dim (the control);
+# - an input sliced out of a tensor whose sliced axis is symbolic (torch knows the slice's size,
+#   a converter may not): `sliced` with dynamic_length;
+# - a symbolic size on the concat axis: `along_dynamic` with dynamic_length;
+# - a symbolic size shared by every input on another axis: `sliced` with dynamic_batch.
+# Not expressed: the probe's `reshaped` and `upsampled` patterns (read as the cases above).
 
 
 def _sliced_from_symbolic(t: Any) -> bool:

@@ -1,5 +1,4 @@
-"""Group norm (#56).
-"""
+"""Group norm (#56)."""
 
 from __future__ import annotations
 

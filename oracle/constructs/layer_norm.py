@@ -1,5 +1,4 @@
-"""Layer norm (#55).
-"""
+"""Layer norm (#55)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""masked_scatter (#16).
-"""
+"""masked_scatter (#16)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""2-D max pooling (#36: a functional max_pool2d without a stride).
-"""
+"""2-D max pooling (#36: a functional max_pool2d without a stride)."""
 
 from __future__ import annotations
 
@@ -62,6 +61,11 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 
 
 # ---- the detector ------------------------------------------------------------------------------
+# aten.max_pool2d_with_indices(x, kernel, stride=[], padding=0, dilation=1, ceil_mode=False):
+# F.max_pool2d without a stride leaves the stride argument out (or empty); nn.MaxPool2d and
+# F.max_pool2d(x, k, s) pass it. Form `module` when the op sits in an nn.MaxPool2d, else
+# `functional` (with `stride` when the graph has one). The probe has no dilation: a dilated pool
+# is recorded with `dilation` as an extra and probed undilated.
 
 
 def detect(node: Any, sizes: Sizes) -> Found | None:

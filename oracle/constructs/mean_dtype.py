@@ -1,5 +1,4 @@
-"""Mean with a dtype argument (#42).
-"""
+"""Mean with a dtype argument (#42)."""
 
 from __future__ import annotations
 
@@ -55,6 +54,8 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 
 
 # ---- the detector ------------------------------------------------------------------------------
+# aten.mean.dim / mean.default. dtype_arg: the explicit dtype argument, "" for a plain mean (the
+# probe then calls x.mean(dims, keepdim) without one). Integer operands need a dtype argument.
 
 
 def detect(node: Any, sizes: Sizes) -> Found | None:

@@ -1,5 +1,4 @@
-"""min along a dim, its indices (#43: the argmin of integer operands).
-"""
+"""min along a dim, its indices (#43: the argmin of integer operands)."""
 
 from __future__ import annotations
 
@@ -59,6 +58,8 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 
 
 # ---- the detector ------------------------------------------------------------------------------
+# int_dtype: int8 or int32 (every other integer type: int32, the converter's width for int64);
+# absent for a float operand.
 
 
 def detect(node: Any, sizes: Sizes) -> Found | None:

@@ -1,5 +1,4 @@
-"""Padding: constant, reflect, replicate (#29, #30, #31).
-"""
+"""Padding: constant, reflect, replicate (#29, #30, #31)."""
 
 from __future__ import annotations
 
@@ -44,6 +43,11 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 
 
 # ---- the detector ------------------------------------------------------------------------------
+# constant_pad_nd (mode constant, with its value), reflection_pad{1,2,3}d, replication_pad{1,2,3}d
+# (kept whole by 0.4.2's get_decomp_table()). Earlier tables decompose reflect/replicate pads
+# into arange/abs/clamp/index nodes; those still carry the op they came from
+# (meta["original_aten"], meta["from_node"]), so such a pad is read back from its first index
+# node: the arange of each padded dim is arange(-left, size + right).
 
 _PAD_MODES = {"reflection": "reflect", "replication": "replicate"}
 

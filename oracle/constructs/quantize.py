@@ -81,6 +81,12 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 
 
 # ---- the detector ------------------------------------------------------------------------------
+# torch.ops.coreai.quantize(input, scale, output_dtype, zero_point, minval, axis) and
+# dequantize(input, scale, zero_point, minval, axis, input_dtype, output_dtype), present only when
+# a recipe quantizes with coreai-torch's compression layers. The probe is a per-channel int8
+# quantize -> dequantize round trip along `axis` (the fix: a negative axis); `op`, `rank`,
+# `per_channel` and `quant_dtype` say what the graph holds (a per-tensor scale is probed per
+# channel: the axis is still lowered).
 
 
 def detect(node: Any, sizes: Sizes) -> Found | None:

@@ -1,5 +1,4 @@
-"""repeat by a symbolic size (#15).
-"""
+"""repeat by a symbolic size (#15)."""
 
 from __future__ import annotations
 
@@ -40,6 +39,11 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 
 
 # ---- the detector ------------------------------------------------------------------------------
+# aten.repeat with a SymInt among its repeats (symbolic) or with ints only (static). The probe
+# tiles a [1, length] parameter over the batch: w.repeat(x.shape[0], 1), symbolic when the batch
+# is a dynamic dim. batch: the symbolic repeat's value (static: the product of the repeats);
+# length: the elements of the tensor repeated; dynamic_batch: the symbol's range. `repeats` and
+# `input_shape` are the graph's.
 
 
 def detect(node: Any, sizes: Sizes) -> Found | None:

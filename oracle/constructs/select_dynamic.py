@@ -1,5 +1,4 @@
-"""select on a dynamic dim (#56).
-"""
+"""select on a dynamic dim (#56)."""
 
 from __future__ import annotations
 
@@ -39,6 +38,11 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 
 
 # ---- the detector ------------------------------------------------------------------------------
+# Only a select whose selected dim is symbolic is this construct (the index then resolves at run
+# time from the dim's size); on a static dim the converter resolves the index at conversion in
+# every release, so static graphs have none to record. A SymInt index is not recorded (no
+# release lowers it). The probe selects dim 1 of [batch, length, channels]: batch = the sizes
+# before the selected dim, channels = those after.
 
 
 def detect(node: Any, sizes: Sizes) -> Found | None:

@@ -1,5 +1,4 @@
-"""True division (#32: the result type of a division with fp16 and 0-dim fp32 operands).
-"""
+"""True division (#32: the result type of a division with fp16 and 0-dim fp32 operands)."""
 
 from __future__ import annotations
 
@@ -77,6 +76,19 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 
 
 # ---- the detector ------------------------------------------------------------------------------
+# aten.div.Tensor / div.Scalar / true_divide.Tensor, and div.Tensor_mode with rounding_mode None.
+# torch.true_divide exports as div.Tensor: the same graph as `a / b`, so form `tensor`.
+# Probe forms: tensor | true_divide | div_mode_none (a and b tensors of one shape), scalar
+# (a / a Python number), tensor_0dim_fp32 (a / a 0-dim fp32 tensor). Operands: int32 (both
+# integer: the converter narrows int64 to int32) or float (the lowering promotes to the float
+# type in every release when either side is float). What the probe cannot express is mapped to
+# the form whose lowering is the same:
+# - a 0-dim tensor divisor of a wider float type than a float dividend (fp16 / 0-dim fp32):
+#   tensor_0dim_fp32 (0.4.1 promotes to the wider type, 0.4.2 to the result's);
+# - any other 0-dim divisor: scalar (it does not take part in the result type, as a Python
+#   number does not); its value is not in the graph, so the probe's divisor is a stand-in;
+# - broadcasting operands: both operands of the output's shape.
+# `operand_types` says what the graph holds.
 
 _DIV_FORMS = {"aten.div.Tensor": "tensor", "aten.div.Scalar": "scalar",
               "aten.true_divide.Tensor": "true_divide", "aten.div.Tensor_mode": "div_mode_none",

@@ -1,5 +1,4 @@
-"""view / reshape with a symbolic size in its shape list (#13).
-"""
+"""view / reshape with a symbolic size in its shape list (#13)."""
 
 from __future__ import annotations
 
@@ -68,7 +67,14 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 
 
 # ---- the detector ------------------------------------------------------------------------------
+# Only a shape list mixing SymInts and ints is this construct: a static graph's views take int
+# lists (nothing to record), while a static bundle can still hold data-dependent SymInts (an
+# .item()), which reach the converter as the same mixed list a dynamic batch does. Modes: merge
+# (the view lowers the rank: x.reshape(B * T, C)), flatten (a -1 beside the SymInt:
+# x.reshape(B, -1)), symfloat (a SymInt from float arithmetic: round(sqrt(..))), split_heads
+# (otherwise: x.view(B, T, H, C // H)). batch: the first symbol's value, dynamic_batch its range.
 
+# sympy functions torch uses for SymFloat arithmetic (not FloorDiv: c // heads is integer)
 _FLOAT_FUNCS = ("RoundToInt", "FloorToInt", "CeilToInt", "TruncToInt", "ToFloat", "TrueDiv",
                 "FloatPow", "sqrt")
 

@@ -8,6 +8,7 @@ format's renderer; nothing else in a command depends on the format.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -17,6 +18,19 @@ from rich.console import Console, RenderableType
 
 SCHEMA_VERSION = 1
 T = TypeVar("T")
+# Strict JSON (RFC 8259) has no NaN or infinity; a measured max |old-new| can be infinite (NaN on
+# one side only), so such numbers are written as these strings, never as bare `Infinity`.
+_NONFINITE = {math.inf: "inf", -math.inf: "-inf"}
+
+
+def _strict(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else _NONFINITE[value]
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict(v) for v in value]
+    return value
 
 
 class OutputFormat(StrEnum):
@@ -39,7 +53,7 @@ def envelope(command: str, result: dict[str, Any] | None = None,
     the fields of `result` are repeated at the top level (consumers read them there)."""
     body = {"schema_version": SCHEMA_VERSION, "command": command, "result": result,
             "warnings": list(warnings), "error": error}
-    return json.dumps({**(result or {}), **body}, indent=2)
+    return json.dumps(_strict({**(result or {}), **body}), indent=2, allow_nan=False)
 
 
 @dataclass(frozen=True)

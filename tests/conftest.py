@@ -1,18 +1,31 @@
 """Shared fixtures: real converter environments, built once per test session and reused.
 
 Environments live in INVENTORY_CACHE (CI gives each run a fresh one), so the first session on a
-machine builds them from the package registry exactly as a user's first run does.
+machine builds them from the package registry exactly as a user's first run does. A test that
+needs an environment asks for it through `env` or `converter_envs`; no test relies on an earlier
+test file having built one. Under CI (`CI=true`, set by `.ci/run`) an environment that cannot be
+built fails the run; elsewhere (say, offline) the tests that need it are skipped, saying why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from oracle.client import Pool
-from oracle.envs import Env, ensure_env, load_catalog
+from oracle.envs import Env, EnvError, ensure_env, load_catalog, version_key
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMAS = ROOT / "schemas"
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 @pytest.fixture(scope="session")
@@ -20,20 +33,65 @@ def catalog():
     return load_catalog()
 
 
+def need_env(version: str, catalog) -> Env:
+    """The environment, built if need be; one that cannot be built fails the run under CI and
+    skips the test elsewhere (say, a laptop without the package registry), saying why."""
+    try:
+        return ensure_env(version, catalog)
+    except EnvError as exc:
+        if in_ci():
+            pytest.fail(f"CI: coreai-torch {version} environment cannot be built: {exc}",
+                        pytrace=False)
+        pytest.skip(f"coreai-torch {version} environment cannot be built here: {exc}")
+
+
 @pytest.fixture(scope="session")
-def env(catalog):
+def env(catalog) -> Callable[[str], Env]:
     """env("0.4.1") -> the ready environment for that release (built on first request)."""
     built: dict[str, Env] = {}
 
     def get(version: str) -> Env:
         if version not in built:
-            built[version] = ensure_env(version, catalog)
+            built[version] = need_env(version, catalog)
         return built[version]
 
     return get
 
 
 @pytest.fixture(scope="session")
+def converter_envs(env, catalog) -> dict[str, Env]:
+    """Every supported release's environment, oldest first."""
+    return {v: env(v) for v in sorted(catalog.releases, key=version_key)}
+
+
+@pytest.fixture(scope="session")
+def newest_env(converter_envs) -> Env:
+    """The newest release's environment (where coreai-torch's own table and ops come from)."""
+    return list(converter_envs.values())[-1]
+
+
+@pytest.fixture(scope="session")
 def pool(tmp_path_factory) -> Iterator[Pool]:
     with Pool(Path(tmp_path_factory.mktemp("worker-logs"))) as p:
         yield p
+
+
+@pytest.fixture(scope="session")
+def json_schema() -> Callable[[dict[str, Any]], None]:
+    """check(document): validate a `--json` document against schemas/<command>.schema.json
+    (schemas/error.schema.json when it carries an error)."""
+    from jsonschema import Draft202012Validator
+
+    validators: dict[str, Draft202012Validator] = {}
+
+    def check(document: dict[str, Any]) -> None:
+        name = "error" if document.get("error") is not None else document["command"]
+        if name not in validators:
+            schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+            Draft202012Validator.check_schema(schema)
+            validators[name] = Draft202012Validator(schema)
+        errors = sorted(validators[name].iter_errors(document), key=lambda e: list(e.path))
+        assert not errors, "\n".join(
+            f"{name}.schema.json: /{'/'.join(map(str, e.path))}: {e.message}" for e in errors[:10])
+
+    return check

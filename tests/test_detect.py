@@ -110,35 +110,23 @@ NEW_KINDS = ("true_divide", "mean_dtype", "min_dim", "max_pool2d", "atan2", "pad
 
 
 @cache
-def _table(version: str) -> dict | None:
+def _table(path: Path) -> dict:
     """A converter release's get_decomp_table(), from its environment's `_decomp.py` (a file
-    that needs only torch), or None without that environment."""
-    from oracle.envs import ready_env
-
-    env = ready_env(version)
-    files = sorted(env.path.glob("lib/python*/site-packages/coreai_torch/_decomp.py")) if env \
-        else []
-    if not files:
-        return None
-    spec = importlib.util.spec_from_file_location(f"_decomp_{version.replace('.', '_')}",
-                                                  files[0])
+    that needs only torch); `path` is the environment's folder."""
+    (file,) = sorted(path.glob("lib/python*/site-packages/coreai_torch/_decomp.py"))
+    spec = importlib.util.spec_from_file_location(f"_decomp_{path.name.replace('.', '_')}", file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.get_decomp_table()
 
 
 def _found(module: torch.nn.Module, *args: torch.Tensor, dynamic_shapes=None,
-           table: str | None = None, kinds=NEW_KINDS) -> list[Grouped]:
+           table: dict | None = None, kinds=NEW_KINDS) -> list[Grouped]:
+    """Instances in the exported graph, decomposed with `table` (default: torch's own)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ep = torch.export.export(module.eval(), args, dynamic_shapes=dynamic_shapes)
-        if table is None:
-            ep = ep.run_decompositions()
-        else:
-            decomp = _table(table)
-            if decomp is None:
-                pytest.skip(f"no coreai-torch {table} environment to take its table from")
-            ep = ep.run_decompositions(decomp)
+        ep = ep.run_decompositions() if table is None else ep.run_decompositions(table)
     found = group(detect(ep.graph.nodes, kinds))
     _probes_build(found)
     return found
@@ -316,10 +304,10 @@ PADS = [
 
 
 @pytest.mark.parametrize("table", [None, "0.4.1", "0.4.2"], ids=["default", "0.4.1", "0.4.2"])
-def test_pads_by_mode_whether_or_not_the_table_decomposes_them(table):
+def test_pads_by_mode_whether_or_not_the_table_decomposes_them(table, env):
     """0.4.2's table keeps reflection/replication pads whole; torch's and 0.4.1's decompose
     them into index arithmetic, from which the same pad is read back."""
-    found = _found(Pads(), *PAD_ARGS, table=table)
+    found = _found(Pads(), *PAD_ARGS, table=_table(env(table).path) if table else None)
     assert [_probe(g) for g in found] == PADS
     decomposed = [g.params.get("graph", "") for g in found[:3]]
     if table == "0.4.2":
@@ -489,14 +477,10 @@ print(json.dumps([[g.params, g.dtype, g.count] for g in found]))
 """
 
 
-def test_coreai_quantize_dequantize_in_a_converter_environment():
-    from oracle.envs import ready_env
-
-    env = next((e for e in map(ready_env, ("0.4.2", "0.4.1")) if e is not None), None)
-    if env is None:
-        pytest.skip("coreai-torch is needed to register torch.ops.coreai; no environment")
+def test_coreai_quantize_dequantize_in_a_converter_environment(env):
+    """coreai-torch registers torch.ops.coreai: the probe is built in its environment."""
     root = str(Path(__file__).resolve().parents[1])
-    proc = subprocess.run([str(env.python), "-c", _QUANTIZE.format(root=root)],
+    proc = subprocess.run([str(env("0.4.2").python), "-c", _QUANTIZE.format(root=root)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (params, dtype, count), = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -547,19 +531,15 @@ def _as_traced(regime) -> tuple[dict, str]:
 
 
 @pytest.mark.parametrize("regime", REGIMES, ids=[r.id for r in REGIMES])
-def test_a_regimes_probe_traces_back_to_that_regime(regime):
+def test_a_regimes_probe_traces_back_to_that_regime(regime, env):
     probe = probes.build(regime.spec.to_json())
-    table = "0.4.2" if regime.spec.pipeline.decompositions == "coreai" else None
+    table = _table(env("0.4.2").path) if regime.spec.pipeline.decompositions == "coreai" \
+        else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ep = torch.export.export(probe.module, tuple(probe.inputs.values()),
                                  dynamic_shapes=probe.dynamic_shapes())
-        if table is None:
-            ep = ep.run_decompositions()
-        elif _table(table) is None:
-            pytest.skip(f"no coreai-torch {table} environment to take its table from")
-        else:
-            ep = ep.run_decompositions(_table(table))
+        ep = ep.run_decompositions() if table is None else ep.run_decompositions(table)
     found = [(probe_params(g.kind, g.params), g.dtype)
              for g in group(detect(ep.graph.nodes, [regime.construct]))]
     if regime.id in READ_OTHERWISE:

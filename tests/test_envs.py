@@ -73,3 +73,18 @@ def test_a_manifest_is_what_makes_an_environment_ready(tmp_path, monkeypatch):
         {"converter": "0.4.2", "core": "1.0.0b2", "packages": {"coreai-core": "1.0.0b2"},
          "deviations": []}))
     assert ready_env("0.4.2").runtime == "linux-cpu, coreai-core 1.0.0b2"
+
+
+def test_an_environment_that_cannot_be_built_fails_under_ci_and_skips_elsewhere(monkeypatch):
+    import conftest
+
+    def cannot(version, catalog=None, progress=None):
+        raise EnvError(f"could not install coreai-torch=={version}: no network")
+
+    monkeypatch.setattr(conftest, "ensure_env", cannot)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI: coreai-torch 0.4.2 environment cannot"):
+        conftest.need_env("0.4.2", load_catalog())
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="cannot be built here: could not install"):
+        conftest.need_env("0.4.2", load_catalog())

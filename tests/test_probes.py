@@ -9,8 +9,9 @@ The coreai table is coreai-torch's own `get_decomp_table()`: the main venv has n
 it is taken from the newest converter environment's `coreai_torch/_decomp.py` (a file that needs
 only torch, and every environment shares the main venv's torch). Probes of coreai-torch's own
 custom ops (quantize) cannot even be built without coreai-torch: those are built and exported in
-one subprocess of that environment's python, exactly as the worker does. Without a converter
-environment those checks are skipped, saying why. No converter is run here.
+one subprocess of that environment's python, exactly as the worker does. The environment comes
+from the session fixture `newest_env` (tests/conftest.py), which builds it if need be. No
+converter is run here.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import pytest
 import torch
 
 from oracle import constructs, probes
-from oracle.envs import ready_env
+from oracle.envs import Env
 from oracle.regimes import Regime, load_regimes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,34 +113,11 @@ def describe(graph: Any) -> list[dict[str, Any]]:
 
 
 @cache
-def converter_env():
-    """The newest ready converter environment, or None."""
-    from oracle.envs import load_catalog
-
-    versions = sorted(load_catalog().releases, key=lambda v: tuple(int(p) for p in v.split(".")))
-    for version in reversed(versions):
-        env = ready_env(version)
-        if env is not None:
-            return env
-    return None
-
-
-@cache
-def coreai_table() -> dict | None:
-    """coreai-torch's get_decomp_table(), from the newest converter environment's own file."""
-    try:
-        import coreai_torch  # noqa: F401 - the main venv does not normally have it
-
-        return coreai_torch.get_decomp_table()
-    except ImportError:
-        pass
-    env = converter_env()
-    if env is None:
-        return None
-    files = sorted(env.path.glob("lib/python*/site-packages/coreai_torch/_decomp.py"))
-    if not files:
-        return None
-    spec = importlib.util.spec_from_file_location("_coreai_torch_decomp", files[0])
+def coreai_table(env_path: Path) -> dict:
+    """coreai-torch's get_decomp_table(), from a converter environment's own `_decomp.py` (a
+    file that needs only torch, and every environment shares the main venv's torch)."""
+    (file,) = sorted(env_path.glob("lib/python*/site-packages/coreai_torch/_decomp.py"))
+    spec = importlib.util.spec_from_file_location("_coreai_torch_decomp", file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.get_decomp_table()
@@ -177,27 +155,22 @@ print(json.dumps(out))
 
 
 @cache
-def converter_graphs() -> dict[str, list[dict[str, Any]]]:
+def converter_graphs(python: Path) -> dict[str, list[dict[str, Any]]]:
     """Graphs of the regimes that need coreai-torch, exported in one converter-env subprocess."""
-    env = converter_env()
-    if env is None:
-        return {}
     wanted = {r.id: r.spec.to_json() for r in REGIMES if _needs_converter(r)}
     script = _SUBPROCESS.format(root=str(ROOT),
                                 describe=textwrap.dedent(inspect.getsource(describe)))
-    proc = subprocess.run([str(env.python), "-c", script], input=json.dumps(wanted),
+    proc = subprocess.run([str(python), "-c", script], input=json.dumps(wanted),
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def graph_of(regime: Regime) -> list[dict[str, Any]]:
-    """The graph the worker would hand the converter for this regime."""
+def graph_of(regime: Regime, env: Env) -> list[dict[str, Any]]:
+    """The graph the worker would hand the converter for this regime (the decomposition table
+    and coreai-torch's custom ops come from `env`)."""
     if _needs_converter(regime):
-        if converter_env() is None:
-            pytest.skip("coreai-torch is needed to build this probe and no converter "
-                        "environment is ready")
-        return converter_graphs()[regime.id]
+        return converter_graphs(env.python)[regime.id]
     probe = probes.build(regime.spec.to_json())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -205,10 +178,7 @@ def graph_of(regime: Regime) -> list[dict[str, Any]]:
                                  dynamic_shapes=probe.dynamic_shapes())
         decomp = regime.spec.pipeline.decompositions
         if decomp == "coreai":
-            table = coreai_table()
-            if table is None:
-                pytest.skip("no converter environment to take get_decomp_table() from")
-            ep = ep.run_decompositions(table)
+            ep = ep.run_decompositions(coreai_table(env.path))
         elif decomp == "default":
             ep = ep.run_decompositions()
     return describe(ep.graph)
@@ -525,5 +495,5 @@ def test_every_construct_has_a_graph_check():
 
 
 @pytest.mark.parametrize("regime", REGIMES, ids=IDS)
-def test_exported_graph_holds_the_targeted_op(regime: Regime):
-    CHECKS[regime.construct](regime, graph_of(regime))
+def test_exported_graph_holds_the_targeted_op(regime: Regime, newest_env: Env):
+    CHECKS[regime.construct](regime, graph_of(regime, newest_env))

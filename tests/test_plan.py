@@ -27,27 +27,28 @@ def affected(fix: str, *extra: str) -> tuple[dict, subprocess.CompletedProcess[s
     return json.loads(proc.stdout), proc
 
 
-@pytest.mark.parametrize("fix", ["40", "54", "55"])
-def test_each_fix_answers_every_bundle_and_the_exit_code_follows(fix):
+@pytest.mark.parametrize(("fix", "reexport"), [("40", "no"), ("54", "optional"), ("55", "no")])
+def test_each_fix_answers_every_bundle_and_the_exit_code_follows(fix, reexport, converter_envs):
     data, proc = affected(fix)
     assert len(data["bundles"]) == 5
     for b in data["bundles"]:
         assert b["chain"] and b["reason"]
-        if b["probes"]:
-            # a verdict that needed a measurement names its runtime
-            measured = [p for p in b["probes"] if p["outputs"] != "not-run"]
-            assert all(p["runtime"].startswith("linux-cpu, coreai-core") for p in measured)
-    assert proc.returncode == EXIT[data["reexport"]]
+        # a verdict that needed a measurement names its runtime
+        measured = [p for p in b["probes"] if p["outputs"] != "not-run"]
+        assert all(p["runtime"].startswith("linux-cpu, coreai-core") for p in measured)
+    # the measured answer (every bundle's verdict is pinned in tests/golden/affected/)
+    assert data["reexport"] == reexport
+    assert proc.returncode == EXIT[reexport]
 
 
-def test_an_unknown_exporter_is_answered_as_the_oldest_release_and_says_so():
+def test_an_unknown_exporter_is_answered_as_the_oldest_release_and_says_so(converter_envs):
     data, _ = affected("54", "--bundle", "lfm_audio")
     b = data["bundles"][0]
     assert b["exporter_recorded"] == "unknown" and b["exporter"] == "0.4.0"
     assert "assumed the oldest supported release" in b["chain"][0]
 
 
-def test_the_ignore_file_accepts_a_risk_and_warns_about_stale_entries(tmp_path):
+def test_the_ignore_file_accepts_a_risk_and_warns_about_stale_entries(tmp_path, converter_envs):
     ignore = tmp_path / "ignore.toml"
     ignore.write_text(
         '[[ignore]]\nfix = "54"\nbundle = "sortformer"\nreason = "accepted: retrain due"\n'
@@ -60,13 +61,14 @@ def test_the_ignore_file_accepts_a_risk_and_warns_about_stale_entries(tmp_path):
     assert by["parakeet"]["ignored"] is None  # expired: no longer applies
     warnings = " ".join(data["warnings"])
     assert "ghost matches nothing" in warnings and "expired on 2001-01-01" in warnings
-    unignored = [b["reexport"] for b in data["bundles"] if not b["ignored"]]
-    level = next((lv for lv in ("required", "inconclusive", "optional", "no")
-                  if lv in unignored), "no")
-    assert proc.returncode == EXIT[level]
+    # parakeet and lfm_audio stay optional (the measured #54 answer); sortformer is ignored
+    assert {b["bundle"]: b["reexport"] for b in data["bundles"] if not b["ignored"]} == {
+        "parakeet": "optional", "lfm_audio": "optional", "mimi": "no", "sam3": "no"}
+    assert data["reexport"] == "optional" and proc.returncode == 0
 
 
-def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_changes(tmp_path):
+def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_changes(
+        tmp_path, converter_envs):
     proc = run("plan", "--to", "0.4.2", "--json")
     assert "Traceback" not in proc.stderr, proc.stderr
     plan = json.loads(proc.stdout)
@@ -79,7 +81,11 @@ def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_cha
                 for i in b[k]}
     assert "13" in fixes(by["sam3"]) and "13" not in fixes(by["parakeet"])
     assert "40" in fixes(by["parakeet"]) and "79" not in fixes(by["parakeet"])
-    assert proc.returncode == EXIT[plan["reexport"]]
+    # nothing forces a re-export to 0.4.2; #54 suggests one for three bundles, #13 for sam3
+    # (the full answer is pinned in tests/golden/plan/0.4.2.json)
+    assert plan["reexport"] == "optional" and proc.returncode == 0
+    assert {b: [i["fix"] for i in by[b]["optional"]] for b in by} == {
+        "parakeet": ["54"], "lfm_audio": ["54"], "sortformer": ["54"], "mimi": [], "sam3": ["13"]}
 
     baseline = tmp_path / "plan.json"
     baseline.write_text(proc.stdout)

@@ -30,6 +30,7 @@ from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import answering, command, err, finish, out, progress, warn
 from oracle.envs import ensure_env, installed_envs, load_catalog, python_ok
+from oracle.fixes import FIXES_FILE
 
 app = typer.Typer(
     help="Does a new coreai-torch release change the on-device bundles you already shipped?",
@@ -175,6 +176,9 @@ def sweep_cmd(
     old: FromRelease,
     new: ToRelease,
     as_json: Json = False,
+    fixes: Annotated[Path, typer.Option(
+        "--fixes", help="The fix database whose records explain a change (e.g. a draft of "
+                        "the next release's records).")] = FIXES_FILE,
     no_cache: NoCache = False,
     quiet: Quiet = False,
 ) -> None:
@@ -190,8 +194,9 @@ def sweep_cmd(
     fmt = OutputFormat.choose(as_json)
     with answering("sweep", as_json):
         python_ok()
+        records = load_fixes(fixes)
         with progress(not quiet) as report_progress:
-            result = sweep(old, new, load_fixes(), load_regimes(), load_catalog(),
+            result = sweep(old, new, records, load_regimes(), load_catalog(),
                            load_policy(), use_cache=not no_cache, progress=report_progress)
     Renderer("sweep", sweep_record, sweep_table).render(result, fmt, out)
     finish(ExitCode.FINDING if result.unexplained else ExitCode.OK)

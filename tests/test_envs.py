@@ -60,6 +60,10 @@ def test_a_half_built_environment_is_never_used_and_a_failed_install_is_one_line
         ensure_env("0.4.2", bogus)
     message = str(info.value)
     assert "coreai-core==9.9.9" in message and "\n" not in message
+    # it names the build log, which holds pip's own output, and says how to build ahead of time
+    log = scratch_cache / "envs" / "coreai-torch-0.4.2.build.log"
+    assert f"(log: {log})" in message and "coreai-core==9.9.9" in log.read_text()
+    assert "`inventory envs build` builds environments ahead of time" in message
     assert not (leftover / "junk").exists(), "the leftover must have been removed, not reused"
     assert ready_env("0.4.2") is None  # and the failed build is not marked ready
 

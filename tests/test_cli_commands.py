@@ -1,0 +1,256 @@
+"""Every command driven through the CLI as a user runs it: exit codes, output formats, options,
+housekeeping. Each run is a subprocess of `python -m inventory.cli`; the JSON it prints is also
+checked against its published schema (`schemas/`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+import tomli_w
+
+from oracle.paths import envs_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow
+
+
+def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "inventory.cli", *args], capture_output=True,
+                          text=True, cwd=ROOT, env={**os.environ, **env})
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def private_cache(tmp_path: Path) -> Path:
+    """An empty result store of its own that borrows the built environments (so nothing stored
+    by another run is reused, and no environment is rebuilt)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "envs").symlink_to(envs_dir())
+    return cache
+
+
+# ---- exit 3: a worker that dies ---------------------------------------------------------------
+
+
+def test_an_injected_worker_crash_is_inconclusive_and_exit_3(converter_envs, tmp_path,
+                                                             json_schema):
+    cache = private_cache(tmp_path)
+    proc = run("affected", "--fix", "40", "--bundle", "parakeet", "--bundle", "sam3", "--json",
+               "-q", "--no-cache", INVENTORY_CACHE=str(cache), INVENTORY_WORKER_FAULT="crash")
+    assert proc.returncode == 3, proc.stderr
+    data = json.loads(proc.stdout)
+    json_schema(data)
+    assert data["reexport"] == "inconclusive"
+    by = {b["bundle"]: b for b in data["bundles"]}
+    # the rest of the run goes on: parakeet is still answered (it holds no conv transpose)
+    assert (by["parakeet"]["verdict"], by["parakeet"]["reexport"]) == ("not-affected", "no")
+    sam3 = by["sam3"]
+    assert (sam3["verdict"], sam3["reexport"]) == ("inconclusive", "inconclusive")
+    # both of sam3's probes were tried: the worker that died on the first was started again
+    assert len(sam3["probes"]) == 2
+    for p in sam3["probes"]:
+        assert (p["emitted"], p["shipped"], p["verdict"]) == (
+            "both-cannot-convert", "both-cannot-convert", "inconclusive")
+        assert "worker died of SIGABRT" in p["old"]["error"]
+        assert "worker died of SIGABRT" in p["new"]["error"]
+        assert p["reason"].startswith("neither converter converted the probe (worker: ")
+
+
+def test_a_hung_worker_is_killed_after_the_timeout_the_environment_sets(converter_envs,
+                                                                       tmp_path):
+    cache = private_cache(tmp_path)
+    proc = run("affected", "--fix", "40", "--registry", str(_registry(tmp_path)), "--json", "-q",
+               INVENTORY_CACHE=str(cache), INVENTORY_WORKER_FAULT="hang",
+               INVENTORY_WORKER_TIMEOUT="3")
+    assert proc.returncode == 3, proc.stderr
+    (probe,) = json.loads(proc.stdout)["bundles"][0]["probes"]
+    assert probe["verdict"] == "inconclusive"
+    for side in ("old", "new"):
+        assert "worker did not answer within 3 s; killed" in probe[side]["error"]
+
+
+# ---- sweep: exit 1 for a change no record explains --------------------------------------------
+
+
+def test_sweep_exits_1_when_a_change_has_no_fix_record(converter_envs, tmp_path, json_schema):
+    records = tomllib.loads((ROOT / "oracle" / "fixes.toml").read_text())
+    without_79 = tmp_path / "fixes.toml"
+    without_79.write_text(tomli_w.dumps(
+        {"fix": [f for f in records["fix"] if f["id"] != "79"]}))
+
+    proc = run("sweep", "--from", "0.4.2", "--to", "0.4.3", "--fixes", str(without_79),
+               "--json", "-q")
+    assert proc.returncode == 1, proc.stderr
+    lacking = json.loads(proc.stdout)
+    json_schema(lacking)
+    # 0.4.3 refuses output_padding >= stride: only #79's two regimes change, and now nothing
+    # explains them
+    assert lacking["unexplained"] == ["conv_transpose/1d-op-eq-stride",
+                                      "conv_transpose/2d-op-above-stride"]
+    assert [c["shipped"] for c in lacking["changed"]] == ["new-cannot-convert"] * 2
+
+    proc = run("sweep", "--from", "0.4.2", "--to", "0.4.3", "--json", "-q")
+    assert proc.returncode == 0, proc.stderr
+    every = json.loads(proc.stdout)
+    json_schema(every)
+    assert every["unexplained"] == []
+    assert [(c["probe"], c["explained_by"]) for c in every["changed"]] == [
+        ("conv_transpose/1d-op-eq-stride", ["79"]), ("conv_transpose/2d-op-above-stride", ["79"])]
+    assert every["probed"] == lacking["probed"] == len(every["changed"]) + every["unchanged"] + \
+        len(every["failing_both"])
+
+    proc = run("sweep", "--from", "0.4.2", "--to", "0.4.3", "--fixes", str(tmp_path / "none"),
+               "-q")
+    assert proc.returncode == 2 and "none: cannot read" in proc.stderr
+
+
+# ---- release-notes, --markdown, --tolerance -----------------------------------------------------
+
+
+def test_release_notes_as_table_and_markdown(converter_envs):
+    proc = run("release-notes", "--from", "0.4.2", "--to", "0.4.3", "-q")
+    assert proc.returncode == 0, proc.stderr
+    rows = [ln for ln in proc.stdout.splitlines() if "#79" in ln]
+    assert any("1d-op-eq-stride" in r and "new-cannot-convert" in r for r in rows), proc.stdout
+    assert "measured on: no run needed" in proc.stdout  # nothing differed that could run
+
+    proc = run("release-notes", "--from", "0.4.2", "--to", "0.4.3", "--markdown", "-q")
+    assert proc.returncode == 0, proc.stderr
+    md = proc.stdout
+    assert md.startswith("# coreai-torch 0.4.2 → 0.4.3: what changes in converted programs")
+    assert "## #79 conv transpose rejects output_padding >= stride and >= dilation" in md
+    assert "| `1d-op-eq-stride` | new-cannot-convert | new-cannot-convert | not-run | - |" in md
+    assert "Shipped bundles holding conv_transpose: mimi, sam3." in md
+
+    proc = run("release-notes", "--from", "0.4.3", "--to", "0.4.2", "-q")
+    assert proc.returncode == 2 and "must be a later release" in proc.stderr
+
+
+def test_affected_and_plan_in_markdown(converter_envs):
+    proc = run("affected", "--fix", "54", "--bundle", "sortformer", "--markdown", "-q")
+    assert proc.returncode == 0, proc.stderr
+    md = proc.stdout
+    assert md.startswith("# Fix #54 Compute fp16 batch norm in fp32")
+    assert "| sortformer | 0.4.1 | 17x batch_norm | values-move | **optional** |" in md
+    assert "max\\|old-new\\|" in md  # pipes in a cell are escaped, the table stays whole
+
+    proc = run("plan", "--to", "0.4.2", "--markdown", "-q")
+    assert proc.returncode == 0, proc.stderr
+    md = proc.stdout
+    assert md.startswith("# Re-export plan for coreai-torch 0.4.2")
+    assert "| mimi | 0.4.1 | **no** | - | - | - |" in md
+    assert "| lfm_audio | 0.4.0 (assumed) | **optional** | - | - | #54 (values-move) |" in md
+    assert "| sam3 | 0.4.0 | **optional** | - | - | #13 (values-identical) |" in md
+
+
+def test_tolerance_turns_an_optional_move_into_a_required_one(converter_envs, json_schema):
+    """sortformer's #54 probe: error vs torch old 0.00106, new 0.000772 (relative). Within the
+    fp16 default (1e-2) that is optional; with --tolerance between the two it is required."""
+    base = ("--bundle", "sortformer", "--json", "-q")
+    proc = run("affected", "--fix", "54", *base)
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["bundles"][0]["reexport"] == "optional"
+
+    proc = run("affected", "--fix", "54", "--tolerance", "0.0009", *base)
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    json_schema(data)
+    (probe,) = data["bundles"][0]["probes"]
+    assert (probe["verdict"], probe["reexport"]) == ("values-move", "required")
+    assert probe["reason"].startswith("shipped outputs wrong") and "tolerance 0.0009" in \
+        probe["reason"]
+
+    proc = run("plan", "--to", "0.4.2", "--tolerance", "0.0009", *base)
+    assert proc.returncode == 1, proc.stderr
+    (bundle,) = json.loads(proc.stdout)["bundles"]
+    assert [i["fix"] for i in bundle["required"]] == ["54"]
+
+
+# ---- envs list, cache prune ---------------------------------------------------------------------
+
+
+def test_envs_list_names_exact_versions_and_deviations(converter_envs, tmp_path):
+    proc = run("envs", "list")
+    assert proc.returncode == 0, proc.stderr
+    listed: dict[str, list[str]] = {}  # environment line -> its deviation lines
+    for line in proc.stdout.splitlines():
+        if line.startswith("  deviation: "):
+            listed[list(listed)[-1]].append(line.removeprefix("  deviation: "))
+        else:
+            listed[line] = []
+    for version, env in converter_envs.items():
+        (line,) = [ln for ln in listed if ln.startswith(f"coreai-torch-{version}: ")]
+        assert line.startswith(f"coreai-torch-{version}: coreai-torch {version}, coreai-core "
+                               f"{env.core}, torch 2.13.0")
+        if version in ("0.4.0", "0.4.1"):  # they declare torch<=2.11
+            (deviation,) = listed[line]
+            assert deviation.startswith(f"coreai-torch {version} declares torch<=2.11")
+            assert deviation.endswith("without dependency resolution")
+        else:
+            assert listed[line] == []
+
+    proc = run("envs", "list", INVENTORY_CACHE=str(tmp_path / "empty"))
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == "no converter environments yet (inventory envs build)"
+
+
+def _registry(tmp_path: Path) -> Path:
+    registry = tmp_path / "r.toml"
+    registry.write_text(
+        '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
+        '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n'
+        '[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\nsource = "test"\n'
+        'params = { dim = 1, in_channels = 4, out_channels = 2, kernel = [3], stride = [2], '
+        'padding = [1], output_padding = [0], input_shape = [1, 4, 5] }\n')
+    return registry
+
+
+def test_cache_prune_removes_leftovers_damage_and_other_code(converter_envs, tmp_path):
+    cache = private_cache(tmp_path)
+    proc = run("affected", "--fix", "40", "--registry", str(_registry(tmp_path)), "--json", "-q",
+               INVENTORY_CACHE=str(cache))
+    assert proc.returncode == 0, proc.stderr
+    results = cache / "results"
+    (good,) = list(results.iterdir())
+    leftover = results / f".{good.name}.interrupted"
+    shutil.copytree(good, leftover)
+    damaged = shutil.copytree(good, results / f"{good.name}-damaged")
+    victim = next(damaged.rglob("shipped.mlir"))
+    victim.write_text(victim.read_text()[:40])
+    other = shutil.copytree(good, results / f"{good.name}-other")
+    record = json.loads((other / "result.json").read_text())
+    (other / "result.json").write_text(json.dumps({**record, "code": "000000000000"}))
+
+    proc = run("cache", "prune", INVENTORY_CACHE=str(cache))
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(ln for ln in proc.stdout.splitlines() if ln.startswith("removed")) == sorted([
+        f"removed {leftover.name}: left by an interrupted run",
+        f"removed {damaged.name}: damaged or unreadable",
+        f"removed {other.name}: made by other oracle code"])
+    assert proc.stdout.splitlines()[-1] == "3 removed, 1 kept"
+    assert [p.name for p in results.iterdir()] == [good.name]
+    assert (envs_dir() / "torch-2.13.0").exists()  # environments stay
+
+    backup = shutil.copytree(good, tmp_path / "backup")
+    week_ago = time.time() - 7 * 86400
+    os.utime(good / "result.json", (week_ago, week_ago))
+    proc = run("cache", "prune", "--older-than", "8", INVENTORY_CACHE=str(cache))
+    assert proc.stdout.splitlines()[-1] == "0 removed, 1 kept"
+    proc = run("cache", "prune", "--older-than", "6", INVENTORY_CACHE=str(cache))
+    assert proc.stdout.splitlines() == [f"removed {good.name}: older than 6 days",
+                                        "1 removed, 0 kept"]
+
+    shutil.copytree(backup, good)
+    proc = run("cache", "prune", "--all", INVENTORY_CACHE=str(cache))
+    assert proc.stdout.splitlines() == [f"removed {good.name}: --all", "1 removed, 0 kept"]
+    assert not any(results.iterdir())

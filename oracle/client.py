@@ -37,6 +37,7 @@ class Worker:
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._next_id = 0
         self._lock = threading.Lock()
+        self._stopped = False  # set by kill(): no call may start a process any more
 
     def _start(self) -> subprocess.Popen[str]:
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -64,8 +65,14 @@ class Worker:
 
     def call(self, request: dict, timeout: float | None = None) -> dict:
         with self._lock:
+            if self._stopped:
+                raise WorkerFailure(f"{self.env.name} worker stopped: the run was interrupted")
             if self._proc is None or self._proc.poll() is not None:
                 self._proc = self._start()
+                if self._stopped:  # kill() ran while this process started: it missed it
+                    self._reap()
+                    raise WorkerFailure(f"{self.env.name} worker stopped: the run was "
+                                        "interrupted")
             proc = self._proc
             self._next_id += 1
             request = {**request, "id": self._next_id}
@@ -106,6 +113,15 @@ class Worker:
             self._proc.wait()
         self._proc = None
 
+    def kill(self) -> None:
+        """Stop at once, even while another thread waits in call() (so without its lock): the
+        worker writes nothing more, and no later call starts one."""
+        self._stopped = True
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
     def close(self) -> None:
         with self._lock:
             if self._proc is not None and self._proc.poll() is None:
@@ -133,12 +149,22 @@ class Pool:
         self._workers: dict[str, Worker] = {}
         # (runtime core, asset cores) -> why that runtime could not run such assets
         self.failures: dict[tuple[str, frozenset[str]], str] = {}
+        self._stopped = False
 
     def worker(self, env: Env) -> Worker:
         if env.name not in self._workers:
-            self._workers[env.name] = self.worker_type(
-                env, self.log_dir / f"{env.name}.{self.log_suffix}.log")
+            worker = self.worker_type(env, self.log_dir / f"{env.name}.{self.log_suffix}.log")
+            if self._stopped:
+                worker.kill()
+            self._workers[env.name] = worker
         return self._workers[env.name]
+
+    def stop(self) -> None:
+        """After an interrupt: kill every worker now, calls in progress included, so nothing
+        goes on writing into a folder that is about to be removed."""
+        self._stopped = True
+        for worker in list(self._workers.values()):
+            worker.kill()
 
     def close(self) -> None:
         for worker in self._workers.values():

@@ -8,7 +8,9 @@ all measured on one runtime.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from oracle import store
@@ -93,6 +95,18 @@ def _measure(pool: Pool, old_env: Env, new_env: Env, spec: ProbeSpec, old: Side,
     return Measurement("none", attempts, False, error="no runtime could run both assets")
 
 
+@contextmanager
+def _stopped_on_interrupt(pool: Pool) -> Iterator[None]:
+    """Ctrl-C can land after a side's thread has started and before the executor records it, so
+    that thread is never joined: on an interrupt, stop the workers before the temp folder they
+    write into is removed (the enclosing `store.building`), or that side recreates it."""
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit):
+        pool.stop()
+        raise
+
+
 def compare(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool,
             use_cache: bool = True) -> ProbeResult:
     final = store.result_dir(spec, old_env, new_env)
@@ -101,7 +115,7 @@ def compare(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool,
         if cached is not None:
             return cached
     # Built in a temp folder and renamed into place: a reader never sees half a result.
-    with store.building(final) as work:
+    with store.building(final) as work, _stopped_on_interrupt(pool):
         with ThreadPoolExecutor(max_workers=2) as ex:  # the two sides convert in parallel
             f_old = ex.submit(_convert, pool, old_env, spec, work / f"old-{old_env.converter}")
             f_new = ex.submit(_convert, pool, new_env, spec, work / f"new-{new_env.converter}")

@@ -117,3 +117,32 @@ def test_ctrl_c_leaves_no_half_written_result(env, tmp_path):
     for folder in results.iterdir() if results.exists() else []:
         assert not folder.name.startswith("."), f"temp folder left: {folder}"
         assert load_result(folder) is not None, f"half-written result: {folder}"
+
+
+def test_an_interrupt_while_the_sides_start_leaves_no_temp_folder(env, tmp_path, monkeypatch):
+    """Ctrl-C can land in the instant a side's thread has started but is not yet joined: the
+    run must not remove its temp folder while that side's worker still writes into it."""
+    import threading
+
+    cache = _shared_envs(tmp_path, env)
+    monkeypatch.setenv("INVENTORY_CACHE", str(cache))
+    start = threading.Thread.start
+
+    def start_then_interrupt(thread: threading.Thread) -> None:
+        start(thread)
+        monkeypatch.setattr(threading.Thread, "start", start)  # once
+        raise KeyboardInterrupt
+
+    spec = conv_t(kernel=[5], input_shape=[1, 4, 13])
+    with Pool(tmp_path / "logs") as pool:
+        monkeypatch.setattr(threading.Thread, "start", start_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            compare(spec, env("0.4.1"), env("0.4.2"), pool, use_cache=False)
+        # the side whose thread was never joined ends once its worker answers or is killed
+        deadline = time.monotonic() + 600
+        while any(t.name.startswith("ThreadPoolExecutor") for t in threading.enumerate()):
+            assert time.monotonic() < deadline, "a side's thread never ended"
+            time.sleep(0.1)
+    results = cache / "results"
+    left = [p.name for p in results.iterdir()] if results.exists() else []
+    assert left == [], f"left in the store: {left}"

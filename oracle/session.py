@@ -1,9 +1,9 @@
 """A run's converter environments and its pool of workers, shared by every probe of the run.
 
-`affected`, `plan`, `release-notes`, `sweep` and `scan` open one session each: an environment is
-found (or built) once, when first needed, and each environment's worker process is started once
-and reused, whichever in-environment script it runs (`worker.py` for probes, `scan_worker.py` for
-bundles).
+`affected`, `plan`, `release-notes`, `sweep`, `scan` and `repair` open one session each: an
+environment is found (or built) once, when first needed, and each environment's worker process is
+started once and reused, whichever in-environment script it runs (`worker.py` for probes,
+`scan_worker.py` for bundles, `asset_worker.py` for load checks: `pool_of`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ class Session:
                  log_suffix: str = "worker") -> None:
         self.catalog = catalog
         self.progress = progress
-        self.pool = Pool(log_dir or cache_root() / "logs", worker, log_suffix)
+        self.log_dir = log_dir or cache_root() / "logs"
+        self.pool = Pool(self.log_dir, worker, log_suffix)
+        self._pools: dict[type[Worker], Pool] = {}
         self._envs: dict[str, Env] = {}
         self._core_envs: dict[str, Env] = {}
 
@@ -39,6 +41,18 @@ class Session:
 
     def close(self) -> None:
         self.pool.close()
+        for pool in self._pools.values():
+            pool.close()
+        self._pools.clear()
+
+    def pool_of(self, worker: type[Worker], log_suffix: str) -> Pool:
+        """Workers running another in-environment script (the asset worker beside the probe
+        worker), in this session's environments; closed with the session."""
+        if worker is self.pool.worker_type:
+            return self.pool
+        if worker not in self._pools:
+            self._pools[worker] = Pool(self.log_dir, worker, log_suffix)
+        return self._pools[worker]
 
     def env(self, version: str) -> Env:
         """The environment of one converter release, built on first use."""

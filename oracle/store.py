@@ -26,8 +26,8 @@ from oracle.results import ProbeResult, from_json, to_json
 from oracle.spec import ProbeSpec
 
 # The oracle's code a result depends on, beside the construct modules (the probe builders).
-_CODE_FILES = ("worker.py", "worker_io.py", "probes.py", "normalise.py", "stats.py", "compare.py",
-               "results.py", "store.py")
+_CODE_FILES = ("worker.py", "worker_io.py", "probes.py", "asset_probe.py", "normalise.py",
+               "stats.py", "compare.py", "results.py", "store.py")
 RESULT_FILE = "result.json"
 
 

@@ -48,6 +48,15 @@ def _fail(stage: str, exc: BaseException, out: Path) -> dict:
             "traceback": str(out / f"{stage}.traceback.txt")}
 
 
+def _build(spec: dict):
+    """A probe from the library, or the asset probe (nested modules, for load checks)."""
+    from oracle import asset_probe, probes
+
+    if spec["construct"] == asset_probe.CONSTRUCT:
+        return asset_probe.build(spec)
+    return probes.build(spec)
+
+
 def convert(spec: dict, out: Path) -> dict:
     import torch
 
@@ -64,7 +73,7 @@ def convert(spec: dict, out: Path) -> dict:
         import coreai_torch
         from coreai_torch import TorchConverter
 
-        probe = probes.build(spec)
+        probe = _build(spec)
         digest = probes.digest(probe.module, probe.inputs)
         pipeline = spec.get("pipeline", {})
         try:
@@ -149,7 +158,7 @@ def measure(spec: dict, assets: dict[str, str], out: Path) -> dict:
 
     out.mkdir(parents=True, exist_ok=True)
     with logged(out / "measure.log"):
-        probe = probes.build(spec)
+        probe = _build(spec)
         save_torch({k: v.contiguous() for k, v in probe.inputs.items()},
                    str(out / "inputs.safetensors"))
         with torch.no_grad():

@@ -13,6 +13,7 @@ PACKAGES = ("oracle", "inventory")
 COREAI_ALLOWED = {
     "oracle.worker": "the in-environment probe worker",
     "oracle.scan_worker": "the in-environment bundle reader",
+    "oracle.asset_worker": "the in-environment asset loader and location rewriter",
     "oracle.constructs.quantize": "the probe of coreai-torch's own quantize ops (built in env)",
     "inventory.trace.worker": "the trace subprocess: get_decomp_table() only",
 }
@@ -24,8 +25,8 @@ def _layer(module: str) -> int:
         return 0
     if module.startswith("inventory.report") or module == "inventory.output":
         return 2
-    if module.startswith(("inventory.cli", "inventory.scan_cli", "inventory.options",
-                          "inventory.terminal")):
+    if module.startswith(("inventory.cli", "inventory.scan_cli", "inventory.repair_cli",
+                          "inventory.options", "inventory.terminal")):
         return 3
     return 1
 

@@ -14,8 +14,9 @@ from inventory.scan.bundles import check_program, core_of_producer, iso_date, re
 from inventory.scan.ir import absorb
 from inventory.scan.model import BundleError, BundleScan
 from oracle.client import Worker, WorkerFailure
-from oracle.envs import Catalog, Env, EnvError, version_key
+from oracle.envs import Catalog, Env, EnvError
 from oracle.paths import cache_root
+from oracle.runtimes import cores as runtime_catalog
 from oracle.session import Session
 
 SCAN_WORKER_SCRIPT = Path(oracle.__file__).with_name("scan_worker.py")
@@ -29,13 +30,8 @@ class ScanWorker(Worker):
 
 
 def core_order(catalog: Catalog) -> list[str]:
-    """Distinct coreai-core releases of the catalog, oldest first."""
-    cores: list[str] = []
-    for version in sorted(catalog.releases, key=version_key):
-        core = catalog.releases[version].core
-        if core not in cores:
-            cores.append(core)
-    return cores
+    """Distinct coreai-core releases of the catalog, oldest first (the runtime catalog)."""
+    return runtime_catalog(catalog)
 
 
 def reader_plan(producer_core: str | None, catalog: Catalog) -> list[tuple[str, str]]:

@@ -9,6 +9,8 @@ from oracle.envs import version_key
 from oracle.tomlfile import read_toml
 
 FIXES_FILE = Path(__file__).with_name("fixes.toml")
+# What a change touches, and so how it is answered (see the header of fixes.toml).
+KINDS = ("lowering", "asset", "pipeline")
 
 
 class FixError(Exception):
@@ -24,13 +26,19 @@ class Fix:
     constructs: tuple[str, ...]
     aliases: tuple[str, ...] = ()
     checked: str = ""
+    kind: str = "lowering"
 
     @property
     def construct(self) -> str:
         return self.constructs[0]
 
+    @property
+    def label(self) -> str:
+        """`#28` for an upstream pull request, the name itself otherwise (`core-b3`)."""
+        return f"#{self.id}" if self.id.isdigit() else self.id
 
-_REQUIRED = ("id", "title", "ships_in", "constructs")
+
+_REQUIRED = ("id", "title", "ships_in")
 
 
 def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
@@ -40,14 +48,21 @@ def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
         missing = [k for k in _REQUIRED if k not in entry]
         if missing:
             raise FixError(f"{path}: fix record {i} lacks {', '.join(missing)}")
-        constructs = entry["constructs"]
-        if not isinstance(constructs, list) or not constructs:
-            raise FixError(f"{path}: fix record {i} ({entry['id']}): constructs must be a "
-                           "non-empty list")
+        kind = entry.get("kind", "lowering")
+        if kind not in KINDS:
+            raise FixError(f"{path}: fix record {i} ({entry['id']}): kind must be one of "
+                           f"{', '.join(KINDS)}, not {kind!r}")
+        constructs = entry.get("constructs", [])
+        if kind == "lowering" and (not isinstance(constructs, list) or not constructs):
+            raise FixError(f"{path}: fix record {i} ({entry['id']}): a lowering record needs "
+                           "constructs, a non-empty list")
+        if kind != "lowering" and constructs:
+            raise FixError(f"{path}: fix record {i} ({entry['id']}): an {kind} record is "
+                           "answered without constructs; remove them or make it a lowering")
         fixes.append(Fix(str(entry["id"]), entry["title"], entry["ships_in"],
                          entry.get("upstream", ""), tuple(constructs),
                          tuple(str(a) for a in entry.get("aliases", [])),
-                         entry.get("checked", "")))
+                         entry.get("checked", ""), kind))
     return fixes
 
 

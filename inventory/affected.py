@@ -8,14 +8,18 @@ from pathlib import Path
 
 from inventory.errors import UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
+from inventory.loads import LoadAnswer, answer_load
 from inventory.policy import Policy
 from inventory.registry import Bundle, Instance, exporter_release
+from inventory.runtimes import Deployment, deployment
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.conditions import Condition, ConditionCheck, check, load_conditions
 from oracle.constructs import has_probe, probe_params
 from oracle.envs import Catalog, Env, EnvError, version_key
 from oracle.fixes import Fix
+from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
 from oracle.results import ProbeResult
+from oracle.runtimes import cores
 from oracle.session import Session
 from oracle.spec import ProbeSpec
 
@@ -62,6 +66,13 @@ class BundleAnswer:
     chain: tuple[str, ...]
     runtimes: tuple[str, ...] = field(default=())
     conditions: tuple[ConditionFinding, ...] = field(default=())
+    deployment: Deployment | None = None  # the runtimes the bundle must load on
+    load: LoadAnswer | None = None  # question 2, when this answer rests on it (asset records)
+
+    @property
+    def remedies(self) -> tuple[str, ...]:
+        return self.load.remedies if self.load is not None and self.reexport != Reexport.NO \
+            else ()
 
 
 @dataclass(frozen=True)
@@ -97,7 +108,8 @@ class Analyzer:
     """Answers bundle x fix questions within one session (environments and worker pool)."""
 
     def __init__(self, session: Session, policy: Policy, use_cache: bool = True,
-                 weights: dict[str, Path] | None = None) -> None:
+                 weights: dict[str, Path] | None = None,
+                 runtimes: tuple[str, ...] | None = None) -> None:
         self.session = session
         self.catalog = session.catalog
         self.progress = session.progress
@@ -105,8 +117,48 @@ class Analyzer:
         self.conditions = load_conditions()
         self.policy = policy
         self.use_cache = use_cache
+        self.runtime_override = runtimes  # --runtime
+        self._load_checks: dict[tuple[str, str], LoadCheck] = {}
+        self._load_answers: dict[tuple[str, str], LoadAnswer] = {}
+
+    def deployment(self, bundle: Bundle, target: str) -> Deployment:
+        return deployment(bundle, self.catalog, target, self.runtime_override)
+
+    def load_check(self, bundle: Bundle, release: str) -> LoadCheck:
+        """The asset `release` writes for a probe shaped like the bundle, on every runtime of
+        the catalog (deployments pick from it; one stored check serves them all)."""
+        from inventory.record_kinds import asset_spec
+
+        spec = asset_spec(bundle)
+        key = (release, spec.key())
+        if key not in self._load_checks:
+            self.progress(f"{bundle.name}: load check of a coreai-torch {release} asset")
+            try:
+                exporter = self.session.env(release)
+            except EnvError as exc:
+                # No exporter environment: every runtime `not-run`, the answer inconclusive.
+                why = f"no environment for coreai-torch {release}: {exc}"
+                return LoadCheck(spec, release, {}, False, why, tuple(
+                    RuntimeOutcome(c, "not-run", "environment", why)
+                    for c in cores(self.catalog)), "")
+            self._load_checks[key] = load_check(spec, exporter, cores(self.catalog),
+                                                self.session, self.use_cache)
+        return self._load_checks[key]
+
+    def load_answer(self, bundle: Bundle, target: str) -> LoadAnswer:
+        """Question 2 for one bundle: does its shipped asset load on its deployment runtimes?"""
+        key = (bundle.name, target)
+        if key not in self._load_answers:
+            self._load_answers[key] = answer_load(
+                bundle, self.deployment(bundle, target), target, self.catalog,
+                lambda release: self.load_check(bundle, release))
+        return self._load_answers[key]
 
     def answer(self, bundle: Bundle, fix: Fix, target: str) -> BundleAnswer:
+        if fix.kind == "asset":
+            from inventory.record_kinds import asset_answer
+
+            return asset_answer(self, bundle, fix, target)
         recorded = bundle.exporter.converter
         chain: list[str] = []
         exporter, assumed = exporter_release(bundle.exporter, self.catalog)
@@ -126,7 +178,7 @@ class Analyzer:
             steps = chain if probes else chain + [reason]
             return BundleAnswer(bundle.name, exporter, recorded, bundle.exporter.source,
                                 instances, probes, verdict, reexport, reason, tuple(steps),
-                                runtimes, findings)
+                                runtimes, findings, self.deployment(bundle, target))
 
         if exporter not in self.catalog.releases:
             return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
@@ -134,7 +186,11 @@ class Analyzer:
         if version_key(exporter) >= version_key(fix.ships_in):
             # Decided by versions alone: the bundle was exported with the fix in place.
             return done(Verdict.NOT_AFFECTED, Reexport.NO,
-                        f"fix #{fix.id} ships in {fix.ships_in}; already in {exporter}")
+                        f"fix {fix.label} ships in {fix.ships_in}; already in {exporter}")
+        if fix.kind == "pipeline":
+            from inventory.record_kinds import pipeline_answer
+
+            return pipeline_answer(self, bundle, fix, exporter, chain, done)
         looked_for = set(bundle.trace.get("detected", []))
         unseen = [c for c in fix.constructs if c not in looked_for]
         if not instances and unseen:
@@ -191,12 +247,22 @@ class Analyzer:
         runtimes = tuple(sorted({p.result.measurement.runtime for p in probes
                                  if p.result and p.result.measurement
                                  and p.result.measurement.ok}))
+        refused = sorted({(p.result.measurement.runtime, a) for p in probes
+                          if p.result and p.result.measurement and p.result.measurement.ok
+                          for a in p.result.measurement.attempts})
+        for runtime, attempt in refused:
+            # A runtime that could not run the exporter's asset is a finding about the bundle,
+            # not only a detour of the measurement: say where it is answered.
+            chain.append(f"measured on {runtime} after {attempt}; whether the shipped asset "
+                         f"loads where it ships is the load check's answer (asset records, "
+                         f"e.g. `inventory affected --fix 28`, and `inventory plan`)")
         return done(deciding.verdict.verdict, level, reason, tuple(probes), runtimes,
                     tuple(findings))
 
     def _probe(self, bundle: Bundle, instance: Instance, old_env: Env, new_env: Env,
-               condition: Condition | None = None) -> ProbeAnswer:
-        spec = _spec(bundle, instance, condition.params if condition else {})
+               condition: Condition | None = None, spec: ProbeSpec | None = None
+               ) -> ProbeAnswer:
+        spec = spec or _spec(bundle, instance, condition.params if condition else {})
         values = f"values: {condition.name}" if condition else "trained-looking values"
         self.progress(f"{bundle.name}: {spec.label()} ({values}) under "
                       f"{old_env.converter} and {new_env.converter}")
@@ -212,7 +278,7 @@ def _rank(answer: ProbeAnswer) -> int:
 def check_target(fix: Fix, target: str, catalog: Catalog) -> None:
     catalog.release(target)  # unknown releases fail here, before any work
     if version_key(target) < version_key(fix.ships_in):
-        raise UsageError(f"--to {target} predates fix #{fix.id}, which ships in {fix.ships_in}")
+        raise UsageError(f"--to {target} predates fix {fix.label}, which ships in {fix.ships_in}")
 
 
 def affected(
@@ -225,12 +291,13 @@ def affected(
     progress: Callable[[str], None] = lambda _: None,
     ignores: list[Ignore] | None = None,
     weights: dict[str, Path] | None = None,
+    runtimes: tuple[str, ...] | None = None,
 ) -> AffectedReport:
     target = to or fix.ships_in
     check_target(fix, target, catalog)
     active, warnings = in_force(ignores or [])
     with Session(catalog, progress) as session:
-        analyzer = Analyzer(session, policy, use_cache, weights)
+        analyzer = Analyzer(session, policy, use_cache, weights, runtimes)
         answers = []
         for bundle in bundles:
             progress(f"{bundle.name}: checking")

@@ -1,7 +1,8 @@
 """The command line: parse arguments, call one service, hand its result to one renderer.
 
 Exit codes (`inventory/errors.py`): 0 nothing to re-export, 1 at least one re-export required,
-2 usage or configuration error, 3 inconclusive (a run failed; never reported as a pass).
+2 usage or configuration error (for `repair`: a refusal), 3 inconclusive (a run failed; never
+reported as a pass).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from inventory.options import (
     NoCache,
     Quiet,
     Registry,
+    Runtimes,
     Tolerance,
     ToRelease,
 )
@@ -75,6 +77,7 @@ def affected_cmd(
     weights: Annotated[list[str] | None, typer.Option(
         help="BUNDLE=CHECKPOINT.safetensors: decide value conditions (e.g. batch-norm "
              "running_var range) from the bundle's real weights (repeatable).")] = None,
+    runtime: Runtimes = None,
     quiet: Quiet = False,
 ) -> None:
     """Which shipped bundles does one converter fix change, and must they be re-exported?"""
@@ -84,6 +87,7 @@ def affected_cmd(
     from inventory.policy import load_policy
     from inventory.report.json_report import affected_record
     from inventory.report.table import affected_markdown, affected_table
+    from inventory.runtimes import parse_overrides
     from oracle.fixes import find_fix
 
     fmt = OutputFormat.choose(as_json, markdown)
@@ -95,10 +99,11 @@ def affected_cmd(
         ignores = load_ignores(ignore)
         checkpoints = parse_weights(weights, all_bundles)
         catalog = load_catalog()
+        runtimes = parse_overrides(runtime, catalog)
         with progress(not quiet) as report_progress:
             report = affected(the_fix, bundles, catalog, load_policy(tolerance), to=to,
                               use_cache=not no_cache, progress=report_progress,
-                              ignores=ignores, weights=checkpoints)
+                              ignores=ignores, weights=checkpoints, runtimes=runtimes)
     Renderer("affected", affected_record, affected_table, affected_markdown).render(
         report, fmt, out, report.warnings)
     warn(report.warnings)
@@ -117,24 +122,29 @@ def plan_cmd(
     markdown: Markdown = False,
     no_cache: NoCache = False,
     tolerance: Tolerance = None,
+    runtime: Runtimes = None,
     quiet: Quiet = False,
 ) -> None:
-    """Every fix between each bundle's exporter and --to: what forces a re-export, what
-    merely suggests one, correctness first."""
+    """Every fix between each bundle's exporter and --to, and whether each shipped asset still
+    loads where it ships: what forces a re-export (a load failure first), what merely suggests
+    one, correctness first."""
     from inventory.ignore import load_ignores
     from inventory.output import Renderer
     from inventory.plan import plan, plan_record, since_baseline
     from inventory.policy import load_policy
     from inventory.report.plan_report import plan_markdown, plan_table
+    from inventory.runtimes import parse_overrides
     from oracle.fixes import load_fixes
 
     fmt = OutputFormat.choose(as_json, markdown)
     with answering("plan", as_json):
         python_ok()
+        catalog = load_catalog()
+        runtimes = parse_overrides(runtime, catalog)
         with progress(not quiet) as report_progress:
             result = plan(to, select(load_registry(registry), bundle), load_fixes(),
-                          load_catalog(), load_policy(tolerance), load_ignores(ignore),
-                          use_cache=not no_cache, progress=report_progress)
+                          catalog, load_policy(tolerance), load_ignores(ignore),
+                          use_cache=not no_cache, progress=report_progress, runtimes=runtimes)
         if baseline is not None:
             result = since_baseline(result, baseline)
     Renderer("plan", plan_record, plan_table, plan_markdown).render(
@@ -287,13 +297,15 @@ def envs_list() -> None:
             out.print(f"  deviation: {deviation}", highlight=False)
 
 
-def _register_scan() -> None:
+def _register_scan_and_repair() -> None:
+    from inventory.repair_cli import repair_cmd
     from inventory.scan_cli import scan_cmd
 
     command(app, "scan")(scan_cmd)
+    command(app, "repair")(repair_cmd)
 
 
-_register_scan()
+_register_scan_and_repair()
 
 
 def main() -> None:  # pragma: no cover - console entry for `python -m inventory.cli`

@@ -26,3 +26,8 @@ Bundles = Annotated[list[str] | None, typer.Option(
     "--bundle", "-b", help="Only this bundle (repeatable).")]
 FromRelease = Annotated[str, typer.Option("--from", help="The release upgraded from.")]
 ToRelease = Annotated[str, typer.Option("--to", help="The release upgraded to.")]
+Runtimes = Annotated[list[str] | None, typer.Option(
+    "--runtime", help="A coreai-core runtime the bundles must load on, e.g. 1.0.0b3 or b3 "
+                      "(repeatable; overrides the registry; default: every runtime in the "
+                      "catalog at or above the core the target release pins; scan: every "
+                      "runtime in the catalog, and only these are tried).")]

@@ -58,6 +58,10 @@ class Bundle:
     note: str = ""
     # weights fingerprints a scan matches the bundle's files by (optional)
     fingerprints: frozenset[str] = frozenset()
+    # The coreai-core runtimes the bundle must load on, as the registry states them (per bundle,
+    # else for the whole inventory in [deploy]); empty: not stated, the default applies.
+    runtimes: tuple[str, ...] = ()
+    runtimes_source: str = ""
 
 
 def _need(table: dict[str, Any], key: str, where: str, path: Path) -> Any:
@@ -77,7 +81,15 @@ def _instance(raw: dict[str, Any], where: str, path: Path) -> Instance:
     )
 
 
-def _bundle(name: str, raw: dict[str, Any], path: Path) -> Bundle:
+def _runtimes(raw: Any, where: str, path: Path) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not raw or not all(isinstance(r, str) for r in raw):
+        raise RegistryError(f"{path}: {where} runtimes must be a non-empty list of coreai-core "
+                            f"releases (e.g. [\"1.0.0b2\", \"1.0.0b3\"])")
+    return tuple(raw)
+
+
+def _bundle(name: str, raw: dict[str, Any], path: Path,
+            deploy: tuple[tuple[str, ...], str]) -> Bundle:
     where = f"[bundles.{name}]"
     exp = _need(raw, "exporter", where, path)
     pipe = raw.get("pipeline", {})
@@ -106,6 +118,8 @@ def _bundle(name: str, raw: dict[str, Any], path: Path) -> Bundle:
         ),
         note=str(raw.get("note", "")),
         fingerprints=_fingerprints(raw),
+        runtimes=_runtimes(raw["runtimes"], where, path) if "runtimes" in raw else deploy[0],
+        runtimes_source=f"{path.name} {where} runtimes" if "runtimes" in raw else deploy[1],
     )
 
 
@@ -128,8 +142,14 @@ def load_registry(path: Path = DEFAULT_REGISTRY) -> list[Bundle]:
     bundles = data.get("bundles")
     if not isinstance(bundles, dict) or not bundles:
         raise RegistryError(f"{path}: no [bundles.<name>] tables")
+    deploy: tuple[tuple[str, ...], str] = ((), "")
+    if "deploy" in data:
+        table = data["deploy"]
+        if not isinstance(table, dict) or "runtimes" not in table:
+            raise RegistryError(f"{path}: [deploy] lacks 'runtimes'")
+        deploy = (_runtimes(table["runtimes"], "[deploy]", path), f"{path.name} [deploy] runtimes")
     try:
-        return [_bundle(name, raw, path) for name, raw in bundles.items()]
+        return [_bundle(name, raw, path, deploy) for name, raw in bundles.items()]
     except (TypeError, ValueError, AttributeError) as exc:
         raise RegistryError(f"{path}: malformed entry: {exc}") from None
 

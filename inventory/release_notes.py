@@ -12,13 +12,28 @@ from dataclasses import dataclass
 
 from inventory.errors import UsageError
 from inventory.policy import Policy
-from inventory.registry import Bundle
+from inventory.registry import UNKNOWN, Bundle
 from inventory.verdict import ProbeVerdict, judge
+from oracle import asset_probe
 from oracle.envs import Catalog, version_key
 from oracle.fixes import Fix, between
+from oracle.load_check import LoadCheck, load_check
 from oracle.regimes import Regime, for_constructs
 from oracle.results import Identity, ProbeResult
+from oracle.runtimes import cores
 from oracle.session import Session
+from oracle.spec import Pipeline, ProbeSpec
+
+# What asset and pipeline records are probed with: the asset probe, in both float dtypes the
+# registry's bundles ship.
+ASSET_DTYPES = ("float32", "float16")
+
+
+def asset_regimes() -> list[Regime]:
+    return [Regime(asset_probe.CONSTRUCT, f"asset-probe-{dtype}",
+                   ProbeSpec(asset_probe.CONSTRUCT, dict(asset_probe.DEFAULT_PARAMS), dtype,
+                             Pipeline()), False, None)
+            for dtype in ASSET_DTYPES]
 
 
 @dataclass(frozen=True)
@@ -33,6 +48,8 @@ class FixNotes:
     fix: Fix
     outcomes: tuple[RegimeOutcome, ...]
     bundles: tuple[str, ...]  # registry bundles whose traced graph holds a touched construct
+    # asset records: (old release's check, new release's check) of the asset probe per dtype
+    loads: tuple[tuple[LoadCheck, LoadCheck], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,6 +111,34 @@ def _holders(bundles: list[Bundle], constructs: tuple[str, ...]) -> tuple[str, .
     return tuple(b.name for b in bundles if any(i.kind in constructs for i in b.instances))
 
 
+def _exported_before(bundles: list[Bundle], release: str) -> tuple[str, ...]:
+    """An asset or pipeline change concerns every bundle exported before it (or by an exporter
+    the registry does not know)."""
+    return tuple(b.name for b in bundles if b.exporter.converter == UNKNOWN
+                 or version_key(b.exporter.converter) < version_key(release))
+
+
+def _regimes_of(fix: Fix, regimes: list[Regime]) -> list[Regime]:
+    """A lowering's regimes are its constructs'; a pipeline change is probed with the asset
+    probe; an asset change by load checks (no program comparison)."""
+    if fix.kind == "pipeline":
+        return asset_regimes()
+    return for_constructs(regimes, fix.constructs)
+
+
+def _load_checks(old: str, new: str, catalog: Catalog, use_cache: bool,
+                 progress: Callable[[str], None]) -> tuple[tuple[LoadCheck, LoadCheck], ...]:
+    out = []
+    with Session(catalog, progress) as session:
+        envs = (session.env(old), session.env(new))
+        for regime in asset_regimes():
+            progress(f"load checks of {regime.name} written by {old} and {new}")
+            old_check, new_check = (load_check(regime.spec, env, cores(catalog), session,
+                                               use_cache) for env in envs)
+            out.append((old_check, new_check))
+    return tuple(out)
+
+
 def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
                   bundles: list[Bundle], catalog: Catalog, policy: Policy,
                   use_cache: bool = True,
@@ -102,13 +147,17 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
     chosen = between(fixes, old, new)
     wanted: list[Regime] = []
     for fix in chosen:
-        for regime in for_constructs(regimes, fix.constructs):
+        for regime in _regimes_of(fix, regimes):
             if regime not in wanted:
                 wanted.append(regime)
     outcomes = _run(wanted, old, new, catalog, policy, use_cache, progress)
+    loads = (_load_checks(old, new, catalog, use_cache, progress)
+             if any(f.kind == "asset" for f in chosen) else ())
     notes = tuple(
-        FixNotes(fix, tuple(outcomes[r.id] for r in for_constructs(regimes, fix.constructs)),
-                 _holders(bundles, fix.constructs))
+        FixNotes(fix, tuple(outcomes[r.id] for r in _regimes_of(fix, regimes)),
+                 _holders(bundles, fix.constructs) if fix.kind == "lowering"
+                 else _exported_before(bundles, fix.ships_in),
+                 loads if fix.kind == "asset" else ())
         for fix in chosen
     )
     return ReleaseNotes(old, new, notes)

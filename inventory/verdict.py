@@ -21,6 +21,10 @@ class Verdict(StrEnum):
     OLD_CANNOT_CONVERT = "old-cannot-convert"
     NEW_CANNOT_CONVERT = "new-cannot-convert"
     INCONCLUSIVE = "inconclusive"
+    # The load check (question 2: does the shipped asset load where it ships?)
+    LOADS = "loads"
+    DOES_NOT_LOAD = "does-not-load"
+    DEPENDS_ON_EXPORTER = "depends-on-exporter"
 
 
 class Reexport(StrEnum):

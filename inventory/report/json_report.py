@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from inventory.affected import AffectedReport, BundleAnswer, ProbeAnswer
+from inventory.loads import load_answer_record
 from inventory.output import envelope
 from inventory.registry import Instance
 from oracle.results import ProbeResult
@@ -64,6 +65,9 @@ def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:
         "reason": b.reason,
         "chain": list(b.chain),
         "runtime": ", ".join(b.runtimes) if b.runtimes else None,
+        "deployment": b.deployment.to_json() if b.deployment else None,
+        "load": load_answer_record(b.load),
+        "remedies": list(b.remedies),
         "conditions": [{
             "construct": f.instance.kind,
             "condition": f.condition.name,
@@ -88,6 +92,7 @@ def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:
 def affected_record(report: AffectedReport) -> dict[str, Any]:
     return {
         "fix": report.fix.id,
+        "kind": report.fix.kind,
         "title": report.fix.title,
         "ships_in": report.fix.ships_in,
         "to": report.to,

@@ -13,6 +13,7 @@ from inventory.output import envelope
 from inventory.release_notes import RegimeOutcome, ReleaseNotes, Sweep
 from inventory.report.json_report import result_fields
 from inventory.report.text import md_cell
+from oracle.load_check import LoadCheck
 from oracle.results import Identity
 
 _DIFF_LINES = 12
@@ -28,14 +29,29 @@ def outcome_json(o: RegimeOutcome) -> dict[str, Any]:
             "verdict": o.verdict.verdict, "reason": o.verdict.reason}
 
 
+def _loads(check: LoadCheck) -> str:
+    """`1.0.0b1 loads, 1.0.0b2 crashes (SIGABRT), ...`"""
+    return ", ".join(f"{o.core} {o.outcome}" + (f" ({o.signal})" if o.signal else "")
+                     for o in check.outcomes)
+
+
+def _load_json(check: LoadCheck) -> dict[str, Any]:
+    return {"exporter": check.exporter, "probe": check.spec.to_json(),
+            "outcomes": [{"core": o.core, "outcome": o.outcome, "error": o.error or None,
+                          "signal": o.signal or None} for o in check.outcomes],
+            "evidence": check.evidence}
+
+
 def notes_record(notes: ReleaseNotes) -> dict[str, Any]:
     return {
         "from": notes.old,
         "to": notes.new,
         "runtime": "; ".join(notes.runtimes) or None,
-        "fixes": [{"fix": f.fix.id, "aliases": list(f.fix.aliases), "title": f.fix.title,
-                   "upstream": f.fix.upstream, "constructs": list(f.fix.constructs),
+        "fixes": [{"fix": f.fix.id, "kind": f.fix.kind, "aliases": list(f.fix.aliases),
+                   "title": f.fix.title, "upstream": f.fix.upstream,
+                   "constructs": list(f.fix.constructs),
                    "probes": [outcome_json(o) for o in f.outcomes],
+                   "loads": [{"old": _load_json(a), "new": _load_json(b)} for a, b in f.loads],
                    "bundles": list(f.bundles)} for f in notes.fixes],
     }
 
@@ -87,11 +103,24 @@ def notes_markdown(notes: ReleaseNotes) -> str:
     out.append("")
     for f in notes.fixes:
         alias = f" (also #{', #'.join(f.fix.aliases)})" if f.fix.aliases else ""
-        out.append(f"## #{f.fix.id}{alias} {f.fix.title}")
+        out.append(f"## {f.fix.label}{alias} {f.fix.title}")
         out.append("")
-        out.append(f"Upstream: {f.fix.upstream}. Shipped bundles holding "
-                   f"{' or '.join(f.fix.constructs)}: {', '.join(f.bundles) or 'none'}.")
+        if f.fix.kind == "lowering":
+            held = (f"Shipped bundles holding {' or '.join(f.fix.constructs)}: "
+                    f"{', '.join(f.bundles) or 'none'}.")
+        else:
+            held = (f"A change of the {f.fix.kind}: it concerns every bundle exported before "
+                    f"{f.fix.ships_in} ({', '.join(f.bundles) or 'none in the registry'}).")
+        out.append(f"Upstream: {f.fix.upstream or 'not public'}. {held}")
         out.append("")
+        if f.loads:
+            out.append("| asset probe | old asset on each runtime | new asset on each runtime |")
+            out.append("|---|---|---|")
+            out += [f"| {a.spec.dtype} | {_loads(a)} | {_loads(b)} |" for a, b in f.loads]
+            errors = sorted({o.error for a, b in f.loads for o in (*a.outcomes, *b.outcomes)
+                             if o.error})
+            out += [""] + [f"- `{md_cell(e)}`" for e in errors] + [""]
+            continue
         if not f.outcomes:
             out.append("_No probe in the library for this construct yet._")
             out.append("")
@@ -126,10 +155,13 @@ def notes_table(notes: ReleaseNotes) -> Group:
     for col in ("fix", "probe", "emitted", "shipped", "outputs", "verdict"):
         table.add_column(col, overflow="fold")
     for f in notes.fixes:
-        if not f.outcomes:
-            table.add_row(f"#{f.fix.id}", "(no probe)", "", "", "", "")
+        for a, b in f.loads:
+            table.add_row(f.fix.label, f"asset probe {a.spec.dtype}: load check", "", "", "",
+                          f"{a.exporter}: {_loads(a)}; {b.exporter}: {_loads(b)}")
+        if not f.outcomes and not f.loads:
+            table.add_row(f.fix.label, "(no probe)", "", "", "", "")
         for o in f.outcomes:
-            table.add_row(f"#{f.fix.id}", o.regime.name, o.result.emitted, o.result.shipped,
+            table.add_row(f.fix.label, o.regime.name, o.result.emitted, o.result.shipped,
                           o.result.outputs, o.verdict.verdict)
     runtimes = "; ".join(notes.runtimes) or "no run needed"
     return Group(table, Text(f"measured on: {runtimes}"))

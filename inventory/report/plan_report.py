@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from inventory.output import envelope
-from inventory.plan import Plan, PlanItem, plan_record
+from inventory.plan import BundlePlan, Plan, PlanItem, plan_record
 
 _STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
           "inconclusive": "bold magenta", "ignored": "dim"}
@@ -18,29 +18,52 @@ def plan_json(p: Plan) -> str:
 
 
 def _fixes(items: tuple[PlanItem, ...]) -> str:
-    return ", ".join(f"#{i.fix.id} ({i.answer.verdict})" for i in items) or "-"
+    return ", ".join(f"{i.fix.label} ({i.answer.verdict})" for i in items) or "-"
+
+
+def _loads(b: BundlePlan) -> str:
+    """Per deployment runtime, what the load check found for the bundle's exporter."""
+    if b.load is None:
+        return "-"
+    if b.load.verdict == "depends-on-exporter":
+        return "depends on the exporter"
+    own = b.load.findings[0]
+    return ", ".join(f"{o.core} {o.outcome}" for o in own.outcomes()) or own.summary()
+
+
+def _lines(b: BundlePlan) -> list[tuple[str, str]]:
+    """(text, style) lines under the table: what forces or blocks a decision, load first."""
+    out: list[tuple[str, str]] = []
+    if b.load is not None and b.load.reexport != "no" and not b.load_explained_by:
+        out.append((f"{b.bundle} (load, no record explains it): {b.load.reason}", ""))
+        out += [(f"  remedy: {r}", "") for r in b.load.remedies]
+    for i in b.items:
+        if i.level in ("required", "inconclusive"):
+            out.append((f"{b.bundle} {i.fix.label}: {i.answer.reason}", ""))
+            out += [(f"  remedy: {r}", "") for r in i.answer.remedies]
+        if i.ignored:
+            out.append((f"{b.bundle} {i.fix.label}: ignored ({i.ignored.reason})", "dim"))
+    return out
 
 
 def plan_table(p: Plan) -> Group:
     since = f", changes since {p.baseline}" if p.baseline else ""
     table = Table(title=f"Re-export plan for coreai-torch {p.to}{since}", show_lines=True,
                   title_justify="left")
-    for col in ("bundle", "exporter", "re-export", "forces it", "cannot tell",
-                "suggests it", "not affected"):
+    for col in ("bundle", "exporter", "re-export", "loads (deployment runtimes)", "forces it",
+                "cannot tell", "suggests it", "not affected"):
         table.add_column(col, overflow="fold")
     for b in p.bundles:
         exporter = f"{b.exporter} (assumed)" if b.exporter_assumed else b.exporter
         table.add_row(b.bundle, exporter, Text(b.reexport, style=_STYLE[b.reexport]),
-                      _fixes(b.by_level("required")), _fixes(b.by_level("inconclusive")),
-                      _fixes(b.by_level("optional")), _fixes(b.by_level("no")))
+                      _loads(b), _fixes(b.by_level("required")),
+                      _fixes(b.by_level("inconclusive")), _fixes(b.by_level("optional")),
+                      _fixes(b.by_level("no")))
     lines: list[Text] = [table]
+    deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
+    lines += [Text(f"deployment runtimes: {d}") for d in deployments]
     for b in p.bundles:
-        for i in b.items:
-            if i.level in ("required", "inconclusive"):
-                lines.append(Text(f"{b.bundle} #{i.fix.id}: {i.answer.reason}"))
-            if i.ignored:
-                lines.append(Text(f"{b.bundle} #{i.fix.id}: ignored ({i.ignored.reason})",
-                                  style="dim"))
+        lines += [Text(text, style=style) for text, style in _lines(b)]
     for w in p.warnings:
         lines.append(Text(f"warning: {w}", style="yellow"))
     return Group(*lines)
@@ -48,19 +71,24 @@ def plan_table(p: Plan) -> Group:
 
 def plan_markdown(p: Plan) -> str:
     since = f" (changes since `{p.baseline}`)" if p.baseline else ""
-    out = [f"# Re-export plan for coreai-torch {p.to}{since}", "",
-           "| bundle | exporter | re-export | forces it | cannot tell | suggests it |",
-           "|---|---|---|---|---|---|"]
+    out = [f"# Re-export plan for coreai-torch {p.to}{since}", ""]
+    deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
+    out += [f"Deployment runtimes: {d}." for d in deployments] + [""]
+    out += ["| bundle | exporter | re-export | loads | forces it | cannot tell | suggests it |",
+            "|---|---|---|---|---|---|---|"]
     for b in p.bundles:
         exporter = f"{b.exporter} (assumed)" if b.exporter_assumed else b.exporter
-        out.append(f"| {b.bundle} | {exporter} | **{b.reexport}** | "
+        out.append(f"| {b.bundle} | {exporter} | **{b.reexport}** | {_loads(b)} | "
                    f"{_fixes(b.by_level('required'))} | {_fixes(b.by_level('inconclusive'))} | "
                    f"{_fixes(b.by_level('optional'))} |")
     out.append("")
     for b in p.bundles:
+        if b.load is not None and b.load.reexport != "no" and not b.load_explained_by:
+            out.append(f"- **{b.bundle} (load)** ({b.load.verdict}): {b.load.reason}")
         for i in b.items:
             if i.level in ("required", "inconclusive", "optional"):
-                out.append(f"- **{b.bundle} #{i.fix.id}** ({i.answer.verdict}): "
+                out.append(f"- **{b.bundle} {i.fix.label}** ({i.answer.verdict}): "
                            f"{i.answer.reason}")
+                out += [f"  - remedy: {r}" for r in i.answer.remedies]
     out += [f"- warning: {w}" for w in p.warnings]
     return "\n".join(out) + "\n"

@@ -14,7 +14,23 @@ _STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
           "inconclusive": "bold magenta"}
 
 
+def _exporter(b: BundleAnswer) -> str:
+    if b.exporter_recorded != "unknown":
+        return b.exporter
+    return "unknown" if b.exporter == "unknown" else f"{b.exporter} (assumed)"
+
+
+def load_outcomes(b: BundleAnswer) -> str:
+    """One line per release checked: `0.4.0 asset: b1 loads, b2 crashes, b3 crashes`."""
+    assert b.load is not None
+    return "\n".join(
+        f"{f.release} asset: " + ", ".join(f"{o.core} {o.outcome}" for o in f.outcomes())
+        for f in b.load.findings)
+
+
 def _instances(b: BundleAnswer) -> str:
+    if b.load is not None:
+        return "not traced: a load check"
     if not b.instances:
         return "none traced"
     return "\n".join(f"{i.count}x {label(i.kind, i.params, i.dtype)}" for i in b.instances)
@@ -22,6 +38,8 @@ def _instances(b: BundleAnswer) -> str:
 
 def _found(b: BundleAnswer) -> str:
     """One line per probe: what the shipped-stage comparison found."""
+    if b.load is not None:
+        return load_outcomes(b)
     if not b.probes:
         return "nothing converted"
     lines = []
@@ -39,14 +57,15 @@ def _found(b: BundleAnswer) -> str:
 
 def affected_table(report: AffectedReport) -> Group:
     fix = report.fix
-    title = (f"Fix #{fix.id} {fix.title} (ships in coreai-torch {fix.ships_in}); "
+    title = (f"Fix {fix.label} {fix.title} (ships in coreai-torch {fix.ships_in}); "
              f"comparing each bundle's exporter with {report.to}")
     table = Table(title=title, show_lines=True, title_justify="left")
     for col, ratio in (("bundle", 1), ("exporter", 1), ("instances traced", 4),
-                       ("probe per instance", 2), ("re-export", 1), ("reason", 3)):
+                       ("probe per instance / load check", 2), ("re-export", 1),
+                       ("reason", 3)):
         table.add_column(col, overflow="fold", ratio=ratio)
     for b in report.bundles:
-        exporter = b.exporter if b.exporter_recorded != "unknown" else f"{b.exporter} (assumed)"
+        exporter = _exporter(b)
         level = Text(b.reexport, style=_STYLE.get(b.reexport, ""))
         if b.bundle in report.ignored:
             level = Text(f"{b.reexport} (ignored: {report.ignored[b.bundle].reason})",
@@ -62,23 +81,31 @@ def affected_table(report: AffectedReport) -> Group:
                 details.append(Text(f"  evidence: {p.result.evidence}", style="dim"))
     runtimes = "; ".join(report.runtimes) or "none needed"
     details.append(Text(f"measured on: {runtimes}"))
+    for deployment in sorted({b.deployment.describe() for b in report.bundles if b.deployment}):
+        details.append(Text(f"deployment runtimes: {deployment}"))
     return Group(table, *details)
 
 
 def affected_markdown(report: AffectedReport) -> str:
     fix = report.fix
-    out = [f"# Fix #{fix.id} {fix.title}", "",
+    out = [f"# Fix {fix.label} {fix.title}", "",
            f"Ships in coreai-torch {fix.ships_in}; each bundle's exporter compared with "
-           f"{report.to}. Measured on: {'; '.join(report.runtimes) or 'no run needed'}.", "",
+           f"{report.to}. Measured on: {'; '.join(report.runtimes) or 'no run needed'}.",
+           *[f"Deployment runtimes: {d}." for d in
+             sorted({b.deployment.describe() for b in report.bundles if b.deployment})], "",
            "| bundle | exporter | instances | verdict | re-export | reason |",
            "|---|---|---|---|---|---|"]
     for b in report.bundles:
-        exporter = b.exporter if b.exporter_recorded != "unknown" else f"{b.exporter} (assumed)"
+        exporter = _exporter(b)
         inst = "; ".join(f"{i.count}x {i.kind}" for i in b.instances) or "none traced"
         out.append(f"| {b.bundle} | {exporter} | {inst} | {b.verdict} | **{b.reexport}** | "
                    f"{md_cell(b.reason)} |")
     out.append("")
     for b in report.bundles:
+        out += [f"- {b.bundle}: remedy: {r}" for r in b.remedies]
+        if b.load is not None:
+            out += [f"- {b.bundle}: load check of a {f.release} asset: {f.summary()}; evidence "
+                    f"`{f.check.evidence}`" for f in b.load.findings]
         for p in b.probes:
             if p.result is not None:
                 out.append(f"- {b.bundle}: `{p.spec.label()}` → {p.verdict.verdict}; evidence "

@@ -1,8 +1,10 @@
 """`inventory scan`: the command. Registered in cli.py with `command(app, "scan")(scan_cmd)`.
 
 Exit codes (`inventory/errors.py`): 0 every bundle read (and, with --against-registry, no
-disagreement), 1 at least one disagreement with the registry, 2 usage error or a bundle that
-cannot be read (one line on stderr per bundle, never a traceback).
+disagreement), 1 at least one disagreement with the registry (a bundle that does not load where
+the registry expects it to is one), 2 usage error or a bundle that cannot be read (one line on
+stderr per bundle, never a traceback). A runtime that does not load a bundle is reported, not an
+error of the scan.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Annotated
 import typer
 
 from inventory.errors import ExitCode
-from inventory.options import Json, Quiet, Registry
+from inventory.options import Json, Quiet, Registry, Runtimes
 from inventory.output import OutputFormat, Renderer
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from inventory.terminal import answering, err, fail, finish, out, progress, warn
@@ -30,26 +32,30 @@ def scan_cmd(
     reader: Annotated[str | None, typer.Option(
         "--reader", help="Read only with this coreai-torch release's environment (default: the "
                          "core the bundle's producer names, then the others).")] = None,
+    runtime: Runtimes = None,
     as_json: Json = False,
     quiet: Quiet = False,
 ) -> None:
     """Read shipped .aimodel bundles with coreai-core's own parser: metadata, entry points, op
-    histogram with composites resolved, dynamic shapes, weights fingerprint. Nothing in a
-    bundle is run."""
+    histogram with composites resolved, dynamic shapes, weights fingerprint, the exporter its
+    producer stamp points to; and load each on every runtime (contained: a runtime that aborts
+    is reported). Nothing in a bundle is run."""
     from inventory.report.scan_report import scan_record, scan_text
+    from inventory.runtimes import parse_overrides
     from inventory.scan import scan
     from oracle.envs import load_catalog, python_ok
 
     with answering("scan", as_json):
         python_ok()
         catalog = load_catalog()
+        runtimes = parse_overrides(runtime, catalog)
         linked = None
         if against_registry:
             linked = (registry, load_registry(registry))
         try:
             with progress(not quiet and not as_json) as report_progress:
                 report = scan(list(paths or []), catalog, reader=reader, registry=linked,
-                              progress=report_progress)
+                              progress=report_progress, runtimes=runtimes)
         except OSError as exc:
             fail(f"{exc.filename or 'scan'}: {exc.strerror or exc}", as_json, "scan")
             return

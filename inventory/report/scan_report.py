@@ -57,6 +57,10 @@ def scan_dict(s: BundleScan) -> dict[str, Any]:
         "composite_bodies": s.composite_bodies,
         "weights": s.weights,
         "notes": s.notes,
+        "exporter": s.exporter,
+        "loads": [{"core": o.core, "runtime": o.runtime, "outcome": o.outcome,
+                   "stage": o.stage or None, "error": o.error or None,
+                   "signal": o.signal or None, "log": o.files.get("log")} for o in s.loads],
     }
 
 
@@ -125,6 +129,8 @@ def scan_block(s: BundleScan) -> Group:
     created = s.created or "no creationDate"
     producer = s.producer or "none (coreai-core 1.0.0b1 era)"
     _row(grid, "producer", producer, "" if s.producer else "yellow")
+    if s.exporter:
+        _row(grid, "exporter", s.exporter)
     _row(grid, "asset", f"version {s.asset_version or '?'}, created {created}")
     _row(grid, "integrity", s.integrity)
     reader = s.reader
@@ -147,6 +153,10 @@ def scan_block(s: BundleScan) -> Group:
         _row(grid, "  composites", "; ".join(composites) if composites else "none")
         _row(grid, "  ops", _ops({k: v for k, v in e.ops.items()
                                   if not k.endswith((".constant", ".output"))}))
+    for o in s.loads:
+        style = "" if o.loads else ("dim" if o.outcome == "not-run" else "bold red")
+        _row(grid, "loads" if o is s.loads[0] else "", f"coreai-core {o.core}: {o.describe()}",
+             style)
     for note in s.notes:
         _row(grid, "note", note, "yellow")
     return Group(title, grid)

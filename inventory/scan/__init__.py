@@ -3,7 +3,8 @@
 A bundle is data. This process reads `metadata.json` as JSON and checks `main.mlirb` against
 `main.hash`; the program itself is parsed by coreai-core's own bindings in a converter
 environment (`oracle/scan_worker.py`), in a subprocess whose native abort is contained. Nothing
-from a bundle is ever run, compiled or imported.
+from a bundle is ever run or imported. Then each runtime loads it (`loads.py`: compiled and
+loaded, never run), and the exporter its producer stamp points to is named.
 
 Which core reads a bundle: the one its `producer` names; a bundle without a producer is of the
 1.0.0b1 era (coreai-torch 0.4.0 stamps none), and 1.0.0b2/b3 abort on such an asset, so it is read
@@ -23,6 +24,7 @@ from inventory.registry import Bundle
 from inventory.scan.against_registry import link_registry
 from inventory.scan.bundles import find_bundles
 from inventory.scan.ir import resolve_entry
+from inventory.scan.loads import check_loads, inferred_exporter
 from inventory.scan.model import (
     BundleError,
     BundleScan,
@@ -40,8 +42,10 @@ from oracle.envs import Catalog, EnvError
 
 def scan(paths: list[Path], catalog: Catalog, *, reader: str | None = None,
          registry: tuple[Path, list[Bundle]] | None = None,
-         progress: Progress = lambda _: None) -> ScanReport:
-    """Scan every bundle under `paths`; with a registry, link each to its entry."""
+         progress: Progress = lambda _: None, runtimes: tuple[str, ...] | None = None,
+         loads: bool = True) -> ScanReport:
+    """Scan every bundle under `paths` and load it on each runtime (`runtimes`, default every
+    runtime in the catalog); with a registry, link each to its entry."""
     found = find_bundles(paths)
     if reader is not None:
         catalog.release(reader)  # an unknown release is a usage error (EnvError)
@@ -53,9 +57,14 @@ def scan(paths: list[Path], catalog: Catalog, *, reader: str | None = None,
             scans.append(scan_bundle(bundle, readers))
     finally:
         readers.close()
+    for s in scans:
+        if s.ok:
+            s.exporter = inferred_exporter(s.producer_core, catalog, s.metadata)
+    if loads:
+        check_loads(scans, catalog, runtimes, progress)
     links = None
     if registry is not None:
-        links = link_registry(scans, registry[1], registry[0], catalog)
+        links = link_registry(scans, registry[1], registry[0], catalog, runtimes)
     warnings = [f"{s.name}: read with coreai-core {s.reader['core']} after: "
                 f"{'; '.join(s.attempts)}" for s in scans if s.ok and s.attempts
                 and s.reader.get("why") == "fallback"]

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from inventory.registry import UNKNOWN, Bundle
+from inventory.scan.loads import load_finding, repaired
 from inventory.scan.model import BundleScan, Finding, RegistryLink, Status, dtype_name
 from inventory.scan.readers import core_order
 from oracle import constructs
@@ -58,9 +59,14 @@ def _exporter_finding(bundle: Bundle, scans: list[BundleScan],
     traced = (f"coreai-torch {bundle.exporter.converter}, coreai-core {recorded}"
               if bundle.exporter.converter != UNKNOWN else "unknown")
     cores = core_order(catalog)
-    seen = sorted({s.producer_core or "none" for s in scans})
+    # A bundle `inventory repair` re-saved carries the re-save's producer; what exported it is
+    # the producer-less original its metadata names.
+    seen = sorted({"none" if repaired(s.metadata) else s.producer_core or "none" for s in scans})
     scanned = ", ".join(f"producer coreai-core {c}" if c != "none" else "no producer"
                         for c in seen)
+    if any(repaired(s.metadata) for s in scans):
+        scanned = scanned.replace("no producer", "no producer before `inventory repair` "
+                                  "re-saved it")
     pins = {c: sorted((v for v, r in catalog.releases.items() if r.core == c), key=version_key)
             for c in cores}
     implied = set()
@@ -184,7 +190,8 @@ def _instance_findings(bundle: Bundle, scans: list[BundleScan],
 
 
 def link_registry(scans: list[BundleScan], bundles: list[Bundle], registry: Path,
-                  catalog: Catalog) -> list[RegistryLink]:
+                  catalog: Catalog, runtimes: tuple[str, ...] | None = None
+                  ) -> list[RegistryLink]:
     groups: dict[str, list[tuple[BundleScan, str, str]]] = {}
     links: list[RegistryLink] = []
     known = {b.name: b for b in bundles}
@@ -205,6 +212,8 @@ def link_registry(scans: list[BundleScan], bundles: list[Bundle], registry: Path
         if any(not f for _s, f, _h in members):
             missing = []  # matched by fingerprint: which file it is is not known
         findings = [_exporter_finding(bundle, group, catalog), _dtype_finding(bundle, group)]
+        if any(s.loads for s in group):
+            findings.append(load_finding(bundle, group, catalog, runtimes))
         findings += _instance_findings(bundle, group, missing)
         cannot = []
         cores = {s.producer_core for s in group}

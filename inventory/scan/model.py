@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from inventory.errors import InventoryError
+from oracle.load_check import RuntimeOutcome
 
 DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
                "si8": "int8", "si32": "int32", "si64": "int64", "ui8": "uint8", "i1": "bool"}
@@ -81,6 +82,8 @@ class BundleScan:
     composite_bodies: int = 0
     weights: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    exporter: str | None = None  # inferred from the producer stamp
+    loads: list[RuntimeOutcome] = field(default_factory=list)  # per runtime tried
 
     @property
     def ok(self) -> bool:

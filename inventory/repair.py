@@ -1,0 +1,258 @@
+"""`inventory repair BUNDLE -o OUT`: make a coreai-torch 0.4.0 asset load on newer runtimes
+without re-exporting it, and prove that nothing else changed.
+
+A 0.4.0 asset is healthy except for its debug locations: MLIR `fused` locations holding each
+op's PyTorch call stack, which coreai-core 1.0.0b2 and later refuse ("expected AICode versioned
+location") and abort on. Only the oldest core of the catalog (1.0.0b1) can still parse it, so:
+
+1. that core parses the asset and every op's location (and every block argument's) is replaced
+   by a debuginfo location with no source, in the unit scope, keeping the op's `coreai` op id;
+   the program is saved again (`oracle/asset_worker.py`, op `strip`);
+2. the next core (1.0.0b2) parses that and saves it once more, so the asset carries its
+   `producer` stamp, and records `inventory.repair` in the creator-defined metadata;
+3. then it is verified, and OUT is written only if everything holds: the repaired asset loads and
+   runs on every runtime in the catalog; its weights are byte-identical to the original's (the
+   per-tensor sha256 fingerprint `scan` computes, read by the same core); and on the original's
+   runtime it computes bit-identical outputs from the same seeded inputs.
+
+Anything that cannot be verified is refused (RepairError: one line, exit 2). The input is never
+written to; OUT must not exist. Every step's files are kept as evidence in the result store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inventory.errors import InventoryError
+from inventory.scan.bundles import check_program, read_metadata
+from inventory.scan.loads import REPAIR_KEY
+from inventory.scan.model import BundleError
+from inventory.scan.readers import ScanWorker
+from oracle.envs import Catalog, Env, EnvError
+from oracle.load_check import RuntimeOutcome, asset_workers, run_on
+from oracle.runtimes import cores
+from oracle.session import Session
+from oracle.store import RESULT_FILE, manifest, results_root
+
+Progress = Callable[[str], None]
+SEED = 0
+
+
+class RepairError(InventoryError):
+    """The repair is refused; the message is one line naming what could not be verified."""
+
+
+@dataclass
+class RepairReport:
+    source: str
+    out: str
+    evidence: str
+    reader: str  # the core that parsed the original and rewrote its locations
+    stamper: str  # the core that re-saved it (its producer stamp)
+    locations: dict[str, Any] = field(default_factory=dict)
+    original: list[RuntimeOutcome] = field(default_factory=list)
+    repaired: list[RuntimeOutcome] = field(default_factory=list)
+    weights: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    producer: str | None = None
+
+
+def _check_paths(source: Path, out: Path) -> None:
+    try:
+        read_metadata(source)
+        check_program(source)
+    except BundleError as exc:
+        raise RepairError(str(exc)) from None
+    src, dst = source.resolve(), out.resolve()
+    if dst == src or dst.is_relative_to(src) or src.is_relative_to(dst):
+        raise RepairError(f"{out}: the output must be outside the bundle; repair never writes "
+                          "over its input")
+    if out.exists() or out.is_symlink():
+        raise RepairError(f"{out}: already exists; repair writes a new bundle and never "
+                          "overwrites one")
+    if not out.parent.is_dir():
+        raise RepairError(f"{out.parent}: no such folder for the output")
+
+
+def _digest(bundle: Path) -> str:
+    h = hashlib.sha256()
+    for name in ("metadata.json", "main.mlirb"):
+        with open(bundle / name, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                h.update(chunk)
+    return h.hexdigest()[:20]
+
+
+def _arrays(path: Path) -> dict[str, tuple[str, tuple[int, ...], bytes]]:
+    from safetensors import safe_open
+
+    out = {}
+    with safe_open(str(path), framework="numpy") as handle:
+        meta = handle.metadata() or {}
+        for key in handle.keys():  # noqa: SIM118 - safe_open has no __iter__
+            array = handle.get_tensor(key)
+            out[key] = (meta.get(key, str(array.dtype)), tuple(array.shape), array.tobytes())
+    return out
+
+
+def compare_outputs(before: RuntimeOutcome, after: RuntimeOutcome) -> dict[str, Any]:
+    """Every output array of every function, byte for byte (dtype and shape included)."""
+    keys = sorted(k for k in before.files if k.endswith(".outputs"))
+    if not keys or keys != sorted(k for k in after.files if k.endswith(".outputs")):
+        return {"identical": False, "why": "the two runs did not store the same functions",
+                "functions": keys}
+    arrays = differ = 0
+    for key in keys:
+        a, b = _arrays(Path(before.files[key])), _arrays(Path(after.files[key]))
+        if sorted(a) != sorted(b):
+            return {"identical": False, "why": f"{key}: different output names",
+                    "functions": keys}
+        arrays += len(a)
+        differ += sum(1 for name in a if a[name] != b[name])
+    return {"identical": differ == 0 and arrays > 0, "arrays": arrays, "differ": differ,
+            "functions": [k.removesuffix(".outputs") for k in keys],
+            "why": "" if arrays else "no output array to compare"}
+
+
+def _weights(session: Session, env: Env, bundle: Path, log_dir: Path) -> dict[str, Any]:
+    """The weights fingerprint `scan` computes, read by `env`'s coreai-core."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    worker = session.pool_of(ScanWorker, "scan-worker").worker(env)
+    answer = worker.call({"op": "read", "bundle": str(bundle),
+                          "log": str(log_dir / f"read-{bundle.name}.log")})
+    if not answer.get("ok"):
+        raise RuntimeError(f"coreai-core {env.core} cannot read {bundle.name}: "
+                           f"{answer.get('error')}")
+    return answer["weights"]
+
+
+def repair(source: Path, out: Path, catalog: Catalog,
+           progress: Progress = lambda _: None) -> RepairReport:
+    _check_paths(source, out)
+    order = cores(catalog)
+    if len(order) < 2:
+        raise RepairError("the catalog has a single coreai-core: nothing reads a 0.4.0 asset "
+                          "and writes a versioned one")
+    reader, stamper = order[0], order[1]
+    root = results_root()
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"repair-{_digest(source)}"
+    work = Path(tempfile.mkdtemp(dir=root, prefix=f".{final.name}."))
+    report = RepairReport(str(source), str(out), str(final), reader, stamper)
+    try:
+        with Session(catalog, progress, work / "workers") as session:
+            try:
+                reader_env = session.env_for_core(reader)
+                stamper_env = session.env_for_core(stamper)
+            except EnvError as exc:
+                raise RepairError(str(exc)) from None
+            _run(source, out, report, session, reader_env, stamper_env, order, work)
+    except RepairError as exc:
+        _publish(work, final, report, refused=str(exc))
+        raise RepairError(f"{exc} (evidence: {final})") from None
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    _publish(work, final, report, refused=None)
+    return report
+
+
+def _run(source: Path, out: Path, report: RepairReport, session: Session, reader_env: Env,
+         stamper_env: Env, order: list[str], work: Path) -> None:
+    progress = session.progress
+    runners = asset_workers(session)
+    src = source.resolve()
+    # The original, as it is: where it loads, and what it computes on the reader's runtime.
+    for core in order:
+        progress(f"original on coreai-core {core}")
+        report.original.append(run_on(src, core, session, work / f"original-{core}",
+                                      execute=core == order[0], seed=SEED))
+    base = report.original[0]
+    if base.outcome == "not-run":
+        raise RepairError(f"{source}: cannot verify a repair: {base.describe()}")
+    if not base.loads:
+        raise RepairError(f"{source}: coreai-core {base.core} cannot run it either "
+                          f"({base.describe()}); nothing to verify a repair against")
+    if all(o.loads for o in report.original):
+        raise RepairError(f"{source}: already loads on every runtime in the catalog "
+                          f"(coreai-core {', '.join(order)}); nothing to repair")
+    progress(f"rewriting locations with coreai-core {report.reader}")
+    stripped, repaired = work / "stripped.aimodel", work / "repaired.aimodel"
+    answer = runners.worker(reader_env).call(
+        {"op": "strip", "asset": str(src), "out": str(stripped)})
+    if not answer.get("ok"):
+        raise RepairError(f"coreai-core {report.reader} could not rewrite the locations "
+                          f"({answer.get('stage')}: {answer.get('error')})")
+    report.locations = {k: answer[k] for k in ("locations_before", "locations_after", "ops",
+                                               "block_args", "op_ids_kept")}
+    left = {k: v for k, v in answer["locations_after"].items() if k != "debuginfo"}
+    if left:
+        raise RepairError(f"locations left that are not debuginfo locations: {left}")
+    progress(f"re-saving with coreai-core {report.stamper}")
+    note = {REPAIR_KEY: f"debug locations of a coreai-core {report.reader} asset "
+                                f"rewritten by inventory repair (from {source.name})"}
+    answer = runners.worker(stamper_env).call(
+        {"op": "restamp", "asset": str(stripped), "out": str(repaired), "custom": note})
+    if not answer.get("ok"):
+        raise RepairError(f"coreai-core {report.stamper} could not read the rewritten asset "
+                          f"({answer.get('stage')}: {answer.get('error')})")
+    report.producer = json.loads((repaired / "metadata.json").read_text()).get("producer")
+    for core in order:
+        progress(f"repaired asset on coreai-core {core}")
+        report.repaired.append(run_on(repaired, core, session, work / f"repaired-{core}",
+                                      execute=True, inputs=work / f"original-{order[0]}"))
+    refused = [o for o in report.repaired if not o.loads]
+    if refused:
+        raise RepairError("the repaired asset does not run everywhere: " + "; ".join(
+            f"coreai-core {o.core}: {o.describe()}" for o in refused))
+    progress("comparing weights and outputs")
+    try:
+        before = _weights(session, reader_env, src, work / "weights")
+        after = _weights(session, reader_env, repaired, work / "weights")
+    except RuntimeError as exc:
+        raise RepairError(f"weights cannot be compared: {exc}") from None
+    same = before["fingerprint"] == after["fingerprint"] and \
+        before["constants"] == after["constants"] and before["bytes"] == after["bytes"]
+    report.weights = {"identical": same, "original": before, "repaired": after,
+                      "read_with": f"coreai-core {report.reader}"}
+    if not same or before.get("unresolved_resources"):
+        raise RepairError(f"weights differ or cannot all be read: original "
+                          f"{before['fingerprint']} ({before['constants']} tensors), repaired "
+                          f"{after['fingerprint']} ({after['constants']} tensors)")
+    report.outputs = {**compare_outputs(base, report.repaired[0]),
+                      "runtime": f"coreai-core {base.core}", "seed": SEED}
+    if not report.outputs["identical"]:
+        raise RepairError(f"outputs on coreai-core {base.core} are not bit-identical: "
+                          f"{report.outputs.get('why') or report.outputs}")
+    # Verified: OUT appears whole or not at all.
+    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    try:
+        shutil.copytree(repaired, staging / "bundle")
+        os.rename(staging / "bundle", out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _publish(work: Path, final: Path, report: RepairReport, refused: str | None) -> None:
+    """Keep this run's evidence (verified or refused) under its content address."""
+    shutil.rmtree(work / "workers", ignore_errors=True)
+    data = json.loads(json.dumps(asdict(report), default=str).replace(str(work), str(final)))
+    data["refused"] = refused
+    data["files_sha256"] = manifest(work)
+    (work / RESULT_FILE).write_text(json.dumps(data, indent=2))
+    if final.exists():
+        old = final.with_name(f".{final.name}.old.{os.getpid()}")
+        final.rename(old)
+        shutil.rmtree(old, ignore_errors=True)
+    work.rename(final)
+    for outcome in report.original + report.repaired:
+        for key, path in outcome.files.items():
+            outcome.files[key] = path.replace(str(work), str(final))

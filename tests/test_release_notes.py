@@ -53,3 +53,31 @@ def test_sweep_surfaces_a_change_that_no_fix_record_explains(env, conv_regimes):
     assert not explained.unexplained
     assert all(f.explained_by == ("40",) for f in explained.changed)
     assert json.loads(sweep_json(explained))["unexplained"] == []
+
+
+def test_release_notes_answer_asset_and_pipeline_records_with_the_asset_probe(env):
+    env("0.4.0")
+    env("0.4.1")
+    fixes = [f for f in load_fixes() if f.id in ("28", "core-b2")]
+    notes = release_notes("0.4.0", "0.4.1", fixes, [], load_registry(), load_catalog(),
+                          load_policy())
+    by = {f.fix.id: f for f in notes.fixes}
+    # #28 (asset): the 0.4.0 asset probe is refused by 1.0.0b2 and b3, the 0.4.1 one is not.
+    asset = by["28"]
+    assert not asset.outcomes and {a.spec.dtype for a, _b in asset.loads} == {"float32",
+                                                                             "float16"}
+    assert set(asset.bundles) == {"sam3", "lfm_audio"}  # exported before 0.4.1, or unknown
+    for old, new in asset.loads:
+        assert [o.outcome for o in old.outcomes] == ["loads", "crashes", "crashes"]
+        assert [o.outcome for o in new.outcomes] == ["loads", "loads", "loads"]
+    # core-b2 (pipeline): the asset probe's programs, compared like a lowering probe.
+    pin = by["core-b2"]
+    assert [o.regime.name for o in pin.outcomes] == ["asset-probe-float32",
+                                                     "asset-probe-float16"]
+    assert all(o.result.shipped in ("identical", "differs") for o in pin.outcomes)
+    data = json.loads(notes_json(notes))
+    (entry,) = [f for f in data["fixes"] if f["fix"] == "28"]
+    assert entry["kind"] == "asset"
+    assert "expected AICode versioned location" in entry["loads"][0]["old"]["outcomes"][1]["error"]
+    assert "A change of the asset: it concerns every bundle exported before 0.4.1" in \
+        notes_markdown(notes)

@@ -208,6 +208,25 @@ def test_every_version_is_read_by_its_own_core(scanned, version):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
+def test_every_bundle_is_loaded_on_every_runtime_and_its_exporter_inferred(scanned, version):
+    b = scanned[(version, "batchnorms")]
+    loads = {o["core"]: o for o in b["loads"]}
+    assert set(loads) == set(PINS.values())
+    if version == "0.4.0":
+        # Reported, contained, and the next runtime still tried.
+        assert loads["1.0.0b1"]["outcome"] == "loads"
+        for core in ("1.0.0b2", "1.0.0b3"):
+            assert loads[core]["outcome"] == "crashes" and loads[core]["signal"] == "SIGABRT"
+            assert "expected AICode versioned location" in loads[core]["error"]
+            assert Path(loads[core]["log"]).is_file()
+        assert b["exporter"].startswith("coreai-torch 0.4.0 (no producer")
+    else:
+        assert {o["outcome"] for o in loads.values()} == {"loads"}
+        assert version in b["exporter"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
 def test_batch_norms_scan_as_composite_call_sites_with_shared_bodies(scanned, version):
     (bn,) = composites(scanned[(version, "batchnorms")], "batch_norm")
     assert bn["call_sites"] == 3 and bn["nested"] == 0
@@ -353,10 +372,20 @@ def test_registry_batch_norm_visible_on_b1_and_folded_on_b2(bundles, scanned, tm
     data = scan_json(str(bundles / "0.4.0" / "convbn.aimodel"), "--against-registry",
                      "--registry", str(registry))
     found = _findings(data, "convnet")
-    assert data["_exit"] == 0, data["_stderr"]
     assert found["batch_norm"]["status"] == "agree"
     assert found["exporter"]["status"] == "agree"  # no producer: the 1.0.0b1 era
     assert any("lowerings baked into plain ops" in c for c in found["_link"]["cannot_establish"])
+    # The registry states no runtimes, so the bundle must load on every runtime in the catalog;
+    # a 0.4.0 asset does not load on 1.0.0b2 and b3: that is a disagreement (exit 1).
+    assert data["_exit"] == 1, data["_stderr"]
+    assert found["loads"]["status"] == "disagree"
+    assert "expected AICode versioned location" in found["loads"]["scanned"]
+    assert "every runtime in the catalog" in found["loads"]["traced"]
+    # Deployed on 1.0.0b1 only (--runtime), nothing disagrees.
+    data = scan_json(str(bundles / "0.4.0" / "convbn.aimodel"), "--against-registry",
+                     "--registry", str(registry), "--runtime", "b1")
+    assert data["_exit"] == 0, data["_stderr"]
+    assert _findings(data, "convnet")["loads"]["status"] == "agree"
 
     registry = _registry(tmp_path, fp, "0.4.2", "1.0.0b2")
     data = scan_json(str(bundles / "0.4.2" / "convbn.aimodel"), "--against-registry",

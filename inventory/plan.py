@@ -117,7 +117,7 @@ def plan_record(p: Plan) -> dict:
         entry = {"fix": i.fix.id, "kind": i.fix.kind, "title": i.fix.title,
                  "verdict": i.answer.verdict, "reason": i.answer.reason,
                  "chain": list(i.answer.chain),
-                 "runtime": ", ".join(i.answer.runtimes) or None,
+                 "runtime": "; ".join(i.answer.runtimes) or None,
                  "remedies": list(i.answer.remedies), "evidence": evidence}
         if i.ignored:
             entry["ignored"] = {"reason": i.ignored.reason,

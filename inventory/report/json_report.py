@@ -64,7 +64,7 @@ def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:
         "reexport": b.reexport,
         "reason": b.reason,
         "chain": list(b.chain),
-        "runtime": ", ".join(b.runtimes) if b.runtimes else None,
+        "runtime": "; ".join(b.runtimes) if b.runtimes else None,
         "deployment": b.deployment.to_json() if b.deployment else None,
         "load": load_answer_record(b.load),
         "remedies": list(b.remedies),

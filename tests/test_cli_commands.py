@@ -168,12 +168,15 @@ def test_affected_and_plan_in_markdown(converter_envs):
     assert "max\\|old-new\\|" in md  # pipes in a cell are escaped, the table stays whole
 
     proc = run("plan", "--to", "0.4.2", "--markdown", "-q")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr  # sam3's asset does not load on 1.0.0b2/b3
     md = proc.stdout
     assert md.startswith("# Re-export plan for coreai-torch 0.4.2")
-    assert "| mimi | 0.4.1 | **no** | - | - | - |" in md
-    assert "| lfm_audio | 0.4.0 (assumed) | **optional** | - | - | #54 (values-move) |" in md
-    assert "| sam3 | 0.4.0 | **optional** | - | - | #13 (values-identical) |" in md
+    assert "Deployment runtimes: coreai-core 1.0.0b2, 1.0.0b3 (default:" in md
+    assert "| mimi | 0.4.1 | **no** | 1.0.0b2 loads, 1.0.0b3 loads | - | - | - |" in md
+    assert ("| lfm_audio | 0.4.0 (assumed) | **inconclusive** | depends on the exporter | - | "
+            "#28 (depends-on-exporter) | #54 (values-move) |") in md
+    assert ("| sam3 | 0.4.0 | **required** | 1.0.0b2 crashes, 1.0.0b3 crashes | "
+            "#28 (does-not-load) | - | #13 (values-identical) |") in md
 
 
 def test_tolerance_turns_an_optional_move_into_a_required_one(converter_envs, json_schema):

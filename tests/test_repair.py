@@ -58,12 +58,13 @@ def asset_040(env, tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 def test_repair_makes_a_040_asset_load_on_b3_with_the_same_weights_and_outputs(
-        env, asset_040, tmp_path):
+        env, asset_040, tmp_path, json_schema):
     before = tree_digest(asset_040)
     out = tmp_path / "repaired.aimodel"
     proc = run("repair", str(asset_040), "-o", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
+    json_schema(report)
     assert report["command"] == "repair" and report["producer"] == "coreai-core 1.0.0b2"
     assert tree_digest(asset_040) == before, "the input was written to"
     assert json.loads((out / "metadata.json").read_text())["producer"] == "coreai-core 1.0.0b2"

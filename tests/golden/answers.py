@@ -15,7 +15,8 @@ to the database shows up as a new entry without a snapshot (and the test says to
 refactor of the modules behind it leaves this file alone.
 
 Kept: verdicts, re-export decisions, the stage identities (emitted/shipped/outputs), output shapes
-(integers), runtime names, exporter releases, condition verdicts, exit codes. Left out: evidence
+(integers), runtime names, exporter releases, condition verdicts, exit codes, deployment runtimes
+and every load check's outcome per runtime (`loads`, `crashes`, ...). Left out: evidence
 paths and `cached` (they depend on the store, not on the answer), reasons and chains (prose
 holding the measured floats), timings, and every measured float (max |old-new|, errors vs torch,
 ref magnitude). The floats are left out, not compared with a tolerance, because what they decide
@@ -139,6 +140,8 @@ def _affected(run: Run) -> dict[str, Any]:
             "verdict": b["verdict"],
             "reexport": b["reexport"],
             "runtime": b["runtime"],
+            "deployment": _cores(b["deployment"]),
+            "load": _load(b["load"]),
             "probes": [_probe(p) for p in b["probes"]],
             "conditions": [{
                 "construct": c["construct"], "condition": c["condition"],
@@ -147,6 +150,20 @@ def _affected(run: Run) -> dict[str, Any]:
             } for c in b["conditions"]],
         } for b in d["bundles"]},
     }
+
+
+def _load(answer: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A load answer: its verdict and, per release whose asset was checked, the outcome on each
+    runtime (errors are prose, left out; the outcome and signal are the answer)."""
+    if answer is None:
+        return None
+    return {"verdict": answer["verdict"], "reexport": answer["reexport"],
+            "checks": {c["exporter"]: {o["core"]: o["outcome"] for o in c["outcomes"]}
+                       for c in answer["checks"]}}
+
+
+def _cores(deployment: dict[str, Any] | None) -> list[str] | None:
+    return deployment["cores"] if deployment else None
 
 
 _PLAN_LEVELS = ("required", "inconclusive", "optional", "not_affected", "ignored")
@@ -158,7 +175,8 @@ def _plan(run: Run) -> dict[str, Any]:
         "exit": run.exit, "to": d["to"], "reexport": d["reexport"],
         "bundles": {b["bundle"]: {
             "exporter": b["exporter"], "exporter_assumed": b["exporter_assumed"],
-            "reexport": b["reexport"],
+            "reexport": b["reexport"], "deployment": _cores(b["deployment"]),
+            "load": _load(b["load"]),
             **{level: {i["fix"]: i["verdict"] for i in b[level]} for level in _PLAN_LEVELS},
         } for b in d["bundles"]},
     }
@@ -170,6 +188,8 @@ def _notes(run: Run) -> dict[str, Any]:
         "exit": run.exit, "from": d["from"], "to": d["to"], "runtime": d["runtime"],
         "fixes": {f["fix"]: {
             "bundles": f["bundles"],
+            "loads": [{side: {o["core"]: o["outcome"] for o in pair[side]["outcomes"]}
+                       for side in ("old", "new")} for pair in f["loads"]],
             "probes": {p["probe"]: {k: p[k] for k in
                                     ("emitted", "shipped", "outputs", "verdict", "runtime")}
                        for p in f["probes"]},

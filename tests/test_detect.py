@@ -104,9 +104,9 @@ def test_norms_carry_dtype_parameters_and_what_precedes_them():
 # parameters and export: `_probes_build` checks each test's instances.
 
 F = torch.nn.functional
-NEW_KINDS = ("true_divide", "mean_dtype", "min_dim", "max_pool2d", "atan2", "pad", "arange_float",
-             "repeat_symbolic", "cat_dynamic", "view_dynamic", "select_dynamic", "masked_scatter",
-             "quantize")
+NEW_KINDS = ("true_divide", "floor_divide", "mean_dtype", "min_dim", "max_pool2d", "atan2", "pad",
+             "arange", "repeat_symbolic", "cat_dynamic", "view_dynamic", "select_dynamic",
+             "masked_scatter", "quantize")
 
 
 @cache
@@ -170,7 +170,7 @@ def test_true_divisions_record_form_and_operand_dtypes():
     i, j = torch.randint(-9, 9, (4, 16), dtype=torch.int32), torch.randint(1, 9, (4, 16),
                                                                             dtype=torch.int32)
     x, y = torch.randn(4, 16, dtype=torch.float16), torch.rand(4, 16, dtype=torch.float16) + 1
-    found = _found(Divisions(), i, j, x, y)
+    found = _found(Divisions(), i, j, x, y, kinds=["true_divide"])
     assert {g.kind for g in found} == {"true_divide"}  # floor and trunc modes are not
     assert [_probe(g) for g in found] == [
         # int / int, torch.true_divide exports as the same div.Tensor: one instance of two
@@ -185,6 +185,35 @@ def test_true_divisions_record_form_and_operand_dtypes():
     assert [g.params["operand_types"] for g in found] == [
         "int32 / int32", "int32 / int32", "int32 / float", "int32 / int", "float16 / float16",
         "float16 / 0-dim float32 tensor", "float16 / float"]
+
+
+def test_floor_divisions_are_their_own_construct_trunc_is_none():
+    i, j = torch.randint(-9, 9, (4, 16), dtype=torch.int32), torch.randint(1, 9, (4, 16),
+                                                                            dtype=torch.int32)
+    x, y = torch.randn(4, 16, dtype=torch.float16), torch.rand(4, 16, dtype=torch.float16) + 1
+    found = _found(Divisions(), i, j, x, y, kinds=["floor_divide"])
+    assert [_probe(g) for g in found] == [
+        ({"form": "tensor", "operands": "int32", "shape": [4, 16]}, "float32", 1),
+        ({"form": "tensor", "operands": "float", "shape": [4, 16]}, "float16", 1),  # x // y
+    ]
+    assert [g.params["operand_types"] for g in found] == ["int32 // int32",
+                                                          "float16 // float16"]
+
+
+class SineEmbedding(torch.nn.Module):
+    """sam3's form: an int64 arange cast to fp16, floor-divided by a Python int."""
+
+    def forward(self, x):
+        dim_t = torch.arange(128, dtype=torch.int64).to(x.dtype)
+        return x + torch.div(dim_t, 2, rounding_mode="floor")
+
+
+def test_an_fp16_floor_division_by_a_python_int():
+    found = _found(SineEmbedding(), torch.randn(1, 128, dtype=torch.float16),
+                   kinds=["floor_divide"])
+    assert [_probe(g) for g in found] == [
+        ({"form": "scalar", "operands": "float", "shape": [128], "divisor": 2}, "float16", 1)]
+    assert found[0].params["operand_types"] == "float16 // int"
 
 
 class ManyDivisions(torch.nn.Module):
@@ -206,7 +235,7 @@ def test_a_graph_without_division_records_none():
         def forward(self, x):
             return x * 0.5, torch.floor_divide(x, 2), x.reciprocal()
 
-    assert _found(NoDiv(), torch.randn(4, 8)) == []
+    assert _found(NoDiv(), torch.randn(4, 8), kinds=["true_divide"]) == []
 
 
 class Means(torch.nn.Module):
@@ -307,7 +336,8 @@ PADS = [
 def test_pads_by_mode_whether_or_not_the_table_decomposes_them(table, env):
     """0.4.2's table keeps reflection/replication pads whole; torch's and 0.4.1's decompose
     them into index arithmetic, from which the same pad is read back."""
-    found = _found(Pads(), *PAD_ARGS, table=_table(env(table).path) if table else None)
+    found = _found(Pads(), *PAD_ARGS, table=_table(env(table).path) if table else None,
+                   kinds=["pad"])
     assert [_probe(g) for g in found] == PADS
     decomposed = [g.params.get("graph", "") for g in found[:3]]
     if table == "0.4.2":
@@ -321,19 +351,27 @@ def test_a_graph_without_padding_records_none():
 
 
 class Aranges(torch.nn.Module):
-    def forward(self, x):
+    def forward(self, x, offset):
         return (x + torch.arange(0, 72, dtype=x.dtype), torch.arange(0, 5, 0.5),
-                torch.arange(0, 72), torch.arange(4, 100, 3, dtype=torch.float32))
+                offset + torch.arange(0, 16), torch.arange(4, 100, 3, dtype=torch.float32),
+                offset + torch.arange(0, 16, dtype=torch.int64))
 
 
-def test_float_aranges_are_recorded_integer_ones_are_not():
-    found = _found(Aranges(), torch.randn(1, 72, dtype=torch.float16))
+def test_every_arange_is_recorded_integer_ones_with_the_dtype_the_graph_holds():
+    found = _found(Aranges(), torch.randn(1, 72, dtype=torch.float16),
+                   torch.zeros(1, dtype=torch.int32))
     assert [_probe(g) for g in found] == [
         ({"start": 0, "end": 72, "step": 1, "arange_dtype": "float16"}, "float16", 1),
         # float bounds without a dtype: torch's default (float32), and the probe's ""
         ({"start": 0, "end": 5, "step": 0.5, "arange_dtype": ""}, "float32", 1),
+        # an integer arange (mimi's ring positions): a float32 probe of the same bounds
+        ({"start": 0, "end": 16, "step": 1, "arange_dtype": ""}, "float32", 1),
         ({"start": 4, "end": 100, "step": 3, "arange_dtype": "float32"}, "float32", 1),
+        # spelled with an explicit int64: another instance, as the graph differs
+        ({"start": 0, "end": 16, "step": 1, "arange_dtype": "int64"}, "float32", 1),
     ]
+    integer = [g for g in found if g.params.get("tensor_dtype")]
+    assert [g.params["tensor_dtype"] for g in integer] == ["int64", "int64"]
 
 
 class Tiled(torch.nn.Module):
@@ -418,7 +456,7 @@ class DataDependent(torch.nn.Module):
 def test_data_dependent_sizes_of_a_static_graph_are_resolved_from_its_runtime_asserts():
     found = _found(DataDependent(), torch.randn(1, 36), torch.tensor([[6, 6]]))
     note = "data-dependent (.item()): sizes taken as equal factors of a runtime-asserted product"
-    aranges = _of(found, "arange_float")
+    aranges = _of(found, "arange")
     assert [_probe(g) for g in aranges] == [
         ({"start": 0, "end": 6, "step": 1, "arange_dtype": "float32"}, "float32", 2)]
     divisions = _of(found, "true_divide")
@@ -496,7 +534,6 @@ REGIMES = [r for r in load_regimes() if r.construct in NEW_KINDS and r.construct
 # Regimes whose probe the trace reads as another regime, and why.
 READ_OTHERWISE = {
     "select_dynamic/last-of-static-length": "a select on a static dim is not recorded",
-    "arange_float/int-arange": "an integer arange is not recorded",
     "cat_dynamic/reshaped-dynamic-batch": "read as along_dynamic (a cat along a dynamic axis)",
     "cat_dynamic/upsampled-dynamic-length": "read as along_dynamic (a cat along a dynamic axis)",
 }
@@ -511,7 +548,7 @@ def _as_traced(regime) -> tuple[dict, str]:
         params["form"] = "tensor"  # torch.true_divide exports as div.Tensor
     if params.get("form") == "tensor_0dim_fp32":
         params.pop("divisor", None)  # a tensor's value is not in the graph
-    if regime.construct == "arange_float":
+    if regime.construct == "arange":
         params.setdefault("step", 1)
         if params["arange_dtype"] == "input":
             params["arange_dtype"] = regime.spec.dtype

@@ -41,11 +41,15 @@ IDS = [r.id for r in REGIMES]
 # The constructs the changelog's lowering changes touch (externalization, #18/#53, has none).
 CHANGELOG_CONSTRUCTS = {
     "conv_transpose", "batch_norm", "layer_norm", "group_norm", "true_divide", "mean_dtype",
-    "min_dim", "max_pool2d", "atan2", "quantize", "pad", "arange_float", "repeat_symbolic",
+    "min_dim", "max_pool2d", "atan2", "quantize", "pad", "arange", "repeat_symbolic",
     "cat_dynamic", "view_dynamic", "masked_scatter", "select_dynamic",
 }
+# Constructs found by tracing the recipes whose lowering a changelog change rewrote, though the
+# changelog does not name them: floor division (sam3) is lowered by div.Tensor_mode's function,
+# which #32 rewrote.
+TRACED_CONSTRUCTS = {"floor_divide"}
 # Regimes the changelog names as controls, by construct.
-CHANGELOG_CONTROLS = {"cat_dynamic", "repeat_symbolic", "arange_float", "pad", "true_divide",
+CHANGELOG_CONTROLS = {"cat_dynamic", "repeat_symbolic", "arange", "pad", "true_divide",
                       "mean_dtype", "min_dim", "max_pool2d", "batch_norm"}
 
 
@@ -54,9 +58,9 @@ CHANGELOG_CONTROLS = {"cat_dynamic", "repeat_symbolic", "arange_float", "pad", "
 
 def test_regimes_cover_every_changelog_construct_and_its_controls():
     regimed = {r.construct for r in REGIMES}
-    assert regimed == CHANGELOG_CONSTRUCTS
+    assert regimed == CHANGELOG_CONSTRUCTS | TRACED_CONSTRUCTS
     assert set(probes.builders()) == {c.kind for c in constructs.probed()} == \
-        CHANGELOG_CONSTRUCTS
+        CHANGELOG_CONSTRUCTS | TRACED_CONSTRUCTS
     controls = {r.construct for r in REGIMES if r.control}
     assert controls >= CHANGELOG_CONTROLS
     for construct in regimed:
@@ -300,6 +304,20 @@ def _true_divide(r: Regime, g: list[dict]) -> None:
     assert n["val"]["dtype"] == expected
 
 
+def _floor_divide(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    operand = "int32" if p["operands"] == "int32" else r.spec.dtype
+    n = one(g, "aten.div.Tensor_mode")
+    assert n["kwargs"].get("rounding_mode") == "floor"
+    a, b = n["args"]
+    assert a["node"] == "a" and dtype_of(a) == operand
+    if p["form"] == "scalar":
+        assert b == p["divisor"] and type(b) is type(p["divisor"])
+    else:
+        assert b["node"] == "b" and dtype_of(b) == operand
+    assert n["val"]["dtype"] == operand  # floor division keeps the operands' type
+
+
 def _mean_dtype(r: Regime, g: list[dict]) -> None:
     p = r.spec.params
     n = one(g, "aten.mean.dim" if p.get("dims") is not None else "aten.mean.default")
@@ -384,7 +402,7 @@ def _pad(r: Regime, g: list[dict]) -> None:
         assert "aten.index.Tensor" in targets
 
 
-def _arange_float(r: Regime, g: list[dict]) -> None:
+def _arange(r: Regime, g: list[dict]) -> None:
     p = r.spec.params
     n = [m for m in g if m["target"].startswith("aten.arange")]
     assert len(n) == 1, [m["target"] for m in g]
@@ -483,8 +501,9 @@ def _masked_scatter(r: Regime, g: list[dict]) -> None:
 CHECKS = {
     "conv_transpose": _conv_transpose, "batch_norm": _batch_norm, "layer_norm": _layer_norm,
     "group_norm": _group_norm, "select_dynamic": _select_dynamic, "true_divide": _true_divide,
+    "floor_divide": _floor_divide,
     "mean_dtype": _mean_dtype, "min_dim": _min_dim, "max_pool2d": _max_pool2d,
-    "atan2": _atan2, "quantize": _quantize, "pad": _pad, "arange_float": _arange_float,
+    "atan2": _atan2, "quantize": _quantize, "pad": _pad, "arange": _arange,
     "repeat_symbolic": _repeat_symbolic, "cat_dynamic": _cat_dynamic,
     "view_dynamic": _view_dynamic, "masked_scatter": _masked_scatter,
 }

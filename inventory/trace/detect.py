@@ -63,6 +63,8 @@ class Grouped:
     dtype: str
     count: int
     modules: tuple[str, ...]
+    # per member, the module whose tensors its probe also takes ("" for none): see Found
+    producers: tuple[str, ...] = ()
 
 
 def group(found: list[Found]) -> list[Grouped]:
@@ -97,8 +99,10 @@ def group(found: list[Found]) -> list[Grouped]:
                 more = len(seen) - SHAPES_SHOWN
                 params["shapes_seen"] = seen[:SHAPES_SHOWN] + (
                     [f"and {more} more"] if more > 0 else [])
+        producers = tuple(f.producer for f in members) if any(f.producer for f in members) \
+            else ()
         out.append(Grouped(first.kind, params, first.dtype, len(members),
-                           tuple(f.module for f in members)))
+                           tuple(f.module for f in members), producers))
     return out
 
 

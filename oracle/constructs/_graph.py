@@ -43,6 +43,9 @@ class Found:
     params: dict[str, Any]
     dtype: str
     module: str
+    # The module of an op whose tensors the probe also takes (a batch norm's depthwise conv),
+    # so that `--weights` can read that instance's own tensors by name.
+    producer: str = ""
 
 
 # ---- what a node is ----------------------------------------------------------------------------

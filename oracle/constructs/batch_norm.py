@@ -108,8 +108,9 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 # ---- the detector ------------------------------------------------------------------------------
 
 
-def _producer_depthwise_kernel(node: Any, channels: Any) -> int | None:
-    """The kernel of a depthwise convolution feeding `node` directly (as in a Conformer)."""
+def _producer_depthwise(node: Any, channels: Any) -> tuple[int, str] | None:
+    """The kernel and module path of a depthwise convolution feeding `node` directly (as in a
+    Conformer)."""
     from oracle.constructs import _graph as g
 
     src = node.args[0] if node.args else None
@@ -120,7 +121,7 @@ def _producer_depthwise_kernel(node: Any, channels: Any) -> int | None:
     weight_shape = g.shape(args[1])
     if args[6] or int(args[8] or 1) != channels or len(weight_shape) < 3:
         return None
-    return int(weight_shape[2])
+    return int(weight_shape[2]), g.module_path(src)
 
 
 def detect(node: Any, sizes: Sizes) -> Found | None:
@@ -142,10 +143,11 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
         "param_dtype": g.dtype(var),
         "input_shape": shape,
     }
-    kernel = _producer_depthwise_kernel(node, channels)
-    if kernel is not None:
-        params["depthwise_kernel"] = kernel
-    return g.Found("batch_norm", params, g.dtype(x), g.module_path(node))
+    producer = _producer_depthwise(node, channels)
+    if producer is not None:
+        params["depthwise_kernel"] = producer[0]
+    return g.Found("batch_norm", params, g.dtype(x), g.module_path(node),
+                   producer[1] if producer is not None else "")
 
 
 def label(p: dict[str, Any], short: str) -> str:

@@ -1,4 +1,9 @@
-"""arange with a floating-point result (#25, #27)."""
+"""arange, float or integer (#25, #27: the float-dtype path and the si32 path of integer bounds).
+
+The kind was `arange_float` until integer aranges were recorded too (issue #12): #27 gates the si32
+path on every operand being an integer, so an integer arange is what that gate keeps, and a later
+rewrite of arange operand casting touches both.
+"""
 
 from __future__ import annotations
 
@@ -44,11 +49,15 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 
 
 # ---- the detector ------------------------------------------------------------------------------
-# Every arange whose result is floating point: a float dtype argument (arange_dtype names it) or
-# a float bound without one (arange_dtype "": torch's default). Symbolic bounds (a dynamic size,
-# an .item()) are resolved to a value and `sizes` says so: the probe's bounds are constants.
-# torch.export keeps aranges of static bounds as nodes (it does not fold them); integer aranges
-# are not this construct.
+# Every arange, whatever its result type: a float dtype argument (arange_dtype names it), float
+# bounds without one (arange_dtype "": torch's default, float32), or an integer arange (int64 by
+# default, arange_dtype ""; or a named integer dtype). The probe adds the arange to a float input,
+# so an integer arange's probe is float32 and `tensor_dtype` says what the graph holds; what the
+# arange feeds in the bundle is not recorded. Symbolic bounds (a dynamic size, an .item()) are
+# resolved to a value and `sizes` says so: the probe's bounds are constants. torch.export keeps
+# aranges of static bounds as nodes (it does not fold them).
+
+INTEGER_DTYPES = ("int64", "int32")
 
 
 def detect(node: Any, sizes: Sizes) -> Found | None:
@@ -57,7 +66,7 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     from oracle.constructs import _graph as g
 
     val = g.val(node)
-    if not isinstance(val, torch.Tensor) or not val.dtype.is_floating_point:
+    if not isinstance(val, torch.Tensor):
         return None
     name = g.target_name(node)
     if name == "aten.arange.default":
@@ -75,13 +84,13 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     arg = node.kwargs.get("dtype")
     params["arange_dtype"] = g.name(arg) if arg is not None else ""
     dtype = g.probe_dtype(val.dtype, params)
-    if params["arange_dtype"] not in ("",) + g.PROBE_DTYPES:
+    if params["arange_dtype"] not in ("",) + g.PROBE_DTYPES + INTEGER_DTYPES:
         params["arange_dtype"] = dtype
-    return g.Found("arange_float", g.with_sizes(params, g.worst(hows)), dtype, g.module_path(node))
+    return g.Found("arange", g.with_sizes(params, g.worst(hows)), dtype, g.module_path(node))
 
 
 CONSTRUCT = Construct(
-    kind="arange_float",
+    kind="arange",
     fixes=("25",),
     params=("start", "end", "step", "arange_dtype", "batch"),
     build=build,

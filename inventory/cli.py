@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from inventory.errors import ExitCode, exit_for_reexport
+from inventory.errors import ExitCode, UsageError, exit_for_reexport
 from inventory.options import (
     Bundles,
     FromRelease,
@@ -232,26 +232,42 @@ def trace_cmd(
     bundle: Annotated[list[str] | None, typer.Argument(
         help="Bundles to trace (default: every bundle with a trace target).")] = None,
     registry: Registry = DEFAULT_REGISTRY,
+    recipe_root: Annotated[Path | None, typer.Option(
+        "--recipe-root", help="A checkout of the recipe repository: trace the recipe's own "
+                              "module, built by the builder the registry names "
+                              "([bundles.X.recipe.builder]).")] = None,
     write: Annotated[bool, typer.Option(
-        "--write", help="Record the traced instances in the registry.")] = False,
+        "--write", help="Record the traced instances in the registry (with --recipe-root: as "
+                        "its authority, with provenance).")] = False,
     check: Annotated[bool, typer.Option(
-        "--check", help="Exit 1, listing the differences, if the registry is stale.")] = False,
+        "--check", help="Exit 1, listing the differences, if the registry is stale (without "
+                        "--recipe-root, a recipe-traced bundle is checked through its "
+                        "stand-in's stated differences).")] = False,
     quiet: Quiet = False,
 ) -> None:
     """Trace bundles' export recipes: torch.export the module, read constructs off the graph."""
-    from inventory.trace.service import trace_bundles
+    from inventory.trace.service import trace_bundles, traceable
 
     stale: list[str] = []
     with answering("trace"):
         python_ok()
+        if recipe_root is not None and not recipe_root.is_dir():
+            raise UsageError(f"--recipe-root {recipe_root}: not a folder")
         bundles = [b for b in select(load_registry(registry), bundle)
-                   if bundle or b.trace.get("target")]
+                   if bundle or traceable(b, recipe_root)]
         with progress(not quiet) as report_progress:
             runs = trace_bundles(registry, bundles, load_catalog(), write=write, check=check,
-                                 progress=report_progress)
+                                 progress=report_progress, recipe_root=recipe_root)
             for result, differences in runs:
-                out.print(f"[bold]{result.bundle}[/bold]: {result.target}, "
+                what = "stand-in " if result.is_standin else ""
+                out.print(f"[bold]{result.bundle}[/bold]: {what}{result.target}, "
                           f"{result.decompositions}, {result.aten_ops} aten ops", highlight=False)
+                prov = result.provenance
+                if prov.get("commit"):
+                    out.print(f"  recipe {prov['repository']} {prov['commit'][:12]} "
+                              f"({prov['commit_source']}), {prov['file']}", highlight=False)
+                for warning in result.warnings:
+                    err.print(f"warning: {warning}", highlight=False)
                 for inst in result.instances:
                     out.print(f"  {inst['count']}x {inst['kind']} {inst['dtype']} "
                               f"{inst['params']}", highlight=False)

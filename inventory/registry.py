@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,8 @@ class Instance:
     dtype: str
     modules: tuple[str, ...]
     source: str
+    # per module, the module whose tensors its probe also takes (a batch norm's depthwise conv)
+    producers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,11 @@ class Bundle:
     # else for the whole inventory in [deploy]); empty: not stated, the default applies.
     runtimes: tuple[str, ...] = ()
     runtimes_source: str = ""
+    # the recipe's export pipeline as recorded (`[bundles.X.pipeline]`): beside the probe's
+    # `pipeline` fields, the export steps (grad, autocast, convert, names, ...)
+    export: dict[str, Any] = field(default_factory=dict)
+    # a project target standing in for the recipe, and its stated differences (`[standin]`)
+    standin: dict[str, Any] = field(default_factory=dict)
 
 
 def _need(table: dict[str, Any], key: str, where: str, path: Path) -> Any:
@@ -78,6 +85,7 @@ def _instance(raw: dict[str, Any], where: str, path: Path) -> Instance:
         dtype=str(_need(raw, "dtype", where, path)),
         modules=tuple(raw.get("modules", [])),
         source=str(_need(raw, "source", where, path)),
+        producers=tuple(raw.get("producers", [])),
     )
 
 
@@ -120,6 +128,8 @@ def _bundle(name: str, raw: dict[str, Any], path: Path,
         fingerprints=_fingerprints(raw),
         runtimes=_runtimes(raw["runtimes"], where, path) if "runtimes" in raw else deploy[0],
         runtimes_source=f"{path.name} {where} runtimes" if "runtimes" in raw else deploy[1],
+        export=dict(pipe),
+        standin=dict(raw.get("standin", {})),
     )
 
 

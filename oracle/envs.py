@@ -304,6 +304,36 @@ def _build(
     return env
 
 
+def ensure_venv(name: str, requirements: tuple[str, ...], catalog: Catalog,
+                progress: Progress = lambda _: None) -> Path:
+    """A virtualenv under envs/ that sees the shared torch, with torch's own requirements and
+    `requirements` installed; its python. For code that must run against other package versions
+    than the project's own (a recipe's pinned transformers), never for a converter."""
+    path = envs_dir() / name
+    python = path / "bin" / "python"
+    torch_site = shared_torch(catalog, progress)
+    with _locked(name):
+        if (path / MANIFEST).exists():
+            return python
+        shutil.rmtree(path, ignore_errors=True)  # a half-built leftover is never used
+        log = path.parent / f"{name}.build.log"
+        log.unlink(missing_ok=True)
+        progress(f"creating {name} ({', '.join(requirements)})")
+        _run([sys.executable, "-m", "venv", str(path)], log, f"a virtualenv at {path}")
+        (site_packages(python) / SHARED_TORCH_PTH).write_text(f"{torch_site}\n")
+        torch_requires = json.loads(_run([str(python), "-c", _REQUIRES_SCRIPT, "torch"], log,
+                                         "torch's requirement list"))["torch"]
+        _run(_pip(python) + ["install", "-q", *torch_requires, *requirements], log,
+             " ".join(requirements))
+        freeze = _run(_pip(python) + ["list", "--format", "json"], log, "the package list")
+        packages = {p["name"].lower(): p["version"] for p in json.loads(freeze)}
+        write_text_atomic(path / MANIFEST, json.dumps(
+            {"requirements": list(requirements), "packages": packages,
+             "shared_torch": str(torch_site)}, indent=2, sort_keys=True))
+        progress(f"{name} ready")
+    return python
+
+
 def installed_envs() -> list[Env]:
     root = envs_dir()
     if not root.exists():
@@ -326,6 +356,7 @@ __all__ = [
     "EnvError",
     "Release",
     "ensure_env",
+    "ensure_venv",
     "installed_envs",
     "load_catalog",
     "ready_env",

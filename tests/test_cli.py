@@ -109,7 +109,7 @@ def test_trace_check_passes_on_the_registry_and_catches_a_stale_entry(tmp_path):
     stale.write_text(text[:at] + f"count = {int(text[at + 8:end]) + 1}" + text[end:])
     proc = run("trace", "mimi", "--check", "-q", "--registry", str(stale))
     assert proc.returncode == 1
-    assert "stale: mimi: recorded but not traced" in proc.stderr
+    assert "stale: mimi: recorded recipe instance not given by the stand-in" in proc.stderr
 
 
 def _checkpoint(path: Path, running_var: list[float]) -> Path:

@@ -1,15 +1,13 @@
 """Trace targets: real upstream classes, traced through torch.export, detected node by node.
 
-The fast tests build each target at a small configuration (the same code path as the shipped
-one, smaller numbers); the slow ones trace the shipped configurations through the project's
-worker with a real converter environment's decomposition table.
+These build each target at a small configuration (the same code path as the shipped one,
+smaller numbers). The shipped configurations are traced, through the project's worker and a real
+converter environment's decomposition table, by tests/test_standin.py, which holds each stand-in
+against the recorded recipe trace.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -150,38 +148,3 @@ def test_sam3_fpn_neck_holds_three_conv_transposes_two_parameter_sets():
          ("_model.vision_encoder.neck.fpn_layers.0.scale_layers.2",)),
     ]
     assert len(_outputs(ep)) == 5
-
-
-# ---- the shipped configurations, through the worker and a real converter's decompositions ----
-
-MIMI = [
-    (_convtr(512, 256, [12], [6], [1, 512, 16]), "float32", 1, ["decoder.model.2.convtr"]),
-    (_convtr(256, 128, [10], [5], [1, 256, 96]), "float32", 1, ["decoder.model.5.convtr"]),
-    (_convtr(128, 64, [8], [4], [1, 128, 480]), "float32", 1, ["decoder.model.8.convtr"]),
-]
-SAM3 = [
-    (_convtr(1024, 512, [2, 2], [2, 2], [1, 1024, 72, 72]), "float16", 2,
-     ["_model.vision_encoder.neck.fpn_layers.0.scale_layers.0",
-      "_model.vision_encoder.neck.fpn_layers.1.scale_layers.0"]),
-    (_convtr(512, 256, [2, 2], [2, 2], [1, 512, 144, 144]), "float16", 1,
-     ["_model.vision_encoder.neck.fpn_layers.0.scale_layers.2"]),
-]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name, expected", [
-    ("mimi", MIMI), ("sam3", SAM3), ("parakeet", []), ("sortformer", []), ("lfm_audio", []),
-])
-def test_shipped_configuration_traces_to_the_recipe_instances(env, name, expected):
-    from oracle.envs import site_packages
-
-    site = site_packages(env("0.4.1").python)
-    proc = subprocess.run(
-        [sys.executable, "-m", "inventory.trace.worker", f"inventory.trace.targets.{name}:build",
-         str(site)], capture_output=True, text=True, cwd=ROOT, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    data = json.loads(proc.stdout)
-    assert data["decompositions"].startswith("coreai_torch 0.4.1")
-    got = [(g["params"], g["dtype"], g["count"], list(g["modules"])) for g in data["instances"]
-           if g["kind"] == "conv_transpose"]
-    assert got == expected

@@ -1,13 +1,27 @@
-"""`inventory trace`: re-derive a bundle's construct instances and record them in the registry."""
+"""`inventory trace`: re-derive a bundle's construct instances and record them in the registry.
+
+Two sources of a trace:
+
+* the **recipe** (`--recipe-root PATH`): the recipe's own module, built from a checkout of its
+  repository by the builder the registry names (`[bundles.X.recipe.builder]`, see
+  `inventory.trace.recipes`), exported with the recipe's export steps. Written with `--write`, it
+  is the registry's authority (`trace.origin = "recipe"`), with its provenance: repository,
+  commit (read from the checkout), file, builder, packages.
+* a **target** in this project (`module:function`): the authority for a bundle whose recipe was
+  never traced, else the stand-in (`[bundles.X.standin]`) that CI traces without any checkout;
+  `--check` then holds the stand-in against the recorded recipe trace through its stated
+  differences (`inventory.trace.standin`).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
 import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +29,20 @@ import tomli_w
 
 from inventory.errors import InventoryError
 from inventory.registry import Bundle, exporter_release
-from oracle.envs import Catalog, Env, ensure_env, site_packages
+from inventory.trace import recipes, standin
+from oracle.envs import Catalog, Env, ensure_env, ensure_venv, site_packages
 
 HEADER = """\
 # The registry of shipped bundles. Facts about each bundle (files, dtype, exporter and the source
-# of that fact, export pipeline, recipe provenance) are written by hand from the recipe sources;
-# `trace` and `instances` are written by `inventory trace BUNDLE --write` and checked by
-# `inventory trace --check`. Never edit instances by hand.
+# of that fact, export pipeline, recipe provenance and builder, a stand-in's stated differences)
+# are written by hand from the recipe sources; `trace` and `instances` are written by
+# `inventory trace BUNDLE --recipe-root PATH --write` (or, for a bundle traced from a project
+# target, `inventory trace BUNDLE --write`) and checked by `inventory trace --check`. Never edit
+# instances by hand.
 
 """
+RECIPE, TARGET = "recipe", "target"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 class TraceError(InventoryError):
@@ -33,7 +52,8 @@ class TraceError(InventoryError):
 @dataclass(frozen=True)
 class TraceResult:
     bundle: str
-    target: str
+    target: str  # module:function, or the recipe builder as described
+    origin: str  # RECIPE or TARGET
     dtype: str
     notes: str
     decompositions: str
@@ -41,6 +61,25 @@ class TraceResult:
     aten_ops: int
     instances: list[dict[str, Any]]  # registry-shaped instance tables
     detected: list[str]  # the construct kinds the trace looked for
+    facts: dict[str, Any] = field(default_factory=dict)
+    export: dict[str, Any] = field(default_factory=dict)  # the export steps applied
+    provenance: dict[str, Any] = field(default_factory=dict)  # a recipe trace's
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def is_standin(self) -> bool:
+        return self.origin == TARGET and bool(self.provenance.get("standin"))
+
+
+def origin(bundle: Bundle) -> str:
+    """Where the registry's instances come from: a recipe trace, else a project target."""
+    return str(bundle.trace.get("origin", TARGET))
+
+
+def traceable(bundle: Bundle, recipe_root: Path | None) -> bool:
+    if recipe_root is not None:
+        return bool(bundle.recipe.get("builder"))
+    return bool(bundle.trace.get("target") or bundle.standin.get("target"))
 
 
 def _decomp_env(bundle: Bundle, catalog: Catalog, progress: Any) -> Env:
@@ -50,40 +89,134 @@ def _decomp_env(bundle: Bundle, catalog: Catalog, progress: Any) -> Env:
     return ensure_env(version, catalog, progress)
 
 
-def trace_bundle(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: None) -> TraceResult:
-    target = bundle.trace.get("target")
-    if not target:
-        raise TraceError(f"bundle {bundle.name!r} has no trace target in the registry")
-    env = _decomp_env(bundle, catalog, progress)
-    progress(f"tracing {bundle.name} ({target})")
+def export_steps(bundle: Bundle) -> dict[str, Any]:
+    """The recipe's steps around torch.export that a trace applies (pipeline.grad, autocast)."""
+    steps = {k: bundle.export.get(k, "") for k in ("grad", "autocast")}
+    return {k: v for k, v in steps.items() if v}
+
+
+def _python(bundle: Bundle, catalog: Catalog, progress: Any) -> str:
+    """The interpreter of a recipe trace: the project's own, or an environment with the packages
+    the recipe ran with (`[bundles.X.recipe.environment] requirements`) where they differ."""
+    env = bundle.recipe.get("environment", {})
+    requirements = tuple(env.get("requirements", []))
+    if not requirements:
+        return sys.executable
+    digest = hashlib.sha256("\n".join(sorted(requirements)).encode()).hexdigest()[:12]
+    return str(ensure_venv(f"trace-{digest}", requirements, catalog, progress))
+
+
+def _run_worker(bundle: Bundle, python: str, target: str, site: Path,
+                options: dict[str, Any]) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-m", "inventory.trace.worker", target, str(site_packages(env.python))],
-        capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2],
+        [python, "-m", "inventory.trace.worker", target, str(site), json.dumps(options)],
+        capture_output=True, text=True, cwd=PROJECT_ROOT,
     )
     if proc.returncode != 0 or not proc.stdout.strip():
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         detail = lines[-1] if lines else f"exit code {proc.returncode}"
-        raise TraceError(f"tracing {bundle.name} failed: {detail}")
-    data = json.loads(proc.stdout)
+        raise TraceError(f"tracing {bundle.name} failed: {detail.removeprefix('error: ')}")
+    return json.loads(proc.stdout)
+
+
+def _instances(data: dict[str, Any], source: str) -> list[dict[str, Any]]:
+    out = []
+    for g in data["instances"]:
+        inst = {"kind": g["kind"], "count": g["count"], "dtype": g["dtype"],
+                "modules": list(g["modules"])}
+        if g.get("producers"):
+            inst["producers"] = list(g["producers"])
+        inst["params"] = g["params"]
+        inst["source"] = source
+        out.append(inst)
+    return out
+
+
+def trace_recipe(bundle: Bundle, root: Path, catalog: Catalog,
+                 progress: Any = lambda _: None) -> TraceResult:
+    """Trace the recipe's own module from a checkout of its repository."""
+    table = bundle.recipe.get("builder")
+    if not table:
+        raise TraceError(f"bundle {bundle.name!r}: the registry names no recipe builder "
+                         f"([bundles.{bundle.name}.recipe.builder])")
+    try:
+        builder = recipes.Builder.from_table(table)
+        if builder.offline:
+            raise TraceError(f"{bundle.name}: the recipe cannot be traced offline: "
+                             f"{builder.offline}")
+        recipes.check(builder, root)
+    except recipes.RecipeError as exc:
+        raise TraceError(f"{bundle.name}: {exc}") from None
+    env = _decomp_env(bundle, catalog, progress)
+    python = _python(bundle, catalog, progress)
+    checkout = recipes.checkout(root)
+    progress(f"tracing {bundle.name} from its recipe ({builder.described()}, {root})")
+    steps = export_steps(bundle)
+    data = _run_worker(bundle, python, "recipe", site_packages(env.python), {
+        "recipe": {"root": str(root.resolve()), "builder": builder.to_json(),
+                   "dtype": bundle.dtype},
+        "export": steps})
+    repository = bundle.recipe.get("repository", "unknown")
+    provenance = {"repository": repository, "commit": checkout.commit,
+                  "commit_source": checkout.how, "file": builder.file,
+                  "builder": builder.described()}
+    if checkout.modified:
+        provenance["modified"] = True
+    warnings = []
+    recorded = str(bundle.recipe.get("commit", ""))
+    if recorded and checkout.commit != "unknown" and not checkout.commit.startswith(recorded) \
+            and not recorded.startswith(checkout.commit):
+        warnings.append(f"{bundle.name}: the registry names recipe commit {recorded[:12]}, the "
+                        f"checkout is {checkout.commit[:12]} ({checkout.how})")
+    if checkout.modified:
+        warnings.append(f"{bundle.name}: the checkout has local changes")
+    source = (f"traced from the recipe: inventory trace {bundle.name} --recipe-root ({repository} "
+              f"{checkout.commit[:12]}, {builder.described()}; torch.export, "
+              f"{data['decompositions']}, aten graph read node by node)")
+    return TraceResult(bundle.name, builder.described(), RECIPE, data["dtype"], data["notes"],
+                       data["decompositions"], data["packages"], data["aten_ops"],
+                       _instances(data, source), data["detected"], data["facts"], steps,
+                       provenance, tuple(warnings))
+
+
+def trace_target(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: None) -> TraceResult:
+    """Trace the project's target for the bundle: its stand-in when the registry's authority is
+    a recipe trace, else the registry's own target."""
+    is_standin = origin(bundle) == RECIPE
+    target = (bundle.standin if is_standin else bundle.trace).get("target")
+    if not target:
+        what = "stand-in target ([standin] target)" if is_standin else "trace target"
+        raise TraceError(f"bundle {bundle.name!r} has no {what} in the registry")
+    env = _decomp_env(bundle, catalog, progress)
+    progress(f"tracing {bundle.name} ({target}{', the stand-in' if is_standin else ''})")
+    steps = export_steps(bundle)
+    data = _run_worker(bundle, sys.executable, target, site_packages(env.python),
+                       {"export": steps})
     source = (f"traced: inventory trace {bundle.name} (torch.export, "
               f"{data['decompositions']}, aten graph read node by node)")
-    instances = [
-        {"kind": g["kind"], "count": g["count"], "dtype": g["dtype"],
-         "modules": list(g["modules"]), "params": g["params"], "source": source}
-        for g in data["instances"]
-    ]
-    return TraceResult(bundle.name, target, data["dtype"], data["notes"], data["decompositions"],
-                       data["packages"], data["aten_ops"], instances, data["detected"])
+    return TraceResult(bundle.name, target, TARGET, data["dtype"], data["notes"],
+                       data["decompositions"], data["packages"], data["aten_ops"],
+                       _instances(data, source), data["detected"], data["facts"], steps,
+                       {"standin": True} if is_standin else {})
+
+
+def trace_bundle(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: None,
+                 recipe_root: Path | None = None) -> TraceResult:
+    if recipe_root is not None:
+        return trace_recipe(bundle, recipe_root, catalog, progress)
+    return trace_target(bundle, catalog, progress)
 
 
 def trace_bundles(registry: Path, bundles: list[Bundle], catalog: Catalog, *, write: bool,
                   check: bool, progress: Any = lambda _: None,
+                  recipe_root: Path | None = None,
                   ) -> Iterator[tuple[TraceResult, list[str]]]:
-    """Trace each bundle in turn: its result and, with `check`, what the registry records that
-    the trace does not reproduce; with `write`, the registry is updated after each."""
+    """Trace each bundle in turn: its result and, with `check`, what keeps the registry from
+    matching it; with `write`, the registry is updated after each."""
     for bundle in bundles:
-        result = trace_bundle(bundle, catalog, progress)
-        stale = differences(raw_bundle(registry, bundle.name), result) if check else []
+        result = trace_bundle(bundle, catalog, progress, recipe_root)
+        raw = raw_bundle(registry, bundle.name)
+        stale = differences(raw, result) if check else []
         if write:
             write_trace(registry, result)
         yield result, stale
@@ -93,39 +226,89 @@ def _trace_table(result: TraceResult, previous: dict[str, Any]) -> dict[str, Any
     kinds = sorted({i["kind"] for i in result.instances})
     summary = (f"{sum(i['count'] for i in result.instances)} instance(s) of "
                f"{', '.join(kinds) or 'no tracked construct'} among {result.aten_ops} aten ops")
-    return {**previous, "target": result.target, "decompositions": result.decompositions,
-            "packages": result.packages, "notes": result.notes, "summary": summary,
-            "detected": result.detected}
+    table = {k: v for k, v in previous.items() if k not in ("provenance", "facts", "export")}
+    table.update({"origin": result.origin, "target": result.target,
+                  "decompositions": result.decompositions, "export": result.export,
+                  "packages": result.packages, "notes": result.notes, "summary": summary,
+                  "detected": result.detected, "facts": result.facts})
+    if result.provenance:
+        table["provenance"] = result.provenance
+    if not result.export:
+        table.pop("export")
+    return table
+
+
+def _standin_table(result: TraceResult, previous: dict[str, Any]) -> dict[str, Any]:
+    """The stand-in's own facts (target, packages, notes); its stated differences are kept."""
+    table = dict(previous)
+    table.update({"target": result.target, "decompositions": result.decompositions,
+                  "packages": result.packages, "notes": result.notes})
+    return table
+
+
+def _same_packages(recorded: dict[str, str], traced: dict[str, str], who: str,
+                   bundle: str) -> list[str]:
+    if recorded and recorded != traced:
+        return [f"{bundle}: {who} traced with {recorded}, now {traced}"]
+    return []
 
 
 def differences(bundle_raw: dict[str, Any], result: TraceResult) -> list[str]:
     """What the registry records that a fresh trace does not reproduce, one line each."""
+    trace = bundle_raw.get("trace", {})
     recorded = bundle_raw.get("instances", [])
-    out = []
-
-    def key(i: dict[str, Any]) -> str:
-        return json.dumps({k: i.get(k) for k in ("kind", "count", "dtype", "params")},
-                          sort_keys=True)
-
-    rec = {key(i) for i in recorded}
-    new = {key(i) for i in result.instances}
-    out += [f"{result.bundle}: recorded but not traced: {k}" for k in sorted(rec - new)]
-    out += [f"{result.bundle}: traced but not recorded: {k}" for k in sorted(new - rec)]
-    old_detected = bundle_raw.get("trace", {}).get("detected", [])
+    out: list[str] = []
+    old_detected = trace.get("detected", [])
     if old_detected != result.detected:
         out.append(f"{result.bundle}: recorded trace looked for {old_detected}, "
                    f"the tracer now detects {result.detected}")
-    old_pkgs = bundle_raw.get("trace", {}).get("packages", {})
-    if old_pkgs and old_pkgs != result.packages:
-        out.append(f"{result.bundle}: traced with {old_pkgs}, now {result.packages}")
+    if result.is_standin:
+        table = bundle_raw.get("standin", {})
+        out += _same_packages(table.get("packages", {}), result.packages, "the stand-in",
+                              result.bundle)
+        problems = standin.check(result.bundle, table, result.instances, result.facts, recorded,
+                                 trace.get("facts", {}))
+        if problems:
+            derived = standin.derived(result.instances, recorded, result.facts,
+                                      trace.get("facts", {}))
+            problems.append(f"{result.bundle}: the stand-in differs from the recipe trace by "
+                            f"(to review and state, with why): {json.dumps(derived)}")
+        return out + problems
+    rec = {standin.key(i) for i in recorded}
+    new = {standin.key(i) for i in result.instances}
+    out += [f"{result.bundle}: recorded but not traced: {k}" for k in sorted(rec - new)]
+    out += [f"{result.bundle}: traced but not recorded: {k}" for k in sorted(new - rec)]
+    for fact, value in sorted(trace.get("facts", {}).items()):
+        if result.facts.get(fact) != value:
+            out.append(f"{result.bundle}: fact {fact}: recorded {value!r}, traced "
+                       f"{result.facts.get(fact)!r}")
+    out += _same_packages(trace.get("packages", {}), result.packages, "recorded trace",
+                          result.bundle)
+    if result.origin == RECIPE and trace.get("origin") == RECIPE:
+        was = trace.get("provenance", {}).get("commit")
+        if was and was != result.provenance.get("commit"):
+            out.append(f"{result.bundle}: recorded from recipe commit {was[:12]}, the checkout "
+                       f"is {result.provenance.get('commit', '?')[:12]}")
     return out
 
 
 def write_trace(registry: Path, result: TraceResult) -> None:
     data = tomllib.loads(registry.read_text())
     raw = data["bundles"][result.bundle]
-    raw["trace"] = _trace_table(result, raw.get("trace", {}))
-    raw["instances"] = result.instances
+    previous = raw.get("trace", {})
+    if result.is_standin:
+        # The recipe trace stays the authority: only the stand-in's own facts are refreshed.
+        raw["standin"] = _standin_table(result, raw.get("standin", {}))
+    else:
+        if result.origin == RECIPE and previous.get("origin", TARGET) == TARGET \
+                and previous.get("target") and "standin" not in raw:
+            # A bundle traced from a project target until now: that target becomes its stand-in.
+            raw["standin"] = {k: previous[k] for k in
+                              ("target", "decompositions", "packages", "notes") if k in previous}
+        raw["trace"] = _trace_table(result, previous)
+        raw["instances"] = result.instances
+        if "standin" in raw:  # keep the stand-in table after the instances
+            raw["standin"] = raw.pop("standin")
     text = HEADER + tomli_w.dumps(data, multiline_strings=False)
     tmp = registry.with_suffix(".toml.tmp")
     tmp.write_text(text)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from inventory.errors import UsageError
@@ -13,7 +13,9 @@ from inventory.policy import Policy
 from inventory.registry import Bundle, Instance, exporter_release
 from inventory.runtimes import Deployment, deployment
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge, rank, worst
+from oracle.checkpoint import Checkpoint, instance_tensors
 from oracle.conditions import Condition, ConditionCheck, check, load_conditions
+from oracle.constructs import get as construct_of
 from oracle.constructs import has_probe, probe_params
 from oracle.envs import Catalog, Env, EnvError, version_key
 from oracle.fixes import Fix
@@ -32,6 +34,8 @@ class ProbeAnswer:
     spec: ProbeSpec
     result: ProbeResult | None
     verdict: ProbeVerdict
+    # measured with this traced module's own tensors from the bundle's checkpoint (--weights)
+    module: str = ""
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,7 @@ class Analyzer:
         self.catalog = session.catalog
         self.progress = session.progress
         self.weights = weights or {}
+        self._checkpoints: dict[Path, Checkpoint] = {}
         self.conditions = load_conditions()
         self.policy = policy
         self.use_cache = use_cache
@@ -214,7 +219,15 @@ class Analyzer:
             return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
         probes: list[ProbeAnswer] = []
         findings: list[ConditionFinding] = []
+        measured_lines: list[str] = []
         for instance in instances:
+            weights = self.weights.get(bundle.name)
+            if weights is not None and construct_of(instance.kind).checkpoint:
+                # The bundle's own tensors: each traced module measured, no threshold inferred.
+                own = self._own_tensors(bundle, instance, weights, old_env, new_env)
+                probes.extend(own)
+                measured_lines += _measured_lines(instance, own, weights)
+                continue
             trained = self._probe(bundle, instance, old_env, new_env)
             decided = trained
             for condition in self.conditions.get(instance.kind, []):
@@ -231,8 +244,11 @@ class Analyzer:
         level = worst(p.verdict.reexport for p in probes)
         deciding = next(p for p in probes if p.verdict.reexport == level)
         chain.extend(f"{p.spec.label()}: {p.verdict.verdict} - {p.verdict.reason}"
-                     for p in probes)
+                     for p in probes if not p.module)
+        chain.extend(measured_lines)
         reason = deciding.verdict.reason
+        if deciding.module:
+            reason = f"{deciding.module} (its own tensors): {reason}"
         for f in findings:
             worse = f.adversarial.verdict
             if f.check is None:
@@ -268,6 +284,55 @@ class Analyzer:
                       f"{old_env.converter} and {new_env.converter}")
         result = self.session.compare(spec, old_env, new_env, use_cache=self.use_cache)
         return ProbeAnswer(instance, spec, result, judge(result, self.policy))
+
+
+    def _checkpoint(self, path: Path) -> Checkpoint:
+        if path not in self._checkpoints:
+            self._checkpoints[path] = Checkpoint(path)
+        return self._checkpoints[path]
+
+    def _own_tensors(self, bundle: Bundle, instance: Instance, weights: Path, old_env: Env,
+                     new_env: Env) -> list[ProbeAnswer]:
+        """One probe per traced module of the instance, each with that module's own tensors read
+        from the checkpoint by the module paths the registry records."""
+        ckpt = self._checkpoint(weights)
+        construct = construct_of(instance.kind)
+        answers = []
+        for n, module in enumerate(instance.modules):
+            producer = instance.producers[n] if n < len(instance.producers) else ""
+            tensors = instance_tensors(ckpt, construct.checkpoint, module, producer,
+                                       f"{bundle.name}'s {instance.kind} at {module}")
+            spec = replace(_spec(bundle, instance, {}), values="checkpoint", tensors=tensors,
+                           checkpoint=str(weights.resolve()))
+            self.progress(f"{bundle.name}: {spec.label()} with {module}'s own tensors under "
+                          f"{old_env.converter} and {new_env.converter}")
+            result = self.session.compare(spec, old_env, new_env, use_cache=self.use_cache)
+            answers.append(ProbeAnswer(instance, spec, result, judge(result, self.policy),
+                                       module))
+        return answers
+
+
+def _measured_lines(instance: Instance, answers: list[ProbeAnswer], weights: Path) -> list[str]:
+    """The chain for one instance measured module by module: a module whose answer differs from
+    the rest is named with its verdict and reason; modules with the same answer are counted."""
+    if not answers:
+        return []
+    head = (f"{answers[0].spec.label()}: measured with each module's own tensors from "
+            f"{weights.name} ({len(answers)} module(s))")
+    groups: dict[tuple[str, str], list[ProbeAnswer]] = {}
+    for a in answers:
+        groups.setdefault((a.verdict.verdict, a.verdict.reexport), []).append(a)
+    lines = [head]
+    for (verdict, reexport), members in sorted(groups.items(), key=lambda g: rank(g[0][1])):
+        if len(members) == 1 or len(groups) > 1 and members is not max(groups.values(), key=len):
+            lines += [f"{a.module}: {verdict}, re-export {reexport} - {a.verdict.reason}"
+                      for a in members]
+        else:
+            names = [a.module for a in members]
+            shown = ", ".join(names[:3]) + (f" ... {names[-1]}" if len(names) > 3 else "")
+            lines.append(f"{len(members)} module(s) ({shown}): {verdict}, re-export {reexport} "
+                         f"- e.g. {members[0].verdict.reason}")
+    return lines
 
 
 def _rank(answer: ProbeAnswer) -> int:

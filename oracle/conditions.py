@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from oracle.checkpoint import WeightsError
+
 CONDITIONS_FILE = Path(__file__).with_name("conditions.toml")
-
-
-class WeightsError(Exception):
-    """A checkpoint cannot be read; one line for the user."""
+__all__ = ["Condition", "ConditionCheck", "WeightsError", "check", "load_conditions"]
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,13 @@ def build(spec: dict[str, Any]) -> Probe:
     builder = constructs.get(construct).build
     assert builder is not None
     gen = torch.Generator().manual_seed(int(spec.get("seed", 0)))
-    built = builder(spec["params"], gen, spec.get("values", "trained"))
+    if spec.get("values") == "checkpoint":
+        from oracle import checkpoint
+
+        tensors = checkpoint.load(spec["checkpoint"], spec.get("tensors", {}))
+        built = builder(spec["params"], gen, "checkpoint", tensors=tensors)
+    else:
+        built = builder(spec["params"], gen, spec.get("values", "trained"))
     original = built.module.eval()
     dtype = DTYPES[spec.get("dtype", "float32")]
     param_dtype = DTYPES[spec["params"].get("param_dtype", spec.get("dtype", "float32"))]

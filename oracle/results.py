@@ -85,7 +85,7 @@ def to_json(result: ProbeResult) -> dict[str, Any]:
 def from_json(data: dict[str, Any]) -> ProbeResult:
     s = data["spec"]
     spec = ProbeSpec(s["construct"], s["params"], s["dtype"], Pipeline(**s["pipeline"]),
-                     s["values"], s["seed"])
+                     s["values"], s["seed"], s.get("tensors", {}), s.get("checkpoint", ""))
     m = data.get("measurement")
     measurement = None
     if m is not None:

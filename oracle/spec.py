@@ -27,11 +27,15 @@ class ProbeSpec:
     params: dict[str, Any]
     dtype: str = "float32"
     pipeline: Pipeline = field(default_factory=Pipeline)
-    values: str = "trained"  # "init", "trained", "adversarial": how parameters are filled
+    # "init", "trained", "adversarial": how parameters are filled; "checkpoint": from `tensors`
+    values: str = "trained"
     seed: int = 0
+    # values "checkpoint": {probe tensor: {"name", "sha256"}} read from the file `checkpoint`
+    tensors: dict[str, dict[str, str]] = field(default_factory=dict)
+    checkpoint: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "construct": self.construct,
             "params": self.params,
             "dtype": self.dtype,
@@ -39,9 +43,20 @@ class ProbeSpec:
             "values": self.values,
             "seed": self.seed,
         }
+        if self.tensors:
+            out["tensors"] = self.tensors
+            out["checkpoint"] = self.checkpoint
+        return out
+
+    def key_json(self) -> dict[str, Any]:
+        """What a result depends on: the spec, with its tensors' contents (their sha256) but not
+        the path of the file they were read from."""
+        out = self.to_json()
+        out.pop("checkpoint", None)
+        return out
 
     def key(self) -> str:
-        canonical = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        canonical = json.dumps(self.key_json(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     def label(self) -> str:

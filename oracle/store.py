@@ -27,7 +27,7 @@ from oracle.spec import ProbeSpec
 
 # The oracle's code a result depends on, beside the construct modules (the probe builders).
 _CODE_FILES = ("worker.py", "worker_io.py", "probes.py", "asset_probe.py", "normalise.py",
-               "stats.py", "compare.py", "results.py", "store.py")
+               "stats.py", "compare.py", "results.py", "store.py", "checkpoint.py")
 RESULT_FILE = "result.json"
 
 
@@ -52,7 +52,7 @@ def env_identity(env: Env) -> dict[str, str]:
 
 
 def cache_key(spec: ProbeSpec, old_env: Env, new_env: Env) -> str:
-    payload = {"spec": spec.to_json(), "old": env_identity(old_env),
+    payload = {"spec": spec.key_json(), "old": env_identity(old_env),
                "new": env_identity(new_env), "code": code_digest()}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
 

@@ -38,7 +38,9 @@ def test_construct_is_complete(kind: str):
         assert c.scan.visible
         return
     assert c.params, f"{kind}: the probe takes no parameter"
-    assert list(inspect.signature(c.build).parameters) == ["params", "gen", "values"]
+    # a construct whose probe takes a checkpoint's tensors (--weights) also takes `tensors`
+    takes = ["params", "gen", "values"] + (["tensors"] if c.checkpoint else [])
+    assert list(inspect.signature(c.build).parameters) == takes
     for reader in c.readers:
         assert reader.ops and all(isinstance(op, str) and "." in op for op in reader.ops)
         assert list(inspect.signature(reader.detect).parameters) == ["node", "sizes"]

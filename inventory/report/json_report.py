@@ -48,7 +48,7 @@ def _probe(p: ProbeAnswer) -> dict[str, Any]:
                                                       "outputs": "not-run"}
     return {"probe": p.spec.label(), "spec": p.spec.to_json(), **found,
             "verdict": p.verdict.verdict, "reexport": p.verdict.reexport,
-            "reason": p.verdict.reason}
+            "reason": p.verdict.reason, "module": p.module or None}
 
 
 def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:

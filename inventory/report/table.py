@@ -42,7 +42,7 @@ def _found(b: BundleAnswer) -> str:
         return load_outcomes(b)
     if not b.probes:
         return "nothing converted"
-    lines = []
+    lines: list[str] = []
     for p in b.probes:
         r = p.result
         if r is None:
@@ -52,7 +52,9 @@ def _found(b: BundleAnswer) -> str:
         if r.outputs != "not-run":
             found += f", outputs {r.outputs}"
         lines.append(found + (" (stored)" if r.cached else ""))
-    return "\n".join(lines)
+    # Probes of one instance measured module by module (--weights) repeat: count them.
+    counted = {line: lines.count(line) for line in lines}
+    return "\n".join(f"{n}x {line}" if n > 1 else line for line, n in counted.items())
 
 
 def affected_table(report: AffectedReport) -> Group:
@@ -78,7 +80,8 @@ def affected_table(report: AffectedReport) -> Group:
             details.append(Text(f"  - {step}"))
         for p in b.probes:
             if p.result is not None:
-                details.append(Text(f"  evidence: {p.result.evidence}", style="dim"))
+                whose = f" ({p.module})" if p.module else ""
+                details.append(Text(f"  evidence{whose}: {p.result.evidence}", style="dim"))
     runtimes = "; ".join(report.runtimes) or "none needed"
     details.append(Text(f"measured on: {runtimes}"))
     for deployment in sorted({b.deployment.describe() for b in report.bundles if b.deployment}):
@@ -108,6 +111,7 @@ def affected_markdown(report: AffectedReport) -> str:
                     f"`{f.check.evidence}`" for f in b.load.findings]
         for p in b.probes:
             if p.result is not None:
-                out.append(f"- {b.bundle}: `{p.spec.label()}` → {p.verdict.verdict}; evidence "
-                           f"`{p.result.evidence}`")
+                whose = f" with {p.module}'s own tensors" if p.module else ""
+                out.append(f"- {b.bundle}: `{p.spec.label()}`{whose} → {p.verdict.verdict}; "
+                           f"evidence `{p.result.evidence}`")
     return "\n".join(out) + "\n"

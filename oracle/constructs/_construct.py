@@ -12,8 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-# builder(params, generator, values) -> _probe.Built; the generator is a torch.Generator
-Builder = Callable[[dict[str, Any], Any, str], Any]
+# builder(params, generator, values) -> _probe.Built; the generator is a torch.Generator. A
+# construct with a `checkpoint` map also takes `tensors` ({probe tensor: numpy array}) with values
+# "checkpoint": that instance's own tensors, read from the bundle's checkpoint.
+Builder = Callable[..., Any]
 # detector(node, sizes) -> _graph.Found | None; node is a torch.fx.Node, sizes a _graph.Sizes
 Detector = Callable[[Any, Any], Any]
 Label = Callable[[dict[str, Any], str], str]
@@ -60,6 +62,10 @@ class Construct:
     regimes: str = "oracle/regimes.toml"
     # Why it has no probe or no detector, when it has none (a scan-only kind).
     why_incomplete: str = ""
+    # The probe tensors `--weights` reads from a checkpoint for each traced module: probe tensor
+    # name -> oracle.checkpoint.TensorSource (a suffix under the instance's module or its
+    # producer's). Empty: the construct's probe cannot take real tensors.
+    checkpoint: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from oracle.checkpoint import TensorSource
 from oracle.constructs._construct import DTYPE_SHORT, Construct, Reader, ScanSignature
 
 if TYPE_CHECKING:
@@ -43,7 +44,11 @@ def _bn_only(conv: torch.nn.Module | None) -> tuple[str, ...]:
     return ("bn",) if conv is not None else ()
 
 
-def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
+def build(params: dict[str, Any], gen: torch.Generator, values: str,
+          tensors: dict[str, Any] | None = None) -> Built:
+    """With values "checkpoint", `tensors` holds the instance's own running statistics, affine
+    parameters and depthwise conv weights (CHECKPOINT); a conv without a bias in the checkpoint
+    gets a zero bias (the same values; the probe's conv always has the bias op)."""
     import torch
 
     from oracle.constructs import _probe as p
@@ -71,13 +76,16 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         raise ValueError("depthwise_kernel needs dim = 1 (a Conv1d)")
     bn = {1: torch.nn.BatchNorm1d, 2: torch.nn.BatchNorm2d}[dim](
         c, eps=float(params.get("eps", 1e-5)), affine=bool(params.get("affine", True)))
-    p.fill_trained(bn, gen, values)
+    fill = "trained" if values == "checkpoint" else values
+    p.fill_trained(bn, gen, fill)
     shape = [batch, c] + [length] * dim
     conv = None
     if kernel:
         k = int(kernel)
         conv = torch.nn.Conv1d(c, c, k, padding=k // 2, groups=c, bias=True)
-        p.fill_trained(conv, gen, values)
+        p.fill_trained(conv, gen, fill)
+    if values == "checkpoint":
+        return _from_checkpoint(bn, conv, shape, tensors or {}, gen)
     default_regime = {"init": None, "trained": "spread", "adversarial": "mixed"}[values]
     regime = params.get("running_var", default_regime)
     if regime is None:  # fresh init: mean 0, var 1
@@ -103,6 +111,48 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         bn.running_var.copy_(var)
         bn.num_batches_tracked.fill_(10000)
     return p.Built(_BatchNorm(bn, conv), {"x": x}, param_dtype_modules=_bn_only(conv))
+
+
+def _from_checkpoint(bn: Any, conv: Any, shape: list[int], tensors: dict[str, Any],
+                     gen: torch.Generator) -> Built:
+    """The probe with one traced module's own tensors. Its input: x ~ N(running_mean,
+    running_var) per channel for a batch norm alone (the statistics describe its input); N(0, 1)
+    into a depthwise conv (the activations the statistics came from are not in a checkpoint)."""
+    import torch
+
+    from oracle.constructs import _probe as p
+
+    own = {name: torch.as_tensor(array).float() for name, array in tensors.items()}
+    with torch.no_grad():
+        for name, value in own.items():
+            target = {"bn": bn, "conv": conv}[name.split(".")[0]]
+            tensor = getattr(target, name.split(".")[1])
+            if tuple(tensor.shape) != tuple(value.shape):
+                raise ValueError(f"checkpoint tensor {name} has shape {list(value.shape)}, the "
+                                 f"probe's is {list(tensor.shape)}")
+            tensor.copy_(value)
+        if conv is not None and "conv.bias" not in own:
+            conv.bias.zero_()
+        bn.num_batches_tracked.fill_(10000)
+    if conv is None:
+        per_channel = [1, shape[1]] + [1] * (len(shape) - 2)
+        x = bn.running_mean.view(per_channel) + bn.running_var.clamp(min=0).sqrt().view(
+            per_channel) * torch.randn(shape, generator=gen)
+    else:
+        x = torch.randn(shape, generator=gen)
+
+    class _BatchNorm(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = conv
+            self.bn = bn
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if self.conv is not None:
+                x = self.conv(x)
+            return self.bn(x)
+
+    return p.Built(_BatchNorm(), {"x": x}, param_dtype_modules=_bn_only(conv))
 
 
 # ---- the detector ------------------------------------------------------------------------------
@@ -167,4 +217,14 @@ CONSTRUCT = Construct(
     readers=(Reader(("aten._native_batch_norm_legit_no_training.default",), detect),),
     scan=ScanSignature(composite="batch_norm"),
     label=label,
+    # `--weights`: each traced batch norm's own statistics and affine parameters, and the
+    # depthwise conv's weights where one feeds it (the registry records that module too).
+    checkpoint={
+        "bn.running_mean": TensorSource("module", "running_mean"),
+        "bn.running_var": TensorSource("module", "running_var"),
+        "bn.weight": TensorSource("module", "weight", required=False),
+        "bn.bias": TensorSource("module", "bias", required=False),
+        "conv.weight": TensorSource("producer", "weight"),
+        "conv.bias": TensorSource("producer", "bias", required=False),
+    },
 )

@@ -31,7 +31,13 @@ from inventory.options import (
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import answering, command, err, finish, out, progress, warn
-from oracle.envs import ensure_env, installed_envs, load_catalog, python_ok
+from oracle.envs import (
+    deviations_with_evidence,
+    ensure_env,
+    installed_envs,
+    load_catalog,
+    python_ok,
+)
 from oracle.fixes import FIXES_FILE
 
 app = typer.Typer(
@@ -295,7 +301,7 @@ def envs_build(
             with progress(True) as report_progress:
                 env = ensure_env(version, catalog, report_progress)
             out.print(f"{env.name}: ready ({env.runtime}) at {env.path}", highlight=False)
-            for deviation in env.deviations:
+            for deviation in deviations_with_evidence(env, catalog):
                 out.print(f"  deviation: {deviation}", highlight=False)
 
 
@@ -303,13 +309,14 @@ def envs_build(
 def envs_list() -> None:
     """List the converter environments that are ready, with their exact versions."""
     envs = installed_envs()
+    catalog = load_catalog()
     if not envs:
         out.print("no converter environments yet (inventory envs build)")
     for env in envs:
         pkgs = ", ".join(f"{k} {env.packages[k]}" for k in
                          ("coreai-torch", "coreai-core", "torch", "numpy") if k in env.packages)
         out.print(f"{env.name}: {pkgs}", highlight=False)
-        for deviation in env.deviations:
+        for deviation in deviations_with_evidence(env, catalog):
             out.print(f"  deviation: {deviation}", highlight=False)
 
 

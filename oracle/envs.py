@@ -43,15 +43,42 @@ class Release:
     extra: tuple[str, ...]
 
 
+def _base(version: str) -> str:
+    """A version without its local label ("2.13.0+cpu" -> "2.13.0")."""
+    return version.split("+")[0]
+
+
 def version_key(version: str) -> tuple[int, ...]:
     """Order releases numerically ("0.4.10" after "0.4.9")."""
     return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
 @dataclass(frozen=True)
+class TorchCheck:
+    """A measurement of the shared torch against another one (`[torch.checked."V"]`, written by
+    scripts/torch-sensitivity): the evidence a deviation from a converter's declared torch cites."""
+
+    torch: str  # the other torch (an exporter's)
+    against: str  # the shared torch it was compared with
+    converters: tuple[str, ...]
+    probes: int
+    identical: int
+    evidence: str
+
+    def cited(self) -> str:
+        return (f"measured: torch {self.against} and {self.torch} give the same program for "
+                f"{self.identical} of {self.probes} registry probes under coreai-torch "
+                f"{', '.join(self.converters)} ({self.evidence})")
+
+
+@dataclass(frozen=True)
 class Catalog:
     torch: str
     releases: dict[str, Release]
+    checked: tuple[TorchCheck, ...] = ()
+
+    def torch_checks(self, converter: str) -> list[TorchCheck]:
+        return [c for c in self.checked if converter in c.converters]
 
     def oldest(self) -> str:
         return min(self.releases, key=version_key)
@@ -79,7 +106,7 @@ class Env:
 
     @property
     def name(self) -> str:
-        return f"coreai-torch-{self.converter}"
+        return self.path.name  # coreai-torch-<version>, or a measurement's own environment
 
     @property
     def runtime(self) -> str:
@@ -95,7 +122,11 @@ def load_catalog(path: Path = CATALOG_FILE) -> Catalog:
         version: Release(version, entry["core"], tuple(entry.get("extra", [])))
         for version, entry in data.get("converters", {}).items()
     }
-    return Catalog(torch=data["torch"]["version"], releases=releases)
+    checked = tuple(
+        TorchCheck(version, str(entry["against"]), tuple(entry["converters"]),
+                   int(entry["probes"]), int(entry["identical"]), str(entry["evidence"]))
+        for version, entry in data["torch"].get("checked", {}).items())
+    return Catalog(torch=data["torch"]["version"], releases=releases, checked=checked)
 
 
 @contextmanager
@@ -141,22 +172,26 @@ def site_packages(python: Path) -> Path:
 
 def shared_torch(catalog: Catalog, progress: Progress = lambda _: None) -> Path:
     """The one torch every environment imports: a `--target` install of the pinned wheel."""
-    name = f"torch-{catalog.torch}"
+    return torch_install(catalog.torch, f"torch-{catalog.torch}", ["--no-deps"], progress)
+
+
+def torch_install(version: str, name: str, options: list[str],
+                  progress: Progress = lambda _: None) -> Path:
+    """A `--target` install of torch==version under envs/NAME (reused once complete)."""
     target = envs_dir() / name
     with _locked(name):
         if (target / MANIFEST).exists():
             return target / "site"
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
-        progress(f"installing shared torch {catalog.torch}")
+        progress(f"installing torch {version} into {target}")
         _run(
             _pip(Path(sys.executable))
-            + ["install", "-q", "--no-deps", "--target", str(target / "site"),
-               f"torch=={catalog.torch}"],
+            + ["install", "-q", *options, "--target", str(target / "site"), f"torch=={version}"],
             target / "build.log",
-            f"torch=={catalog.torch}",
+            f"torch=={version}",
         )
-        write_text_atomic(target / MANIFEST, json.dumps({"torch": catalog.torch}))
+        write_text_atomic(target / MANIFEST, json.dumps({"torch": version}))
     return target / "site"
 
 
@@ -285,6 +320,8 @@ def _build(
         f"{check['torch']} without dependency resolution"
         for req in check["unsatisfied"]
     ]
+    deviations += [c.cited() for c in catalog.torch_checks(release.converter)
+                   if deviations and _base(c.against) == _base(check["torch"])]
     if packages.get("coreai-core") != release.core:
         raise EnvError(
             f"coreai-torch {release.converter}: expected coreai-core {release.core}, "
@@ -332,6 +369,32 @@ def ensure_venv(name: str, requirements: tuple[str, ...], catalog: Catalog,
              "shared_torch": str(torch_site)}, indent=2, sort_keys=True))
         progress(f"{name} ready")
     return python
+
+
+def ensure_env_on_torch(version: str, name: str, torch_site: Path, catalog: Catalog,
+                        progress: Progress = lambda _: None) -> Env:
+    """A converter environment like `ensure_env`'s, but seeing the torch at `torch_site` (a
+    measurement of torch-version sensitivity; never used to answer a question)."""
+    release = catalog.release(version)
+    path = envs_dir() / name
+    with _locked(name):
+        env = _read_manifest(path)
+        if env is not None:
+            return env
+        shutil.rmtree(path, ignore_errors=True)
+        return _build(release, catalog, path, torch_site, progress)
+
+
+def deviations_with_evidence(env: Env, catalog: Catalog) -> list[str]:
+    """An environment's recorded deviations, plus the torch measurement that justifies a torch
+    deviation (for manifests written before the measurement was recorded)."""
+    out = list(env.deviations)
+    torch_deviation = any("without dependency resolution" in d for d in out)
+    for c in catalog.torch_checks(env.converter):
+        if torch_deviation and _base(c.against) == _base(env.packages.get("torch", "")) \
+                and c.cited() not in out:
+            out.append(c.cited())
+    return out
 
 
 def installed_envs() -> list[Env]:

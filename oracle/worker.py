@@ -11,6 +11,10 @@ Requests:
                                                        model.aimodel, convert.log in DIR
   {"op": "measure", "spec": {...}, "assets": {side: path}, "out": DIR}
                                                     -> inputs/reference/<side>.safetensors
+  {"op": "pipeline", "spec": {...}, "steps": {...}, "out": DIR}
+                                                    -> the probe exported and converted as
+                                                       convert does and as a recipe's export
+                                                       steps do; which stages are identical
 Version differences of the converter API are handled here and nowhere else.
 """
 
@@ -191,6 +195,88 @@ def measure(spec: dict, assets: dict[str, str], out: Path) -> dict:
     }
 
 
+def _decomposed(ep, pipeline: dict):
+    import coreai_torch
+
+    decomp = pipeline.get("decompositions", "coreai")
+    if decomp == "coreai":
+        return ep.run_decompositions(coreai_torch.get_decomp_table())
+    if decomp == "default":
+        return ep.run_decompositions()
+    return ep
+
+
+def _programs(prog) -> tuple[str, str]:
+    emitted = str(prog)
+    if hasattr(prog, "optimize"):
+        result = prog.optimize()
+        prog = result if result is not None else prog
+    return emitted, str(prog)
+
+
+def pipeline(spec: dict, steps: dict, out: Path) -> dict:
+    """Does a recipe's export pipeline change what the converter sees of a probe? The probe is
+    exported as `convert` does (positional inputs, grad on) and as the recipe's steps do
+    (`steps`: keyword inputs; grad "no_grad"; autocast DTYPE; api "add_pytorch_module" without
+    externalisation, or "add_exported_program"), then both are converted and optimized. Counts
+    the auto-functionalized nodes coreai-models' remove_functionalization would rewrite."""
+    import contextlib
+
+    import torch
+    from coreai_torch import TorchConverter
+    from torch._higher_order_ops.auto_functionalize import (
+        AutoFunctionalized,
+        AutoFunctionalizedV2,
+    )
+
+    from oracle import probes
+    from oracle.normalise import compare_texts
+
+    out.mkdir(parents=True, exist_ok=True)
+    with logged(out / "pipeline.log"):
+        probe = probes.build(spec)
+        pipe = spec.get("pipeline", {})
+        dyn = probe.dynamic_shapes()
+        ep_a = _decomposed(torch.export.export(probe.module, tuple(probe.inputs.values()),
+                                               dynamic_shapes=dyn), pipe)
+
+        def recipe_export(module):
+            with contextlib.ExitStack() as stack:
+                if steps.get("grad") == "no_grad":
+                    stack.enter_context(torch.no_grad())
+                if steps.get("autocast"):
+                    stack.enter_context(torch.autocast("cpu", dtype=getattr(
+                        torch, steps["autocast"])))
+                ep = torch.export.export(module, args=(), kwargs=dict(probe.inputs),
+                                         dynamic_shapes=dyn)
+            return _decomposed(ep, pipe)
+
+        ep_b = recipe_export(probe.module)
+        functionalized = sum(isinstance(n.target, AutoFunctionalized | AutoFunctionalizedV2)
+                             for n in ep_b.graph.nodes)
+        (out / "aten.worker.txt").write_text(str(ep_a.graph))
+        (out / "aten.recipe.txt").write_text(str(ep_b.graph))
+        emitted_a, shipped_a = _programs(TorchConverter().add_exported_program(ep_a).to_coreai())
+        converter = TorchConverter()
+        if steps.get("api") == "add_pytorch_module":
+            converter.add_pytorch_module(probe.module, export_fn=recipe_export,
+                                         externalize_modules=None)
+        else:
+            converter.add_exported_program(ep_b)
+        emitted_b, shipped_b = _programs(converter.to_coreai())
+        for name, text in (("emitted.worker", emitted_a), ("emitted.recipe", emitted_b),
+                           ("shipped.worker", shipped_a), ("shipped.recipe", shipped_b)):
+            (out / f"{name}.mlir").write_text(text)
+    return {
+        "ok": True,
+        "aten_identical": str(ep_a.graph) == str(ep_b.graph),
+        "emitted_identical": compare_texts(emitted_a, emitted_b, "worker", "recipe").identical,
+        "shipped_identical": compare_texts(shipped_a, shipped_b, "worker", "recipe").identical,
+        "auto_functionalized": functionalized,
+        "out": str(out),
+    }
+
+
 def handle(request: dict) -> dict:
     op = request.get("op")
     if op == "hello":
@@ -199,6 +285,13 @@ def handle(request: dict) -> dict:
         return convert(request["spec"], Path(request["out"]))
     if op == "measure":
         return measure(request["spec"], request["assets"], Path(request["out"]))
+    if op == "pipeline":
+        out = Path(request["out"])
+        try:
+            return pipeline(request["spec"], request.get("steps", {}), out)
+        except Exception as exc:  # noqa: BLE001 - reported as a result, not raised
+            out.mkdir(parents=True, exist_ok=True)
+            return _fail("pipeline", exc, out)
     return {"ok": False, "stage": "protocol", "error": f"unknown op {op!r}"}
 
 

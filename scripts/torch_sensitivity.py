@@ -122,12 +122,19 @@ def summary_path(version: str) -> Path:
     return cache_root() / "runs" / f"torch-sensitivity-{version}.json"
 
 
+EVIDENCE_DIR = ROOT / "evidence"
+
+
 def write(result: dict[str, Any], registry: Path, catalog_file: Path) -> None:
-    """Record the measurement: per bundle whose recorded exporter torch it is, and the catalog's
-    [torch.checked."V"] that environment deviations cite."""
+    """Record the measurement: the per-probe summary in evidence/, and per bundle whose recorded
+    exporter torch it is, and the catalog's [torch.checked."V"] that environment deviations
+    cite."""
     version, rows = result["torch"], result["rows"]
+    kept = EVIDENCE_DIR / f"torch-sensitivity-{version}.json"
+    kept.parent.mkdir(exist_ok=True)
+    kept.write_text(json.dumps(result, indent=1) + "\n")
     evidence = (f"scripts/torch-sensitivity --torch {version}, {result['date']}; per probe: "
-                f"{summary_path(version)} on the measuring machine")
+                f"{kept.relative_to(ROOT)}")
     data = tomllib.loads(registry.read_text())
     for name, raw in data["bundles"].items():
         if raw["exporter"].get("torch") != version:

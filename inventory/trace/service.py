@@ -77,8 +77,15 @@ def origin(bundle: Bundle) -> str:
 
 
 def traceable(bundle: Bundle, recipe_root: Path | None) -> bool:
+    """Whether `inventory trace` without bundle names traces this one: with a recipe root, the
+    bundles whose recipe file is in that checkout; else those with a project target."""
     if recipe_root is not None:
-        return bool(bundle.recipe.get("builder"))
+        try:
+            recipes.check(recipes.Builder.from_table(bundle.recipe.get("builder") or {}),
+                          recipe_root)
+        except recipes.RecipeError:
+            return False
+        return True
     return bool(bundle.trace.get("target") or bundle.standin.get("target"))
 
 
@@ -226,8 +233,11 @@ def _trace_table(result: TraceResult, previous: dict[str, Any]) -> dict[str, Any
     kinds = sorted({i["kind"] for i in result.instances})
     summary = (f"{sum(i['count'] for i in result.instances)} instance(s) of "
                f"{', '.join(kinds) or 'no tracked construct'} among {result.aten_ops} aten ops")
-    table = {k: v for k, v in previous.items() if k not in ("provenance", "facts", "export")}
-    table.update({"origin": result.origin, "target": result.target,
+    table = {k: v for k, v in previous.items()
+             if k not in ("provenance", "facts", "export", "target", "builder")}
+    # A recipe trace names its builder; `target` is only ever a project module:function.
+    where = "builder" if result.origin == RECIPE else "target"
+    table.update({"origin": result.origin, where: result.target,
                   "decompositions": result.decompositions, "export": result.export,
                   "packages": result.packages, "notes": result.notes, "summary": summary,
                   "detected": result.detected, "facts": result.facts})

@@ -38,6 +38,21 @@ def test_declared_torch_bounds_that_are_not_met_are_recorded(env):
     assert deviations["0.4.2"] == ()
 
 
+@pytest.mark.slow
+def test_a_torch_deviation_cites_the_measurement_that_justifies_it(env, catalog):
+    """converters.toml [torch.checked] (written by scripts/torch-sensitivity) is cited beside the
+    deviation it justifies, and nowhere else."""
+    checks = {c.torch: c for c in catalog.checked}
+    assert set(checks) >= {"2.9.0", "2.11.0"}
+    assert all(c.identical == c.probes > 0 and c.against == catalog.torch
+               for c in checks.values())
+    cited = envs_mod.deviations_with_evidence(env("0.4.1"), catalog)
+    assert any("torch<=2.11" in d for d in cited)
+    assert checks["2.9.0"].cited() in cited and checks["2.11.0"].cited() in cited
+    assert "give the same program for" in checks["2.9.0"].cited()
+    assert envs_mod.deviations_with_evidence(env("0.4.2"), catalog) == []
+
+
 @pytest.fixture()
 def scratch_cache(tmp_path, monkeypatch, env, catalog):
     """An empty cache that borrows the real shared torch (so no 700 MB install per test)."""

@@ -1,8 +1,11 @@
-"""Trace targets: one module per bundle that builds its model the way the export recipe does.
+"""Trace targets: project modules that build a bundle's model from public packages.
 
+For the shipped bundles these are the stand-ins (`[bundles.X.standin]`): what CI traces where no
+recipe checkout exists, held against the recorded recipe trace through their stated differences.
 A target returns the module (weights are irrelevant to which constructs appear, so none are
-loaded), the recipe's example inputs, and what it mirrors. Targets import their upstream
-packages lazily: they are an optional extra (`pip install -e .[trace]`).
+loaded), the recipe's example inputs, and what it mirrors. `TraceTarget` is also what a recipe
+builder (`inventory.trace.recipes`) returns. Targets import their upstream packages lazily: they
+are an optional extra (`pip install -e .[trace]`).
 """
 
 from __future__ import annotations

@@ -210,6 +210,11 @@ def test_quantize_values_in_converter_env(newest_env):
 
 
 def test_builders_keep_the_interface():
-    """A builder is (params, generator, values) -> Built, fp32 module, inputs named as forward's."""
+    """A builder is (params, generator, values) -> Built, fp32 module, inputs named as forward's;
+    one whose construct reads a checkpoint (--weights) also takes `tensors`."""
+    from oracle import constructs
+
     for construct, builder in probes.builders().items():
-        assert list(inspect.signature(builder).parameters) == ["params", "gen", "values"], construct
+        takes = ["params", "gen", "values"] + (
+            ["tensors"] if constructs.get(construct).checkpoint else [])
+        assert list(inspect.signature(builder).parameters) == takes, construct

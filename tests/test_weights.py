@@ -120,14 +120,17 @@ def test_a_probe_built_from_a_checkpoint_holds_those_tensors(tmp_path):
 
 
 @pytest.mark.slow
-def test_one_tiny_running_var_layer_is_measured_and_reported_the_others_as_ordinary(tmp_path):
+def test_one_tiny_running_var_layer_is_measured_and_reported_the_others_as_ordinary(
+        tmp_path, converter_envs, json_schema):
     path = parakeet_checkpoint(tmp_path / "parakeet.safetensors", tiny_layer=7)
     proc = subprocess.run(
         [sys.executable, "-m", "inventory.cli", "affected", "--fix", "54", "--bundle",
          "parakeet", "--weights", f"parakeet={path}", "--json", "-q"],
         capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 1, proc.stderr  # a re-export is required
-    bundle = json.loads(proc.stdout)["bundles"][0]
+    document = json.loads(proc.stdout)
+    json_schema(document)  # per-module probes: "module", spec "tensors" and "checkpoint"
+    bundle = document["bundles"][0]
     probes = bundle["probes"]
     assert [p["module"] for p in probes] == [f"layers.{i}.conv.norm" for i in range(24)]
     assert bundle["conditions"] == []  # measured, not inferred from a threshold

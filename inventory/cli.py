@@ -81,8 +81,10 @@ def affected_cmd(
     tolerance: Tolerance = None,
     ignore: Ignore = None,
     weights: Annotated[list[str] | None, typer.Option(
-        help="BUNDLE=CHECKPOINT.safetensors: decide value conditions (e.g. batch-norm "
-             "running_var range) from the bundle's real weights (repeatable).")] = None,
+        help="BUNDLE=CHECKPOINT.safetensors: measure each traced module with its own tensors "
+             "from the bundle's checkpoint, where the construct's probe can take them (batch "
+             "norm: running statistics, affine parameters, the depthwise conv before it); "
+             "else decide value conditions from them (repeatable).")] = None,
     runtime: Runtimes = None,
     quiet: Quiet = False,
 ) -> None:

@@ -304,7 +304,7 @@ def envs_build(
                 env = ensure_env(version, catalog, report_progress)
             out.print(f"{env.name}: ready ({env.runtime}) at {env.path}", highlight=False)
             for deviation in deviations_with_evidence(env, catalog):
-                out.print(f"  deviation: {deviation}", highlight=False)
+                out.print(f"  deviation: {deviation}", highlight=False, soft_wrap=True)
 
 
 @envs_app.command("list")
@@ -319,7 +319,7 @@ def envs_list() -> None:
                          ("coreai-torch", "coreai-core", "torch", "numpy") if k in env.packages)
         out.print(f"{env.name}: {pkgs}", highlight=False)
         for deviation in deviations_with_evidence(env, catalog):
-            out.print(f"  deviation: {deviation}", highlight=False)
+            out.print(f"  deviation: {deviation}", highlight=False, soft_wrap=True)
 
 
 def _register_scan_and_repair() -> None:

@@ -205,7 +205,7 @@ def test_tolerance_turns_an_optional_move_into_a_required_one(converter_envs, js
 # ---- envs list, cache prune ---------------------------------------------------------------------
 
 
-def test_envs_list_names_exact_versions_and_deviations(converter_envs, tmp_path):
+def test_envs_list_names_exact_versions_and_deviations(converter_envs, catalog, tmp_path):
     proc = run("envs", "list")
     assert proc.returncode == 0, proc.stderr
     listed: dict[str, list[str]] = {}  # environment line -> its deviation lines
@@ -219,9 +219,11 @@ def test_envs_list_names_exact_versions_and_deviations(converter_envs, tmp_path)
         assert line.startswith(f"coreai-torch-{version}: coreai-torch {version}, coreai-core "
                                f"{env.core}, torch 2.13.0")
         if version in ("0.4.0", "0.4.1"):  # they declare torch<=2.11
-            (deviation,) = listed[line]
+            deviation, *measured = listed[line]
             assert deviation.startswith(f"coreai-torch {version} declares torch<=2.11")
             assert deviation.endswith("without dependency resolution")
+            # then, one line each, the measurements that justify it (scripts/torch-sensitivity)
+            assert measured and measured == [c.cited() for c in catalog.torch_checks(version)]
         else:
             assert listed[line] == []
 

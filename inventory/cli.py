@@ -2,7 +2,8 @@
 
 Exit codes (`inventory/errors.py`): 0 nothing to re-export, 1 at least one re-export required,
 2 usage or configuration error (for `repair`: a refusal), 3 inconclusive (a run failed; never
-reported as a pass).
+reported as a pass), 4 internal error (a defect in inventory: one line on stderr, the traceback
+only with INVENTORY_DEBUG=1; never reported as a finding).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from inventory.errors import ExitCode, UsageError, exit_for_reexport
 from inventory.options import (
@@ -27,11 +29,15 @@ from inventory.options import (
     Runtimes,
     Tolerance,
     ToRelease,
+    check_number,
+    check_release,
 )
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
+from inventory.signals import stop_on_sigterm
 from inventory.terminal import answering, command, err, finish, out, progress, warn
 from oracle.envs import (
+    damaged_envs,
     deviations_with_evidence,
     ensure_env,
     installed_envs,
@@ -65,7 +71,7 @@ def _options(
         "--version", callback=_version, is_eager=True,
         help="Print the version and exit.")] = False,
 ) -> None:
-    pass
+    stop_on_sigterm()
 
 
 @command(app, "affected")
@@ -100,6 +106,8 @@ def affected_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown)
     with answering("affected", as_json):
+        check_release("--to", to)
+        check_number("--tolerance", tolerance, 0, inclusive=False)
         python_ok()
         the_fix = find_fix(fix)
         all_bundles = load_registry(registry)
@@ -131,6 +139,10 @@ def plan_cmd(
     no_cache: NoCache = False,
     tolerance: Tolerance = None,
     runtime: Runtimes = None,
+    fixes: Annotated[Path, typer.Option(
+        "--fixes", help="The fix database (e.g. a draft of the next release's records); a "
+                        "change is credited to its records of the step it happens in.")
+    ] = FIXES_FILE,
     quiet: Quiet = False,
 ) -> None:
     """Every fix between each bundle's exporter and --to, and whether each shipped asset still
@@ -138,7 +150,7 @@ def plan_cmd(
     one, correctness first."""
     from inventory.ignore import load_ignores
     from inventory.output import Renderer
-    from inventory.plan import plan, plan_record, since_baseline
+    from inventory.plan import plan, plan_record, read_baseline, since_baseline
     from inventory.policy import load_policy
     from inventory.report.plan_report import plan_markdown, plan_table
     from inventory.runtimes import parse_overrides
@@ -146,11 +158,15 @@ def plan_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown)
     with answering("plan", as_json):
+        check_release("--to", to)
+        check_number("--tolerance", tolerance, 0, inclusive=False)
+        if baseline is not None:
+            read_baseline(baseline)  # a malformed baseline fails before the run, not after it
         python_ok()
         catalog = load_catalog()
         runtimes = parse_overrides(runtime, catalog)
         with progress(not quiet) as report_progress:
-            result = plan(to, select(load_registry(registry), bundle), load_fixes(),
+            result = plan(to, select(load_registry(registry), bundle), load_fixes(fixes),
                           catalog, load_policy(tolerance), load_ignores(ignore),
                           use_cache=not no_cache, progress=report_progress, runtimes=runtimes)
         if baseline is not None:
@@ -181,6 +197,8 @@ def release_notes_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown)
     with answering("release-notes", as_json):
+        check_release("--from", old)
+        check_release("--to", new)
         python_ok()
         with progress(not quiet) as report_progress:
             notes = release_notes(old, new, load_fixes(), load_regimes(),
@@ -197,11 +215,18 @@ def sweep_cmd(
     fixes: Annotated[Path, typer.Option(
         "--fixes", help="The fix database whose records explain a change (e.g. a draft of "
                         "the next release's records).")] = FIXES_FILE,
+    shipped: Annotated[bool, typer.Option(
+        "--registry", help="Probe every distinct traced instance of the shipped bundles (their "
+                           "own parameters, dtype and pipeline) instead of the library's "
+                           "regimes.")] = False,
+    registry_file: Annotated[Path, typer.Option(
+        "--registry-file", help="The bundle registry --registry reads.")] = DEFAULT_REGISTRY,
     no_cache: NoCache = False,
     quiet: Quiet = False,
 ) -> None:
-    """Every probe in the library, no changelog: which shipped programs change, and does a fix
-    record explain each change? Exit 1 when a change is explained by no record."""
+    """Every probe in the library (or, with --registry, every shipped instance), no changelog:
+    which shipped programs change, and does a fix record of the release step where each
+    change happens explain it? Exit 1 when a change is explained by no record."""
     from inventory.output import Renderer
     from inventory.policy import load_policy
     from inventory.release_notes import sweep
@@ -211,27 +236,45 @@ def sweep_cmd(
 
     fmt = OutputFormat.choose(as_json)
     with answering("sweep", as_json):
+        check_release("--from", old)
+        check_release("--to", new)
         python_ok()
         records = load_fixes(fixes)
         with progress(not quiet) as report_progress:
-            result = sweep(old, new, records, load_regimes(), load_catalog(),
-                           load_policy(), use_cache=not no_cache, progress=report_progress)
+            if shipped:
+                from inventory.release_notes import registry_regimes
+
+                regimes = registry_regimes(load_registry(registry_file))
+            else:
+                regimes = load_regimes()
+            result = sweep(old, new, records, regimes, load_catalog(), load_policy(),
+                           use_cache=not no_cache, progress=report_progress,
+                           source="registry" if shipped else "library")
     Renderer("sweep", sweep_record, sweep_table).render(result, fmt, out)
     finish(ExitCode.FINDING if result.unexplained else ExitCode.OK)
 
 
-@cache_app.command("prune")
+@command(cache_app, "prune")
 def cache_prune(
     older_than: Annotated[float | None, typer.Option(
         "--older-than", help="Also remove results older than this many days.")] = None,
     everything: Annotated[bool, typer.Option("--all", help="Remove every stored result.")] = False,
+    failures: Annotated[bool, typer.Option(
+        "--failures", help="Also remove results that record a failure (a side could not "
+                           "convert, a measurement or a runtime could not run).")] = False,
 ) -> None:
-    """Remove interrupted, damaged and outdated results from the store (environments stay)."""
+    """Remove interrupted, damaged and outdated results from the store (environments stay);
+    a temp folder a running run holds is never touched."""
     from oracle.cache import prune
 
-    pruned = prune(older_than, everything)
+    with answering("cache prune"):
+        # a negative age would make every result "older than" it and empty the store
+        check_number("--older-than", older_than, 0, inclusive=True)
+    pruned = prune(older_than, everything, failures)
     for line in pruned.removed:
-        out.print(f"removed {line}", highlight=False)
+        out.print(f"removed {line}", highlight=False, markup=False)
+    for name in pruned.in_use:
+        out.print(f"kept {name}: in use by a running run", highlight=False, markup=False)
     out.print(f"{len(pruned.removed)} removed, {pruned.kept} kept")
 
 
@@ -251,6 +294,10 @@ def trace_cmd(
         "--check", help="Exit 1, listing the differences, if the registry is stale (without "
                         "--recipe-root, a recipe-traced bundle is checked through its "
                         "stand-in's stated differences).")] = False,
+    allow_code: Annotated[bool, typer.Option(
+        "--allow-code", help="Trust the registry as code: import a trace target or recipe "
+                             "adapter it names outside the project's packages (by default "
+                             "refused).")] = False,
     quiet: Quiet = False,
 ) -> None:
     """Trace bundles' export recipes: torch.export the module, read constructs off the graph."""
@@ -265,11 +312,12 @@ def trace_cmd(
                    if bundle or traceable(b, recipe_root)]
         with progress(not quiet) as report_progress:
             runs = trace_bundles(registry, bundles, load_catalog(), write=write, check=check,
-                                 progress=report_progress, recipe_root=recipe_root)
+                                 progress=report_progress, recipe_root=recipe_root,
+                                 allow_code=allow_code)
             for result, differences in runs:
                 what = "stand-in " if result.is_standin else ""
-                out.print(f"[bold]{result.bundle}[/bold]: {what}{result.target}, "
-                          f"{result.decompositions}, {result.aten_ops} aten ops", highlight=False)
+                out.print(Text.assemble((result.bundle, "bold"), f": {what}{result.target}, "
+                          f"{result.decompositions}, {result.aten_ops} aten ops"), highlight=False)
                 prov = result.provenance
                 if prov.get("commit"):
                     out.print(f"  recipe {prov['repository']} {prov['commit'][:12]} "
@@ -290,7 +338,7 @@ def trace_cmd(
         out.print("registry instances match a fresh trace")
 
 
-@envs_app.command("build")
+@command(envs_app, "build")
 def envs_build(
     versions: Annotated[list[str] | None, typer.Argument(
         help="coreai-torch releases (default: every supported release).")] = None,
@@ -307,13 +355,16 @@ def envs_build(
                 out.print(f"  deviation: {deviation}", highlight=False, soft_wrap=True)
 
 
-@envs_app.command("list")
+@command(envs_app, "list")
 def envs_list() -> None:
     """List the converter environments that are ready, with their exact versions."""
     envs = installed_envs()
     catalog = load_catalog()
-    if not envs:
+    damaged = damaged_envs()
+    if not envs and not damaged:
         out.print("no converter environments yet (inventory envs build)")
+    for line in damaged:
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
     for env in envs:
         pkgs = ", ".join(f"{k} {env.packages[k]}" for k in
                          ("coreai-torch", "coreai-core", "torch", "numpy") if k in env.packages)

@@ -3,6 +3,11 @@
 Every error a user can cause (bad input, a malformed data file, an environment that cannot be
 built) is one line on stderr and exit code 2, never a traceback. The oracle's own errors
 (`oracle/`, which never imports this package) are listed here beside the inventory's.
+
+Anything else that escapes a command is a defect in inventory, not an answer: one line on stderr,
+`error: internal error (<ExceptionType>): <message>` (in `--json` mode also the envelope with
+`error`), and exit code 4, so a CI job never reads a crash as a finding (1). Set
+`INVENTORY_DEBUG=1` to print the traceback as well.
 """
 
 from __future__ import annotations
@@ -22,6 +27,10 @@ class ExitCode(IntEnum):
     FINDING = 1
     USAGE = 2  # usage or configuration error (one line on stderr)
     INCONCLUSIVE = 3  # a run failed or the registry cannot tell; never reported as a pass
+    # an unexpected error inside inventory: one line on stderr, never reported as a finding
+    INTERNAL = 4
+    # stopped by SIGTERM (128 + 15, the shell's convention): cleaned up like Ctrl-C, no answer
+    TERMINATED = 143
 
 
 class InventoryError(Exception):

@@ -24,24 +24,49 @@ class Ignore:
 
 
 def load_ignores(path: Path | None) -> list[Ignore]:
+    """The file's entries; a malformed file (any entry of the wrong shape) is one line naming
+    the file, the entry and the field."""
     if path is None:
         return []
     data = read_toml(path, InputFileError)
-    out = []
-    for i, raw in enumerate(data.get("ignore", []), start=1):
-        missing = [k for k in ("fix", "bundle", "reason") if k not in raw]
-        if missing:
-            raise InputFileError(f"{path}: ignore entry {i} lacks {', '.join(missing)}")
-        expires = raw.get("expires")
-        if isinstance(expires, str):
-            try:
-                expires = dt.date.fromisoformat(expires)
-            except ValueError:
-                raise InputFileError(f"{path}: ignore entry {i}: expires must be a date "
-                                    f"(YYYY-MM-DD), not {expires!r}") from None
-        out.append(Ignore(str(raw["fix"]).lstrip("#"), str(raw["bundle"]), str(raw["reason"]),
-                          expires))
-    return out
+    entries = data.get("ignore", [])
+    if not isinstance(entries, list):
+        raise InputFileError(f"{path}: 'ignore' must be an array of tables ([[ignore]])")
+    return [_entry(raw, f"{path}: ignore entry {i}") for i, raw in enumerate(entries, start=1)]
+
+
+def _entry(raw: object, where: str) -> Ignore:
+    if not isinstance(raw, dict):
+        raise InputFileError(f"{where} must be a table ([[ignore]])")
+    missing = [k for k in ("fix", "bundle", "reason") if k not in raw]
+    if missing:
+        raise InputFileError(f"{where} lacks {', '.join(missing)}")
+    fix = raw["fix"]
+    # a fix is its id ("40", "#40") or the PR number itself (40); a bool is neither
+    if isinstance(fix, bool) or not isinstance(fix, str | int) or not str(fix).lstrip("#"):
+        raise InputFileError(f"{where}: fix must be a fix id (e.g. \"40\"), not {fix!r}")
+    for key in ("bundle", "reason"):
+        if not isinstance(raw[key], str) or not raw[key].strip():
+            raise InputFileError(f"{where}: {key} must be a non-empty string, not {raw[key]!r}")
+    if not raw["bundle"].isprintable() or not str(fix).isprintable():
+        # both are printed in warnings, one line each
+        raise InputFileError(f"{where}: fix and bundle must be printable text on one line")
+    return Ignore(str(fix).lstrip("#"), raw["bundle"], raw["reason"],
+                  _expires(raw.get("expires"), where))
+
+
+def _expires(value: object, where: str) -> dt.date | None:
+    """A TOML date or a YYYY-MM-DD string; a date-time is refused (an expiry is a day)."""
+    if value is None or (isinstance(value, dt.date) and not isinstance(value, dt.datetime)):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value)
+        except ValueError:
+            pass
+    # TOML date-times and times are shown as written, not as Python reprs
+    shown = value.isoformat() if isinstance(value, dt.date | dt.time) else repr(value)
+    raise InputFileError(f"{where}: expires must be a date (YYYY-MM-DD), not {shown}")
 
 
 def in_force(ignores: list[Ignore], today: dt.date | None = None) -> tuple[list[Ignore],

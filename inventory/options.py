@@ -6,10 +6,13 @@ A command takes one as `registry: Registry = DEFAULT_REGISTRY`; the output flags
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from inventory.errors import UsageError
 
 Registry = Annotated[Path, typer.Option("--registry", help="The bundle registry.")]
 NoCache = Annotated[bool, typer.Option(
@@ -31,3 +34,20 @@ Runtimes = Annotated[list[str] | None, typer.Option(
                       "(repeatable; overrides the registry; default: every runtime in the "
                       "catalog at or above the core the target release pins; scan: every "
                       "runtime in the catalog, and only these are tried).")]
+
+
+# Checked in the command, not as typer callbacks, so a bad value is the project's one line (and
+# the JSON envelope in --json mode) rather than click's usage box.
+def check_release(flag: str, value: str | None) -> None:
+    """An empty release is a mistake (an unset shell variable), never "the default"."""
+    if value is not None and not value.strip():
+        raise UsageError(f"{flag} must name a release (e.g. 0.4.2), not {value!r}")
+
+
+def check_number(flag: str, value: float | None, minimum: float, inclusive: bool) -> None:
+    """A finite number above (or, inclusive, at least) the minimum; NaN and inf are refused."""
+    if value is None:
+        return
+    if not math.isfinite(value) or value < minimum or (not inclusive and value == minimum):
+        bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
+        raise UsageError(f"{flag} must be a finite number {bound}, not {value:g}")

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inventory.affected import Analyzer, BundleAnswer
+from inventory.attribution import Step
 from inventory.errors import InputFileError, UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.loads import LoadAnswer, load_answer_record
 from inventory.policy import Policy
 from inventory.registry import Bundle, exporter_release
-from inventory.verdict import IGNORED, Reexport, Verdict, rank, worst
+from inventory.verdict import IGNORED, ProbeVerdict, Reexport, Verdict, rank, worst
 from oracle.envs import Catalog, version_key
 from oracle.fixes import Fix, between
 from oracle.session import Session
@@ -41,6 +42,30 @@ class PlanItem:
 
 
 @dataclass(frozen=True)
+class Unexplained:
+    """A program change in a release step where no record names the probe's construct: never
+    credited to a fix of another step, listed apart, and counted in the bundle's level."""
+
+    probe: str  # the probe's label
+    construct: str
+    step: Step
+    verdict: ProbeVerdict  # what the change does to the shipped bundle (exporter -> target)
+    evidence: str
+
+
+def unexplained_changes(items: tuple[PlanItem, ...]) -> tuple[Unexplained, ...]:
+    seen: dict[tuple[str, str], Unexplained] = {}
+    for item in items:
+        for p in item.answer.probes:
+            for s in p.steps:
+                key = (p.spec.key(), s.label)
+                if s.unexplained and key not in seen:
+                    seen[key] = Unexplained(p.spec.label(), p.spec.construct, s,
+                                            p.elsewhere or p.verdict, s.result.evidence)
+    return tuple(seen.values())
+
+
+@dataclass(frozen=True)
 class BundlePlan:
     bundle: str
     exporter: str
@@ -49,6 +74,7 @@ class BundlePlan:
     # Question 2 for the bundle, whatever the records in range: does its asset load where it
     # ships? An asset record in range carries the same answer as a plan item.
     load: LoadAnswer | None = None
+    unexplained: tuple[Unexplained, ...] = ()
 
     def by_level(self, level: str) -> tuple[PlanItem, ...]:
         return tuple(i for i in self.items if i.level == level)
@@ -63,6 +89,8 @@ class BundlePlan:
         if self.load is not None and not self.load_explained_by:
             # A refusal no asset record in range explains still forces a re-export.
             levels.append(self.load.reexport)
+        # A change no record explains still changes what would ship.
+        levels += [u.verdict.reexport for u in self.unexplained]
         return worst(levels)
 
 
@@ -87,7 +115,7 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
     seen: set[tuple[str, str]] = set()
     out = []
     with Session(catalog, progress) as session:
-        analyzer = Analyzer(session, policy, use_cache, runtimes=runtimes)
+        analyzer = Analyzer(session, policy, use_cache, runtimes=runtimes, fixes=fixes)
         for bundle in bundles:
             exporter, assumed = exporter_release(bundle.exporter, catalog)
             load = analyzer.load_answer(bundle, to)
@@ -103,7 +131,8 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
             # anything else), then what cannot be decided.
             items.sort(key=lambda i: (rank(i.level), not i.load_failure,
                                       version_key(i.fix.ships_in)))
-            out.append(BundlePlan(bundle.name, exporter, assumed, tuple(items), load))
+            out.append(BundlePlan(bundle.name, exporter, assumed, tuple(items), load,
+                                  unexplained_changes(tuple(items))))
     warnings += unmatched(active, seen)
     return Plan(to, tuple(out), tuple(warnings))
 
@@ -116,6 +145,7 @@ def plan_record(p: Plan) -> dict:
             evidence += list(i.answer.load.evidence)
         entry = {"fix": i.fix.id, "kind": i.fix.kind, "title": i.fix.title,
                  "verdict": i.answer.verdict, "reason": i.answer.reason,
+                 "changed_in": changed_in(i.answer),
                  "chain": list(i.answer.chain),
                  "runtime": "; ".join(i.answer.runtimes) or None,
                  "remedies": list(i.answer.remedies), "evidence": evidence}
@@ -138,28 +168,69 @@ def plan_record(p: Plan) -> dict:
             "load": load_answer_record(b.load),
             "load_explained_by": list(b.load_explained_by),
             **{key: [item(i) for i in b.by_level(level)] for level, key in LEVEL_KEYS},
+            "unexplained": [{"probe": u.probe, "construct": u.construct,
+                             "step": u.step.label, "verdict": u.verdict.verdict,
+                             "reexport": u.verdict.reexport, "reason": u.verdict.reason,
+                             "note": u.step.note or None, "evidence": u.evidence}
+                            for u in b.unexplained],
         } for b in p.bundles],
     }
 
 
+def changed_in(answer: BundleAnswer) -> list[dict]:
+    """The release steps in which this answer's probes change, with the records of each step
+    that explain the change (none: unexplained)."""
+    out: dict[str, set[str]] = {}
+    for p in answer.probes:
+        for s in p.changed_in:
+            out.setdefault(s.label, set()).update(s.explained_by)
+    return [{"step": step, "explained_by": sorted(ids)} for step, ids in sorted(out.items())]
+
+
 def since_baseline(p: Plan, baseline: Path) -> Plan:
     """Keep only the (bundle, fix) answers whose level differs from a previous plan's JSON."""
-    try:
-        data = json.loads(baseline.read_text())
-    except OSError as exc:
-        raise InputFileError(f"{baseline}: cannot read: {exc.strerror}") from None
-    except ValueError as exc:
-        raise InputFileError(f"{baseline}: not a plan JSON ({exc})") from None
-    data = data.get("result", data)
-    if "bundles" not in data:
-        raise UsageError(f"{baseline}: not a plan JSON (no 'bundles')")
-    before: dict[tuple[str, str], str] = {}
-    for b in data["bundles"]:
-        for level, key in LEVEL_KEYS:
-            for entry in b.get(key, []):
-                before[(b["bundle"], str(entry["fix"]))] = level
+    before = read_baseline(baseline)
     kept = []
     for b in p.bundles:
         items = tuple(i for i in b.items if before.get((b.bundle, i.fix.id)) != i.level)
-        kept.append(BundlePlan(b.bundle, b.exporter, b.exporter_assumed, items, b.load))
+        kept.append(BundlePlan(b.bundle, b.exporter, b.exporter_assumed, items, b.load,
+                               b.unexplained))
     return Plan(p.to, tuple(kept), p.warnings, str(baseline))
+
+
+def read_baseline(baseline: Path) -> dict[tuple[str, str], str]:
+    """(bundle, fix) -> level in a previous `plan --json`; anything of another shape is one line
+    naming the file and what is wrong."""
+    try:
+        data = json.loads(baseline.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputFileError(f"{baseline}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise InputFileError(f"{baseline}: not UTF-8 text (byte {exc.start})") from None
+    except ValueError as exc:
+        raise InputFileError(f"{baseline}: not a plan JSON ({exc})") from None
+    except RecursionError:  # json parses nested arrays recursively
+        raise InputFileError(f"{baseline}: not a plan JSON (nested too deeply)") from None
+    if not isinstance(data, dict):
+        raise InputFileError(f"{baseline}: not a plan JSON (not an object)")
+    if isinstance(data.get("result"), dict):
+        data = data["result"]  # a `plan --json` envelope
+    if "bundles" not in data:
+        raise UsageError(f"{baseline}: not a plan JSON (no 'bundles')")
+    if not isinstance(data["bundles"], list):
+        raise InputFileError(f"{baseline}: not a plan JSON ('bundles' is not a list)")
+    before: dict[tuple[str, str], str] = {}
+    for n, b in enumerate(data["bundles"], start=1):
+        where = f"{baseline}: bundles[{n}]"
+        if not isinstance(b, dict) or not isinstance(b.get("bundle"), str):
+            raise InputFileError(f"{where} is not a bundle's plan (no 'bundle' name)")
+        for level, key in LEVEL_KEYS:
+            entries = b.get(key, [])
+            if not isinstance(entries, list):
+                raise InputFileError(f"{where}: '{key}' is not a list")
+            for entry in entries:
+                fix = entry.get("fix") if isinstance(entry, dict) else None
+                if isinstance(fix, bool) or not isinstance(fix, str | int):
+                    raise InputFileError(f"{where}: an entry of '{key}' has no 'fix' id")
+                before[(b["bundle"], str(fix))] = level
+    return before

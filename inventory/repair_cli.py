@@ -17,7 +17,7 @@ import typer
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.options import Json, Quiet
 from inventory.output import envelope
-from inventory.terminal import err, out, progress
+from inventory.terminal import err, labelled, out, progress
 
 if TYPE_CHECKING:
     from inventory.repair import RepairReport
@@ -71,7 +71,7 @@ def repair_cmd(
         # Refused, not failed: nothing was written, and the line says what could not be shown.
         if as_json:
             print(envelope("repair", error=str(exc)))
-        err.print(f"[red]refused:[/red] {exc}", highlight=False, soft_wrap=True)
+        err.print(labelled("refused:", "red", str(exc)), highlight=False, soft_wrap=True)
         raise typer.Exit(ExitCode.USAGE) from None
     if as_json:
         print(envelope("repair", json.loads(json.dumps(asdict(report), default=str))))

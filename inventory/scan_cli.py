@@ -18,7 +18,7 @@ from inventory.errors import ExitCode
 from inventory.options import Json, Quiet, Registry, Runtimes
 from inventory.output import OutputFormat, Renderer
 from inventory.registry import DEFAULT_REGISTRY, load_registry
-from inventory.terminal import answering, err, fail, finish, out, progress, warn
+from inventory.terminal import answering, err, fail, finish, labelled, out, progress, warn
 
 
 def scan_cmd(
@@ -63,7 +63,7 @@ def scan_cmd(
                                                     report.warnings)
     warn(report.warnings)
     for failed in report.errors:
-        err.print(f"[red]error:[/red] {failed.error}", highlight=False, soft_wrap=True)
+        err.print(labelled("error:", "red", failed.error), highlight=False, soft_wrap=True)
     if report.errors:
         finish(ExitCode.USAGE)
     finish(ExitCode.FINDING if report.disagreements else ExitCode.OK)

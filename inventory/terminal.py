@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
+import click
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.output import envelope
 
-err = Console(stderr=True)
+# Bundle names, notes, fix ids and error messages are user text: rich must print them literally
+# (no markup, no :emoji: codes), so styles are given as `style=` or `Text`, never as markup.
+_LITERAL = {"markup": False, "emoji": False}
+err = Console(stderr=True, **_LITERAL)
 # Piped output (CI logs, files) gets a readable width instead of rich's 80-column default.
-out = Console() if Console().is_terminal else Console(width=150)
+out = Console(**_LITERAL) if Console().is_terminal else Console(width=150, **_LITERAL)
+# INVENTORY_DEBUG=1: an internal error also prints its traceback (still exit code 4).
+DEBUG_ENV = "INVENTORY_DEBUG"
+# Fault injection for tests only: INVENTORY_FAULT=internal makes every command raise an unexpected
+# exception where its work starts, to show it ends as one line and exit code 4.
+FAULT_ENV = "INVENTORY_FAULT"
 
 Progress = Callable[[str], None]
 
@@ -22,17 +36,41 @@ def fail(message: str, as_json: bool = False, command: str = "") -> None:
     """One line on stderr (and an envelope with `error` in JSON mode), exit code 2."""
     if as_json:
         print(envelope(command, error=message))
-    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    err.print(labelled("error:", "red", message), highlight=False, soft_wrap=True)
     raise typer.Exit(ExitCode.USAGE)
+
+
+def labelled(label: str, style: str, message: str) -> Text:
+    """`label message` with only the label styled: the message is printed as it is."""
+    return Text.assemble((label, style), " ", message)
+
+
+def internal_error(exc: Exception, as_json: bool = False, command: str = "") -> None:
+    """A defect, not an answer: one line (the traceback only with INVENTORY_DEBUG=1), exit 4."""
+    detail = " ".join(str(exc).split())
+    message = f"internal error ({type(exc).__name__})" + (f": {detail}" if detail else "")
+    if as_json:
+        print(envelope(command, error=message))
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        traceback.print_exception(exc, file=sys.stderr)
+    err.print(labelled("error:", "red", message), highlight=False, soft_wrap=True)
+    raise typer.Exit(ExitCode.INTERNAL)
 
 
 @contextmanager
 def answering(command: str, as_json: bool = False) -> Iterator[None]:
-    """Turn any user error raised inside into one line and exit code 2."""
+    """Turn any user error raised inside into one line and exit code 2, and anything unexpected
+    into one line and exit code 4 (never 1, which is a finding)."""
     try:
+        if os.environ.get(FAULT_ENV) == "internal":
+            raise RuntimeError(f"injected fault [/x] ({FAULT_ENV}=internal, tests only)")
         yield
     except USER_ERRORS as exc:
         fail(str(exc), as_json, command)
+    except (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException):
+        raise  # typer.Exit is a RuntimeError: a command's own exit code, not a defect
+    except Exception as exc:
+        internal_error(exc, as_json, command)
 
 
 @contextmanager
@@ -40,15 +78,16 @@ def progress(enabled: bool) -> Iterator[Progress]:
     """A one-line status on stderr while environments build and probes convert (plain lines
     when stderr is not a terminal)."""
     if not enabled or not err.is_terminal:
-        yield lambda msg: err.print(f"[dim]{msg}[/dim]", highlight=False) if enabled else None
+        yield lambda msg: err.print(msg, style="dim", highlight=False) if enabled else None
         return
     with err.status("starting") as status:
-        yield lambda msg: status.update(msg)
+        # a str status is parsed as markup by rich's spinner whatever the console says
+        yield lambda msg: status.update(Text(msg))
 
 
 def warn(warnings: Sequence[str]) -> None:
     for warning in warnings:
-        err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)
+        err.print(labelled("warning:", "yellow", warning), highlight=False, soft_wrap=True)
 
 
 def finish(code: ExitCode) -> None:
@@ -64,9 +103,15 @@ def paragraphs(doc: str | None) -> str:
 
 
 def command(app: typer.Typer, name: str) -> Callable[[Callable], Callable]:
-    """Register a command with its docstring as reflowed help."""
+    """Register a command with its docstring as reflowed help; whatever escapes it (rendering
+    included) goes through `answering`, so no command ends in a traceback."""
 
     def register(fn: Callable) -> Callable:
-        return app.command(name, help=paragraphs(fn.__doc__))(fn)
+        @functools.wraps(fn)
+        def guarded(*args: object, **kwargs: object) -> object:
+            with answering(name, bool(kwargs.get("as_json", False))):
+                return fn(*args, **kwargs)
+
+        return app.command(name, help=paragraphs(fn.__doc__))(guarded)
 
     return register

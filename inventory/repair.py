@@ -40,7 +40,7 @@ from oracle.envs import Catalog, Env, EnvError
 from oracle.load_check import RuntimeOutcome, asset_workers, run_on
 from oracle.runtimes import cores
 from oracle.session import Session
-from oracle.store import RESULT_FILE, manifest, results_root
+from oracle.store import RESULT_FILE, building, manifest, results_root
 
 Progress = Callable[[str], None]
 SEED = 0
@@ -145,23 +145,22 @@ def repair(source: Path, out: Path, catalog: Catalog,
     root = results_root()
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"repair-{_digest(source)}"
-    work = Path(tempfile.mkdtemp(dir=root, prefix=f".{final.name}."))
     report = RepairReport(str(source), str(out), str(final), reader, stamper)
-    try:
-        with Session(catalog, progress, work / "workers") as session:
-            try:
-                reader_env = session.env_for_core(reader)
-                stamper_env = session.env_for_core(stamper)
-            except EnvError as exc:
-                raise RepairError(str(exc)) from None
-            _run(source, out, report, session, reader_env, stamper_env, order, work)
-    except RepairError as exc:
-        _publish(work, final, report, refused=str(exc))
-        raise RepairError(f"{exc} (evidence: {final})") from None
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    _publish(work, final, report, refused=None)
+    # The store's own temp folder: locked while this run holds it (so `cache prune` leaves a
+    # live repair alone) and removed if the run dies.
+    with building(final) as work:
+        try:
+            with Session(catalog, progress, work / "workers") as session:
+                try:
+                    reader_env = session.env_for_core(reader)
+                    stamper_env = session.env_for_core(stamper)
+                except EnvError as exc:
+                    raise RepairError(str(exc)) from None
+                _run(source, out, report, session, reader_env, stamper_env, order, work)
+        except RepairError as exc:
+            _publish(work, final, report, refused=str(exc))
+            raise RepairError(f"{exc} (evidence: {final})") from None
+        _publish(work, final, report, refused=None)
     return report
 
 

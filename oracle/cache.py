@@ -1,7 +1,13 @@
-"""Housekeeping of the result store: what `inventory cache prune` removes."""
+"""Housekeeping of the result store: what `inventory cache prune` removes.
+
+A temp folder is removed only when the lock its run holds on it (`store.lock_path`) can be
+taken: a live run's folder is never touched, a dead run's (its lock released by the kernel) is.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -9,13 +15,66 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oracle import load_check
-from oracle.store import RESULT_FILE, code_digest, load_result, results_root, stored_code
+from oracle.store import (
+    LOCKS,
+    RESULT_FILE,
+    code_digest,
+    load_result,
+    lock_path,
+    results_root,
+    stored_code,
+    stored_failure,
+)
 
 
 @dataclass(frozen=True)
 class Pruned:
     removed: tuple[str, ...]  # folder names, with why
     kept: int
+    in_use: tuple[str, ...] = ()  # temp folders a live run holds: never removed
+
+
+def _remove_unless_held(folder: Path) -> bool:
+    """Remove a temp folder unless a live run holds its lock; True if removed."""
+    lock = lock_path(folder)
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except FileNotFoundError:  # no lock: left by a run that is gone (or by older code)
+        shutil.rmtree(folder, ignore_errors=True)
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    try:
+        if folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            folder.unlink(missing_ok=True)
+        lock.unlink(missing_ok=True)
+    finally:
+        os.close(fd)
+    return True
+
+
+def _orphan_locks(root: Path) -> None:
+    """Lock files whose folder is gone and whose run is gone (a builder that has just created
+    its lock file checks, once it holds it, that the file is still there)."""
+    for lock in sorted((root.parent / LOCKS).glob("*.lock")):
+        if (root / lock.name.removesuffix(".lock")).exists():
+            continue
+        try:
+            fd = os.open(lock, os.O_RDWR)
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            lock.unlink(missing_ok=True)
+        except BlockingIOError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def _kind(folder: Path) -> tuple[Callable[[Path], bool], str | None]:
@@ -29,33 +88,53 @@ def _kind(folder: Path) -> tuple[Callable[[Path], bool], str | None]:
     return (lambda f: load_result(f) is not None), code_digest()
 
 
-def prune(older_than_days: float | None = None, everything: bool = False) -> Pruned:
-    """Remove leftovers of interrupted runs, damaged results, results of older oracle code, and
-    (with --older-than) results older than that; --all empties the store."""
+def _stored_failure(folder: Path) -> bool:
+    return folder.name.split("-", 1)[0] != "repair" and stored_failure(folder)
+
+
+def prune(older_than_days: float | None = None, everything: bool = False,
+          failures: bool = False) -> Pruned:
+    """Remove leftovers of interrupted runs (never a live run's temp folder), damaged results,
+    results of older oracle code, and (with --older-than) results older than that; with
+    --failures, results that record a failure; --all empties the store."""
     root = results_root()
     removed: list[str] = []
+    in_use: list[str] = []
     kept = 0
-    if not root.exists():
+    if not root.is_dir():
         return Pruned((), 0)
     now = time.time()
     for folder in sorted(root.iterdir()):
+        if folder.name.startswith("."):
+            if _remove_unless_held(folder):
+                removed.append(f"{folder.name}: left by an interrupted run")
+            else:
+                in_use.append(folder.name)
+            continue
         why = ""
         readable, code = _kind(folder)
+        recorded = stored_code(folder) if folder.is_dir() else None
         if everything:
             why = "--all"
-        elif folder.name.startswith("."):
-            why = "left by an interrupted run"
-        elif not readable(folder):
+        elif recorded is None and code is not None:
+            why = "damaged or unreadable"
+        elif code is not None and recorded != code:
+            why = "made by other oracle code"
+        elif not folder.is_dir() or not readable(folder):
             why = "damaged or unreadable"
         else:
-            if code is not None and stored_code(folder) != code:
-                why = "made by other oracle code"
+            if failures and _stored_failure(folder):
+                why = "records a failure"
             elif older_than_days is not None and (
                     now - (folder / RESULT_FILE).stat().st_mtime) > older_than_days * 86400:
                 why = f"older than {older_than_days:g} days"
         if why:
-            shutil.rmtree(folder, ignore_errors=True)
+            if folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder, ignore_errors=True)
+            else:
+                folder.unlink(missing_ok=True)
             removed.append(f"{folder.name}: {why}")
         else:
             kept += 1
-    return Pruned(tuple(removed), kept)
+    _orphan_locks(root)
+    return Pruned(tuple(removed), kept, tuple(in_use))

@@ -10,14 +10,25 @@ import subprocess
 import threading
 from pathlib import Path
 
-from oracle.envs import Env
+from oracle.envs import Env, EnvError
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 DEFAULT_TIMEOUT = float(os.environ.get("INVENTORY_WORKER_TIMEOUT", "300"))
+# Imports what a worker script needs from its environment, one module per argument.
+_IMPORTS = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
 
 
 class WorkerFailure(Exception):
     """The worker died (native abort, killed) or did not answer in time."""
+
+
+class EnvironmentFault(EnvError):
+    """The environment itself cannot run a worker (no interpreter, torch or the converter not
+    importable): not something the converter did, so never a result. One line for the user."""
+
+
+def _rebuild_hint(env: Env) -> str:
+    return (f"remove {env.path} and run `inventory envs build {env.converter}` to rebuild it")
 
 
 class Worker:
@@ -28,6 +39,9 @@ class Worker:
     """
 
     script = WORKER_SCRIPT  # the in-environment script this worker runs
+    # What that script imports from its environment: if one of these cannot be imported, a
+    # failure is the environment's, not the converter's.
+    needs: tuple[str, ...] = ("torch", "coreai_torch", "coreai.runtime", "safetensors")
 
     def __init__(self, env: Env, log: Path, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.env = env
@@ -38,19 +52,56 @@ class Worker:
         self._next_id = 0
         self._lock = threading.Lock()
         self._stopped = False  # set by kill(): no call may start a process any more
+        self._fault: str | None = None  # environment_fault(), once measured
+        self._fault_checked = False
+
+    def environment_fault(self) -> str | None:
+        """Why this environment cannot run the worker's script, or None if it can: asked after a
+        failure, so that an environment fault is never reported (or stored) as the converter's.
+        Measured once per worker, in a fresh interpreter of the environment."""
+        if self._stopped:  # interrupted: no time for a check, and nothing will be stored
+            return None
+        if not self._fault_checked:
+            self._fault = self._check_environment()
+            self._fault_checked = True
+        return self._fault
+
+    def _check_environment(self) -> str | None:
+        try:
+            proc = subprocess.run([str(self.env.python), "-c", _IMPORTS, *self.needs],
+                                  capture_output=True, text=True, timeout=600)
+        except OSError as exc:
+            return (f"environment fault: {self.env.name} cannot start its python "
+                    f"{self.env.python} ({exc.strerror or exc}); {_rebuild_hint(self.env)}")
+        except subprocess.TimeoutExpired:
+            return (f"environment fault: {self.env.name} could not import "
+                    f"{', '.join(self.needs)} within 600 s; {_rebuild_hint(self.env)}")
+        if proc.returncode == 0:
+            return None
+        lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
+        detail = lines[-1] if lines else f"exit code {proc.returncode}"
+        return (f"environment fault: {self.env.name} cannot import what its worker needs "
+                f"({detail}); {_rebuild_hint(self.env)}")
 
     def _start(self) -> subprocess.Popen[str]:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         stderr = open(self.log, "a")  # noqa: SIM115 - owned by the process for its lifetime
-        proc = subprocess.Popen(
-            [str(self.env.python), "-u", str(self.script)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-        )
-        stderr.close()
+        try:
+            proc = subprocess.Popen(
+                [str(self.env.python), "-u", str(self.script)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            )
+        except OSError as exc:  # no interpreter: the environment's fault, not a worker death
+            raise EnvironmentFault(
+                f"environment fault: {self.env.name} cannot start its python "
+                f"{self.env.python} ({exc.strerror or exc}); {_rebuild_hint(self.env)}"
+            ) from None
+        finally:
+            stderr.close()
         lines: queue.Queue[str | None] = queue.Queue()
 
         def pump() -> None:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from oracle import store
-from oracle.client import Pool, WorkerFailure
+from oracle.client import EnvironmentFault, Pool, WorkerFailure
 from oracle.envs import Env
 from oracle.normalise import compare_texts, normalise
 from oracle.results import Identity, Measurement, ProbeResult, Side
@@ -24,12 +24,22 @@ from oracle.stats import output_stats
 __all__ = ["Measurement", "ProbeResult", "Side", "compare"]
 
 
+def _not_the_environment(pool: Pool, env: Env) -> None:
+    """After a failure: raise if the environment, not the converter, is what failed (a broken
+    shared-torch `.pth`, a missing interpreter), so that it is never a verdict nor stored."""
+    fault = pool.worker(env).environment_fault()
+    if fault is not None:
+        raise EnvironmentFault(fault)
+
+
 def _convert(pool: Pool, env: Env, spec: ProbeSpec, out: Path) -> Side:
     try:
         answer = pool.worker(env).call({"op": "convert", "spec": spec.to_json(), "out": str(out)})
     except WorkerFailure as exc:
+        _not_the_environment(pool, env)
         return Side(env.converter, store.env_identity(env), False, "worker", str(exc))
     if not answer.get("ok"):
+        _not_the_environment(pool, env)
         return Side(env.converter, store.env_identity(env), False, answer.get("stage", "?"),
                     answer.get("error", "?"),
                     {"traceback": answer.get("traceback", "")})
@@ -78,12 +88,14 @@ def _measure(pool: Pool, old_env: Env, new_env: Env, spec: ProbeSpec, old: Side,
                 {"op": "measure", "spec": spec.to_json(), "assets": assets, "out": str(target)}
             )
         except WorkerFailure as exc:
+            _not_the_environment(pool, env)
             attempts.append(f"{env.runtime}: {exc}")
             if len(cores) > 1:
                 pool.failures[(env.core, frozenset(cores))] = f"earlier in this run: {exc}"
             continue
         failed = {s: v for s, v in answer.get("sides", {}).items() if not v.get("ok")}
         if not answer.get("ok") or failed:
+            _not_the_environment(pool, env)
             why = answer.get("error") or "; ".join(f"{s}: {v['error']}" for s, v in failed.items())
             attempts.append(f"{env.runtime}: {why}")
             continue
@@ -128,4 +140,5 @@ def compare(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool,
         if shipped == Identity.DIFFERS:
             measurement = _measure(pool, old_env, new_env, spec, old, new, work)
         result = ProbeResult(spec, old, new, emitted, shipped, measurement, str(final))
-        return store.publish(result, work, final)
+        # --no-cache asked for a fresh answer: it replaces what is stored, and is what is told.
+        return store.publish(result, work, final, replace_stored=not use_cache)

@@ -4,16 +4,24 @@ Every environment shares one torch: a `--target` install of the pinned torch whe
 environment sees through a `.pth` file, so the converter (and its pinned coreai-core) is the only
 thing that differs between two sides of a comparison. An environment is usable only once its
 manifest (`inventory-env.json`) exists; the manifest is written last, atomically, so a build that
-was interrupted leaves a folder without one, which the next run deletes and rebuilds.
+was interrupted leaves a folder without one, which the next run deletes and rebuilds. A manifest
+that cannot be read is treated the same way (the environment is half-built).
+
+The store can move: on first use an environment whose shared-torch `.pth` does not point at the
+shared torch of the store it is now in is re-pointed there (verified by importing torch), or
+rebuilt. A build holds a lock per environment; a process that waits for one says who holds it and
+gives up after INVENTORY_LOCK_TIMEOUT seconds.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import os
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -129,17 +137,65 @@ def load_catalog(path: Path = CATALOG_FILE) -> Catalog:
     return Catalog(torch=data["torch"]["version"], releases=releases, checked=checked)
 
 
+def lock_timeout() -> float:
+    """How long to wait for another process's build of an environment (builds take minutes)."""
+    raw = os.environ.get("INVENTORY_LOCK_TIMEOUT", "900")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise EnvError(f"INVENTORY_LOCK_TIMEOUT={raw!r}: not a number of seconds") from None
+    if not value >= 0:  # also refuses nan
+        raise EnvError(f"INVENTORY_LOCK_TIMEOUT={raw!r}: must be 0 or more seconds")
+    return value
+
+
+def _holder(fd: int) -> str:
+    """Who holds a lock: the pid and command its holder wrote into the lock file."""
+    try:
+        text = os.pread(fd, 1000, 0).decode(errors="replace").strip()
+    except OSError:
+        text = ""
+    pid, _, cmd = text.partition(" ")
+    if not pid.isdigit():
+        return "another process"
+    return f"pid {pid} ({cmd})" if cmd else f"pid {pid}"
+
+
 @contextmanager
-def _locked(name: str) -> Iterator[None]:
-    """Serialise builds of one environment across processes."""
+def _locked(name: str, progress: Progress = lambda _: None) -> Iterator[None]:
+    """Serialise builds of one environment across processes. A waiter says once who holds the
+    lock, and gives up after `lock_timeout()` seconds with one line naming the holder."""
     root = envs_dir()
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / f".{name}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    fd = os.open(root / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            limit = lock_timeout()
+            progress(f"waiting for environment {name}: locked by {holder}")
+            deadline = time.monotonic() + limit
+            while True:
+                time.sleep(0.2)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise EnvError(
+                            f"environment {name} is still locked by {_holder(fd)} after "
+                            f"{limit:g} s (INVENTORY_LOCK_TIMEOUT); wait for it to finish, or "
+                            f"stop it") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {' '.join(sys.argv)[:300]}\n".encode(), 0)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def _run(cmd: list[str], log: Path, what: str) -> str:
@@ -179,7 +235,9 @@ def torch_install(version: str, name: str, options: list[str],
                   progress: Progress = lambda _: None) -> Path:
     """A `--target` install of torch==version under envs/NAME (reused once complete)."""
     target = envs_dir() / name
-    with _locked(name):
+    if (target / MANIFEST).exists():  # no lock needed to reuse a complete install
+        return target / "site"
+    with _locked(name, progress):
         if (target / MANIFEST).exists():
             return target / "site"
         shutil.rmtree(target, ignore_errors=True)
@@ -230,19 +288,88 @@ def _requirement_name(req: str) -> str:
     return req.lower().replace("_", "-")
 
 
-def _read_manifest(path: Path) -> Env | None:
+def manifest_problem(path: Path) -> str | None:
+    """Why an environment's manifest cannot be used (None: absent or good)."""
     manifest = path / MANIFEST
     if not manifest.exists():
         return None
-    data = json.loads(manifest.read_text())
+    try:
+        _env_of(path, json.loads(manifest.read_text()))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError,
+            RecursionError) as exc:
+        return f"damaged manifest {manifest} ({type(exc).__name__})"
+    return None
+
+
+def _env_of(path: Path, data: dict) -> Env:
+    packages = data["packages"]
+    if not isinstance(packages, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in packages.items()):
+        raise TypeError("packages")
+    deviations = data["deviations"]
+    if not isinstance(deviations, list) or not all(isinstance(d, str) for d in deviations):
+        raise TypeError("deviations")
+    if not isinstance(data["converter"], str) or not isinstance(data["core"], str):
+        raise TypeError("converter")
     return Env(
         converter=data["converter"],
         core=data["core"],
         path=path,
         python=path / "bin" / "python",
-        packages=data["packages"],
-        deviations=tuple(data["deviations"]),
+        packages=packages,
+        deviations=tuple(deviations),
     )
+
+
+def _read_manifest(path: Path) -> Env | None:
+    """The environment if its manifest is there and readable; None if it is absent or damaged
+    (then the environment counts as half-built: never used, and rebuilt)."""
+    if manifest_problem(path) is not None or not (path / MANIFEST).exists():
+        return None
+    return _env_of(path, json.loads((path / MANIFEST).read_text()))
+
+
+def _shared_pth(path: Path) -> Path | None:
+    found = sorted(path.glob(f"lib/python*/site-packages/{SHARED_TORCH_PTH}"))
+    return found[0] if found else None
+
+
+def _imports_torch(python: Path) -> bool:
+    try:
+        return subprocess.run([str(python), "-c", "import torch"], capture_output=True,
+                              timeout=600).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _repointed(env: Env, catalog: Catalog, progress: Progress) -> Env | None:
+    """The environment, its shared-torch `.pth` pointing at the shared torch of the store it is
+    in now (after the store moved); None if it cannot be re-pointed (then it is rebuilt)."""
+    pth = _shared_pth(env.path)
+    root = envs_dir()
+    if pth is None or not env.path.resolve().is_relative_to(root.resolve()):
+        return env  # not ours to change (another store's environment, reached by a symlink)
+    try:
+        recorded = json.loads((env.path / MANIFEST).read_text()).get("shared_torch", "")
+        current = pth.read_text().strip()
+    except (OSError, ValueError, AttributeError):
+        return None
+    name = Path(recorded).parent.name if recorded else f"torch-{catalog.torch}"
+    wanted = root / name / "site"
+    if current and Path(current).resolve() == wanted.resolve() and wanted.is_dir():
+        return env
+    if name == f"torch-{catalog.torch}":
+        wanted = shared_torch(catalog, progress)
+    if not wanted.is_dir():
+        return None
+    progress(f"re-pointing {env.name} at the shared torch {wanted}")
+    write_text_atomic(pth, f"{wanted}\n")  # a new file: a hard-linked copy's stays as it was
+    if not _imports_torch(env.python):
+        return None
+    data = json.loads((env.path / MANIFEST).read_text())
+    data["shared_torch"] = str(wanted)
+    write_text_atomic(env.path / MANIFEST, json.dumps(data, indent=2, sort_keys=True))
+    return env
 
 
 def env_path(version: str) -> Path:
@@ -263,12 +390,17 @@ def ensure_env(
     path = env_path(version)
     env = _read_manifest(path)
     if env is not None:
-        return env
-    torch_site = shared_torch(catalog, progress)
-    with _locked(path.name):
-        env = _read_manifest(path)  # another process may have built it while we waited
+        env = _repointed(env, catalog, progress)
         if env is not None:
             return env
+    torch_site = shared_torch(catalog, progress)
+    with _locked(path.name, progress):
+        env = _read_manifest(path)  # another process may have built it while we waited
+        if env is not None:
+            env = _repointed(env, catalog, progress)
+            if env is not None:
+                return env
+            progress(f"{path.name} cannot import the shared torch: rebuilding it")
         shutil.rmtree(path, ignore_errors=True)  # a half-built leftover is never used
         return _build(release, catalog, path, torch_site, progress)
 
@@ -349,7 +481,7 @@ def ensure_venv(name: str, requirements: tuple[str, ...], catalog: Catalog,
     path = envs_dir() / name
     python = path / "bin" / "python"
     torch_site = shared_torch(catalog, progress)
-    with _locked(name):
+    with _locked(name, progress):
         if (path / MANIFEST).exists():
             return python
         shutil.rmtree(path, ignore_errors=True)  # a half-built leftover is never used
@@ -377,7 +509,7 @@ def ensure_env_on_torch(version: str, name: str, torch_site: Path, catalog: Cata
     measurement of torch-version sensitivity; never used to answer a question)."""
     release = catalog.release(version)
     path = envs_dir() / name
-    with _locked(name):
+    with _locked(name, progress):
         env = _read_manifest(path)
         if env is not None:
             return env
@@ -403,6 +535,16 @@ def installed_envs() -> list[Env]:
         return []
     found = (_read_manifest(p) for p in sorted(root.glob("coreai-torch-*")) if p.is_dir())
     return [env for env in found if env is not None]
+
+
+def damaged_envs() -> list[str]:
+    """One line per environment whose manifest cannot be read (rebuilt on next use)."""
+    root = envs_dir()
+    if not root.exists():
+        return []
+    problems = ((p.name, manifest_problem(p)) for p in sorted(root.glob("coreai-torch-*"))
+                if p.is_dir())
+    return [f"{name}: {why}; rebuilt on next use" for name, why in problems if why]
 
 
 def python_ok() -> None:

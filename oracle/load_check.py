@@ -8,9 +8,12 @@ runtime is `loads`, `fails-to-load` (with the first error line the runtime print
 (with the signal, and the first error line); `not-run` when the check itself could not get that
 far (the exporter could not convert the probe, no environment for the runtime).
 
-A check is stored like every other result: built in a temp folder and renamed into place, with a
-sha256 of every file in `result.json`, keyed by the spec, the exporter's and each runtime's exact
-packages and this code. Nothing in it is a reason for the tool to stop: a crash is an outcome.
+A check is stored like every other result: built in a (locked) temp folder and renamed into
+place, with a sha256 of every file and of its own record in `result.json`, keyed by the spec, the
+exporter's and each runtime's exact packages and this code. Nothing in it is a reason for the tool
+to stop: a crash is an outcome. An environment that cannot run a worker is not an outcome: it is
+raised (`EnvironmentFault`) and nothing is stored; a check with a runtime whose environment could
+not be built is answered but not stored either.
 """
 
 from __future__ import annotations
@@ -20,17 +23,17 @@ import hashlib
 import json
 import re
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from oracle.client import Pool, Worker, WorkerFailure
+from oracle import store
+from oracle.client import EnvironmentFault, Pool, Worker, WorkerFailure
 from oracle.envs import Env, EnvError
 from oracle.runtimes import runtime_label
 from oracle.session import Session
 from oracle.spec import Pipeline, ProbeSpec
-from oracle.store import RESULT_FILE, manifest, results_root
+from oracle.store import results_root
 
 ASSET_WORKER_SCRIPT = Path(__file__).with_name("asset_worker.py")
 _CODE_FILES = ("asset_worker.py", "asset_probe.py", "worker.py", "worker_io.py", "probes.py",
@@ -52,6 +55,7 @@ class AssetWorker(Worker):
     torch); a native abort is a WorkerFailure, and the next call starts a fresh one."""
 
     script = ASSET_WORKER_SCRIPT
+    needs = ("coreai.authoring", "coreai.runtime", "numpy", "safetensors")
 
 
 def asset_workers(session: Session) -> Pool:
@@ -148,9 +152,11 @@ def run_on(asset: Path, core: str, session: Session, out: Path, execute: bool = 
     log = out / "run.log"
     request = {"op": "run", "asset": str(asset), "out": str(out), "seed": seed,
                "execute": execute, "inputs": str(inputs) if inputs else None}
+    worker = asset_workers(session).worker(env)
     try:
-        answer = asset_workers(session).worker(env).call(request)
+        answer = worker.call(request)
     except WorkerFailure as exc:
+        _not_the_environment(worker)
         text = str(exc)
         died = re.search(r"died of (\w+)", text)
         error = first_error(_read(log))
@@ -166,11 +172,20 @@ def run_on(asset: Path, core: str, session: Session, out: Path, execute: bool = 
                 files[f"{fn['name']}.{key.split('_')[0]}"] = fn[key]
     if answer.get("ok"):
         return RuntimeOutcome(core, "loads", "run" if execute else "load", files=files)
+    _not_the_environment(worker)
     stage = str(answer.get("stage", "?"))
     if stage == "inputs":  # the asset loaded; this check cannot feed it
         return RuntimeOutcome(core, "not-run", stage, str(answer.get("error", "")), files=files)
     error = first_error(_read(log)) or str(answer.get("error", ""))
     return RuntimeOutcome(core, "fails-to-load", stage, error, files=files)
+
+
+def _not_the_environment(worker: Worker) -> None:
+    """After a failure: raise if the environment cannot run the worker at all (then it is not
+    the asset's outcome, and nothing is stored)."""
+    fault = worker.environment_fault()
+    if fault is not None:
+        raise EnvironmentFault(fault)
 
 
 # ---- the stored check -------------------------------------------------------------------------
@@ -213,14 +228,20 @@ def _from_json(data: dict[str, Any], root: Path, cached: bool) -> LoadCheck:
 
 def load_stored(folder: Path) -> LoadCheck | None:
     """A stored check, or None if absent, unreadable or damaged (then it is made again)."""
-    try:
-        data = json.loads((folder / RESULT_FILE).read_text())
-        check = _from_json(data, folder, cached=True)
-        if manifest(folder) != data["files_sha256"]:
-            return None
-    except (OSError, ValueError, KeyError, TypeError):
+    data = store.read_record(folder)
+    if data is None:
         return None
-    return check
+    try:
+        return _from_json(data, folder, cached=True)
+    except store.SHAPE_ERRORS:
+        return None
+
+
+def failed(check: LoadCheck) -> bool:
+    """The check could not get as far as an outcome on every runtime (the exporter could not
+    write the asset, a runtime could not be tried): recorded, so `cache prune --failures` can
+    drop it."""
+    return not check.converted or any(o.outcome == "not-run" for o in check.outcomes)
 
 
 def check_dir(spec: ProbeSpec, exporter: Env, runtime_ids: dict[str, dict[str, str]]) -> Path:
@@ -242,17 +263,16 @@ def load_check(spec: ProbeSpec, exporter: Env, cores: list[str], session: Sessio
         stored = load_stored(final)
         if stored is not None:
             return stored
-    final.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}."))
-    try:
+    with store.building(final) as work:
         check = _make(spec, exporter, cores, session, work)
-        record = {**_to_json(check, work), "key": final.name, "code": code_digest(),
-                  "files_sha256": manifest(work)}
-        (work / RESULT_FILE).write_text(json.dumps(record, indent=2))
-        return _publish(work, final)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+        if any(o.stage == "environment" for o in check.outcomes):
+            # A runtime's environment could not be built: answered, never stored (the next run
+            # tries again), and its evidence is the temp folder's, so it is not kept either.
+            shutil.rmtree(work, ignore_errors=True)
+            return check
+        store.write_record(work, {**_to_json(check, work), "key": final.name,
+                                  "code": code_digest(), "failed": failed(check)})
+        return _publish(work, final, replace_stored=not use_cache)
 
 
 def _make(spec: ProbeSpec, exporter: Env, cores: list[str], session: Session,
@@ -266,6 +286,7 @@ def _make(spec: ProbeSpec, exporter: Env, cores: list[str], session: Session,
     except WorkerFailure as exc:
         answer = {"ok": False, "stage": "worker", "error": str(exc)}
     if not answer.get("ok"):
+        _not_the_environment(session.pool_of(Worker, "worker").worker(exporter))
         why = f"coreai-torch {exporter.converter} could not write the asset " \
               f"({answer.get('stage')}: {answer.get('error')})"
         outcomes = tuple(RuntimeOutcome(c, "not-run", "export", why) for c in cores)
@@ -275,20 +296,12 @@ def _make(spec: ProbeSpec, exporter: Env, cores: list[str], session: Session,
     return LoadCheck(spec, exporter.converter, packages, True, "", outcomes, str(work))
 
 
-def _publish(work: Path, final: Path) -> LoadCheck:
-    """Move a finished check into place; if another process got there first, keep theirs."""
-    try:
-        work.rename(final)
-    except OSError:
-        theirs = load_stored(final)
-        if theirs is not None:
-            shutil.rmtree(work, ignore_errors=True)
-            return replace(theirs, cached=False)
-        graveyard = final.with_name(f".{final.name}.damaged")
-        shutil.rmtree(graveyard, ignore_errors=True)
-        final.rename(graveyard)
-        shutil.rmtree(graveyard, ignore_errors=True)
-        work.rename(final)
+def _publish(work: Path, final: Path, replace_stored: bool) -> LoadCheck:
+    """Move a finished check into place; if another process got there first, keep theirs
+    (unless `replace_stored`, --no-cache: then ours replaces it)."""
+    theirs = store.install(work, final, load_stored, replace_stored)
+    if theirs is not None:
+        return replace(theirs, cached=False)
     stored = load_stored(final)
     assert stored is not None, f"a load check just written is unreadable: {final}"
     return replace(stored, cached=False)

@@ -66,8 +66,8 @@ class Session:
         if core not in self._core_envs:
             releases = sorted((v for v, r in self.catalog.releases.items() if r.core == core),
                               key=version_key, reverse=True)
-            env = next((e for e in map(ready_env, releases) if e is not None), None)
-            self._core_envs[core] = env if env is not None else self.env(releases[0])
+            ready = next((v for v in releases if ready_env(v) is not None), releases[0])
+            self._core_envs[core] = self.env(ready)  # through ensure_env: re-pointed if moved
         return self._core_envs[core]
 
     def worker(self, env: Env) -> Worker:

@@ -3,24 +3,29 @@ that can change them.
 
 A result is keyed by the probe spec, both sides' exact package versions and the oracle's own
 code; it is built in a temp folder and renamed into place, so a reader never sees half of one and
-two processes can share the store. Every evidence file's sha256 is recorded in `result.json`, so
-a damaged entry is detected and recomputed, never trusted.
+two processes can share the store. Every evidence file's sha256 is recorded in `result.json`, and
+`result.json`'s own content is digested too, so a damaged or edited entry is detected and
+recomputed, never trusted. Paths inside `result.json` are relative to its folder, so the store
+can move. A run holds a lock on each temp folder it builds in (`locks/`), and `cache prune`
+removes only temp folders whose lock it can take.
 """
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import json
 import os
+import secrets
 import shutil
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, TypeVar
 
-from oracle.envs import Env
+from oracle.envs import Env, EnvError
 from oracle.paths import cache_root
 from oracle.results import ProbeResult, from_json, to_json
 from oracle.spec import ProbeSpec
@@ -29,6 +34,15 @@ from oracle.spec import ProbeSpec
 _CODE_FILES = ("worker.py", "worker_io.py", "probes.py", "asset_probe.py", "normalise.py",
                "stats.py", "compare.py", "results.py", "store.py", "checkpoint.py")
 RESULT_FILE = "result.json"
+# Beside the results folder (not in it, which holds results and temp folders only): one lock
+# file per temp folder a live run builds in.
+LOCKS = "locks"
+RECORD_DIGEST = "record_sha256"
+T = TypeVar("T")
+
+
+class StoreError(EnvError):
+    """The result store cannot be written (read-only, not a folder): one line for the user."""
 
 
 @functools.cache
@@ -72,36 +86,171 @@ def manifest(folder: Path) -> dict[str, str]:
     return out
 
 
-def load_result(path: Path) -> ProbeResult | None:
-    """A stored result, or None if absent, unreadable or damaged (then it is recomputed)."""
+def record_digest(record: dict[str, Any]) -> str:
+    """sha256 of a record's canonical JSON, without the digest itself: `result.json` is covered
+    by the integrity check like every evidence file (an edited verdict is not trusted)."""
+    body = {k: v for k, v in record.items() if k != RECORD_DIGEST}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"))
+                          .encode()).hexdigest()
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """`result.json` of a stored entry if it and every evidence file are intact, else None."""
     try:
         data = json.loads((path / RESULT_FILE).read_text())
-        result = from_json(data)
+        if not isinstance(data, dict) or data.get(RECORD_DIGEST) != record_digest(data):
+            return None
         if manifest(path) != data["files_sha256"]:
             return None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
-    return replace(result, cached=True)
+    return data
+
+
+# What reading a record of the wrong shape raises (a `measurement` that is not an object...).
+SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError)
+
+
+def load_result(path: Path) -> ProbeResult | None:
+    """A stored result, or None if absent, unreadable or damaged (then it is recomputed)."""
+    data = read_record(path)
+    if data is None:
+        return None
+    try:
+        result = from_json(data)
+    except SHAPE_ERRORS:
+        return None
+    return replace(_with_paths(result, lambda v: _absolute(v, path)), evidence=str(path),
+                   cached=True)
 
 
 def stored_code(path: Path) -> str | None:
-    """The oracle code digest a stored result was made with."""
+    """The oracle code digest a stored result says it was made with (read without the integrity
+    check, so that an entry of older code is told apart from a damaged one)."""
     try:
-        return json.loads((path / RESULT_FILE).read_text()).get("code")
-    except (OSError, ValueError):
+        data = json.loads((path / RESULT_FILE).read_text())
+    except (OSError, ValueError, RecursionError):
         return None
+    if not isinstance(data, dict):
+        return None
+    code = data.get("code")
+    return code if isinstance(code, str) else ""
+
+
+def stored_failure(path: Path) -> bool:
+    """Whether a stored entry records a failure (a side could not convert, a measurement or a
+    runtime could not run): `cache prune --failures` drops those."""
+    data = read_record(path)
+    return bool(data.get("failed")) if data is not None else False
+
+
+def failed(result: ProbeResult) -> bool:
+    m = result.measurement
+    return not result.old.ok or not result.new.ok or (m is not None and not m.ok)
+
+
+def _absolute(value: str, folder: Path) -> str:
+    return str(folder / value) if value and not Path(value).is_absolute() else value
+
+
+def _relative(value: str, folder: Path) -> str:
+    path = Path(value) if value else None
+    if path is not None and path.is_absolute() and path.is_relative_to(folder):
+        return str(path.relative_to(folder))
+    return value
+
+
+def _with_paths(result: ProbeResult, fix: Callable[[str], str]) -> ProbeResult:
+    def moved(files: dict[str, str]) -> dict[str, str]:
+        return {key: fix(value) for key, value in files.items()}
+
+    m = result.measurement
+    return replace(
+        result,
+        old=replace(result.old, files=moved(result.old.files)),
+        new=replace(result.new, files=moved(result.new.files)),
+        measurement=replace(m, files=moved(m.files)) if m is not None else None,
+    )
+
+
+def lock_path(temp: Path) -> Path:
+    """The lock a live run holds on the temp folder `temp` while it builds in it."""
+    return temp.parent.parent / LOCKS / f"{temp.name}.lock"
+
+
+def _held_lock(final: Path) -> tuple[int, Path]:
+    """A new temp folder name beside `final`, with its lock taken (before the folder exists, so
+    `cache prune` never sees the folder unlocked)."""
+    final.parent.parent.joinpath(LOCKS).mkdir(parents=True, exist_ok=True)
+    while True:
+        work = final.with_name(f".{final.name}.{secrets.token_hex(4)}")
+        try:
+            fd = os.open(lock_path(work), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            continue
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:  # prune may have removed the file between its creation and our lock: try again
+            same = os.stat(lock_path(work)).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            os.write(fd, f"{os.getpid()}\n".encode())
+            return fd, work
+        os.close(fd)
 
 
 @contextmanager
 def building(final: Path) -> Iterator[Path]:
-    """A temp folder beside `final` to build a result in; removed if the build fails."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}."))
+    """A temp folder beside `final` to build a result in, locked while this run holds it;
+    removed if the build fails."""
     try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, work = _held_lock(final)
+    except OSError as exc:
+        raise StoreError(f"cannot write the result store {final.parent}: "
+                         f"{exc.strerror or exc}") from None
+    try:
+        work.mkdir()
         yield work
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
+    finally:
+        lock_path(work).unlink(missing_ok=True)
+        os.close(fd)
+
+
+def install(work: Path, final: Path, read: Callable[[Path], T | None],
+            replace_stored: bool) -> T | None:
+    """Rename the finished `work` into place. If a valid entry is already there, keep it and
+    return it (another process got there first), unless `replace_stored` (--no-cache: the
+    fresh result replaces it: the old one is renamed aside, the new one renamed in, the old one
+    removed). A damaged entry in the way is always replaced. None: ours is in place."""
+    for _ in range(5):
+        try:
+            work.rename(final)
+            return None
+        except OSError:
+            if not final.exists():
+                raise
+        if not replace_stored:
+            theirs = read(final)
+            if theirs is not None:
+                shutil.rmtree(work, ignore_errors=True)
+                return theirs
+        aside = final.with_name(f".{final.name}.replaced.{os.getpid()}.{secrets.token_hex(4)}")
+        try:
+            final.rename(aside)
+        except FileNotFoundError:
+            continue  # removed meanwhile: take its place
+        try:
+            work.rename(final)
+            return None
+        except OSError:
+            continue  # another process put its entry there meanwhile
+        finally:
+            shutil.rmtree(aside, ignore_errors=True)
+    raise StoreError(f"could not move a result into place at {final}")
 
 
 def relocated(result: ProbeResult, work: Path, final: Path) -> ProbeResult:
@@ -126,25 +275,21 @@ def relocated(result: ProbeResult, work: Path, final: Path) -> ProbeResult:
     )
 
 
-def publish(result: ProbeResult, work: Path, final: Path) -> ProbeResult:
-    """Record the result with its manifest and move it into place; if another process got there
-    first, keep theirs."""
-    result = relocated(result, work, final)
-    record = {**to_json(result), "key": final.name, "code": code_digest(),
-              "files_sha256": manifest(work)}
+def write_record(work: Path, record: dict[str, Any]) -> None:
+    """`result.json`, with the manifest of every other file and the record's own digest."""
+    record = {**record, "files_sha256": manifest(work)}
+    record[RECORD_DIGEST] = record_digest(record)
     (work / RESULT_FILE).write_text(json.dumps(record, indent=2))
-    try:
-        work.rename(final)
-        return result
-    except OSError:
-        pass
-    theirs = load_result(final)
+
+
+def publish(result: ProbeResult, work: Path, final: Path,
+            replace_stored: bool = False) -> ProbeResult:
+    """Record the result with its manifest and move it into place; if another process got there
+    first, keep theirs (unless `replace_stored`: then ours replaces it)."""
+    stored = replace(_with_paths(result, lambda v: _relative(v, work)), evidence=".")
+    write_record(work, {**to_json(stored), "key": final.name, "code": code_digest(),
+                        "failed": failed(result)})
+    theirs = install(work, final, load_result, replace_stored)
     if theirs is not None:
-        shutil.rmtree(work, ignore_errors=True)
         return replace(theirs, cached=False)
-    # A damaged entry is in the way: set it aside, then take its place.
-    graveyard = final.with_name(f".{final.name}.damaged.{os.getpid()}")
-    final.rename(graveyard)
-    shutil.rmtree(graveyard, ignore_errors=True)
-    work.rename(final)
-    return result
+    return relocated(result, work, final)

@@ -56,7 +56,7 @@ def check(condition: Condition, weights: Path) -> ConditionCheck:
         handle = safe_open(str(weights), framework="np")
     except (OSError, SafetensorError) as exc:
         raise WeightsError(f"{weights}: not a readable safetensors file ({exc})") from None
-    outside = total = tensors = 0
+    outside = total = tensors = nan = inf = 0
     lowest, highest = np.inf, -np.inf
     with handle as f:
         for name in f.keys():  # noqa: SIM118 - safe_open handles are not mappings
@@ -65,12 +65,27 @@ def check(condition: Condition, weights: Path) -> ConditionCheck:
             values = f.get_tensor(name).astype(np.float64)
             tensors += 1
             total += values.size
+            # ±inf is an ordinary value here (above any `above`, below any `below`); NaN is
+            # compared with nothing (every comparison is False) and is counted on its own.
             outside += int(((values < condition.below) | (values > condition.above)).sum())
-            if values.size:
-                lowest, highest = min(lowest, values.min()), max(highest, values.max())
+            nan += int(np.isnan(values).sum())
+            inf += int(np.isinf(values).sum())
+            real = values[~np.isnan(values)]
+            if real.size:
+                lowest, highest = min(lowest, real.min()), max(highest, real.max())
     if tensors == 0:
         raise WeightsError(f"{weights}: no tensor named *{condition.tensor_suffix}; cannot "
                            f"check whether {condition.when}")
-    detail = (f"{outside} of {total} {condition.tensor_suffix} values in {tensors} tensors meet "
-              f"it (range {lowest:.3g} .. {highest:.3g})")
+    suffix = condition.tensor_suffix
+    if nan and not outside:
+        # Not "does not hold": a NaN statistic makes the module output NaN in torch itself,
+        # under any converter, so no value threshold on it decides anything; nor "holds":
+        # re-exporting cannot repair it. The checkpoint is broken, and the answer says so.
+        raise WeightsError(f"{weights}: {suffix} has {nan} NaN of {total} values; the module "
+                           f"then outputs NaN in torch itself, so whether {condition.when} "
+                           f"cannot be decided (the checkpoint is broken, not its export)")
+    ranged = f"range {lowest:.3g} .. {highest:.3g}" if lowest <= highest else "no values"
+    odd = [f"{n} {what}" for n, what in ((nan, "NaN"), (inf, "inf")) if n]
+    detail = (f"{outside} of {total} {suffix} values in {tensors} tensors meet it "
+              f"({'; '.join([ranged, *odd])})")
     return ConditionCheck(outside > 0, detail, str(weights))

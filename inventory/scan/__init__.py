@@ -22,7 +22,7 @@ from pathlib import Path
 
 from inventory.registry import Bundle
 from inventory.scan.against_registry import link_registry
-from inventory.scan.bundles import find_bundles
+from inventory.scan.bundles import find_bundles, outside_roots
 from inventory.scan.ir import resolve_entry
 from inventory.scan.loads import check_loads, inferred_exporter
 from inventory.scan.model import (
@@ -47,12 +47,18 @@ def scan(paths: list[Path], catalog: Catalog, *, reader: str | None = None,
     """Scan every bundle under `paths` and load it on each runtime (`runtimes`, default every
     runtime in the catalog); with a registry, link each to its entry."""
     found = find_bundles(paths)
+    escaped = outside_roots(paths, found)
     if reader is not None:
         catalog.release(reader)  # an unknown release is a usage error (EnvError)
     readers = Readers(catalog, progress, reader)
     scans = []
     try:
         for bundle in found:
+            if bundle in escaped:
+                scans.append(BundleScan(path=str(bundle), name=bundle.name, error=(
+                    f"{bundle}: is a symlink out of the scanned folder {escaped[bundle]}; "
+                    f"a folder's bundles are read only from inside it")))
+                continue
             progress(f"reading {bundle.name}")
             scans.append(scan_bundle(bundle, readers))
     finally:

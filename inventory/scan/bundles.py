@@ -14,6 +14,10 @@ from typing import Any
 from inventory.scan.model import BundleError, ScanError
 
 BYTECODE_MAGIC = b"ML\xefR"
+# metadata.json is a few hundred bytes; anything this large or this deep is not one, and would
+# exhaust the parser (RecursionError) or the report that echoes it.
+METADATA_MAX_BYTES = 16 << 20
+METADATA_MAX_DEPTH = 64
 
 
 def is_bundle(path: Path) -> bool:
@@ -53,6 +57,41 @@ def find_bundles(paths: list[Path]) -> list[Path]:
     return unique
 
 
+def outside_roots(paths: list[Path], found: list[Path]) -> dict[Path, Path]:
+    """Bundles found inside a scanned folder that resolve outside it (a symlinked bundle folder
+    pointing elsewhere), each with the folder it leaves. A path given on the command line is
+    its own root: the user named it."""
+    roots = [p.resolve() for p in paths]
+    out = {}
+    for bundle in found:
+        real = bundle.resolve()
+        if not any(real == r or real.is_relative_to(r) for r in roots):
+            out[bundle] = next((p for p in paths if bundle.is_relative_to(p)), paths[0])
+    return out
+
+
+def check_contained(bundle: Path) -> None:
+    """Nothing in the bundle is a symlink that leaves it: the scan reads (and the core parser
+    opens) only the bundle's own files, never what a link points to elsewhere (`main.mlirb ->
+    /etc/shadow`)."""
+    real = bundle.resolve()
+    for root, dirs, files in os.walk(bundle):  # never descends into a symlinked folder
+        here = Path(root)
+        for name in dirs + files:
+            path = here / name
+            if path.is_symlink() and not path.resolve().is_relative_to(real):
+                raise BundleError(f"{path}: is a symlink out of the bundle; a bundle is read "
+                                  f"only from its own folder")
+
+
+def _contained_file(bundle: Path, name: str) -> Path:
+    path = bundle / name
+    if path.is_symlink() and not path.resolve().is_relative_to(bundle.resolve()):
+        raise BundleError(f"{path}: is a symlink out of the bundle; a bundle is read only from "
+                          f"its own folder")
+    return path
+
+
 # ---- reading what needs no core ----------------------------------------------------------------
 
 
@@ -64,8 +103,13 @@ def core_of_producer(producer: str | None) -> str | None:
 
 
 def iso_date(raw: Any) -> str | None:
-    if isinstance(raw, int | float):
-        return datetime.fromtimestamp(raw, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """creationDate as an ISO date; a number out of datetime's range is a BundleError."""
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        try:
+            return datetime.fromtimestamp(raw, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        except (OverflowError, ValueError, OSError):
+            raise BundleError(f"creationDate {raw!r} is not a date (a timestamp out of "
+                              f"range)") from None
     if not isinstance(raw, str) or not raw:
         return None
     for fmt in ("%Y%m%dT%H%M%SZ", "%Y-%m-%dT%H:%M:%SZ"):
@@ -76,27 +120,82 @@ def iso_date(raw: Any) -> str | None:
     return raw
 
 
+def _not_json_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _depth(value: Any) -> int:
+    """How deeply arrays and objects nest (iteratively: the value may be deep)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            stack += [(v, level + 1) for v in (item.values() if isinstance(item, dict) else item)]
+    return deepest
+
+
+# What the scanner reads from metadata.json, and the JSON types each may have (absent or null
+# is always allowed). bool is excluded from the numbers: json gives True for `true`.
+_FIELDS: dict[str, tuple[type, ...]] = {"producer": (str,), "creationDate": (str, int, float),
+                                        "assetVersion": (str, int, float),
+                                        "creatorDefinedMetadata": (dict,)}
+_JSON_TYPES = {str: "a string", int: "a number", float: "a number", dict: "an object",
+               list: "an array", bool: "a boolean"}
+
+
+def _check_fields(path: Path, data: dict[str, Any]) -> None:
+    for key, types in _FIELDS.items():
+        value = data.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, types):
+            wanted = " or ".join(dict.fromkeys(_JSON_TYPES[t] for t in types))
+            raise BundleError(f"{path}: {key} must be {wanted}, not "
+                              f"{_JSON_TYPES.get(type(value), type(value).__name__)}")
+    try:
+        iso_date(data.get("creationDate"))
+    except BundleError as exc:
+        raise BundleError(f"{path}: {exc}") from None
+
+
 def read_metadata(bundle: Path) -> dict[str, Any]:
-    path = bundle / "metadata.json"
+    """metadata.json as a JSON object of the expected shape; every failure is a BundleError
+    whose line never quotes the file's bytes."""
+    path = _contained_file(bundle, "metadata.json")
     if not path.exists() and not path.is_symlink():
         raise BundleError(f"{bundle}: not a bundle: no metadata.json")
     if not path.is_file():
         raise BundleError(f"{path}: not a regular file")
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BundleError(f"{path}: cannot read: {exc}") from None
+        if path.stat().st_size > METADATA_MAX_BYTES:
+            raise BundleError(f"{path}: larger than {METADATA_MAX_BYTES >> 20} MiB, not a "
+                              f"bundle's metadata")
+        data = json.loads(path.read_bytes(), parse_constant=_not_json_constant)
+    except OSError as exc:
+        raise BundleError(f"{path}: cannot read: {exc.strerror or type(exc).__name__}") from None
+    except UnicodeDecodeError as exc:
+        raise BundleError(f"{path}: not UTF-8 text (byte {exc.start}): truncated or "
+                          f"corrupt") from None
     except json.JSONDecodeError as exc:
         raise BundleError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno} column "
                           f"{exc.colno}): truncated or corrupt") from None
+    except ValueError as exc:  # NaN, Infinity
+        raise BundleError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise BundleError(f"{path}: nested too deeply to be a bundle's metadata") from None
     if not isinstance(data, dict):
         raise BundleError(f"{path}: not a JSON object")
+    if _depth(data) > METADATA_MAX_DEPTH:
+        raise BundleError(f"{path}: nested deeper than {METADATA_MAX_DEPTH} levels, not a "
+                          f"bundle's metadata")
+    _check_fields(path, data)
     return data
 
 
 def check_program(bundle: Path) -> str:
     """`main.mlirb` is MLIR bytecode and matches `main.hash` when the bundle has one."""
-    program = bundle / "main.mlirb"
+    program = _contained_file(bundle, "main.mlirb")
     if not program.exists() and not program.is_symlink():
         raise BundleError(f"{bundle}: not a bundle: no main.mlirb")
     if not program.is_file():
@@ -113,8 +212,9 @@ def check_program(bundle: Path) -> str:
     if size == 0:
         raise BundleError(f"{program}: empty file")
     if head != BYTECODE_MAGIC:
-        raise BundleError(f"{program}: not MLIR bytecode (starts {head!r})")
-    stored = bundle / "main.hash"
+        # the bytes themselves are never quoted: the file may be anything
+        raise BundleError(f"{program}: not MLIR bytecode (no MLIR bytecode magic number)")
+    stored = _contained_file(bundle, "main.hash")
     if not stored.is_file():
         return "no main.hash: program integrity not checked"
     expected = stored.read_bytes()

@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import oracle
-from inventory.scan.bundles import check_program, core_of_producer, iso_date, read_metadata
+from inventory.scan.bundles import (
+    check_contained,
+    check_program,
+    core_of_producer,
+    iso_date,
+    read_metadata,
+)
 from inventory.scan.ir import absorb
 from inventory.scan.model import BundleError, BundleScan
 from oracle.client import Worker, WorkerFailure
@@ -86,17 +92,24 @@ class Readers:
         except WorkerFailure as exc:
             native = _native_error(log, start)
             died = str(exc).split(" (log:")[0].replace(f"{env.name} worker ", "")
-            return {"ok": False, "stage": "native",
-                    "error": f"{native} ({died})" if native else died, "log": str(log)}
+            return {"ok": False, "stage": "native", "log": str(log),
+                    "error": printable(f"{native} ({died})" if native else died)}
         if not answer.get("ok"):
             native = _native_error(log, start)
             if native:
                 answer["error"] = f"{answer.get('error')}; {native}"
+            answer["error"] = printable(str(answer.get("error", "failed")))
         answer["log"] = str(log)
         return answer
 
     def close(self) -> None:
         self.session.close()
+
+
+def printable(text: str) -> str:
+    """A core's error line as it may reach a terminal: what it quotes from the bundle (an asset
+    version, a name) can hold control characters, which are escaped, never printed raw."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _native_error(log: Path, start: int) -> str:
@@ -120,6 +133,7 @@ def _native_error(log: Path, start: int) -> str:
 def scan_bundle(bundle: Path, readers: Readers) -> BundleScan:
     scan = BundleScan(path=str(bundle), name=bundle.name)
     try:
+        check_contained(bundle)  # before any file is read here or by a core
         scan.metadata = read_metadata(bundle)
         scan.integrity = check_program(bundle)
     except BundleError as exc:

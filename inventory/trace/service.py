@@ -29,7 +29,7 @@ import tomli_w
 
 from inventory.errors import InventoryError
 from inventory.registry import Bundle, exporter_release
-from inventory.trace import recipes, standin
+from inventory.trace import recipes, standin, trust
 from oracle.envs import Catalog, Env, ensure_env, ensure_venv, site_packages
 
 HEADER = """\
@@ -81,12 +81,43 @@ def traceable(bundle: Bundle, recipe_root: Path | None) -> bool:
     bundles whose recipe file is in that checkout; else those with a project target."""
     if recipe_root is not None:
         try:
+            # Only whether the recipe file is in this checkout decides; a builder naming code it
+            # may not is then refused loudly by `vet`, not skipped here.
             recipes.check(recipes.Builder.from_table(bundle.recipe.get("builder") or {}),
-                          recipe_root)
+                          recipe_root, allow_code=True)
         except recipes.RecipeError:
             return False
         return True
     return bool(bundle.trace.get("target") or bundle.standin.get("target"))
+
+
+def _target_ref(bundle: Bundle) -> tuple[str | None, str, bool]:
+    """The registry's target for a trace without a recipe root: (module:function or None, the
+    key naming it, whether it is the stand-in)."""
+    is_standin = origin(bundle) == RECIPE
+    target = (bundle.standin if is_standin else bundle.trace).get("target")
+    key = f"[bundles.{bundle.name}.{'standin' if is_standin else 'trace'}] target"
+    return (str(target) if target else None), key, is_standin
+
+
+def vet(bundle: Bundle, recipe_root: Path | None, allow_code: bool) -> None:
+    """Refuse, before anything is imported or built, a bundle whose registry entry names code
+    the trace may not run (`inventory.trace.trust`)."""
+    try:
+        if recipe_root is not None:
+            table = bundle.recipe.get("builder")
+            if table:
+                recipes.check(recipes.Builder.from_table(table), recipe_root, allow_code)
+            where = f"[bundles.{bundle.name}.recipe.environment] requirements entry"
+            env = bundle.recipe.get("environment")
+            for requirement in (env.get("requirements", []) if isinstance(env, dict) else []):
+                trust.check_requirement(str(requirement), where, allow_code)
+            return
+        target, key, _standin = _target_ref(bundle)
+        if target:
+            trust.check_target(target, key, allow_code)
+    except (recipes.RecipeError, trust.UntrustedCode) as exc:
+        raise TraceError(f"{bundle.name}: {exc}") from None
 
 
 def _decomp_env(bundle: Bundle, catalog: Catalog, progress: Any) -> Env:
@@ -114,7 +145,8 @@ def _python(bundle: Bundle, catalog: Catalog, progress: Any) -> str:
 
 
 def _run_worker(bundle: Bundle, python: str, target: str, site: Path,
-                options: dict[str, Any]) -> dict[str, Any]:
+                options: dict[str, Any], allow_code: bool) -> dict[str, Any]:
+    options = {**options, "allow_code": allow_code}
     proc = subprocess.run(
         [python, "-m", "inventory.trace.worker", target, str(site), json.dumps(options)],
         capture_output=True, text=True, cwd=PROJECT_ROOT,
@@ -140,7 +172,7 @@ def _instances(data: dict[str, Any], source: str) -> list[dict[str, Any]]:
 
 
 def trace_recipe(bundle: Bundle, root: Path, catalog: Catalog,
-                 progress: Any = lambda _: None) -> TraceResult:
+                 progress: Any = lambda _: None, allow_code: bool = False) -> TraceResult:
     """Trace the recipe's own module from a checkout of its repository."""
     table = bundle.recipe.get("builder")
     if not table:
@@ -151,7 +183,7 @@ def trace_recipe(bundle: Bundle, root: Path, catalog: Catalog,
         if builder.offline:
             raise TraceError(f"{bundle.name}: the recipe cannot be traced offline: "
                              f"{builder.offline}")
-        recipes.check(builder, root)
+        recipes.check(builder, root, allow_code)
     except recipes.RecipeError as exc:
         raise TraceError(f"{bundle.name}: {exc}") from None
     env = _decomp_env(bundle, catalog, progress)
@@ -162,7 +194,7 @@ def trace_recipe(bundle: Bundle, root: Path, catalog: Catalog,
     data = _run_worker(bundle, python, "recipe", site_packages(env.python), {
         "recipe": {"root": str(root.resolve()), "builder": builder.to_json(),
                    "dtype": bundle.dtype},
-        "export": steps})
+        "export": steps}, allow_code)
     repository = bundle.recipe.get("repository", "unknown")
     provenance = {"repository": repository, "commit": checkout.commit,
                   "commit_source": checkout.how, "file": builder.file,
@@ -186,19 +218,20 @@ def trace_recipe(bundle: Bundle, root: Path, catalog: Catalog,
                        provenance, tuple(warnings))
 
 
-def trace_target(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: None) -> TraceResult:
+def trace_target(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: None,
+                 allow_code: bool = False) -> TraceResult:
     """Trace the project's target for the bundle: its stand-in when the registry's authority is
     a recipe trace, else the registry's own target."""
-    is_standin = origin(bundle) == RECIPE
-    target = (bundle.standin if is_standin else bundle.trace).get("target")
+    target, _key, is_standin = _target_ref(bundle)
     if not target:
         what = "stand-in target ([standin] target)" if is_standin else "trace target"
         raise TraceError(f"bundle {bundle.name!r} has no {what} in the registry")
+    vet(bundle, None, allow_code)
     env = _decomp_env(bundle, catalog, progress)
     progress(f"tracing {bundle.name} ({target}{', the stand-in' if is_standin else ''})")
     steps = export_steps(bundle)
     data = _run_worker(bundle, sys.executable, target, site_packages(env.python),
-                       {"export": steps})
+                       {"export": steps}, allow_code)
     source = (f"traced: inventory trace {bundle.name} (torch.export, "
               f"{data['decompositions']}, aten graph read node by node)")
     return TraceResult(bundle.name, target, TARGET, data["dtype"], data["notes"],
@@ -208,20 +241,23 @@ def trace_target(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: Non
 
 
 def trace_bundle(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: None,
-                 recipe_root: Path | None = None) -> TraceResult:
+                 recipe_root: Path | None = None, allow_code: bool = False) -> TraceResult:
     if recipe_root is not None:
-        return trace_recipe(bundle, recipe_root, catalog, progress)
-    return trace_target(bundle, catalog, progress)
+        return trace_recipe(bundle, recipe_root, catalog, progress, allow_code)
+    return trace_target(bundle, catalog, progress, allow_code)
 
 
 def trace_bundles(registry: Path, bundles: list[Bundle], catalog: Catalog, *, write: bool,
                   check: bool, progress: Any = lambda _: None,
-                  recipe_root: Path | None = None,
+                  recipe_root: Path | None = None, allow_code: bool = False,
                   ) -> Iterator[tuple[TraceResult, list[str]]]:
     """Trace each bundle in turn: its result and, with `check`, what keeps the registry from
-    matching it; with `write`, the registry is updated after each."""
+    matching it; with `write`, the registry is updated after each. Every bundle's code is vetted
+    first, so a refused entry stops the run before any bundle is traced or written."""
     for bundle in bundles:
-        result = trace_bundle(bundle, catalog, progress, recipe_root)
+        vet(bundle, recipe_root, allow_code)
+    for bundle in bundles:
+        result = trace_bundle(bundle, catalog, progress, recipe_root, allow_code)
         raw = raw_bundle(registry, bundle.name)
         stale = differences(raw, result) if check else []
         if write:

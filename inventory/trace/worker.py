@@ -26,7 +26,12 @@ from typing import Any
 
 
 def _target(target_ref: str, options: dict[str, Any]) -> Any:
+    from inventory.trace import trust
+
+    allow_code = bool(options.get("allow_code"))
     if target_ref != "recipe":
+        # checked by the service already; again here, since this is where the import happens
+        trust.check_target(target_ref, "trace target", allow_code)
         mod_name, _, fn_name = target_ref.partition(":")
         return getattr(importlib.import_module(mod_name), fn_name or "build")()
     from inventory.trace import recipes
@@ -34,7 +39,7 @@ def _target(target_ref: str, options: dict[str, Any]) -> Any:
     recipe = options["recipe"]
     root = Path(recipe["root"])
     builder = recipes.Builder.from_table(recipe["builder"])
-    recipes.check(builder, root)
+    recipes.check(builder, root, allow_code)
     if not builder.adapter:
         return recipes.contract(root, builder, recipe["dtype"])
     mod_name, _, fn_name = builder.adapter.partition(":")
@@ -74,12 +79,13 @@ def main(argv: list[str]) -> int:
     from inventory.trace.detect import detect, detected_kinds, group
     from inventory.trace.facts import graph_facts
     from inventory.trace.recipes import RecipeError
+    from inventory.trace.trust import UntrustedCode
 
     if site:
         sys.path.append(site)
     try:
         target = _target(target_ref, options)
-    except RecipeError as exc:
+    except (RecipeError, UntrustedCode) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     steps = options.get("export", {})

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inventory.trace import trust
+
 ADAPTERS_PACKAGE = __name__  # inventory.trace.recipes
 COMMIT_FILE = ".commit"
 TORCH_DTYPES = ("float32", "float16", "bfloat16", "int64", "int32", "int8", "bool")
@@ -108,16 +110,16 @@ def inside(root: Path, relative: str, what: str) -> Path:
     return resolved
 
 
-def check(builder: Builder, root: Path) -> None:
+def check(builder: Builder, root: Path, allow_code: bool = False) -> None:
     """Refuse, before anything is imported, a builder that names code outside the recipe root or
-    an adapter outside this package."""
+    an adapter outside this package (unless `--allow-code`, see `inventory.trace.trust`)."""
     if not root.is_dir():
         raise RecipeError(f"--recipe-root {root}: not a folder")
     if builder.adapter:
-        module = builder.adapter.partition(":")[0]
-        if not module.startswith(ADAPTERS_PACKAGE + "."):
-            raise RecipeError(f"recipe.builder.adapter {builder.adapter!r} is not a module of "
-                              f"{ADAPTERS_PACKAGE}; an adapter is project code")
+        try:
+            trust.check_adapter(builder.adapter, allow_code)
+        except trust.UntrustedCode as exc:
+            raise RecipeError(str(exc)) from None
     for folder in builder.search_path:
         inside(root, folder, "recipe.builder.search_path entry")
     if builder.path:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from inventory.attribution import Step, locate, step_line
 from inventory.errors import UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.loads import LoadAnswer, answer_load
@@ -18,7 +19,7 @@ from oracle.conditions import Condition, ConditionCheck, check, load_conditions
 from oracle.constructs import get as construct_of
 from oracle.constructs import has_probe, probe_params
 from oracle.envs import Catalog, Env, EnvError, version_key
-from oracle.fixes import Fix
+from oracle.fixes import Fix, load_fixes
 from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
 from oracle.results import ProbeResult
 from oracle.runtimes import cores
@@ -36,6 +37,16 @@ class ProbeAnswer:
     verdict: ProbeVerdict
     # measured with this traced module's own tensors from the bundle's checkpoint (--weights)
     module: str = ""
+    # when the program changes between the exporter and the target: each release step's
+    # comparison (issue #11), so a change is credited to the step it happens in
+    steps: tuple[Step, ...] = ()
+    # the exporter -> target verdict, when this fix's own step leaves the program unchanged
+    # (the change happens in another step: `verdict` is then this fix's step's)
+    elsewhere: ProbeVerdict | None = None
+
+    @property
+    def changed_in(self) -> tuple[Step, ...]:
+        return tuple(s for s in self.steps if s.changed)
 
 
 @dataclass(frozen=True)
@@ -96,12 +107,13 @@ class AffectedReport:
         return worst(b.reexport for b in self.bundles if b.bundle not in self.ignored)
 
 
-def _spec(bundle: Bundle, instance: Instance, override: dict) -> ProbeSpec:
+def instance_spec(bundle: Bundle, instance: Instance, override: dict | None = None
+                  ) -> ProbeSpec:
     """The probe for one traced instance: its own parameters, dtype and the bundle's pipeline,
     with trained-looking values (or a condition's override of them)."""
     return ProbeSpec(
         construct=instance.kind,
-        params={**probe_params(instance.kind, instance.params), **override},
+        params={**probe_params(instance.kind, instance.params), **(override or {})},
         dtype=instance.dtype or bundle.dtype,
         pipeline=bundle.pipeline,
         values="trained",
@@ -113,8 +125,12 @@ class Analyzer:
 
     def __init__(self, session: Session, policy: Policy, use_cache: bool = True,
                  weights: dict[str, Path] | None = None,
-                 runtimes: tuple[str, ...] | None = None) -> None:
+                 runtimes: tuple[str, ...] | None = None,
+                 fixes: list[Fix] | None = None) -> None:
         self.session = session
+        # every record, to credit a change to the records of the step it happens in
+        self.fixes = fixes if fixes is not None else load_fixes()
+        self._steps: dict[tuple[str, str, str], tuple[Step, ...]] = {}
         self.catalog = session.catalog
         self.progress = session.progress
         self.weights = weights or {}
@@ -224,14 +240,16 @@ class Analyzer:
             weights = self.weights.get(bundle.name)
             if weights is not None and construct_of(instance.kind).checkpoint:
                 # The bundle's own tensors: each traced module measured, no threshold inferred.
-                own = self._own_tensors(bundle, instance, weights, old_env, new_env)
+                own = [self._credit(p, fix) for p in
+                       self._own_tensors(bundle, instance, weights, old_env, new_env)]
                 probes.extend(own)
                 measured_lines += _measured_lines(instance, own, weights)
                 continue
-            trained = self._probe(bundle, instance, old_env, new_env)
+            trained = self._credit(self._probe(bundle, instance, old_env, new_env), fix)
             decided = trained
             for condition in self.conditions.get(instance.kind, []):
-                variant = self._probe(bundle, instance, old_env, new_env, condition)
+                variant = self._credit(
+                    self._probe(bundle, instance, old_env, new_env, condition), fix)
                 if _rank(variant) >= _rank(trained):
                     continue  # these values do not make it worse: no condition
                 weights = self.weights.get(bundle.name)
@@ -278,12 +296,40 @@ class Analyzer:
     def _probe(self, bundle: Bundle, instance: Instance, old_env: Env, new_env: Env,
                condition: Condition | None = None, spec: ProbeSpec | None = None
                ) -> ProbeAnswer:
-        spec = spec or _spec(bundle, instance, condition.params if condition else {})
+        spec = spec or instance_spec(bundle, instance, condition.params if condition else None)
         values = f"values: {condition.name}" if condition else "trained-looking values"
         self.progress(f"{bundle.name}: {spec.label()} ({values}) under "
                       f"{old_env.converter} and {new_env.converter}")
         result = self.session.compare(spec, old_env, new_env, use_cache=self.use_cache)
-        return ProbeAnswer(instance, spec, result, judge(result, self.policy))
+        return ProbeAnswer(instance, spec, result, judge(result, self.policy),
+                           steps=self._located(spec, old_env, new_env, result))
+
+    def _located(self, spec: ProbeSpec, old_env: Env, new_env: Env,
+                 result: ProbeResult) -> tuple[Step, ...]:
+        """The release steps of a change (each compared once per run, stored like any result)."""
+        key = (spec.key(), old_env.converter, new_env.converter)
+        if key not in self._steps:
+            self._steps[key] = locate(self.session, spec, old_env.converter, new_env.converter,
+                                      result, self.fixes, self.use_cache)
+        return self._steps[key]
+
+    def _credit(self, answer: ProbeAnswer, fix: Fix) -> ProbeAnswer:
+        """The probe's answer for one fix. A change is the fix's only if it happens in the step
+        the fix ships in; otherwise the fix gets its own step's verdict (the same program) and
+        the change stays with the step it happens in, named in the reason."""
+        if len(answer.steps) < 2:
+            return answer
+        where = step_line(answer.steps)
+        mine = next((s for s in answer.steps if s.new == fix.ships_in), None)
+        if mine is None or mine.changed:
+            v = answer.verdict
+            return replace(answer, verdict=ProbeVerdict(v.verdict, v.reexport,
+                                                        f"{v.reason}; the program {where}"))
+        own = judge(mine.result, self.policy)
+        reason = (f"at {mine.label}, the step fix {fix.label} ships in: {own.reason}; the "
+                  f"program {where}")
+        return replace(answer, verdict=ProbeVerdict(own.verdict, own.reexport, reason),
+                       elsewhere=answer.verdict)
 
 
     def _checkpoint(self, path: Path) -> Checkpoint:
@@ -302,13 +348,13 @@ class Analyzer:
             producer = instance.producers[n] if n < len(instance.producers) else ""
             tensors = instance_tensors(ckpt, construct.checkpoint, module, producer,
                                        f"{bundle.name}'s {instance.kind} at {module}")
-            spec = replace(_spec(bundle, instance, {}), values="checkpoint", tensors=tensors,
+            spec = replace(instance_spec(bundle, instance), values="checkpoint", tensors=tensors,
                            checkpoint=str(weights.resolve()))
             self.progress(f"{bundle.name}: {spec.label()} with {module}'s own tensors under "
                           f"{old_env.converter} and {new_env.converter}")
             result = self.session.compare(spec, old_env, new_env, use_cache=self.use_cache)
             answers.append(ProbeAnswer(instance, spec, result, judge(result, self.policy),
-                                       module))
+                                       module, self._located(spec, old_env, new_env, result)))
         return answers
 
 

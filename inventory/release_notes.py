@@ -8,13 +8,23 @@ explains. Both return plain data; renderers live in `inventory/report/`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from inventory.affected import instance_spec
+from inventory.attribution import (
+    Step,
+    explaining,
+    failing_both,
+    locate,
+    program_changed,
+    release_steps,
+)
 from inventory.errors import UsageError
 from inventory.policy import Policy
 from inventory.registry import UNKNOWN, Bundle
 from inventory.verdict import ProbeVerdict, judge
 from oracle import asset_probe
+from oracle.constructs import has_probe
 from oracle.envs import Catalog, version_key
 from oracle.fixes import Fix, between
 from oracle.load_check import LoadCheck, load_check
@@ -50,6 +60,52 @@ class FixNotes:
     bundles: tuple[str, ...]  # registry bundles whose traced graph holds a touched construct
     # asset records: (old release's check, new release's check) of the asset probe per dtype
     loads: tuple[tuple[LoadCheck, LoadCheck], ...] = ()
+    # (bundle, instance label, count) of every traced instance of a touched construct
+    held_by: tuple[tuple[str, str, int], ...] = ()
+    # per regime id, each release step's comparison when the range spans several steps
+    steps: dict[str, tuple[Step, ...]] = field(default_factory=dict)
+
+    def changes(self) -> tuple[RegimeOutcome, ...]:
+        """The regimes whose shipped program this fix changes: in its own step, when located."""
+        out = []
+        for o in self.outcomes:
+            located = self.steps.get(o.regime.id)
+            if located:
+                if any(s.changed and s.new == self.fix.ships_in for s in located):
+                    out.append(o)
+            elif program_changed(o.result):
+                out.append(o)
+        return tuple(out)
+
+    def summary(self) -> FixSummary:
+        """The release manager's four questions, answered from the regimes' results."""
+        changed = self.changes()
+        moved = [o for o in changed if o.verdict.verdict in ("values-move", "shape-change")]
+        stats = [o.result.measurement.stats for o in moved
+                 if o.result.measurement and o.result.measurement.ok
+                 and o.result.measurement.stats is not None]
+        biggest = max((s.maxabs_old_new for s in stats if s.maxabs_old_new is not None),
+                      default=None)
+        return FixSummary(
+            reaches_graph=bool(changed),
+            changed=tuple(o.regime.id for o in changed),
+            values_move=tuple(o.regime.id for o in moved),
+            max_abs_move=biggest,
+            old_cannot_convert=tuple(o.regime.id for o in self.outcomes
+                                     if o.result.shipped == Identity.OLD_CANNOT_CONVERT),
+            new_cannot_convert=tuple(o.regime.id for o in self.outcomes
+                                     if o.result.shipped == Identity.NEW_CANNOT_CONVERT),
+        )
+
+
+@dataclass(frozen=True)
+class FixSummary:
+    reaches_graph: bool  # some regime's shipped program changes (in the fix's own step)
+    changed: tuple[str, ...]
+    values_move: tuple[str, ...]  # regimes whose outputs move (or whose shape changes)
+    max_abs_move: float | None  # the largest max |old - new| among them
+    old_cannot_convert: tuple[str, ...]
+    new_cannot_convert: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -57,6 +113,17 @@ class ReleaseNotes:
     old: str
     new: str
     fixes: tuple[FixNotes, ...]
+
+    @property
+    def unexplained(self) -> tuple[tuple[RegimeOutcome, Step], ...]:
+        """Changes in a step where no record names the construct (a range of several steps)."""
+        seen: dict[tuple[str, str], tuple[RegimeOutcome, Step]] = {}
+        for f in self.fixes:
+            for o in f.outcomes:
+                for s in f.steps.get(o.regime.id, ()):
+                    if s.unexplained:
+                        seen.setdefault((o.regime.id, s.label), (o, s))
+        return tuple(seen.values())
 
     @property
     def runtimes(self) -> tuple[str, ...]:
@@ -68,7 +135,16 @@ class ReleaseNotes:
 @dataclass(frozen=True)
 class SweepFinding:
     outcome: RegimeOutcome
-    explained_by: tuple[str, ...]  # fix ids whose constructs and release range cover it
+    # the lowering records naming the construct in the step(s) where the program changes
+    explained_by: tuple[str, ...]
+    # each release step's comparison, when the pair spans more than one step
+    steps: tuple[Step, ...] = ()
+
+    @property
+    def unexplained(self) -> bool:
+        if self.steps:
+            return any(s.unexplained for s in self.steps)
+        return not self.explained_by
 
 
 @dataclass(frozen=True)
@@ -81,9 +157,12 @@ class Sweep:
     # both releases fail the same way: a standing limitation, not a change
     failing_both: tuple[RegimeOutcome, ...] = ()
 
+    # what was probed: "library" (every regime) or "registry" (every distinct shipped instance)
+    source: str = "library"
+
     @property
     def unexplained(self) -> tuple[SweepFinding, ...]:
-        return tuple(f for f in self.changed if not f.explained_by)
+        return tuple(f for f in self.changed if f.unexplained)
 
 
 def _check_pair(old: str, new: str, catalog: Catalog) -> None:
@@ -109,6 +188,12 @@ def _run(regimes: list[Regime], old: str, new: str, catalog: Catalog, policy: Po
 
 def _holders(bundles: list[Bundle], constructs: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(b.name for b in bundles if any(i.kind in constructs for i in b.instances))
+
+
+def _held_by(bundles: list[Bundle], constructs: tuple[str, ...]) -> tuple[tuple[str, str, int],
+                                                                             ...]:
+    return tuple((b.name, instance_spec(b, i).label(), i.count) for b in bundles
+                 for i in b.instances if i.kind in constructs and has_probe(i.kind))
 
 
 def _exported_before(bundles: list[Bundle], release: str) -> tuple[str, ...]:
@@ -153,35 +238,64 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
     outcomes = _run(wanted, old, new, catalog, policy, use_cache, progress)
     loads = (_load_checks(old, new, catalog, use_cache, progress)
              if any(f.kind == "asset" for f in chosen) else ())
+    steps = _located(outcomes, old, new, fixes, catalog, use_cache, progress)
     notes = tuple(
         FixNotes(fix, tuple(outcomes[r.id] for r in _regimes_of(fix, regimes)),
                  _holders(bundles, fix.constructs) if fix.kind == "lowering"
                  else _exported_before(bundles, fix.ships_in),
-                 loads if fix.kind == "asset" else ())
+                 loads if fix.kind == "asset" else (),
+                 _held_by(bundles, fix.constructs) if fix.kind == "lowering" else (),
+                 {r.id: steps[r.id] for r in _regimes_of(fix, regimes) if r.id in steps})
         for fix in chosen
     )
     return ReleaseNotes(old, new, notes)
 
 
-def _failing_both(result: ProbeResult) -> bool:
-    return (result.shipped == Identity.BOTH_CANNOT_CONVERT
-            and result.old.error == result.new.error)
+def _located(outcomes: dict[str, RegimeOutcome], old: str, new: str, fixes: list[Fix],
+             catalog: Catalog, use_cache: bool,
+             progress: Callable[[str], None]) -> dict[str, tuple[Step, ...]]:
+    """Over a range of several release steps, each changed regime compared step by step, so a
+    change is credited only to the records of the step it happens in."""
+    changed = [o for o in outcomes.values() if program_changed(o.result)]
+    if len(release_steps(catalog, old, new)) < 2 or not changed:
+        return {}
+    with Session(catalog, progress) as session:
+        return {o.regime.id: locate(session, o.regime.spec, old, new, o.result, fixes,
+                                    use_cache) for o in changed}
 
 
-def _changed(result: ProbeResult) -> bool:
-    return result.shipped != Identity.IDENTICAL and not _failing_both(result)
+def registry_regimes(bundles: list[Bundle]) -> list[Regime]:
+    """Every distinct traced instance of the shipped bundles as a probe regime (its own
+    parameters, dtype and the bundle's pipeline, trained-looking values), named by the bundles
+    that hold it: what `sweep --registry` probes instead of the library's regimes."""
+    holders: dict[str, list[str]] = {}
+    specs: dict[str, ProbeSpec] = {}
+    for bundle in bundles:
+        for instance in bundle.instances:
+            if not has_probe(instance.kind):
+                continue
+            spec = instance_spec(bundle, instance)
+            holders.setdefault(spec.key(), [])
+            if bundle.name not in holders[spec.key()]:
+                holders[spec.key()].append(bundle.name)
+            specs[spec.key()] = spec
+    return [Regime(spec.construct, f"{'+'.join(holders[key])}:{spec.label()}", spec, False, None)
+            for key, spec in specs.items()]
 
 
 def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: Catalog,
           policy: Policy, use_cache: bool = True,
-          progress: Callable[[str], None] = lambda _: None) -> Sweep:
+          progress: Callable[[str], None] = lambda _: None, source: str = "library") -> Sweep:
     _check_pair(old, new, catalog)
     outcomes = _run(regimes, old, new, catalog, policy, use_cache, progress)
-    in_range = between(fixes, old, new)
-    changed = tuple(
-        SweepFinding(o, tuple(f.id for f in in_range if o.regime.construct in f.constructs))
-        for o in outcomes.values() if _changed(o.result)
-    )
-    failing = tuple(o for o in outcomes.values() if _failing_both(o.result))
-    return Sweep(old, new, len(outcomes), changed, len(outcomes) - len(changed) - len(failing),
-                 failing)
+    changed_outcomes = [o for o in outcomes.values() if program_changed(o.result)]
+    steps = _located(outcomes, old, new, fixes, catalog, use_cache, progress)
+    changed = []
+    for o in changed_outcomes:
+        located = steps.get(o.regime.id, ())
+        ids = (sorted({i for s in located for i in s.explained_by}) if located
+               else explaining(fixes, o.regime.construct, old, new))
+        changed.append(SweepFinding(o, tuple(ids), located))
+    failing = tuple(o for o in outcomes.values() if failing_both(o.result))
+    return Sweep(old, new, len(outcomes), tuple(changed),
+                 len(outcomes) - len(changed) - len(failing), failing, source)

@@ -83,9 +83,10 @@ def test_a_hung_worker_is_killed_after_the_timeout_the_environment_sets(converte
 
 
 # Shipped programs of these dynamic-shape regimes change from 0.4.1 to 0.4.2 (outputs
-# bit-identical) and no 0.4.2 record touches their constructs: consistent with the changelog's
-# correction that #56 also rewrote replace_sym_size_int, which the fix database does not record.
-UNEXPLAINED_0_4_2 = [
+# bit-identical). #56's record as the first release of the tool had it (group norm and select
+# only) left them unexplained; read against 366c34a (issue #11), #56 rewrote
+# replace_sym_size_int, which every dynamic-size graph goes through, and its record now names them.
+DYNAMIC_0_4_2 = [
     "repeat_symbolic/batch-symbolic", "repeat_symbolic/batch-symbolic-fp16",
     "cat_dynamic/reshaped-dynamic-batch", "view_dynamic/split-heads-dynamic-batch",
     "view_dynamic/merge-dynamic-batch", "view_dynamic/symfloat-dynamic-hw-fp16",
@@ -94,8 +95,8 @@ UNEXPLAINED_0_4_2 = [
 
 def test_sweep_exits_1_when_a_change_has_no_fix_record(converter_envs, tmp_path, json_schema):
     """0.4.1 -> 0.4.2 (most of its regimes are converted for release-notes anyway): the real
-    database leaves seven changes unexplained; without #40's record the conv transpose changes
-    join them; a draft record for the dynamic-shape constructs explains everything."""
+    database explains every change; with #56's old record the seven dynamic-shape changes are
+    unexplained, and without #40's record the conv transpose changes join them."""
     records = tomllib.loads((ROOT / "oracle" / "fixes.toml").read_text())["fix"]
 
     def fixes_file(name: str, fixes: list[dict]) -> str:
@@ -110,27 +111,26 @@ def test_sweep_exits_1_when_a_change_has_no_fix_record(converter_envs, tmp_path,
         return proc.returncode, data
 
     code, real = sweep()
-    assert code == 1
-    assert real["unexplained"] == UNEXPLAINED_0_4_2
-    for c in real["changed"]:
-        if c["probe"] in UNEXPLAINED_0_4_2:
-            assert (c["shipped"], c["outputs"], c["explained_by"]) == ("differs", "bit-identical",
-                                                                       [])
+    assert code == 0 and real["unexplained"] == [] and real["source"] == "library"
+    dynamic = {c["probe"]: c for c in real["changed"] if c["probe"] in DYNAMIC_0_4_2}
+    assert sorted(dynamic) == sorted(DYNAMIC_0_4_2)
+    for c in dynamic.values():
+        assert (c["shipped"], c["outputs"], c["explained_by"]) == ("differs", "bit-identical",
+                                                                   ["56"])
     by_40 = [c["probe"] for c in real["changed"] if c["explained_by"] == ["40"]]
     assert "conv_transpose/1d-op1-p0" in by_40 and "conv_transpose/2d-op1-p0" in by_40
     assert real["probed"] == len(real["changed"]) + real["unchanged"] + len(real["failing_both"])
 
-    code, lacking = sweep("--fixes", fixes_file("without-40", [f for f in records
-                                                               if f["id"] != "40"]))
+    old_56 = [{**f, "constructs": ["group_norm", "select_dynamic"]} if f["id"] == "56" else f
+              for f in records]
+    code, lacking = sweep("--fixes", fixes_file("old-56", old_56))
     assert code == 1
-    assert sorted(lacking["unexplained"]) == sorted(UNEXPLAINED_0_4_2 + by_40)
+    assert lacking["unexplained"] == DYNAMIC_0_4_2
 
-    draft = {"id": "draft", "title": "dynamic shapes beyond #56's record", "ships_in": "0.4.2",
-             "constructs": ["repeat_symbolic", "cat_dynamic", "view_dynamic"]}
-    code, explained = sweep("--fixes", fixes_file("with-draft", [*records, draft]))
-    assert code == 0 and explained["unexplained"] == []
-    assert {c["probe"]: c["explained_by"] for c in explained["changed"]
-            if c["probe"] in UNEXPLAINED_0_4_2} == dict.fromkeys(UNEXPLAINED_0_4_2, ["draft"])
+    code, lacking = sweep("--fixes", fixes_file("old-56-without-40",
+                                                [f for f in old_56 if f["id"] != "40"]))
+    assert code == 1
+    assert sorted(lacking["unexplained"]) == sorted(DYNAMIC_0_4_2 + by_40)
 
     proc = run("sweep", "--from", "0.4.1", "--to", "0.4.2", "--fixes", str(tmp_path / "none"),
                "-q")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from inventory.affected import _spec
+from inventory.affected import instance_spec
 from inventory.registry import exporter_release, load_registry
 from oracle.constructs import has_probe
 from oracle.envs import load_catalog
@@ -55,7 +55,7 @@ def test_no_recipe_export_step_changes_what_the_converter_sees_of_a_probe(name, 
                                                                          tmp_path):
     bundle = BUNDLES[name]
     converter, _ = exporter_release(bundle.exporter, load_catalog())
-    specs = [_spec(bundle, i, {}) for i in bundle.instances if has_probe(i.kind)]
+    specs = [instance_spec(bundle, i) for i in bundle.instances if has_probe(i.kind)]
     assert specs
     differing = []
     for n, spec in enumerate(specs):

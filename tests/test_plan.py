@@ -83,13 +83,16 @@ def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_cha
     assert "40" in fixes(by["parakeet"]) and "79" not in fixes(by["parakeet"])
     # sam3's 0.4.0 asset does not load on 1.0.0b2/b3 (#28), which forces its re-export; whether
     # lfm_audio's does depends on its unrecorded exporter; #54 suggests one for three bundles,
-    # #13 for sam3 (the full answer is pinned in tests/golden/plan/0.4.2.json)
+    # #56 for sam3: its dynamic views change in 0.4.1 -> 0.4.2, #56's step, not #13's (the full
+    # answer is pinned in tests/golden/plan/0.4.2.json)
     assert plan["reexport"] == "required" and proc.returncode == 1
     assert {b: [i["fix"] for i in by[b]["required"]] for b in by} == {
         "parakeet": [], "lfm_audio": [], "sortformer": [], "mimi": [], "sam3": ["28"]}
     assert [i["fix"] for i in by["lfm_audio"]["inconclusive"]] == ["28"]
     assert {b: [i["fix"] for i in by[b]["optional"]] for b in by} == {
-        "parakeet": ["54"], "lfm_audio": ["54"], "sortformer": ["54"], "mimi": [], "sam3": ["13"]}
+        "parakeet": ["54"], "lfm_audio": ["54"], "sortformer": ["54"], "mimi": [], "sam3": ["56"]}
+    (thirteen,) = [i for i in by["sam3"]["not_affected"] if i["fix"] == "13"]
+    assert thirteen["verdict"] == "same-program"
 
     baseline = tmp_path / "plan.json"
     baseline.write_text(proc.stdout)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from inventory.affected import AffectedReport, BundleAnswer, ProbeAnswer
+from inventory.attribution import Step
 from inventory.loads import load_answer_record
 from inventory.output import envelope
 from inventory.registry import Instance
@@ -48,7 +49,18 @@ def _probe(p: ProbeAnswer) -> dict[str, Any]:
                                                       "outputs": "not-run"}
     return {"probe": p.spec.label(), "spec": p.spec.to_json(), **found,
             "verdict": p.verdict.verdict, "reexport": p.verdict.reexport,
-            "reason": p.verdict.reason, "module": p.module or None}
+            "reason": p.verdict.reason, "module": p.module or None,
+            "steps": [step_json(s) for s in p.steps],
+            "elsewhere": {"verdict": p.elsewhere.verdict, "reexport": p.elsewhere.reexport,
+                          "reason": p.elsewhere.reason} if p.elsewhere else None}
+
+
+def step_json(s: Step) -> dict[str, Any]:
+    """One release step's comparison of a probe whose program changes across the range."""
+    return {"from": s.old, "to": s.new, "emitted": s.result.emitted,
+            "shipped": s.result.shipped, "outputs": s.result.outputs, "changed": s.changed,
+            "explained_by": list(s.explained_by), "unexplained": s.unexplained,
+            "note": s.note or None, "evidence": s.result.evidence}
 
 
 def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:

@@ -9,9 +9,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from inventory.attribution import step_line
 from inventory.output import envelope
-from inventory.release_notes import RegimeOutcome, ReleaseNotes, Sweep
-from inventory.report.json_report import result_fields
+from inventory.release_notes import FixNotes, RegimeOutcome, ReleaseNotes, Sweep
+from inventory.report.json_report import result_fields, step_json
 from inventory.report.text import md_cell
 from oracle.load_check import LoadCheck
 from oracle.results import Identity
@@ -50,10 +51,50 @@ def notes_record(notes: ReleaseNotes) -> dict[str, Any]:
         "fixes": [{"fix": f.fix.id, "kind": f.fix.kind, "aliases": list(f.fix.aliases),
                    "title": f.fix.title, "upstream": f.fix.upstream,
                    "constructs": list(f.fix.constructs),
-                   "probes": [outcome_json(o) for o in f.outcomes],
+                   "probes": [{**outcome_json(o),
+                               "steps": [step_json(s) for s in f.steps.get(o.regime.id, ())]}
+                              for o in f.outcomes],
                    "loads": [{"old": _load_json(a), "new": _load_json(b)} for a, b in f.loads],
-                   "bundles": list(f.bundles)} for f in notes.fixes],
+                   "bundles": list(f.bundles),
+                   "held_by": [{"bundle": b, "instance": label, "count": count}
+                               for b, label, count in f.held_by],
+                   "summary": _summary_json(f)} for f in notes.fixes],
+        "unexplained": [{"probe": o.regime.id, "step": s.label, "verdict": o.verdict.verdict,
+                         "note": s.note or None, "evidence": s.result.evidence}
+                        for o, s in notes.unexplained],
     }
+
+
+def _summary_json(f: FixNotes) -> dict[str, Any] | None:
+    if f.fix.kind == "asset":
+        return None
+    s = f.summary()
+    return {"reaches_graph": s.reaches_graph, "changed": list(s.changed),
+            "values_move": list(s.values_move), "max_abs_move": s.max_abs_move,
+            "old_cannot_convert": list(s.old_cannot_convert),
+            "new_cannot_convert": list(s.new_cannot_convert)}
+
+
+def _summary_lines(f: FixNotes) -> list[str]:
+    """The four questions a release manager asks of a fix, answered in one line each."""
+    s = f.summary()
+    n = len(f.outcomes)
+    moved = (f"yes, in {len(s.values_move)} regime(s), max |old-new| {_num(s.max_abs_move)} "
+             f"({', '.join(f'`{r}`' for r in s.values_move)})" if s.values_move else "no")
+    held: dict[str, list[str]] = {}
+    for bundle, label, count in f.held_by:
+        held.setdefault(bundle, []).append(f"`{label}` ×{count}")
+    return [
+        f"- Reaches a graph: {'yes' if s.reaches_graph else 'no'} ({len(s.changed)} of {n} "
+        f"regime(s) change the shipped program).",
+        f"- Values move: {moved}.",
+        f"- Old converter cannot convert: "
+        f"{', '.join(f'`{r}`' for r in s.old_cannot_convert) or 'none'}; new cannot: "
+        f"{', '.join(f'`{r}`' for r in s.new_cannot_convert) or 'none'}.",
+        "- Shipped bundles holding it: " + ("; ".join(
+            f"{b} ({', '.join(md_cell(x) for x in xs)})" for b, xs in held.items()) or "none")
+        + ".",
+    ]
 
 
 def notes_json(notes: ReleaseNotes) -> str:
@@ -62,8 +103,10 @@ def notes_json(notes: ReleaseNotes) -> str:
 
 def sweep_record(sw: Sweep) -> dict[str, Any]:
     return {
-        "from": sw.old, "to": sw.new, "probed": sw.probed, "unchanged": sw.unchanged,
-        "changed": [{**outcome_json(f.outcome), "explained_by": list(f.explained_by)}
+        "from": sw.old, "to": sw.new, "source": sw.source, "probed": sw.probed,
+        "unchanged": sw.unchanged,
+        "changed": [{**outcome_json(f.outcome), "explained_by": list(f.explained_by),
+                     "steps": [step_json(s) for s in f.steps]}
                     for f in sw.changed],
         "unexplained": [f.outcome.regime.id for f in sw.unexplained],
         "failing_both": [{"probe": o.regime.id, "error": o.result.old.error,
@@ -125,6 +168,8 @@ def notes_markdown(notes: ReleaseNotes) -> str:
             out.append("_No probe in the library for this construct yet._")
             out.append("")
             continue
+        if f.fix.kind == "lowering":
+            out += _summary_lines(f) + [""]
         out.append("| probe | emitted | shipped | outputs | max abs old-new | finding |")
         out.append("|---|---|---|---|---|---|")
         for o in f.outcomes:
@@ -146,6 +191,12 @@ def notes_markdown(notes: ReleaseNotes) -> str:
                 out.append("```")
                 out.append("</details>")
                 out.append("")
+    if notes.unexplained:
+        out += ["## Changes no fix record explains", ""]
+        out += [f"- `{o.regime.id}` changes in {s.label} ({o.verdict.verdict}); no record of "
+                f"{s.label} names {o.regime.construct}"
+                + (f" ({s.note})" if s.note else "") + f": `{s.result.evidence}`"
+                for o, s in notes.unexplained] + [""]
     return "\n".join(out) + "\n"
 
 
@@ -168,16 +219,19 @@ def notes_table(notes: ReleaseNotes) -> Group:
 
 
 def sweep_table(sw: Sweep) -> Group:
+    what = "shipped instances" if sw.source == "registry" else "probes"
     table = Table(title=f"sweep coreai-torch {sw.old} → {sw.new}: {len(sw.changed)} of "
-                        f"{sw.probed} probes change the shipped program", title_justify="left")
+                        f"{sw.probed} {what} change the shipped program", title_justify="left")
     for col in ("probe", "shipped", "outputs", "verdict", "explained by"):
         table.add_column(col, overflow="fold")
     for f in sw.changed:
         o = f.outcome
-        explained = ", ".join(f"#{i}" for i in f.explained_by) or Text("no fix record",
-                                                                      style="bold red")
-        table.add_row(o.regime.id, o.result.shipped, o.result.outputs, o.verdict.verdict,
-                      explained)
+        explained = ", ".join(f"#{i}" if i.isdigit() else i for i in f.explained_by)
+        if f.steps:
+            explained = step_line(f.steps).removeprefix("changes in ")
+        cell = Text("no fix record", style="bold red") if f.unexplained and not f.steps \
+            else Text(explained, style="bold red" if f.unexplained else "")
+        table.add_row(o.regime.id, o.result.shipped, o.result.outputs, o.verdict.verdict, cell)
     lines: list = [table]
     if sw.failing_both:
         lines.append(Text(f"{len(sw.failing_both)} probe(s) fail the same way under both "

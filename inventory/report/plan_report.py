@@ -17,8 +17,21 @@ def plan_json(p: Plan) -> str:
     return envelope("plan", plan_record(p), p.warnings)
 
 
+def _steps(i: PlanItem) -> str:
+    """The release steps the item's probes change in, when the range has more than one."""
+    steps = sorted({s.label for p in i.answer.probes if len(p.steps) > 1 for s in p.changed_in})
+    return f", changes in {' '.join(steps)}" if steps else ""
+
+
 def _fixes(items: tuple[PlanItem, ...]) -> str:
-    return ", ".join(f"{i.fix.label} ({i.answer.verdict})" for i in items) or "-"
+    return ", ".join(f"{i.fix.label} ({i.answer.verdict}{_steps(i)})" for i in items) or "-"
+
+
+def _unexplained(b: BundlePlan) -> list[str]:
+    return [f"{b.bundle}: unexplained change in {u.step.label}: {u.probe}: {u.verdict.verdict}, "
+            f"re-export {u.verdict.reexport} (no record of {u.step.label} names "
+            f"{u.construct}{'; ' + u.step.note if u.step.note else ''}; evidence {u.evidence})"
+            for u in b.unexplained]
 
 
 def _loads(b: BundlePlan) -> str:
@@ -43,6 +56,7 @@ def _lines(b: BundlePlan) -> list[tuple[str, str]]:
             out += [(f"  remedy: {r}", "") for r in i.answer.remedies]
         if i.ignored:
             out.append((f"{b.bundle} {i.fix.label}: ignored ({i.ignored.reason})", "dim"))
+    out += [(line, "bold") for line in _unexplained(b)]
     return out
 
 
@@ -91,4 +105,7 @@ def plan_markdown(p: Plan) -> str:
                            f"{i.answer.reason}")
                 out += [f"  - remedy: {r}" for r in i.answer.remedies]
     out += [f"- warning: {w}" for w in p.warnings]
+    unexplained = [line for b in p.bundles for line in _unexplained(b)]
+    if unexplained:
+        out += ["", "## Changes no fix record explains", ""] + [f"- {u}" for u in unexplained]
     return "\n".join(out) + "\n"

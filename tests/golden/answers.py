@@ -128,7 +128,18 @@ def _probe(p: dict[str, Any]) -> dict[str, Any]:
     return {"probe": p["probe"], "emitted": p["emitted"], "shipped": p["shipped"],
             "outputs": p["outputs"], "shapes_old": p.get("shapes_old", []),
             "shapes_new": p.get("shapes_new", []), "shapes_ref": p.get("shapes_ref", []),
-            "runtime": p.get("runtime"), "verdict": p["verdict"], "reexport": p["reexport"]}
+            "runtime": p.get("runtime"), "verdict": p["verdict"], "reexport": p["reexport"],
+            "changed_in": _changed_in(p.get("steps", []))}
+
+
+def _changed_in(steps: list[dict[str, Any]]) -> list[str]:
+    """The release steps a probe's program changes in, each with the records it is credited to
+    (issue #11): `0.4.1->0.4.2: 56`, or `0.4.1->0.4.2: unexplained`."""
+    return [_credit(f"{s['from']}->{s['to']}", s["explained_by"]) for s in steps if s["changed"]]
+
+
+def _credit(step: str, explained_by: list[str]) -> str:
+    return f"{step}: {', '.join(explained_by) or 'unexplained'}"
 
 
 def _affected(run: Run) -> dict[str, Any]:
@@ -178,6 +189,11 @@ def _plan(run: Run) -> dict[str, Any]:
             "reexport": b["reexport"], "deployment": _cores(b["deployment"]),
             "load": _load(b["load"]),
             **{level: {i["fix"]: i["verdict"] for i in b[level]} for level in _PLAN_LEVELS},
+            "changed_in": {i["fix"]: [_credit(c["step"], c["explained_by"])
+                                      for c in i["changed_in"]]
+                           for level in _PLAN_LEVELS for i in b[level] if i["changed_in"]},
+            "unexplained": [f"{u['probe']} @ {u['step']}: {u['verdict']}, {u['reexport']}"
+                            for u in b["unexplained"]],
         } for b in d["bundles"]},
     }
 
@@ -193,7 +209,11 @@ def _notes(run: Run) -> dict[str, Any]:
             "probes": {p["probe"]: {k: p[k] for k in
                                     ("emitted", "shipped", "outputs", "verdict", "runtime")}
                        for p in f["probes"]},
+            "held_by": [f"{h['bundle']}: {h['instance']} x{h['count']}" for h in f["held_by"]],
+            "summary": {k: v for k, v in f["summary"].items() if k != "max_abs_move"}
+            if f["summary"] else None,
         } for f in d["fixes"]},
+        "unexplained": [f"{u['probe']} @ {u['step']}" for u in d["unexplained"]],
     }
 
 

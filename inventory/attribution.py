@@ -1,0 +1,127 @@
+"""Attribution by release step: where between two releases a probe's program changes, and which
+fix records of that step explain the change.
+
+A probe compared from a bundle's exporter straight to a target release says *that* the program
+changes, not *where*. Blaming every record in the range that names the construct credits a fix
+whose own release step leaves the probe identical (issue #11: sam3's dynamic views change in
+0.4.1 -> 0.4.2, yet #13 of 0.4.1 was named). So a change across several steps is compared again
+under each consecutive pair of releases (stored results, so a second ask is free), and each
+changing step is explained only by the records that ship in that very step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oracle.envs import Catalog, EnvError, version_key
+from oracle.fixes import Fix, between
+from oracle.results import Identity, ProbeResult
+from oracle.session import Session
+from oracle.spec import ProbeSpec
+
+
+def failing_both(result: ProbeResult) -> bool:
+    """Both releases fail the same way: a standing limitation, not a change."""
+    return (result.shipped == Identity.BOTH_CANNOT_CONVERT
+            and result.old.error == result.new.error)
+
+
+def program_changed(result: ProbeResult) -> bool:
+    """The shipped program differs, or only one side converts (a change either way)."""
+    return result.shipped != Identity.IDENTICAL and not failing_both(result)
+
+
+def release_steps(catalog: Catalog, old: str, new: str) -> list[tuple[str, str]]:
+    """The consecutive release pairs from `old` to `new` in the catalog."""
+    chain = sorted((v for v in catalog.releases
+                    if version_key(old) <= version_key(v) <= version_key(new)), key=version_key)
+    return list(zip(chain, chain[1:], strict=False))
+
+
+def own_step(catalog: Catalog, exporter: str, fix: Fix) -> tuple[str, str]:
+    """The step a fix ships in, as seen from a bundle's exporter: the release before
+    `ships_in` (or the exporter, if later) -> `ships_in`."""
+    before = [v for v in catalog.releases
+              if version_key(exporter) <= version_key(v) < version_key(fix.ships_in)]
+    return (max(before, key=version_key) if before else exporter), fix.ships_in
+
+
+def explaining(fixes: list[Fix], construct: str, old: str, new: str) -> tuple[str, ...]:
+    """The lowering records shipping between `old` and `new` that name this construct: the only
+    records a change of its program in that step can be credited to."""
+    return tuple(f.id for f in between(fixes, old, new)
+                 if f.kind == "lowering" and construct in f.constructs)
+
+
+def pipeline_note(fixes: list[Fix], result: ProbeResult, old: str, new: str) -> str:
+    """For an unexplained change: when only the optimized program differs (emitted identical),
+    the optimizer changed, not a lowering; name the pipeline records of the step that could
+    carry it (a core pin). Said, never credited: no record names the construct."""
+    if result.emitted != Identity.IDENTICAL or result.shipped != Identity.DIFFERS:
+        return ""
+    ids = [f.id for f in between(fixes, old, new) if f.kind == "pipeline"]
+    return ("emitted program identical, only optimize()'s output differs"
+            + (f"; pipeline record(s) of this step: {', '.join(ids)}" if ids else ""))
+
+
+@dataclass(frozen=True)
+class Step:
+    """One consecutive release pair's comparison of a probe."""
+
+    old: str
+    new: str
+    result: ProbeResult
+    explained_by: tuple[str, ...]  # lowering records of this step naming the construct
+    note: str = ""  # for an unexplained change: what the evidence says of it
+
+    @property
+    def label(self) -> str:
+        return f"{self.old}->{self.new}"
+
+    @property
+    def changed(self) -> bool:
+        return program_changed(self.result)
+
+    @property
+    def unexplained(self) -> bool:
+        return self.changed and not self.explained_by
+
+
+def locate(session: Session, spec: ProbeSpec, old: str, new: str, whole: ProbeResult,
+           fixes: list[Fix], use_cache: bool = True) -> tuple[Step, ...]:
+    """Every step from `old` to `new` with its comparison; `whole` (old -> new) is reused when
+    the range is one step. Empty when the program does not change or a step's environment
+    cannot be had (then nothing is attributed, and the caller says so)."""
+    if not program_changed(whole):
+        return ()
+    pairs = release_steps(session.catalog, old, new)
+    if len(pairs) <= 1:
+        return (_step(fixes, spec, old, new, whole),)
+    steps = []
+    for a, b in pairs:
+        try:
+            env_a, env_b = session.env(a), session.env(b)
+        except EnvError:
+            return ()
+        session.progress(f"{spec.label()}: locating the change, {a} -> {b}")
+        result = session.compare(spec, env_a, env_b, use_cache=use_cache)
+        steps.append(_step(fixes, spec, a, b, result))
+    return tuple(steps)
+
+
+def _step(fixes: list[Fix], spec: ProbeSpec, old: str, new: str, result: ProbeResult) -> Step:
+    ids = explaining(fixes, spec.construct, old, new)
+    note = "" if ids or not program_changed(result) else pipeline_note(fixes, result, old, new)
+    return Step(old, new, result, ids, note)
+
+
+def step_line(steps: tuple[Step, ...]) -> str:
+    """Where a change happens, for a reason chain: 'changes in 0.4.1->0.4.2 (#56)'."""
+    parts = []
+    for s in steps:
+        if s.changed:
+            who = ", ".join(f"#{i}" if i.isdigit() else i for i in s.explained_by) \
+                or "unexplained: no record of this step names the construct" \
+                + (f"; {s.note}" if s.note else "")
+            parts.append(f"{s.label} ({who})")
+    return "changes in " + "; ".join(parts) if parts else "no step changes it"

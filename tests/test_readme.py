@@ -27,3 +27,13 @@ def test_every_reliability_row_names_tests_that_exist():
             for function in re.findall(r"`(test_\w+)`", functions):
                 assert re.search(rf"^def {function}\(", source, re.M), \
                     f"row {fault!r}: tests/{file} has no {function}"
+
+
+def test_every_reliability_test_has_its_row():
+    """The other direction: the table is the list of what the reliability tests cover, so a
+    test added to a tests/test_reliability*.py file without its row fails here."""
+    named = {t for _fault, _outcome, tests in _reliability_rows()
+             for t in re.findall(r"`(test_\w+)`", tests)}
+    for path in sorted((ROOT / "tests").glob("test_reliability*.py")):
+        for function in re.findall(r"^def (test_\w+)\(", path.read_text(), re.M):
+            assert function in named, f"tests/{path.name}: {function} has no README row"

@@ -135,7 +135,7 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="view_dynamic",
-    fixes=("13",),
+    fixes=("13", "56"),
     params=("mode", "batch", "length", "channels", "heads", "dynamic_batch", "dynamic_hw"),
     build=build,
     readers=(Reader(("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default"),

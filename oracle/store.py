@@ -256,23 +256,13 @@ def install(work: Path, final: Path, read: Callable[[Path], T | None],
 def relocated(result: ProbeResult, work: Path, final: Path) -> ProbeResult:
     """The result with its evidence files where they will live once `work` is renamed."""
 
-    def moved(files: dict[str, str]) -> dict[str, str]:
-        out = {}
-        for key, value in files.items():
-            path = Path(value) if value else None
-            if path is not None and path.is_relative_to(work):
-                value = str(final / path.relative_to(work))
-            out[key] = value
-        return out
+    def moved(value: str) -> str:
+        path = Path(value) if value else None
+        if path is not None and path.is_relative_to(work):
+            return str(final / path.relative_to(work))
+        return value
 
-    m = result.measurement
-    return replace(
-        result,
-        old=replace(result.old, files=moved(result.old.files)),
-        new=replace(result.new, files=moved(result.new.files)),
-        measurement=replace(m, files=moved(m.files)) if m is not None else None,
-        evidence=str(final),
-    )
+    return replace(_with_paths(result, moved), evidence=str(final))
 
 
 def write_record(work: Path, record: dict[str, Any]) -> None:

@@ -174,7 +174,7 @@ def test_affected_and_plan_in_markdown(converter_envs):
     assert "Deployment runtimes: coreai-core 1.0.0b2, 1.0.0b3 (default:" in md
     assert "| mimi | 0.4.1 | **no** | 1.0.0b2 loads, 1.0.0b3 loads | - | - | - |" in md
     assert ("| lfm_audio | 0.4.0 (assumed) | **inconclusive** | depends on the exporter | - | "
-            "#28 (depends-on-exporter) | #54 (values-move) |") in md
+            "#28 (depends-on-exporter) | #54 (values-move, changes in 0.4.1->0.4.2) |") in md
     assert ("| sam3 | 0.4.0 | **required** | 1.0.0b2 crashes, 1.0.0b3 crashes | "
             "#28 (does-not-load) | - | #56 (values-identical, changes in 0.4.1->0.4.2) |") in md
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from inventory.affected import BundleAnswer
+from inventory.attribution import own_step
 from inventory.registry import UNKNOWN, Bundle, Instance
 from inventory.verdict import Reexport, Verdict
 from oracle import asset_probe
@@ -43,9 +44,7 @@ def pipeline_answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, exporter: str,
     """A pipeline change touches every program: the asset probe under both releases."""
     # Compared at the release step where the change ships, so that lowering changes of other
     # steps between the exporter and the target are not attributed to it.
-    before = [v for v in analyzer.catalog.releases
-              if version_key(exporter) <= version_key(v) < version_key(fix.ships_in)]
-    old = max(before, key=version_key) if before else exporter
+    old, _ = own_step(analyzer.catalog, exporter, fix)
     chain.append(f"a pipeline change: compared at the step where it ships, coreai-torch "
                  f"{old} -> {fix.ships_in}")
     try:

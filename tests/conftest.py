@@ -95,3 +95,17 @@ def json_schema() -> Callable[[dict[str, Any]], None]:
             f"{name}.schema.json: /{'/'.join(map(str, e.path))}: {e.message}" for e in errors[:10])
 
     return check
+
+
+def conv_transpose_registry(tmp_path: Path, channels: int = 4) -> Path:
+    """One bundle exported with 0.4.1 holding one conv_transpose whose shape fix #40 changes;
+    `channels` makes a probe no other test stored. Imported by the reliability tests."""
+    registry = tmp_path / f"r{channels}.toml"
+    registry.write_text(
+        '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
+        '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n'
+        '[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\nsource = "test"\n'
+        f'params = {{ dim = 1, in_channels = {channels}, out_channels = 2, kernel = [4], '
+        f'stride = [2], padding = [0], output_padding = [1], '
+        f'input_shape = [1, {channels}, 11] }}\n')
+    return registry

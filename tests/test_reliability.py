@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import conv_transpose_registry as _registry
 
 from inventory.policy import load_policy
 from inventory.verdict import judge
@@ -72,18 +73,6 @@ def _shared_envs(tmp_path: Path, env) -> Path:
     cache.mkdir()
     (cache / "envs").symlink_to(envs_dir())
     return cache
-
-
-def _registry(tmp_path: Path, channels: int = 4) -> Path:
-    registry = tmp_path / "r.toml"
-    registry.write_text(
-        '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
-        '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n'
-        '[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\nsource = "test"\n'
-        f'params = {{ dim = 1, in_channels = {channels}, out_channels = 2, kernel = [4], '
-        f'stride = [2], padding = [0], output_padding = [1], '
-        f'input_shape = [1, {channels}, 11] }}\n')
-    return registry
 
 
 def test_two_concurrent_runs_share_environments_and_store(env, tmp_path):

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import conv_transpose_registry as _registry
 
 from oracle.envs import MANIFEST, SHARED_TORCH_PTH, load_catalog
 from oracle.paths import envs_dir
@@ -37,20 +38,6 @@ def _start(*args: str, cache: Path) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "inventory.cli", *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "INVENTORY_CACHE": str(cache)})
-
-
-def _registry(tmp_path: Path, channels: int = 4) -> Path:
-    """One bundle exported with 0.4.1 holding one conv_transpose (fix #40 changes its shape);
-    `channels` makes a probe no other test stored."""
-    registry = tmp_path / f"r{channels}.toml"
-    registry.write_text(
-        '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
-        '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n'
-        '[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\nsource = "test"\n'
-        f'params = {{ dim = 1, in_channels = {channels}, out_channels = 2, kernel = [4], '
-        f'stride = [2], padding = [0], output_padding = [1], '
-        f'input_shape = [1, {channels}, 11] }}\n')
-    return registry
 
 
 def _affected(registry: Path, cache: Path, *extra: str, **env: str):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -143,6 +144,9 @@ def plan_cmd(
         "--fixes", help="The fix database (e.g. a draft of the next release's records); a "
                         "change is credited to its records of the step it happens in.")
     ] = FIXES_FILE,
+    verify: Annotated[bool, typer.Option(
+        "--verify", help="Also check each bundle's probe answers against its whole program "
+                         "(inventory verify); exit 3 on an inconsistency.")] = False,
     quiet: Quiet = False,
 ) -> None:
     """Every fix between each bundle's exporter and --to, and whether each shipped asset still
@@ -165,15 +169,26 @@ def plan_cmd(
         python_ok()
         catalog = load_catalog()
         runtimes = parse_overrides(runtime, catalog)
+        bundles = select(load_registry(registry), bundle)
+        records = load_fixes(fixes)
         with progress(not quiet) as report_progress:
-            result = plan(to, select(load_registry(registry), bundle), load_fixes(fixes),
-                          catalog, load_policy(tolerance), load_ignores(ignore),
-                          use_cache=not no_cache, progress=report_progress, runtimes=runtimes)
+            result = plan(to, bundles, records, catalog, load_policy(tolerance),
+                          load_ignores(ignore), use_cache=not no_cache,
+                          progress=report_progress, runtimes=runtimes)
+            if verify:
+                from inventory.verify.service import verified
+
+                result = replace(result, verified=verified(
+                    bundles, to, records, catalog, load_policy(tolerance),
+                    use_cache=not no_cache, progress=report_progress))
         if baseline is not None:
             result = since_baseline(result, baseline)
     Renderer("plan", plan_record, plan_table, plan_markdown).render(
         result, fmt, out, result.warnings)
     warn(result.warnings)
+    if result.verified and any(v["status"] in ("inconsistent", "inconclusive")
+                               for v in result.verified.values()):
+        finish(ExitCode.INCONCLUSIVE)
     finish(exit_for_reexport(result.reexport))
 
 
@@ -376,9 +391,11 @@ def envs_list() -> None:
 def _register_scan_and_repair() -> None:
     from inventory.repair_cli import repair_cmd
     from inventory.scan_cli import scan_cmd
+    from inventory.verify_cli import verify_cmd
 
     command(app, "scan")(scan_cmd)
     command(app, "repair")(repair_cmd)
+    command(app, "verify")(verify_cmd)
 
 
 _register_scan_and_repair()

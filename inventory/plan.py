@@ -100,6 +100,8 @@ class Plan:
     bundles: tuple[BundlePlan, ...]
     warnings: tuple[str, ...]
     baseline: str | None = None  # the baseline file, when only changes since it are kept
+    # `plan --verify`: per bundle, what its whole-bundle check says (inventory.verify.summary)
+    verified: dict[str, dict] | None = None
 
     @property
     def reexport(self) -> Reexport:
@@ -173,6 +175,7 @@ def plan_record(p: Plan) -> dict:
                              "reexport": u.verdict.reexport, "reason": u.verdict.reason,
                              "note": u.step.note or None, "evidence": u.evidence}
                             for u in b.unexplained],
+            **({"verify": p.verified.get(b.bundle)} if p.verified is not None else {}),
         } for b in p.bundles],
     }
 
@@ -195,7 +198,7 @@ def since_baseline(p: Plan, baseline: Path) -> Plan:
         items = tuple(i for i in b.items if before.get((b.bundle, i.fix.id)) != i.level)
         kept.append(BundlePlan(b.bundle, b.exporter, b.exporter_assumed, items, b.load,
                                b.unexplained))
-    return Plan(p.to, tuple(kept), p.warnings, str(baseline))
+    return Plan(p.to, tuple(kept), p.warnings, str(baseline), p.verified)
 
 
 def read_baseline(baseline: Path) -> dict[tuple[str, str], str]:

@@ -69,6 +69,8 @@ class Bundle:
     export: dict[str, Any] = field(default_factory=dict)
     # a project target standing in for the recipe, and its stated differences (`[standin]`)
     standin: dict[str, Any] = field(default_factory=dict)
+    # how `inventory verify` builds the whole bundle (`[bundles.X.verify]`, inventory.verify.forms)
+    verify: dict[str, Any] = field(default_factory=dict)
 
 
 # No model holds a million instances of one construct: a larger count is a typo, not a fact.
@@ -200,6 +202,7 @@ def _bundle(name: str, raw: Any, path: Path,
         runtimes_source=f"{path.name} {where} runtimes" if "runtimes" in raw else deploy[1],
         export=dict(pipe),
         standin=dict(_table(raw, "standin", where, path)),
+        verify=dict(_table(raw, "verify", where, path)),
     )
 
 

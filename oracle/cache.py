@@ -79,17 +79,18 @@ def _orphan_locks(root: Path) -> None:
 
 def _kind(folder: Path) -> tuple[Callable[[Path], bool], str | None]:
     """How to read a stored entry and the code digest it must carry: load checks have their
-    own reader and digest; repair runs are a record of what was done (no digest to match)."""
+    own reader and digest; repair runs are a record of what was done, and whole-bundle checks are
+keyed on their code already (no digest to match)."""
     kind = folder.name.split("-", 1)[0]
     if kind == "load":
         return (lambda f: load_check.load_stored(f) is not None), load_check.code_digest()
-    if kind == "repair":
+    if kind in ("repair", "verify"):
         return (lambda f: (f / RESULT_FILE).is_file()), None
     return (lambda f: load_result(f) is not None), code_digest()
 
 
 def _stored_failure(folder: Path) -> bool:
-    return folder.name.split("-", 1)[0] != "repair" and stored_failure(folder)
+    return folder.name.split("-", 1)[0] not in ("repair", "verify") and stored_failure(folder)
 
 
 def prune(older_than_days: float | None = None, everything: bool = False,

@@ -14,6 +14,7 @@ COREAI_ALLOWED = {
     "oracle.worker": "the in-environment probe worker",
     "oracle.scan_worker": "the in-environment bundle reader",
     "oracle.asset_worker": "the in-environment asset loader and location rewriter",
+    "oracle.program_worker": "the in-environment whole-program converter (inventory verify)",
     "oracle.constructs.quantize": "the probe of coreai-torch's own quantize ops (built in env)",
     "inventory.trace.worker": "the trace subprocess: get_decomp_table() only",
 }
@@ -26,6 +27,7 @@ def _layer(module: str) -> int:
     if module.startswith("inventory.report") or module == "inventory.output":
         return 2
     if module.startswith(("inventory.cli", "inventory.scan_cli", "inventory.repair_cli",
+                          "inventory.verify_cli",
                           "inventory.options", "inventory.terminal")):
         return 3
     return 1

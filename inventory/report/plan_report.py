@@ -44,7 +44,7 @@ def _loads(b: BundlePlan) -> str:
     return ", ".join(f"{o.core} {o.outcome}" for o in own.outcomes()) or own.summary()
 
 
-def _lines(b: BundlePlan) -> list[tuple[str, str]]:
+def _lines(p: Plan, b: BundlePlan) -> list[tuple[str, str]]:
     """(text, style) lines under the table: what forces or blocks a decision, load first."""
     out: list[tuple[str, str]] = []
     if b.load is not None and b.load.reexport != "no" and not b.load_explained_by:
@@ -57,7 +57,19 @@ def _lines(b: BundlePlan) -> list[tuple[str, str]]:
         if i.ignored:
             out.append((f"{b.bundle} {i.fix.label}: ignored ({i.ignored.reason})", "dim"))
     out += [(line, "bold") for line in _unexplained(b)]
+    out += [(line, "bold red" if "INCONSISTENT" in line else "") for line in _verified(p, b)]
     return out
+
+
+def _verified(p: Plan, b: BundlePlan) -> list[str]:
+    """`plan --verify`: the whole-bundle check's answer, and any inconsistency, loudly."""
+    v = (p.verified or {}).get(b.bundle)
+    if v is None:
+        return []
+    lines = [f"{b.bundle} verify ({v['status']}): {v['answer']}"]
+    lines += [f"  INCONSISTENT: {i}" for i in v["inconsistencies"]]
+    lines += [f"  limitation: {i}" for i in v["limitations"]]
+    return lines
 
 
 def plan_table(p: Plan) -> Group:
@@ -77,7 +89,7 @@ def plan_table(p: Plan) -> Group:
     deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
     lines += [Text(f"deployment runtimes: {d}") for d in deployments]
     for b in p.bundles:
-        lines += [Text(text, style=style) for text, style in _lines(b)]
+        lines += [Text(text, style=style) for text, style in _lines(p, b)]
     for w in p.warnings:
         lines.append(Text(f"warning: {w}", style="yellow"))
     return Group(*lines)
@@ -105,6 +117,9 @@ def plan_markdown(p: Plan) -> str:
                            f"{i.answer.reason}")
                 out += [f"  - remedy: {r}" for r in i.answer.remedies]
     out += [f"- warning: {w}" for w in p.warnings]
+    checks = [line for b in p.bundles for line in _verified(p, b)]
+    if checks:
+        out += ["", "## Whole-bundle checks (--verify)", ""] + [f"- {c}" for c in checks]
     unexplained = [line for b in p.bundles for line in _unexplained(b)]
     if unexplained:
         out += ["", "## Changes no fix record explains", ""] + [f"- {u}" for u in unexplained]

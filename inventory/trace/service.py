@@ -219,9 +219,10 @@ def trace_recipe(bundle: Bundle, root: Path, catalog: Catalog,
 
 
 def trace_target(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: None,
-                 allow_code: bool = False) -> TraceResult:
+                 allow_code: bool = False, build: dict[str, Any] | None = None) -> TraceResult:
     """Trace the project's target for the bundle: its stand-in when the registry's authority is
-    a recipe trace, else the registry's own target."""
+    a recipe trace, else the registry's own target; `build`: keyword arguments to the target
+    (a verify form's miniature)."""
     target, _key, is_standin = _target_ref(bundle)
     if not target:
         what = "stand-in target ([standin] target)" if is_standin else "trace target"
@@ -231,7 +232,7 @@ def trace_target(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: Non
     progress(f"tracing {bundle.name} ({target}{', the stand-in' if is_standin else ''})")
     steps = export_steps(bundle)
     data = _run_worker(bundle, sys.executable, target, site_packages(env.python),
-                       {"export": steps}, allow_code)
+                       {"export": steps, "build": build or {}}, allow_code)
     source = (f"traced: inventory trace {bundle.name} (torch.export, "
               f"{data['decompositions']}, aten graph read node by node)")
     return TraceResult(bundle.name, target, TARGET, data["dtype"], data["notes"],

@@ -1,7 +1,8 @@
 """Trace one target in a subprocess: export it through the converter's decomposition table.
 
 Run as `python -m inventory.trace.worker TARGET [CONVERTER_SITE_PACKAGES [OPTIONS_JSON]]`. TARGET
-is a project target (`module:function`, no arguments) or `recipe`: then OPTIONS_JSON's `recipe`
+is a project target (`module:function`, called with OPTIONS_JSON's `build` keyword arguments,
+none by default) or `recipe`: then OPTIONS_JSON's `recipe`
 (`root`, `builder`, `dtype`) names the recipe's builder in a checkout (see
 `inventory.trace.recipes`). OPTIONS_JSON's `export` holds the recipe's export steps that run
 around `torch.export` (`grad`: "no_grad" or "enabled"; `autocast`: a dtype or ""). The converter's
@@ -33,7 +34,10 @@ def _target(target_ref: str, options: dict[str, Any]) -> Any:
         # checked by the service already; again here, since this is where the import happens
         trust.check_target(target_ref, "trace target", allow_code)
         mod_name, _, fn_name = target_ref.partition(":")
-        return getattr(importlib.import_module(mod_name), fn_name or "build")()
+        # `build`: keyword arguments to the target (a verify form's miniature, see
+        # inventory.verify.forms); none for the registry's own trace
+        return getattr(importlib.import_module(mod_name), fn_name or "build")(
+            **options.get("build", {}))
     from inventory.trace import recipes
 
     recipe = options["recipe"]

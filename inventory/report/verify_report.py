@@ -1,0 +1,170 @@
+"""Renderers for `verify`: the JSON record, terminal lines and markdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.text import Text
+
+from inventory.report.text import md_cell
+from inventory.verify.service import BundleVerify, Verify, answer, status
+
+_STATUS_STYLE = {"consistent": "green", "inconsistent": "bold red", "inconclusive": "magenta"}
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}g}"
+
+
+def _mb(value: float | None) -> str:
+    return "n/a" if value is None else f"{value / 1024:.2f} GB"
+
+
+def _form(form: dict[str, Any]) -> str:
+    args = ", ".join(f"{k}={v!r}" for k, v in sorted(form.get("build", {}).items()))
+    who = "stand-in " if form.get("standin") else ""
+    return f"{form.get('form')} ({who}{form.get('target')}({args}))"
+
+
+def _side(side: dict[str, Any]) -> dict[str, Any]:
+    out = {"converter": side.get("converter"), "ok": bool(side.get("ok")),
+           "seconds": side.get("wall_seconds"), "peak_mb": side.get("peak_mb"),
+           "packages": side.get("packages")}
+    if not side.get("ok"):
+        out["error"] = f"{side.get('stage', '?')}: {side.get('error', '?')}"
+    return out
+
+
+def _drift_rows(run: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if not run:
+        return []
+    return list(run.get("measurement", {}).get("outputs", []))
+
+
+def bundle_record(b: BundleVerify) -> dict[str, Any]:
+    r = b.record
+    run = r.get("run")
+    build = r.get("build", {})
+    out: dict[str, Any] = {
+        "bundle": b.bundle, "exporter": b.exporter, "exporter_assumed": b.exporter_assumed,
+        "to": b.to, "status": status(b), "answer": answer(b), "cached": b.cached,
+        "form": r.get("form"), "error": r.get("error"),
+        "build": {"params": build.get("params"), "seconds": build.get("wall_seconds"),
+                  "peak_mb": build.get("peak_mb"), "torch": build.get("torch"),
+                  "inputs": build.get("inputs", []), "weights": build.get("weights")}
+        if build else None,
+        "sides": {k: _side(v) for k, v in r.get("sides", {}).items()},
+        "emitted": r.get("emitted"), "shipped": r.get("shipped"),
+        "regions": r.get("regions", []),
+        "run": None, "probes": b.probes, "inconsistencies": list(b.inconsistencies),
+        "limitations": list(b.limitations), "notes": list(b.notes),
+        "seconds": r.get("seconds"), "peak_mb": r.get("peak_mb"),
+        "evidence": r.get("evidence"),
+    }
+    if run:
+        m = run.get("measurement", {})
+        out["run"] = {"form": run["form"], "same_as_compared": run["same_as_compared"],
+                      "shipped": run.get("shipped"), "runtime": m.get("runtime"),
+                      "ok": bool(m.get("ok")), "error": m.get("error"),
+                      "attempts": m.get("attempts", []), "seconds": m.get("seconds"),
+                      "params": run.get("build", build).get("params"),
+                      "outputs": _drift_rows(run)}
+    return out
+
+
+def verify_record(v: Verify) -> dict[str, Any]:
+    return {"to": v.to, "consistent": not v.inconsistent, "inconclusive": v.inconclusive,
+            "bundles": [bundle_record(b) for b in v.bundles]}
+
+
+def _drift_line(row: dict[str, Any]) -> str:
+    return (f"{row['output']} {row['shape']}: old max abs {_num(row['maxabs_old'])} "
+            f"(rel {_num(row['rel_old'])}, {row['nonfinite_old']} non-finite), new "
+            f"{_num(row['maxabs_new'])} (rel {_num(row['rel_new'])}, {row['nonfinite_new']} "
+            f"non-finite); |old-new| {_num(row['maxabs_old_new'])}; |ref| "
+            f"{_num(row['ref_magnitude'])}")
+
+
+def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
+    """(label, text) lines for one bundle."""
+    rec = bundle_record(b)
+    lines = [("bundle", f"{b.bundle}: coreai-torch {b.exporter}"
+                        f"{' (assumed)' if b.exporter_assumed else ''} -> {b.to}: "
+                        f"{rec['status']}"),
+             ("answer", rec["answer"])]
+    if rec["form"]:
+        lines.append(("form", _form(rec["form"])))
+    if rec["build"]:
+        bd = rec["build"]
+        lines.append(("build", f"{bd['params']:,} parameters, torch {bd['torch']}, "
+                               f"{_num(bd['seconds'])} s, peak {_mb(bd['peak_mb'])}"))
+    for name, side in rec["sides"].items():
+        state = "converted" if side["ok"] else f"failed: {side.get('error')}"
+        lines.append((name, f"coreai-torch {side['converter']}: {state} in "
+                            f"{_num(side['seconds'])} s, peak {_mb(side['peak_mb'])}"))
+    for stage in ("emitted", "shipped"):
+        if rec.get(stage):
+            s = rec[stage]
+            extra = f" ({s['changed_lines']} lines)" if s.get("changed_lines") else ""
+            lines.append((stage, f"{s['identity']}{extra}"))
+    run = rec["run"]
+    if run:
+        lines.append(("run form", f"{_form(run['form'])}"
+                                  f"{'' if run['same_as_compared'] else ' (not the compared form)'}"
+                                  f", {run['params']:,} parameters"
+                      if run.get("params") else _form(run["form"])))
+        if run["ok"]:
+            lines.append(("runtime", f"{run['runtime']} (both programs, one runtime; "
+                                     f"seconds {run['seconds']})"))
+            lines += [("drift", _drift_line(row)) for row in run["outputs"]]
+        else:
+            lines.append(("runtime", f"inconclusive: {run.get('error')}; "
+                                     f"{'; '.join(run.get('attempts', []))}"))
+    p = rec["probes"]
+    if p:
+        changed = ", ".join(f"{c['probe']} ({c['verdict']}, "
+                            f"{', '.join('#' + i for i in c['explained_by']) or 'no record'})"
+                            for c in p["changed"]) or "none change"
+        lines.append(("probes", f"{p['probed']} probed: {changed}"))
+    lines += [("INCONSISTENT", i) for i in rec["inconsistencies"]]
+    lines += [("limitation", i) for i in rec["limitations"]]
+    lines += [("note", n) for n in rec["notes"]]
+    lines.append(("cost", f"{_num(rec['seconds'])} s, peak {_mb(rec['peak_mb'])} per process"
+                          f"{' (stored: read back now)' if rec['cached'] else ''}"))
+    lines.append(("evidence", str(rec["evidence"])))
+    return lines
+
+
+def verify_table(v: Verify) -> Group:
+    parts: list[Text] = []
+    for b in v.bundles:
+        style = _STATUS_STYLE[status(b)]
+        for label, text in bundle_lines(b):
+            line = Text(f"{label:<13}", style=style if label in ("bundle", "INCONSISTENT")
+                        else "bold")
+            line.append(text)
+            parts.append(line)
+        parts.append(Text(""))
+    return Group(*parts)
+
+
+def verify_markdown(v: Verify) -> str:
+    out = [f"# inventory verify --to {v.to}", ""]
+    for b in v.bundles:
+        rec = bundle_record(b)
+        out += [f"## {b.bundle}: {rec['status']}", "", rec["answer"], ""]
+        out += ["| | |", "|---|---|"]
+        out += [f"| {label} | {md_cell(text)} |" for label, text in bundle_lines(b)[2:]
+                if label != "drift"]
+        out.append("")
+        rows = _drift_rows(b.record.get("run"))
+        if rows:
+            out += ["| output | shape | old max abs (rel) | new max abs (rel) | non-finite "
+                    "old/new | max abs old-new |", "|---|---|---|---|---|---|"]
+            out += [f"| {r['output']} | {r['shape']} | {_num(r['maxabs_old'])} "
+                    f"({_num(r['rel_old'])}) | {_num(r['maxabs_new'])} ({_num(r['rel_new'])})"
+                    f" | {r['nonfinite_old']}/{r['nonfinite_new']} | "
+                    f"{_num(r['maxabs_old_new'])} |" for r in rows]
+            out.append("")
+    return "\n".join(out)

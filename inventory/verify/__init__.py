@@ -1,0 +1,1 @@
+"""`inventory verify`: check the probe answers against the whole bundle's program."""

@@ -1,0 +1,229 @@
+"""Build one bundle module whole, with values, and save what both converters will read.
+
+Run as `python -m inventory.verify.build_worker OPTIONS_JSON` by the project's python (torch and
+the targets' upstream packages), outside every converter environment. OPTIONS_JSON:
+`target` (module:function), `build` (its keyword arguments; device is the CPU), `seed`,
+`export` (the recipe's steps around torch.export: grad, autocast), `weights` (a safetensors
+checkpoint or null), `reference` (also run the torch fp32 reference), `out`, `allow_code`.
+
+Values: the target is built under the seed; every norm layer then gets trained-looking values
+(a batch norm's running_var log-normal around 0.5 and its running_mean spread, gammas around 1,
+betas around 0), because freshly initialised statistics (mean 0, var 1) hide what a lowering
+does to them. With `weights`, every checkpoint tensor whose name and shape match a state entry
+replaces it. Inputs: seeded normal values for floating inputs, except an input whose example is
+all ones (a validity mask), which is kept; integer and boolean inputs keep their examples.
+
+Writes to `out`: program.pt2 (`torch.export.save`, before any decomposition: each converter
+decomposes with its own table), main.inputs.safetensors (in the asset worker's stored-inputs
+layout: `main/input:<name>` with [dtype, shape] metadata), with `reference`:
+reference.safetensors (`out<i>`, fp32, in output order). Prints one JSON document on stdout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _peak_mb() -> float | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def _trained_looking(module: Any, generator: Any) -> int:
+    """Norm layers' values as training leaves them; returns how many layers were set."""
+    import torch
+    from torch import nn
+
+    norms = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm)
+    done = 0
+    with torch.no_grad():
+        for layer in module.modules():
+            if not isinstance(layer, norms):
+                continue
+            if getattr(layer, "running_var", None) is not None:
+                n = layer.running_var.numel()
+                var = torch.exp(torch.randn(n, generator=generator) - 0.7).clamp(1e-3, 50.0)
+                layer.running_var.copy_(var.to(layer.running_var.dtype))
+                layer.running_mean.copy_((torch.randn(n, generator=generator) * 0.5)
+                                         .to(layer.running_mean.dtype))
+            for name, scale, centre in (("weight", 0.2, 1.0), ("bias", 0.1, 0.0)):
+                tensor = getattr(layer, name, None)
+                if tensor is not None:
+                    tensor.copy_((centre + scale * torch.randn(tensor.shape, generator=generator))
+                                 .to(tensor.dtype))
+            done += 1
+    return done
+
+
+def _load_weights(module: Any, path: str) -> dict[str, Any]:
+    from safetensors import safe_open
+
+    state = module.state_dict()
+    loaded, skipped = 0, 0
+    with safe_open(path, framework="pt") as handle:
+        for name in handle.keys():  # noqa: SIM118 - safe_open has no __iter__
+            if name not in state:
+                skipped += 1
+                continue
+            tensor = handle.get_tensor(name)
+            if tuple(tensor.shape) != tuple(state[name].shape):
+                skipped += 1
+                continue
+            state[name].copy_(tensor.to(state[name].dtype))
+            loaded += 1
+    if not loaded:
+        raise ValueError(f"{path}: no tensor matches the module's state by name and shape "
+                         f"({len(state)} entries, e.g. {next(iter(state), '?')})")
+    return {"file": path, "loaded": loaded, "state_entries": len(state),
+            "skipped": skipped}
+
+
+def _seeded_inputs(values: list[Any], generator: Any) -> tuple[list[Any], list[str]]:
+    import torch
+
+    out, how = [], []
+    for value in values:
+        if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+            out.append(value)
+            how.append("example")
+        elif value.numel() and bool((value == 1).all()):
+            out.append(value)
+            how.append("example (all ones: a mask)")
+        else:
+            out.append(torch.randn(value.shape, generator=generator).to(value.dtype))
+            how.append("seeded normal")
+    return out, how
+
+
+@contextlib.contextmanager
+def _export_steps(steps: dict[str, Any]):
+    import torch
+
+    with contextlib.ExitStack() as stack:
+        if steps.get("grad") == "no_grad":
+            stack.enter_context(torch.no_grad())
+        if steps.get("autocast"):
+            stack.enter_context(torch.autocast("cpu", dtype=getattr(torch, steps["autocast"])))
+        yield
+
+
+def _save_inputs(names: list[str], values: list[Any], path: Path) -> None:
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    data, meta = {}, {}
+    for name, value in zip(names, values, strict=True):
+        array = np.ascontiguousarray(value.detach().cpu().numpy())
+        key = f"main/input:{name}"
+        data[key] = array
+        meta[key] = json.dumps([str(array.dtype), list(array.shape)])
+    save_file(data, str(path), metadata=meta)
+
+
+def _reference(module: Any, args: list[Any], kwargs: dict[str, Any], path: Path) -> int:
+    import torch
+    from safetensors.numpy import save_file
+
+    def fp32(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return v.clone().float() if v.is_floating_point() else v.clone()
+        return v
+
+    ref = copy.deepcopy(module).float()
+    with torch.no_grad():
+        result = ref(*[fp32(a) for a in args], **{k: fp32(v) for k, v in kwargs.items()})
+    outs = result if isinstance(result, tuple | list) else (result,)
+    save_file({f"out{i}": o.detach().float().numpy() if o.is_floating_point()
+               else o.detach().numpy() for i, o in enumerate(outs)}, str(path))
+    return len(outs)
+
+
+def main(argv: list[str]) -> int:
+    options = json.loads(argv[0])
+    protocol = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # whatever the models print must not reach the JSON stream
+    import torch
+
+    from inventory.trace import trust
+
+    trust.check_target(options["target"], "verify target", bool(options.get("allow_code")))
+    out = Path(options["out"])
+    out.mkdir(parents=True, exist_ok=True)
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    torch.manual_seed(int(options["seed"]))
+    generator = torch.Generator().manual_seed(int(options["seed"]))
+    mod_name, _, fn_name = options["target"].partition(":")
+    target = getattr(importlib.import_module(mod_name), fn_name or "build")(
+        **options.get("build", {}), device="cpu")
+    module = target.module.eval()
+    norms = _trained_looking(module, generator)
+    weights = _load_weights(module, options["weights"]) if options.get("weights") else None
+    params = sum(p.numel() for p in module.parameters())
+    nonfinite = sum(int((~torch.isfinite(t)).sum()) for t in module.state_dict().values()
+                    if t.is_floating_point())
+    seconds["build"] = time.perf_counter() - start
+    names_kw = list(target.kwargs)
+    values, how = _seeded_inputs(list(target.args) + list(target.kwargs.values()), generator)
+    args = values[:len(target.args)]
+    kwargs = dict(zip(names_kw, values[len(target.args):], strict=True))
+    start = time.perf_counter()
+    # Exported on copies: a module that writes its state inputs in place must not change the
+    # inputs the runtime and the reference are fed.
+    with _export_steps(options.get("export", {})):
+        ep = torch.export.export(module, tuple(a.clone() for a in args),
+                                 kwargs={k: v.clone() for k, v in kwargs.items()}, strict=False)
+    torch.export.save(ep, str(out / "program.pt2"))
+    names = [s.arg.name for s in ep.graph_signature.input_specs
+             if s.kind == torch.export.graph_signature.InputKind.USER_INPUT]
+    seconds["export"] = time.perf_counter() - start
+    # positional inputs by place, keyword inputs by name: in the exported program's order
+    by_name = {**dict(zip(names, args, strict=False)), **kwargs}
+    how_by_name = dict(zip(list(names[:len(args)]) + names_kw, how, strict=True))
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise ValueError(f"the exported program's inputs {missing} match no example input")
+    values = [by_name[n] for n in names]
+    how = [how_by_name[n] for n in names]
+    _save_inputs(names, values, out / "main.inputs.safetensors")
+    outputs = None
+    if options.get("reference"):
+        start = time.perf_counter()
+        outputs = _reference(module, args, kwargs, out / "reference.safetensors")
+        seconds["reference"] = time.perf_counter() - start
+    json.dump({
+        "ok": True, "params": params, "norms_set": norms, "nonfinite_state": nonfinite,
+        "dtype": target.dtype, "inputs": [{"name": n, "values": h, "shape": list(v.shape),
+                                           "dtype": str(v.dtype).removeprefix("torch.")}
+                                          for n, h, v in zip(names, how, values, strict=True)],
+        "outputs": outputs, "weights": weights, "seconds": seconds, "peak_mb": _peak_mb(),
+        "torch": torch.__version__,
+        "files": {"program": str(out / "program.pt2"),
+                  "inputs": str(out / "main.inputs.safetensors"),
+                  **({"reference": str(out / "reference.safetensors")} if outputs else {})},
+    }, protocol)
+    protocol.write("\n")
+    protocol.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except Exception as exc:  # noqa: BLE001 - one line for the caller, who reports it
+        lines = str(exc).strip().splitlines()
+        print(f"error: {type(exc).__name__}: {lines[0] if lines else ''}", file=sys.stderr)
+        sys.exit(1)

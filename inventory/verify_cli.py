@@ -1,0 +1,68 @@
+"""`inventory verify`: the command. Registered in cli.py like scan and repair.
+
+Exit codes (`inventory/errors.py`): 0 the whole programs agree with every probe, 2 usage, 3 an
+inconsistency between the whole program and the probes (or a bundle that could not be built,
+converted or run: inconclusive, never a pass).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from inventory.errors import ExitCode
+from inventory.options import Json, Markdown, NoCache, Quiet, Registry, check_release
+from inventory.output import OutputFormat
+from inventory.registry import DEFAULT_REGISTRY, load_registry, select
+from inventory.terminal import answering, finish, out, progress
+from oracle.fixes import FIXES_FILE
+
+
+def verify_cmd(
+    bundle: Annotated[list[str], typer.Argument(help="The bundles to verify.",
+                                                show_default=False)],
+    to: Annotated[str, typer.Option("--to", help="The release to compare the exporter with.")],
+    weights: Annotated[list[str] | None, typer.Option(
+        help="BUNDLE=CHECKPOINT.safetensors: build the module with the checkpoint's tensors "
+             "(every name and shape that matches its state) instead of trained-looking random "
+             "ones (repeatable).")] = None,
+    registry: Registry = DEFAULT_REGISTRY,
+    fixes: Annotated[Path, typer.Option(
+        "--fixes", help="The fix database whose records explain a probe's change.")
+    ] = FIXES_FILE,
+    as_json: Json = False,
+    markdown: Markdown = False,
+    no_cache: NoCache = False,
+    allow_code: Annotated[bool, typer.Option(
+        "--allow-code", help="Trust the registry as code: build a target it names outside the "
+                             "project's packages (by default refused).")] = False,
+    quiet: Quiet = False,
+) -> None:
+    """Check the probe answers against the whole bundle: build each bundle's module (full size,
+    or the miniature its registry entry states), convert it whole under its exporter and --to,
+    compare the normalised programs, map what differs back to modules and constructs, run both
+    on one runtime against torch fp32 when they differ, and reconcile with the probes of every
+    traced instance. Exit 3 on any inconsistency (or when a bundle cannot be checked)."""
+    from inventory.affected import parse_weights
+    from inventory.output import Renderer
+    from inventory.policy import load_policy
+    from inventory.report.verify_report import verify_markdown, verify_record, verify_table
+    from inventory.verify.service import verify
+    from oracle.envs import load_catalog, python_ok
+    from oracle.fixes import load_fixes
+
+    fmt = OutputFormat.choose(as_json, markdown)
+    with answering("verify", as_json):
+        check_release("--to", to)
+        python_ok()
+        all_bundles = load_registry(registry)
+        bundles = select(all_bundles, bundle)
+        checkpoints = parse_weights(weights, all_bundles)
+        with progress(not quiet) as report_progress:
+            result = verify(bundles, to, load_fixes(fixes), load_catalog(), load_policy(),
+                            weights=checkpoints, use_cache=not no_cache,
+                            allow_code=allow_code, progress=report_progress)
+    Renderer("verify", verify_record, verify_table, verify_markdown).render(result, fmt, out)
+    finish(ExitCode.INCONCLUSIVE if result.inconsistent or result.inconclusive else ExitCode.OK)

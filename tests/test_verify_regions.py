@@ -25,9 +25,9 @@ module {
 #loc3 = #debuginfo.location<#loc in @batch_norm>
 #loc4 = #debuginfo.location<#loc1 in @main fused with [#loc2] metadata = [#metadata1, #metadata2]>
 #loc5 = #debuginfo.location<#loc1 in @main metadata = [#metadata3]>
-#metadata1 = #debuginfo.metadata<"sources": [{id = 3 : ui64, identifiers = ["bn_1"], name = "torch"}]>
+#metadata1 = #debuginfo.metadata<"sources": [{identifiers = ["bn_1"], name = "torch"}]>
 #metadata2 = #debuginfo.metadata<"call_stack": ["BatchNorm1d$2", "Block$1"]>
-#metadata3 = #debuginfo.metadata<"sources": [{id = 4 : ui64, identifiers = ["relu_2", "add_3"], name = "torch"}]>
+#metadata3 = #debuginfo.metadata<"sources": [{identifiers = ["relu_2", "add_3"]}]>
 """
 NODES = {"bn_1": {"target": "aten._native_batch_norm_legit_no_training.default",
                   "module": "block.conv.norm", "kind": "batch_norm"},

@@ -6,12 +6,13 @@ the targets' upstream packages), outside every converter environment. OPTIONS_JS
 `export` (the recipe's steps around torch.export: grad, autocast), `weights` (a safetensors
 checkpoint or null), `reference` (also run the torch fp32 reference), `out`, `allow_code`.
 
-Values: the target is built under the seed; every norm layer then gets trained-looking values
-(a batch norm's running_var log-normal around 0.5 and its running_mean spread, gammas around 1,
-betas around 0), because freshly initialised statistics (mean 0, var 1) hide what a lowering
-does to them. With `weights`, every checkpoint tensor whose name and shape match a state entry
-replaces it. Inputs: seeded normal values for floating inputs, except an input whose example is
-all ones (a validity mask), which is kept; integer and boolean inputs keep their examples.
+Values: the target is built under the seed, then given trained-looking values: linear and conv
+weights of a scale that keeps activations O(1), and in every norm layer a batch norm's
+running_var log-normal around 0.5 and its running_mean spread, gammas around 1, betas around 0,
+because freshly initialised statistics (mean 0, var 1) hide what a lowering does to them.
+With `weights`, every checkpoint tensor whose name and shape match a state entry replaces it.
+Inputs: seeded normal values for floating inputs, except an input whose example is all ones
+(a validity mask), which is kept; integer and boolean inputs keep their examples.
 
 Writes to `out`: program.pt2 (`torch.export.save`, before any decomposition: each converter
 decomposes with its own table), main.inputs.safetensors (in the asset worker's stored-inputs
@@ -43,14 +44,32 @@ def _peak_mb() -> float | None:
 
 
 def _trained_looking(module: Any, generator: Any) -> int:
-    """Norm layers' values as training leaves them; returns how many layers were set."""
+    """Values as training leaves them; returns how many layers were set. Linear and conv
+    weights keep their activations' scale (std 1/sqrt(fan-in)): the default initialisation
+    shrinks them layer by layer, down to fp16 subnormals in a deep fp16 stack, which no trained
+    model has. Norm layers get spread statistics and affine values."""
+    import math
+
     import torch
     from torch import nn
 
     norms = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm)
+    weighted = (nn.Linear, nn.modules.conv._ConvNd)
     done = 0
     with torch.no_grad():
         for layer in module.modules():
+            if isinstance(layer, weighted) and getattr(layer, "weight", None) is not None:
+                w = layer.weight
+                transposed = isinstance(layer, nn.modules.conv._ConvTransposeNd)
+                fan_in = (w.shape[1] * math.prod(w.shape[2:]) if transposed
+                          else math.prod(w.shape[1:]))
+                w.copy_((torch.randn(w.shape, generator=generator) / math.sqrt(max(fan_in, 1)))
+                        .to(w.dtype))
+                if getattr(layer, "bias", None) is not None:
+                    b = layer.bias
+                    b.copy_((0.02 * torch.randn(b.shape, generator=generator)).to(b.dtype))
+                done += 1
+                continue
             if not isinstance(layer, norms):
                 continue
             if getattr(layer, "running_var", None) is not None:
@@ -68,12 +87,20 @@ def _trained_looking(module: Any, generator: Any) -> int:
     return done
 
 
+class WeightsMismatch(Exception):
+    """The checkpoint cannot be read or holds nothing the module takes (exit 2: bad input)."""
+
+
 def _load_weights(module: Any, path: str) -> dict[str, Any]:
     from safetensors import safe_open
 
     state = module.state_dict()
     loaded, skipped = 0, 0
-    with safe_open(path, framework="pt") as handle:
+    try:
+        handle_cm = safe_open(path, framework="pt")
+    except Exception as exc:  # noqa: BLE001 - safetensors raises several kinds
+        raise WeightsMismatch(f"{path}: not a readable safetensors file ({exc})") from None
+    with handle_cm as handle:
         for name in handle.keys():  # noqa: SIM118 - safe_open has no __iter__
             if name not in state:
                 skipped += 1
@@ -85,7 +112,7 @@ def _load_weights(module: Any, path: str) -> dict[str, Any]:
             state[name].copy_(tensor.to(state[name].dtype))
             loaded += 1
     if not loaded:
-        raise ValueError(f"{path}: no tensor matches the module's state by name and shape "
+        raise WeightsMismatch(f"{path}: no tensor matches the module's state by name and shape "
                          f"({len(state)} entries, e.g. {next(iter(state), '?')})")
     return {"file": path, "loaded": loaded, "state_entries": len(state),
             "skipped": skipped}
@@ -223,6 +250,9 @@ def main(argv: list[str]) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1:]))
+    except WeightsMismatch as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
     except Exception as exc:  # noqa: BLE001 - one line for the caller, who reports it
         lines = str(exc).strip().splitlines()
         print(f"error: {type(exc).__name__}: {lines[0] if lines else ''}", file=sys.stderr)

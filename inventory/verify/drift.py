@@ -37,16 +37,20 @@ def _maxabs(a: np.ndarray, b: np.ndarray) -> float | None:
     return float(diff[finite].max()) if finite.any() else (0.0 if not diff.size else None)
 
 
-def per_output(old: Path, new: Path, reference: Path, names: list[str]) -> list[dict[str, Any]]:
+def per_output(old: Path, new: Path, reference: Path, names: list[str],
+               labels: list[str] | None = None) -> list[dict[str, Any]]:
     """Per output, in order: max abs error and relative error (max abs / max |reference|) of
     each side, how far the sides are apart, and non-finite values where the reference is
-    finite."""
+    finite. `labels`: the recipe's output names, when it names as many as the program has (the
+    program's own names are the converter's, e.g. `mul_87`)."""
+    labels = labels if labels and len(labels) == len(names) else list(names)
     o, n, r = _outputs(old), _outputs(new), load_file(str(reference))
     rows = []
     for i, name in enumerate(names):
         ref = r[f"out{i}"].astype(np.float64)
         magnitude = float(np.abs(ref[np.isfinite(ref)]).max()) if np.isfinite(ref).any() else 0.0
-        row: dict[str, Any] = {"output": name, "shape": list(ref.shape),
+        row: dict[str, Any] = {"output": labels[i], "graph_name": name,
+                               "shape": list(ref.shape),
                                "dtype": str(n[name].dtype), "ref_magnitude": magnitude,
                                "bit_identical": o[name].tobytes() == n[name].tobytes()}
         for side, values in (("old", o[name]), ("new", n[name])):

@@ -94,8 +94,20 @@ def run_form(bundle: Bundle) -> Form:
     where = f"[bundles.{bundle.name}.verify.run]"
     if not isinstance(table, dict) or not table.get("why"):
         raise FormError(f"{where} must be a table with build arguments and a why")
-    build = {**compared.build, **_build_args(table.get("build"), f"{where} build")}
+    build = _merged(compared.build, _build_args(table.get("build"), f"{where} build"))
     return Form(REDUCED, compared.target, build, str(table["why"]), compared.standin)
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """The run form's arguments over the compared form's, tables merged key by key (a run form
+    states only what it changes, e.g. one nested config value)."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def distinct(instances: list[dict[str, Any]]) -> set[str]:

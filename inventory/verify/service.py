@@ -29,6 +29,7 @@ from inventory.errors import UsageError
 from inventory.policy import Policy
 from inventory.registry import Bundle, exporter_release
 from inventory.release_notes import Sweep, registry_regimes, sweep
+from inventory.trace import trust
 from inventory.verify import forms, whole
 from oracle import store
 from oracle.envs import Catalog, version_key
@@ -150,9 +151,10 @@ def _run(bundle: Bundle, session: Session, old: Any, new: Any, run: forms.Form, 
                                   f"{out['shipped']['identity']}: nothing to measure there"}
             return out
         assets = {"old": run_sides[0]["files"]["asset"], "new": run_sides[1]["files"]["asset"]}
+    labels = list(bundle.export.get("names", {}).get("outputs", []))
     out["measurement"] = whole.run_both(session, old, new, assets, build_dir,
                                         build_dir / "reference.safetensors", work / "run",
-                                        progress)
+                                        labels, progress)
     return out
 
 
@@ -270,8 +272,13 @@ def verify(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog, p
         if version_key(exporter) >= version_key(to):
             raise UsageError(f"{bundle.name} was exported with coreai-torch {exporter}: "
                              f"--to must be a later release")
-        forms.compared_form(bundle)  # a malformed form is refused before anything runs
+        # a malformed form, or a target the registry may not run, is refused before anything runs
+        form = forms.compared_form(bundle)
         forms.run_form(bundle)
+        try:
+            trust.check_target(form.target, f"[bundles.{bundle.name}] verify target", allow_code)
+        except trust.UntrustedCode as exc:
+            raise forms.FormError(f"{bundle.name}: {exc}") from None
     for bundle in bundles:
         exporter, assumed = exporter_release(bundle.exporter, catalog)
         with Session(catalog, progress) as session:

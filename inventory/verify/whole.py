@@ -50,6 +50,10 @@ class VerifyError(InventoryError):
     """The whole bundle could not be built; one line for the user."""
 
 
+class WeightsError(InventoryError):
+    """`--weights` names a checkpoint the module cannot take; one line, exit 2."""
+
+
 class ProgramWorker(Worker):
     """A long-lived `program_worker.py` in one converter environment."""
 
@@ -85,7 +89,10 @@ def _target_source(form: Form) -> str:
 
 def result_dir(bundle: Bundle, form: Form, run: Form, old: Env, new: Env,
                weights: Path | None) -> Path:
-    payload = {"bundle": bundle.name, "form": form.to_json(), "run": run.to_json(),
+    # what builds the module, not the words about it (a form's `why` is not in the key)
+    payload = {"bundle": bundle.name,
+               "form": {k: v for k, v in form.to_json().items() if k != "why"},
+               "run": {k: v for k, v in run.to_json().items() if k != "why"},
                "target_source": _target_source(form), "seed": SEED,
                "weights": _file_digest(weights) if weights else None,
                "export": export_steps(bundle),
@@ -124,6 +131,8 @@ def build(bundle: Bundle, form: Form, out: Path, reference: bool, weights: Path 
     if proc.returncode != 0 or not proc.stdout.strip():
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         detail = lines[-1] if lines else f"exit code {proc.returncode}"
+        if proc.returncode == 2 and weights is not None:
+            raise WeightsError(f"{bundle.name}: --weights {detail.removeprefix('error: ')}")
         raise VerifyError(f"{bundle.name}: building the {form.name} module failed: "
                           f"{detail.removeprefix('error: ')} (log: {out / 'build.log'})")
     answer = json.loads(proc.stdout)
@@ -205,7 +214,7 @@ def _runtimes(session: Session, old: Env, new: Env) -> list[Env]:
 
 
 def run_both(session: Session, old_env: Env, new_env: Env, assets: dict[str, str],
-             build_dir: Path, reference: Path, work: Path,
+             build_dir: Path, reference: Path, work: Path, labels: list[str],
              progress: Progress) -> dict[str, Any]:
     pool = session.pool_of(AssetWorker, "asset")
     attempts: list[str] = []
@@ -234,7 +243,7 @@ def run_both(session: Session, old_env: Env, new_env: Env, assets: dict[str, str
             attempts.append(f"{env.runtime}: {failed}")
             continue
         per_output = drift.per_output(Path(outputs["old"]), Path(outputs["new"]), reference,
-                                      names)
+                                      names, labels)
         return {"ok": True, "runtime": env.runtime, "attempts": attempts, "seconds": seconds,
                 "outputs": per_output, "files": {"old": outputs["old"], "new": outputs["new"],
                                                  "reference": str(reference)}}

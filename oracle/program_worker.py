@@ -23,7 +23,6 @@ Version differences of the converter API are handled here and in `worker.py`, no
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -35,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from oracle.memory import peak_mb, reset_peak  # noqa: E402
 from oracle.worker import _decomposed, _fail, _versions  # noqa: E402
 from oracle.worker_io import logged, serve  # noqa: E402
 
@@ -68,29 +68,20 @@ class _DigestingWriter:
         self._file.close()
 
 
+def _mlir_module(prog):
+    """The program's MLIR module: held by the program itself up to coreai-core 1.0.0b2, by its
+    authoring module in 1.0.0b3 (`AIProgram._module`)."""
+    held = getattr(prog, "_mlir_module", None)
+    return held if held is not None else prog._module._mlir_module  # noqa: SLF001
+
+
 def _print(prog, path: Path, located: bool) -> None:
     writer = _DigestingWriter(path)
     try:
         # The module's own printer, streamed: never one string of the whole program.
-        prog._mlir_module.operation.print(file=writer, enable_debug_info=located)  # noqa: SLF001
+        _mlir_module(prog).operation.print(file=writer, enable_debug_info=located)
     finally:
         writer.close()
-
-
-def _reset_peak() -> None:
-    """Start the peak-memory reading at this request (Linux: '5' resets VmHWM)."""
-    with contextlib.suppress(OSError):
-        Path("/proc/self/clear_refs").write_text("5")
-
-
-def _peak_mb() -> float | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
 
 
 def _nodes(ep) -> dict[str, dict]:
@@ -124,7 +115,7 @@ def _nodes(ep) -> dict[str, dict]:
 
 def convert_program(program: str, pipeline: dict, out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
-    _reset_peak()
+    reset_peak()
     seconds: dict[str, float] = {}
     with logged(out / "convert.log"):
         import torch
@@ -170,7 +161,7 @@ def convert_program(program: str, pipeline: dict, out: Path) -> dict:
         "ok": True,
         "emitted_is_optimized": prebuilt_optimized,
         "seconds": seconds,
-        "peak_mb": _peak_mb(),
+        "peak_mb": peak_mb(),
         "files": {name: str(out / f) for name, f in (
             ("emitted", "emitted.mlir"), ("shipped", "shipped.mlir"),
             ("located", "shipped.located.mlir"), ("nodes", "nodes.json"),

@@ -52,9 +52,9 @@ def _target(target_ref: str, options: dict[str, Any]) -> Any:
 
 
 @contextlib.contextmanager
-def _export_steps(steps: dict[str, Any]) -> Iterator[None]:
+def export_context(steps: dict[str, Any]) -> Iterator[None]:
     """The recipe's context around torch.export: no_grad (coreai-models' export_to_coreai) and
-    autocast (sam3's recipe)."""
+    autocast (sam3's recipe). Also what `inventory verify` exports a whole bundle under."""
     import torch
 
     with contextlib.ExitStack() as stack:
@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     steps = options.get("export", {})
-    with _export_steps(steps):
+    with export_context(steps):
         ep = torch.export.export(target.module, target.args, kwargs=target.kwargs, strict=False)
     if site:
         import coreai_torch

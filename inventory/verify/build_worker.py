@@ -22,7 +22,6 @@ reference.safetensors (`out<i>`, fp32, in output order). Prints one JSON documen
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import importlib
 import json
@@ -32,15 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-
-def _peak_mb() -> float | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
+from oracle.memory import peak_mb
 
 
 def _trained_looking(module: Any, generator: Any) -> int:
@@ -135,18 +126,6 @@ def _seeded_inputs(values: list[Any], generator: Any) -> tuple[list[Any], list[s
     return out, how
 
 
-@contextlib.contextmanager
-def _export_steps(steps: dict[str, Any]):
-    import torch
-
-    with contextlib.ExitStack() as stack:
-        if steps.get("grad") == "no_grad":
-            stack.enter_context(torch.no_grad())
-        if steps.get("autocast"):
-            stack.enter_context(torch.autocast("cpu", dtype=getattr(torch, steps["autocast"])))
-        yield
-
-
 def _save_inputs(names: list[str], values: list[Any], path: Path) -> None:
     import numpy as np
     from safetensors.numpy import save_file
@@ -185,6 +164,7 @@ def main(argv: list[str]) -> int:
     import torch
 
     from inventory.trace import trust
+    from inventory.trace.worker import export_context
 
     trust.check_target(options["target"], "verify target", bool(options.get("allow_code")))
     out = Path(options["out"])
@@ -210,7 +190,7 @@ def main(argv: list[str]) -> int:
     start = time.perf_counter()
     # Exported on copies: a module that writes its state inputs in place must not change the
     # inputs the runtime and the reference are fed.
-    with _export_steps(options.get("export", {})):
+    with export_context(options.get("export", {})):
         ep = torch.export.export(module, tuple(a.clone() for a in args),
                                  kwargs={k: v.clone() for k, v in kwargs.items()}, strict=False)
     torch.export.save(ep, str(out / "program.pt2"))
@@ -236,7 +216,7 @@ def main(argv: list[str]) -> int:
         "dtype": target.dtype, "inputs": [{"name": n, "values": h, "shape": list(v.shape),
                                            "dtype": str(v.dtype).removeprefix("torch.")}
                                           for n, h, v in zip(names, how, values, strict=True)],
-        "outputs": outputs, "weights": weights, "seconds": seconds, "peak_mb": _peak_mb(),
+        "outputs": outputs, "weights": weights, "seconds": seconds, "peak_mb": peak_mb(),
         "torch": torch.__version__,
         "files": {"program": str(out / "program.pt2"),
                   "inputs": str(out / "main.inputs.safetensors"),

@@ -8,7 +8,7 @@ from rich.console import Group
 from rich.text import Text
 
 from inventory.report.text import md_cell
-from inventory.verify.service import BundleVerify, Verify, answer, status
+from inventory.verify.service import BundleVerify, Verify, answer, region_line, status
 
 _STATUS_STYLE = {"consistent": "green", "inconsistent": "bold red", "inconclusive": "magenta"}
 
@@ -121,6 +121,8 @@ def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
         else:
             lines.append(("runtime", f"inconclusive: {run.get('error')}; "
                                      f"{'; '.join(run.get('attempts', []))}"))
+    if len(rec["regions"]) > 1:
+        lines += [("region", region_line(g)) for g in rec["regions"]]
     p = rec["probes"]
     if p:
         changed = ", ".join(f"{c['probe']} ({c['verdict']}, "

@@ -24,7 +24,9 @@ _GRAPH = re.compile(r"coreai\.graph\s+(?:\w+\s+)*@([A-Za-z_][\w.$]*)\(")
 _INVOKE = re.compile(r"coreai\.invoke\s+@([A-Za-z_][\w.$]*)\(")
 _COMPOSITE_STEM = re.compile(r"_G\d+(?:_spec_.*)?$")
 MAIN = "main"
+_VALUE = re.compile(r"%(arg)?\d+\b")
 MODULES_SHOWN = 6
+MERGE = 3  # equal lines between two differing runs of @main that still make one region
 
 
 class Located:
@@ -151,20 +153,38 @@ def _map(region: Region, side: Side, lines: list[int]) -> None:
                 region.ops.append(node["target"])
 
 
+def _shape(line: str) -> str:
+    """A line without its value numbers: one op inserted in @main renumbers every later value,
+    which would make every later line differ; the ops and types that really changed do not."""
+    return _VALUE.sub(lambda m: "%arg" if m.group(1) else "%", line)
+
+
 def regions(old: Side, new: Side) -> list[Region]:
-    """The differing regions of two normalised programs, in the old program's order."""
+    """The differing regions of two normalised programs, in the old program's order: one per
+    composite graph whose body differs, and in @main (or another graph that is not a composite)
+    one per run of differing lines (runs at most MERGE equal lines apart are one region)."""
     graphs_old, graphs_new = graphs_of(old.normalised), graphs_of(new.normalised)
-    found: dict[str, Region] = {}
-    matcher = difflib.SequenceMatcher(None, old.normalised, new.normalised, autojunk=False)
+    found: dict[tuple[str, int], Region] = {}
+    runs: dict[str, tuple[int, int]] = {}  # graph -> (its current run's number, where it ends)
+    matcher = difflib.SequenceMatcher(None, [_shape(ln) for ln in old.normalised],
+                                      [_shape(ln) for ln in new.normalised], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
-        for i in range(i1, i2):
-            g = graphs_old[i]
-            found.setdefault(g, Region(g, composite(g))).lines_old.append(i + 1)
-        for j in range(j1, j2):
-            g = graphs_new[j]
-            found.setdefault(g, Region(g, composite(g))).lines_new.append(j + 1)
+        for side, lines, graphs in (("old", range(i1, i2), graphs_old),
+                                    ("new", range(j1, j2), graphs_new)):
+            for n in lines:
+                g = graphs[n]
+                if composite(g):
+                    key = (g, 0)
+                else:
+                    number, end = runs.get(g, (0, -MERGE - 2))
+                    if i1 - end > MERGE:  # a new run of this graph
+                        number += 1
+                    runs[g] = (number, max(end, i2))
+                    key = (g, number)
+                region = found.setdefault(key, Region(g, composite(g)))
+                (region.lines_old if side == "old" else region.lines_new).append(n + 1)
     for region in found.values():
         if region.graph == MAIN:
             _map(region, old, [n - 1 for n in region.lines_old])

@@ -37,6 +37,7 @@ from oracle.fixes import Fix
 from oracle.session import Session
 
 PLACEHOLDER = "$RESULT"
+REGIONS_SPELLED = 3  # more regions than this are summarised by construct in the answer line
 Progress = Callable[[str], None]
 
 
@@ -95,7 +96,16 @@ def _load(folder: Path) -> dict[str, Any] | None:
     record = whole.read_record(folder)
     if record is None:
         return None
-    return {**_rewrite(record, PLACEHOLDER, str(folder)), "evidence": str(folder)}
+    try:
+        return _derived({**_rewrite(record, PLACEHOLDER, str(folder)), "evidence": str(folder)})
+    except (OSError, KeyError, ValueError):
+        return None  # its files are gone or damaged: measured again
+
+
+def _derived(record: dict[str, Any]) -> dict[str, Any]:
+    """What is read off a record's files rather than stored: where its programs differ."""
+    record["regions"] = whole.located_regions(record)
+    return record
 
 
 # ---- the measured part --------------------------------------------------------------------
@@ -181,6 +191,7 @@ def measured(bundle: Bundle, session: Session, exporter: str, to: str, weights: 
         if run is not None and not run.get("measurement", {}).get("ok"):
             # A run that timed out or died says nothing about the programs: told, never
             # stored, measured again next time.
+            _derived(record)
             shutil.rmtree(work, ignore_errors=True)
             return {**record, "evidence": None}, False
         (work / whole.RECORD).write_text(json.dumps(_rewrite(record, str(work), PLACEHOLDER),
@@ -323,7 +334,16 @@ def answer(b: BundleVerify) -> str:
                      "the optimizer makes them the same)")
         return text
     regions = r.get("regions", [])
-    where = "; ".join(region_line(g) for g in regions)
+    if len(regions) <= REGIONS_SPELLED:
+        where = "; ".join(region_line(g) for g in regions)
+    else:  # the regions by construct; each one is in the record and the table
+        kinds: dict[str, int] = {}
+        for g in regions:
+            for k in g["constructs"] or ["no detected construct"]:
+                kinds[k] = kinds.get(k, 0) + 1
+        unexplained = sum(1 for g in regions if not g.get("explained_by_probes"))
+        where = (", ".join(f"{k} x{n}" for k, n in sorted(kinds.items()))
+                 + f"; {unexplained} explained by no changing probe")
     return (f"shipped programs differ in {shipped['changed_lines']} lines, "
             f"{len(regions)} region(s): {where}")
 

@@ -4,9 +4,11 @@ exporter and the target, compare, locate what differs and run both on one runtim
 Everything it says comes from files kept in the result store, under
 `results/verify-<bundle>-<exporter>-<target>-<key>/`: the build (program.pt2, inputs, the torch
 fp32 reference), each side's IR (emitted, shipped, shipped with locations; blobs digested),
-nodes.json and asset, the normalised texts and their diffs, the regions, and the runtime's
-output tensors. The key covers the form, the seed, the weights' digest, both sides' packages and
-the code that builds, converts and compares, so a second run reads the stored record.
+nodes.json and asset, the normalised texts and their diffs, and the runtime's output tensors.
+What is derived from those files (the regions, `inventory.verify.regions`; the reconciliation)
+is recomputed on every read, so only the measuring code is in the key. The key covers the form,
+the seed, the weights' digest, both sides' packages and the code that builds, converts, compares
+and runs, so a second run reads the stored record.
 """
 
 from __future__ import annotations
@@ -61,13 +63,17 @@ class ProgramWorker(Worker):
     needs = ("torch", "coreai_torch", "coreai.runtime")
 
 
+# The code a stored record's measurements depend on (beside the oracle's): what builds, converts,
+# compares and runs. Regions and the reconciliation are derived on read, so not in the key.
+MEASURING = ("whole.py", "build_worker.py", "drift.py", "forms.py")
+
+
 @functools.cache
 def code_digest() -> str:
-    """What a stored whole-bundle record depends on beside the converters: the oracle's code,
-    this package and the program worker."""
+    """What a stored whole-bundle record depends on beside the converters."""
     h = hashlib.sha256(store.code_digest().encode())
     here = Path(__file__).parent
-    for path in sorted(here.glob("*.py")) + [PROGRAM_WORKER]:
+    for path in [here / name for name in MEASURING] + [PROGRAM_WORKER]:
         h.update(path.read_bytes())
     return h.hexdigest()[:12]
 
@@ -187,11 +193,10 @@ def _stage(old: dict[str, Any], new: dict[str, Any], stage: str, work: Path,
             "diff": str(work / f"{prefix}{stage}.diff")}
 
 
-def _side(answer: dict[str, Any], work: Path, which: str, prefix: str) -> Side:
-    normalised = (work / f"{prefix}shipped.{which}.normalised.mlir").read_text().splitlines()
+def _side(answer: dict[str, Any], normalised: str) -> Side:
     located = Located(Path(answer["files"]["located"]).read_text())
     nodes = json.loads(Path(answer["files"]["nodes"]).read_text())
-    return Side(normalised, located, nodes)
+    return Side(Path(normalised).read_text().splitlines(), located, nodes)
 
 
 def compared(old: dict[str, Any], new: dict[str, Any], work: Path, prefix: str = ""
@@ -199,10 +204,20 @@ def compared(old: dict[str, Any], new: dict[str, Any], work: Path, prefix: str =
     out = {"emitted": _stage(old, new, "emitted", work, prefix),
            "shipped": _stage(old, new, "shipped", work, prefix)}
     if out["shipped"]["identity"] == "differs":
-        found = regions(_side(old, work, "old", prefix), _side(new, work, "new", prefix))
-        out["regions"] = [r.to_json() for r in found]
-        (work / f"{prefix}regions.json").write_text(json.dumps(out["regions"], indent=1))
+        out["shipped"]["normalised"] = {
+            side: str(work / f"{prefix}shipped.{side}.normalised.mlir") for side in ("old", "new")}
     return out
+
+
+def located_regions(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The regions in which a record's whole shipped programs differ, from its stored files."""
+    shipped = record.get("shipped", {})
+    if shipped.get("identity") != "differs":
+        return []
+    sides = record["sides"]
+    found = regions(_side(sides["old"], shipped["normalised"]["old"]),
+                    _side(sides["new"], shipped["normalised"]["new"]))
+    return [r.to_json() for r in found]
 
 
 # ---- run ------------------------------------------------------------------------------------

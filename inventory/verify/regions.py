@@ -25,6 +25,7 @@ _INVOKE = re.compile(r"coreai\.invoke\s+@([A-Za-z_][\w.$]*)\(")
 _COMPOSITE_STEM = re.compile(r"_G\d+(?:_spec_.*)?$")
 MAIN = "main"
 _VALUE = re.compile(r"%(arg)?\d+\b")
+_COREAI_OP = re.compile(r"=\s*(coreai\.[\w.]+)")
 MODULES_SHOWN = 6
 MERGE = 3  # equal lines between two differing runs of @main that still make one region
 
@@ -92,6 +93,7 @@ class Region:
     constructs: list[str] = field(default_factory=list)
     modules: list[str] = field(default_factory=list)
     ops: list[str] = field(default_factory=list)
+    coreai_ops: list[str] = field(default_factory=list)  # the Core AI ops on the changed lines
     located: bool = True  # mapped through debug locations
 
     @property
@@ -104,7 +106,7 @@ class Region:
                 "lines_old": _spans(self.lines_old), "lines_new": _spans(self.lines_new),
                 "calls": self.calls, "constructs": self.constructs,
                 "modules": self.modules[:MODULES_SHOWN], "module_count": len(self.modules),
-                "ops": self.ops, "located": self.located}
+                "ops": self.ops, "coreai_ops": self.coreai_ops, "located": self.located}
 
 
 def _spans(lines: list[int]) -> list[str]:
@@ -186,6 +188,11 @@ def regions(old: Side, new: Side) -> list[Region]:
                 region = found.setdefault(key, Region(g, composite(g)))
                 (region.lines_old if side == "old" else region.lines_new).append(n + 1)
     for region in found.values():
+        for side, lines in ((old, region.lines_old), (new, region.lines_new)):
+            for n in lines:
+                m = _COREAI_OP.search(side.normalised[n - 1])
+                if m and m.group(1) not in region.coreai_ops:
+                    region.coreai_ops.append(m.group(1))
         if region.graph == MAIN:
             _map(region, old, [n - 1 for n in region.lines_old])
             _map(region, new, [n - 1 for n in region.lines_new])

@@ -253,10 +253,11 @@ def reconcile(record: dict[str, Any], probes: Sweep) -> tuple[dict[str, Any], li
         r["explained_by_probes"] = explained
         if not explained:
             where = ", ".join(r["modules"]) or "no located module"
+            ops = ", ".join(r.get("coreai_ops", [])) or "no op"
             inconsistencies.append(
                 f"unexplained: {r['changed_lines']} line(s) of @{r['graph']} differ "
-                f"(constructs {', '.join(r['constructs']) or 'none detected'}; modules {where}) "
-                "and no probe of this bundle changes there")
+                f"({ops}; constructs {', '.join(r['constructs']) or 'none detected'}; modules "
+                f"{where}) and no probe of this bundle changes there")
     return summary, inconsistencies, limitations
 
 
@@ -355,7 +356,8 @@ def region_line(g: dict[str, Any]) -> str:
         if g["module_count"] > len(g["modules"]) else ""
     modules = ", ".join(g["modules"]) + more if g["modules"] else "no located module"
     fixes = ", ".join(f"#{i}" for i in g.get("explained_by", [])) or "none"
-    return (f"@{g['graph']} ({kinds}{calls}; {g['changed_lines']} lines; modules {modules}; "
+    ops = f"; {', '.join(g['coreai_ops'])}" if g.get("coreai_ops") and not g["composite"] else ""
+    return (f"@{g['graph']} ({kinds}{calls}; {g['changed_lines']} lines{ops}; modules {modules}; "
             f"explained by {fixes})")
 
 

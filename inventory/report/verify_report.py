@@ -21,8 +21,16 @@ def _mb(value: float | None) -> str:
     return "n/a" if value is None else f"{value / 1024:.2f} GB"
 
 
+def _arg(value: Any) -> str:
+    """A build argument; a nested table (a config override) only by its keys (--json has it)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_arg(v) if isinstance(v, dict) else '...'}"
+                               for k, v in value.items()) + "}"
+    return repr(value)
+
+
 def _form(form: dict[str, Any]) -> str:
-    args = ", ".join(f"{k}={v!r}" for k, v in sorted(form.get("build", {}).items()))
+    args = ", ".join(f"{k}={_arg(v)}" for k, v in sorted(form.get("build", {}).items()))
     who = "stand-in " if form.get("standin") else ""
     return f"{form.get('form')} ({who}{form.get('target')}({args}))"
 

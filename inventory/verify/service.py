@@ -187,10 +187,12 @@ def measured(bundle: Bundle, session: Session, exporter: str, to: str, weights: 
         except whole.VerifyError as exc:
             # never stored: a failed build is told, and measured again next time
             return {"error": str(exc), "form": form.to_json()}, False
-        run = record.get("run")
-        if run is not None and not run.get("measurement", {}).get("ok"):
-            # A run that timed out or died says nothing about the programs: told, never
-            # stored, measured again next time.
+        run = record.get("run") or {}
+        worker_died = any(s.get("stage") == "worker" for part in (record, run)
+                          for s in part.get("sides", {}).values())
+        if (run and not run.get("measurement", {}).get("ok")) or worker_died:
+            # A run or a conversion that timed out or died says nothing about the programs:
+            # told, never stored, measured again next time.
             _derived(record)
             shutil.rmtree(work, ignore_errors=True)
             return {**record, "evidence": None}, False

@@ -123,8 +123,10 @@ def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
                                   f", {run['params']:,} parameters"
                       if run.get("params") else _form(run["form"])))
         if run["ok"]:
-            lines.append(("runtime", f"{run['runtime']} (both programs, one runtime; "
-                                     f"seconds {run['seconds']})"))
+            took = ", ".join(f"{k} {v:.0f} s" for k, v in (run["seconds"] or {}).items())
+            lines.append(("runtime", f"{run['runtime']} (both programs, one runtime; {took})"))
+            # a runtime that refused or aborted first is part of the answer, not only a log
+            lines += [("not run on", a) for a in run["attempts"]]
             lines += [("drift", _drift_line(row)) for row in run["outputs"]]
         else:
             lines.append(("runtime", f"inconclusive: {run.get('error')}; "

@@ -263,8 +263,8 @@ def reconcile(record: dict[str, Any], probes: Sweep) -> tuple[dict[str, Any], li
     return summary, inconsistencies, limitations
 
 
-def _notes(bundle: Bundle, record: dict[str, Any]) -> list[str]:
-    notes = []
+def _notes(bundle: Bundle, record: dict[str, Any], deviations: list[str]) -> list[str]:
+    notes = [f"environment deviation: {d}" for d in deviations]
     form = record.get("form", {})
     if form.get("standin"):
         notes.append(f"the module is the stand-in {form['target']}, not the recipe's own: its "
@@ -299,13 +299,14 @@ def verify(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog, p
             record, cached = measured(bundle, session, exporter, to,
                                       (weights or {}).get(bundle.name), use_cache, allow_code,
                                       progress)
+            deviations = [d for v in (exporter, to) for d in session.env(v).deviations]
         progress(f"{bundle.name}: probing every traced instance under {exporter} and {to}")
         probes = sweep(exporter, to, fixes, registry_regimes([bundle]), catalog, policy,
                        use_cache=use_cache, progress=progress, source="registry")
         summary, inconsistencies, limitations = reconcile(record, probes)
         out.append(BundleVerify(bundle.name, exporter, assumed, to, record, cached, summary,
                                 tuple(inconsistencies), tuple(limitations),
-                                tuple(_notes(bundle, record))))
+                                tuple(_notes(bundle, record, deviations))))
     return Verify(to, tuple(out))
 
 

@@ -223,7 +223,7 @@ def located_regions(record: dict[str, Any]) -> list[dict[str, Any]]:
 # ---- run ------------------------------------------------------------------------------------
 
 
-def _runtimes(session: Session, old: Env, new: Env) -> list[Env]:
+def _runtimes(old: Env, new: Env) -> list[Env]:
     """One runtime runs both assets: the target's, else the exporter's (as the probes do)."""
     return [new] if new.core == old.core else [new, old]
 
@@ -233,7 +233,7 @@ def run_both(session: Session, old_env: Env, new_env: Env, assets: dict[str, str
              progress: Progress) -> dict[str, Any]:
     pool = session.pool_of(AssetWorker, "asset")
     attempts: list[str] = []
-    for env in _runtimes(session, old_env, new_env):
+    for env in _runtimes(old_env, new_env):
         outputs: dict[str, str] = {}
         names: list[str] = []
         seconds: dict[str, float] = {}

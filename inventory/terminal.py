@@ -9,7 +9,6 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-import click
 import typer
 from rich.console import Console
 from rich.text import Text
@@ -57,6 +56,12 @@ def internal_error(exc: Exception, as_json: bool = False, command: str = "") -> 
     raise typer.Exit(ExitCode.INTERNAL)
 
 
+# typer's own exits and usage errors. typer 0.29 vendors click (no `click` is installed beside
+# it unless another package brings one), so they are named through typer, never click.
+_OWN_EXITS = tuple(e for e in (typer.Exit, typer.Abort, getattr(typer, "TyperException", None))
+                   if e is not None)
+
+
 @contextmanager
 def answering(command: str, as_json: bool = False) -> Iterator[None]:
     """Turn any user error raised inside into one line and exit code 2, and anything unexpected
@@ -67,7 +72,7 @@ def answering(command: str, as_json: bool = False) -> Iterator[None]:
         yield
     except USER_ERRORS as exc:
         fail(str(exc), as_json, command)
-    except (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException):
+    except _OWN_EXITS:
         raise  # typer.Exit is a RuntimeError: a command's own exit code, not a defect
     except Exception as exc:
         internal_error(exc, as_json, command)

@@ -117,3 +117,12 @@ def test_module_level_imports_form_no_cycle():
         if module not in state:
             cycle = walk(module)
             assert cycle is None, " -> ".join(cycle)
+
+
+def test_no_module_imports_click():
+    """typer 0.29 vendors click, so a plain install of the project (the README's main job, no
+    extras) has no `click`: importing it broke `scripts/inventory` on a clean clone while the
+    test environment, where another package brings click, passed."""
+    users = sorted(m for m, p in MODULES.items()
+                   if any(i.split(".")[0] == "click" for i in _imports(p, False)))
+    assert not users

@@ -8,11 +8,11 @@ function follows the registry's contract (returns the module and its example inp
 from __future__ import annotations
 
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+from cli import Ran, invoke
 
 from inventory.trace import recipes
 
@@ -79,9 +79,8 @@ kwargs = {{ channels = 8, length = 32 }}
 '''
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inventory.cli", *args], capture_output=True,
-                          text=True, cwd=ROOT)
+def run(*args: str) -> Ran:
+    return invoke(*args)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -113,7 +112,8 @@ def one_line(proc: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
-def test_a_users_bundle_is_traced_from_their_repository_and_recorded_with_provenance(tmp_path):
+def test_a_users_bundle_is_traced_from_their_repository_and_recorded_with_provenance(
+        tmp_path, converter_envs):
     repo, commit = recipe_repo(tmp_path)
     reg = registry(tmp_path, commit)
     proc = run("trace", "mine", "--recipe-root", str(repo), "--registry", str(reg), "--write",
@@ -170,7 +170,7 @@ def test_a_builder_the_registry_may_not_run_is_refused_in_one_line(tmp_path, pat
     assert proc.returncode == 2 and says in one_line(proc)
 
 
-def test_a_builder_that_breaks_the_contract_is_one_line(tmp_path):
+def test_a_builder_that_breaks_the_contract_is_one_line(tmp_path, converter_envs):
     repo, commit = recipe_repo(tmp_path)
     script = repo / "export" / "export_mine.py"
     script.write_text(script.read_text() + "\n\ndef wrong(channels, length):\n    return 3\n")

@@ -14,16 +14,15 @@ environment are marked slow.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tomli_w
+from cli import Ran, invoke, spawn
 from safetensors.numpy import save_file
 from test_scan import CONVERT
 
@@ -33,12 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SECRET = "s3cret-0f-the-host"
 
 
-def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inventory.cli", *args], capture_output=True,
-                          text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "200", **env})
+def run(*args: str, **env: str) -> Ran:
+    return invoke(*args, **{"COLUMNS": "200", **env})
 
 
-def one_clean_line(proc: subprocess.CompletedProcess[str]) -> str:
+def one_clean_line(proc: Ran) -> str:
     assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, proc.stderr
@@ -268,7 +266,8 @@ def test_a_target_outside_the_projects_targets_is_refused_and_never_imported(
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     for names in ([], ["evil"]):  # every traceable bundle, and the bundle named
-        proc = run("trace", *names, "--registry", str(registry), "-q", TMPDIR=str(tmpdir))
+        # a process of its own: TMPDIR is read once per process (tempfile caches it)
+        proc = spawn("trace", *names, "--registry", str(registry), "-q", TMPDIR=str(tmpdir))
         assert proc.returncode == 2
         line = one_clean_line(proc)
         assert line.startswith("error: evil: ")
@@ -291,8 +290,8 @@ def test_with_allow_code_the_registrys_target_is_imported_and_called(tmp_path, e
     registry = evil_registry(tmp_path, '[bundles.evil.trace]\ntarget = "tempfile:mkdtemp"')
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    proc = run("trace", "evil", "--registry", str(registry), "--allow-code", "-q",
-               TMPDIR=str(tmpdir))
+    proc = spawn("trace", "evil", "--registry", str(registry), "--allow-code", "-q",
+                 TMPDIR=str(tmpdir))
     # trusted as code: imported and called (mkdtemp made its folder); what it returns is not a
     # trace target, which is one line, exit 2
     assert proc.returncode == 2

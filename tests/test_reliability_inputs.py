@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import string
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 import tomli_w
+from cli import Ran
+from cli import invoke as run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -66,12 +65,7 @@ mode = "constant"
 """
 
 
-def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inventory.cli", *args], capture_output=True,
-                          text=True, cwd=ROOT, env={**os.environ, **env})
-
-
-def one_line(proc: subprocess.CompletedProcess[str]) -> str:
+def one_line(proc: Ran) -> str:
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, proc.stderr

@@ -1,6 +1,7 @@
 """Failures are not sticky, and the store survives its own maintenance (issue #16, part B).
 
-Every test drives the real CLI in a subprocess, on a result store of its own. A test that needs
+Every test drives the real CLI (in this process, or in a subprocess where a signal or a second
+process is the point), on a result store of its own. A test that needs
 an environment it can break works on a hard-linked copy of a built one (`cp -al`: instant, no
 space): files in such a copy are never written in place (the originals share their inodes); a
 file is changed by removing it and writing a new one.
@@ -17,21 +18,18 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
+from cli import Ran, invoke
 from conftest import conv_transpose_registry as _registry
 
 from oracle.envs import MANIFEST, SHARED_TORCH_PTH, load_catalog
 from oracle.paths import envs_dir
 from oracle.store import LOCKS, RESULT_FILE, load_result
 
-pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _run(*args: str, cache: Path, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inventory.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "INVENTORY_CACHE": str(cache), **extra})
+def _run(*args: str, cache: Path, **extra: str) -> Ran:
+    return invoke(*args, INVENTORY_CACHE=str(cache), **extra)
 
 
 def _start(*args: str, cache: Path) -> subprocess.Popen[str]:
@@ -95,7 +93,7 @@ def _rewrite(path: Path, text: str) -> None:
     path.write_text(text)
 
 
-def _one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+def _one_error_line(proc: Ran) -> str:
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert "Traceback" not in proc.stderr, proc.stderr
     assert len(lines) == 1, proc.stderr

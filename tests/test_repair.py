@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli import Ran, invoke
 from safetensors.numpy import load_file, save_file
 
 from inventory.repair import compare_outputs
@@ -26,9 +24,8 @@ from oracle.spec import Pipeline, ProbeSpec
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inventory.cli", *args, "-q"],
-                          capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
+def run(*args: str) -> Ran:
+    return invoke(*args, "-q")
 
 
 def tree_digest(folder: Path) -> str:

@@ -13,10 +13,10 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli import Ran, invoke
 
 from oracle.scan_worker import _ResourceHasher
 
@@ -114,30 +114,11 @@ JOBS = ("batchnorms:batchnorms:0", "batchnorms-again:batchnorms:0",
         "batchnorms-other:batchnorms:1", "convbn:convbn:0", "upsampler:upsampler:0")
 
 
-def _scan_app_args() -> list[str]:
-    """`inventory scan` through the project's CLI once scan is registered there, else through a
-    minimal app holding only scan_cmd."""
-    from inventory.cli import app
-
-    names = {c.name for c in app.registered_commands}
-    if "scan" in names:
-        return ["-m", "inventory.cli"]
-    runner = ("import typer\n"
-              "from inventory.scan_cli import scan_cmd\n"
-              "app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)\n"
-              "app.command('scan')(scan_cmd)\n"
-              "app.callback()(lambda: None)\n"
-              "app()\n")
-    return ["-c", runner]
+def run_scan(*args: str) -> Ran:
+    return invoke("scan", *args, "-q", COLUMNS="200")
 
 
-def run_scan(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *_scan_app_args(), "scan", *args, "-q"],
-                          capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, "COLUMNS": "200"})
-
-
-def one_clean_line(proc: subprocess.CompletedProcess[str]) -> str:
+def one_clean_line(proc: Ran) -> str:
     assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, proc.stderr

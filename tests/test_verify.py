@@ -10,29 +10,26 @@ the README (scripts/verify-bundles)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 import tomli_w
+from cli import Ran, invoke
 
 from oracle.paths import envs_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = ROOT / "recipes.toml"
 
-pytestmark = pytest.mark.slow
+
 
 # sortformer in small: every construct kind of the full step, one layer of each encoder
 MINI = {"chunk_mel": 160, "spkcache": 12, "layers": 1, "tf_layers": 1}
 
 
-def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "inventory.cli", *args], capture_output=True,
-                          text=True, cwd=ROOT, env={**os.environ, **env})
+def run(*args: str, **env: str) -> Ran:
+    proc = invoke(*args, **env)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 

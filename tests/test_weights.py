@@ -10,12 +10,11 @@ variances below fp16's smallest normal.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli import invoke
 from safetensors.numpy import save_file
 
 from oracle import checkpoint
@@ -123,10 +122,8 @@ def test_a_probe_built_from_a_checkpoint_holds_those_tensors(tmp_path):
 def test_one_tiny_running_var_layer_is_measured_and_reported_the_others_as_ordinary(
         tmp_path, converter_envs, json_schema):
     path = parakeet_checkpoint(tmp_path / "parakeet.safetensors", tiny_layer=7)
-    proc = subprocess.run(
-        [sys.executable, "-m", "inventory.cli", "affected", "--fix", "54", "--bundle",
-         "parakeet", "--weights", f"parakeet={path}", "--json", "-q"],
-        capture_output=True, text=True, cwd=ROOT)
+    proc = invoke("affected", "--fix", "54", "--bundle", "parakeet", "--weights",
+                  f"parakeet={path}", "--json", "-q")
     assert proc.returncode == 1, proc.stderr  # a re-export is required
     document = json.loads(proc.stdout)
     json_schema(document)  # per-module probes: "module", spec "tensors" and "checkpoint"

@@ -375,9 +375,11 @@ def _quantize(r: Regime, g: list[dict]) -> None:
     assert shape_of(scale) == [p["shape"][p["axis"]]]
     assert (zero_point is not None) == bool(p.get("zero_point"))
     assert dq["args"][0]["node"] == q["name"]
-    if p["axis"] < 0:  # the regime: another dim has the channel axis's size
+    if p["axis"] < 0:  # the regime's name states whether another dim has the axis's size
         equal = sum(1 for d in p["shape"] if d == p["shape"][p["axis"]])
-        assert equal >= 2 or "distinct" in r.name
+        claims_equal = "equal-dims" in r.name
+        assert claims_equal != ("distinct-dims" in r.name), f"{r.name} states neither or both"
+        assert (equal >= 2) == claims_equal, f"{r.name}: {equal} dims of the axis's size"
 
 
 PAD_OPS = {"reflect": "aten.reflection_pad{}d.default",

@@ -28,6 +28,58 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+# ---- the two tiers ----------------------------------------------------------------------------
+# A test is `slow` when it needs a converter environment: it asks for one of these fixtures,
+# directly or through another fixture, and is marked here, never by file. (A test that needs no
+# environment but builds and exports a whole upstream model is marked by hand, saying so.) So
+# `-m "not slow"` (scripts/test --fast) needs no environment, and the check at the end of such
+# a session makes the marker honest: a fast session that built an environment fails, naming
+# what appeared.
+ENV_FIXTURES = frozenset({"env", "converter_envs", "newest_env", "pool", "matrix"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m deselection reads the markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if ENV_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+def _fast_session(config: pytest.Config) -> bool:
+    return " ".join(str(config.getoption("markexpr", "")).split()) == "not slow"
+
+
+def _envs_now() -> set[str]:
+    from oracle.paths import envs_dir
+
+    root = envs_dir()
+    return {p.name for p in root.iterdir()} if root.is_dir() else set()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_ENVS_BEFORE] = _envs_now()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not _fast_session(session.config):
+        return
+    built = sorted(_envs_now() - session.config.stash[_ENVS_BEFORE])
+    if built:
+        session.config.get_terminal_writer().line(
+            f"fast tier: a test not marked slow built converter environments ({', '.join(built)}"
+            f" in {envs_dir_text()}): it must ask for the `env` fixture", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def envs_dir_text() -> str:
+    from oracle.paths import envs_dir
+
+    return str(envs_dir())
+
+
+_ENVS_BEFORE = pytest.StashKey[set[str]]()
+
+
 @pytest.fixture(scope="session")
 def catalog():
     return load_catalog()
@@ -109,3 +161,16 @@ def conv_transpose_registry(tmp_path: Path, channels: int = 4) -> Path:
         f'stride = [2], padding = [0], output_padding = [1], '
         f'input_shape = [1, {channels}, 11] }}\n')
     return registry
+
+
+@pytest.fixture(scope="session")
+def matrix(converter_envs) -> Any:
+    """The headline answers, computed once per session through the real CLI and the real
+    converters, two runs at a time (tests/golden/answers.py `compute`): every `affected`, every
+    `plan`, every consecutive `release-notes`, and `sweep --registry` per step. Tests read them
+    with `matrix.run_cli(args)` (the same cached run); the golden test compares them with the
+    snapshot. Returns the `answers` module."""
+    from golden import answers
+
+    answers.compute()
+    return answers

@@ -5,12 +5,10 @@ shipped registry."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli import Ran, invoke
 
 from oracle import asset_probe
 from oracle.cache import prune
@@ -21,19 +19,16 @@ from oracle.runtimes import cores
 from oracle.session import Session
 from oracle.spec import Pipeline, ProbeSpec
 
-pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONED = "error: expected AICode versioned location, got: loc(fused<"
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inventory.cli", *args, "-q"],
-                          capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
+def run(*args: str) -> Ran:
+    return invoke(*args, "-q")
 
 
-def answer(*args: str) -> tuple[dict, subprocess.CompletedProcess[str]]:
+def answer(*args: str) -> tuple[dict, Ran]:
     proc = run(*args, "--json")
-    assert "Traceback" not in proc.stderr, proc.stderr
     return json.loads(proc.stdout), proc
 
 
@@ -83,8 +78,9 @@ def test_a_040_asset_that_b2_and_b3_refuse_is_reported_and_the_run_goes_on(env, 
                                                    "unreadable",)
 
 
-def test_affected_fix_28_requires_sam3_for_its_load_failure_with_both_remedies():
-    data, proc = answer("affected", "--fix", "28")
+def test_affected_fix_28_requires_sam3_for_its_load_failure_with_both_remedies(matrix):
+    ran = matrix.run_cli(("affected", "--fix", "28"))
+    data = ran.data
     assert data["kind"] == "asset" and data["to"] == "0.4.1"
     by = {b["bundle"]: b for b in data["bundles"]}
     sam3 = by["sam3"]
@@ -109,10 +105,10 @@ def test_affected_fix_28_requires_sam3_for_its_load_failure_with_both_remedies()
     assert "required if it was exported with coreai-torch 0.4.0" in lfm["reason"]
     assert "metadata.json without `producer` means coreai-torch 0.4.0" in lfm["reason"]
     assert [r["reexport"] for r in lfm["load"]["by_exporter"]] == ["required", "no"]
-    assert proc.returncode == 1  # at least one re-export required
+    assert ran.exit == 1  # at least one re-export required
 
 
-def test_a_runtime_override_changes_whose_loading_decides():
+def test_a_runtime_override_changes_whose_loading_decides(matrix):
     data, proc = answer("affected", "--fix", "28", "--bundle", "sam3", "--runtime", "b1")
     (sam3,) = data["bundles"]
     assert sam3["deployment"] == {"cores": ["1.0.0b1"], "runtimes":
@@ -123,8 +119,9 @@ def test_a_runtime_override_changes_whose_loading_decides():
     assert "Traceback" not in proc.stderr
 
 
-def test_plan_puts_a_load_failure_first_and_names_both_remedies():
-    plan, proc = answer("plan", "--to", "0.4.2")
+def test_plan_puts_a_load_failure_first_and_names_both_remedies(matrix):
+    ran = matrix.run_cli(("plan", "--to", "0.4.2"))
+    plan = ran.data
     by = {b["bundle"]: b for b in plan["bundles"]}
     sam3 = by["sam3"]
     assert sam3["reexport"] == "required"
@@ -140,7 +137,7 @@ def test_plan_puts_a_load_failure_first_and_names_both_remedies():
         assert b["load"]["verdict"] == "loads", name
         assert not [i for i in b["required"] if i["kind"] != "lowering"], name
         assert b["reexport"] != "required", name
-    assert proc.returncode == 1
+    assert ran.exit == 1
     text = run("plan", "--to", "0.4.2").stdout
     assert "sam3 #28: its asset does not load on coreai-core 1.0.0b2, 1.0.0b3" in \
         " ".join(text.split())

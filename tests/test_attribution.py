@@ -9,25 +9,20 @@ only) it must be reported as an unexplained change in 0.4.1->0.4.2, not blamed o
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
-import pytest
 import tomli_w
+from cli import invoke
 
-from inventory.attribution import release_steps
+from inventory.attribution import explaining, release_steps
+from oracle.fixes import Fix
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.slow
 
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "inventory.cli", *args], capture_output=True,
-                          text=True, cwd=ROOT, env=os.environ.copy())
+def run(*args: str):
+    proc = invoke(*args)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -48,7 +43,29 @@ def test_release_steps_walk_the_catalog_in_order(catalog):
     assert release_steps(catalog, "0.4.1", "0.4.2") == [("0.4.1", "0.4.2")]
 
 
-def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(converter_envs, json_schema):
+def _fix(id: str, ships_in: str, *constructs: str, kind: str = "lowering") -> Fix:
+    return Fix(id, f"fix {id}", ships_in, "", tuple(constructs), kind=kind)
+
+
+def test_a_step_is_explained_only_by_lowering_records_of_that_step_naming_the_construct():
+    """Pure: `explaining` decides which records a step's change is credited to (the sweeps,
+    plans and release notes all go through it)."""
+    fixes = [_fix("13", "0.4.1", "view_dynamic", "arange"), _fix("40", "0.4.2", "conv_transpose"),
+             _fix("56", "0.4.2", "view_dynamic", "cat_dynamic"),
+             _fix("core-b2", "0.4.1", "asset_hierarchy", kind="pipeline"),
+             _fix("28", "0.4.1", "asset_hierarchy", kind="asset")]
+    assert explaining(fixes, "view_dynamic", "0.4.1", "0.4.2") == ("56",)
+    assert explaining(fixes, "view_dynamic", "0.4.0", "0.4.1") == ("13",)
+    assert explaining(fixes, "view_dynamic", "0.4.0", "0.4.2") == ("13", "56")
+    assert explaining(fixes, "conv_transpose", "0.4.1", "0.4.2") == ("40",)
+    # without #40's record its step's conv transpose change is unexplained, never given to #56
+    assert explaining([f for f in fixes if f.id != "40"], "conv_transpose", "0.4.1", "0.4.2") == ()
+    # asset and pipeline records never explain a lowering change, even naming the construct
+    assert explaining(fixes, "asset_hierarchy", "0.4.0", "0.4.1") == ()
+    assert explaining(fixes, "view_dynamic", "0.4.2", "0.4.3") == ()
+
+
+def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(matrix, json_schema):
     proc = run("affected", "--fix", "13", "--to", "0.4.3", "-b", "sam3", "--json", "-q")
     data = json.loads(proc.stdout)
     json_schema(data)
@@ -73,11 +90,9 @@ def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(converter_envs
 
 
 def test_plan_names_the_step_and_lists_a_change_no_record_explains_apart(
-        converter_envs, json_schema, tmp_path):
-    proc = run("plan", "--to", "0.4.3", "-b", "sam3", "--json", "-q")
-    data = json.loads(proc.stdout)
-    json_schema(data)
-    (sam3,) = data["bundles"]
+        matrix, json_schema, tmp_path):
+    data = matrix.run_cli(("plan", "--to", "0.4.3")).data
+    (sam3,) = [b for b in data["bundles"] if b["bundle"] == "sam3"]
     items = {i["fix"]: i for level in ("required", "inconclusive", "optional", "not_affected")
              for i in sam3[level]}
     assert items["13"]["verdict"] == "same-program" and items["13"]["changed_in"] == [
@@ -116,7 +131,7 @@ def _records() -> list[dict]:
 
 
 def test_sweep_over_the_shipped_instances_explains_every_change_of_0_4_2(
-        converter_envs, json_schema, tmp_path):
+        matrix, json_schema, tmp_path):
     """`sweep --registry`: every distinct traced instance of the five bundles under 0.4.1 and
     0.4.2. The changes are #54's fp16 batch norms and sam3's dynamic views (#56); with #56's old
     record the views are unexplained (exit 1), and nothing else is."""
@@ -127,7 +142,9 @@ def test_sweep_over_the_shipped_instances_explains_every_change_of_0_4_2(
         json_schema(data)
         return proc.returncode, data
 
-    code, data = sweep()
+    ran = matrix.run_cli(("sweep", "--registry", "--from", "0.4.1", "--to", "0.4.2"))
+    code, data = ran.exit, ran.data
+    json_schema(data)
     assert code == 0 and data["source"] == "registry" and data["unexplained"] == []
     changed = {c["probe"].split(":")[0]: c["explained_by"] for c in data["changed"]}
     assert changed == {"batch_norm/parakeet": ["54"], "batch_norm/lfm_audio": ["54"],

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
+from cli import Ran
+from cli import invoke as run
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = ROOT / "recipes.toml"
 
 
-def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inventory.cli", *args], capture_output=True,
-                          text=True, cwd=ROOT, env={**os.environ, **env})
-
-
-def one_clean_line(proc: subprocess.CompletedProcess[str]) -> str:
+def one_clean_line(proc: Ran) -> str:
     assert "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, proc.stderr
@@ -64,12 +57,11 @@ def test_missing_registry_in_json_mode_still_prints_an_envelope(tmp_path, json_s
         assert data["error"] == f"{tmp_path / 'none.toml'}: cannot read: No such file or directory"
 
 
-@pytest.mark.slow
-def test_affected_fix_40_json_on_the_shipped_registry(converter_envs, json_schema):
+def test_affected_fix_40_json_on_the_shipped_registry(matrix, json_schema):
     """Fix #40's answer, and that every claim in it is backed by the stored evidence."""
-    proc = run("affected", "--fix", "40", "--json", "-q")
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
+    ran = matrix.run_cli(("affected", "--fix", "40"))
+    assert ran.exit == 0, ran.stderr
+    data = ran.data
     json_schema(data)
     assert data["schema_version"] == 1 and data["fix"] == "40" and data["to"] == "0.4.2"
     assert data["reexport"] == "no"
@@ -97,8 +89,7 @@ def test_affected_fix_40_json_on_the_shipped_registry(converter_envs, json_schem
             assert (evidence / "emitted.diff").exists() == (emitted == "differs")
 
 
-@pytest.mark.slow
-def test_trace_check_passes_on_the_registry_and_catches_a_stale_entry(tmp_path):
+def test_trace_check_passes_on_the_registry_and_catches_a_stale_entry(tmp_path, converter_envs):
     proc = run("trace", "mimi", "--check", "-q")
     assert proc.returncode == 0, proc.stderr
     assert "registry instances match a fresh trace" in proc.stdout
@@ -112,13 +103,12 @@ def test_trace_check_passes_on_the_registry_and_catches_a_stale_entry(tmp_path):
     assert "stale: mimi: recorded recipe instance not given by the stand-in" in proc.stderr
 
 
-@pytest.mark.slow
-def test_without_a_checkpoint_a_value_condition_is_reported_as_a_condition(converter_envs):
+def test_without_a_checkpoint_a_value_condition_is_reported_as_a_condition(matrix):
     """Behaviour without --weights: trained-looking values decide; the adversarial values that
     make it worse are reported as a condition, with how to decide it."""
-    proc = run("affected", "--fix", "54", "--bundle", "sortformer", "--json", "-q")
-    assert proc.returncode == 0, proc.stderr
-    bundle = json.loads(proc.stdout)["bundles"][0]
+    ran = matrix.run_cli(("affected", "--fix", "54"))
+    assert ran.exit == 0, ran.stderr
+    (bundle,) = [b for b in ran.data["bundles"] if b["bundle"] == "sortformer"]
     (tiny,) = bundle["conditions"]
     # trained-looking values: optional; a running_var below fp16's smallest normal makes the
     # 0.4.1 program return NaN/inf where 0.4.2 does not: required
@@ -154,7 +144,6 @@ def test_weights_naming_a_missing_file_is_one_line(tmp_path):
     assert "--weights takes BUNDLE=PATH, not 'sortformer'" in one_clean_line(proc)
 
 
-@pytest.mark.slow
 def test_a_checkpoint_without_a_traced_modules_tensors_is_one_line(tmp_path, converter_envs):
     import numpy as np
     from safetensors.numpy import save_file

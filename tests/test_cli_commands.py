@@ -1,31 +1,26 @@
 """Every command driven through the CLI as a user runs it: exit codes, output formats, options,
-housekeeping. Each run is a subprocess of `python -m inventory.cli`; the JSON it prints is also
-checked against its published schema (`schemas/`)."""
+housekeeping. Each run goes through the typer app in this process (tests/cli.py `invoke`); the
+JSON it prints is also checked against its published schema (`schemas/`)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 import tomllib
 from pathlib import Path
 
-import pytest
 import tomli_w
+from cli import Ran, invoke
 
 from oracle.paths import envs_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.slow
 
-
-def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "inventory.cli", *args], capture_output=True,
-                          text=True, cwd=ROOT, env={**os.environ, **env})
+def run(*args: str, **env: str) -> Ran:
+    proc = invoke(*args, **env)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -93,25 +88,15 @@ DYNAMIC_0_4_2 = [
     "view_dynamic/flatten-dynamic-batch-fp16"]
 
 
-def test_sweep_exits_1_when_a_change_has_no_fix_record(converter_envs, tmp_path, json_schema):
-    """0.4.1 -> 0.4.2 (most of its regimes are converted for release-notes anyway): the real
-    database explains every change; with #56's old record the seven dynamic-shape changes are
-    unexplained, and without #40's record the conv transpose changes join them."""
-    records = tomllib.loads((ROOT / "oracle" / "fixes.toml").read_text())["fix"]
-
-    def fixes_file(name: str, fixes: list[dict]) -> str:
-        path = tmp_path / f"{name}.toml"
-        path.write_text(tomli_w.dumps({"fix": fixes}))
-        return str(path)
-
-    def sweep(*extra: str) -> tuple[int, dict]:
-        proc = run("sweep", "--from", "0.4.1", "--to", "0.4.2", "--json", "-q", *extra)
-        data = json.loads(proc.stdout)
-        json_schema(data)
-        return proc.returncode, data
-
-    code, real = sweep()
-    assert code == 0 and real["unexplained"] == [] and real["source"] == "library"
+def test_the_library_sweep_explains_every_change_of_0_4_2_and_exits_1_without_a_record(
+        matrix, tmp_path, json_schema):
+    """The library sweep 0.4.1 -> 0.4.2 (the session's matrix runs it once): the real database
+    explains every change; with #56's old record the seven dynamic-shape changes are
+    unexplained, exit 1 (a second run, answered from the store)."""
+    ran = matrix.run_cli(("sweep", "--from", "0.4.1", "--to", "0.4.2"))
+    real = ran.data
+    json_schema(real)
+    assert ran.exit == 0 and real["unexplained"] == [] and real["source"] == "library"
     dynamic = {c["probe"]: c for c in real["changed"] if c["probe"] in DYNAMIC_0_4_2}
     assert sorted(dynamic) == sorted(DYNAMIC_0_4_2)
     for c in dynamic.values():
@@ -121,16 +106,17 @@ def test_sweep_exits_1_when_a_change_has_no_fix_record(converter_envs, tmp_path,
     assert "conv_transpose/1d-op1-p0" in by_40 and "conv_transpose/2d-op1-p0" in by_40
     assert real["probed"] == len(real["changed"]) + real["unchanged"] + len(real["failing_both"])
 
-    old_56 = [{**f, "constructs": ["group_norm", "select_dynamic"]} if f["id"] == "56" else f
-              for f in records]
-    code, lacking = sweep("--fixes", fixes_file("old-56", old_56))
-    assert code == 1
+    records = tomllib.loads((ROOT / "oracle" / "fixes.toml").read_text())["fix"]
+    old_56 = tmp_path / "old-56.toml"
+    old_56.write_text(tomli_w.dumps({"fix": [
+        {**f, "constructs": ["group_norm", "select_dynamic"]} if f["id"] == "56" else f
+        for f in records]}))
+    proc = run("sweep", "--from", "0.4.1", "--to", "0.4.2", "--json", "-q", "--fixes",
+               str(old_56))
+    assert proc.returncode == 1
+    lacking = json.loads(proc.stdout)
+    json_schema(lacking)
     assert lacking["unexplained"] == DYNAMIC_0_4_2
-
-    code, lacking = sweep("--fixes", fixes_file("old-56-without-40",
-                                                [f for f in old_56 if f["id"] != "40"]))
-    assert code == 1
-    assert sorted(lacking["unexplained"]) == sorted(DYNAMIC_0_4_2 + by_40)
 
     proc = run("sweep", "--from", "0.4.1", "--to", "0.4.2", "--fixes", str(tmp_path / "none"),
                "-q")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from safetensors.numpy import load_file
 
 from inventory.policy import load_policy
@@ -12,8 +11,6 @@ from inventory.verdict import judge
 from oracle.client import Pool
 from oracle.compare import compare
 from oracle.spec import ProbeSpec
-
-pytestmark = pytest.mark.slow
 
 
 def conv_t(dim: int, **kw) -> ProbeSpec:

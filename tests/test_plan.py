@@ -3,33 +3,26 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from cli import Ran, invoke
 
-ROOT = Path(__file__).resolve().parent.parent
 EXIT = {"no": 0, "optional": 0, "required": 1, "inconclusive": 3}
 
-pytestmark = pytest.mark.slow
+
+def run(*args: str) -> Ran:
+    return invoke(*args, "-q")
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inventory.cli", *args, "-q"],
-                          capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
-
-
-def affected(fix: str, *extra: str) -> tuple[dict, subprocess.CompletedProcess[str]]:
+def affected(fix: str, *extra: str) -> tuple[dict, Ran]:
     proc = run("affected", "--fix", fix, "--json", *extra)
-    assert "Traceback" not in proc.stderr, proc.stderr
     return json.loads(proc.stdout), proc
 
 
 @pytest.mark.parametrize(("fix", "reexport"), [("40", "no"), ("54", "optional"), ("55", "no")])
-def test_each_fix_answers_every_bundle_and_the_exit_code_follows(fix, reexport, converter_envs):
-    data, proc = affected(fix)
+def test_each_fix_answers_every_bundle_and_the_exit_code_follows(fix, reexport, matrix):
+    ran = matrix.run_cli(("affected", "--fix", fix))
+    data = ran.data
     assert len(data["bundles"]) == 5
     for b in data["bundles"]:
         assert b["chain"] and b["reason"]
@@ -38,17 +31,17 @@ def test_each_fix_answers_every_bundle_and_the_exit_code_follows(fix, reexport, 
         assert all(p["runtime"].startswith("linux-cpu, coreai-core") for p in measured)
     # the measured answer (every bundle's verdict is pinned in tests/golden/affected/)
     assert data["reexport"] == reexport
-    assert proc.returncode == EXIT[reexport]
+    assert ran.exit == EXIT[reexport]
 
 
-def test_an_unknown_exporter_is_answered_as_the_oldest_release_and_says_so(converter_envs):
-    data, _ = affected("54", "--bundle", "lfm_audio")
-    b = data["bundles"][0]
+def test_an_unknown_exporter_is_answered_as_the_oldest_release_and_says_so(matrix):
+    data = matrix.run_cli(("affected", "--fix", "54")).data
+    (b,) = [b for b in data["bundles"] if b["bundle"] == "lfm_audio"]
     assert b["exporter_recorded"] == "unknown" and b["exporter"] == "0.4.0"
     assert "assumed the oldest supported release" in b["chain"][0]
 
 
-def test_the_ignore_file_accepts_a_risk_and_warns_about_stale_entries(tmp_path, converter_envs):
+def test_the_ignore_file_accepts_a_risk_and_warns_about_stale_entries(tmp_path, matrix):
     ignore = tmp_path / "ignore.toml"
     ignore.write_text(
         '[[ignore]]\nfix = "54"\nbundle = "sortformer"\nreason = "accepted: retrain due"\n'
@@ -68,10 +61,9 @@ def test_the_ignore_file_accepts_a_risk_and_warns_about_stale_entries(tmp_path, 
 
 
 def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_changes(
-        tmp_path, converter_envs):
-    proc = run("plan", "--to", "0.4.2", "--json")
-    assert "Traceback" not in proc.stderr, proc.stderr
-    plan = json.loads(proc.stdout)
+        tmp_path, matrix):
+    ran = matrix.run_cli(("plan", "--to", "0.4.2"))
+    plan = ran.data
     assert plan["to"] == "0.4.2"
     by = {b["bundle"]: b for b in plan["bundles"]}
     assert by["lfm_audio"]["exporter_assumed"] is True
@@ -85,7 +77,7 @@ def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_cha
     # lfm_audio's does depends on its unrecorded exporter; #54 suggests one for three bundles,
     # #56 for sam3: its dynamic views change in 0.4.1 -> 0.4.2, #56's step, not #13's (the full
     # answer is pinned in tests/golden/plan/0.4.2.json)
-    assert plan["reexport"] == "required" and proc.returncode == 1
+    assert plan["reexport"] == "required" and ran.exit == 1
     assert {b: [i["fix"] for i in by[b]["required"]] for b in by} == {
         "parakeet": [], "lfm_audio": [], "sortformer": [], "mimi": [], "sam3": ["28"]}
     assert [i["fix"] for i in by["lfm_audio"]["inconclusive"]] == ["28"]
@@ -95,12 +87,12 @@ def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_cha
     assert thirteen["verdict"] == "same-program"
 
     baseline = tmp_path / "plan.json"
-    baseline.write_text(proc.stdout)
+    baseline.write_text(json.dumps(plan))
     same = json.loads(run("plan", "--to", "0.4.2", "--json", "--baseline", str(baseline)).stdout)
     assert all(not b[k] for b in same["bundles"]
                for k in ("required", "inconclusive", "optional", "not_affected"))
     # pretend fix 40 used to be required for mimi: the plan now reports it as changed
-    edited = json.loads(proc.stdout)["result"]  # the bare record is a baseline too
+    edited = json.loads(json.dumps(plan["result"]))  # the bare record is a baseline too
     mimi = next(b for b in edited["bundles"] if b["bundle"] == "mimi")
     for key in ("not_affected", "optional", "inconclusive"):
         moved = [i for i in mimi[key] if i["fix"] == "40"]

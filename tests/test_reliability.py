@@ -20,7 +20,6 @@ from oracle.compare import compare
 from oracle.spec import ProbeSpec
 from oracle.store import load_result, result_dir
 
-pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -100,9 +100,9 @@ def test_the_recipe_traces_hold_what_the_issue_says():
     assert BUNDLES["sam3"].trace["packages"]["transformers"] == "5.9.0"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", RECIPE_TRACED)
-def test_stand_in_trace_plus_stated_differences_is_the_recorded_recipe_trace(name, catalog):
+def test_stand_in_trace_plus_stated_differences_is_the_recorded_recipe_trace(name, catalog,
+                                                                             converter_envs):
     bundle = BUNDLES[name]
     result = trace_target(bundle, catalog)
     assert result.is_standin and result.target == bundle.standin["target"]

@@ -118,6 +118,8 @@ def test_mimi_step_reproduces_pocket_tts_streaming_decode():
     assert int(states[step.state_names.index("offset")]) == frames * step.steps
 
 
+# Slow without a converter environment: each builds and exports a whole upstream model (10-20 s).
+@pytest.mark.slow
 @pytest.mark.parametrize("build, shapes", [
     (lambda: parakeet.build(mel_len=96, **CONFORMER_SMALL), [[1, 12, 640]]),
     (lambda: sortformer.build(chunk_mel=80, spkcache=6, tf_layers=1, **CONFORMER_SMALL),
@@ -137,6 +139,7 @@ def test_fastconformer_targets_hold_no_conv_transpose(build, shapes):
     assert all(n.args[0].meta["val"].dtype == torch.float16 for n in norms)
 
 
+@pytest.mark.slow  # builds and exports sam3's vision encoder (about 20 s)
 def test_sam3_fpn_neck_holds_three_conv_transposes_two_parameter_sets():
     ep = _trace(sam3.build(config_overrides=SAM3_SMALL, image=224))
     found = group(detect(ep.graph.nodes, ["conv_transpose"]))

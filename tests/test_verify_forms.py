@@ -22,9 +22,8 @@ def test_the_shipped_registry_states_its_miniatures():
     assert [b.name for b in MINIATURES] == ["sam3"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("bundle", MINIATURES, ids=lambda b: b.name)
-def test_a_miniature_keeps_every_distinct_instance(bundle, catalog):
+def test_a_miniature_keeps_every_distinct_instance(bundle, catalog, converter_envs):
     build = bundle.verify["build"]
 
     full = distinct(trace_target(bundle, catalog).instances)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def in_ci() -> bool:
 # `-m "not slow"` (scripts/test --fast) needs no environment, and the check at the end of such
 # a session makes the marker honest: a fast session that built an environment fails, naming
 # what appeared.
-ENV_FIXTURES = frozenset({"env", "converter_envs", "newest_env", "pool", "matrix"})
+ENV_FIXTURES = frozenset({"env", "converter_envs", "newest_env", "pool", "matrix", "traced"})
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own -m deselection reads the markers
@@ -99,12 +100,20 @@ def need_env(version: str, catalog) -> Env:
 
 @pytest.fixture(scope="session")
 def env(catalog) -> Callable[[str], Env]:
-    """env("0.4.1") -> the ready environment for that release (built on first request)."""
+    """env("0.4.1") -> the ready environment for that release. The first request makes every
+    release's environment ready, two builds at a time after the shared torch (a session that
+    needs one needs them all soon, and pip spends much of a build waiting on the disk)."""
+    versions = sorted(catalog.releases, key=version_key)
     built: dict[str, Env] = {}
 
     def get(version: str) -> Env:
+        if not built:
+            built[versions[0]] = need_env(versions[0], catalog)  # installs the shared torch
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                built.update(zip(versions[1:], pool.map(
+                    lambda v: need_env(v, catalog), versions[1:]), strict=True))
         if version not in built:
-            built[version] = need_env(version, catalog)
+            built[version] = need_env(version, catalog)  # not in the catalog: its error
         return built[version]
 
     return get
@@ -147,6 +156,24 @@ def json_schema() -> Callable[[dict[str, Any]], None]:
             f"{name}.schema.json: /{'/'.join(map(str, e.path))}: {e.message}" for e in errors[:10])
 
     return check
+
+
+@pytest.fixture(scope="session")
+def traced(catalog, converter_envs) -> Callable[..., Any]:
+    """traced(bundle, build=None) -> the trace of the bundle's project target (its stand-in),
+    made once per session: sam3's full stand-in takes about a minute and is read by both the
+    stand-in check and the verify-miniature check."""
+    from inventory.trace.service import trace_target
+
+    made: dict[tuple[str, str], Any] = {}
+
+    def get(bundle: Any, build: dict[str, Any] | None = None) -> Any:
+        key = (bundle.name, json.dumps(build, sort_keys=True))
+        if key not in made:
+            made[key] = trace_target(bundle, catalog, build=build)
+        return made[key]
+
+    return get
 
 
 def conv_transpose_registry(tmp_path: Path, channels: int = 4) -> Path:

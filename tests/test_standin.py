@@ -11,7 +11,7 @@ import pytest
 
 from inventory.registry import load_registry
 from inventory.trace import standin
-from inventory.trace.service import RECIPE, differences, origin, raw_bundle, trace_target
+from inventory.trace.service import RECIPE, differences, origin, raw_bundle
 
 DIV = {"kind": "true_divide", "count": 17, "dtype": "float16",
        "params": {"form": "scalar", "operands": "float", "shape": [1, 8, 378, 378],
@@ -101,10 +101,9 @@ def test_the_recipe_traces_hold_what_the_issue_says():
 
 
 @pytest.mark.parametrize("name", RECIPE_TRACED)
-def test_stand_in_trace_plus_stated_differences_is_the_recorded_recipe_trace(name, catalog,
-                                                                             converter_envs):
+def test_stand_in_trace_plus_stated_differences_is_the_recorded_recipe_trace(name, traced):
     bundle = BUNDLES[name]
-    result = trace_target(bundle, catalog)
+    result = traced(bundle)
     assert result.is_standin and result.target == bundle.standin["target"]
     assert differences(raw_bundle_of(name), result) == []
 

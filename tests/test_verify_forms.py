@@ -12,7 +12,6 @@ from __future__ import annotations
 import pytest
 
 from inventory.registry import load_registry
-from inventory.trace.service import trace_target
 from inventory.verify.forms import distinct
 
 MINIATURES = [b for b in load_registry() if b.verify.get("form") == "miniature"]
@@ -23,11 +22,11 @@ def test_the_shipped_registry_states_its_miniatures():
 
 
 @pytest.mark.parametrize("bundle", MINIATURES, ids=lambda b: b.name)
-def test_a_miniature_keeps_every_distinct_instance(bundle, catalog, converter_envs):
+def test_a_miniature_keeps_every_distinct_instance(bundle, traced):
     build = bundle.verify["build"]
 
-    full = distinct(trace_target(bundle, catalog).instances)
-    mini = distinct(trace_target(bundle, catalog, build=build).instances)
+    full = distinct(traced(bundle).instances)
+    mini = distinct(traced(bundle, build).instances)
 
     missing, extra = sorted(full - mini), sorted(mini - full)
     assert not missing and not extra, (

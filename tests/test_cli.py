@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli import Ran
+from cli import Ran, spawn
 from cli import invoke as run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,6 +17,18 @@ def one_clean_line(proc: Ran) -> str:
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, proc.stderr
     return lines[0]
+
+
+def test_a_shell_sees_the_same_exit_codes_and_lines_as_the_in_process_runs():
+    """The one process-level check of what `invoke` stands for: `python -m inventory.cli` as a
+    shell starts it gives the exit code and the line the in-process run gives."""
+    for args, code in ((("--version",), 0), (("affected", "--fix", "999", "-q"), 2),
+                       (("plan", "--json"), 2)):
+        process, in_process = spawn(*args), run(*args)
+        assert process.returncode == in_process.returncode == code, args
+        # the usage line names the program as it was started
+        shell_err = process.stderr.replace("python -m inventory.cli", "inventory")
+        assert (process.stdout, shell_err) == (in_process.stdout, in_process.stderr), args
 
 
 def test_unknown_fix_is_a_usage_error():

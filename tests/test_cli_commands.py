@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 
 import tomli_w
-from cli import Ran, invoke
+from cli import Ran, invoke, spawn
 
 from oracle.paths import envs_dir
 
@@ -64,9 +64,10 @@ def test_an_injected_worker_crash_is_inconclusive_and_exit_3(converter_envs, tmp
 def test_a_hung_worker_is_killed_after_the_timeout_the_environment_sets(converter_envs,
                                                                        tmp_path):
     cache = private_cache(tmp_path)
-    proc = run("affected", "--fix", "40", "--registry", str(_registry(tmp_path)), "--json", "-q",
-               INVENTORY_CACHE=str(cache), INVENTORY_WORKER_FAULT="hang",
-               INVENTORY_WORKER_TIMEOUT="3")
+    # a process of its own: the worker timeout is read when the client module is imported
+    proc = spawn("affected", "--fix", "40", "--registry", str(_registry(tmp_path)), "--json",
+                 "-q", INVENTORY_CACHE=str(cache), INVENTORY_WORKER_FAULT="hang",
+                 INVENTORY_WORKER_TIMEOUT="3")
     assert proc.returncode == 3, proc.stderr
     (probe,) = json.loads(proc.stdout)["bundles"][0]["probes"]
     assert probe["verdict"] == "inconclusive"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-from cli import Ran, invoke
+from cli import Ran, invoke, spawn
 
 from oracle.paths import envs_dir
 
@@ -160,8 +160,10 @@ def test_a_run_that_exceeds_the_timeout_is_inconclusive_not_stored(sortformer_mi
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "envs").symlink_to(envs_dir())
-    env = {"INVENTORY_CACHE": str(cache), "INVENTORY_VERIFY_RUN_TIMEOUT": "0.5"}
-    code, data = verify_json("sortformer", "--to", "0.4.2", "--registry", str(registry), **env)
+    # a process of its own: the run timeout is read when the verify module is imported
+    proc = spawn("verify", "sortformer", "--to", "0.4.2", "--registry", str(registry), "--json",
+                 "-q", INVENTORY_CACHE=str(cache), INVENTORY_VERIFY_RUN_TIMEOUT="0.5")
+    code, data = proc.returncode, json.loads(proc.stdout)
     b = data["bundles"][0]
     assert code == 3 and b["status"] == "inconclusive"
     assert "did not answer within" in " ".join(b["run"]["attempts"])

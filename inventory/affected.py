@@ -9,6 +9,7 @@ from pathlib import Path
 from inventory.attribution import Step, locate, step_line
 from inventory.errors import UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
+from inventory.instances import instance_spec
 from inventory.loads import LoadAnswer, answer_load
 from inventory.policy import Policy
 from inventory.registry import Bundle, Instance, exporter_release
@@ -17,7 +18,7 @@ from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge, rank, wors
 from oracle.checkpoint import Checkpoint, instance_tensors
 from oracle.conditions import Condition, ConditionCheck, check, load_conditions
 from oracle.constructs import get as construct_of
-from oracle.constructs import has_probe, probe_params
+from oracle.constructs import has_probe
 from oracle.envs import Catalog, Env, EnvError, version_key
 from oracle.fixes import Fix, load_fixes
 from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
@@ -26,7 +27,8 @@ from oracle.runtimes import cores
 from oracle.session import Session
 from oracle.spec import ProbeSpec
 
-__all__ = ["AffectedReport", "Analyzer", "BundleAnswer", "ProbeAnswer", "UsageError", "affected"]
+__all__ = ["AffectedReport", "Analyzer", "BundleAnswer", "ProbeAnswer", "UsageError", "affected",
+           "instance_spec"]
 
 
 @dataclass(frozen=True)
@@ -105,19 +107,6 @@ class AffectedReport:
     @property
     def reexport(self) -> Reexport:
         return worst(b.reexport for b in self.bundles if b.bundle not in self.ignored)
-
-
-def instance_spec(bundle: Bundle, instance: Instance, override: dict | None = None
-                  ) -> ProbeSpec:
-    """The probe for one traced instance: its own parameters, dtype and the bundle's pipeline,
-    with trained-looking values (or a condition's override of them)."""
-    return ProbeSpec(
-        construct=instance.kind,
-        params={**probe_params(instance.kind, instance.params), **(override or {})},
-        dtype=instance.dtype or bundle.dtype,
-        pipeline=bundle.pipeline,
-        values="trained",
-    )
 
 
 class Analyzer:

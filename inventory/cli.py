@@ -199,10 +199,14 @@ def release_notes_cmd(
     markdown: Markdown = False,
     as_json: Json = False,
     registry: Registry = DEFAULT_REGISTRY,
+    fixes: Annotated[Path, typer.Option(
+        "--fixes", help="The fix database (e.g. a draft of the next release's records): the "
+                        "fixes listed, and the records that explain a change.")] = FIXES_FILE,
     no_cache: NoCache = False,
     quiet: Quiet = False,
 ) -> None:
-    """Per fix between two releases, per probe regime: does the program change, do values move?"""
+    """Per fix between two releases, per probe regime: does the program change, do values move?
+    And every shipped instance's change in each release step that no record of it explains."""
     from inventory.output import Renderer
     from inventory.policy import load_policy
     from inventory.release_notes import release_notes
@@ -215,8 +219,9 @@ def release_notes_cmd(
         check_release("--from", old)
         check_release("--to", new)
         python_ok()
+        records = load_fixes(fixes)
         with progress(not quiet) as report_progress:
-            notes = release_notes(old, new, load_fixes(), load_regimes(),
+            notes = release_notes(old, new, records, load_regimes(),
                                   load_registry(registry), load_catalog(), load_policy(),
                                   use_cache=not no_cache, progress=report_progress)
     Renderer("release-notes", notes_record, notes_table, notes_markdown).render(notes, fmt, out)

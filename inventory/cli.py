@@ -93,6 +93,10 @@ def affected_cmd(
              "norm: running statistics, affine parameters, the depthwise conv before it); "
              "else decide value conditions from them (repeatable).")] = None,
     runtime: Runtimes = None,
+    fixes: Annotated[Path, typer.Option(
+        "--fixes", help="The fix database (e.g. a draft of the next release's records): the "
+                        "fix is looked up there, and changes of its release step that no "
+                        "record there explains are mentioned.")] = FIXES_FILE,
     quiet: Quiet = False,
 ) -> None:
     """Which shipped bundles does one converter fix change, and must they be re-exported?"""
@@ -103,14 +107,15 @@ def affected_cmd(
     from inventory.report.json_report import affected_record
     from inventory.report.table import affected_markdown, affected_table
     from inventory.runtimes import parse_overrides
-    from oracle.fixes import find_fix
+    from oracle.fixes import find_fix, load_fixes
 
     fmt = OutputFormat.choose(as_json, markdown)
     with answering("affected", as_json):
         check_release("--to", to)
         check_number("--tolerance", tolerance, 0, inclusive=False)
         python_ok()
-        the_fix = find_fix(fix)
+        records = load_fixes(fixes)
+        the_fix = find_fix(fix, records, fixes)
         all_bundles = load_registry(registry)
         bundles = select(all_bundles, bundle)
         ignores = load_ignores(ignore)
@@ -120,7 +125,8 @@ def affected_cmd(
         with progress(not quiet) as report_progress:
             report = affected(the_fix, bundles, catalog, load_policy(tolerance), to=to,
                               use_cache=not no_cache, progress=report_progress,
-                              ignores=ignores, weights=checkpoints, runtimes=runtimes)
+                              ignores=ignores, weights=checkpoints, runtimes=runtimes,
+                              fixes=records)
     Renderer("affected", affected_record, affected_table, affected_markdown).render(
         report, fmt, out, report.warnings)
     warn(report.warnings)

@@ -171,8 +171,7 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
     out = []
     with opened(session, catalog, progress) as session:
         analyzer = Analyzer(session, policy, use_cache, runtimes=runtimes, fixes=fixes)
-        ranges = {b.name: _range(b, to, catalog) for b in bundles}
-        swept = _sweep(bundles, ranges, fixes, catalog, policy, use_cache, progress, session)
+        answered = []
         for bundle in bundles:
             exporter, assumed = exporter_release(bundle.exporter, catalog)
             load = analyzer.load_answer(bundle, to)
@@ -188,13 +187,19 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
             # anything else), then what cannot be decided.
             items.sort(key=lambda i: (rank(i.level), not i.load_failure,
                                       version_key(i.fix.ships_in)))
+            answered.append((bundle, exporter, assumed, tuple(items), load))
+        # After the records' probes, so a step where a worker already failed is not swept
+        # (it would start a worker again for every instance), and is said so.
+        ranges = {b.name: _range(b, to, catalog) for b in bundles}
+        swept = _sweep(bundles, ranges, fixes, catalog, policy, use_cache, progress, session)
+        for bundle, exporter, assumed, items, load in answered:
             found = swept_changes(session, swept.of(bundle.name, ranges[bundle.name]), exporter,
                                   to, policy, use_cache)
             unswept = swept.unswept(ranges[bundle.name])
             warnings += [f"{bundle.name}: the registry sweep of {why}; a change no record "
                          f"explains cannot be ruled out there" for why in unswept]
-            out.append(BundlePlan(bundle.name, exporter, assumed, tuple(items), load,
-                                  merged(found, unexplained_changes(tuple(items))), unswept))
+            out.append(BundlePlan(bundle.name, exporter, assumed, items, load,
+                                  merged(found, unexplained_changes(items)), unswept))
     warnings += unmatched(active, seen)
     return Plan(to, tuple(out), tuple(warnings))
 

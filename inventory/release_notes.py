@@ -257,11 +257,10 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
     pairs = release_steps(catalog, old, new)
     # what `plan` lists as unexplained for these steps: a step that cannot be swept fails the
     # notes (an environment error), never leaves the section silently empty
-    with Session(catalog, progress) as session:
-        swept = sweep_steps({s: bundles for s in pairs}, fixes, catalog, policy, use_cache,
-                            progress, session)
+    swept = sweep_steps({s: bundles for s in pairs}, fixes, catalog, policy, use_cache,
+                        progress, after_worker_failure=True)
     if swept.failed:
-        raise next(iter(swept.failed.values()))
+        raise EnvError(next(iter(swept.failed.values())))
     chosen = between(fixes, old, new)
     wanted: list[Regime] = []
     for fix in chosen:
@@ -338,10 +337,10 @@ def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: 
 @dataclass(frozen=True)
 class StepSweeps:
     """The registry sweep of release steps: per step, the changes no record of it explains; a
-    step whose environments could not be had maps to why in `failed` (nothing is known of it)."""
+    step that could not be swept maps to why in `failed` (nothing is known of it)."""
 
     found: dict[tuple[str, str], tuple[Unrecorded, ...]]
-    failed: dict[tuple[str, str], EnvError]
+    failed: dict[tuple[str, str], str]
     keys: dict[str, frozenset[str]]  # per bundle, the spec keys of its probed instances
 
     def of(self, bundle: str, steps: list[tuple[str, str]]) -> tuple[Unrecorded, ...]:
@@ -358,26 +357,37 @@ class StepSweeps:
 def sweep_steps(wanted: dict[tuple[str, str], list[Bundle]], fixes: list[Fix],
                 catalog: Catalog, policy: Policy, use_cache: bool = True,
                 progress: Callable[[str], None] = lambda _: None,
-                session: Session | None = None) -> StepSweeps:
+                session: Session | None = None,
+                after_worker_failure: bool = False) -> StepSweeps:
     """`sweep --registry` of each consecutive release step over the traced instances of the
     bundles that cross it: the same regimes, stored comparisons and records, so a change is
-    unexplained here exactly when that sweep says so."""
+    unexplained here exactly when that sweep says so.
+
+    A step whose environment cannot be had is not swept, and said so. So is, unless
+    `after_worker_failure`, a step one of whose releases had a worker die or time out earlier in
+    the session: every instance would be converted there, each by a worker started again."""
     bundles = list({b.name: b for crossing in wanted.values() for b in crossing}.values())
     regimes = registry_regimes(bundles)  # named by every holder, as `sweep --registry` names them
     keys = {b.name: probed_keys(b) for b in bundles}
     found: dict[tuple[str, str], tuple[Unrecorded, ...]] = {}
-    failed: dict[tuple[str, str], EnvError] = {}
-    for (old, new), crossing in sorted(wanted.items(), key=lambda w: version_key(w[0][0])):
-        mine = frozenset().union(*(keys[b.name] for b in crossing))
-        try:
-            sw = sweep(old, new, fixes, [r for r in regimes if r.spec.key() in mine], catalog,
-                       policy, use_cache, progress, "registry", session)
-        except EnvError as exc:
-            failed[(old, new)] = exc
-            continue
-        # one step: each unexplained finding is that step's comparison of the instance
-        found[(old, new)] = tuple(
-            Unrecorded(f.outcome, step_between(fixes, f.outcome.regime.spec, old, new,
-                                               f.outcome.result))
-            for f in sw.unexplained)
+    failed: dict[tuple[str, str], str] = {}
+    with opened(session, catalog, progress) as session:
+        for (old, new), crossing in sorted(wanted.items(), key=lambda w: version_key(w[0][0])):
+            died = [f"a coreai-torch {v} worker failed earlier in this run: {why}"
+                    for v in (old, new) if (why := session.worker_failures.get(v))]
+            if died and not after_worker_failure:
+                failed[(old, new)] = "; ".join(died)
+                continue
+            mine = frozenset().union(*(keys[b.name] for b in crossing))
+            try:
+                sw = sweep(old, new, fixes, [r for r in regimes if r.spec.key() in mine],
+                           catalog, policy, use_cache, progress, "registry", session)
+            except EnvError as exc:
+                failed[(old, new)] = str(exc)
+                continue
+            # one step: each unexplained finding is that step's comparison of the instance
+            found[(old, new)] = tuple(
+                Unrecorded(f.outcome, step_between(fixes, f.outcome.regime.spec, old, new,
+                                                   f.outcome.result))
+                for f in sw.unexplained)
     return StepSweeps(found, failed, keys)

@@ -41,6 +41,9 @@ class Session:
         self._env_errors: dict[str, EnvError] = {}
         # result folder -> (result, made in this session): see `compare`
         self._results: dict[Path, tuple[ProbeResult, bool]] = {}
+        # converter release -> the first failure of one of its workers (died, timed out) in
+        # this session: a caller may choose not to start more conversions there
+        self.worker_failures: dict[str, str] = {}
 
     def __enter__(self) -> Session:
         return self
@@ -98,6 +101,9 @@ class Session:
             return known[0]
         result = compare(spec, old, new, self.pool, use_cache=use_cache)
         self._results[key] = (result, not result.cached)
+        for side in (result.old, result.new):
+            if not side.ok and side.stage == "worker":
+                self.worker_failures.setdefault(side.converter, side.error)
         return result
 
 

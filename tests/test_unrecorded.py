@@ -201,6 +201,21 @@ def test_a_step_that_cannot_be_swept_makes_the_bundle_inconclusive(session, bund
                           "explains cannot be ruled out there",)
 
 
+def test_a_step_where_a_worker_already_failed_is_not_swept(bundles, catalog, converter_envs):
+    """After a worker of 0.4.3 died in this run, the sweep of 0.4.2 -> 0.4.3 would start one
+    again for every instance: it is not run, and the bundle cannot be answered below
+    inconclusive."""
+    with Session(catalog) as failed:
+        failed.worker_failures["0.4.3"] = "coreai-torch-0.4.3 worker died of SIGABRT (the test)"
+        p = plan(NEWEST, [b for b in bundles if b.name == "parakeet"], load_fixes(), catalog,
+                 load_policy(), session=failed)
+    (b,) = p.bundles
+    assert b.unswept == ("0.4.2->0.4.3 could not run (a coreai-torch 0.4.3 worker failed "
+                         "earlier in this run: coreai-torch-0.4.3 worker died of SIGABRT (the "
+                         "test))",)
+    assert b.reexport == "inconclusive"
+
+
 def test_a_fix_the_draft_does_not_hold_is_one_line():
     proc = run("affected", "--fix", "54", "--fixes", str(DRAFT))
     assert proc.returncode == 2

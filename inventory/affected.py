@@ -1,4 +1,9 @@
-"""`inventory affected --fix N`: which shipped bundles does one converter fix change?"""
+"""`inventory affected --fix N`: which shipped bundles does one converter fix change?
+
+The answer stays about N. When N's own release step also holds changes of a bundle's traced
+instances that no record of the step explains (the registry sweep, as `plan` reads it), the
+bundle's answer says so in one line and points to `plan`, which counts them (issue #29).
+"""
 
 from __future__ import annotations
 
@@ -6,18 +11,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from inventory.attribution import Step, locate, step_line
+from inventory.attribution import Step, locate, own_step, step_line
 from inventory.errors import UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
+from inventory.instances import instance_spec
 from inventory.loads import LoadAnswer, answer_load
 from inventory.policy import Policy
 from inventory.registry import Bundle, Instance, exporter_release
+from inventory.release_notes import StepSweeps, Unrecorded, sweep_steps
 from inventory.runtimes import Deployment, deployment
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.checkpoint import Checkpoint, instance_tensors
 from oracle.conditions import Condition, ConditionCheck, check, load_conditions
 from oracle.constructs import get as construct_of
-from oracle.constructs import has_probe, probe_params
+from oracle.constructs import has_probe
 from oracle.envs import Catalog, Env, EnvError, version_key
 from oracle.fixes import Fix, load_fixes
 from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
@@ -26,7 +33,8 @@ from oracle.runtimes import cores
 from oracle.session import Session
 from oracle.spec import ProbeSpec
 
-__all__ = ["AffectedReport", "Analyzer", "BundleAnswer", "ProbeAnswer", "UsageError", "affected"]
+__all__ = ["AffectedReport", "Analyzer", "BundleAnswer", "ProbeAnswer", "UsageError", "affected",
+           "instance_spec"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,10 @@ class BundleAnswer:
     conditions: tuple[ConditionFinding, ...] = field(default=())
     deployment: Deployment | None = None  # the runtimes the bundle must load on
     load: LoadAnswer | None = None  # question 2, when this answer rests on it (asset records)
+    # changes of the bundle's instances in the fix's own step that no record of the step
+    # explains (the registry sweep): said in one line, never counted in this fix's answer
+    unrecorded: tuple[Unrecorded, ...] = ()
+    unrecorded_line: str = ""
 
     @property
     def remedies(self) -> tuple[str, ...]:
@@ -105,19 +117,6 @@ class AffectedReport:
     @property
     def reexport(self) -> Reexport:
         return worst(b.reexport for b in self.bundles if b.bundle not in self.ignored)
-
-
-def instance_spec(bundle: Bundle, instance: Instance, override: dict | None = None
-                  ) -> ProbeSpec:
-    """The probe for one traced instance: its own parameters, dtype and the bundle's pipeline,
-    with trained-looking values (or a condition's override of them)."""
-    return ProbeSpec(
-        construct=instance.kind,
-        params={**probe_params(instance.kind, instance.params), **(override or {})},
-        dtype=instance.dtype or bundle.dtype,
-        pipeline=bundle.pipeline,
-        values="trained",
-    )
 
 
 class Analyzer:
@@ -403,16 +402,26 @@ def affected(
     ignores: list[Ignore] | None = None,
     weights: dict[str, Path] | None = None,
     runtimes: tuple[str, ...] | None = None,
+    fixes: list[Fix] | None = None,
 ) -> AffectedReport:
+    """`fixes`: the fix database (default: the shipped one) whose records explain a change."""
     target = to or fix.ships_in
     check_target(fix, target, catalog)
     active, warnings = in_force(ignores or [])
     with Session(catalog, progress) as session:
-        analyzer = Analyzer(session, policy, use_cache, weights, runtimes)
+        analyzer = Analyzer(session, policy, use_cache, weights, runtimes, fixes)
         answers = []
         for bundle in bundles:
             progress(f"{bundle.name}: checking")
             answers.append(analyzer.answer(bundle, fix, target))
+        steps = {b.name: step for b in bundles if (step := _own_step(b, fix, catalog))}
+        wanted: dict[tuple[str, str], list[Bundle]] = {}
+        for b in bundles:
+            if b.name in steps:
+                wanted.setdefault(steps[b.name], []).append(b)
+        swept = sweep_steps(wanted, analyzer.fixes, catalog, policy, use_cache, progress,
+                            session)
+    answers = [_with_unrecorded(a, fix, steps.get(a.bundle), swept, target) for a in answers]
     ids = {fix.id, *fix.aliases}
     ignored = {b.bundle: hit for b in answers
                if (hit := matching(active, ids, b.bundle)) is not None}
@@ -420,6 +429,36 @@ def affected(
     other = [i for i in active if i.fix not in ids]  # entries for other fixes are not this run's
     warnings += unmatched([i for i in active if i not in other], seen)
     return AffectedReport(fix, target, tuple(answers), ignored, tuple(warnings))
+
+
+def _own_step(bundle: Bundle, fix: Fix, catalog: Catalog) -> tuple[str, str] | None:
+    """The release step the fix ships in, seen from the bundle's exporter; none when the
+    exporter already holds the fix or is not a release the oracle can build."""
+    exporter, _ = exporter_release(bundle.exporter, catalog)
+    if exporter not in catalog.releases or version_key(exporter) >= version_key(fix.ships_in):
+        return None
+    return own_step(catalog, exporter, fix)
+
+
+def _with_unrecorded(answer: BundleAnswer, fix: Fix, step: tuple[str, str] | None,
+                     swept: StepSweeps, target: str) -> BundleAnswer:
+    """The one line about changes of the fix's own step that no record explains."""
+    if step is None:
+        return answer
+    label = f"{step[0]}->{step[1]}"
+    if swept.unswept([step]):
+        line = (f"the registry sweep of {swept.unswept([step])[0]}: changes no record of "
+                f"{label} explains were not looked for")
+        return replace(answer, chain=answer.chain + (line,), unrecorded_line=line)
+    found = swept.of(answer.bundle, [step])
+    if not found:
+        return answer
+    what = "; ".join(f"{u.spec.label()} ({u.spec.construct}): {u.outcome.verdict.verdict}"
+                     for u in found)
+    line = (f"also in {label}, the step {fix.label} ships in: {len(found)} change(s) of this "
+            f"bundle's instances that no record of {label} explains, not counted here: {what}; "
+            f"`inventory plan --to {target}` counts them")
+    return replace(answer, chain=answer.chain + (line,), unrecorded=found, unrecorded_line=line)
 
 
 def parse_weights(pairs: list[str] | None, bundles: list[Bundle]) -> dict[str, Path]:

@@ -96,7 +96,7 @@ def locate(session: Session, spec: ProbeSpec, old: str, new: str, whole: ProbeRe
         return ()
     pairs = release_steps(session.catalog, old, new)
     if len(pairs) <= 1:
-        return (_step(fixes, spec, old, new, whole),)
+        return (step_between(fixes, spec, old, new, whole),)
     steps = []
     for a, b in pairs:
         try:
@@ -105,11 +105,14 @@ def locate(session: Session, spec: ProbeSpec, old: str, new: str, whole: ProbeRe
             return ()
         session.progress(f"{spec.label()}: locating the change, {a} -> {b}")
         result = session.compare(spec, env_a, env_b, use_cache=use_cache)
-        steps.append(_step(fixes, spec, a, b, result))
+        steps.append(step_between(fixes, spec, a, b, result))
     return tuple(steps)
 
 
-def _step(fixes: list[Fix], spec: ProbeSpec, old: str, new: str, result: ProbeResult) -> Step:
+def step_between(fixes: list[Fix], spec: ProbeSpec, old: str, new: str,
+                 result: ProbeResult) -> Step:
+    """One release step's comparison of a probe, with the records of that step that explain a
+    change of it (what `locate` gives per step, and the registry sweep of a single step)."""
     ids = explaining(fixes, spec.construct, old, new)
     note = "" if ids or not program_changed(result) else pipeline_note(fixes, result, old, new)
     return Step(old, new, result, ids, note)

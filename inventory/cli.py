@@ -93,6 +93,10 @@ def affected_cmd(
              "norm: running statistics, affine parameters, the depthwise conv before it); "
              "else decide value conditions from them (repeatable).")] = None,
     runtime: Runtimes = None,
+    fixes: Annotated[Path, typer.Option(
+        "--fixes", help="The fix database (e.g. a draft of the next release's records): the "
+                        "fix is looked up there, and changes of its release step that no "
+                        "record there explains are mentioned.")] = FIXES_FILE,
     quiet: Quiet = False,
 ) -> None:
     """Which shipped bundles does one converter fix change, and must they be re-exported?"""
@@ -103,14 +107,15 @@ def affected_cmd(
     from inventory.report.json_report import affected_record
     from inventory.report.table import affected_markdown, affected_table
     from inventory.runtimes import parse_overrides
-    from oracle.fixes import find_fix
+    from oracle.fixes import find_fix, load_fixes
 
     fmt = OutputFormat.choose(as_json, markdown)
     with answering("affected", as_json):
         check_release("--to", to)
         check_number("--tolerance", tolerance, 0, inclusive=False)
         python_ok()
-        the_fix = find_fix(fix)
+        records = load_fixes(fixes)
+        the_fix = find_fix(fix, records, fixes)
         all_bundles = load_registry(registry)
         bundles = select(all_bundles, bundle)
         ignores = load_ignores(ignore)
@@ -120,7 +125,8 @@ def affected_cmd(
         with progress(not quiet) as report_progress:
             report = affected(the_fix, bundles, catalog, load_policy(tolerance), to=to,
                               use_cache=not no_cache, progress=report_progress,
-                              ignores=ignores, weights=checkpoints, runtimes=runtimes)
+                              ignores=ignores, weights=checkpoints, runtimes=runtimes,
+                              fixes=records)
     Renderer("affected", affected_record, affected_table, affected_markdown).render(
         report, fmt, out, report.warnings)
     warn(report.warnings)
@@ -199,10 +205,14 @@ def release_notes_cmd(
     markdown: Markdown = False,
     as_json: Json = False,
     registry: Registry = DEFAULT_REGISTRY,
+    fixes: Annotated[Path, typer.Option(
+        "--fixes", help="The fix database (e.g. a draft of the next release's records): the "
+                        "fixes listed, and the records that explain a change.")] = FIXES_FILE,
     no_cache: NoCache = False,
     quiet: Quiet = False,
 ) -> None:
-    """Per fix between two releases, per probe regime: does the program change, do values move?"""
+    """Per fix between two releases, per probe regime: does the program change, do values move?
+    And every shipped instance's change in each release step that no record of it explains."""
     from inventory.output import Renderer
     from inventory.policy import load_policy
     from inventory.release_notes import release_notes
@@ -215,8 +225,9 @@ def release_notes_cmd(
         check_release("--from", old)
         check_release("--to", new)
         python_ok()
+        records = load_fixes(fixes)
         with progress(not quiet) as report_progress:
-            notes = release_notes(old, new, load_fixes(), load_regimes(),
+            notes = release_notes(old, new, records, load_regimes(),
                                   load_registry(registry), load_catalog(), load_policy(),
                                   use_cache=not no_cache, progress=report_progress)
     Renderer("release-notes", notes_record, notes_table, notes_markdown).render(notes, fmt, out)

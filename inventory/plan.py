@@ -1,4 +1,11 @@
-"""`inventory plan --to V`: for each bundle, every fix between its exporter and V, answered."""
+"""`inventory plan --to V`: for each bundle, every fix between its exporter and V, answered.
+
+A plan probes the constructs its records name, and also sweeps every traced instance of the
+bundle across every release step from its exporter to V (`sweep --registry`'s comparisons,
+stored): a change no record of its step explains is listed apart and counted in the bundle's
+level like a recorded one, so a missing record (a draft on release day) never turns a change of
+what would ship into a "no" (issue #29).
+"""
 
 from __future__ import annotations
 
@@ -8,16 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inventory.affected import Analyzer, BundleAnswer
-from inventory.attribution import Step
+from inventory.attribution import Step, release_steps
 from inventory.errors import InputFileError, UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.loads import LoadAnswer, load_answer_record
 from inventory.policy import Policy
 from inventory.registry import Bundle, exporter_release
-from inventory.verdict import IGNORED, ProbeVerdict, Reexport, Verdict, rank, worst
-from oracle.envs import Catalog, version_key
+from inventory.release_notes import StepSweeps, Unrecorded, sweep_steps
+from inventory.verdict import IGNORED, ProbeVerdict, Reexport, Verdict, judge, rank, worst
+from oracle.envs import Catalog, EnvError, version_key
 from oracle.fixes import Fix, between
-from oracle.session import Session
+from oracle.results import ProbeResult
+from oracle.session import Session, opened
 
 # A plan level and its key in the JSON record, in the record's order.
 LEVEL_KEYS = ((Reexport.REQUIRED, "required"), (Reexport.INCONCLUSIVE, "inconclusive"),
@@ -50,10 +59,19 @@ class Unexplained:
     construct: str
     step: Step
     verdict: ProbeVerdict  # what the change does to the shipped bundle (exporter -> target)
-    evidence: str
+    evidence: str  # the step's comparison
+    # the exporter -> target comparison the verdict rests on (its drift, when measured)
+    result: ProbeResult | None = None
+
+    @property
+    def reason(self) -> str:
+        note = f"; {self.step.note}" if self.step.note else ""
+        return (f"changes in {self.step.label} and no record of that step explains it (none "
+                f"names {self.construct}){note}; {self.verdict.verdict}: {self.verdict.reason}")
 
 
 def unexplained_changes(items: tuple[PlanItem, ...]) -> tuple[Unexplained, ...]:
+    """Those the records' own probes found while locating their changes by step."""
     seen: dict[tuple[str, str], Unexplained] = {}
     for item in items:
         for p in item.answer.probes:
@@ -61,8 +79,36 @@ def unexplained_changes(items: tuple[PlanItem, ...]) -> tuple[Unexplained, ...]:
                 key = (p.spec.key(), s.label)
                 if s.unexplained and key not in seen:
                     seen[key] = Unexplained(p.spec.label(), p.spec.construct, s,
-                                            p.elsewhere or p.verdict, s.result.evidence)
+                                            p.elsewhere or p.verdict, s.result.evidence,
+                                            p.result)
     return tuple(seen.values())
+
+
+def swept_changes(session: Session, found: tuple[Unrecorded, ...], exporter: str, to: str,
+                  policy: Policy, use_cache: bool) -> tuple[Unexplained, ...]:
+    """The registry sweep's unexplained changes of one bundle, each judged from the bundle's
+    exporter to the target, as a recorded change is (a one-step range is the swept comparison
+    itself, read once per session)."""
+    try:
+        old, new = session.env(exporter), session.env(to)
+    except EnvError as exc:
+        why = ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
+        return tuple(Unexplained(u.spec.label(), u.spec.construct, u.step, why,
+                                 u.step.result.evidence) for u in found)
+    out = []
+    for u in found:
+        result = session.compare(u.spec, old, new, use_cache=use_cache)
+        out.append(Unexplained(u.spec.label(), u.spec.construct, u.step, judge(result, policy),
+                               u.step.result.evidence, result))
+    return tuple(out)
+
+
+def merged(swept: tuple[Unexplained, ...], own: tuple[Unexplained, ...]
+           ) -> tuple[Unexplained, ...]:
+    """The sweep's findings, then any the records' probes found that it does not hold (a
+    pipeline record's asset probe is no traced instance)."""
+    keys = {(u.probe, u.construct, u.step.label) for u in swept}
+    return swept + tuple(u for u in own if (u.probe, u.construct, u.step.label) not in keys)
 
 
 @dataclass(frozen=True)
@@ -75,6 +121,9 @@ class BundlePlan:
     # ships? An asset record in range carries the same answer as a plan item.
     load: LoadAnswer | None = None
     unexplained: tuple[Unexplained, ...] = ()
+    # release steps whose registry sweep could not run ("old->new: why"): a change no record
+    # explains cannot be ruled out there, so the bundle cannot be answered "no"
+    unswept: tuple[str, ...] = ()
 
     def by_level(self, level: str) -> tuple[PlanItem, ...]:
         return tuple(i for i in self.items if i.level == level)
@@ -91,6 +140,8 @@ class BundlePlan:
             levels.append(self.load.reexport)
         # A change no record explains still changes what would ship.
         levels += [u.verdict.reexport for u in self.unexplained]
+        if self.unswept:
+            levels.append(Reexport.INCONCLUSIVE)
         return worst(levels)
 
 
@@ -111,13 +162,16 @@ class Plan:
 def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, policy: Policy,
          ignores: list[Ignore] | None = None, use_cache: bool = True,
          progress: Callable[[str], None] = lambda _: None,
-         runtimes: tuple[str, ...] | None = None) -> Plan:
+         runtimes: tuple[str, ...] | None = None, session: Session | None = None) -> Plan:
+    """`session`: a caller's open session, whose stored results are then read once for several
+    plans (e.g. the same bundles under several fix databases)."""
     catalog.release(to)
     active, warnings = in_force(ignores or [])
     seen: set[tuple[str, str]] = set()
     out = []
-    with Session(catalog, progress) as session:
+    with opened(session, catalog, progress) as session:
         analyzer = Analyzer(session, policy, use_cache, runtimes=runtimes, fixes=fixes)
+        answered = []
         for bundle in bundles:
             exporter, assumed = exporter_release(bundle.exporter, catalog)
             load = analyzer.load_answer(bundle, to)
@@ -133,10 +187,39 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
             # anything else), then what cannot be decided.
             items.sort(key=lambda i: (rank(i.level), not i.load_failure,
                                       version_key(i.fix.ships_in)))
-            out.append(BundlePlan(bundle.name, exporter, assumed, tuple(items), load,
-                                  unexplained_changes(tuple(items))))
+            answered.append((bundle, exporter, assumed, tuple(items), load))
+        # After the records' probes, so a step where a worker already failed is not swept
+        # (it would start a worker again for every instance), and is said so.
+        ranges = {b.name: _range(b, to, catalog) for b in bundles}
+        swept = _sweep(bundles, ranges, fixes, catalog, policy, use_cache, progress, session)
+        for bundle, exporter, assumed, items, load in answered:
+            found = swept_changes(session, swept.of(bundle.name, ranges[bundle.name]), exporter,
+                                  to, policy, use_cache)
+            unswept = swept.unswept(ranges[bundle.name])
+            warnings += [f"{bundle.name}: the registry sweep of {why}; a change no record "
+                         f"explains cannot be ruled out there" for why in unswept]
+            out.append(BundlePlan(bundle.name, exporter, assumed, items, load,
+                                  merged(found, unexplained_changes(items)), unswept))
     warnings += unmatched(active, seen)
     return Plan(to, tuple(out), tuple(warnings))
+
+
+def _range(bundle: Bundle, to: str, catalog: Catalog) -> list[tuple[str, str]]:
+    """The release steps from the bundle's exporter (as answered: assumed if unrecorded) to the
+    target; none when the exporter is not a release the oracle can build."""
+    exporter, _ = exporter_release(bundle.exporter, catalog)
+    return release_steps(catalog, exporter, to) if exporter in catalog.releases else []
+
+
+def _sweep(bundles: list[Bundle], ranges: dict[str, list[tuple[str, str]]], fixes: list[Fix],
+           catalog: Catalog, policy: Policy, use_cache: bool,
+           progress: Callable[[str], None], session: Session) -> StepSweeps:
+    """Each step any bundle crosses, swept over the instances of the bundles that cross it."""
+    wanted: dict[tuple[str, str], list[Bundle]] = {}
+    for bundle in bundles:
+        for step in ranges[bundle.name]:
+            wanted.setdefault(step, []).append(bundle)
+    return sweep_steps(wanted, fixes, catalog, policy, use_cache, progress, session)
 
 
 def plan_record(p: Plan) -> dict:
@@ -172,12 +255,25 @@ def plan_record(p: Plan) -> dict:
             **{key: [item(i) for i in b.by_level(level)] for level, key in LEVEL_KEYS},
             "unexplained": [{"probe": u.probe, "construct": u.construct,
                              "step": u.step.label, "verdict": u.verdict.verdict,
-                             "reexport": u.verdict.reexport, "reason": u.verdict.reason,
-                             "note": u.step.note or None, "evidence": u.evidence}
+                             "reexport": u.verdict.reexport, "reason": u.reason,
+                             "note": u.step.note or None, "drift": drift(u.result),
+                             "evidence": u.evidence}
                             for u in b.unexplained],
             **({"verify": p.verified.get(b.bundle)} if p.verified is not None else {}),
         } for b in p.bundles],
     }
+
+
+def drift(result: ProbeResult | None) -> dict | None:
+    """How far a change moves the outputs (exporter -> target, on one runtime), when both
+    programs were run: the numbers the verdict applies the policy to."""
+    m = result.measurement if result is not None else None
+    if m is None or not m.ok or m.stats is None:
+        return None
+    s = m.stats
+    return {"runtime": m.runtime, "maxabs_old_new": s.maxabs_old_new,
+            "maxabs_old_ref": s.maxabs_old_ref, "maxabs_new_ref": s.maxabs_new_ref,
+            "ref_magnitude": s.ref_magnitude, "evidence": result.evidence}
 
 
 def changed_in(answer: BundleAnswer) -> list[dict]:
@@ -197,7 +293,7 @@ def since_baseline(p: Plan, baseline: Path) -> Plan:
     for b in p.bundles:
         items = tuple(i for i in b.items if before.get((b.bundle, i.fix.id)) != i.level)
         kept.append(BundlePlan(b.bundle, b.exporter, b.exporter_assumed, items, b.load,
-                               b.unexplained))
+                               b.unexplained, b.unswept))
     return Plan(p.to, tuple(kept), p.warnings, str(baseline), p.verified)
 
 

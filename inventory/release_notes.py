@@ -3,6 +3,10 @@
 release-notes walks the fix records between two releases and runs each fix's regimes; sweep
 ignores the records, runs every regime in the library, and then says which changes no record
 explains. Both return plain data; renderers live in `inventory/report/`.
+
+The registry sweep of each release step (`sweep_steps`: every traced instance of the bundles
+that cross the step) is also what `plan`, `affected` and the release notes' unexplained section
+read, so the four agree on what no record explains for the same step and fix database.
 """
 
 from __future__ import annotations
@@ -10,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from inventory.affected import instance_spec
 from inventory.attribution import (
     Step,
     explaining,
@@ -18,20 +21,22 @@ from inventory.attribution import (
     locate,
     program_changed,
     release_steps,
+    step_between,
 )
 from inventory.errors import UsageError
+from inventory.instances import instance_spec, probed_keys
 from inventory.policy import Policy
 from inventory.registry import UNKNOWN, Bundle
 from inventory.verdict import ProbeVerdict, judge
 from oracle import asset_probe
 from oracle.constructs import has_probe
-from oracle.envs import Catalog, version_key
+from oracle.envs import Catalog, EnvError, version_key
 from oracle.fixes import Fix, between
 from oracle.load_check import LoadCheck, load_check
 from oracle.regimes import Regime, for_constructs
 from oracle.results import Identity, ProbeResult
 from oracle.runtimes import cores
-from oracle.session import Session
+from oracle.session import Session, opened
 from oracle.spec import Pipeline, ProbeSpec
 
 # What asset and pipeline records are probed with: the asset probe, in both float dtypes the
@@ -109,20 +114,39 @@ class FixSummary:
 
 
 @dataclass(frozen=True)
+class Unrecorded:
+    """A traced instance whose shipped program changes in one release step that no record of
+    that step explains: what `sweep --registry` reports as unexplained."""
+
+    outcome: RegimeOutcome  # the instance under the step's two releases
+    step: Step
+
+    @property
+    def spec(self) -> ProbeSpec:
+        return self.outcome.regime.spec
+
+
+@dataclass(frozen=True)
 class ReleaseNotes:
     old: str
     new: str
     fixes: tuple[FixNotes, ...]
+    # the registry sweep of every step from `old` to `new`: shipped instances that change
+    # where no record of the step explains it (found whatever the records name)
+    unrecorded: tuple[Unrecorded, ...] = ()
 
     @property
     def unexplained(self) -> tuple[tuple[RegimeOutcome, Step], ...]:
-        """Changes in a step where no record names the construct (a range of several steps)."""
+        """Changes in a step where no record names the construct: the fixes' regimes (located
+        over a range of several steps), then the shipped instances of the registry sweep."""
         seen: dict[tuple[str, str], tuple[RegimeOutcome, Step]] = {}
         for f in self.fixes:
             for o in f.outcomes:
                 for s in f.steps.get(o.regime.id, ()):
                     if s.unexplained:
                         seen.setdefault((o.regime.id, s.label), (o, s))
+        for u in self.unrecorded:
+            seen.setdefault((u.outcome.regime.id, u.step.label), (u.outcome, u.step))
         return tuple(seen.values())
 
     @property
@@ -173,9 +197,10 @@ def _check_pair(old: str, new: str, catalog: Catalog) -> None:
 
 
 def _run(regimes: list[Regime], old: str, new: str, catalog: Catalog, policy: Policy,
-         use_cache: bool, progress: Callable[[str], None]) -> dict[str, RegimeOutcome]:
+         use_cache: bool, progress: Callable[[str], None],
+         session: Session | None = None) -> dict[str, RegimeOutcome]:
     out: dict[str, RegimeOutcome] = {}
-    with Session(catalog, progress) as session:
+    with opened(session, catalog, progress) as session:
         old_env, new_env = session.env(old), session.env(new)
         for i, regime in enumerate(regimes, start=1):
             progress(f"[{i}/{len(regimes)}] {regime.id} under {old} and {new}")
@@ -229,6 +254,13 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
                   use_cache: bool = True,
                   progress: Callable[[str], None] = lambda _: None) -> ReleaseNotes:
     _check_pair(old, new, catalog)
+    pairs = release_steps(catalog, old, new)
+    # what `plan` lists as unexplained for these steps: a step that cannot be swept fails the
+    # notes (an environment error), never leaves the section silently empty
+    swept = sweep_steps({s: bundles for s in pairs}, fixes, catalog, policy, use_cache,
+                        progress, after_worker_failure=True)
+    if swept.failed:
+        raise EnvError(next(iter(swept.failed.values())))
     chosen = between(fixes, old, new)
     wanted: list[Regime] = []
     for fix in chosen:
@@ -248,7 +280,7 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
                  {r.id: steps[r.id] for r in _regimes_of(fix, regimes) if r.id in steps})
         for fix in chosen
     )
-    return ReleaseNotes(old, new, notes)
+    return ReleaseNotes(old, new, notes, tuple(u for s in pairs for u in swept.found[s]))
 
 
 def _located(outcomes: dict[str, RegimeOutcome], old: str, new: str, fixes: list[Fix],
@@ -285,9 +317,10 @@ def registry_regimes(bundles: list[Bundle]) -> list[Regime]:
 
 def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: Catalog,
           policy: Policy, use_cache: bool = True,
-          progress: Callable[[str], None] = lambda _: None, source: str = "library") -> Sweep:
+          progress: Callable[[str], None] = lambda _: None, source: str = "library",
+          session: Session | None = None) -> Sweep:
     _check_pair(old, new, catalog)
-    outcomes = _run(regimes, old, new, catalog, policy, use_cache, progress)
+    outcomes = _run(regimes, old, new, catalog, policy, use_cache, progress, session)
     changed_outcomes = [o for o in outcomes.values() if program_changed(o.result)]
     steps = _located(outcomes, old, new, fixes, catalog, use_cache, progress)
     changed = []
@@ -299,3 +332,62 @@ def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: 
     failing = tuple(o for o in outcomes.values() if failing_both(o.result))
     return Sweep(old, new, len(outcomes), tuple(changed),
                  len(outcomes) - len(changed) - len(failing), failing, source)
+
+
+@dataclass(frozen=True)
+class StepSweeps:
+    """The registry sweep of release steps: per step, the changes no record of it explains; a
+    step that could not be swept maps to why in `failed` (nothing is known of it)."""
+
+    found: dict[tuple[str, str], tuple[Unrecorded, ...]]
+    failed: dict[tuple[str, str], str]
+    keys: dict[str, frozenset[str]]  # per bundle, the spec keys of its probed instances
+
+    def of(self, bundle: str, steps: list[tuple[str, str]]) -> tuple[Unrecorded, ...]:
+        """Those of one bundle's traced instances, in the given steps."""
+        keys = self.keys.get(bundle, frozenset())
+        return tuple(u for s in steps for u in self.found.get(s, ()) if u.spec.key() in keys)
+
+    def unswept(self, steps: list[tuple[str, str]]) -> tuple[str, ...]:
+        """`old->new could not run (why)` for each of these steps that could not be swept."""
+        return tuple(f"{a}->{b} could not run ({self.failed[(a, b)]})" for a, b in steps
+                     if (a, b) in self.failed)
+
+
+def sweep_steps(wanted: dict[tuple[str, str], list[Bundle]], fixes: list[Fix],
+                catalog: Catalog, policy: Policy, use_cache: bool = True,
+                progress: Callable[[str], None] = lambda _: None,
+                session: Session | None = None,
+                after_worker_failure: bool = False) -> StepSweeps:
+    """`sweep --registry` of each consecutive release step over the traced instances of the
+    bundles that cross it: the same regimes, stored comparisons and records, so a change is
+    unexplained here exactly when that sweep says so.
+
+    A step whose environment cannot be had is not swept, and said so. So is, unless
+    `after_worker_failure`, a step one of whose releases had a worker die or time out earlier in
+    the session: every instance would be converted there, each by a worker started again."""
+    bundles = list({b.name: b for crossing in wanted.values() for b in crossing}.values())
+    regimes = registry_regimes(bundles)  # named by every holder, as `sweep --registry` names them
+    keys = {b.name: probed_keys(b) for b in bundles}
+    found: dict[tuple[str, str], tuple[Unrecorded, ...]] = {}
+    failed: dict[tuple[str, str], str] = {}
+    with opened(session, catalog, progress) as session:
+        for (old, new), crossing in sorted(wanted.items(), key=lambda w: version_key(w[0][0])):
+            died = [f"a coreai-torch {v} worker failed earlier in this run: {why}"
+                    for v in (old, new) if (why := session.worker_failures.get(v))]
+            if died and not after_worker_failure:
+                failed[(old, new)] = "; ".join(died)
+                continue
+            mine = frozenset().union(*(keys[b.name] for b in crossing))
+            try:
+                sw = sweep(old, new, fixes, [r for r in regimes if r.spec.key() in mine],
+                           catalog, policy, use_cache, progress, "registry", session)
+            except EnvError as exc:
+                failed[(old, new)] = str(exc)
+                continue
+            # one step: each unexplained finding is that step's comparison of the instance
+            found[(old, new)] = tuple(
+                Unrecorded(f.outcome, step_between(fixes, f.outcome.regime.spec, old, new,
+                                                   f.outcome.result))
+                for f in sw.unexplained)
+    return StepSweeps(found, failed, keys)

@@ -66,12 +66,13 @@ def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
     return fixes
 
 
-def find_fix(fix_id: str, fixes: list[Fix] | None = None) -> Fix:
+def find_fix(fix_id: str, fixes: list[Fix] | None = None, source: Path = FIXES_FILE) -> Fix:
+    """`source`: the file `fixes` were read from, named when the id is not there."""
     wanted = fix_id.lstrip("#")
-    for fix in fixes if fixes is not None else load_fixes():
+    for fix in fixes if fixes is not None else load_fixes(source):
         if wanted == fix.id or wanted in fix.aliases:
             return fix
-    raise FixError(f"unknown fix {fix_id!r}: not in the fix database ({FIXES_FILE.name})")
+    raise FixError(f"unknown fix {fix_id!r}: not in the fix database ({source.name})")
 
 
 def between(fixes: list[Fix], old: str, new: str) -> list[Fix]:

@@ -3,17 +3,22 @@
 `affected`, `plan`, `release-notes`, `sweep`, `scan` and `repair` open one session each: an
 environment is found (or built) once, when first needed, and each environment's worker process is
 started once and reused, whichever in-environment script it runs (`worker.py` for probes,
-`scan_worker.py` for bundles, `asset_worker.py` for load checks: `pool_of`).
+`scan_worker.py` for bundles, `asset_worker.py` for load checks: `pool_of`). Each comparison is
+made, or read from the store, once per session: `plan` asks for one instance under one release
+pair for several records, their attribution by step and the registry sweep of that step, and
+reading a stored result checks the sha256 of every evidence file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from oracle import store
 from oracle.client import Pool, Worker
 from oracle.compare import compare
-from oracle.envs import Catalog, Env, ensure_env, ready_env, version_key
+from oracle.envs import Catalog, Env, EnvError, ensure_env, ready_env, version_key
 from oracle.paths import cache_root
 from oracle.results import ProbeResult
 from oracle.spec import ProbeSpec
@@ -32,6 +37,13 @@ class Session:
         self._pools: dict[type[Worker], Pool] = {}
         self._envs: dict[str, Env] = {}
         self._core_envs: dict[str, Env] = {}
+        # an environment that could not be had, told again without a second build or lock wait
+        self._env_errors: dict[str, EnvError] = {}
+        # result folder -> (result, made in this session): see `compare`
+        self._results: dict[Path, tuple[ProbeResult, bool]] = {}
+        # converter release -> the first failure of one of its workers (died, timed out) in
+        # this session: a caller may choose not to start more conversions there
+        self.worker_failures: dict[str, str] = {}
 
     def __enter__(self) -> Session:
         return self
@@ -56,8 +68,14 @@ class Session:
 
     def env(self, version: str) -> Env:
         """The environment of one converter release, built on first use."""
+        if version in self._env_errors:
+            raise self._env_errors[version]
         if version not in self._envs:
-            self._envs[version] = ensure_env(version, self.catalog, self.progress)
+            try:
+                self._envs[version] = ensure_env(version, self.catalog, self.progress)
+            except EnvError as exc:
+                self._env_errors[version] = exc
+                raise
         return self._envs[version]
 
     def env_for_core(self, core: str) -> Env:
@@ -74,4 +92,28 @@ class Session:
         return self.pool.worker(env)
 
     def compare(self, spec: ProbeSpec, old: Env, new: Env, use_cache: bool = True) -> ProbeResult:
-        return compare(spec, old, new, self.pool, use_cache=use_cache)
+        """One probe under two environments, once per session. Without the cache (`--no-cache`)
+        a result is still made once per run: a later ask takes the fresh one, never the one the
+        store held before."""
+        key = store.result_dir(spec, old, new)
+        known = self._results.get(key)
+        if known is not None and (use_cache or known[1]):
+            return known[0]
+        result = compare(spec, old, new, self.pool, use_cache=use_cache)
+        self._results[key] = (result, not result.cached)
+        for side in (result.old, result.new):
+            if not side.ok and side.stage == "worker":
+                self.worker_failures.setdefault(side.converter, side.error)
+        return result
+
+
+@contextmanager
+def opened(session: Session | None, catalog: Catalog,
+           progress: Progress = lambda _: None) -> Iterator[Session]:
+    """The caller's session (its environments, workers and results are shared), else a new one,
+    closed on exit."""
+    if session is not None:
+        yield session
+        return
+    with Session(catalog, progress) as own:
+        yield own

@@ -4,11 +4,16 @@ floor: the same probes converted and saved by a bare script, one process per con
 environment (import torch and the converter once, then convert each probe): what any tool must
 spend. cold: the real command with `--no-cache` (environments already built). warm: the real
 command again, served from the result store. Then a full sweep over one release pair, cold and
-warm. Prints seconds and ratios; asserts nothing.
+warm, and a warm `plan --to 0.4.3`. Prints seconds and ratios; asserts nothing.
+
+`--baseline DIR`: a checkout of other code (e.g. `git worktree add DIR <commit>`) sharing this
+store; the warm plan is timed under both, alternately in the same run, and their ratio printed.
+`--warm-only`: only the warm lines (no conversion: nothing competes for the cores).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -38,18 +43,54 @@ for i, spec in enumerate(json.loads(sys.argv[2])):
 """
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
+def timed(cmd: list[str], env: dict[str, str] | None = None,
+          cwd: Path = ROOT) -> tuple[float, str]:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0, 1, 3):
         sys.exit(f"failed: {' '.join(cmd)}\n{proc.stderr}")
     return elapsed, proc.stdout
 
 
+PLAN = ["plan", "--to", "0.4.3", "--json", "-q"]
+
+
+def warm_plan(baseline: Path | None, runs: int = 5) -> None:
+    """Best of `runs` warm `plan --to 0.4.3`, run as `python -m inventory.cli` from each checkout
+    (its own code first on the path), alternating so both see the same load."""
+    python = str(ROOT / ".venv" / "bin" / "python")
+    roots = [ROOT] + ([baseline] if baseline else [])
+    for root in roots:
+        timed([python, "-m", "inventory.cli", *PLAN], cwd=root)  # make sure it is warm
+    times: dict[Path, list[float]] = {root: [] for root in roots}
+    for _ in range(runs):
+        for root in roots:
+            times[root].append(timed([python, "-m", "inventory.cli", *PLAN], cwd=root)[0])
+    best = {root: min(t) for root, t in times.items()}
+    print(f"warm  plan --to 0.4.3 (best of {runs}):         {best[ROOT]:6.2f} s")
+    if baseline:
+        print(f"warm  plan --to 0.4.3, baseline {baseline}: {best[baseline]:6.2f} s   "
+              f"ratio {best[ROOT] / best[baseline]:4.2f}")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", type=Path, help="a checkout of other code to time the "
+                        "warm plan against")
+    parser.add_argument("--warm-only", action="store_true", help="only the warm lines")
+    args = parser.parse_args()
+    if args.baseline and not (args.baseline / "inventory" / "cli.py").is_file():
+        sys.exit(f"--baseline {args.baseline}: not a checkout of this project")
+    baseline = args.baseline.resolve() if args.baseline else None
     inv = [str(ROOT / ".venv" / "bin" / "inventory"), "affected", "--fix", "40", "--json", "-q"]
     _, out = timed(inv)  # make sure environments exist; not timed
+    if args.warm_only:
+        warm = min(timed(inv)[0] for _ in range(3))
+        print(f"warm  affected --fix 40 (best of 3):         {warm:6.2f} s")
+        warm_plan(baseline)
+        print(f"machine: {os.cpu_count()} cores")
+        return
     data = json.loads(out)
     by_side: dict[str, list[dict]] = {}
     for b in data["bundles"]:
@@ -84,6 +125,7 @@ def main() -> None:
     print(f"sweep 0.4.2 -> 0.4.3, {probed} regimes, cold: {sweep_cold:6.2f} s   "
           f"({sweep_cold / probed:.2f} s per regime, both sides converted)")
     print(f"sweep 0.4.2 -> 0.4.3, warm:            {sweep_warm:6.2f} s")
+    warm_plan(baseline)
     print(f"machine: {os.cpu_count()} cores")
 
 

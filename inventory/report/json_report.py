@@ -98,6 +98,11 @@ def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:
         "ignored": {"reason": ignored.reason,
                     "expires": ignored.expires.isoformat() if ignored.expires else None}
         if ignored else None,
+        "unrecorded": [{"probe": u.spec.label(), "construct": u.spec.construct,
+                        "step": u.step.label, "verdict": u.outcome.verdict.verdict,
+                        "reexport": u.outcome.verdict.reexport,
+                        "reason": u.outcome.verdict.reason, "note": u.step.note or None,
+                        "evidence": u.step.result.evidence} for u in b.unrecorded],
     }
 
 

@@ -23,14 +23,17 @@ def _steps(i: PlanItem) -> str:
     return f", changes in {' '.join(steps)}" if steps else ""
 
 
-def _fixes(items: tuple[PlanItem, ...]) -> str:
-    return ", ".join(f"{i.fix.label} ({i.answer.verdict}{_steps(i)})" for i in items) or "-"
+def _fixes(b: BundlePlan, level: str) -> str:
+    """The records at this level, then the changes no record explains that set it."""
+    cells = [f"{i.fix.label} ({i.answer.verdict}{_steps(i)})" for i in b.by_level(level)]
+    cells += [f"unrecorded {u.construct} ({u.verdict.verdict}, changes in {u.step.label})"
+              for u in b.unexplained if u.verdict.reexport == level]
+    return ", ".join(cells) or "-"
 
 
 def _unexplained(b: BundlePlan) -> list[str]:
-    return [f"{b.bundle}: unexplained change in {u.step.label}: {u.probe}: {u.verdict.verdict}, "
-            f"re-export {u.verdict.reexport} (no record of {u.step.label} names "
-            f"{u.construct}{'; ' + u.step.note if u.step.note else ''}; evidence {u.evidence})"
+    return [f"{b.bundle}: unexplained change in {u.step.label}: {u.probe}: re-export "
+            f"{u.verdict.reexport}: {u.reason} (evidence {u.evidence})"
             for u in b.unexplained]
 
 
@@ -82,9 +85,8 @@ def plan_table(p: Plan) -> Group:
     for b in p.bundles:
         exporter = f"{b.exporter} (assumed)" if b.exporter_assumed else b.exporter
         table.add_row(b.bundle, exporter, Text(b.reexport, style=_STYLE[b.reexport]),
-                      _loads(b), _fixes(b.by_level("required")),
-                      _fixes(b.by_level("inconclusive")), _fixes(b.by_level("optional")),
-                      _fixes(b.by_level("no")))
+                      _loads(b), _fixes(b, "required"), _fixes(b, "inconclusive"),
+                      _fixes(b, "optional"), _fixes(b, "no"))
     lines: list[Text] = [table]
     deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
     lines += [Text(f"deployment runtimes: {d}") for d in deployments]
@@ -105,8 +107,8 @@ def plan_markdown(p: Plan) -> str:
     for b in p.bundles:
         exporter = f"{b.exporter} (assumed)" if b.exporter_assumed else b.exporter
         out.append(f"| {b.bundle} | {exporter} | **{b.reexport}** | {_loads(b)} | "
-                   f"{_fixes(b.by_level('required'))} | {_fixes(b.by_level('inconclusive'))} | "
-                   f"{_fixes(b.by_level('optional'))} |")
+                   f"{_fixes(b, 'required')} | {_fixes(b, 'inconclusive')} | "
+                   f"{_fixes(b, 'optional')} |")
     out.append("")
     for b in p.bundles:
         if b.load is not None and b.load.reexport != "no" and not b.load_explained_by:

@@ -106,6 +106,8 @@ def affected_markdown(report: AffectedReport) -> str:
     out.append("")
     for b in report.bundles:
         out += [f"- {b.bundle}: remedy: {r}" for r in b.remedies]
+        if b.unrecorded_line:
+            out.append(f"- {b.bundle}: {md_cell(b.unrecorded_line)}")
         if b.load is not None:
             out += [f"- {b.bundle}: load check of a {f.release} asset: {f.summary()}; evidence "
                     f"`{f.check.evidence}`" for f in b.load.findings]

@@ -42,8 +42,20 @@ ENV_FIXTURES = frozenset({"env", "converter_envs", "newest_env", "pool", "matrix
 @pytest.hookimpl(tryfirst=True)  # before pytest's own -m deselection reads the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if ENV_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if ENV_FIXTURES & fixtures:
             item.add_marker(pytest.mark.slow)
+        item.add_marker(pytest.mark.xdist_group(_group(item, fixtures)))
+
+
+def _group(item: pytest.Item, fixtures: set[str]) -> str:
+    """Under `pytest -n 2 --dist loadgroup` (CI) a group runs in one process: the tests that
+    read the answer matrix or the stand-in traces share that process's one computation, and
+    the other tests of a file share its module fixtures; groups spread over the processes."""
+    for shared in ("matrix", "traced"):
+        if shared in fixtures:
+            return shared
+    return item.nodeid.split("::", 1)[0]
 
 
 def _fast_session(config: pytest.Config) -> bool:
@@ -193,9 +205,10 @@ def conv_transpose_registry(tmp_path: Path, channels: int = 4) -> Path:
 @pytest.fixture(scope="session")
 def matrix(converter_envs) -> Any:
     """The headline answers, computed once per session through the real CLI and the real
-    converters, two runs at a time (tests/golden/answers.py `compute`): every `affected`, every
-    `plan`, every consecutive `release-notes`, and `sweep --registry` per step. Tests read them
-    with `matrix.run_cli(args)` (the same cached run); the golden test compares them with the
+    converters, two runs at a time in an order that repeats no conversion (tests/golden/
+    answers.py `lanes`): `sweep --registry` per step, every `plan` and consecutive
+    `release-notes`, the library sweep of 0.4.1 -> 0.4.2, every `affected`. Tests read them with
+    `matrix.run_cli(args)` (the same cached run); the golden test compares them with the
     snapshot. Returns the `answers` module."""
     from golden import answers
 

@@ -3,20 +3,17 @@ release step from each bundle's exporter to the target, so a missing record (a d
 release's, `tests/golden/drafts/no54.toml`: the shipped database without #54) never turns a
 change of what would ship into a "no".
 
-One CLI run of the draft plan is shared by the assertions on its document; the rest calls the
-services in-process on one session, so the stored conversions are read once and every later plan
-is answered from memory.
+The draft plan's CLI run (a golden entry, from the session's matrix) is shared by the assertions
+on its document; the rest calls the services in-process on one session, so the stored
+conversions are read once and every later plan is answered from memory.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli import Ran, invoke
 
 from inventory.affected import affected
 from inventory.attribution import release_steps
@@ -34,23 +31,19 @@ ROOT = Path(__file__).resolve().parent.parent
 DRAFT = ROOT / "tests" / "golden" / "drafts" / "no54.toml"
 NEWEST = "0.4.3"
 
-pytestmark = pytest.mark.slow
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "inventory.cli", *args, "-q"],
-                          capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
+def run(*args: str) -> Ran:
+    proc = invoke(*args, "-q")
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
 
 @pytest.fixture(scope="module")
-def draft_plan(converter_envs, json_schema) -> tuple[int, dict]:
-    """`plan --to 0.4.2 --fixes no54.toml --json`, as a user runs it on release day."""
-    proc = run("plan", "--to", "0.4.2", "--fixes", str(DRAFT), "--json")
-    data = json.loads(proc.stdout)
-    json_schema(data)
-    return proc.returncode, data
+def draft_plan(matrix, json_schema) -> tuple[int, dict]:
+    """`plan --to 0.4.2 --fixes no54.toml --json`, as a user runs it on release day (the
+    session's matrix runs it once: it is a golden entry)."""
+    ran = matrix.run_cli(("plan", "--to", "0.4.2", "--fixes", str(DRAFT.relative_to(ROOT))))
+    json_schema(ran.data)
+    return ran.exit, ran.data
 
 
 @pytest.fixture(scope="module")

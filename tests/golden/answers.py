@@ -104,25 +104,26 @@ def sweep_entries() -> list[Entry]:
 
 
 def lanes() -> list[list[Entry]]:
-    """The matrix in two lanes that convert different probes, so running them side by side
-    repeats no conversion: the release notes (then a library sweep) probe the library's
-    regimes; the plans (then the registry sweeps, which reuse the plans' per-step conversions)
-    probe the bundles' own instances. The `affected` entries come after both, answered from the
-    store."""
+    """The matrix in the order that repeats no conversion when entries run side by side:
+    1. `sweep --registry` per step: every shipped instance under each consecutive pair (plans,
+       `affected` and release notes all read these since issue #29); the steps are different
+       release pairs, so different conversions;
+    2. two lanes that convert different probes: the release notes (then a library sweep) probe
+       the library's regimes, the plans the bundles' own instances;
+    3. the `affected` entries, answered from the store."""
     by_section: dict[str, list[Entry]] = {}
     for entry in entries():
         by_section.setdefault(entry.section, []).append(entry)
     # The library sweep of the step most fixes ship in: most of its regimes are converted by
     # that step's release notes just before it, in the same lane.
     library = [Entry("sweep/0.4.1-0.4.2", ("sweep", "--from", "0.4.1", "--to", "0.4.2"))]
-    return [by_section.get("release-notes", []) + library,
-            by_section.get("plan", []) + sweep_entries(),
-            by_section.get("affected", [])]
+    return [sweep_entries(), by_section.get("release-notes", []) + library,
+            by_section.get("plan", []), by_section.get("affected", [])]
 
 
 def compute(workers: int = 2) -> dict[str, float]:
-    """Run every entry of the matrix once (each `run_cli` is cached for the process): the first
-    two lanes side by side, then the rest `workers` at a time. Returns seconds per entry."""
+    """Run every entry of the matrix once (each `run_cli` is cached for the process), in the
+    order of `lanes()`, `workers` runs at a time. Returns seconds per entry."""
     from concurrent.futures import ThreadPoolExecutor
 
     seconds: dict[str, float] = {}
@@ -133,13 +134,11 @@ def compute(workers: int = 2) -> dict[str, float]:
             run_cli(entry.args)
             seconds[entry.key] = time.monotonic() - started
 
-    first, second, rest = lanes()
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for done in [pool.submit(lane, first), pool.submit(lane, second)]:
-            done.result()
+    steps, notes, plans, rest = lanes()
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for done in [pool.submit(lane, [entry]) for entry in rest]:
-            done.result()
+        for phase in ([[e] for e in steps], [notes, plans], [[e] for e in rest]):
+            for done in [pool.submit(lane, todo) for todo in phase]:
+                done.result()
     return seconds
 
 

@@ -7,7 +7,12 @@ Each entry is one command run through the CLI exactly as a user runs it (a subpr
 - `affected/<fix>`: `affected --fix <fix>` for every fix record in `oracle/fixes.toml`;
 - `plan/<release>`: `plan --to <release>` for every release in `oracle/converters.toml` after the
   oldest;
-- `release-notes/<a>-<b>`: `release-notes --from <a> --to <b>` for each consecutive pair.
+- `release-notes/<a>-<b>`: `release-notes --from <a> --to <b>` for each consecutive pair;
+- `plan/0.4.2-draft-no54`: `plan --to 0.4.2 --fixes tests/golden/drafts/no54.toml`, release day
+  with a draft database that lacks #54's record (issue #29: its change still counts).
+
+The test suite also computes, with these, `sweep --registry` per step and one library sweep
+(`lanes()`, `compute()`): not pinned here, read by other tests from the same runs.
 
 The entry list is read from those two TOML files, never written out here, so a fix record added
 to the database shows up as a new entry without a snapshot (and the test says to run

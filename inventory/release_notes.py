@@ -373,12 +373,15 @@ def sweep_steps(wanted: dict[tuple[str, str], list[Bundle]], fixes: list[Fix],
     failed: dict[tuple[str, str], str] = {}
     with opened(session, catalog, progress) as session:
         for (old, new), crossing in sorted(wanted.items(), key=lambda w: version_key(w[0][0])):
+            mine = frozenset().union(*(keys[b.name] for b in crossing))
+            if not mine:  # no traced instance crosses the step: nothing to convert, no env
+                found[(old, new)] = ()
+                continue
             died = [f"a coreai-torch {v} worker failed earlier in this run: {why}"
                     for v in (old, new) if (why := session.worker_failures.get(v))]
             if died and not after_worker_failure:
                 failed[(old, new)] = "; ".join(died)
                 continue
-            mine = frozenset().union(*(keys[b.name] for b in crossing))
             try:
                 sw = sweep(old, new, fixes, [r for r in regimes if r.spec.key() in mine],
                            catalog, policy, use_cache, progress, "registry", session)

@@ -133,7 +133,9 @@ def test_without_a_checkpoint_a_value_condition_is_reported_as_a_condition(matri
     assert all(p["module"] is None for p in bundle["probes"])
 
 
-def test_weights_without_the_tensors_a_condition_needs_is_one_line(tmp_path):
+def test_weights_without_the_tensors_a_condition_needs_is_one_line(tmp_path, matrix):
+    """`matrix`: since #29 `affected` also sweeps the fix's step over the bundle's instances,
+    which the matrix's `affected --fix 40` has stored."""
     import numpy as np
     from safetensors.numpy import save_file
 

@@ -20,6 +20,7 @@ import pytest
 
 from oracle.client import Pool
 from oracle.envs import Env, EnvError, ensure_env, load_catalog, version_key
+from oracle.paths import envs_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "schemas"
@@ -36,7 +37,7 @@ def in_ci() -> bool:
 # `-m "not slow"` (scripts/test --fast) needs no environment, and the check at the end of such
 # a session makes the marker honest: a fast session that built an environment fails, naming
 # what appeared.
-ENV_FIXTURES = frozenset({"env", "converter_envs", "newest_env", "pool", "matrix", "traced"})
+ENV_FIXTURES = frozenset({"env", "converter_envs", "newest_env", "pool", "matrix"})
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own -m deselection reads the markers
@@ -63,8 +64,6 @@ def _fast_session(config: pytest.Config) -> bool:
 
 
 def _envs_now() -> set[str]:
-    from oracle.paths import envs_dir
-
     root = envs_dir()
     return {p.name for p in root.iterdir()} if root.is_dir() else set()
 
@@ -80,14 +79,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if built:
         session.config.get_terminal_writer().line(
             f"fast tier: a test not marked slow built converter environments ({', '.join(built)}"
-            f" in {envs_dir_text()}): it must ask for the `env` fixture", red=True)
+            f" in {envs_dir()}): it must ask for the `env` fixture", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def envs_dir_text() -> str:
-    from oracle.paths import envs_dir
-
-    return str(envs_dir())
 
 
 _ENVS_BEFORE = pytest.StashKey[set[str]]()

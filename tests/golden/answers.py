@@ -41,7 +41,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,25 +125,20 @@ def lanes() -> list[list[Entry]]:
             by_section.get("plan", []), by_section.get("affected", [])]
 
 
-def compute(workers: int = 2) -> dict[str, float]:
+def compute(workers: int = 2) -> None:
     """Run every entry of the matrix once (each `run_cli` is cached for the process), in the
-    order of `lanes()`, `workers` runs at a time. Returns seconds per entry."""
+    order of `lanes()`, `workers` runs at a time."""
     from concurrent.futures import ThreadPoolExecutor
-
-    seconds: dict[str, float] = {}
 
     def lane(todo: list[Entry]) -> None:
         for entry in todo:
-            started = time.monotonic()
             run_cli(entry.args)
-            seconds[entry.key] = time.monotonic() - started
 
     steps, notes, plans, rest = lanes()
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for phase in ([[e] for e in steps], [notes, plans], [[e] for e in rest]):
             for done in [pool.submit(lane, todo) for todo in phase]:
                 done.result()
-    return seconds
 
 
 def stored_keys() -> list[str]:

@@ -95,6 +95,9 @@ class BundleAnswer:
     # explains (the registry sweep): said in one line, never counted in this fix's answer
     unrecorded: tuple[Unrecorded, ...] = ()
     unrecorded_line: str = ""
+    # a pipeline record answered on the bundle's own whole program (its step's regions of the
+    # optimizer stage and drift, `inventory.record_kinds.whole_program`); None: the asset probe
+    whole_program: dict | None = None
 
     @property
     def remedies(self) -> tuple[str, ...]:
@@ -125,8 +128,12 @@ class Analyzer:
     def __init__(self, session: Session, policy: Policy, use_cache: bool = True,
                  weights: dict[str, Path] | None = None,
                  runtimes: tuple[str, ...] | None = None,
-                 fixes: list[Fix] | None = None) -> None:
+                 fixes: list[Fix] | None = None, verify: bool = False) -> None:
         self.session = session
+        # `--verify`: a pipeline record's step is measured on the bundle's whole program when
+        # no check of it is stored (else a stored one is read, and the asset probe is the
+        # fallback that says so)
+        self.verify = verify
         # every record, to credit a change to the records of the step it happens in
         self.fixes = fixes if fixes is not None else load_fixes()
         self._steps: dict[tuple[str, str, str], tuple[Step, ...]] = {}
@@ -403,13 +410,16 @@ def affected(
     weights: dict[str, Path] | None = None,
     runtimes: tuple[str, ...] | None = None,
     fixes: list[Fix] | None = None,
+    verify: bool = False,
 ) -> AffectedReport:
-    """`fixes`: the fix database (default: the shipped one) whose records explain a change."""
+    """`fixes`: the fix database (default: the shipped one) whose records explain a change.
+    `verify`: a pipeline record's step is measured on each bundle's whole program when no check
+    of it is stored."""
     target = to or fix.ships_in
     check_target(fix, target, catalog)
     active, warnings = in_force(ignores or [])
     with Session(catalog, progress) as session:
-        analyzer = Analyzer(session, policy, use_cache, weights, runtimes, fixes)
+        analyzer = Analyzer(session, policy, use_cache, weights, runtimes, fixes, verify)
         answers = []
         for bundle in bundles:
             progress(f"{bundle.name}: checking")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -97,6 +96,11 @@ def affected_cmd(
         "--fixes", help="The fix database (e.g. a draft of the next release's records): the "
                         "fix is looked up there, and changes of its release step that no "
                         "record there explains are mentioned.")] = FIXES_FILE,
+    verify: Annotated[bool, typer.Option(
+        "--verify", help="A pipeline record (a coreai-core pin): measure its release step on "
+                         "each bundle's whole program (inventory verify's parts) where none is "
+                         "stored; without it a stored check is read, else the asset probe "
+                         "stands in and the answer says so.")] = False,
     quiet: Quiet = False,
 ) -> None:
     """Which shipped bundles does one converter fix change, and must they be re-exported?"""
@@ -126,7 +130,7 @@ def affected_cmd(
             report = affected(the_fix, bundles, catalog, load_policy(tolerance), to=to,
                               use_cache=not no_cache, progress=report_progress,
                               ignores=ignores, weights=checkpoints, runtimes=runtimes,
-                              fixes=records)
+                              fixes=records, verify=verify)
     Renderer("affected", affected_record, affected_table, affected_markdown).render(
         report, fmt, out, report.warnings)
     warn(report.warnings)
@@ -151,8 +155,9 @@ def plan_cmd(
                         "change is credited to its records of the step it happens in.")
     ] = FIXES_FILE,
     verify: Annotated[bool, typer.Option(
-        "--verify", help="Also check each bundle's probe answers against its whole program "
-                         "(inventory verify); exit 3 on an inconsistency.")] = False,
+        "--verify", help="Measure each bundle's whole program along the release chain "
+                         "(inventory verify) and join it to the plan; without it, a stored "
+                         "check is read. Exit 3 on an inconsistency.")] = False,
     quiet: Quiet = False,
 ) -> None:
     """Every fix between each bundle's exporter and --to, and whether each shipped asset still
@@ -181,19 +186,19 @@ def plan_cmd(
             result = plan(to, bundles, records, catalog, load_policy(tolerance),
                           load_ignores(ignore), use_cache=not no_cache,
                           progress=report_progress, runtimes=runtimes)
-            if verify:
-                from inventory.verify.service import verified
+            from inventory.plan import with_whole
+            from inventory.verify.service import verified
 
-                result = replace(result, verified=verified(
-                    bundles, to, records, catalog, load_policy(tolerance),
-                    use_cache=not no_cache, progress=report_progress))
+            # one answer: a stored whole-program check joins the plan; --verify measures it
+            result = with_whole(result, verified(
+                bundles, to, records, catalog, load_policy(tolerance),
+                use_cache=not no_cache, compute=verify, progress=report_progress), verify)
         if baseline is not None:
             result = since_baseline(result, baseline)
     Renderer("plan", plan_record, plan_table, plan_markdown).render(
         result, fmt, out, result.warnings)
     warn(result.warnings)
-    if result.verified and any(v["status"] in ("inconsistent", "inconclusive")
-                               for v in result.verified.values()):
+    if any(not v.consistent or v.inconclusive for v in result.verified.values()):
         finish(ExitCode.INCONCLUSIVE)
     finish(exit_for_reexport(result.reexport))
 

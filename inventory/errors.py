@@ -22,8 +22,8 @@ from oracle.regimes import RegimeError
 
 class ExitCode(IntEnum):
     OK = 0
-    # a re-export required; `trace --check`: stale; `sweep`: an unexplained change; `scan`: a
-    # disagreement with the registry
+    # a re-export required; `trace --check`: stale; `sweep`, `verify`: an unexplained
+    # (unrecorded) change; `scan`: a disagreement with the registry
     FINDING = 1
     USAGE = 2  # usage or configuration error (one line on stderr)
     INCONCLUSIVE = 3  # a run failed or the registry cannot tell; never reported as a pass

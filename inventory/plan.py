@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from inventory.affected import Analyzer, BundleAnswer
 from inventory.attribution import Step, release_steps
@@ -124,6 +125,9 @@ class BundlePlan:
     # release steps whose registry sweep could not run ("old->new: why"): a change no record
     # explains cannot be ruled out there, so the bundle cannot be answered "no"
     unswept: tuple[str, ...] = ()
+    # the whole program's check (inventory.verify.service.BundleVerify), when one is stored or
+    # `--verify` measured it: its unrecorded changes count in the level like the sweep's
+    whole: Any = None
 
     def by_level(self, level: str) -> tuple[PlanItem, ...]:
         return tuple(i for i in self.items if i.level == level)
@@ -142,6 +146,8 @@ class BundlePlan:
         levels += [u.verdict.reexport for u in self.unexplained]
         if self.unswept:
             levels.append(Reexport.INCONCLUSIVE)
+        if self.whole is not None:
+            levels += [u["reexport"] for u in self.whole.unrecorded]
         return worst(levels)
 
 
@@ -151,8 +157,12 @@ class Plan:
     bundles: tuple[BundlePlan, ...]
     warnings: tuple[str, ...]
     baseline: str | None = None  # the baseline file, when only changes since it are kept
-    # `plan --verify`: per bundle, what its whole-bundle check says (inventory.verify.summary)
-    verified: dict[str, dict] | None = None
+    verify_computed: bool = False  # `--verify`: every whole-program check measured now
+
+    @property
+    def verified(self) -> dict[str, Any]:
+        """bundle -> its whole-program check (those stored, or all with --verify)."""
+        return {b.bundle: b.whole for b in self.bundles if b.whole is not None}
 
     @property
     def reexport(self) -> Reexport:
@@ -204,6 +214,13 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
     return Plan(to, tuple(out), tuple(warnings))
 
 
+def with_whole(p: Plan, checks: dict[str, Any], computed: bool) -> Plan:
+    """The plan with each bundle's whole-program check (`inventory.verify.service.verified`):
+    one answer, the same objects `verify` reports."""
+    bundles = tuple(replace(b, whole=checks.get(b.bundle)) for b in p.bundles)
+    return replace(p, bundles=bundles, verify_computed=computed)
+
+
 def _range(bundle: Bundle, to: str, catalog: Catalog) -> list[tuple[str, str]]:
     """The release steps from the bundle's exporter (as answered: assumed if unrecorded) to the
     target; none when the exporter is not a release the oracle can build."""
@@ -224,7 +241,9 @@ def _sweep(bundles: list[Bundle], ranges: dict[str, list[tuple[str, str]]], fixe
 
 def plan_record(p: Plan) -> dict:
     """The stable JSON shape of a plan (also what --baseline reads back)."""
-    def item(i: PlanItem) -> dict:
+    from inventory.report.verify_report import bundle_record
+
+    def item(i: PlanItem, b: BundlePlan) -> dict:
         evidence = [pr.result.evidence for pr in i.answer.probes if pr.result]
         if i.answer.load is not None:
             evidence += list(i.answer.load.evidence)
@@ -233,7 +252,8 @@ def plan_record(p: Plan) -> dict:
                  "changed_in": changed_in(i.answer),
                  "chain": list(i.answer.chain),
                  "runtime": "; ".join(i.answer.runtimes) or None,
-                 "remedies": list(i.answer.remedies), "evidence": evidence}
+                 "remedies": list(i.answer.remedies), "evidence": evidence,
+                 "whole_program": whole_program(b, i.fix)}
         if i.ignored:
             entry["ignored"] = {"reason": i.ignored.reason,
                                 "expires": i.ignored.expires.isoformat()
@@ -252,16 +272,33 @@ def plan_record(p: Plan) -> dict:
             "deployment": b.load.deployment.to_json() if b.load else None,
             "load": load_answer_record(b.load),
             "load_explained_by": list(b.load_explained_by),
-            **{key: [item(i) for i in b.by_level(level)] for level, key in LEVEL_KEYS},
+            **{key: [item(i, b) for i in b.by_level(level)] for level, key in LEVEL_KEYS},
             "unexplained": [{"probe": u.probe, "construct": u.construct,
                              "step": u.step.label, "verdict": u.verdict.verdict,
                              "reexport": u.verdict.reexport, "reason": u.reason,
                              "note": u.step.note or None, "drift": drift(u.result),
                              "evidence": u.evidence}
                             for u in b.unexplained],
-            **({"verify": p.verified.get(b.bundle)} if p.verified is not None else {}),
+            "verify": bundle_record(b.whole) if b.whole is not None else None,
         } for b in p.bundles],
     }
+
+
+def whole_program(b: BundlePlan, fix: Fix) -> list[dict]:
+    """The regions of the bundle's whole program this record explains, per step and stage: the
+    whole-program evidence joins the record's own reasons."""
+    if b.whole is None:
+        return []
+    out: dict[tuple[str, str], dict] = {}
+    for r in b.whole.regions:
+        if fix.id not in r["explained_by"]:
+            continue
+        g = out.setdefault((r["step"], r["stage"]), {
+            "step": r["step"], "stage": r["stage"], "regions": 0, "rule":
+            r["explained_how"][fix.id], "modules": [], "evidence": r.get("evidence")})
+        g["regions"] += 1
+        g["modules"] += [m for m in r["modules"] if m not in g["modules"]]
+    return list(out.values())
 
 
 def drift(result: ProbeResult | None) -> dict | None:
@@ -292,9 +329,8 @@ def since_baseline(p: Plan, baseline: Path) -> Plan:
     kept = []
     for b in p.bundles:
         items = tuple(i for i in b.items if before.get((b.bundle, i.fix.id)) != i.level)
-        kept.append(BundlePlan(b.bundle, b.exporter, b.exporter_assumed, items, b.load,
-                               b.unexplained, b.unswept))
-    return Plan(p.to, tuple(kept), p.warnings, str(baseline), p.verified)
+        kept.append(replace(b, items=items))
+    return replace(p, bundles=tuple(kept), baseline=str(baseline))
 
 
 def read_baseline(baseline: Path) -> dict[tuple[str, str], str]:

@@ -3,15 +3,20 @@ answered in `affected.py`, per traced construct).
 
 asset: what the saved asset carries besides the program. Answered by the load check (question 2,
 `inventory/loads.py`): does the shipped asset load on the bundle's deployment runtimes?
-pipeline: what runs around the lowerings (core pin, what to_coreai() returns). Answered with the
-asset probe shaped like the bundle, converted at the release step where the change ships,
-compared and measured like a lowering probe.
+pipeline: what runs around the lowerings (core pin, what to_coreai() returns). Answered on the
+bundle's own whole program where it has a whole-bundle form (`inventory verify`'s parts for the
+release step where the change ships, stored, or measured with `--verify`): the regions of that
+step whose stage is the optimizer's are what the pin changes (attribution rule b), and the
+step's drift on one runtime says what they do. Without such a check, the asset probe shaped
+like the bundle (nested modules, its dtype and pipeline), converted at that step, compared and
+measured like a lowering probe, and the answer says it holds none of the bundle's own patterns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from inventory.affected import BundleAnswer
 from inventory.attribution import own_step
@@ -20,6 +25,7 @@ from inventory.verdict import Reexport, Verdict
 from oracle import asset_probe
 from oracle.envs import EnvError, version_key
 from oracle.fixes import Fix
+from oracle.session import Session
 from oracle.spec import ProbeSpec
 
 if TYPE_CHECKING:
@@ -51,6 +57,11 @@ def pipeline_answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, exporter: str,
         old_env, new_env = analyzer.session.env(old), analyzer.session.env(fix.ships_in)
     except EnvError as exc:
         return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
+    whole, why_not = whole_program(analyzer, bundle, old, fix)
+    if whole is not None:
+        return _on_whole_program(analyzer, bundle, fix, whole, chain, done)
+    chain.append(f"not answered on the bundle's own program: {why_not}; the asset probe "
+                 "stands in, and it holds none of the bundle's own patterns")
     answer = analyzer._probe(bundle, asset_instance(bundle), old_env, new_env,  # noqa: SLF001
                              spec=asset_spec(bundle))
     chain.append(f"{answer.spec.label()} (the asset probe: {asset_probe.LABEL}, the bundle's "
@@ -86,3 +97,82 @@ def asset_answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, target: str) -> B
                         verdict, level, reason, tuple(chain),
                         tuple(dict.fromkeys(load.deployment.runtimes)), (), load.deployment,
                         load)
+
+
+def whole_program(analyzer: Analyzer, bundle: Bundle, old: str, fix: Fix
+                  ) -> tuple[Any, str]:
+    """The bundle's whole-program check of the step `old -> fix.ships_in` (a
+    `inventory.verify.service.BundleVerify`), stored or (`--verify`) measured now; or None and
+    why not."""
+    from inventory.verify import chain as verify_chain
+    from inventory.verify import forms, service
+
+    try:
+        forms.compared_form(bundle)
+        forms.run_form(bundle)
+    except forms.FormError as exc:
+        return None, f"no whole-bundle form ({exc})"
+    step = f"{old} -> {fix.ships_in}"
+    with Session(analyzer.catalog, analyzer.progress) as session:
+        try:
+            record, cached = service.measured(
+                bundle, session, old, fix.ships_in, analyzer.weights.get(bundle.name),
+                analyzer.use_cache, False, analyzer.progress, read_only=not analyzer.verify)
+        except verify_chain.Missing:
+            return None, (f"no whole-program check of {step} is stored (`inventory verify "
+                          f"{bundle.name} --to {fix.ships_in}`, or `affected --verify`)")
+    whole = service.assembled(bundle, old, False, fix.ships_in, record, cached,
+                              analyzer.fixes, analyzer.policy, {}, [])
+    if record.get("error"):
+        return None, f"the whole-program check of {step} failed: {record['error']}"
+    return whole, ""
+
+
+def _on_whole_program(analyzer: Analyzer, bundle: Bundle, fix: Fix, whole: Any,
+                      chain: list[str], done: Callable[..., BundleAnswer]) -> BundleAnswer:
+    from inventory.verify import explain
+
+    [step] = whole.steps
+    form = whole.record["form"]["form"]
+    mine = [r for r in whole.regions if fix.id in r["explained_by"]]
+    others = [r for r in whole.regions if fix.id not in r["explained_by"]]
+    shipped = (step.get("shipped") or {}).get("identity")
+    chain.append(f"answered on the bundle's own whole program ({form} form, "
+                 f"{whole.record['build'].get('params', 0):,} parameters): step "
+                 f"{step['step']}, shipped programs {shipped}")
+    summary = {"step": step["step"], "form": whole.record["form"], "shipped": shipped,
+               "regions": mine, "other_regions": len(others), "drift": step.get("drift"),
+               "runtime": step.get("runtime"), "evidence": step.get("evidence")}
+    if shipped == "identical":
+        reason = (f"the whole {form} program is identical across {step['step']}: the pin "
+                  "changes nothing this bundle ships")
+        return replace(done(Verdict.SAME_PROGRAM, Reexport.NO, reason), whole_program=summary)
+    if shipped != "differs":
+        reason = f"the whole program cannot be compared across {step['step']} ({shipped})"
+        return replace(done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, reason),
+                       whole_program=summary)
+    if not mine:
+        reason = (f"no region of the whole program changes at the optimizer stage in "
+                  f"{step['step']}: the {len(others)} region(s) that differ are lowering "
+                  "changes, other records' or unrecorded")
+        return replace(done(Verdict.SAME_PROGRAM, Reexport.NO, reason), whole_program=summary)
+    modules = sorted({m for r in mine for m in r["modules"]})
+    chain.append(f"{len(mine)} region(s) of the optimizer stage, the pin's (rule: "
+                 f"{mine[0]['explained_how'][fix.id]}): "
+                 f"{', '.join(sorted({op for r in mine for op in r['coreai_ops']})) or 'no op'};"
+                 f" modules {', '.join(modules[:6]) or 'none located'}"
+                 f"{f' and {len(modules) - 6} more' if len(modules) > 6 else ''}")
+    if others:
+        chain.append(f"{len(others)} other region(s) of the step are lowering changes "
+                     "(their own records' or unrecorded): `inventory verify` lists them")
+    m = (whole.record.get("run") or {}).get("measurement") or {}
+    verdict = explain.judge_drift(step.get("drift"), step.get("runtime"),
+                                  explain.tolerance(analyzer.policy, bundle.dtype),
+                                  m.get("error") or "; ".join(m.get("attempts", [])))
+    chain.append(f"step drift (the whole step, on one runtime): {verdict.reason}")
+    if others:
+        verdict = replace(verdict, reason=f"{verdict.reason}; the step also holds {len(others)}"
+                          " lowering region(s) the pin does not explain, measured with it")
+    runtimes = (step["runtime"],) if step.get("runtime") else ()
+    return replace(done(verdict.verdict, verdict.reexport, verdict.reason, (), runtimes),
+                   whole_program=summary)

@@ -1,8 +1,9 @@
 """`inventory verify`: the command. Registered in cli.py like scan and repair.
 
-Exit codes (`inventory/errors.py`): 0 the whole programs agree with every probe, 2 usage, 3 an
-inconsistency between the whole program and the probes (or a bundle that could not be built,
-converted or run: inconclusive, never a pass).
+Exit codes (`inventory/errors.py`): 0 every change of the whole program is explained by a record
+of its release step and agrees with the probes, 1 a change no record of its step explains (an
+unrecorded change), 2 usage, 3 an inconsistency between the whole program and the probes, or a
+bundle that could not be built, converted or run (inconclusive, never a pass). 3 outranks 1.
 """
 
 from __future__ import annotations
@@ -40,11 +41,13 @@ def verify_cmd(
                              "project's packages (by default refused).")] = False,
     quiet: Quiet = False,
 ) -> None:
-    """Check the probe answers against the whole bundle: build each bundle's module (full size,
-    or the miniature its registry entry states), convert it whole under its exporter and --to,
-    compare the normalised programs, map what differs back to modules and constructs, run both
-    on one runtime against torch fp32 when they differ, and reconcile with the probes of every
-    traced instance. Exit 3 on any inconsistency (or when a bundle cannot be checked)."""
+    """The whole bundle, step by step: build each bundle's module (full size, or the miniature
+    its registry entry states), convert it whole under every release from its exporter to --to,
+    compare each step's programs, map what differs back to modules and constructs, give every
+    region its step, its stage (lowering or optimizer) and the record that explains it, run the
+    programs on one runtime against torch fp32 when they differ, and reconcile with the probes
+    of every traced instance. Exit 1 on a change no record explains, 3 on an inconsistency (or
+    when a bundle cannot be checked)."""
     from inventory.affected import parse_weights
     from inventory.output import Renderer
     from inventory.policy import load_policy
@@ -65,4 +68,6 @@ def verify_cmd(
                             weights=checkpoints, use_cache=not no_cache,
                             allow_code=allow_code, progress=report_progress)
     Renderer("verify", verify_record, verify_table, verify_markdown).render(result, fmt, out)
-    finish(ExitCode.INCONCLUSIVE if result.inconsistent or result.inconclusive else ExitCode.OK)
+    if result.inconsistent or result.inconclusive:
+        finish(ExitCode.INCONCLUSIVE)
+    finish(ExitCode.FINDING if result.unrecorded else ExitCode.OK)

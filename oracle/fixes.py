@@ -27,6 +27,10 @@ class Fix:
     aliases: tuple[str, ...] = ()
     checked: str = ""
     kind: str = "lowering"
+    # aten targets (`aten.squeeze.dims`) or Core AI ops (`coreai.broadcasting_mul`) the change
+    # rewrites, read off the upstream diff like `checked`: a region of the whole program whose
+    # ops it lists is explained by it, where no construct detector names the region
+    touches: tuple[str, ...] = ()
 
     @property
     def construct(self) -> str:
@@ -59,10 +63,14 @@ def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
         if kind != "lowering" and constructs:
             raise FixError(f"{path}: fix record {i} ({entry['id']}): an {kind} record is "
                            "answered without constructs; remove them or make it a lowering")
+        touches = entry.get("touches", [])
+        if not isinstance(touches, list) or not all(isinstance(t, str) and t for t in touches):
+            raise FixError(f"{path}: fix record {i} ({entry['id']}): touches must be a list "
+                           "of aten targets or Core AI op names")
         fixes.append(Fix(str(entry["id"]), entry["title"], entry["ships_in"],
                          entry.get("upstream", ""), tuple(constructs),
                          tuple(str(a) for a in entry.get("aliases", [])),
-                         entry.get("checked", ""), kind))
+                         entry.get("checked", ""), kind, tuple(touches)))
     return fixes
 
 

@@ -14,8 +14,9 @@ weight still changes its digest.
 Requests:
   {"op": "hello"}                                    -> versions of what is installed here
   {"op": "convert_program", "program": FILE.pt2, "pipeline": {...}, "out": DIR}
-      -> emitted.mlir, shipped.mlir (blobs digested), shipped.located.mlir (with debug
-         locations, for mapping a differing region back to its aten nodes), nodes.json (each
+      -> emitted.mlir, shipped.mlir (blobs digested), emitted.located.mlir and
+         shipped.located.mlir (with debug locations, for mapping a differing region back to its
+         aten nodes, and telling a lowering's change from the optimizer's), nodes.json (each
          decomposed aten node: its target and module path), model.aimodel, convert.log; the
          seconds of each step and the process's peak resident memory during the request
 Version differences of the converter API are handled here and in `worker.py`, nowhere else.
@@ -84,6 +85,49 @@ def _print(prog, path: Path, located: bool) -> None:
         writer.close()
 
 
+class _PreRewrite:
+    """coreai-core 1.0.0b3 optimizes inside `to_coreai()`: its authoring module runs the
+    pre-compilation rewrite (what `optimize()` did up to b2) when the converter's `with module`
+    block exits. The module is printed just before that rewrite, so the emitted program of 0.4.3
+    is the lowering's own output, comparable with an earlier release's pre-`optimize()` program
+    (a region's stage, lowering or optimizer, is read off the two). Nothing is patched where the
+    hook does not exist (up to b2)."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.captured = False
+        self._owner = None
+        self._original = None
+
+    def __enter__(self) -> _PreRewrite:
+        try:
+            from coreai.authoring import module as owner
+        except ImportError:
+            return self
+        original = getattr(owner, "run_pre_compilation_rewrite", None)
+        if original is None:
+            return self
+
+        def printed_first(*, module):  # noqa: ANN001, ANN202 - the compiler's own signature
+            for located in (False, True):
+                path = self.out / ("emitted.located.mlir" if located else "emitted.mlir")
+                writer = _DigestingWriter(path)
+                try:
+                    module.operation.print(file=writer, enable_debug_info=located)
+                finally:
+                    writer.close()
+            self.captured = True
+            return original(module=module)
+
+        self._owner, self._original = owner, original
+        owner.run_pre_compilation_rewrite = printed_first
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._owner is not None:
+            self._owner.run_pre_compilation_rewrite = self._original
+
+
 def _nodes(ep) -> dict[str, dict]:
     """Each aten node of the decomposed graph the converter sees: its op, module path and, where
     a construct's detector recognises it, the construct kind (the detectors `trace` runs)."""
@@ -131,13 +175,17 @@ def convert_program(program: str, pipeline: dict, out: Path) -> dict:
 
         start = time.perf_counter()
         try:
-            prog = TorchConverter().add_exported_program(ep).to_coreai()
-            _print(prog, out / "emitted.mlir", located=False)
+            with _PreRewrite(out) as pre:
+                prog = TorchConverter().add_exported_program(ep).to_coreai()
+            if not pre.captured:
+                _print(prog, out / "emitted.mlir", located=False)
+                _print(prog, out / "emitted.located.mlir", located=True)
         except Exception as exc:  # noqa: BLE001
             return _fail("convert", exc, out)
         seconds["convert"] = time.perf_counter() - start
         del ep
-        # 0.4.3's to_coreai() returns the already-optimized program and has no optimize().
+        # 0.4.3's to_coreai() returns the already-optimized program and has no optimize(); its
+        # emitted program was printed before the rewrite that optimizes it (_PreRewrite).
         prebuilt_optimized = not hasattr(prog, "optimize")
         start = time.perf_counter()
         try:
@@ -159,11 +207,13 @@ def convert_program(program: str, pipeline: dict, out: Path) -> dict:
         seconds["save"] = time.perf_counter() - start
     return {
         "ok": True,
-        "emitted_is_optimized": prebuilt_optimized,
+        "emitted_is_optimized": prebuilt_optimized and not pre.captured,
+        "emitted_before_rewrite": pre.captured,
         "seconds": seconds,
         "peak_mb": peak_mb(),
         "files": {name: str(out / f) for name, f in (
-            ("emitted", "emitted.mlir"), ("shipped", "shipped.mlir"),
+            ("emitted", "emitted.mlir"), ("emitted_located", "emitted.located.mlir"),
+            ("shipped", "shipped.mlir"),
             ("located", "shipped.located.mlir"), ("nodes", "nodes.json"),
             ("asset", "model.aimodel"), ("log", "convert.log"))},
     }

@@ -147,15 +147,20 @@ def json_schema() -> Callable[[dict[str, Any]], None]:
     """check(document): validate a `--json` document against schemas/<command>.schema.json
     (schemas/error.schema.json when it carries an error)."""
     from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
 
     validators: dict[str, Draft202012Validator] = {}
+    # a schema may refer to another by its $id (plan's `verify` is verify's bundle: one answer)
+    schemas = [json.loads(f.read_text()) for f in sorted(SCHEMAS.glob("*.schema.json"))]
+    registry = Registry().with_resources(
+        (s["$id"], Resource.from_contents(s)) for s in schemas if "$id" in s)
 
     def check(document: dict[str, Any]) -> None:
         name = "error" if document.get("error") is not None else document["command"]
         if name not in validators:
             schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
             Draft202012Validator.check_schema(schema)
-            validators[name] = Draft202012Validator(schema)
+            validators[name] = Draft202012Validator(schema, registry=registry)
         errors = sorted(validators[name].iter_errors(document), key=lambda e: list(e.path))
         assert not errors, "\n".join(
             f"{name}.schema.json: /{'/'.join(map(str, e.path))}: {e.message}" for e in errors[:10])

@@ -103,6 +103,7 @@ def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:
                         "reexport": u.outcome.verdict.reexport,
                         "reason": u.outcome.verdict.reason, "note": u.step.note or None,
                         "evidence": u.step.result.evidence} for u in b.unrecorded],
+        "whole_program": b.whole_program,
     }
 
 

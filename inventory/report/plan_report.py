@@ -65,13 +65,19 @@ def _lines(p: Plan, b: BundlePlan) -> list[tuple[str, str]]:
 
 
 def _verified(p: Plan, b: BundlePlan) -> list[str]:
-    """`plan --verify`: the whole-bundle check's answer, and any inconsistency, loudly."""
-    v = (p.verified or {}).get(b.bundle)
+    """The whole-program check (stored, or measured by --verify): its answer, each change no
+    record explains, and any inconsistency, loudly."""
+    from inventory.report.verify_report import _unrecorded_line
+    from inventory.verify.service import answer, status
+
+    v = b.whole
     if v is None:
         return []
-    lines = [f"{b.bundle} verify ({v['status']}): {v['answer']}"]
-    lines += [f"  INCONSISTENT: {i}" for i in v["inconsistencies"]]
-    lines += [f"  limitation: {i}" for i in v["limitations"]]
+    how = "measured now" if p.verify_computed else "stored"
+    lines = [f"{b.bundle} whole program ({how}, {status(v)}): {answer(v)}"]
+    lines += [f"  UNRECORDED: {_unrecorded_line(u)}: {u['reexport']}" for u in v.unrecorded]
+    lines += [f"  INCONSISTENT: {i}" for i in v.inconsistencies]
+    lines += [f"  limitation: {i}" for i in v.limitations]
     return lines
 
 
@@ -121,7 +127,7 @@ def plan_markdown(p: Plan) -> str:
     out += [f"- warning: {w}" for w in p.warnings]
     checks = [line for b in p.bundles for line in _verified(p, b)]
     if checks:
-        out += ["", "## Whole-bundle checks (--verify)", ""] + [f"- {c}" for c in checks]
+        out += ["", "## Whole-program checks", ""] + [f"- {c}" for c in checks]
     unexplained = [line for b in p.bundles for line in _unexplained(b)]
     if unexplained:
         out += ["", "## Changes no fix record explains", ""] + [f"- {u}" for u in unexplained]

@@ -44,46 +44,70 @@ def _side(side: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _drift_rows(run: dict[str, Any] | None) -> list[dict[str, Any]]:
-    if not run:
+def _overall_rows(b: BundleVerify) -> list[dict[str, Any]]:
+    m = (b.record.get("run") or {}).get("measurement") or {}
+    o = b.overall
+    if not o:
         return []
-    return list(run.get("measurement", {}).get("outputs", []))
+    return list(((m.get("drift") or {}).get(f"{o['from']}->{o['to']}") or {})
+                .get("outputs") or [])
+
+
+def _run(b: BundleVerify) -> dict[str, Any] | None:
+    run = b.record.get("run")
+    if not run:
+        return None
+    m = run.get("measurement") or {}
+    build = run.get("build") or b.record.get("build") or {}
+    return {"form": run["form"], "same_as_compared": run["same_as_compared"],
+            "runtime": m.get("runtime"), "ok": bool(m.get("ok")), "error": m.get("error"),
+            "attempts": m.get("attempts", []),
+            "seconds": {r: v.get("seconds") for r, v in (m.get("runs") or {}).items()},
+            "params": build.get("params"), "outputs": _overall_rows(b),
+            "evidence": {r: v.get("evidence") for r, v in (m.get("runs") or {}).items()}}
 
 
 def bundle_record(b: BundleVerify) -> dict[str, Any]:
+    """A bundle's check as `verify --json` gives it, and `plan --json` (one answer)."""
     r = b.record
-    run = r.get("run")
     build = r.get("build", {})
-    out: dict[str, Any] = {
+    overall = b.overall
+    parts_seconds = [s.get("wall_seconds") for s in r.get("sides", {}).values()]
+    return {
         "bundle": b.bundle, "exporter": b.exporter, "exporter_assumed": b.exporter_assumed,
-        "to": b.to, "status": status(b), "answer": answer(b), "cached": b.cached,
-        "form": r.get("form"), "error": r.get("error"),
+        "to": b.to, "status": status(b), "consistent": b.consistent, "answer": answer(b),
+        "verdict": b.verdict.verdict if b.verdict else None,
+        "reexport": b.verdict.reexport if b.verdict else None,
+        "reason": b.verdict.reason if b.verdict else None,
+        "cached": b.cached, "form": r.get("form"), "error": r.get("error"),
         "build": {"params": build.get("params"), "seconds": build.get("wall_seconds"),
                   "peak_mb": build.get("peak_mb"), "torch": build.get("torch"),
-                  "inputs": build.get("inputs", []), "weights": build.get("weights")}
+                  "inputs": build.get("inputs", []), "weights": build.get("weights"),
+                  "evidence": build.get("evidence")}
         if build else None,
+        "releases": list(r.get("releases", [])),
         "sides": {k: _side(v) for k, v in r.get("sides", {}).items()},
-        "emitted": r.get("emitted"), "shipped": r.get("shipped"),
-        "regions": r.get("regions", []),
-        "run": None, "probes": b.probes, "inconsistencies": list(b.inconsistencies),
+        "emitted": _stage(overall.get("emitted")), "shipped": _stage(overall.get("shipped")),
+        "steps": list(b.steps), "regions": list(b.regions), "unrecorded": list(b.unrecorded),
+        "run": _run(b), "probes": b.probes, "inconsistencies": list(b.inconsistencies),
         "limitations": list(b.limitations), "notes": list(b.notes),
-        "seconds": r.get("seconds"), "peak_mb": r.get("peak_mb"),
-        "evidence": r.get("evidence"),
+        "seconds": r.get("seconds"),
+        "conversion_seconds": sum(x for x in parts_seconds if x) or None,
+        "peak_mb": max((s.get("peak_mb") or 0 for s in r.get("sides", {}).values()),
+                       default=None) or None,
+        "evidence": overall.get("evidence"),
     }
-    if run:
-        m = run.get("measurement", {})
-        out["run"] = {"form": run["form"], "same_as_compared": run["same_as_compared"],
-                      "shipped": run.get("shipped"), "runtime": m.get("runtime"),
-                      "ok": bool(m.get("ok")), "error": m.get("error"),
-                      "attempts": m.get("attempts", []), "seconds": m.get("seconds"),
-                      "params": run.get("build", build).get("params"),
-                      "outputs": _drift_rows(run)}
-    return out
+
+
+def _stage(stage: dict[str, Any] | None) -> dict[str, Any] | None:
+    if stage is None:
+        return None
+    return {k: v for k, v in stage.items() if k in ("identity", "changed_lines", "diff")}
 
 
 def verify_record(v: Verify) -> dict[str, Any]:
     return {"to": v.to, "consistent": not v.inconsistent, "inconclusive": v.inconclusive,
-            "bundles": [bundle_record(b) for b in v.bundles]}
+            "unrecorded": v.unrecorded, "bundles": [bundle_record(b) for b in v.bundles]}
 
 
 def _drift_line(row: dict[str, Any]) -> str:
@@ -94,6 +118,17 @@ def _drift_line(row: dict[str, Any]) -> str:
             f"{_num(row['ref_magnitude'])}")
 
 
+def _unrecorded_line(u: dict[str, Any]) -> str:
+    ops = ", ".join(u["coreai_ops"]) or "no op"
+    kinds = ", ".join(u["constructs"]) or "no detected construct"
+    mods = ", ".join(u["modules"]) or "no located module"
+    have = ", ".join(u["records_of_step"]) or "none"
+    moved = max((r["maxabs_old_new"] or 0.0 for r in u["drift"] or []), default=None)
+    return (f"{u['step']} {u['stage']}: {u['regions']} region(s), {u['changed_lines']} lines "
+            f"({ops}; {kinds}; modules {mods}); step drift max|old-new| {_num(moved)}"
+            f"{' on ' + u['runtime'] if u['runtime'] else ''}; records of the step: {have}")
+
+
 def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
     """(label, text) lines for one bundle."""
     rec = bundle_record(b)
@@ -101,6 +136,8 @@ def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
                         f"{' (assumed)' if b.exporter_assumed else ''} -> {b.to}: "
                         f"{rec['status']}"),
              ("answer", rec["answer"])]
+    if rec["reexport"]:
+        lines.append(("re-export", f"{rec['reexport']} ({rec['verdict']}: {rec['reason']})"))
     if rec["form"]:
         lines.append(("form", _form(rec["form"])))
     if rec["build"]:
@@ -111,11 +148,18 @@ def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
         state = "converted" if side["ok"] else f"failed: {side.get('error')}"
         lines.append((name, f"coreai-torch {side['converter']}: {state} in "
                             f"{_num(side['seconds'])} s, peak {_mb(side['peak_mb'])}"))
+    for step in rec["steps"]:
+        e, sh = step.get("emitted") or {}, step.get("shipped") or {}
+        n = f" ({sh['changed_lines']} lines)" if sh.get("changed_lines") else ""
+        lines.append(("step", f"{step['step']}: emitted {e.get('identity')}, shipped "
+                              f"{sh.get('identity')}{n}"
+                              f", {step['regions']} region(s), {step['unrecorded_regions']} "
+                              f"unrecorded; records {', '.join(step['records']) or 'none'}"))
     for stage in ("emitted", "shipped"):
         if rec.get(stage):
-            s = rec[stage]
-            extra = f" ({s['changed_lines']} lines)" if s.get("changed_lines") else ""
-            lines.append((stage, f"{s['identity']}{extra}"))
+            st = rec[stage]
+            extra = f" ({st['changed_lines']} lines)" if st.get("changed_lines") else ""
+            lines.append((stage, f"{b.exporter} -> {b.to}: {st['identity']}{extra}"))
     run = rec["run"]
     if run:
         lines.append(("run form", f"{_form(run['form'])}"
@@ -123,9 +167,9 @@ def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
                                   f", {run['params']:,} parameters"
                       if run.get("params") else _form(run["form"])))
         if run["ok"]:
-            took = ", ".join(f"{k} {v:.0f} s" for k, v in (run["seconds"] or {}).items())
-            lines.append(("runtime", f"{run['runtime']} (both programs, one runtime; {took})"))
-            # a runtime that refused or aborted first is part of the answer, not only a log
+            took = ", ".join(f"{k} {v:.0f} s" for k, v in (run["seconds"] or {}).items() if v)
+            lines.append(("runtime", f"{run['runtime']} (every program of the chain, one "
+                                     f"runtime; {took})"))
             lines += [("not run on", a) for a in run["attempts"]]
             lines += [("drift", _drift_line(row)) for row in run["outputs"]]
         else:
@@ -133,16 +177,18 @@ def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
                                      f"{'; '.join(run.get('attempts', []))}"))
     if len(rec["regions"]) > 1:
         lines += [("region", region_line(g)) for g in rec["regions"]]
+    lines += [("UNRECORDED", _unrecorded_line(u)) for u in rec["unrecorded"]]
     p = rec["probes"]
     if p:
-        changed = ", ".join(f"{c['probe']} ({c['verdict']}, "
+        changed = ", ".join(f"{c['probe']} in {c['step']} ({c['verdict']}, "
                             f"{', '.join('#' + i for i in c['explained_by']) or 'no record'})"
                             for c in p["changed"]) or "none change"
         lines.append(("probes", f"{p['probed']} probed: {changed}"))
     lines += [("INCONSISTENT", i) for i in rec["inconsistencies"]]
     lines += [("limitation", i) for i in rec["limitations"]]
     lines += [("note", n) for n in rec["notes"]]
-    lines.append(("cost", f"{_num(rec['seconds'])} s, peak {_mb(rec['peak_mb'])} per process"
+    lines.append(("cost", f"{_num(rec['seconds'])} s ({_num(rec['conversion_seconds'])} s "
+                          f"converting), peak {_mb(rec['peak_mb'])} per process"
                           f"{' (stored: read back now)' if rec['cached'] else ''}"))
     lines.append(("evidence", str(rec["evidence"])))
     return lines
@@ -153,7 +199,8 @@ def verify_table(v: Verify) -> Group:
     for b in v.bundles:
         style = _STATUS_STYLE[status(b)]
         for label, text in bundle_lines(b):
-            line = Text(f"{label:<13}", style=style if label in ("bundle", "INCONSISTENT")
+            line = Text(f"{label:<13}", style=style if label in ("bundle", "INCONSISTENT",
+                                                                 "UNRECORDED")
                         else "bold")
             line.append(text)
             parts.append(line)
@@ -170,7 +217,7 @@ def verify_markdown(v: Verify) -> str:
         out += [f"| {label} | {md_cell(text)} |" for label, text in bundle_lines(b)[2:]
                 if label != "drift"]
         out.append("")
-        rows = _drift_rows(b.record.get("run"))
+        rows = _overall_rows(b)
         if rows:
             out += ["| output | shape | old max abs (rel) | new max abs (rel) | non-finite "
                     "old/new | max abs old-new |", "|---|---|---|---|---|---|"]

@@ -95,6 +95,7 @@ class Region:
     ops: list[str] = field(default_factory=list)
     coreai_ops: list[str] = field(default_factory=list)  # the Core AI ops on the changed lines
     located: bool = True  # mapped through debug locations
+    nodes: set[str] = field(default_factory=set)  # the aten nodes its lines were lowered from
 
     @property
     def changed(self) -> int:
@@ -106,7 +107,8 @@ class Region:
                 "lines_old": _spans(self.lines_old), "lines_new": _spans(self.lines_new),
                 "calls": self.calls, "constructs": self.constructs,
                 "modules": self.modules[:MODULES_SHOWN], "module_count": len(self.modules),
-                "ops": self.ops, "coreai_ops": self.coreai_ops, "located": self.located}
+                "ops": self.ops, "coreai_ops": self.coreai_ops, "located": self.located,
+                "aten_nodes": len(self.nodes)}
 
 
 def _spans(lines: list[int]) -> list[str]:
@@ -144,6 +146,7 @@ def _map(region: Region, side: Side, lines: list[int]) -> None:
         return
     for i in lines:
         for name in side.located.identifiers(i):
+            region.nodes.add(name)
             node = side.nodes.get(name)
             if node is None:
                 continue
@@ -155,7 +158,7 @@ def _map(region: Region, side: Side, lines: list[int]) -> None:
                 region.ops.append(node["target"])
 
 
-def _shape(line: str) -> str:
+def shape(line: str) -> str:
     """A line without its value numbers: one op inserted in @main renumbers every later value,
     which would make every later line differ; the ops and types that really changed do not."""
     return _VALUE.sub(lambda m: "%arg" if m.group(1) else "%", line)
@@ -168,8 +171,8 @@ def regions(old: Side, new: Side) -> list[Region]:
     graphs_old, graphs_new = graphs_of(old.normalised), graphs_of(new.normalised)
     found: dict[tuple[str, int], Region] = {}
     runs: dict[str, tuple[int, int]] = {}  # graph -> (its current run's number, where it ends)
-    matcher = difflib.SequenceMatcher(None, [_shape(ln) for ln in old.normalised],
-                                      [_shape(ln) for ln in new.normalised], autojunk=False)
+    matcher = difflib.SequenceMatcher(None, [shape(ln) for ln in old.normalised],
+                                      [shape(ln) for ln in new.normalised], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue

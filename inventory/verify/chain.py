@@ -1,0 +1,245 @@
+"""A bundle's whole program along the chain of releases from its exporter to the target.
+
+Every release of the chain converts the same built program once (a stored side each); each
+consecutive pair is compared (a step), and so is the exporter against the target (what ships
+against what would ship). When a step's shipped programs differ, the assets run: **one**
+runtime for the whole chain (the newest whose coreai-core loads every asset that must run,
+tried from the target's down; the exporter's asset first, since an older asset is the one a
+newer runtime refuses), each asset once, on the same seeded inputs, against the torch fp32
+reference. A step's drift and the exporter-to-target drift are both read off those runs, so
+they are measured on one runtime and say which.
+
+What is measured is stored in parts (`inventory.verify.parts`); this module only assembles
+them, and says whether every part was read back (`cached`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from inventory.registry import Bundle
+from inventory.verify import drift, forms, parts, whole
+from oracle.session import Session
+
+Progress = Callable[[str], None]
+
+
+def _always(_: dict[str, Any]) -> bool:
+    return True
+
+
+def _repeatable(side: dict[str, Any]) -> bool:
+    """A conversion that a worker's death or timeout cut short may not repeat: not stored."""
+    return side.get("stage") != "worker"
+
+
+def _run_repeats(run: dict[str, Any]) -> bool:
+    """A run that answered, or a runtime that refused the asset (an error it reported, or an
+    abort: coreai-core 1.0.0b2 aborts on every 0.4.0 asset), says the same next time: stored. A
+    timeout or a kill (out of memory) may not repeat: told, never stored."""
+    if run.get("ok") or run.get("stage") != "worker":
+        return True
+    return "SIGABRT" in str(run.get("error", ""))
+
+
+class Missing(Exception):
+    """A part is not stored and the caller only reads (`plan` without --verify)."""
+
+
+class _Parts:
+    def __init__(self, bundle: Bundle, session: Session, weights: Path | None,
+                 use_cache: bool, allow_code: bool, progress: Progress, read_only: bool
+                 ) -> None:
+        self.bundle, self.session, self.weights = bundle, session, weights
+        self.use_cache, self.allow_code, self.progress = use_cache, allow_code, progress
+        self.read_only = read_only
+        self.all_cached = True
+
+    def part(self, folder: Path, make: parts.Make, keep: Callable[[dict[str, Any]], bool],
+             kind: tuple[Path, ...]) -> dict[str, Any]:
+        if self.read_only:
+            record = parts.read(folder)
+            if record is None or record["code"] != parts.code(kind):
+                raise Missing(folder.name)
+            return record
+        record, cached = parts.stored(folder, make, self.use_cache, keep, kind)
+        self.all_cached &= cached
+        return record
+
+    def build(self, form: forms.Form, reference: bool) -> dict[str, Any]:
+        folder = parts.build_folder(self.bundle, form, self.weights, reference)
+
+        def make(work: Path) -> dict[str, Any]:
+            self.progress(f"{self.bundle.name}: building the whole module, {form.described()}")
+            return whole.build(self.bundle, form, work, reference, self.weights,
+                               self.allow_code)
+        return {**self.part(folder, make, _always, parts.BUILDING), "folder": str(folder)}
+
+    def sides(self, build: dict[str, Any], releases: list[str]) -> dict[str, dict[str, Any]]:
+        def one(release: str) -> dict[str, Any]:
+            env = self.session.env(release)
+            folder = parts.side_folder(self.bundle, Path(build["folder"]), env)
+
+            def make(work: Path) -> dict[str, Any]:
+                self.progress(f"{self.bundle.name}: converting it whole under coreai-torch "
+                              f"{release}")
+                side = whole.convert(self.session, env, build["files"]["program"],
+                                     self.bundle, work)
+                if side.get("ok"):
+                    side["shipped_digest"] = parts.shipped_digest(side)
+                return side
+            return self.part(folder, make, _repeatable, parts.CONVERTING)
+
+        if self.read_only:
+            return {r: one(r) for r in releases}
+        # two conversions at a time: a whole program takes one core and up to 1.6 GB each
+        with ThreadPoolExecutor(max_workers=2) as ex:
+            return dict(zip(releases, ex.map(one, releases), strict=True))
+
+    def pair(self, sides: dict[str, dict[str, Any]], a: str, b: str) -> dict[str, Any]:
+        old, new = sides[a], sides[b]
+        if not old.get("evidence") or not new.get("evidence"):
+            # a side that was not stored: compare in a temp folder, store nothing
+            keep: Callable[[dict[str, Any]], bool] = lambda _: False  # noqa: E731
+        else:
+            keep = _always
+        folder = parts.pair_folder(self.bundle, Path(old.get("evidence") or a),
+                                   Path(new.get("evidence") or b), a, b)
+        record = self.part(folder, lambda work: whole.compared(old, new, work), keep,
+                           parts.COMPARING)
+        return {**record, "from": a, "to": b}
+
+    def run(self, side: dict[str, Any], release: str, runtime: Any, build: dict[str, Any]
+            ) -> dict[str, Any]:
+        folder = parts.run_folder(self.bundle, side["shipped_digest"], Path(build["folder"]),
+                                  release, runtime)
+
+        def make(work: Path) -> dict[str, Any]:
+            return whole.run(self.session, runtime, side["files"]["asset"],
+                             Path(build["folder"]), work, self.progress,
+                             f"the {release} program")
+        return self.part(folder, make, _run_repeats, parts.RUNNING)
+
+
+def _differs(pair: dict[str, Any]) -> bool:
+    return pair.get("shipped", {}).get("identity") == "differs"
+
+
+def measure(bundle: Bundle, session: Session, releases: list[str],
+            weights: Path | None, use_cache: bool, allow_code: bool, progress: Progress,
+            read_only: bool = False) -> dict[str, Any]:
+    """The chain's record: its sides, steps, the exporter-to-target pair and the runs.
+    `read_only`: only what is stored (raises Missing otherwise)."""
+    start = time.perf_counter()
+    form, run_form = forms.compared_form(bundle), forms.run_form(bundle)
+    same_form = run_form == form
+    p = _Parts(bundle, session, weights, use_cache, allow_code, progress, read_only)
+    record: dict[str, Any] = {"bundle": bundle.name, "releases": releases,
+                              "form": form.to_json()}
+    record["build"] = p.build(form, reference=same_form)
+    sides = p.sides(record["build"], releases)
+    record["sides"] = sides
+    steps = [p.pair(sides, a, b) for a, b in zip(releases, releases[1:], strict=False)]
+    record["steps"] = steps
+    record["overall"] = steps[0] if len(steps) == 1 else p.pair(sides, releases[0],
+                                                                releases[-1])
+    record["run"] = None
+    if any(_differs(s) for s in steps) or _differs(record["overall"]):
+        record["run"] = _runs(p, bundle, record, run_form, same_form, releases)
+    record["cached"] = p.all_cached
+    # what measuring the parts cost when they were measured (the same on every read)
+    record["seconds"] = _cost(record)
+    record["read_seconds"] = time.perf_counter() - start
+    return record
+
+
+def _cost(record: dict[str, Any]) -> float:
+    run = record.get("run") or {}
+    builds = [record["build"], run.get("build") or {}]
+    sides = [*record["sides"].values(), *(run.get("sides") or {}).values()]
+    runs = ((run.get("measurement") or {}).get("runs") or {}).values()
+    return sum(x.get("wall_seconds") or 0.0 for x in [*builds, *sides]) + \
+        sum(r.get("seconds") or 0.0 for r in runs)
+
+
+def _runs(p: _Parts, bundle: Bundle, record: dict[str, Any], run_form: forms.Form,
+          same_form: bool, releases: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"form": run_form.to_json(), "same_as_compared": same_form}
+    steps, overall = record["steps"], record["overall"]
+    wanted = {r for s in steps if _differs(s) for r in (s["from"], s["to"])}
+    if _differs(overall):
+        wanted |= {overall["from"], overall["to"]}
+    needed = [r for r in releases if r in wanted]
+    if same_form:
+        build, sides = record["build"], record["sides"]
+        run_pairs = {(s["from"], s["to"]): s for s in [*steps, overall]}
+    else:
+        p.progress(f"{bundle.name}: the run form, {run_form.described()}")
+        build = p.build(run_form, reference=True)
+        sides = p.sides(build, needed)
+        run_pairs = {}
+        for s in [*steps, overall]:
+            if s["from"] in sides and s["to"] in sides and (s["from"], s["to"]) not in run_pairs:
+                run_pairs[(s["from"], s["to"])] = p.pair(sides, s["from"], s["to"])
+        out["build"] = build
+        out["sides"] = sides
+    out["pairs"] = {f"{a}->{b}": {"emitted": v.get("emitted"), "shipped": v.get("shipped"),
+                                  "evidence": v.get("evidence")}
+                    for (a, b), v in run_pairs.items()}
+    if any(not sides[r].get("ok") for r in needed):
+        bad = [r for r in needed if not sides[r].get("ok")]
+        out["measurement"] = {"ok": False, "error": f"the run form does not convert under "
+                              f"{', '.join(bad)}", "attempts": []}
+        return out
+    out["measurement"] = _on_one_runtime(p, bundle, sides, needed, build, releases)
+    m = out["measurement"]
+    if m.get("ok"):
+        labels = list(bundle.export.get("names", {}).get("outputs", []))
+        reference = Path(build["folder"]) / "reference.safetensors"
+        m["drift"] = {}
+        for (a, b), pair in run_pairs.items():
+            if a in m["runs"] and b in m["runs"]:
+                m["drift"][f"{a}->{b}"] = {
+                    "shipped": pair.get("shipped", {}).get("identity"),
+                    "outputs": drift.per_output(Path(m["runs"][a]["outputs_file"]),
+                                                Path(m["runs"][b]["outputs_file"]), reference,
+                                                m["runs"][b]["outputs"], labels)}
+    return out
+
+
+def _on_one_runtime(p: _Parts, bundle: Bundle, sides: dict[str, dict[str, Any]],
+                    needed: list[str], build: dict[str, Any], releases: list[str]
+                    ) -> dict[str, Any]:
+    # read-only, the same path is replayed from the store (a refusal is stored too), and a
+    # run that is not stored raises Missing
+    attempts: list[str] = []
+    for env in _candidates(p, releases):
+        runs: dict[str, dict[str, Any]] = {}
+        failed = ""
+        for release in needed:  # oldest first: the asset a newer runtime may refuse
+            answer = p.run(sides[release], release, env, build)
+            if not answer.get("ok"):
+                failed = f"{release}: {answer.get('stage')}: {answer.get('error')}"
+                break
+            runs[release] = answer
+        if failed:
+            attempts.append(f"{env.runtime}: {failed}")
+            continue
+        return {"ok": True, "runtime": env.runtime, "attempts": attempts, "runs": runs}
+    return {"ok": False, "runtime": None, "attempts": attempts,
+            "error": "no runtime could run every program of the chain"}
+
+
+def _candidates(p: _Parts, releases: list[str]) -> list[Any]:
+    """The chain's runtimes, the target's first, one per coreai-core."""
+    out, cores = [], set()
+    for release in reversed(releases):
+        env = p.session.env(release)
+        if env.core not in cores:
+            cores.add(env.core)
+            out.append(env)
+    return out

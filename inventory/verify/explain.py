@@ -1,0 +1,172 @@
+"""Every region of a whole program that changes in a release step: its stage, and the record
+of that step that explains it, or none (an unrecorded change, a finding of its own).
+
+Stage, from the step's two programs at both stages:
+
+* `lowering`: the emitted programs differ at the region's aten nodes (a lowering emits
+  something else for them);
+* `optimizer`: the emitted programs are the same there and the shipped ones are not (what
+  `optimize()`, or the pinned coreai-core's rewrite, makes of them).
+
+A region with no located aten node (a constant the optimizer hoisted or folded) is `lowering`
+when one of its changed lines is in one side's emitted program and not the other's (the
+lowering emitted it), else `optimizer` (a line neither emitted program holds was made by the
+optimizer; one both hold was kept or moved by it).
+
+Attribution rules (data, never verdicts): a record of the region's own step explains it when
+
+* (a) `construct`: the record names a construct a detector finds in the region's nodes (or the
+  composite whose body it is);
+* (b) `pipeline`: it is a pipeline record (a coreai-core pin) and the region's stage is
+  `optimizer`;
+* (c) `touches`: its `touches` lists one of the region's aten targets or Core AI ops.
+
+Anything else is unrecorded, and is never folded into a record.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from inventory.policy import Policy
+from inventory.verdict import ProbeVerdict, Reexport, Verdict
+from inventory.verify.regions import Region, shape
+from oracle.fixes import Fix, between
+
+LOWERING, OPTIMIZER = "lowering", "optimizer"
+MODULES_SHOWN = 6
+
+
+def stage_of(region: Region, emitted: list[Region], texts: dict[str, Any] | None) -> str:
+    if texts is None:
+        # no emitted program to compare (a release whose to_coreai() optimizes and could not
+        # be captured before it): the change cannot be put on the optimizer
+        return LOWERING
+    if region.nodes:
+        return LOWERING if any(region.nodes & e.nodes for e in emitted) else OPTIMIZER
+    old, new = texts["emitted"]["old"], texts["emitted"]["new"]
+    changed = [shape(texts["shipped"]["old"][n - 1]) for n in region.lines_old] + \
+        [shape(texts["shipped"]["new"][n - 1]) for n in region.lines_new]
+    return LOWERING if any((ln in old) != (ln in new) for ln in changed) else OPTIMIZER
+
+
+def attributed(region: dict[str, Any], records: list[Fix]) -> dict[str, str]:
+    """record id -> the rule that explains the region by it."""
+    kinds = set(region["constructs"]) | ({region["composite"]} if region.get("composite")
+                                        else set())
+    ops = set(region.get("ops", [])) | set(region.get("coreai_ops", []))
+    out: dict[str, str] = {}
+    for fix in records:
+        hit = sorted(kinds & set(fix.constructs))
+        if fix.kind == "lowering" and hit:
+            out[fix.id] = f"construct {', '.join(hit)}"
+        elif fix.kind == "pipeline" and region["stage"] == OPTIMIZER:
+            out[fix.id] = "pipeline record, optimizer stage"
+        elif touched := sorted(ops & set(fix.touches)):
+            out[fix.id] = f"touches {', '.join(touched)}"
+    return out
+
+
+def step_regions(step: dict[str, Any], shipped: list[Region], emitted: list[Region],
+                 texts: dict[str, Any] | None, fixes: list[Fix]) -> list[dict[str, Any]]:
+    """A step's regions, each with its step, stage and records (`texts`: whole.stage_texts)."""
+    label = f"{step['from']}->{step['to']}"
+    records = between(fixes, step["from"], step["to"])
+    out = []
+    for region in shipped:
+        r = region.to_json()
+        r["step"] = label
+        r["stage"] = stage_of(region, emitted, texts)
+        how = attributed(r, records)
+        r["explained_by"] = sorted(how)
+        r["explained_how"] = how
+        r["unrecorded"] = not how
+        r["evidence"] = step.get("evidence")
+        out.append(r)
+    return out
+
+
+def stage_texts(pair: dict[str, Any]) -> dict[str, Any] | None:
+    """What telling a change's stage needs beside the regions: both sides' normalised shipped
+    lines and the set of each side's emitted lines (value numbers set aside); None when the
+    emitted programs cannot be compared."""
+    shipped, emitted = pair.get("shipped", {}), pair.get("emitted", {})
+    if shipped.get("identity") != "differs" or \
+            emitted.get("identity") not in ("identical", "differs"):
+        return None
+    text = {k: Path(v).read_text().splitlines() for k, v in shipped["normalised"].items()}
+    sets = {k: {shape(ln) for ln in Path(v).read_text().splitlines()}
+            for k, v in emitted["normalised"].items()}
+    return {"shipped": text, "emitted": sets}
+
+
+def _rel(err: float | None, magnitude: float) -> float | None:
+    if err is None:
+        return None
+    return err / magnitude if magnitude > 0 else err
+
+
+def judge_drift(rows: list[dict[str, Any]] | None, runtime: str | None, tolerance: float,
+                why_not: str = "") -> ProbeVerdict:
+    """The re-export policy applied to a whole program's drift (as `verdict.judge` applies it
+    to a probe's): the worst output decides."""
+    if not rows:
+        return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
+                            f"the whole programs differ but were not run: {why_not or 'no run'}")
+    if all(r["bit_identical"] for r in rows):
+        return ProbeVerdict(Verdict.VALUES_IDENTICAL, Reexport.OPTIONAL,
+                            f"whole shipped programs differ, outputs bit-identical on {runtime}")
+    worst_old = worst_new = 0.0
+    old_bad = new_bad = False
+    for r in rows:
+        old_err, new_err = r["rel_old"], r["rel_new"]
+        old_bad |= r["nonfinite_old"] > 0 or old_err is None or old_err > tolerance
+        new_bad |= r["nonfinite_new"] > 0 or new_err is None or new_err > tolerance
+        worst_old, worst_new = max(worst_old, old_err or 0.0), max(worst_new, new_err or 0.0)
+    moved = max((r["maxabs_old_new"] or 0.0) for r in rows)
+    numbers = (f"max|old-new|={moved:.3g}, worst output's error vs torch fp32 relative to |ref|:"
+               f" old {worst_old:.3g}, new {worst_new:.3g}, tolerance {tolerance:g} ({runtime})")
+    if old_bad and not new_bad:
+        return ProbeVerdict(Verdict.VALUES_MOVE, Reexport.REQUIRED,
+                            f"shipped outputs wrong: {numbers}")
+    closer = "new" if worst_new < worst_old else "old"
+    return ProbeVerdict(Verdict.VALUES_MOVE, Reexport.OPTIONAL,
+                        f"outputs move, {closer} side closer to torch: {numbers}")
+
+
+def unrecorded(regions: list[dict[str, Any]], steps: dict[str, dict[str, Any]],
+               fixes: list[Fix], overall: ProbeVerdict) -> list[dict[str, Any]]:
+    """The unrecorded regions, one entry per (step, stage, ops, constructs): where, how many,
+    the step's drift, the records the step does have, and what the change does to the
+    shipped bundle (`overall`: the exporter-to-target drift judged by the policy)."""
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in regions:
+        if not r["unrecorded"]:
+            continue
+        key = (r["step"], r["stage"], tuple(r["coreai_ops"]), tuple(r["constructs"]))
+        g = groups.get(key)
+        if g is None:
+            step = steps[r["step"]]
+            a, b = r["step"].split("->")
+            g = groups[key] = {
+                "step": r["step"], "stage": r["stage"], "regions": 0, "changed_lines": 0,
+                "graphs": [], "ops": [], "coreai_ops": list(r["coreai_ops"]),
+                "constructs": list(r["constructs"]), "modules": [], "module_count": 0,
+                "drift": step.get("drift"), "runtime": step.get("runtime"),
+                "records_of_step": [f.id for f in between(fixes, a, b)],
+                "verdict": overall.verdict, "reexport": overall.reexport,
+                "reason": overall.reason, "evidence": r.get("evidence")}
+        g["regions"] += 1
+        g["changed_lines"] += r["changed_lines"]
+        g["graphs"] += [r["graph"]] if r["graph"] not in g["graphs"] else []
+        g["ops"] += [o for o in r["ops"] if o not in g["ops"]]
+        g["modules"] += [m for m in r["modules"] if m not in g["modules"]]
+        g["module_count"] += r["module_count"]
+    for g in groups.values():
+        g["modules"] = g["modules"][:MODULES_SHOWN]
+    return list(groups.values())
+
+
+def tolerance(policy: Policy, dtype: str) -> float:
+    return policy.tolerance_for(dtype)

@@ -1,0 +1,159 @@
+"""The stored parts of a whole-bundle check, each measured once and read back after:
+
+* a **build** per (bundle, form, weights): `verify-build-<bundle>-<key>/` (program.pt2, inputs,
+  the torch fp32 reference);
+* a **side** per (build, release): `verify-side-<bundle>-<release>-<key>/`, the program converted
+  whole under one coreai-torch (its IR at both stages, with and without debug locations,
+  nodes.json, the asset);
+* a **comparison** per (side, side): `verify-pair-<bundle>-<a>-<b>-<key>/`, the normalised
+  texts and their diffs (the regions are derived from these files on every read);
+* a **run** per (side, runtime): `verify-run-<bundle>-<release>-<core>-<key>/`, the asset's
+  output tensors on the seeded inputs.
+
+So a chain of N releases costs N conversions, whatever the pairs compared (`verify --to 0.4.2`
+and `--to 0.4.3` share the 0.4.0, 0.4.1 and 0.4.2 sides), and a release's asset runs once per
+runtime. A part that failed for a reason that may not repeat (a worker that died or timed out)
+is never stored; a deterministic outcome (a converter that refuses the program) is.
+
+Every key covers what the part's files depend on, and only that, so a change elsewhere in the
+code does not throw away an hour of runs: a build, the form's arguments, the target's source,
+the seed, the weights' digest, the recipe's export steps and the building code; a side, its
+build, the release's packages, the pipeline and the converting code (with the construct
+detectors that label nodes.json); a comparison, its two sides and the comparing code; a run,
+the **normalised shipped program** it runs (not the side that made it: a side converted again
+with the same program reuses the run), the inputs, the runtime's packages and the running code.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from inventory.registry import Bundle
+from inventory.trace.service import export_steps
+from inventory.verify import whole
+from inventory.verify.forms import Form
+from oracle import store
+from oracle.envs import Env
+from oracle.normalise import normalise
+
+HERE = Path(__file__).resolve().parent
+ORACLE = HERE.parents[1] / "oracle"
+# the code each kind of part depends on
+BUILDING = (HERE / "build_worker.py", HERE / "forms.py")
+CONVERTING = (ORACLE / "program_worker.py", ORACLE / "worker.py", ORACLE / "worker_io.py",
+              ORACLE / "memory.py", ORACLE / "constructs")
+COMPARING = (HERE / "whole.py", ORACLE / "normalise.py", ORACLE / "compare.py")
+RUNNING = (ORACLE / "asset_worker.py", ORACLE / "worker_io.py", HERE / "whole.py")
+
+PLACEHOLDER = "$RESULT"
+Make = Callable[[Path], dict[str, Any]]
+_SAFE = re.compile(r"[^A-Za-z0-9_.]+")
+
+
+def _rewrite(obj: Any, old: str, new: str) -> Any:
+    if isinstance(obj, str):
+        return new + obj[len(old):] if obj.startswith(old) else obj
+    if isinstance(obj, dict):
+        return {k: _rewrite(v, old, new) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_rewrite(v, old, new) for v in obj]
+    return obj
+
+
+def _key(payload: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _name(*parts: str) -> str:
+    """A folder name from data (a bundle's name, a release): nothing that leaves the store."""
+    return "-".join(_SAFE.sub("_", p).strip("._") or "_" for p in parts)
+
+
+@functools.cache
+def code(kind: tuple[Path, ...]) -> str:
+    """The digest of the code one kind of part depends on (a folder: its .py files)."""
+    h = hashlib.sha256()
+    for path in kind:
+        for f in sorted(path.glob("*.py")) if path.is_dir() else [path]:
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def read(folder: Path) -> dict[str, Any] | None:
+    """A stored part's record with absolute paths; None if absent, of other code (its folder
+    name is keyed on its code, and the record says which), or damaged."""
+    try:
+        record = json.loads((folder / whole.RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("code"), str):
+        return None
+    record = _rewrite(record, PLACEHOLDER, str(folder))
+    record["evidence"] = str(folder)
+    return record
+
+
+def stored(final: Path, make: Make, use_cache: bool, keep: Callable[[dict[str, Any]], bool],
+           kind: tuple[Path, ...]) -> tuple[dict[str, Any], bool]:
+    """The part at `final` (read back: True), or measured now by `make(work)` and stored when
+    `keep(record)` says it may repeat (False)."""
+    if use_cache:
+        cached = read(final)
+        if cached is not None and cached["code"] == code(kind):
+            return cached, True
+    with store.building(final) as work:
+        record = {**make(work), "code": code(kind)}
+        if not keep(record):
+            # told now, measured again next time; its files go with the temp folder
+            return {**record, "evidence": None, "stored": False}, False
+        (work / whole.RECORD).write_text(json.dumps(_rewrite(record, str(work), PLACEHOLDER),
+                                                    indent=1))
+        theirs = store.install(work, final, read, replace_stored=not use_cache)
+    return (theirs if theirs is not None else read(final) or record), False
+
+
+# ---- keys ---------------------------------------------------------------------------------
+
+
+def build_folder(bundle: Bundle, form: Form, weights: Path | None, reference: bool) -> Path:
+    payload = {"bundle": bundle.name,
+               "form": {k: v for k, v in form.to_json().items() if k != "why"},
+               "target_source": whole.target_source(form), "seed": whole.SEED,
+               "weights": whole.file_digest(weights) if weights else None,
+               "export": export_steps(bundle), "reference": reference,
+               "code": code(BUILDING)}
+    return store.results_root() / _name("verify", "build", bundle.name, _key(payload))
+
+
+def side_folder(bundle: Bundle, build: Path, env: Env) -> Path:
+    payload = {"build": build.name, "env": store.env_identity(env),
+               "pipeline": {"decompositions": bundle.pipeline.decompositions,
+                            "optimize": bundle.pipeline.optimize},
+               "code": code(CONVERTING)}
+    return store.results_root() / _name("verify", "side", bundle.name, env.converter,
+                                        _key(payload))
+
+
+def pair_folder(bundle: Bundle, old: Path, new: Path, a: str, b: str) -> Path:
+    payload = {"old": old.name, "new": new.name, "code": code(COMPARING)}
+    return store.results_root() / _name("verify", "pair", bundle.name, a, b, _key(payload))
+
+
+def shipped_digest(side: dict[str, Any]) -> str:
+    """The side's shipped program, normalised: what a run's outputs depend on."""
+    text = Path(side["files"]["shipped"]).read_text()
+    return hashlib.sha256(normalise(text).encode()).hexdigest()[:20]
+
+
+def run_folder(bundle: Bundle, program: str, build: Path, release: str, runtime: Env) -> Path:
+    payload = {"program": program, "inputs": build.name,
+               "runtime": store.env_identity(runtime), "code": code(RUNNING)}
+    return store.results_root() / _name("verify", "run", bundle.name, release, runtime.core,
+                                        _key(payload))

@@ -466,6 +466,8 @@ def test_data_dependent_sizes_of_a_static_graph_are_resolved_from_its_runtime_as
     views = _of(found, "view_dynamic")
     assert [(g.params["mode"], g.params["batch"], g.params["output_shape"]) for g in views] == [
         ("split_heads", 6, [1, 6, 6, 1])]
+    # hw is an input here: a run-time size, no dynamic input dim (no dynamic_batch to export)
+    assert views[0].params["size_source"] == "data" and "dynamic_batch" not in views[0].params
     assert {g.params["sizes"] for g in aranges + divisions + views} == {note}
 
 

@@ -252,6 +252,45 @@ class Sizes:
         return int(exact.get(sym, assumed.get(sym, FALLBACK_SIZE)))
 
 
+# Where a symbolic size comes from, as the converter sees it (recorded by the detectors whose
+# probe must rebuild it the same way):
+#   "input"    a dynamic input dimension (a backed symbol, read with aten.sym_size.int): the
+#              program keeps a shape computation on its input, which no optimizer can fold;
+#   "constant" `.item()` of a tensor computed from the graph's constants alone (SAM 3's
+#              `spatial_shapes`, a torch.tensor of python ints): an unbacked SymInt that reaches
+#              the converter as a mixed SymInt/int list, which the optimizer folds to a static
+#              shape, so the shipped program holds a plain reshape;
+#   "data"     `.item()` of a tensor that depends on a graph input: a run-time size.
+SIZE_SOURCES = ("input", "constant", "data")
+# torch.export names the placeholders of parameters, buffers and lifted constants with these
+# prefixes (its placeholder naming pass); every other placeholder is a user input.
+_STATE_PREFIXES = ("p_", "b_", "c_")
+
+
+def size_source(arg: Any) -> str:
+    """Where a symbolic size (an fx.Node argument holding a SymInt) comes from: one of
+    SIZE_SOURCES. Backed symbols are dynamic input dims; for an unbacked one, whether the
+    tensors its `.item()` reads depend on a user input decides between "data" and "constant"."""
+    v = val(arg) if isinstance(arg, torch.fx.Node) else arg
+    if isinstance(v, torch.SymInt):
+        free = v.node.expr.free_symbols
+        if free and all(s in backed(v.node.shape_env) for s in free):
+            return "input"
+    if not isinstance(arg, torch.fx.Node):
+        return "data"  # a bare unbacked SymInt: nothing to follow, assume the worst
+    seen: set[torch.fx.Node] = set()
+    todo = [arg]
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node.op == "placeholder" and not node.name.startswith(_STATE_PREFIXES):
+            return "data"
+        todo.extend(node.all_input_nodes)
+    return "constant"
+
+
 def size_range(v: Any, value: int, at_least: int = 1) -> list[int]:
     """[min, max] for a probe's dynamic dim standing for a symbolic size: the symbol's own
     bounds where finite, else [at_least, max(64, 2 * value)]."""
@@ -280,3 +319,51 @@ def with_sizes(params: dict[str, Any], how: str) -> dict[str, Any]:
     if how != "static":
         params["sizes"] = SIZES_NOTE[how]
     return params
+
+
+# ---- a node's signature: what the converter's lowering of it depends on -----------------------
+
+def _dim_kind(d: Any) -> str:
+    """A size as the converter sees it: an int, `d` a dynamic input dim (backed), `u` a
+    data-dependent one (unbacked, from an .item())."""
+    if isinstance(d, int) or (isinstance(d, torch.SymInt) and d.node.expr.is_number):
+        return str(int(d))
+    free = d.node.expr.free_symbols
+    return "d" if free and all(s in backed(d.node.shape_env) for s in free) else "u"
+
+
+def _operand(a: Any) -> Any:
+    if isinstance(a, list | tuple):
+        return [_operand(x) for x in a]
+    if isinstance(a, torch.fx.Node):
+        v = val(a)
+        if isinstance(v, torch.Tensor):
+            return f"tensor {name(v.dtype)} [{'x'.join(_dim_kind(d) for d in v.shape)}]"
+        if isinstance(v, torch.SymInt):
+            return "int" if v.node.expr.is_number else f"SymInt({size_source(a)})"
+        if isinstance(v, torch.SymFloat | torch.SymBool):
+            return type(v).__name__
+        return type(v).__name__
+    if a is None or isinstance(a, bool | int | float | str):
+        return type(a).__name__
+    return type(a).__name__  # a dtype, a device, a layout
+
+
+def signature(node: Any) -> dict[str, Any]:
+    """The op overload, each operand's kind (a tensor with its dtype and sizes, int, float,
+    SymInt with where it comes from (SIZE_SOURCES), lists of these) and the result's dtype and
+    sizes: what decides which lowering path a converter takes. Two nodes with one signature are
+    lowered alike; a probe's node must have its traced instance's (tests/test_probe_fidelity.py).
+    """
+    out = val(node)
+    result = (f"{name(out.dtype)} [{'x'.join(_dim_kind(d) for d in out.shape)}]"
+              if isinstance(out, torch.Tensor) else type(out).__name__)
+    return {"op": target_name(node),
+            "args": [_operand(a) for a in node.args],
+            "kwargs": {k: _operand(v) for k, v in sorted(node.kwargs.items())},
+            "result": result}
+
+
+def signature_of_value(node: Any) -> str:
+    """A node's value as signature() writes an operand (e.g. `tensor float16 [1x200xux2]`)."""
+    return str(_operand(node))

@@ -241,7 +241,7 @@ def _sweep(bundles: list[Bundle], ranges: dict[str, list[tuple[str, str]]], fixe
 
 def plan_record(p: Plan) -> dict:
     """The stable JSON shape of a plan (also what --baseline reads back)."""
-    from inventory.report.verify_report import bundle_record
+    from inventory.verify.record import bundle_record
 
     def item(i: PlanItem, b: BundlePlan) -> dict:
         evidence = [pr.result.evidence for pr in i.answer.probes if pr.result]

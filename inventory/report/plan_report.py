@@ -67,7 +67,7 @@ def _lines(p: Plan, b: BundlePlan) -> list[tuple[str, str]]:
 def _verified(p: Plan, b: BundlePlan) -> list[str]:
     """The whole-program check (stored, or measured by --verify): its answer, each change no
     record explains, and any inconsistency, loudly."""
-    from inventory.report.verify_report import _unrecorded_line
+    from inventory.report.verify_report import unrecorded_line
     from inventory.verify.service import answer, status
 
     v = b.whole
@@ -75,7 +75,7 @@ def _verified(p: Plan, b: BundlePlan) -> list[str]:
         return []
     how = "measured now" if p.verify_computed else "stored"
     lines = [f"{b.bundle} whole program ({how}, {status(v)}): {answer(v)}"]
-    lines += [f"  UNRECORDED: {_unrecorded_line(u)}: {u['reexport']}" for u in v.unrecorded]
+    lines += [f"  UNRECORDED: {unrecorded_line(u)}: {u['reexport']}" for u in v.unrecorded]
     lines += [f"  INCONSISTENT: {i}" for i in v.inconsistencies]
     lines += [f"  limitation: {i}" for i in v.limitations]
     return lines

@@ -8,7 +8,10 @@ from rich.console import Group
 from rich.text import Text
 
 from inventory.report.text import md_cell
-from inventory.verify.service import BundleVerify, Verify, answer, region_line, status
+from inventory.verify.record import bundle_record, overall_rows, verify_record
+from inventory.verify.service import BundleVerify, Verify, region_line, status
+
+__all__ = ["bundle_record", "verify_record", "verify_markdown", "verify_table"]
 
 _STATUS_STYLE = {"consistent": "green", "inconsistent": "bold red", "inconclusive": "magenta"}
 
@@ -35,81 +38,6 @@ def _form(form: dict[str, Any]) -> str:
     return f"{form.get('form')} ({who}{form.get('target')}({args}))"
 
 
-def _side(side: dict[str, Any]) -> dict[str, Any]:
-    out = {"converter": side.get("converter"), "ok": bool(side.get("ok")),
-           "seconds": side.get("wall_seconds"), "peak_mb": side.get("peak_mb"),
-           "packages": side.get("packages")}
-    if not side.get("ok"):
-        out["error"] = f"{side.get('stage', '?')}: {side.get('error', '?')}"
-    return out
-
-
-def _overall_rows(b: BundleVerify) -> list[dict[str, Any]]:
-    m = (b.record.get("run") or {}).get("measurement") or {}
-    o = b.overall
-    if not o:
-        return []
-    return list(((m.get("drift") or {}).get(f"{o['from']}->{o['to']}") or {})
-                .get("outputs") or [])
-
-
-def _run(b: BundleVerify) -> dict[str, Any] | None:
-    run = b.record.get("run")
-    if not run:
-        return None
-    m = run.get("measurement") or {}
-    build = run.get("build") or b.record.get("build") or {}
-    return {"form": run["form"], "same_as_compared": run["same_as_compared"],
-            "runtime": m.get("runtime"), "ok": bool(m.get("ok")), "error": m.get("error"),
-            "attempts": m.get("attempts", []),
-            "seconds": {r: v.get("seconds") for r, v in (m.get("runs") or {}).items()},
-            "params": build.get("params"), "outputs": _overall_rows(b),
-            "evidence": {r: v.get("evidence") for r, v in (m.get("runs") or {}).items()}}
-
-
-def bundle_record(b: BundleVerify) -> dict[str, Any]:
-    """A bundle's check as `verify --json` gives it, and `plan --json` (one answer)."""
-    r = b.record
-    build = r.get("build", {})
-    overall = b.overall
-    parts_seconds = [s.get("wall_seconds") for s in r.get("sides", {}).values()]
-    return {
-        "bundle": b.bundle, "exporter": b.exporter, "exporter_assumed": b.exporter_assumed,
-        "to": b.to, "status": status(b), "consistent": b.consistent, "answer": answer(b),
-        "verdict": b.verdict.verdict if b.verdict else None,
-        "reexport": b.verdict.reexport if b.verdict else None,
-        "reason": b.verdict.reason if b.verdict else None,
-        "cached": b.cached, "form": r.get("form"), "error": r.get("error"),
-        "build": {"params": build.get("params"), "seconds": build.get("wall_seconds"),
-                  "peak_mb": build.get("peak_mb"), "torch": build.get("torch"),
-                  "inputs": build.get("inputs", []), "weights": build.get("weights"),
-                  "evidence": build.get("evidence")}
-        if build else None,
-        "releases": list(r.get("releases", [])),
-        "sides": {k: _side(v) for k, v in r.get("sides", {}).items()},
-        "emitted": _stage(overall.get("emitted")), "shipped": _stage(overall.get("shipped")),
-        "steps": list(b.steps), "regions": list(b.regions), "unrecorded": list(b.unrecorded),
-        "run": _run(b), "probes": b.probes, "inconsistencies": list(b.inconsistencies),
-        "limitations": list(b.limitations), "notes": list(b.notes),
-        "seconds": r.get("seconds"),
-        "conversion_seconds": sum(x for x in parts_seconds if x) or None,
-        "peak_mb": max((s.get("peak_mb") or 0 for s in r.get("sides", {}).values()),
-                       default=None) or None,
-        "evidence": overall.get("evidence"),
-    }
-
-
-def _stage(stage: dict[str, Any] | None) -> dict[str, Any] | None:
-    if stage is None:
-        return None
-    return {k: v for k, v in stage.items() if k in ("identity", "changed_lines", "diff")}
-
-
-def verify_record(v: Verify) -> dict[str, Any]:
-    return {"to": v.to, "consistent": not v.inconsistent, "inconclusive": v.inconclusive,
-            "unrecorded": v.unrecorded, "bundles": [bundle_record(b) for b in v.bundles]}
-
-
 def _drift_line(row: dict[str, Any]) -> str:
     return (f"{row['output']} {row['shape']}: old max abs {_num(row['maxabs_old'])} "
             f"(rel {_num(row['rel_old'])}, {row['nonfinite_old']} non-finite), new "
@@ -118,7 +46,7 @@ def _drift_line(row: dict[str, Any]) -> str:
             f"{_num(row['ref_magnitude'])}")
 
 
-def _unrecorded_line(u: dict[str, Any]) -> str:
+def unrecorded_line(u: dict[str, Any]) -> str:
     ops = ", ".join(u["coreai_ops"]) or "no op"
     kinds = ", ".join(u["constructs"]) or "no detected construct"
     mods = ", ".join(u["modules"]) or "no located module"
@@ -177,7 +105,7 @@ def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
                                      f"{'; '.join(run.get('attempts', []))}"))
     if len(rec["regions"]) > 1:
         lines += [("region", region_line(g)) for g in rec["regions"]]
-    lines += [("UNRECORDED", _unrecorded_line(u)) for u in rec["unrecorded"]]
+    lines += [("UNRECORDED", unrecorded_line(u)) for u in rec["unrecorded"]]
     p = rec["probes"]
     if p:
         changed = ", ".join(f"{c['probe']} in {c['step']} ({c['verdict']}, "
@@ -217,7 +145,7 @@ def verify_markdown(v: Verify) -> str:
         out += [f"| {label} | {md_cell(text)} |" for label, text in bundle_lines(b)[2:]
                 if label != "drift"]
         out.append("")
-        rows = _overall_rows(b)
+        rows = overall_rows(b)
         if rows:
             out += ["| output | shape | old max abs (rel) | new max abs (rel) | non-finite "
                     "old/new | max abs old-new |", "|---|---|---|---|---|---|"]

@@ -285,6 +285,14 @@ def _checked(bundles: list[Bundle], to: str, catalog: Catalog, allow_code: bool)
             raise forms.FormError(f"{bundle.name}: {exc}") from None
 
 
+def _checkable(bundle: Bundle, to: str, catalog: Catalog) -> bool:
+    try:
+        _checked([bundle], to, catalog, allow_code=False)
+    except (forms.FormError, UsageError):
+        return False
+    return True
+
+
 def _step_probes(bundle: Bundle, exporter: str, to: str, fixes: list[Fix], catalog: Catalog,
                  policy: Policy, use_cache: bool, progress: Progress, session: Session
                  ) -> dict[str, Sweep]:
@@ -398,6 +406,9 @@ def verified(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog,
     only the bundles whose every part is stored."""
     later = [b for b in bundles
              if version_key(exporter_release(b.exporter, catalog)[0]) < version_key(to)]
+    if not compute:
+        # reading only: a bundle without a form verify can build has nothing stored
+        later = [b for b in later if _checkable(b, to, catalog)]
     result = verify(later, to, fixes, catalog, policy, use_cache=use_cache, progress=progress,
                     read_only=not compute)
     return {b.bundle: b for b in result.bundles}

@@ -1,0 +1,85 @@
+"""The JSON record of a bundle's whole-program check: what `verify --json` prints for it and
+what `plan --json` embeds (one answer, one function)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inventory.verify.service import BundleVerify, Verify, answer, status
+
+
+def _side(side: dict[str, Any]) -> dict[str, Any]:
+    out = {"converter": side.get("converter"), "ok": bool(side.get("ok")),
+           "seconds": side.get("wall_seconds"), "peak_mb": side.get("peak_mb"),
+           "packages": side.get("packages")}
+    if not side.get("ok"):
+        out["error"] = f"{side.get('stage', '?')}: {side.get('error', '?')}"
+    return out
+
+
+def overall_rows(b: BundleVerify) -> list[dict[str, Any]]:
+    m = (b.record.get("run") or {}).get("measurement") or {}
+    o = b.overall
+    if not o:
+        return []
+    return list(((m.get("drift") or {}).get(f"{o['from']}->{o['to']}") or {})
+                .get("outputs") or [])
+
+
+def _run(b: BundleVerify) -> dict[str, Any] | None:
+    run = b.record.get("run")
+    if not run:
+        return None
+    m = run.get("measurement") or {}
+    build = run.get("build") or b.record.get("build") or {}
+    return {"form": run["form"], "same_as_compared": run["same_as_compared"],
+            "runtime": m.get("runtime"), "ok": bool(m.get("ok")), "error": m.get("error"),
+            "attempts": m.get("attempts", []),
+            "seconds": {r: v.get("seconds") for r, v in (m.get("runs") or {}).items()},
+            "params": build.get("params"), "outputs": overall_rows(b),
+            "evidence": {r: v.get("evidence") for r, v in (m.get("runs") or {}).items()}}
+
+
+def bundle_record(b: BundleVerify) -> dict[str, Any]:
+    """A bundle's check as `verify --json` gives it, and `plan --json` (one answer)."""
+    r = b.record
+    build = r.get("build", {})
+    overall = b.overall
+    parts_seconds = [s.get("wall_seconds") for s in r.get("sides", {}).values()]
+    return {
+        "bundle": b.bundle, "exporter": b.exporter, "exporter_assumed": b.exporter_assumed,
+        "to": b.to, "status": status(b), "consistent": b.consistent, "answer": answer(b),
+        "verdict": b.verdict.verdict if b.verdict else None,
+        "reexport": b.verdict.reexport if b.verdict else None,
+        "reason": b.verdict.reason if b.verdict else None,
+        "cached": b.cached, "form": r.get("form"), "error": r.get("error"),
+        "build": {"params": build.get("params"), "seconds": build.get("wall_seconds"),
+                  "peak_mb": build.get("peak_mb"), "torch": build.get("torch"),
+                  "inputs": build.get("inputs", []), "weights": build.get("weights"),
+                  "evidence": build.get("evidence")}
+        if build else None,
+        "releases": list(r.get("releases", [])),
+        "sides": {k: _side(v) for k, v in r.get("sides", {}).items()},
+        "emitted": _stage(overall.get("emitted")), "shipped": _stage(overall.get("shipped")),
+        "steps": list(b.steps), "regions": list(b.regions), "unrecorded": list(b.unrecorded),
+        "run": _run(b), "probes": b.probes, "inconsistencies": list(b.inconsistencies),
+        "limitations": list(b.limitations), "notes": list(b.notes),
+        "seconds": r.get("seconds"),
+        "conversion_seconds": sum(x for x in parts_seconds if x) or None,
+        "peak_mb": max((s.get("peak_mb") or 0 for s in r.get("sides", {}).values()),
+                       default=None) or None,
+        "evidence": overall.get("evidence"),
+    }
+
+
+def _stage(stage: dict[str, Any] | None) -> dict[str, Any] | None:
+    if stage is None:
+        return None
+    return {k: v for k, v in stage.items() if k in ("identity", "changed_lines", "diff")}
+
+
+def verify_record(v: Verify) -> dict[str, Any]:
+    return {"to": v.to, "consistent": not v.inconsistent, "inconclusive": v.inconclusive,
+            "unrecorded": v.unrecorded, "bundles": [bundle_record(b) for b in v.bundles]}
+
+

@@ -49,7 +49,9 @@ BUILDING = (HERE / "build_worker.py", HERE / "forms.py")
 CONVERTING = (ORACLE / "program_worker.py", ORACLE / "worker.py", ORACLE / "worker_io.py",
               ORACLE / "memory.py", ORACLE / "constructs")
 COMPARING = (HERE / "whole.py", ORACLE / "normalise.py", ORACLE / "compare.py")
-RUNNING = (ORACLE / "asset_worker.py", ORACLE / "worker_io.py", HERE / "whole.py")
+# a run: the asset worker runs the asset on the stored inputs (whole.run only forwards them,
+# with the seed, which is in the key)
+RUNNING = (ORACLE / "asset_worker.py", ORACLE / "worker_io.py")
 
 PLACEHOLDER = "$RESULT"
 Make = Callable[[Path], dict[str, Any]]
@@ -153,7 +155,7 @@ def shipped_digest(side: dict[str, Any]) -> str:
 
 
 def run_folder(bundle: Bundle, program: str, build: Path, release: str, runtime: Env) -> Path:
-    payload = {"program": program, "inputs": build.name,
+    payload = {"program": program, "inputs": build.name, "seed": whole.SEED,
                "runtime": store.env_identity(runtime), "code": code(RUNNING)}
     return store.results_root() / _name("verify", "run", bundle.name, release, runtime.core,
                                         _key(payload))

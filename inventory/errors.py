@@ -18,6 +18,7 @@ from oracle.conditions import WeightsError
 from oracle.envs import EnvError
 from oracle.fixes import FixError
 from oracle.regimes import RegimeError
+from oracle.schema import DataFileError
 
 
 class ExitCode(IntEnum):
@@ -51,7 +52,7 @@ class InputFileError(InventoryError):
 
 # Everything a command turns into one line and exit code 2.
 USER_ERRORS: tuple[type[Exception], ...] = (InventoryError, EnvError, FixError, RegimeError,
-                                            WeightsError)
+                                            WeightsError, DataFileError)
 
 
 def exit_for_reexport(level: str) -> ExitCode:

@@ -17,6 +17,7 @@ from enum import IntEnum
 from oracle.conditions import WeightsError
 from oracle.envs import EnvError
 from oracle.fixes import FixError
+from oracle.paths import StorePathError
 from oracle.regimes import RegimeError
 from oracle.schema import DataFileError
 
@@ -52,7 +53,7 @@ class InputFileError(InventoryError):
 
 # Everything a command turns into one line and exit code 2.
 USER_ERRORS: tuple[type[Exception], ...] = (InventoryError, EnvError, FixError, RegimeError,
-                                            WeightsError, DataFileError)
+                                            WeightsError, DataFileError, StorePathError)
 
 
 def exit_for_reexport(level: str) -> ExitCode:

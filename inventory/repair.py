@@ -38,6 +38,7 @@ from inventory.scan.model import BundleError
 from inventory.scan.readers import ScanWorker
 from oracle.envs import Catalog, Env, EnvError
 from oracle.load_check import RuntimeOutcome, asset_workers, run_on
+from oracle.paths import safe_name
 from oracle.runtimes import cores
 from oracle.session import Session
 from oracle.store import RESULT_FILE, building, manifest, results_root
@@ -127,7 +128,7 @@ def _weights(session: Session, env: Env, bundle: Path, log_dir: Path) -> dict[st
     log_dir.mkdir(parents=True, exist_ok=True)
     worker = session.pool_of(ScanWorker, "scan-worker").worker(env)
     answer = worker.call({"op": "read", "bundle": str(bundle),
-                          "log": str(log_dir / f"read-{bundle.name}.log")})
+                          "log": str(log_dir / f"read-{safe_name(bundle.name)}.log")})
     if not answer.get("ok"):
         raise RuntimeError(f"coreai-core {env.core} cannot read {bundle.name}: "
                            f"{answer.get('error')}")

@@ -36,6 +36,7 @@ from oracle.client import Pool, Worker, WorkerFailure
 from oracle.envs import Env
 from oracle.load_check import AssetWorker
 from oracle.normalise import compare_texts, normalise
+from oracle.paths import in_store, safe_name
 from oracle.session import Session
 
 PROGRAM_WORKER = Path(__file__).resolve().parents[2] / "oracle" / "program_worker.py"
@@ -107,7 +108,9 @@ def result_dir(bundle: Bundle, form: Form, run: Form, old: Env, new: Env,
                "old": store.env_identity(old), "new": store.env_identity(new),
                "code": code_digest()}
     key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
-    return store.results_root() / f"verify-{bundle.name}-{old.converter}-{new.converter}-{key}"
+    # the bundle's name is data: sanitised, and the folder checked to lie in the store
+    return in_store(store.results_root() / f"verify-{safe_name(bundle.name)}-{old.converter}-"
+                                           f"{new.converter}-{key}")
 
 
 def read_record(folder: Path) -> dict[str, Any] | None:

@@ -36,7 +36,16 @@ from inventory.options import (
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.signals import stop_on_sigterm
-from inventory.terminal import answering, command, err, finish, out, progress, warn
+from inventory.terminal import (
+    JsonErrorGroup,
+    answering,
+    command,
+    err,
+    finish,
+    out,
+    progress,
+    warn,
+)
 from oracle.envs import (
     damaged_envs,
     deviations_with_evidence,
@@ -52,6 +61,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=JsonErrorGroup,  # an argument error under --json is the one error envelope
 )
 envs_app = typer.Typer(help="Converter environments (one per coreai-torch release).",
                        no_args_is_help=True)
@@ -296,12 +306,13 @@ def cache_prune(
     with answering("cache prune"):
         # a negative age would make every result "older than" it and empty the store
         check_number("--older-than", older_than, 0, inclusive=True)
-    pruned = prune(older_than, everything, failures)
+        pruned = prune(older_than, everything, failures)
     for line in pruned.removed:
         out.print(f"removed {line}", highlight=False, markup=False)
     for name in pruned.in_use:
         out.print(f"kept {name}: in use by a running run", highlight=False, markup=False)
-    out.print(f"{len(pruned.removed)} removed, {pruned.kept} kept")
+    # a live run's folder is kept too, and counted so
+    out.print(f"{len(pruned.removed)} removed, {pruned.kept + len(pruned.in_use)} kept")
 
 
 @command(app, "trace")

@@ -20,6 +20,7 @@ from oracle.fixes import FixError
 from oracle.paths import StorePathError
 from oracle.regimes import RegimeError
 from oracle.schema import DataFileError
+from oracle.settings import SettingError
 
 
 class ExitCode(IntEnum):
@@ -53,7 +54,8 @@ class InputFileError(InventoryError):
 
 # Everything a command turns into one line and exit code 2.
 USER_ERRORS: tuple[type[Exception], ...] = (InventoryError, EnvError, FixError, RegimeError,
-                                            WeightsError, DataFileError, StorePathError)
+                                            WeightsError, DataFileError, StorePathError,
+                                            SettingError)
 
 
 def exit_for_reexport(level: str) -> ExitCode:

@@ -72,7 +72,10 @@ def _check_paths(source: Path, out: Path) -> None:
         check_program(source)
     except BundleError as exc:
         raise RepairError(str(exc)) from None
-    src, dst = source.resolve(), out.resolve()
+    try:
+        src, dst = source.resolve(), out.resolve()
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop
+        raise RepairError(f"{out}: a symlink loop in the bundle's or the output's path") from None
     if dst == src or dst.is_relative_to(src) or src.is_relative_to(dst):
         raise RepairError(f"{out}: the output must be outside the bundle; repair never writes "
                           "over its input")
@@ -81,6 +84,11 @@ def _check_paths(source: Path, out: Path) -> None:
                           "overwrites one")
     if not out.parent.is_dir():
         raise RepairError(f"{out.parent}: no such folder for the output")
+    try:  # found now, not after the whole repair has run: can the output be written there?
+        Path(tempfile.mkdtemp(prefix=".inventory-write-check-", dir=out.parent)).rmdir()
+    except OSError as exc:
+        raise RepairError(f"{out.parent}: cannot write the output there "
+                          f"({exc.strerror or exc})") from None
 
 
 def _digest(bundle: Path) -> str:

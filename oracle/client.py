@@ -11,9 +11,9 @@ import threading
 from pathlib import Path
 
 from oracle.envs import Env, EnvError
+from oracle.settings import seconds
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
-DEFAULT_TIMEOUT = float(os.environ.get("INVENTORY_WORKER_TIMEOUT", "300"))
 # Imports what a worker script needs from its environment, one module per argument.
 _IMPORTS = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
 
@@ -43,10 +43,11 @@ class Worker:
     # failure is the environment's, not the converter's.
     needs: tuple[str, ...] = ("torch", "coreai_torch", "coreai.runtime", "safetensors")
 
-    def __init__(self, env: Env, log: Path, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, env: Env, log: Path, timeout: float | None = None) -> None:
         self.env = env
         self.log = log
-        self.timeout = timeout
+        # read when the worker is made, validated (INVENTORY_WORKER_TIMEOUT, default 300 s)
+        self.timeout = seconds("INVENTORY_WORKER_TIMEOUT") if timeout is None else timeout
         self._proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._next_id = 0
@@ -134,13 +135,14 @@ class Worker:
             except BrokenPipeError:
                 self._reap()
                 raise WorkerFailure(self._death(proc)) from None
-            limit = timeout or self.timeout
+            # the limit stated is the limit applied: a timeout of 0 is never "the default"
+            limit = self.timeout if timeout is None else timeout
             try:
                 line = self._lines.get(timeout=limit)
             except queue.Empty:
                 self._reap()
                 raise WorkerFailure(
-                    f"{self.env.name} worker did not answer within {limit:.0f} s; killed"
+                    f"{self.env.name} worker did not answer within {limit:g} s; killed"
                 ) from None
             if line is None:
                 self._reap()

@@ -31,6 +31,7 @@ from pathlib import Path
 from oracle.atomic import write_text_atomic
 from oracle.paths import envs_dir
 from oracle.schema import Fields
+from oracle.settings import seconds
 from oracle.tomlfile import read_toml
 
 CATALOG_FILE = Path(__file__).with_name("converters.toml")
@@ -163,14 +164,7 @@ def load_catalog(path: Path = CATALOG_FILE) -> Catalog:
 
 def lock_timeout() -> float:
     """How long to wait for another process's build of an environment (builds take minutes)."""
-    raw = os.environ.get("INVENTORY_LOCK_TIMEOUT", "900")
-    try:
-        value = float(raw)
-    except ValueError:
-        raise EnvError(f"INVENTORY_LOCK_TIMEOUT={raw!r}: not a number of seconds") from None
-    if not value >= 0:  # also refuses nan
-        raise EnvError(f"INVENTORY_LOCK_TIMEOUT={raw!r}: must be 0 or more seconds")
-    return value
+    return seconds("INVENTORY_LOCK_TIMEOUT")
 
 
 def _holder(fd: int) -> str:

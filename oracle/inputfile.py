@@ -35,10 +35,11 @@ def read_bytes(path: Path, error: type[Exception], limit: int = MAX_INPUT_BYTES)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise error(f"{path}: not a regular file ({_kind(info.st_mode)})")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise error(f"{path}: not a regular file ({_kind(info.st_mode)})")
         if info.st_size > limit:
             raise error(f"{path}: {info.st_size} bytes, more than the {_mib(limit)} an input "
                         f"file may have")

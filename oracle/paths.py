@@ -55,7 +55,10 @@ def in_store(path: Path) -> Path:
     """`path` if it lies inside the store once resolved (symlinks and `..` followed), else
     StorePathError: the last guard before anything is written there."""
     root = cache_root()
-    resolved = path.resolve()
+    try:
+        resolved = path.resolve()
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop
+        raise StorePathError(f"refusing to write {path}: a symlink loop in the store") from None
     if not resolved.is_relative_to(root):
         raise StorePathError(f"refusing to write {path}: outside the store {root} "
                              f"(INVENTORY_CACHE)")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import time
@@ -38,13 +37,15 @@ from oracle.load_check import AssetWorker
 from oracle.normalise import compare_texts, normalise
 from oracle.paths import in_store, safe_name
 from oracle.session import Session
+from oracle.settings import seconds
 
 PROGRAM_WORKER = Path(__file__).resolve().parents[2] / "oracle" / "program_worker.py"
 SEED = 20261201
 # A whole sortformer converts in about a minute per side; a run on the emulated fp16 CPU runtime
-# can take far longer: neither may hang the command (INVENTORY_VERIFY_*_TIMEOUT, seconds).
-CONVERT_TIMEOUT = float(os.environ.get("INVENTORY_VERIFY_CONVERT_TIMEOUT", "3600"))
-RUN_TIMEOUT = float(os.environ.get("INVENTORY_VERIFY_RUN_TIMEOUT", "1800"))
+# can take far longer: neither may hang the command (INVENTORY_VERIFY_*_TIMEOUT, seconds, read
+# and validated by oracle.settings when used, so the limit stated is the one applied).
+CONVERT_TIMEOUT = "INVENTORY_VERIFY_CONVERT_TIMEOUT"
+RUN_TIMEOUT = "INVENTORY_VERIFY_RUN_TIMEOUT"
 RECORD = "result.json"
 Progress = Callable[[str], None]
 
@@ -160,7 +161,7 @@ def _convert(pool: Pool, env: Env, program: str, bundle: Bundle, out: Path) -> d
     try:
         answer = pool.worker(env).call({"op": "convert_program", "program": program,
                                         "pipeline": pipeline, "out": str(out)},
-                                       timeout=CONVERT_TIMEOUT)
+                                       timeout=seconds(CONVERT_TIMEOUT))
     except WorkerFailure as exc:
         answer = {"ok": False, "stage": "worker", "error": str(exc)}
     answer.update({"converter": env.converter, "packages": store.env_identity(env),
@@ -242,13 +243,14 @@ def run_both(session: Session, old_env: Env, new_env: Env, assets: dict[str, str
         seconds: dict[str, float] = {}
         failed = ""
         for side, asset in assets.items():
-            progress(f"running the {side} program on {env.runtime} (timeout {RUN_TIMEOUT:.0f} s)")
+            limit = seconds(RUN_TIMEOUT)
+            progress(f"running the {side} program on {env.runtime} (timeout {limit:g} s)")
             target = work / f"run-{env.core}-{side}"
             start = time.perf_counter()
             try:
                 answer = pool.worker(env).call(
                     {"op": "run", "asset": asset, "out": str(target), "seed": SEED,
-                     "execute": True, "inputs": str(build_dir)}, timeout=RUN_TIMEOUT)
+                     "execute": True, "inputs": str(build_dir)}, timeout=limit)
             except WorkerFailure as exc:
                 answer = {"ok": False, "stage": "worker", "error": str(exc)}
             seconds[side] = time.perf_counter() - start

@@ -66,12 +66,49 @@ class RepairReport:
     producer: str | None = None
 
 
+# What a repair writes: the program, its hash and the metadata, as coreai-core re-saves them. A
+# bundle holding anything else would lose it in the repaired copy, so it is refused, by name.
+CARRIED = ("main.hash", "main.mlirb", "metadata.json")
+
+
+def _dropped(source: Path) -> tuple[list[str], list[str]]:
+    """The bundle's entries a repair would not carry over, and its symlinks that leave it
+    (never followed)."""
+    extra, outside = [], []
+    top = source.resolve()
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source).as_posix()
+        if path.is_symlink():
+            try:
+                target = path.resolve()
+            except (RuntimeError, OSError):  # a loop: no target inside the bundle
+                target = None
+            if target is None or not target.is_relative_to(top):
+                outside.append(f"{rel} -> {os.readlink(path)}")
+                continue
+        if rel not in CARRIED and not (path.is_dir() and not path.is_symlink()):
+            extra.append(rel)
+    return extra, outside
+
+
+def _check_files(source: Path) -> None:
+    extra, outside = _dropped(source)
+    if outside:
+        raise RepairError(f"{source}: {', '.join(outside)}: a symlink out of the bundle; "
+                          "repair follows none")
+    if extra:
+        raise RepairError(f"{source}: repair writes {', '.join(CARRIED)} only and would drop "
+                          f"{', '.join(extra)}; move them out of the bundle (and back into "
+                          "the repaired one if they belong there)")
+
+
 def _check_paths(source: Path, out: Path) -> None:
     try:
         read_metadata(source)
         check_program(source)
     except BundleError as exc:
         raise RepairError(str(exc)) from None
+    _check_files(source)
     try:
         src, dst = source.resolve(), out.resolve()
     except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop
@@ -240,6 +277,11 @@ def _run(source: Path, out: Path, report: RepairReport, session: Session, reader
     if not report.outputs["identical"]:
         raise RepairError(f"outputs on coreai-core {base.core} are not bit-identical: "
                           f"{report.outputs.get('why') or report.outputs}")
+    # Nothing the original holds is lost (checked before the repair; what it wrote, now).
+    lost = sorted({p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()}
+                  - {p.relative_to(repaired).as_posix() for p in repaired.rglob("*")})
+    if lost:
+        raise RepairError(f"the repaired asset lacks {', '.join(lost)} of the original")
     # Verified: OUT appears whole or not at all.
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     try:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oracle import load_check
+from oracle.client import TEMP, reclaim_temp
 from oracle.store import (
     LOCKS,
     RESULT_FILE,
@@ -111,6 +112,20 @@ def _stored_failure(folder: Path) -> bool:
     return folder.name.split("-", 1)[0] not in ("repair", "verify") and stored_failure(folder)
 
 
+def reclaim() -> list[str]:
+    """What runs killed with SIGKILL left: their temp folders in the store (their locks died
+    with them) and their workers' temp folders. Every run does this when it opens its session,
+    and `cache prune` too. Returns what was removed, with why."""
+    removed: list[str] = []
+    root = results_root()
+    if root.is_dir():
+        for folder in sorted(root.iterdir()):
+            if folder.name.startswith(".") and _remove_unless_held(folder):
+                removed.append(f"{folder.name}: left by an interrupted run")
+    removed += [f"{TEMP}/{name}: left by an interrupted run" for name in reclaim_temp()]
+    return removed
+
+
 def prune(older_than_days: float | None = None, everything: bool = False,
           failures: bool = False) -> Pruned:
     """Remove leftovers of interrupted runs (never a live run's temp folder), damaged results,
@@ -159,4 +174,5 @@ def prune(older_than_days: float | None = None, everything: bool = False,
         else:
             kept += 1
     _orphan_locks(root)
+    removed += [f"{TEMP}/{name}: left by an interrupted run" for name in reclaim_temp()]
     return Pruned(tuple(removed), kept, tuple(in_use))

@@ -320,10 +320,11 @@ def trace_cmd(
     bundle: Annotated[list[str] | None, typer.Argument(
         help="Bundles to trace (default: every bundle with a trace target).")] = None,
     registry: Registry = DEFAULT_REGISTRY,
+    # "\\[": typer reads help as rich markup, and a TOML table name is not markup
     recipe_root: Annotated[Path | None, typer.Option(
         "--recipe-root", help="A checkout of the recipe repository: trace the recipe's own "
                               "module, built by the builder the registry names "
-                              "([bundles.X.recipe.builder]).")] = None,
+                              "(\\[bundles.X.recipe.builder]).")] = None,
     write: Annotated[bool, typer.Option(
         "--write", help="Record the traced instances in the registry (with --recipe-root: as "
                         "its authority, with provenance).")] = False,

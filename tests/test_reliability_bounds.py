@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -269,3 +270,39 @@ def test_an_input_file_past_the_size_cap_is_one_line(tmp_path):
     with pytest.raises(ValueError, match="more than the 10 bytes"):
         read_bytes(small, ValueError, limit=10)
     assert read_bytes(small, ValueError, limit=11) == b"x" * 11
+
+
+# ---- cosmetics ----------------------------------------------------------------------------
+
+
+def _commands() -> list[tuple[tuple[str, ...], object]]:
+    import typer
+
+    from inventory.cli import app
+
+    out = []
+
+    def walk(command: object, path: tuple[str, ...]) -> None:
+        subcommands = getattr(command, "commands", None)
+        if subcommands:
+            for name, sub in subcommands.items():
+                walk(sub, (*path, name))
+        else:
+            out.append((path, command))
+
+    walk(typer.main.get_command(app), ())
+    return out
+
+
+def test_every_bracketed_name_in_an_options_help_is_printed_by_help():
+    """`trace --help` printed "names ()": rich took `[bundles.X.recipe.builder]` for markup."""
+    checked = 0
+    for path, command in _commands():
+        proc = invoke(*path, "--help", COLUMNS="400")
+        assert proc.returncode == 0, path
+        shown = " ".join(proc.stdout.split())
+        for param in command.params:
+            for name in re.findall(r"\[[\w.]+\]", (param.help or "").replace("\\[", "[")):
+                assert name in shown, (path, param.name, name)
+                checked += 1
+    assert checked  # the registry's table names are named in at least one option's help

@@ -215,6 +215,20 @@ def test_a_registry_value_the_catalog_or_schema_does_not_know_is_exit_2(tmp_path
         f"error: {path}: {expected}")
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ('[[ignore]]\nfix = "40"\nbundle = "mimi"\nreason = "r"\nexpire = 2020-01-01\n',
+     "ignore entry 1 has an unknown key 'expire' (known: fix, bundle, reason, expires)"),
+    ('[[ignores]]\nfix = "40"\n',
+     "unknown table or key 'ignores' (an ignore file holds [[ignore]] entries only)"),
+])
+def test_a_misspelt_ignore_key_is_exit_2_not_an_entry_that_never_expires(tmp_path, text,
+                                                                         expected):
+    path = tmp_path / "ignore.toml"
+    path.write_text(text)
+    assert refused(tmp_path, "plan", "--to", "0.4.2", "--ignore", str(path)) == (
+        f"error: {path}: {expected}")
+
+
 # ---- the project's own data files (regimes, conditions, policy, converters) -----------------
 
 

@@ -30,14 +30,13 @@ from inventory.trace.service import PROJECT_ROOT, export_steps
 from inventory.verify import drift
 from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Side, regions
-from oracle import store
+from oracle import settings, store
 from oracle.client import Pool, Worker, WorkerFailure
 from oracle.envs import Env
 from oracle.load_check import AssetWorker
 from oracle.normalise import compare_texts, normalise
 from oracle.paths import in_store, safe_name
 from oracle.session import Session
-from oracle.settings import seconds
 
 PROGRAM_WORKER = Path(__file__).resolve().parents[2] / "oracle" / "program_worker.py"
 SEED = 20261201
@@ -161,7 +160,7 @@ def _convert(pool: Pool, env: Env, program: str, bundle: Bundle, out: Path) -> d
     try:
         answer = pool.worker(env).call({"op": "convert_program", "program": program,
                                         "pipeline": pipeline, "out": str(out)},
-                                       timeout=seconds(CONVERT_TIMEOUT))
+                                       timeout=settings.seconds(CONVERT_TIMEOUT))
     except WorkerFailure as exc:
         answer = {"ok": False, "stage": "worker", "error": str(exc)}
     answer.update({"converter": env.converter, "packages": store.env_identity(env),
@@ -243,7 +242,7 @@ def run_both(session: Session, old_env: Env, new_env: Env, assets: dict[str, str
         seconds: dict[str, float] = {}
         failed = ""
         for side, asset in assets.items():
-            limit = seconds(RUN_TIMEOUT)
+            limit = settings.seconds(RUN_TIMEOUT)
             progress(f"running the {side} program on {env.runtime} (timeout {limit:g} s)")
             target = work / f"run-{env.core}-{side}"
             start = time.perf_counter()

@@ -35,7 +35,16 @@ from inventory.options import (
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.signals import stop_on_sigterm
-from inventory.terminal import answering, command, err, finish, out, progress, warn
+from inventory.terminal import (
+    JsonErrorGroup,
+    answering,
+    command,
+    err,
+    finish,
+    out,
+    progress,
+    warn,
+)
 from oracle.envs import (
     damaged_envs,
     deviations_with_evidence,
@@ -51,6 +60,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=JsonErrorGroup,  # an argument error under --json is the one error envelope
 )
 envs_app = typer.Typer(help="Converter environments (one per coreai-torch release).",
                        no_args_is_help=True)
@@ -301,12 +311,13 @@ def cache_prune(
     with answering("cache prune"):
         # a negative age would make every result "older than" it and empty the store
         check_number("--older-than", older_than, 0, inclusive=True)
-    pruned = prune(older_than, everything, failures)
+        pruned = prune(older_than, everything, failures)
     for line in pruned.removed:
         out.print(f"removed {line}", highlight=False, markup=False)
     for name in pruned.in_use:
         out.print(f"kept {name}: in use by a running run", highlight=False, markup=False)
-    out.print(f"{len(pruned.removed)} removed, {pruned.kept} kept")
+    # a live run's folder is kept too, and counted so
+    out.print(f"{len(pruned.removed)} removed, {pruned.kept + len(pruned.in_use)} kept")
 
 
 @command(app, "trace")
@@ -314,10 +325,11 @@ def trace_cmd(
     bundle: Annotated[list[str] | None, typer.Argument(
         help="Bundles to trace (default: every bundle with a trace target).")] = None,
     registry: Registry = DEFAULT_REGISTRY,
+    # "\\[": typer reads help as rich markup, and a TOML table name is not markup
     recipe_root: Annotated[Path | None, typer.Option(
         "--recipe-root", help="A checkout of the recipe repository: trace the recipe's own "
                               "module, built by the builder the registry names "
-                              "([bundles.X.recipe.builder]).")] = None,
+                              "(\\[bundles.X.recipe.builder]).")] = None,
     write: Annotated[bool, typer.Option(
         "--write", help="Record the traced instances in the registry (with --recipe-root: as "
                         "its authority, with provenance).")] = False,

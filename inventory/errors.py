@@ -17,7 +17,10 @@ from enum import IntEnum
 from oracle.conditions import WeightsError
 from oracle.envs import EnvError
 from oracle.fixes import FixError
+from oracle.paths import StorePathError
 from oracle.regimes import RegimeError
+from oracle.schema import DataFileError
+from oracle.settings import SettingError
 
 
 class ExitCode(IntEnum):
@@ -51,7 +54,8 @@ class InputFileError(InventoryError):
 
 # Everything a command turns into one line and exit code 2.
 USER_ERRORS: tuple[type[Exception], ...] = (InventoryError, EnvError, FixError, RegimeError,
-                                            WeightsError)
+                                            WeightsError, DataFileError, StorePathError,
+                                            SettingError)
 
 
 def exit_for_reexport(level: str) -> ExitCode:

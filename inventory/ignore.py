@@ -29,15 +29,27 @@ def load_ignores(path: Path | None) -> list[Ignore]:
     if path is None:
         return []
     data = read_toml(path, InputFileError)
+    unknown = [k for k in data if k != "ignore"]
+    if unknown:
+        raise InputFileError(f"{path}: unknown table or key {unknown[0]!r} (an ignore file "
+                             "holds [[ignore]] entries only)")
     entries = data.get("ignore", [])
     if not isinstance(entries, list):
         raise InputFileError(f"{path}: 'ignore' must be an array of tables ([[ignore]])")
     return [_entry(raw, f"{path}: ignore entry {i}") for i, raw in enumerate(entries, start=1)]
 
 
+_KEYS = ("fix", "bundle", "reason", "expires")
+
+
 def _entry(raw: object, where: str) -> Ignore:
     if not isinstance(raw, dict):
         raise InputFileError(f"{where} must be a table ([[ignore]])")
+    unknown = [k for k in raw if k not in _KEYS]
+    if unknown:
+        # a misspelt `expire` would make an entry that never expires
+        raise InputFileError(f"{where} has an unknown key {unknown[0]!r} (known: "
+                             f"{', '.join(_KEYS)})")
     missing = [k for k in ("fix", "bundle", "reason") if k not in raw]
     if missing:
         raise InputFileError(f"{where} lacks {', '.join(missing)}")

@@ -26,6 +26,7 @@ from inventory.release_notes import StepSweeps, Unrecorded, sweep_steps
 from inventory.verdict import IGNORED, ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.envs import Catalog, EnvError, version_key
 from oracle.fixes import Fix, between
+from oracle.inputfile import read_text
 from oracle.results import ProbeResult
 from oracle.session import Session, opened
 
@@ -336,12 +337,9 @@ def since_baseline(p: Plan, baseline: Path) -> Plan:
 def read_baseline(baseline: Path) -> dict[tuple[str, str], str]:
     """(bundle, fix) -> level in a previous `plan --json`; anything of another shape is one line
     naming the file and what is wrong."""
+    text = read_text(baseline, InputFileError)  # a regular file of bounded size (not /dev/zero)
     try:
-        data = json.loads(baseline.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputFileError(f"{baseline}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise InputFileError(f"{baseline}: not UTF-8 text (byte {exc.start})") from None
+        data = json.loads(text)
     except ValueError as exc:
         raise InputFileError(f"{baseline}: not a plan JSON ({exc})") from None
     except RecursionError:  # json parses nested arrays recursively

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+from oracle.schema import PROBE_DTYPES, DataFileError, Fields
+from oracle.tomlfile import read_toml
 
 POLICY_FILE = Path(__file__).with_name("policy.toml")
 
@@ -21,5 +23,13 @@ class Policy:
 
 
 def load_policy(override: float | None = None, path: Path = POLICY_FILE) -> Policy:
-    data = tomllib.loads(path.read_text())
-    return Policy({k: float(v) for k, v in data["tolerance"].items()}, override)
+    """The tolerances, each a finite number above 0 for a probe dtype, float32 required (the
+    fallback of every other dtype); one line otherwise (oracle.schema)."""
+    data = read_toml(path, DataFileError)
+    fields = Fields(path, DataFileError)
+    fields.keys(data, ("tolerance",), "the file")
+    table = fields.table(data, "tolerance", "", required=True)
+    fields.keys(table, PROBE_DTYPES, "[tolerance]")
+    fields.need(table, "float32", "[tolerance]")
+    return Policy({k: fields.number(table, k, "[tolerance]", None, positive=True)
+                   for k in table}, override)

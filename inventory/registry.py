@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from inventory.errors import RegistryError
-from oracle.envs import Catalog
+from oracle.envs import Catalog, EnvError, load_catalog
+from oracle.runtimes import cores, parse_runtime
+from oracle.schema import DECOMPOSITIONS, SHAPES, Fields
 from oracle.spec import Pipeline
 from oracle.tomlfile import read_toml
 
@@ -75,138 +77,97 @@ class Bundle:
 
 # No model holds a million instances of one construct: a larger count is a typo, not a fact.
 MAX_COUNT = 1_000_000
+_BUNDLE_KEYS = ("files", "dtype", "exporter", "pipeline", "recipe", "trace", "instances", "note",
+                "fingerprint", "fingerprints", "runtimes", "standin", "verify")
+_INSTANCE_KEYS = ("kind", "params", "count", "dtype", "modules", "source", "producers")
+_EXPORTER_KEYS = ("converter", "core", "source", "torch", "torch_source", "torch_check")
 
 
-def _need(table: dict[str, Any], key: str, where: str, path: Path) -> Any:
-    if key not in table:
-        raise RegistryError(f"{path}: {where} lacks '{key}'")
-    return table[key]
-
-
-def _wrong(path: Path, where: str, key: str, what: str, value: Any) -> RegistryError:
-    shown = repr(value)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    return RegistryError(f"{path}: {where} {key} must be {what}, not {shown}")
-
-
-def _text(table: dict[str, Any], key: str, where: str, path: Path,
-          default: str | None = None) -> str:
-    """A non-empty string field (required unless it has a default)."""
-    value = _need(table, key, where, path) if default is None else table.get(key, default)
-    if not isinstance(value, str) or (default is None and not value.strip()):
-        raise _wrong(path, where, key, "a non-empty string" if default is None else "a string",
-                     value)
-    return value
-
-
-def _table(table: dict[str, Any], key: str, where: str, path: Path,
-           required: bool = False) -> dict[str, Any]:
-    value = _need(table, key, where, path) if required else table.get(key, {})
-    if not isinstance(value, dict):
-        raise _wrong(path, where, key, "a table", value)
-    return value
-
-
-def _strings(table: dict[str, Any], key: str, where: str, path: Path,
-             required: bool = False) -> tuple[str, ...]:
-    """A list of non-empty strings; a required one must not be empty either."""
-    value = _need(table, key, where, path) if required else table.get(key, [])
-    if (not isinstance(value, list) or (required and not value)
-            or not all(isinstance(v, str) and v.strip() for v in value)):
-        what = "a non-empty list of strings" if required else "a list of strings"
-        raise _wrong(path, where, key, what, value)
-    return tuple(value)
-
-
-def _count(raw: dict[str, Any], where: str, path: Path) -> int:
-    value = raw.get("count", 1)
-    # bool is an int to Python, never a count to a reader
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
-        raise _wrong(path, where, "count", f"a whole number from 1 to {MAX_COUNT}", value)
-    return value
-
-
-def _instance(raw: Any, where: str, path: Path) -> Instance:
+def _instance(fields: Fields, raw: Any, where: str) -> Instance:
     if not isinstance(raw, dict):
-        raise RegistryError(f"{path}: {where} must be a table ([[bundles.NAME.instances]])")
+        fields.problem(f"{where} must be a table ([[bundles.NAME.instances]])")
+    fields.keys(raw, _INSTANCE_KEYS, where)
     return Instance(
-        kind=_text(raw, "kind", where, path),
-        params=dict(_table(raw, "params", where, path, required=True)),
-        count=_count(raw, where, path),
-        dtype=_text(raw, "dtype", where, path),
+        # an unknown kind would never be probed: the bundle would answer "no" for it
+        kind=fields.kind(raw, "kind", where),
+        params=dict(fields.table(raw, "params", where, required=True)),
+        count=fields.integer(raw, "count", where, 1, 1, MAX_COUNT),
+        dtype=fields.dtype(raw, "dtype", where),
         # "" is the root module (a construct called in the model's own forward)
-        modules=tuple(_strings_or_blank(raw, "modules", where, path)),
-        source=_text(raw, "source", where, path),
-        producers=tuple(_strings_or_blank(raw, "producers", where, path)),
+        modules=fields.strings(raw, "modules", where, blank=True),
+        source=fields.text(raw, "source", where),
+        # per module, the module whose tensors its probe also takes ("" for none)
+        producers=fields.strings(raw, "producers", where, blank=True),
     )
 
 
-def _strings_or_blank(raw: dict[str, Any], key: str, where: str, path: Path) -> list[str]:
-    """Per module, a name or "" (the root module; for producers: a module with none)."""
-    value = raw.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _wrong(path, where, key, "a list of strings", value)
-    return value
-
-
-def _runtimes(raw: Any, where: str, path: Path) -> tuple[str, ...]:
+def _runtimes(fields: Fields, raw: Any, where: str, catalog: Catalog) -> tuple[str, ...]:
     if not isinstance(raw, list) or not raw or not all(isinstance(r, str) for r in raw):
-        raise RegistryError(f"{path}: {where} runtimes must be a non-empty list of coreai-core "
-                            f"releases (e.g. [\"1.0.0b2\", \"1.0.0b3\"])")
+        fields.problem(f"{where} runtimes must be a non-empty list of coreai-core releases "
+                       f"(e.g. [\"1.0.0b2\", \"1.0.0b3\"])")
+    for runtime in raw:
+        try:
+            parse_runtime(runtime, catalog)
+        except EnvError as exc:
+            fields.problem(f"{where} runtimes: {exc}")
     return tuple(raw)
 
 
-def _bundle(name: str, raw: Any, path: Path,
-            deploy: tuple[tuple[str, ...], str]) -> Bundle:
+def _bundle(fields: Fields, name: str, raw: Any, deploy: tuple[tuple[str, ...], str],
+            catalog: Catalog) -> Bundle:
+    path = fields.path
     if not name.strip() or not name.isprintable():
         # a name is printed in every answer and error line: no newline or terminal escape
-        raise RegistryError(f"{path}: bundle name {name!r} must be printable text on one line")
+        fields.problem(f"bundle name {name!r} must be printable text on one line")
     where = f"[bundles.{name}]"
     if not isinstance(raw, dict):
-        raise RegistryError(f"{path}: {where} must be a table, not {type(raw).__name__}")
-    exp = _table(raw, "exporter", where, path, required=True)
-    pipe = _table(raw, "pipeline", where, path)
-    decompositions = _text(pipe, "decompositions", f"[bundles.{name}.pipeline]", path, "coreai")
-    if decompositions not in ("coreai", "default", "none"):
-        raise RegistryError(f"{path}: {where} pipeline.decompositions must be coreai, default "
-                            f"or none, not {decompositions!r}")
-    optimize = pipe.get("optimize", True)
-    if not isinstance(optimize, bool):
-        raise _wrong(path, f"[bundles.{name}.pipeline]", "optimize", "true or false", optimize)
+        fields.problem(f"{where} must be a table, not {type(raw).__name__}")
+    fields.keys(raw, _BUNDLE_KEYS, where)
+    exp = fields.table(raw, "exporter", where, required=True)
+    exp_where = f"[bundles.{name}.exporter]"
+    fields.keys(exp, _EXPORTER_KEYS, exp_where)
+    pipe = fields.table(raw, "pipeline", where)
+    pipe_where = f"[bundles.{name}.pipeline]"
+    fields.text(pipe, "decompositions", pipe_where, "coreai")
     instances = raw.get("instances", [])
     if not isinstance(instances, list):
-        raise _wrong(path, where, "instances", "an array of tables", instances)
+        fields.fail(where, "instances", "an array of tables", instances)
     return Bundle(
         name=name,
-        files=_strings(raw, "files", where, path, required=True),
-        dtype=_text(raw, "dtype", where, path),
+        files=fields.strings(raw, "files", where, required=True),
+        dtype=fields.dtype(raw, "dtype", where),
         exporter=Exporter(
-            converter=_text(exp, "converter", f"[bundles.{name}.exporter]", path),
-            core=_text(exp, "core", f"[bundles.{name}.exporter]", path, UNKNOWN),
-            source=_text(exp, "source", f"[bundles.{name}.exporter]", path),
+            # a release of the catalog, or "unknown" (answered as the oldest, and said so)
+            converter=fields.release(exp, "converter", exp_where, catalog.releases,
+                                     also=(UNKNOWN,)),
+            core=fields.choice(exp, "core", exp_where, (*cores(catalog), UNKNOWN), UNKNOWN,
+                               what="a coreai-core release in converters.toml"),
+            source=fields.text(exp, "source", exp_where),
         ),
         pipeline=Pipeline(
-            decompositions=decompositions,
-            optimize=optimize,
-            shapes=_text(pipe, "shapes", f"[bundles.{name}.pipeline]", path, "static"),
+            decompositions=fields.choice(pipe, "decompositions", pipe_where, DECOMPOSITIONS,
+                                         "coreai"),
+            optimize=fields.boolean(pipe, "optimize", pipe_where, True),
+            shapes=fields.choice(pipe, "shapes", pipe_where, SHAPES, "static"),
         ),
-        recipe=dict(_table(raw, "recipe", where, path)),
-        trace=dict(_table(raw, "trace", where, path)),
+        recipe=dict(fields.table(raw, "recipe", where)),
+        trace=dict(fields.table(raw, "trace", where)),
         instances=tuple(
-            _instance(inst, f"{where} instance {i}", path)
+            _instance(fields, inst, f"{where} instance {i}")
             for i, inst in enumerate(instances, start=1)
         ),
-        note=_text(raw, "note", where, path, ""),
-        fingerprints=_fingerprints(raw, where, path),
-        runtimes=_runtimes(raw["runtimes"], where, path) if "runtimes" in raw else deploy[0],
+        note=fields.text(raw, "note", where, ""),
+        fingerprints=_fingerprints(fields, raw, where),
+        runtimes=(_runtimes(fields, raw["runtimes"], where, catalog) if "runtimes" in raw
+                  else deploy[0]),
         runtimes_source=f"{path.name} {where} runtimes" if "runtimes" in raw else deploy[1],
         export=dict(pipe),
-        standin=dict(_table(raw, "standin", where, path)),
-        verify=dict(_table(raw, "verify", where, path)),
+        standin=dict(fields.table(raw, "standin", where)),
+        verify=dict(fields.table(raw, "verify", where)),
     )
 
 
-def _fingerprints(raw: dict[str, Any], where: str, path: Path) -> frozenset[str]:
+def _fingerprints(fields: Fields, raw: dict[str, Any], where: str) -> frozenset[str]:
     """Optional `fingerprint`/`fingerprints`: a string, a list, or a table file -> fingerprint."""
     values: set[str] = set()
     for key in ("fingerprint", "fingerprints"):
@@ -216,27 +177,31 @@ def _fingerprints(raw: dict[str, Any], where: str, path: Path) -> frozenset[str]
         found = ([value] if isinstance(value, str) else value if isinstance(value, list)
                  else list(value.values()) if isinstance(value, dict) else [None])
         if not all(isinstance(v, str) for v in found):
-            raise _wrong(path, where, key, "a string, a list of strings or a table of strings",
-                         value)
+            fields.fail(where, key, "a string, a list of strings or a table of strings", value)
         values |= set(found)
     return frozenset(values)
 
 
 def load_registry(path: Path = DEFAULT_REGISTRY) -> list[Bundle]:
+    """Every bundle, each value checked (oracle.schema): an unknown construct kind or dtype, a
+    release or runtime the catalog does not know, a misspelt key or a value of the wrong type
+    is one line naming the file, the table and the key."""
     data = read_toml(path, RegistryError)
+    fields = Fields(path, RegistryError)
+    fields.keys(data, ("bundles", "deploy"), "the file")
     bundles = data.get("bundles")
     if not isinstance(bundles, dict) or not bundles:
         raise RegistryError(f"{path}: no [bundles.<name>] tables")
+    catalog = load_catalog()
     deploy: tuple[tuple[str, ...], str] = ((), "")
     if "deploy" in data:
         table = data["deploy"]
         if not isinstance(table, dict) or "runtimes" not in table:
             raise RegistryError(f"{path}: [deploy] lacks 'runtimes'")
-        deploy = (_runtimes(table["runtimes"], "[deploy]", path), f"{path.name} [deploy] runtimes")
-    try:
-        return [_bundle(name, raw, path, deploy) for name, raw in bundles.items()]
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise RegistryError(f"{path}: malformed entry: {exc}") from None
+        fields.keys(table, ("runtimes",), "[deploy]")
+        deploy = (_runtimes(fields, table["runtimes"], "[deploy]", catalog),
+                  f"{path.name} [deploy] runtimes")
+    return [_bundle(fields, name, raw, deploy, catalog) for name, raw in bundles.items()]
 
 
 def select(bundles: list[Bundle], names: list[str] | None) -> list[Bundle]:

@@ -38,6 +38,7 @@ from inventory.scan.model import BundleError
 from inventory.scan.readers import ScanWorker
 from oracle.envs import Catalog, Env, EnvError
 from oracle.load_check import RuntimeOutcome, asset_workers, run_on
+from oracle.paths import safe_name
 from oracle.runtimes import cores
 from oracle.session import Session
 from oracle.store import RESULT_FILE, building, manifest, results_root
@@ -65,13 +66,53 @@ class RepairReport:
     producer: str | None = None
 
 
+# What a repair writes: the program, its hash and the metadata, as coreai-core re-saves them. A
+# bundle holding anything else would lose it in the repaired copy, so it is refused, by name.
+CARRIED = ("main.hash", "main.mlirb", "metadata.json")
+
+
+def _dropped(source: Path) -> tuple[list[str], list[str]]:
+    """The bundle's entries a repair would not carry over, and its symlinks that leave it
+    (never followed)."""
+    extra, outside = [], []
+    top = source.resolve()
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source).as_posix()
+        if path.is_symlink():
+            try:
+                target = path.resolve()
+            except (RuntimeError, OSError):  # a loop: no target inside the bundle
+                target = None
+            if target is None or not target.is_relative_to(top):
+                outside.append(f"{rel} -> {os.readlink(path)}")
+                continue
+        if rel not in CARRIED and not (path.is_dir() and not path.is_symlink()):
+            extra.append(rel)
+    return extra, outside
+
+
+def _check_files(source: Path) -> None:
+    extra, outside = _dropped(source)
+    if outside:
+        raise RepairError(f"{source}: {', '.join(outside)}: a symlink out of the bundle; "
+                          "repair follows none")
+    if extra:
+        raise RepairError(f"{source}: repair writes {', '.join(CARRIED)} only and would drop "
+                          f"{', '.join(extra)}; move them out of the bundle (and back into "
+                          "the repaired one if they belong there)")
+
+
 def _check_paths(source: Path, out: Path) -> None:
     try:
         read_metadata(source)
         check_program(source)
     except BundleError as exc:
         raise RepairError(str(exc)) from None
-    src, dst = source.resolve(), out.resolve()
+    _check_files(source)
+    try:
+        src, dst = source.resolve(), out.resolve()
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop
+        raise RepairError(f"{out}: a symlink loop in the bundle's or the output's path") from None
     if dst == src or dst.is_relative_to(src) or src.is_relative_to(dst):
         raise RepairError(f"{out}: the output must be outside the bundle; repair never writes "
                           "over its input")
@@ -80,6 +121,11 @@ def _check_paths(source: Path, out: Path) -> None:
                           "overwrites one")
     if not out.parent.is_dir():
         raise RepairError(f"{out.parent}: no such folder for the output")
+    try:  # found now, not after the whole repair has run: can the output be written there?
+        Path(tempfile.mkdtemp(prefix=".inventory-write-check-", dir=out.parent)).rmdir()
+    except OSError as exc:
+        raise RepairError(f"{out.parent}: cannot write the output there "
+                          f"({exc.strerror or exc})") from None
 
 
 def _digest(bundle: Path) -> str:
@@ -127,7 +173,7 @@ def _weights(session: Session, env: Env, bundle: Path, log_dir: Path) -> dict[st
     log_dir.mkdir(parents=True, exist_ok=True)
     worker = session.pool_of(ScanWorker, "scan-worker").worker(env)
     answer = worker.call({"op": "read", "bundle": str(bundle),
-                          "log": str(log_dir / f"read-{bundle.name}.log")})
+                          "log": str(log_dir / f"read-{safe_name(bundle.name)}.log")})
     if not answer.get("ok"):
         raise RuntimeError(f"coreai-core {env.core} cannot read {bundle.name}: "
                            f"{answer.get('error')}")
@@ -231,6 +277,11 @@ def _run(source: Path, out: Path, report: RepairReport, session: Session, reader
     if not report.outputs["identical"]:
         raise RepairError(f"outputs on coreai-core {base.core} are not bit-identical: "
                           f"{report.outputs.get('why') or report.outputs}")
+    # Nothing the original holds is lost (checked before the repair; what it wrote, now).
+    lost = sorted({p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()}
+                  - {p.relative_to(repaired).as_posix() for p in repaired.rglob("*")})
+    if lost:
+        raise RepairError(f"the repaired asset lacks {', '.join(lost)} of the original")
     # Verified: OUT appears whole or not at all.
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     try:

@@ -14,12 +14,16 @@ import threading
 from types import FrameType
 
 from inventory.errors import ExitCode
+from oracle.client import kill_all
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
     # Once is enough: a second SIGTERM during the cleanup must not interrupt the cleanup.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.stderr.write("error: stopped by SIGTERM; nothing answered\n")
+    # Every worker now, calls in progress included: unwinding alone waits for the pool threads,
+    # which wait for their worker's job to end (7.5 s for a probe, minutes for a bundle).
+    kill_all()
     raise SystemExit(ExitCode.TERMINATED)
 
 

@@ -12,9 +12,11 @@ from contextlib import contextmanager
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.core import TyperGroup
 
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.output import envelope
+from oracle.settings import check_all
 
 # Bundle names, notes, fix ids and error messages are user text: rich must print them literally
 # (no markup, no :emoji: codes), so styles are given as `style=` or `Text`, never as markup.
@@ -115,8 +117,46 @@ def command(app: typer.Typer, name: str) -> Callable[[Callable], Callable]:
         @functools.wraps(fn)
         def guarded(*args: object, **kwargs: object) -> object:
             with answering(name, bool(kwargs.get("as_json", False))):
+                check_all()  # every environment variable, before any work
                 return fn(*args, **kwargs)
 
         return app.command(name, help=paragraphs(fn.__doc__))(guarded)
 
     return register
+
+
+class JsonErrorGroup(TyperGroup):
+    """The root command group: an argument error (a missing `--to`, `--tolerance abc`, an
+    unknown option) of a command run with `--json` prints the one error envelope on stdout and
+    one line on stderr, exit 2, like every other usage error; without `--json`, typer's usage
+    message is unchanged."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: object = None,
+                     **extra: object) -> typer.Context:
+        self._argv = list(args)
+        try:
+            return super().make_context(info_name, args, parent, **extra)  # type: ignore[arg-type]
+        except typer.TyperException as exc:
+            self._json_error(exc)
+            raise
+
+    def invoke(self, ctx: typer.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except typer.TyperException as exc:
+            self._json_error(exc)
+            raise
+
+    def _json_error(self, exc: Exception) -> None:
+        """In JSON mode, the envelope and one line instead of typer's usage box."""
+        argv = getattr(self, "_argv", [])
+        argv = argv[:argv.index("--")] if "--" in argv else argv
+        name = next((a for a in argv if not a.startswith("-")), None)
+        command = self.commands.get(name) if name else None
+        takes_json = command is not None and any(
+            "--json" in getattr(p, "opts", ()) for p in command.params)
+        if "--json" not in argv or not takes_json or getattr(exc, "exit_code", 2) != 2:
+            return
+        format_message = getattr(exc, "format_message", None)
+        message = " ".join((format_message() if format_message else str(exc)).split())
+        fail(message, as_json=True, command=str(name))

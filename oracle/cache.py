@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oracle import load_check
+from oracle.client import TEMP, reclaim_temp
 from oracle.store import (
     LOCKS,
     RESULT_FILE,
+    StoreError,
     code_digest,
     load_result,
     lock_path,
@@ -25,6 +27,23 @@ from oracle.store import (
     stored_code,
     stored_failure,
 )
+
+
+def _read_only(folder: Path) -> bool:
+    """A read-only file system (root passes os.access even there): statvfs says."""
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _rmtree(folder: Path) -> None:
+    """Remove a folder; a file that cannot be removed is one line, not a silent leftover."""
+    def failed(_fn: object, path: str, info: tuple[type, BaseException, object]) -> None:
+        raise StoreError(f"cannot remove {path} from the store: "
+                         f"{getattr(info[1], 'strerror', None) or info[1]}")
+
+    shutil.rmtree(folder, onerror=failed)  # `onerror`: Python 3.11 (onexc is 3.12's)
 
 
 @dataclass(frozen=True)
@@ -93,6 +112,20 @@ def _stored_failure(folder: Path) -> bool:
     return folder.name.split("-", 1)[0] not in ("repair", "verify") and stored_failure(folder)
 
 
+def reclaim() -> list[str]:
+    """What runs killed with SIGKILL left: their temp folders in the store (their locks died
+    with them) and their workers' temp folders. Every run does this when it opens its session,
+    and `cache prune` too. Returns what was removed, with why."""
+    removed: list[str] = []
+    root = results_root()
+    if root.is_dir():
+        for folder in sorted(root.iterdir()):
+            if folder.name.startswith(".") and _remove_unless_held(folder):
+                removed.append(f"{folder.name}: left by an interrupted run")
+    removed += [f"{TEMP}/{name}: left by an interrupted run" for name in reclaim_temp()]
+    return removed
+
+
 def prune(older_than_days: float | None = None, everything: bool = False,
           failures: bool = False) -> Pruned:
     """Remove leftovers of interrupted runs (never a live run's temp folder), damaged results,
@@ -104,6 +137,9 @@ def prune(older_than_days: float | None = None, everything: bool = False,
     kept = 0
     if not root.is_dir():
         return Pruned((), 0)
+    # A read-only store used to be reported as pruned (rmtree ignored its errors): say so first.
+    if not os.access(root, os.W_OK | os.X_OK) or _read_only(root):
+        raise StoreError(f"cannot prune the store {root}: it is read-only; nothing removed")
     now = time.time()
     for folder in sorted(root.iterdir()):
         if folder.name.startswith("."):
@@ -131,11 +167,12 @@ def prune(older_than_days: float | None = None, everything: bool = False,
                 why = f"older than {older_than_days:g} days"
         if why:
             if folder.is_dir() and not folder.is_symlink():
-                shutil.rmtree(folder, ignore_errors=True)
+                _rmtree(folder)
             else:
                 folder.unlink(missing_ok=True)
             removed.append(f"{folder.name}: {why}")
         else:
             kept += 1
     _orphan_locks(root)
+    removed += [f"{TEMP}/{name}: left by an interrupted run" for name in reclaim_temp()]
     return Pruned(tuple(removed), kept, tuple(in_use))

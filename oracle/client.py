@@ -1,19 +1,53 @@
-"""The main process's side of the worker protocol: one long-lived worker per environment."""
+"""The main process's side of the worker protocol: one long-lived worker per environment.
+
+A worker dies with its run. It leads a process group of its own (what it starts is in it), and a
+watchdog thread started before its script ends that group once the main process is gone, even
+after a SIGKILL, within a fraction of a second. On SIGTERM `kill_all()` stops every live worker at
+once (a call in progress included), so none goes on converting into a folder that is about to be
+removed. Each worker's temp files (the runtime's `tmp*.aimodelx` folders) go to a folder of its
+own under the store's `tmp/`, removed with the worker; `reclaim_temp()` removes those a killed
+run left.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import queue
+import secrets
+import shutil
 import signal
 import subprocess
 import threading
+import weakref
 from pathlib import Path
 
 from oracle.envs import Env, EnvError
+from oracle.paths import cache_root
+from oracle.settings import seconds
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
-DEFAULT_TIMEOUT = float(os.environ.get("INVENTORY_WORKER_TIMEOUT", "300"))
+# Run by the worker's interpreter before its script (`python -c PRELUDE SCRIPT`, which runs the
+# script as `python SCRIPT` would): a daemon thread that kills the worker's process group, itself
+# and whatever it started, once its parent (the main process) is gone. PR_SET_PDEATHSIG is not
+# enough: it fires when the *thread* that started the worker ends, and workers are started from
+# short-lived pool threads.
+_PRELUDE = """\
+import os, runpy, signal, sys, threading, time
+_parent = os.getppid()
+def _watch():
+    while os.getppid() == _parent:
+        time.sleep(0.1)
+    os.killpg(0, signal.SIGKILL)
+threading.Thread(target=_watch, daemon=True).start()
+_script = sys.argv[1]
+sys.argv = sys.argv[1:]
+sys.path[0] = os.path.dirname(_script)
+runpy.run_path(_script, run_name="__main__")
+"""
+# Every worker of this process that may have a live process: SIGTERM stops them all at once.
+_LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
+TEMP = "tmp"  # the store's folder of per-worker temp folders
 # Imports what a worker script needs from its environment, one module per argument.
 _IMPORTS = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
 
@@ -43,10 +77,11 @@ class Worker:
     # failure is the environment's, not the converter's.
     needs: tuple[str, ...] = ("torch", "coreai_torch", "coreai.runtime", "safetensors")
 
-    def __init__(self, env: Env, log: Path, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, env: Env, log: Path, timeout: float | None = None) -> None:
         self.env = env
         self.log = log
-        self.timeout = timeout
+        # read when the worker is made, validated (INVENTORY_WORKER_TIMEOUT, default 300 s)
+        self.timeout = seconds("INVENTORY_WORKER_TIMEOUT") if timeout is None else timeout
         self._proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._next_id = 0
@@ -54,6 +89,8 @@ class Worker:
         self._stopped = False  # set by kill(): no call may start a process any more
         self._fault: str | None = None  # environment_fault(), once measured
         self._fault_checked = False
+        self._tmp: Path | None = None  # the live process's TMPDIR
+        _LIVE.add(self)
 
     def environment_fault(self) -> str | None:
         """Why this environment cannot run the worker's script, or None if it can: asked after a
@@ -85,17 +122,23 @@ class Worker:
 
     def _start(self) -> subprocess.Popen[str]:
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        # the runtime writes tmp*.aimodelx folders and leaves them when it aborts: in here
+        self._tmp = cache_root() / TEMP / f"{os.getpid()}-{secrets.token_hex(4)}"
+        self._tmp.mkdir(parents=True, exist_ok=True)
         stderr = open(self.log, "a")  # noqa: SIM115 - owned by the process for its lifetime
         try:
             proc = subprocess.Popen(
-                [str(self.env.python), "-u", str(self.script)],
+                [str(self.env.python), "-u", "-c", _PRELUDE, str(self.script)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 text=True,
-                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(self._tmp)},
+                # its own process group: killed as one, with what it starts
+                start_new_session=True,
             )
         except OSError as exc:  # no interpreter: the environment's fault, not a worker death
+            self._remove_tmp()
             raise EnvironmentFault(
                 f"environment fault: {self.env.name} cannot start its python "
                 f"{self.env.python} ({exc.strerror or exc}); {_rebuild_hint(self.env)}"
@@ -134,13 +177,14 @@ class Worker:
             except BrokenPipeError:
                 self._reap()
                 raise WorkerFailure(self._death(proc)) from None
-            limit = timeout or self.timeout
+            # the limit stated is the limit applied: a timeout of 0 is never "the default"
+            limit = self.timeout if timeout is None else timeout
             try:
                 line = self._lines.get(timeout=limit)
             except queue.Empty:
                 self._reap()
                 raise WorkerFailure(
-                    f"{self.env.name} worker did not answer within {limit:.0f} s; killed"
+                    f"{self.env.name} worker did not answer within {limit:g} s; killed"
                 ) from None
             if line is None:
                 self._reap()
@@ -159,19 +203,25 @@ class Worker:
 
     def _reap(self) -> None:
         if self._proc is not None:
-            if self._proc.poll() is None:
-                self._proc.kill()
+            _kill_group(self._proc)
             self._proc.wait()
         self._proc = None
+        self._remove_tmp()
+
+    def _remove_tmp(self) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
 
     def kill(self) -> None:
         """Stop at once, even while another thread waits in call() (so without its lock): the
         worker writes nothing more, and no later call starts one."""
         self._stopped = True
         proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.kill()
+        if proc is not None:
+            _kill_group(proc)
             proc.wait()
+        self._remove_tmp()
 
     def close(self) -> None:
         with self._lock:
@@ -183,9 +233,50 @@ class Worker:
                 try:
                     self._proc.wait(timeout=0.2)
                 except subprocess.TimeoutExpired:
-                    self._proc.kill()
+                    _kill_group(self._proc)
                     self._proc.wait()
             self._proc = None
+            self._remove_tmp()
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL the worker's process group (it and what it started); it may be gone already."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        if proc.poll() is None:
+            proc.kill()
+
+
+def kill_all() -> None:
+    """Stop every live worker of this process now (SIGTERM: `inventory.signals`)."""
+    for worker in list(_LIVE):
+        worker.kill()
+
+
+def reclaim_temp() -> list[str]:
+    """Remove the temp folders of workers whose run is gone (a SIGKILL leaves them): each is
+    named after its run's pid. Returns the names removed."""
+    root = cache_root() / TEMP
+    removed = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        pid = folder.name.split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class Pool:

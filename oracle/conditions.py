@@ -7,12 +7,13 @@ names are loaded, never the model.
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from oracle.checkpoint import WeightsError
+from oracle.schema import DataFileError, Fields, unique
+from oracle.tomlfile import read_toml
 
 CONDITIONS_FILE = Path(__file__).with_name("conditions.toml")
 __all__ = ["Condition", "ConditionCheck", "WeightsError", "check", "load_conditions"]
@@ -36,14 +37,31 @@ class ConditionCheck:
     weights: str
 
 
+_KEYS = ("construct", "name", "when", "tensor_suffix", "below", "above", "params")
+
+
 def load_conditions(path: Path = CONDITIONS_FILE) -> dict[str, list[Condition]]:
-    data = tomllib.loads(path.read_text())
+    """Every condition by construct, each value checked (oracle.schema), one line otherwise."""
+    data = read_toml(path, DataFileError)
+    fields = Fields(path, DataFileError)
+    fields.keys(data, ("condition",), "the file")
     out: dict[str, list[Condition]] = {}
-    for raw in data.get("condition", []):
-        cond = Condition(raw["construct"], raw["name"], raw["when"], raw["tensor_suffix"],
-                         float(raw.get("below", -math.inf)), float(raw.get("above", math.inf)),
-                         dict(raw.get("params", {})))
+    names: list[tuple[str, str]] = []
+    for where, raw in fields.tables(data, "condition"):
+        fields.keys(raw, _KEYS, where)
+        if "below" not in raw and "above" not in raw:
+            fields.problem(f"{where} needs 'below' or 'above' (the threshold it checks)")
+        cond = Condition(fields.kind(raw, "construct", where), fields.line(raw, "name", where),
+                         fields.line(raw, "when", where),
+                         fields.text(raw, "tensor_suffix", where),
+                         fields.number(raw, "below", where, -math.inf)
+                         if "below" in raw else -math.inf,
+                         fields.number(raw, "above", where, math.inf)
+                         if "above" in raw else math.inf,
+                         dict(fields.table(raw, "params", where)))
+        names.append((where, f"{cond.construct}/{cond.name}"))
         out.setdefault(cond.construct, []).append(cond)
+    unique(fields, names, "condition")
     return out
 
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
-import tomllib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,6 +30,9 @@ from pathlib import Path
 
 from oracle.atomic import write_text_atomic
 from oracle.paths import envs_dir
+from oracle.schema import Fields
+from oracle.settings import seconds
+from oracle.tomlfile import read_toml
 
 CATALOG_FILE = Path(__file__).with_name("converters.toml")
 MANIFEST = "inventory-env.json"
@@ -122,31 +125,46 @@ class Env:
 
 
 def load_catalog(path: Path = CATALOG_FILE) -> Catalog:
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise EnvError(f"{path}: {exc}") from None
-    releases = {
-        version: Release(version, entry["core"], tuple(entry.get("extra", [])))
-        for version, entry in data.get("converters", {}).items()
-    }
-    checked = tuple(
-        TorchCheck(version, str(entry["against"]), tuple(entry["converters"]),
-                   int(entry["probes"]), int(entry["identical"]), str(entry["evidence"]))
-        for version, entry in data["torch"].get("checked", {}).items())
-    return Catalog(torch=data["torch"]["version"], releases=releases, checked=checked)
+    """The releases the oracle can build, each value checked (oracle.schema): a release named
+    other than as digits and dots, a missing core or a value of the wrong type is one line."""
+    data = read_toml(path, EnvError)
+    fields = Fields(path, EnvError)
+    fields.keys(data, ("torch", "converters"), "the file")
+    torch = fields.table(data, "torch", "", required=True)
+    fields.keys(torch, ("version", "checked"), "[torch]")
+    releases: dict[str, Release] = {}
+    for version, entry in fields.table(data, "converters", "", required=True).items():
+        where = f"[converters.{version!r}]"
+        if not re.fullmatch(r"\d+(\.\d+)+", version):
+            fields.problem(f"{where}: a release is digits and dots (e.g. \"0.4.2\"), "
+                           f"not {version!r}")
+        if not isinstance(entry, dict):
+            fields.fail("", where, "a table", entry)
+        fields.keys(entry, ("core", "extra"), where)
+        releases[version] = Release(version, fields.line(entry, "core", where),
+                                    fields.strings(entry, "extra", where))
+    if not releases:
+        fields.problem("no [converters.\"<release>\"] tables")
+    checked = []
+    for version, entry in fields.table(torch, "checked", "[torch]").items():
+        where = f"[torch.checked.{version!r}]"
+        if not isinstance(entry, dict):
+            fields.fail("", where, "a table", entry)
+        fields.keys(entry, ("against", "converters", "probes", "identical", "evidence"), where)
+        checked.append(TorchCheck(
+            version, fields.line(entry, "against", where),
+            fields.choices(entry, "converters", where, releases, "releases in converters.toml",
+                           required=True),
+            fields.integer(entry, "probes", where, None, 0, 1_000_000),
+            fields.integer(entry, "identical", where, None, 0, 1_000_000),
+            fields.text(entry, "evidence", where)))
+    return Catalog(torch=fields.line(torch, "version", "[torch]"), releases=releases,
+                   checked=tuple(checked))
 
 
 def lock_timeout() -> float:
     """How long to wait for another process's build of an environment (builds take minutes)."""
-    raw = os.environ.get("INVENTORY_LOCK_TIMEOUT", "900")
-    try:
-        value = float(raw)
-    except ValueError:
-        raise EnvError(f"INVENTORY_LOCK_TIMEOUT={raw!r}: not a number of seconds") from None
-    if not value >= 0:  # also refuses nan
-        raise EnvError(f"INVENTORY_LOCK_TIMEOUT={raw!r}: must be 0 or more seconds")
-    return value
+    return seconds("INVENTORY_LOCK_TIMEOUT")
 
 
 def _holder(fd: int) -> str:

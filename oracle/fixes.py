@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracle.envs import version_key
+from oracle.envs import load_catalog, version_key
+from oracle.schema import Fields, construct_kinds, unique
 from oracle.tomlfile import read_toml
 
 FIXES_FILE = Path(__file__).with_name("fixes.toml")
@@ -42,36 +43,52 @@ class Fix:
         return f"#{self.id}" if self.id.isdigit() else self.id
 
 
-_REQUIRED = ("id", "title", "ships_in")
+_KEYS = ("id", "title", "ships_in", "kind", "upstream", "constructs", "aliases", "checked",
+         "touches")
 
 
 def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
+    """Every record, each value checked (oracle.schema): a record the loader cannot read
+    exactly as written (a `ships_in` the catalog does not know, an unknown construct, a value
+    of the wrong type, a duplicate id) is one line, never a record silently dropped."""
     data = read_toml(path, FixError)
+    fields = Fields(path, FixError)
+    fields.keys(data, ("fix",), "the file")
+    releases = load_catalog().releases
     fixes = []
-    for i, entry in enumerate(data.get("fix", []), start=1):
-        missing = [k for k in _REQUIRED if k not in entry]
-        if missing:
-            raise FixError(f"{path}: fix record {i} lacks {', '.join(missing)}")
-        kind = entry.get("kind", "lowering")
-        if kind not in KINDS:
-            raise FixError(f"{path}: fix record {i} ({entry['id']}): kind must be one of "
-                           f"{', '.join(KINDS)}, not {kind!r}")
-        constructs = entry.get("constructs", [])
-        if kind == "lowering" and (not isinstance(constructs, list) or not constructs):
-            raise FixError(f"{path}: fix record {i} ({entry['id']}): a lowering record needs "
-                           "constructs, a non-empty list")
-        if kind != "lowering" and constructs:
-            raise FixError(f"{path}: fix record {i} ({entry['id']}): an {kind} record is "
-                           "answered without constructs; remove them or make it a lowering")
-        touches = entry.get("touches", [])
-        if not isinstance(touches, list) or not all(isinstance(t, str) and t for t in touches):
-            raise FixError(f"{path}: fix record {i} ({entry['id']}): touches must be a list "
-                           "of aten targets or Core AI op names")
-        fixes.append(Fix(str(entry["id"]), entry["title"], entry["ships_in"],
-                         entry.get("upstream", ""), tuple(constructs),
-                         tuple(str(a) for a in entry.get("aliases", [])),
-                         entry.get("checked", ""), kind, tuple(touches)))
+    for where, entry in fields.tables(data, "fix"):
+        where = f"fix record {where.split()[-1]}"
+        fix_id = fields.ident(entry, "id", where)
+        where = f"{where} ({fix_id})"
+        fields.keys(entry, _KEYS, where)
+        kind = fields.choice(entry, "kind", where, KINDS, "lowering")
+        if kind == "lowering":
+            if entry.get("constructs") in (None, []):
+                fields.problem(f"{where}: a lowering record needs constructs, a non-empty list "
+                               "of construct kinds")
+            constructs = fields.choices(entry, "constructs", where, construct_kinds(),
+                                        "construct kinds", required=True)
+        else:
+            constructs = fields.strings(entry, "constructs", where)
+            if constructs:
+                fields.problem(f"{where}: an {kind} record is answered without constructs; "
+                               "remove them or make it a lowering")
+        aliases = tuple(fields.ident({"alias": a}, "alias", f"{where} aliases")
+                        for a in _list(fields, entry, "aliases", where))
+        fixes.append(Fix(fix_id, fields.line(entry, "title", where),
+                         fields.release(entry, "ships_in", where, releases),
+                         fields.text(entry, "upstream", where, ""), constructs, aliases,
+                         fields.text(entry, "checked", where, ""), kind, tuple(touches)))
+    unique(fields, ((f"fix record {i} ({f.id})", name) for i, f in enumerate(fixes, start=1)
+                    for name in (f.id, *f.aliases)), "id")
     return fixes
+
+
+def _list(fields: Fields, entry: dict, key: str, where: str) -> list:
+    value = entry.get(key, [])
+    if not isinstance(value, list):
+        fields.fail(where, key, "a list of ids", value)
+    return value
 
 
 def find_fix(fix_id: str, fixes: list[Fix] | None = None, source: Path = FIXES_FILE) -> Fix:

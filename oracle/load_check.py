@@ -30,6 +30,7 @@ from typing import Any
 from oracle import store
 from oracle.client import EnvironmentFault, Pool, Worker, WorkerFailure
 from oracle.envs import Env, EnvError
+from oracle.paths import in_store, safe_name
 from oracle.runtimes import runtime_label
 from oracle.session import Session
 from oracle.spec import Pipeline, ProbeSpec
@@ -245,8 +246,9 @@ def failed(check: LoadCheck) -> bool:
 
 
 def check_dir(spec: ProbeSpec, exporter: Env, runtime_ids: dict[str, dict[str, str]]) -> Path:
-    return (results_root() /
-            f"load-{exporter.converter}-{spec.dtype}-{_key(spec, exporter, runtime_ids)}")
+    key = _key(spec, exporter, runtime_ids)
+    return in_store(results_root() /
+                    f"load-{safe_name(exporter.converter)}-{safe_name(spec.dtype)}-{key}")
 
 
 def load_check(spec: ProbeSpec, exporter: Env, cores: list[str], session: Session,

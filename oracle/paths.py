@@ -1,9 +1,27 @@
-"""Where the oracle keeps environments, runs and cached results."""
+"""Where the oracle keeps environments, runs and cached results, and how a name from data
+becomes a path inside the store.
+
+A registry or fix field reaches a path only through `safe_name` (one path component, no `..`, no
+separator), and every folder a result is built in is checked by `in_store` to lie inside
+`$INVENTORY_CACHE`: a bundle named `../../../../outside/evil` or an instance dtype of
+`../../x` can never make the tool write outside its store.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+
+# What a name from data keeps; anything else becomes "_". 80 characters keep a folder name
+# (name, releases, a 20-digit key) under any file system's 255-byte limit.
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
+_NAME_MAX = 80
+
+
+class StorePathError(Exception):
+    """A path built from data would leave the store (a defect guarded against, or a hostile
+    registry); one line for the user, nothing written."""
 
 
 def cache_root() -> Path:
@@ -22,3 +40,26 @@ def envs_dir() -> Path:
 
 def runs_dir() -> Path:
     return cache_root() / "runs"
+
+
+def safe_name(text: str) -> str:
+    """`text` as one path component: letters, digits and `_.+-` kept, any other run of
+    characters (a separator, a space) and any `..` one `_`, no leading dot (so never `.`, `..`
+    or a hidden name), at most 80 characters."""
+    name = re.sub(r"_+", "_", re.sub(r"\.{2,}", "_", _UNSAFE.sub("_", text)))
+    name = name.lstrip(".")[:_NAME_MAX]
+    return name or "_"
+
+
+def in_store(path: Path) -> Path:
+    """`path` if it lies inside the store once resolved (symlinks and `..` followed), else
+    StorePathError: the last guard before anything is written there."""
+    root = cache_root()
+    try:
+        resolved = path.resolve()
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop
+        raise StorePathError(f"refusing to write {path}: a symlink loop in the store") from None
+    if not resolved.is_relative_to(root):
+        raise StorePathError(f"refusing to write {path}: outside the store {root} "
+                             f"(INVENTORY_CACHE)")
+    return path

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracle.schema import DECOMPOSITIONS, SHAPES, VALUES, Fields
 from oracle.spec import Pipeline, ProbeSpec
 from oracle.tomlfile import read_toml
 
@@ -32,27 +33,40 @@ class Regime:
         return f"{self.construct}/{self.name}"
 
 
+_KEYS = ("construct", "name", "dtype", "params", "values", "seed", "control", "tolerance",
+         "pipeline")
+_PIPELINE = ("decompositions", "optimize", "shapes")
+
+
 def load_regimes(path: Path = REGIMES_FILE) -> list[Regime]:
+    """Every regime, each value checked (oracle.schema): an unknown construct or dtype, a value
+    of the wrong type or a misspelt key is one line naming the regime and the key."""
     data = read_toml(path, RegimeError)
+    fields = Fields(path, RegimeError)
+    fields.keys(data, ("regime",), "the file")
     regimes: list[Regime] = []
     seen: set[str] = set()
-    for i, raw in enumerate(data.get("regime", []), start=1):
-        try:
-            pipe = raw.get("pipeline", {})
-            spec = ProbeSpec(
-                construct=raw["construct"],
-                params=dict(raw.get("params", {})),
-                dtype=raw.get("dtype", "float32"),
-                pipeline=Pipeline(pipe.get("decompositions", "coreai"),
-                                  bool(pipe.get("optimize", True)),
-                                  pipe.get("shapes", "static")),
-                values=raw.get("values", "trained"),
-                seed=int(raw.get("seed", 0)),
-            )
-            regime = Regime(raw["construct"], raw["name"], spec, bool(raw.get("control", False)),
-                            float(raw["tolerance"]) if "tolerance" in raw else None)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise RegimeError(f"{path}: regime {i} is malformed ({exc})") from None
+    for where, raw in fields.tables(data, "regime"):
+        fields.keys(raw, _KEYS, where)
+        construct = fields.kind(raw, "construct", where)
+        pipe = fields.table(raw, "pipeline", where)
+        fields.keys(pipe, _PIPELINE, f"{where} pipeline")
+        spec = ProbeSpec(
+            construct=construct,
+            params=dict(fields.table(raw, "params", where)),
+            dtype=fields.dtype(raw, "dtype", where, "float32"),
+            pipeline=Pipeline(
+                fields.choice(pipe, "decompositions", f"{where} pipeline", DECOMPOSITIONS,
+                              "coreai"),
+                fields.boolean(pipe, "optimize", f"{where} pipeline", True),
+                fields.choice(pipe, "shapes", f"{where} pipeline", SHAPES, "static")),
+            values=fields.choice(raw, "values", where, VALUES, "trained"),
+            seed=fields.integer(raw, "seed", where, 0, 0, 2**32 - 1),
+        )
+        regime = Regime(construct, fields.line(raw, "name", where), spec,
+                        fields.boolean(raw, "control", where, False),
+                        fields.number(raw, "tolerance", where, None, positive=True)
+                        if "tolerance" in raw else None)
         if regime.id in seen:
             raise RegimeError(f"{path}: regime {regime.id} is defined twice")
         seen.add(regime.id)

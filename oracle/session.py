@@ -12,7 +12,7 @@ reading a stored result checks the sha256 of every evidence file.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from oracle import store
@@ -24,6 +24,16 @@ from oracle.results import ProbeResult
 from oracle.spec import ProbeSpec
 
 Progress = Callable[[str], None]
+
+
+def _reclaim() -> None:
+    """Remove what a run killed with SIGKILL left in the store (its temp folders, its workers'
+    temp folders): the next run reclaims it, not only `cache prune`."""
+    from oracle.cache import reclaim  # not at module level: oracle.cache imports this module
+
+    # a store that cannot be written is said where a result is written, not here
+    with suppress(OSError):
+        reclaim()
 
 
 class Session:
@@ -44,6 +54,7 @@ class Session:
         # converter release -> the first failure of one of its workers (died, timed out) in
         # this session: a caller may choose not to start more conversions there
         self.worker_failures: dict[str, str] = {}
+        _reclaim()
 
     def __enter__(self) -> Session:
         return self

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from oracle.envs import Env, EnvError
-from oracle.paths import cache_root
+from oracle.paths import cache_root, in_store, safe_name
 from oracle.results import ProbeResult, from_json, to_json
 from oracle.spec import ProbeSpec
 
@@ -72,9 +72,10 @@ def cache_key(spec: ProbeSpec, old_env: Env, new_env: Env) -> str:
 
 
 def result_dir(spec: ProbeSpec, old_env: Env, new_env: Env) -> Path:
-    return (results_root() /
-            f"{spec.construct}-{old_env.converter}-{new_env.converter}-"
-            f"{cache_key(spec, old_env, new_env)}")
+    # names from data reach the path only sanitised, and the key is a digest
+    return in_store(results_root() /
+                    f"{safe_name(spec.construct)}-{safe_name(old_env.converter)}-"
+                    f"{safe_name(new_env.converter)}-{cache_key(spec, old_env, new_env)}")
 
 
 def manifest(folder: Path) -> dict[str, str]:
@@ -202,7 +203,8 @@ def _held_lock(final: Path) -> tuple[int, Path]:
 @contextmanager
 def building(final: Path) -> Iterator[Path]:
     """A temp folder beside `final` to build a result in, locked while this run holds it;
-    removed if the build fails."""
+    removed if the build fails. `final` must lie in the store (every result is built here)."""
+    in_store(final)
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         fd, work = _held_lock(final)

@@ -6,15 +6,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from oracle.inputfile import read_text
+
 
 def read_toml(path: Path, error: type[Exception]) -> dict[str, Any]:
-    """The parsed file, or `error` with the file, and for a syntax error its line and column."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise error(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise error(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    """The parsed file, or `error` with the file, and for a syntax error its line and column.
+    The file must be a regular file of bounded size (oracle.inputfile)."""
+    text = read_text(path, error)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

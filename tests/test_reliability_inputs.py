@@ -198,8 +198,9 @@ def test_a_registry_nested_too_deeply_is_one_line(tmp_path):
      "[bundles.x] instance 1 modules must be a list of strings, not 'abc'"),
     ("files = \"abc\"", "[bundles.x] files must be a non-empty list of strings, not 'abc'"),
     ("files = []", "[bundles.x] files must be a non-empty list of strings, not []"),
-    ("dtype = 16", "[bundles.x] dtype must be a non-empty string, not 16"),
-    ("converter = 0.41", "[bundles.x.exporter] converter must be a non-empty string, not 0.41"),
+    ("dtype = 16", "[bundles.x] dtype must be a probe dtype (float32, float16, bfloat16), not 16"),
+    ("converter = 0.41", "[bundles.x.exporter] converter must be a release in converters.toml "
+                         "(0.4.0, 0.4.1, 0.4.2, 0.4.3, unknown), not 0.41"),
     ("[bundles.x.pipeline]\noptimize = \"yes\"",
      "[bundles.x.pipeline] optimize must be true or false, not 'yes'"),
     ("[bundles.x.pipeline]\ndecompositions = 3",

@@ -228,7 +228,6 @@ def test_prune_during_a_run_leaves_that_run_intact(env, tmp_path):
     cache = _shared_envs(tmp_path, env)
     (cache / "results").mkdir()
     dead = cache / "results" / ".conv_transpose-0.4.1-0.4.2-0123456789abcdef0123.dead"
-    dead.mkdir()  # what a run killed with SIGKILL leaves: nobody holds its lock
     run = _start("affected", "--fix", "40", "--registry", str(_registry(tmp_path, channels=11)),
                  "--json", "-q", cache=cache)
     held: list[Path] = []
@@ -236,11 +235,16 @@ def test_prune_during_a_run_leaves_that_run_intact(env, tmp_path):
         held = [p for p in _temp_folders(cache) if p != dead]
         time.sleep(0.02)
     assert held, "the run ended before a temp folder could be seen"
+    # what a run killed with SIGKILL leaves, nobody holding its lock (made once the run is
+    # going: a run reclaims such folders when it starts)
+    dead.mkdir()
     prune = _run("cache", "prune", cache=cache)
     assert prune.returncode == 0, prune.stderr
     assert f"kept {held[0].name}: in use by a running run" in prune.stdout, prune.stdout
     assert f"removed {held[0].name}" not in prune.stdout
     assert f"removed {dead.name}: left by an interrupted run" in prune.stdout
+    # the live folder counts as kept (issue #25: it said "0 kept")
+    assert prune.stdout.splitlines()[-1] == "1 removed, 1 kept"
     out, errors = run.communicate(timeout=600)
     assert run.returncode == 1, errors
     assert _probe(json.loads(out))["shipped"] == "differs"
@@ -291,6 +295,55 @@ def test_sigterm_leaves_no_temp_folder_and_no_worker(env, tmp_path):
     while any(map(_alive, workers)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [w for w in workers if _alive(w)], "a worker outlived the run"
+
+
+def _mid_probe(cache: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], list[int]]:
+    """A run stopped nowhere yet: its workers converting into its temp folder."""
+    run = _start("affected", "--fix", "40", "--registry", str(_registry(tmp_path, channels=12)),
+                 "--json", "-q", "--no-cache", cache=cache)
+    workers: list[int] = []
+    while run.poll() is None and not (len(workers) == 2 and _temp_folders(cache)):
+        workers = _workers_of(run.pid)
+        time.sleep(0.02)
+    assert run.poll() is None, "the run ended before it could be stopped mid-probe"
+    return run, workers
+
+
+def _gone_within(workers: list[int], limit: float) -> float:
+    """Seconds until every worker is gone (fails past `limit`)."""
+    start = time.monotonic()
+    while any(map(_alive, workers)):
+        assert time.monotonic() - start < limit, "a worker outlived the run"
+        time.sleep(0.01)
+    return time.monotonic() - start
+
+
+def test_sigterm_stops_the_workers_within_a_second_mid_conversion(env, tmp_path):
+    """The workers used to go on converting until their job ended (7.5 s for a probe)."""
+    cache = _shared_envs(tmp_path, env)
+    run, workers = _mid_probe(cache, tmp_path)
+    run.send_signal(signal.SIGTERM)
+    took = _gone_within(workers, 1.0)
+    _, errors = run.communicate(timeout=60)
+    assert run.returncode == 143, errors
+    assert _temp_folders(cache) == [] and took < 1.0
+    assert not list((cache / "tmp").iterdir())  # the workers' temp folders went with them
+
+
+def test_sigkill_of_the_run_leaves_no_worker_and_the_next_run_reclaims_its_folders(env,
+                                                                                   tmp_path):
+    """SIGTERM then SIGKILL used to leave the temp folder and 2 orphaned workers."""
+    cache = _shared_envs(tmp_path, env)
+    run, workers = _mid_probe(cache, tmp_path)
+    left = _temp_folders(cache)
+    run.send_signal(signal.SIGKILL)
+    run.communicate(timeout=60)
+    _gone_within(workers, 1.5)  # the watchdog notices its parent is gone within 0.1 s
+    assert _temp_folders(cache) == left and list((cache / "tmp").iterdir())  # left behind
+    proc, document = _affected(_registry(tmp_path, channels=12), cache)
+    assert proc.returncode == 1, proc.stderr
+    assert _temp_folders(cache) == []  # reclaimed by the next run, which answered
+    assert [p.name for p in (cache / "tmp").iterdir()] == []
 
 
 # ---- 7. a held environment lock says who holds it, and times out -----------------------------

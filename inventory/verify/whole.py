@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from inventory.registry import Bundle
 from inventory.trace.service import PROJECT_ROOT, export_steps
 from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Region, Side, regions
-from oracle import store
+from oracle import settings, store
 from oracle.client import Worker, WorkerFailure
 from oracle.envs import Env
 from oracle.load_check import AssetWorker
@@ -34,9 +33,10 @@ from oracle.session import Session
 PROGRAM_WORKER = Path(__file__).resolve().parents[2] / "oracle" / "program_worker.py"
 SEED = 20261201
 # A whole sortformer converts in about a minute per side; a run on the emulated fp16 CPU runtime
-# can take far longer: neither may hang the command (INVENTORY_VERIFY_*_TIMEOUT, seconds).
-CONVERT_TIMEOUT = float(os.environ.get("INVENTORY_VERIFY_CONVERT_TIMEOUT", "3600"))
-RUN_TIMEOUT = float(os.environ.get("INVENTORY_VERIFY_RUN_TIMEOUT", "1800"))
+# can take far longer: neither may hang the command (INVENTORY_VERIFY_*_TIMEOUT, seconds, read
+# and validated by oracle.settings when used, so the limit stated is the one applied).
+CONVERT_TIMEOUT = "INVENTORY_VERIFY_CONVERT_TIMEOUT"
+RUN_TIMEOUT = "INVENTORY_VERIFY_RUN_TIMEOUT"
 RECORD = "result.json"
 Progress = Callable[[str], None]
 
@@ -111,7 +111,7 @@ def convert(session: Session, env: Env, program: str, bundle: Bundle, out: Path
     try:
         answer = pool.worker(env).call({"op": "convert_program", "program": program,
                                         "pipeline": pipeline, "out": str(out)},
-                                       timeout=CONVERT_TIMEOUT)
+                                       timeout=settings.seconds(CONVERT_TIMEOUT))
     except WorkerFailure as exc:
         answer = {"ok": False, "stage": "worker", "error": str(exc)}
     answer.update({"converter": env.converter, "packages": store.env_identity(env),
@@ -172,12 +172,13 @@ def run(session: Session, env: Env, asset: str, build_dir: Path, out: Path,
         progress: Progress, label: str) -> dict[str, Any]:
     """One asset run on one runtime, on the build's seeded inputs."""
     pool = session.pool_of(AssetWorker, "asset")
-    progress(f"running {label} on {env.runtime} (timeout {RUN_TIMEOUT:.0f} s)")
+    limit = settings.seconds(RUN_TIMEOUT)
+    progress(f"running {label} on {env.runtime} (timeout {limit:g} s)")
     start = time.perf_counter()
     try:
         answer = pool.worker(env).call(
             {"op": "run", "asset": asset, "out": str(out), "seed": SEED,
-             "execute": True, "inputs": str(build_dir)}, timeout=RUN_TIMEOUT)
+             "execute": True, "inputs": str(build_dir)}, timeout=limit)
     except WorkerFailure as exc:
         answer = {"ok": False, "stage": "worker", "error": str(exc)}
     seconds = time.perf_counter() - start

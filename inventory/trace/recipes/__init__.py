@@ -104,8 +104,13 @@ def inside(root: Path, relative: str, what: str) -> Path:
     """`relative` resolved under `root`; a path that leaves the root is refused."""
     if not relative or Path(relative).is_absolute():
         raise RecipeError(f"{what} {relative!r} must be a path relative to the recipe root")
-    resolved = (root / relative).resolve()
-    if not resolved.is_relative_to(root.resolve()):
+    try:
+        resolved = (root / relative).resolve()
+        top = root.resolve()
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop
+        raise RecipeError(f"{what} {relative!r}: a symlink loop under the recipe root "
+                          f"{root}") from None
+    if not resolved.is_relative_to(top):
         raise RecipeError(f"{what} {relative!r} leaves the recipe root {root}")
     return resolved
 

@@ -75,6 +75,8 @@ def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
                                "remove them or make it a lowering")
         aliases = tuple(fields.ident({"alias": a}, "alias", f"{where} aliases")
                         for a in _list(fields, entry, "aliases", where))
+        # aten targets or Core AI op names (non-blank strings)
+        touches = fields.strings(entry, "touches", where)
         fixes.append(Fix(fix_id, fields.line(entry, "title", where),
                          fields.release(entry, "ships_in", where, releases),
                          fields.text(entry, "upstream", where, ""), constructs, aliases,

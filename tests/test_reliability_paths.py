@@ -22,7 +22,7 @@ from inventory.errors import USER_ERRORS, ExitCode
 from inventory.instances import instance_spec
 from inventory.record_kinds import asset_spec
 from inventory.registry import load_registry
-from inventory.verify import forms, whole
+from inventory.verify import forms, parts
 from oracle import store
 from oracle.envs import Env, env_path
 from oracle.fixes import load_fixes
@@ -94,10 +94,14 @@ def store_paths_of_registry(path: Path) -> list[Path]:
         for spec in specs:
             out += [store.result_dir(spec, old, new), check_dir(spec, old, {})]
         try:
-            form, run = forms.compared_form(bundle), forms.run_form(bundle)
+            form = forms.compared_form(bundle)
+            forms.run_form(bundle)
         except USER_ERRORS:
             continue  # a verify form the data cannot make is refused before any path
-        out.append(whole.result_dir(bundle, form, run, old, new, None))
+        build = parts.build_folder(bundle, form, None, True)
+        sides = [parts.side_folder(bundle, build, e) for e in (old, new)]
+        out += [build, *sides, parts.pair_folder(bundle, *sides, old.converter, new.converter),
+                parts.run_folder(bundle, "0" * 20, build, new.converter, new)]
     return out
 
 
@@ -176,9 +180,12 @@ def test_the_issues_two_hostile_registries_are_refused_or_kept_in_the_store(tmp_
     # a bundle name is free text (printed literally), so it is sanitised into the path
     monkeypatch.setenv("INVENTORY_CACHE", str(store_root))
     registry.write_text(tomli_w.dumps({"bundles": {"../../../../outside/evil": BUNDLE}}))
-    (path,) = [p for p in store_paths_of_registry(registry) if p.name.startswith("verify-")]
-    assert path.parent == store_root / "results"
-    assert path.name.startswith("verify-_outside_evil-0.4.1-0.4.2-")
+    paths = [p for p in store_paths_of_registry(registry) if p.name.startswith("verify-")]
+    assert len(paths) == 5 and {p.parent for p in paths} == {store_root / "results"}
+    assert {p.name.rsplit("-", 1)[0] for p in paths} == {
+        "verify-build-_outside_evil", "verify-side-_outside_evil-0.4.1",
+        "verify-side-_outside_evil-0.4.2", "verify-pair-_outside_evil-0.4.1-0.4.2",
+        "verify-run-_outside_evil-0.4.2-1.0.0b2"}
 
 
 def test_a_name_from_data_becomes_one_harmless_path_component():

@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from inventory.verify.forms import Form
 from oracle import store
 from oracle.envs import Env
 from oracle.normalise import normalise
+from oracle.paths import in_store, safe_name
 
 HERE = Path(__file__).resolve().parent
 ORACLE = HERE.parents[1] / "oracle"
@@ -55,7 +55,6 @@ RUNNING = (ORACLE / "asset_worker.py", ORACLE / "worker_io.py")
 
 PLACEHOLDER = "$RESULT"
 Make = Callable[[Path], dict[str, Any]]
-_SAFE = re.compile(r"[^A-Za-z0-9_.]+")
 
 
 def _rewrite(obj: Any, old: str, new: str) -> Any:
@@ -72,9 +71,10 @@ def _key(payload: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
 
 
-def _name(*parts: str) -> str:
-    """A folder name from data (a bundle's name, a release): nothing that leaves the store."""
-    return "-".join(_SAFE.sub("_", p).strip("._") or "_" for p in parts)
+def _folder(*parts: str) -> Path:
+    """A result folder named from data (a bundle's name, a release): each part a sanitised
+    name, and the folder checked to lie in the store."""
+    return in_store(store.results_root() / "-".join(safe_name(p) for p in parts))
 
 
 @functools.cache
@@ -131,7 +131,7 @@ def build_folder(bundle: Bundle, form: Form, weights: Path | None, reference: bo
                "weights": whole.file_digest(weights) if weights else None,
                "export": export_steps(bundle), "reference": reference,
                "code": code(BUILDING)}
-    return store.results_root() / _name("verify", "build", bundle.name, _key(payload))
+    return _folder("verify", "build", bundle.name, _key(payload))
 
 
 def side_folder(bundle: Bundle, build: Path, env: Env) -> Path:
@@ -139,13 +139,12 @@ def side_folder(bundle: Bundle, build: Path, env: Env) -> Path:
                "pipeline": {"decompositions": bundle.pipeline.decompositions,
                             "optimize": bundle.pipeline.optimize},
                "code": code(CONVERTING)}
-    return store.results_root() / _name("verify", "side", bundle.name, env.converter,
-                                        _key(payload))
+    return _folder("verify", "side", bundle.name, env.converter, _key(payload))
 
 
 def pair_folder(bundle: Bundle, old: Path, new: Path, a: str, b: str) -> Path:
     payload = {"old": old.name, "new": new.name, "code": code(COMPARING)}
-    return store.results_root() / _name("verify", "pair", bundle.name, a, b, _key(payload))
+    return _folder("verify", "pair", bundle.name, a, b, _key(payload))
 
 
 def shipped_digest(side: dict[str, Any]) -> str:
@@ -157,5 +156,4 @@ def shipped_digest(side: dict[str, Any]) -> str:
 def run_folder(bundle: Bundle, program: str, build: Path, release: str, runtime: Env) -> Path:
     payload = {"program": program, "inputs": build.name, "seed": whole.SEED,
                "runtime": store.env_identity(runtime), "code": code(RUNNING)}
-    return store.results_root() / _name("verify", "run", bundle.name, release, runtime.core,
-                                        _key(payload))
+    return _folder("verify", "run", bundle.name, release, runtime.core, _key(payload))

@@ -193,16 +193,21 @@ def plan_cmd(
         bundles = select(load_registry(registry), bundle)
         records = load_fixes(fixes)
         with progress(not quiet) as report_progress:
-            result = plan(to, bundles, records, catalog, load_policy(tolerance),
-                          load_ignores(ignore), use_cache=not no_cache,
-                          progress=report_progress, runtimes=runtimes)
             from inventory.plan import with_whole
             from inventory.verify.service import verified
 
-            # one answer: a stored whole-program check joins the plan; --verify measures it
-            result = with_whole(result, verified(
-                bundles, to, records, catalog, load_policy(tolerance),
-                use_cache=not no_cache, compute=verify, progress=report_progress), verify)
+            # One answer: a stored whole-program check joins the plan, and --verify measures
+            # it first, so that the plan's pipeline records read the same stored steps.
+            checks = verified(bundles, to, records, catalog, load_policy(tolerance),
+                              use_cache=not no_cache, compute=True,
+                              progress=report_progress) if verify else None
+            result = plan(to, bundles, records, catalog, load_policy(tolerance),
+                          load_ignores(ignore), use_cache=not no_cache,
+                          progress=report_progress, runtimes=runtimes)
+            if checks is None:
+                checks = verified(bundles, to, records, catalog, load_policy(tolerance),
+                                  use_cache=True, compute=False, progress=report_progress)
+            result = with_whole(result, checks, verify)
         if baseline is not None:
             result = since_baseline(result, baseline)
     Renderer("plan", plan_record, plan_table, plan_markdown).render(

@@ -224,7 +224,12 @@ def test_plan_and_verify_give_one_answer(sortformer_mini, json_schema):
                 [u] = b["verify"]["unrecorded"]
                 levels = ("required", "inconclusive", "optional", "no")
                 assert levels.index(b["reexport"]) <= levels.index(u["reexport"])
-            else:
+            # the pipeline record is answered on the same stored program
+            [pin] = [i for level in ("required", "optional", "inconclusive", "not_affected")
+                     for i in b[level] if i["fix"] == "core-b2"]
+            assert "the whole miniature program is identical across 0.4.0->0.4.1" in \
+                pin["reason"], pin["reason"]
+            if not fixes:
                 [item] = [i for level in ("required", "optional", "inconclusive",
                                           "not_affected") for i in b[level] if i["fix"] == "54"]
                 [joined] = item["whole_program"]
@@ -323,3 +328,17 @@ def test_weights_are_loaded_by_name_and_a_checkpoint_matching_nothing_is_exit_2(
     assert code == 0 and b["cached"] is False  # other weights: another program, measured
     assert b["build"]["weights"]["loaded"] == len(state) == b["build"]["weights"]["state_entries"]
     assert b["shipped"]["identity"] == "identical"
+
+
+def test_without_a_stored_check_a_pipeline_record_falls_back_to_the_asset_probe_and_says_so(
+        matrix):
+    """The shipped registry on a store without sam3's whole-program check (CI's): core-b2 is
+    answered with the asset probe, and the chain says it holds none of sam3's own patterns.
+    (A stored check is read instead: test_a_pipeline_record_is_answered_on_the_bundles_own_...)"""
+    data = matrix.run_cli(("affected", "--fix", "core-b2")).data
+    sam3 = next(b for b in data["bundles"] if b["bundle"] == "sam3")
+    assert sam3["whole_program"] is None
+    assert [p["probe"] for p in sam3["probes"]] and sam3["probes"][0]["probe"].startswith(
+        "asset_hierarchy")
+    assert any("no whole-program check of 0.4.0 -> 0.4.1 is stored" in line
+               and "the asset probe stands in" in line for line in sam3["chain"]), sam3["chain"]

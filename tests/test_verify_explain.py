@@ -25,7 +25,8 @@ def texts(shipped_old: list[str], shipped_new: list[str], emitted_old: list[str]
           emitted_new: list[str]) -> dict:
     return {"shipped": {"old": shipped_old, "new": shipped_new},
             "emitted": {"old": {shape(ln) for ln in emitted_old},
-                        "new": {shape(ln) for ln in emitted_new}}}
+                        "new": {shape(ln) for ln in emitted_new}},
+            "by_node": {"old": {}, "new": {}}}
 
 
 SAME = texts([], [], ["%1 = coreai.add %0"], ["%1 = coreai.add %0"])
@@ -40,6 +41,28 @@ def test_a_region_whose_nodes_were_emitted_the_same_is_the_optimizers():
     emitted = [region({"relu_2"})]
     assert stage_of(region({"bn_1"}), emitted, SAME) == OPTIMIZER
     assert stage_of(region({"bn_1"}), [], SAME) == OPTIMIZER
+
+
+def test_a_region_is_the_lowerings_when_what_was_emitted_for_its_nodes_differs():
+    t = texts([], [], [], [])
+    t["by_node"] = {"old": {"squeeze_1": ["% = coreai.shrink_dims %, %"]},
+                    "new": {"squeeze_1": ["% = coreai.reshape %, %"]}}
+    assert stage_of(region({"squeeze_1"}), [], t) == LOWERING
+    # the same ops emitted for them on both sides: the optimizer made the difference, whatever
+    # unattributed emitted regions elsewhere say
+    t["by_node"]["new"] = {"squeeze_1": ["% = coreai.shrink_dims %, %"]}
+    assert stage_of(region({"squeeze_1"}), [region({"squeeze_1"})], t) == OPTIMIZER
+
+
+def test_a_composite_body_is_the_lowerings_when_its_emitted_body_differs():
+    body = Region("batch_norm_G3", "batch_norm", lines_old=[3], lines_new=[3], nodes={"bn_1"})
+    emitted_body = Region("batch_norm_G1", "batch_norm", lines_old=[2], lines_new=[2])
+    t = texts([], [], [], [])
+    # the call site's invoke line is the same on both sides: not what decides a body
+    t["by_node"] = {"old": {"bn_1": ["% = coreai.invoke @batch_norm(%)"]},
+                    "new": {"bn_1": ["% = coreai.invoke @batch_norm(%)"]}}
+    assert stage_of(body, [emitted_body], t) == LOWERING
+    assert stage_of(body, [], t) == OPTIMIZER
 
 
 def test_without_a_comparable_emitted_program_nothing_is_put_on_the_optimizer():

@@ -4,7 +4,8 @@ of that step that explains it, or none (an unrecorded change, a finding of its o
 Stage, from the step's two programs at both stages:
 
 * `lowering`: the emitted programs differ at the region's aten nodes (a lowering emits
-  something else for them);
+  something else for them: the ops each side's emitted program attributes to those nodes,
+  compared in order; for a composite's body, the emitted bodies of that composite);
 * `optimizer`: the emitted programs are the same there and the shipped ones are not (what
   `optimize()`, or the pinned coreai-core's rewrite, makes of them).
 
@@ -31,7 +32,7 @@ from typing import Any
 
 from inventory.policy import Policy
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
-from inventory.verify.regions import Region, shape
+from inventory.verify.regions import Located, Region, shape
 from oracle.fixes import Fix, between
 
 LOWERING, OPTIMIZER = "lowering", "optimizer"
@@ -43,7 +44,17 @@ def stage_of(region: Region, emitted: list[Region], texts: dict[str, Any] | None
         # no emitted program to compare (a release whose to_coreai() optimizes and could not
         # be captured before it): the change cannot be put on the optimizer
         return LOWERING
+    if region.composite:
+        # a composite's body: its ops carry no aten node of their own (the call sites do), so
+        # the emitted bodies of the same composite are compared
+        return LOWERING if any(e.composite == region.composite for e in emitted) else OPTIMIZER
     if region.nodes:
+        lowered = [[ln for node in sorted(region.nodes) for ln in side.get(node, [])]
+                   for side in (texts["by_node"]["old"], texts["by_node"]["new"])]
+        if any(lowered):
+            # what the lowerings emitted for the region's aten nodes, side by side
+            return LOWERING if lowered[0] != lowered[1] else OPTIMIZER
+        # neither emitted program attributes an op to these nodes: by the emitted regions
         return LOWERING if any(region.nodes & e.nodes for e in emitted) else OPTIMIZER
     old, new = texts["emitted"]["old"], texts["emitted"]["new"]
     changed = [shape(texts["shipped"]["old"][n - 1]) for n in region.lines_old] + \
@@ -87,18 +98,31 @@ def step_regions(step: dict[str, Any], shipped: list[Region], emitted: list[Regi
     return out
 
 
-def stage_texts(pair: dict[str, Any]) -> dict[str, Any] | None:
+def stage_texts(pair: dict[str, Any], old: dict[str, Any], new: dict[str, Any]
+                ) -> dict[str, Any] | None:
     """What telling a change's stage needs beside the regions: both sides' normalised shipped
-    lines and the set of each side's emitted lines (value numbers set aside); None when the
-    emitted programs cannot be compared."""
+    lines, the set of each side's emitted lines and, per aten node, the emitted lines lowered
+    from it (value numbers set aside); None when the emitted programs cannot be compared."""
     shipped, emitted = pair.get("shipped", {}), pair.get("emitted", {})
     if shipped.get("identity") != "differs" or \
             emitted.get("identity") not in ("identical", "differs"):
         return None
     text = {k: Path(v).read_text().splitlines() for k, v in shipped["normalised"].items()}
-    sets = {k: {shape(ln) for ln in Path(v).read_text().splitlines()}
-            for k, v in emitted["normalised"].items()}
-    return {"shipped": text, "emitted": sets}
+    lines = {k: Path(v).read_text().splitlines() for k, v in emitted["normalised"].items()}
+    by_node: dict[str, dict[str, list[str]]] = {}
+    for label, side in (("old", old), ("new", new)):
+        by_node[label] = {}
+        located_file = side.get("files", {}).get("emitted_located")
+        if not located_file:
+            continue
+        located = Located(Path(located_file).read_text())
+        if not located.aligned(lines[label]):
+            continue
+        for i, line in enumerate(lines[label]):
+            for node in located.identifiers(i):
+                by_node[label].setdefault(node, []).append(shape(line))
+    return {"shipped": text, "emitted": {k: {shape(ln) for ln in v} for k, v in lines.items()},
+            "by_node": by_node}
 
 
 def _rel(err: float | None, magnitude: float) -> float | None:

@@ -118,7 +118,8 @@ def _step(record: dict[str, Any], pair: dict[str, Any], fixes: list[Fix]
     old, new = sides[pair["from"]], sides[pair["to"]]
     shipped = whole.differing(pair, old, new, "shipped")
     emitted = whole.differing(pair, old, new, "emitted")
-    regions = explain.step_regions(pair, shipped, emitted, explain.stage_texts(pair), fixes)
+    texts = explain.stage_texts(pair, old, new)
+    regions = explain.step_regions(pair, shipped, emitted, texts, fixes)
     label = f"{pair['from']}->{pair['to']}"
     m = (record.get("run") or {}).get("measurement") or {}
     rows = (m.get("drift") or {}).get(label, {}).get("outputs")

@@ -100,6 +100,7 @@ def _load_weights(module: Any, path: str) -> dict[str, Any]:
             if tuple(tensor.shape) != tuple(state[name].shape):
                 skipped += 1
                 continue
+            _refuse_untrained(path, name, tensor)
             state[name].copy_(tensor.to(state[name].dtype))
             loaded += 1
     if not loaded:
@@ -107,6 +108,22 @@ def _load_weights(module: Any, path: str) -> dict[str, Any]:
                          f"({len(state)} entries, e.g. {next(iter(state), '?')})")
     return {"file": path, "loaded": loaded, "state_entries": len(state),
             "skipped": skipped}
+
+
+def _refuse_untrained(path: str, name: str, tensor: Any) -> None:
+    """No checkpoint a model was trained into holds NaN or inf, or a negative variance: such a
+    file would give NaN outputs on every side and in the reference, which compare as
+    "bit-identical". Refused in one line (as `affected --weights` refuses them)."""
+    import torch
+
+    if tensor.is_floating_point():
+        bad = int((~torch.isfinite(tensor)).sum())
+        if bad:
+            raise WeightsMismatch(f"{path}: {name} holds {bad} NaN/inf value(s): not a trained "
+                                  "checkpoint, nothing to measure")
+        if name.endswith("running_var") and bool((tensor < 0).any()):
+            raise WeightsMismatch(f"{path}: {name} holds a negative variance: not a trained "
+                                  "checkpoint")
 
 
 def _seeded_inputs(values: list[Any], generator: Any) -> tuple[list[Any], list[str]]:

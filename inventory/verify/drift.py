@@ -51,6 +51,7 @@ def per_output(old: Path, new: Path, reference: Path, names: list[str],
         magnitude = float(np.abs(ref[np.isfinite(ref)]).max()) if np.isfinite(ref).any() else 0.0
         row: dict[str, Any] = {"output": labels[i], "graph_name": name,
                                "shape": list(ref.shape),
+                               "ref_nonfinite": int((~np.isfinite(ref)).sum()),
                                "dtype": str(n[name].dtype), "ref_magnitude": magnitude,
                                "bit_identical": o[name].tobytes() == n[name].tobytes()}
         for side, values in (("old", o[name]), ("new", n[name])):

@@ -138,6 +138,13 @@ def judge_drift(rows: list[dict[str, Any]] | None, runtime: str | None, toleranc
     if not rows:
         return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
                             f"the whole programs differ but were not run: {why_not or 'no run'}")
+    bad_ref = [r for r in rows if r.get("ref_nonfinite")]
+    if bad_ref:
+        # NaN/inf in the torch fp32 reference: no error can be measured against it
+        return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
+                            f"the torch fp32 reference holds non-finite values in "
+                            f"{', '.join(r['output'] for r in bad_ref)}: nothing to measure "
+                            f"against ({runtime})")
     if all(r["bit_identical"] for r in rows):
         return ProbeVerdict(Verdict.VALUES_IDENTICAL, Reexport.OPTIONAL,
                             f"whole shipped programs differ, outputs bit-identical on {runtime}")

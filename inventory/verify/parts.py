@@ -88,14 +88,36 @@ def code(kind: tuple[Path, ...]) -> str:
     return h.hexdigest()[:12]
 
 
+# A file up to this size is checked by its sha256 on every read (IR texts, nodes, output
+# tensors: what the answer is derived from); a larger one (the program.pt2 and the asset, read
+# only to convert and to run, whose results are stored apart) by its size.
+HASHED_MAX = 16 << 20
+
+
+def manifest(folder: Path) -> dict[str, str]:
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.name != whole.RECORD:
+            size = path.stat().st_size
+            out[str(path.relative_to(folder))] = (
+                f"sha256:{hashlib.sha256(path.read_bytes()).hexdigest()}" if size <= HASHED_MAX
+                else f"size:{size}")
+    return out
+
+
 def read(folder: Path) -> dict[str, Any] | None:
     """A stored part's record with absolute paths; None if absent, of other code (its folder
-    name is keyed on its code, and the record says which), or damaged."""
+    name is keyed on its code, and the record says which), or damaged: its record's digest and
+    every file's are checked (`store.record_digest`, `manifest`), so an edited number in it or
+    in its tensors is measured again, never served."""
     try:
         record = json.loads((folder / whole.RECORD).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or not isinstance(record.get("code"), str):
+        if not isinstance(record, dict) or not isinstance(record.get("code"), str):
+            return None
+        if record.get(store.RECORD_DIGEST) != store.record_digest(record) or \
+                record.get("manifest") != manifest(folder):
+            return None
+    except (OSError, ValueError, RecursionError):
         return None
     record = _rewrite(record, PLACEHOLDER, str(folder))
     record["evidence"] = str(folder)
@@ -115,8 +137,9 @@ def stored(final: Path, make: Make, use_cache: bool, keep: Callable[[dict[str, A
         if not keep(record):
             # told now, measured again next time; its files go with the temp folder
             return {**record, "evidence": None, "stored": False}, False
-        (work / whole.RECORD).write_text(json.dumps(_rewrite(record, str(work), PLACEHOLDER),
-                                                    indent=1))
+        body = {**_rewrite(record, str(work), PLACEHOLDER), "manifest": manifest(work)}
+        body[store.RECORD_DIGEST] = store.record_digest(body)
+        (work / whole.RECORD).write_text(json.dumps(body, indent=1))
         theirs = store.install(work, final, read, replace_stored=not use_cache)
     return (theirs if theirs is not None else read(final) or record), False
 

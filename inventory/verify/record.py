@@ -56,6 +56,9 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         "build": {"params": build.get("params"), "seconds": build.get("wall_seconds"),
                   "peak_mb": build.get("peak_mb"), "torch": build.get("torch"),
                   "inputs": build.get("inputs", []), "weights": build.get("weights"),
+                  # NaN/inf in the module's state (a -inf attention mask is legitimate; a
+                  # checkpoint tensor holding one is refused)
+                  "nonfinite_state": build.get("nonfinite_state"),
                   "evidence": build.get("evidence")}
         if build else None,
         "releases": list(r.get("releases", [])),

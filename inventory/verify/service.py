@@ -322,8 +322,12 @@ def verify(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog, p
                                           allow_code, progress, read_only=read_only)
             except chain.Missing:
                 continue
-            releases = record.get("releases", [exporter, to])
-            deviations = [d for v in releases for d in session.env(v).deviations]
+            if record.get("error"):
+                # nothing was built: told at once (inconclusive), no environment or probe
+                out.append(assembled(bundle, exporter, assumed, to, record, cached, fixes,
+                                     policy, {}, []))
+                continue
+            deviations = [d for v in record["releases"] for d in session.env(v).deviations]
             probes = _step_probes(bundle, exporter, to, fixes, catalog, policy, use_cache,
                                   progress, session)
         out.append(assembled(bundle, exporter, assumed, to, record, cached, fixes, policy,

@@ -28,6 +28,7 @@ from oracle.client import Worker, WorkerFailure
 from oracle.envs import Env
 from oracle.load_check import AssetWorker
 from oracle.normalise import compare_texts, normalise
+from oracle.paths import cache_root, in_store, safe_name
 from oracle.session import Session
 
 PROGRAM_WORKER = Path(__file__).resolve().parents[2] / "oracle" / "program_worker.py"
@@ -87,15 +88,29 @@ def build(bundle: Bundle, form: Form, out: Path, reference: bool, weights: Path 
     (out / "build.log").write_text(proc.stderr)
     if proc.returncode != 0 or not proc.stdout.strip():
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-        detail = lines[-1] if lines else f"exit code {proc.returncode}"
+        detail = (lines[-1] if lines else f"exit code {proc.returncode}").removeprefix("error: ")
         if proc.returncode == 2 and weights is not None:
-            raise WeightsError(f"{bundle.name}: --weights {detail.removeprefix('error: ')}")
-        raise VerifyError(f"{bundle.name}: building the {form.name} module failed: "
-                          f"{detail.removeprefix('error: ')} (log: {out / 'build.log'})")
+            raise WeightsError(f"{bundle.name}: --weights {detail}")
+        if "ModuleNotFoundError" in detail:
+            # the bundles' own modules (pocket_tts, transformers, nemo...) are the trace extra
+            detail += (" (the bundle's module needs the `trace` extra: pip install -e "
+                       "'.[trace]', which scripts/test and scripts/verify-bundles install)")
+        # the build folder is a temp folder, removed with the failure: the log is kept apart
+        kept = _kept_log(bundle, out / "build.log")
+        raise VerifyError(f"{bundle.name}: building the {form.name} module failed: {detail} "
+                          f"(log: {kept})")
     answer = json.loads(proc.stdout)
     answer["wall_seconds"] = time.perf_counter() - start
     answer["form"] = form.to_json()
     return answer
+
+
+def _kept_log(bundle: Bundle, log: Path) -> Path:
+    logs = in_store(cache_root() / "logs")
+    logs.mkdir(parents=True, exist_ok=True)
+    kept = logs / f"verify-build-{safe_name(bundle.name)}-{time.strftime('%Y%m%dT%H%M%S')}.log"
+    kept.write_text(log.read_text() if log.is_file() else "")
+    return kept
 
 
 # ---- convert ------------------------------------------------------------------------------

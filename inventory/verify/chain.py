@@ -116,7 +116,7 @@ class _Parts:
     def run(self, side: dict[str, Any], release: str, runtime: Any, build: dict[str, Any]
             ) -> dict[str, Any]:
         folder = parts.run_folder(self.bundle, side["shipped_digest"], Path(build["folder"]),
-                                  release, runtime)
+                                  runtime)
 
         def make(work: Path) -> dict[str, Any]:
             return whole.run(self.session, runtime, side["files"]["asset"],

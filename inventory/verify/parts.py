@@ -7,8 +7,8 @@
   nodes.json, the asset);
 * a **comparison** per (side, side): `verify-pair-<bundle>-<a>-<b>-<key>/`, the normalised
   texts and their diffs (the regions are derived from these files on every read);
-* a **run** per (side, runtime): `verify-run-<bundle>-<release>-<core>-<key>/`, the asset's
-  output tensors on the seeded inputs.
+* a **run** per (program, runtime): `verify-run-<bundle>-<core>-<key>/`, the asset's output
+  tensors on the seeded inputs.
 
 So a chain of N releases costs N conversions, whatever the pairs compared (`verify --to 0.4.2`
 and `--to 0.4.3` share the 0.4.0, 0.4.1 and 0.4.2 sides), and a release's asset runs once per
@@ -176,7 +176,16 @@ def shipped_digest(side: dict[str, Any]) -> str:
     return hashlib.sha256(normalise(text).encode()).hexdigest()[:20]
 
 
-def run_folder(bundle: Bundle, program: str, build: Path, release: str, runtime: Env) -> Path:
+def runtime_identity(runtime: Env) -> dict[str, str]:
+    """What a run depends on of the environment it runs in: the runtime and numpy (the asset
+    worker starts without torch; the converter beside it does not run)."""
+    return {k: runtime.packages.get(k, "?") for k in ("coreai-core", "numpy")}
+
+
+def run_folder(bundle: Bundle, program: str, build: Path, runtime: Env) -> Path:
+    """One run per (program, inputs, runtime): two releases that ship the same program (sam3's
+    0.4.1 and 0.4.2) share it, and so do two chains that reach one runtime through different
+    releases' environments."""
     payload = {"program": program, "inputs": build.name, "seed": whole.SEED,
-               "runtime": store.env_identity(runtime), "code": code(RUNNING)}
-    return _folder("verify", "run", bundle.name, release, runtime.core, _key(payload))
+               "runtime": runtime_identity(runtime), "code": code(RUNNING)}
+    return _folder("verify", "run", bundle.name, runtime.core, _key(payload))

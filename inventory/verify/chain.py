@@ -162,8 +162,9 @@ def _cost(record: dict[str, Any]) -> float:
     builds = [record["build"], run.get("build") or {}]
     sides = [*record["sides"].values(), *(run.get("sides") or {}).values()]
     runs = ((run.get("measurement") or {}).get("runs") or {}).values()
-    return sum(x.get("wall_seconds") or 0.0 for x in [*builds, *sides]) + \
-        sum(r.get("seconds") or 0.0 for r in runs)
+    # a run two releases share (the same program) was paid once
+    once = {r.get("evidence") or id(r): r.get("seconds") or 0.0 for r in runs}
+    return sum(x.get("wall_seconds") or 0.0 for x in [*builds, *sides]) + sum(once.values())
 
 
 def _runs(p: _Parts, bundle: Bundle, record: dict[str, Any], run_form: forms.Form,

@@ -261,7 +261,7 @@ def test_a_run_that_exceeds_the_timeout_is_inconclusive_not_stored(sortformer_mi
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "envs").symlink_to(envs_dir())
-    # a process of its own: the run timeout is read when the verify module is imported
+    # a process of its own, as a user sets the variable (oracle.settings reads it when a run starts)
     proc = spawn("verify", "sortformer", "--to", "0.4.2", "--registry", str(registry), "--json",
                  "-q", INVENTORY_CACHE=str(cache), INVENTORY_VERIFY_RUN_TIMEOUT="0.5")
     code, data = proc.returncode, json.loads(proc.stdout)

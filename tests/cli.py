@@ -62,3 +62,11 @@ def start(*args: str, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "inventory.cli", *args], cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, **env})
+
+
+def one_line(proc: Ran) -> str:
+    """The one line a refused run prints on stderr (never a traceback)."""
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli import Ran, invoke, spawn
+from cli import Ran, invoke, one_line, spawn
 
 from inventory.errors import ExitCode
 from oracle.client import Worker, WorkerFailure
@@ -30,13 +30,6 @@ from oracle.inputfile import read_bytes
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUTS = ("INVENTORY_VERIFY_RUN_TIMEOUT", "INVENTORY_VERIFY_CONVERT_TIMEOUT",
             "INVENTORY_WORKER_TIMEOUT")
-
-
-def one_line(proc: Ran) -> str:
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
 
 
 def usage_error(*args: str, **env: str) -> str:

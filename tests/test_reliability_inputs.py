@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-from cli import Ran
 from cli import invoke as run
+from cli import one_line
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -63,13 +63,6 @@ source = "test"
 [bundles.x.instances.params]
 mode = "constant"
 """
-
-
-def one_line(proc: Ran) -> str:
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
 
 
 def usage_error(*args: str, **env: str) -> str:

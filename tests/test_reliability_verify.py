@@ -7,26 +7,15 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from pathlib import Path
 
 import pytest
-import tomli_w
 from cli import invoke
+from registries import registry_with
 
 from inventory.verify import parts
 from inventory.verify.explain import judge_drift
 
-ROOT = Path(__file__).resolve().parent.parent
-REGISTRY = ROOT / "recipes.toml"
-
-
-def registry_with(tmp_path: Path, name: str, change) -> Path:
-    raw = tomllib.loads(REGISTRY.read_text())["bundles"][name]
-    change(raw)
-    path = tmp_path / f"{name}.toml"
-    path.write_text(tomli_w.dumps({"bundles": {name: raw}}))
-    return path
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])

@@ -18,8 +18,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-import tomli_w
 from cli import Ran, invoke, spawn
+from registries import registry_with
 
 from oracle.paths import envs_dir
 
@@ -46,15 +46,6 @@ def verify_json(*args: str, json_schema=None, **env: str) -> tuple[int, dict]:
     if json_schema is not None:
         json_schema(data)
     return proc.returncode, data
-
-
-def registry_with(tmp_path: Path, name: str, change) -> Path:
-    """A copy of the shipped registry's bundle `name`, changed by `change(raw)`."""
-    raw = tomllib.loads(REGISTRY.read_text())["bundles"][name]
-    change(raw)
-    path = tmp_path / f"{name}.toml"
-    path.write_text(tomli_w.dumps({"bundles": {name: raw}}))
-    return path
 
 
 def mini_sortformer(raw: dict) -> None:

@@ -17,7 +17,6 @@ from inventory.verify import parts
 from inventory.verify.explain import judge_drift
 
 
-
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
 def test_a_checkpoint_holding_nan_or_inf_is_refused_before_anything_converts(tmp_path, value):
     import torch

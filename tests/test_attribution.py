@@ -1,9 +1,14 @@
-"""Attribution by release step (issue #11), on the shipped registry and real conversions.
+"""Attribution by release step (issue #11), on real conversions.
 
-sam3 (exported with 0.4.0) holds dynamic views whose shipped program changes between 0.4.1 and
-0.4.2 only. #13 (0.4.1) names view_dynamic, and so does #56 (0.4.2, replace_sym_size_int): the
-change must be credited to #56, never to #13, and with #56's old record (group norm and select
-only) it must be reported as an unexplained change in 0.4.1->0.4.2, not blamed on #13.
+A view whose size is a dynamic input dim (`torch.export.Dim`, read with `aten.sym_size.int`)
+ships a program that changes between 0.4.1 and 0.4.2 only. #13 (0.4.1) names view_dynamic, and
+so does #56 (0.4.2, replace_sym_size_int): the change must be credited to #56, never to #13, and
+with #56's old record (group norm and select only) it must be reported as an unexplained change
+in 0.4.1->0.4.2, not blamed on #13. The case is sam3 (exported with 0.4.0) with its two
+view_dynamic instances as its registry recorded them before issue #24: a dynamic input dim. Its
+real views take `.item()` of a constant (`size_source = "constant"`) and change in no step, so
+these tests give it a registry of their own (`dynamic_views`); the shipped registry's answer is
+checked too.
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ import json
 import tomllib
 from pathlib import Path
 
+import pytest
 import tomli_w
 from cli import invoke
+from registries import registry_with
 
 from inventory.attribution import explaining, release_steps
 from oracle.fixes import Fix
@@ -25,6 +32,19 @@ def run(*args: str):
     proc = invoke(*args)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
+
+
+def _dynamic(raw: dict) -> None:
+    for instance in raw["instances"]:
+        if instance["kind"] == "view_dynamic":
+            instance["params"].pop("size_source")
+            instance["params"]["dynamic_batch"] = [1, 144]
+
+
+@pytest.fixture(scope="module")
+def dynamic_views(tmp_path_factory) -> str:
+    """sam3 whose views read a dynamic input dim (see the module's docstring)."""
+    return str(registry_with(tmp_path_factory.mktemp("attribution"), "sam3", _dynamic))
 
 
 def _view_probes(data: dict) -> list[dict]:
@@ -65,8 +85,10 @@ def test_a_step_is_explained_only_by_lowering_records_of_that_step_naming_the_co
     assert explaining(fixes, "view_dynamic", "0.4.2", "0.4.3") == ()
 
 
-def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(matrix, json_schema):
-    proc = run("affected", "--fix", "13", "--to", "0.4.3", "-b", "sam3", "--json", "-q")
+def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(converter_envs, json_schema,
+                                                                 dynamic_views):
+    proc = run("affected", "--fix", "13", "--to", "0.4.3", "-b", "sam3", "--registry",
+               dynamic_views, "--json", "-q")
     data = json.loads(proc.stdout)
     json_schema(data)
     views = _view_probes(data)
@@ -81,7 +103,8 @@ def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(matrix, json_s
         assert (p["verdict"], p["reexport"]) == ("same-program", "no")
         assert p["reason"].startswith("at 0.4.0->0.4.1, the step fix #13 ships in: ")
 
-    proc = run("affected", "--fix", "56", "--to", "0.4.3", "-b", "sam3", "--json", "-q")
+    proc = run("affected", "--fix", "56", "--to", "0.4.3", "-b", "sam3", "--registry",
+               dynamic_views, "--json", "-q")
     data = json.loads(proc.stdout)
     json_schema(data)
     for p in _view_probes(data):
@@ -90,9 +113,20 @@ def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(matrix, json_s
 
 
 def test_plan_names_the_step_and_lists_a_change_no_record_explains_apart(
-        matrix, json_schema, tmp_path):
-    data = matrix.run_cli(("plan", "--to", "0.4.3")).data
-    (sam3,) = [b for b in data["bundles"] if b["bundle"] == "sam3"]
+        matrix, json_schema, tmp_path, dynamic_views):
+    # the shipped sam3: its views change in no step, so neither #13 nor #56 is a reason
+    shipped = matrix.run_cli(("plan", "--to", "0.4.3")).data
+    (sam3,) = [b for b in shipped["bundles"] if b["bundle"] == "sam3"]
+    items = {i["fix"]: i for level in ("required", "inconclusive", "optional", "not_affected")
+             for i in sam3[level]}
+    assert items["13"]["changed_in"] == [] and items["56"]["changed_in"] == []
+    assert items["56"]["verdict"] == "same-program" and sam3["unexplained"] == []
+
+    proc = run("plan", "--to", "0.4.3", "-b", "sam3", "--registry", dynamic_views, "--json",
+               "-q")
+    data = json.loads(proc.stdout)
+    json_schema(data)
+    (sam3,) = data["bundles"]
     items = {i["fix"]: i for level in ("required", "inconclusive", "optional", "not_affected")
              for i in sam3[level]}
     assert items["13"]["verdict"] == "same-program" and items["13"]["changed_in"] == [
@@ -112,7 +146,8 @@ def test_plan_names_the_step_and_lists_a_change_no_record_explains_apart(
               for f in _records()]
     fixes = tmp_path / "old-56.toml"
     fixes.write_text(tomli_w.dumps({"fix": old_56}))
-    proc = run("plan", "--to", "0.4.3", "-b", "sam3", "--json", "-q", "--fixes", str(fixes))
+    proc = run("plan", "--to", "0.4.3", "-b", "sam3", "--registry", dynamic_views, "--json", "-q",
+               "--fixes", str(fixes))
     data = json.loads(proc.stdout)
     json_schema(data)
     (sam3,) = data["bundles"]
@@ -131,10 +166,11 @@ def _records() -> list[dict]:
 
 
 def test_sweep_over_the_shipped_instances_explains_every_change_of_0_4_2(
-        matrix, json_schema, tmp_path):
+        matrix, json_schema, tmp_path, dynamic_views):
     """`sweep --registry`: every distinct traced instance of the five bundles under 0.4.1 and
-    0.4.2. The changes are #54's fp16 batch norms and sam3's dynamic views (#56); with #56's old
-    record the views are unexplained (exit 1), and nothing else is."""
+    0.4.2. The changes are #54's fp16 batch norms. With views that read a dynamic input dim they
+    include sam3's two views, explained by #56; with #56's old record those are unexplained
+    (exit 1), and nothing else is."""
     def sweep(*extra: str) -> tuple[int, dict]:
         proc = run("sweep", "--registry", "--from", "0.4.1", "--to", "0.4.2", "--json", "-q",
                    *extra)
@@ -148,13 +184,18 @@ def test_sweep_over_the_shipped_instances_explains_every_change_of_0_4_2(
     assert code == 0 and data["source"] == "registry" and data["unexplained"] == []
     changed = {c["probe"].split(":")[0]: c["explained_by"] for c in data["changed"]}
     assert changed == {"batch_norm/parakeet": ["54"], "batch_norm/lfm_audio": ["54"],
-                       "batch_norm/sortformer": ["54"], "view_dynamic/sam3": ["56"]}
-    assert len(data["changed"]) == 5 and data["probed"] > 40
+                       "batch_norm/sortformer": ["54"]}
+    assert len(data["changed"]) == 3 and data["probed"] > 40
+
+    code, data = sweep("--registry-file", dynamic_views)
+    assert code == 0
+    assert {c["probe"].split(":")[0]: c["explained_by"] for c in data["changed"]} == {
+        "view_dynamic/sam3": ["56"]}
 
     old_56 = [{**f, "constructs": ["group_norm", "select_dynamic"]} if f["id"] == "56" else f
               for f in _records()]
     fixes = tmp_path / "old-56.toml"
     fixes.write_text(tomli_w.dumps({"fix": old_56}))
-    code, data = sweep("--fixes", str(fixes))
+    code, data = sweep("--registry-file", dynamic_views, "--fixes", str(fixes))
     assert code == 1
     assert [u.split(":")[0] for u in data["unexplained"]] == ["view_dynamic/sam3"] * 2

@@ -163,7 +163,7 @@ def test_affected_and_plan_in_markdown(converter_envs):
     assert ("| lfm_audio | 0.4.0 (assumed) | **inconclusive** | depends on the exporter | - | "
             "#28 (depends-on-exporter) | #54 (values-move, changes in 0.4.1->0.4.2) |") in md
     assert ("| sam3 | 0.4.0 | **required** | 1.0.0b2 crashes, 1.0.0b3 crashes | "
-            "#28 (does-not-load) | - | #56 (values-identical, changes in 0.4.1->0.4.2) |") in md
+            "#28 (does-not-load) | - | - |") in md
 
 
 def test_tolerance_turns_an_optional_move_into_a_required_one(converter_envs, json_schema):

@@ -132,9 +132,10 @@ def test_removing_any_lowering_record_never_answers_no_where_it_explained_a_chan
     full = load_fixes()
     policy = load_policy()
     # what the shipped records explain across 0.4.0 -> 0.4.3 (measured): #54 the fp16 batch
-    # norms, #56 sam3's dynamic views; every other record explains no change of a shipped instance
+    # norms; every other record explains no change of a shipped instance (sam3's dynamic views,
+    # #56's until their probes were built as the bundle builds them, issue #24, change nowhere)
     assert {fix: {b for b, _, _ in found} for fix, found in explained.items()} == {
-        "54": {"parakeet", "lfm_audio", "sortformer"}, "56": {"sam3"}}
+        "54": {"parakeet", "lfm_audio", "sortformer"}}
     before = {b.bundle: b.reexport for b in
               plan(NEWEST, bundles, full, catalog, policy, session=session).bundles}
     for dropped in [f for f in full if f.kind == "lowering"]:

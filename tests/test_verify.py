@@ -63,10 +63,21 @@ def sortformer_mini(converter_envs, tmp_path_factory, json_schema) -> tuple[int,
     return code, data, registry
 
 
+@pytest.fixture(scope="module")
+def own_store(converter_envs, tmp_path_factory) -> dict[str, str]:
+    """A result store of these tests' own (the environments shared) for checks of the shipped
+    registry's forms: a stored whole-program check joins `plan` and answers a pipeline record
+    in `affected` (one answer), so one left in the session's store would change the golden
+    answers, which are of a store without checks (tests/golden/README.md)."""
+    cache = tmp_path_factory.mktemp("verify-store")
+    (cache / "envs").symlink_to(envs_dir())
+    return {"INVENTORY_CACHE": str(cache)}
+
+
 @pytest.mark.parametrize("to", ["0.4.2", "0.4.3"])
 def test_mimi_whole_program_is_identical_and_agrees_with_every_probe(converter_envs, to,
-                                                                     json_schema):
-    code, data = verify_json("mimi", "--to", to, json_schema=json_schema)
+                                                                     json_schema, own_store):
+    code, data = verify_json("mimi", "--to", to, json_schema=json_schema, **own_store)
     b = data["bundles"][0]
     assert code == 0, b
     assert b["status"] == "consistent" and b["consistent"] is True
@@ -88,22 +99,22 @@ def test_mimi_whole_program_is_identical_and_agrees_with_every_probe(converter_e
         (evidence / "shipped.new.normalised.mlir").read_text()
     assert (Path(b["build"]["evidence"]) / "program.pt2").is_file()
     # content-addressed: the second run reads the stored parts
-    code, again = verify_json("mimi", "--to", to)
+    code, again = verify_json("mimi", "--to", to, **own_store)
     assert code == 0 and again["bundles"][0]["cached"] is True
 
 
-def test_0_4_3s_emitted_program_is_captured_before_its_optimizer(converter_envs):
+def test_0_4_3s_emitted_program_is_captured_before_its_optimizer(converter_envs, own_store):
     """0.4.3's to_coreai() returns an optimized program; the worker prints it before the
     coreai-core b3 rewrite runs, so its emitted program is comparable with 0.4.2's (mimi's are
     the same) and the stage of a change can be told in that step too."""
-    _code, data = verify_json("mimi", "--to", "0.4.3")
+    _code, data = verify_json("mimi", "--to", "0.4.3", **own_store)
     last = data["bundles"][0]["steps"][-1]
     assert last["step"] == "0.4.2->0.4.3"
     assert last["emitted"]["identity"] == "identical"
 
 
 def test_a_probe_that_changes_where_the_whole_program_does_not_is_an_inconsistency(
-        converter_envs, tmp_path, json_schema):
+        converter_envs, tmp_path, json_schema, own_store):
     """mimi's whole program is identical under 0.4.1 and 0.4.2; a registry that (wrongly) says
     it holds an fp16 batch norm, whose probe does change in 0.4.2 (#54), must be caught."""
     sortformer = tomllib.loads(REGISTRY.read_text())["bundles"]["sortformer"]
@@ -114,7 +125,7 @@ def test_a_probe_that_changes_where_the_whole_program_does_not_is_an_inconsisten
 
     registry = registry_with(tmp_path, "mimi", add_batch_norm)
     code, data = verify_json("mimi", "--to", "0.4.2", "--registry", str(registry),
-                             json_schema=json_schema)
+                             json_schema=json_schema, **own_store)
     b = data["bundles"][0]
     assert code == 3
     assert b["status"] == "inconsistent"
@@ -280,8 +291,9 @@ def test_a_bad_form_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2 and "--to must be a later release" in proc.stderr
 
 
-def test_plan_verify_adds_the_whole_bundle_check_to_the_plan(converter_envs, json_schema):
-    proc = run("plan", "--to", "0.4.2", "-b", "mimi", "--verify", "--json", "-q")
+def test_plan_verify_adds_the_whole_bundle_check_to_the_plan(converter_envs, json_schema,
+                                                             own_store):
+    proc = run("plan", "--to", "0.4.2", "-b", "mimi", "--verify", "--json", "-q", **own_store)
     data = json.loads(proc.stdout)
     json_schema(data)
     [b] = data["bundles"]
@@ -289,7 +301,7 @@ def test_plan_verify_adds_the_whole_bundle_check_to_the_plan(converter_envs, jso
     assert b["verify"]["answer"].startswith("identical shipped programs")
     assert proc.returncode == 0
     # without --verify the stored check is read: the same answer
-    plain = run("plan", "--to", "0.4.2", "-b", "mimi", "--json", "-q")
+    plain = run("plan", "--to", "0.4.2", "-b", "mimi", "--json", "-q", **own_store)
     assert json.loads(plain.stdout)["bundles"][0]["verify"] == b["verify"]
 
 

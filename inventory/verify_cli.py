@@ -31,7 +31,8 @@ def verify_cmd(
              "ones (repeatable).")] = None,
     registry: Registry = DEFAULT_REGISTRY,
     fixes: Annotated[Path, typer.Option(
-        "--fixes", help="The fix database whose records explain a probe's change.")
+        "--fixes", help="The fix database whose records of each step explain its regions "
+                   "(a draft lacking a record makes its changes unrecorded).")
     ] = FIXES_FILE,
     as_json: Json = False,
     markdown: Markdown = False,

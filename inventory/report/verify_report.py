@@ -95,7 +95,13 @@ def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
                                   f", {run['params']:,} parameters"
                       if run.get("params") else _form(run["form"])))
         if run["ok"]:
-            took = ", ".join(f"{k} {v:.0f} s" for k, v in (run["seconds"] or {}).items() if v)
+            first: dict[str | None, str] = {}
+            parts_ = []
+            for release, secs in (run["seconds"] or {}).items():
+                shared = first.setdefault(run["evidence"].get(release), release)
+                parts_.append(f"{release} {secs:.0f} s" if shared == release
+                              else f"{release}: {shared}'s run (the same program)")
+            took = ", ".join(parts_)
             lines.append(("runtime", f"{run['runtime']} (every program of the chain, one "
                                      f"runtime; {took})"))
             lines += [("not run on", a) for a in run["attempts"]]

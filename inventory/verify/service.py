@@ -36,10 +36,10 @@ from inventory.trace import trust
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify import chain, explain, forms, whole
 from oracle.envs import Catalog, version_key
-from oracle.fixes import Fix
+from oracle.fixes import Fix, between
 from oracle.session import Session
 
-REGIONS_SPELLED = 3  # more regions than this are summarised by construct in the answer line
+REGIONS_SPELLED = 3  # more regions than this are counted by step in the answer line
 Progress = Callable[[str], None]
 
 
@@ -141,7 +141,6 @@ def _identity(stage: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _records(fixes: list[Fix], pair: dict[str, Any]) -> list[Fix]:
-    from oracle.fixes import between
     return between(fixes, pair["from"], pair["to"])
 
 

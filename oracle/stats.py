@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-from safetensors.numpy import load_file
+if TYPE_CHECKING:  # numpy is imported where a measurement is read: a warm answer needs none
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class OutputStats:
 
 
 def _maxabs(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None) -> float | None:
+    import numpy as np
+
     if a.shape != b.shape:
         return None
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
@@ -43,6 +46,8 @@ def _maxabs(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None) -> flo
 
 def _representable(out: np.ndarray, ref: np.ndarray) -> np.ndarray | None:
     """Where the reference fits the output's dtype (None: shapes differ)."""
+    import numpy as np
+
     if out.shape != ref.shape:
         return None
     r = ref.astype(np.float64)
@@ -52,6 +57,8 @@ def _representable(out: np.ndarray, ref: np.ndarray) -> np.ndarray | None:
 
 
 def _nonfinite(out: np.ndarray, ref: np.ndarray, fits: np.ndarray | None) -> int:
+    import numpy as np
+
     o = out.astype(np.float64)
     bad = ~np.isfinite(o)
     if fits is not None:
@@ -66,6 +73,9 @@ def _worst(values: list[float | None]) -> float | None:
 
 
 def output_stats(old: Path, new: Path, reference: Path) -> OutputStats:
+    import numpy as np
+    from safetensors.numpy import load_file
+
     o, n, r = load_file(str(old)), load_file(str(new)), load_file(str(reference))
     names = sorted(r)
     olds = [o.get(k) for k in names]

@@ -34,6 +34,9 @@ from oracle.spec import ProbeSpec
 _CODE_FILES = ("worker.py", "worker_io.py", "probes.py", "asset_probe.py", "normalise.py",
                "stats.py", "compare.py", "results.py", "store.py", "checkpoint.py")
 RESULT_FILE = "result.json"
+# Beside result.json: each evidence file's size and modification time when it was last hashed
+# and found intact (`_verified`); never evidence itself.
+VERIFIED = ".verified.json"
 # Beside the results folder (not in it, which holds results and temp folders only): one lock
 # file per temp folder a live run builds in.
 LOCKS = "locks"
@@ -78,13 +81,48 @@ def result_dir(spec: ProbeSpec, old_env: Env, new_env: Env) -> Path:
                     f"{safe_name(new_env.converter)}-{cache_key(spec, old_env, new_env)}")
 
 
+def _evidence(folder: Path) -> list[Path]:
+    # the stamp, and a reader's half-written one, are not evidence
+    return [p for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != RESULT_FILE and not p.name.startswith(VERIFIED)]
+
+
 def manifest(folder: Path) -> dict[str, str]:
     """sha256 of every evidence file, so a damaged stored result is detected, not trusted."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in _evidence(folder)}
+
+
+def _stats(folder: Path) -> dict[str, list[int]]:
     out = {}
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and path.name != RESULT_FILE:
-            out[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    for p in _evidence(folder):
+        st = p.stat()
+        out[str(p.relative_to(folder))] = [st.st_size, st.st_mtime_ns]
     return out
+
+
+def _verified(path: Path, digest: str, files: dict[str, str]) -> bool:
+    """Whether every evidence file is intact: hashed against the record's manifest, unless the
+    files are exactly as they were (size and modification time) when they were last hashed and
+    found intact (`VERIFIED`, written then). A warm answer reads dozens of results; hashing
+    every file of each on every read was most of its time. Any write to a file, an edit
+    included, changes its modification time, and it is hashed again."""
+    stats = _stats(path)
+    try:
+        stamp = json.loads((path / VERIFIED).read_text())
+    except (OSError, ValueError):
+        stamp = None
+    if stamp == {"record": digest, "files": stats}:
+        return True
+    if manifest(path) != files:
+        return False
+    try:  # a read-only store is read all the same, hashed every time
+        tmp = path / f"{VERIFIED}.{os.getpid()}"
+        tmp.write_text(json.dumps({"record": digest, "files": stats}))
+        tmp.replace(path / VERIFIED)
+    except OSError:
+        pass
+    return True
 
 
 def record_digest(record: dict[str, Any]) -> str:
@@ -101,7 +139,7 @@ def read_record(path: Path) -> dict[str, Any] | None:
         data = json.loads((path / RESULT_FILE).read_text())
         if not isinstance(data, dict) or data.get(RECORD_DIGEST) != record_digest(data):
             return None
-        if manifest(path) != data["files_sha256"]:
+        if not _verified(path, data[RECORD_DIGEST], data["files_sha256"]):
             return None
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None

@@ -167,7 +167,7 @@ def _on_whole_program(analyzer: Analyzer, bundle: Bundle, fix: Fix, whole: Any,
                      "(their own records' or unrecorded): `inventory verify` lists them")
     m = (whole.record.get("run") or {}).get("measurement") or {}
     verdict = explain.judge_drift(step.get("drift"), step.get("runtime"),
-                                  explain.tolerance(analyzer.policy, bundle.dtype),
+                                  analyzer.policy.tolerance_for(bundle.dtype),
                                   m.get("error") or "; ".join(m.get("attempts", [])))
     chain.append(f"step drift (the whole step, on one runtime): {verdict.reason}")
     if others:

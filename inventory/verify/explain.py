@@ -30,7 +30,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from inventory.policy import Policy
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify.regions import Located, Region, shape
 from oracle.fixes import Fix, between
@@ -125,12 +124,6 @@ def stage_texts(pair: dict[str, Any], old: dict[str, Any], new: dict[str, Any]
             "by_node": by_node}
 
 
-def _rel(err: float | None, magnitude: float) -> float | None:
-    if err is None:
-        return None
-    return err / magnitude if magnitude > 0 else err
-
-
 def judge_drift(rows: list[dict[str, Any]] | None, runtime: str | None, tolerance: float,
                 why_not: str = "") -> ProbeVerdict:
     """The re-export policy applied to a whole program's drift (as `verdict.judge` applies it
@@ -198,6 +191,3 @@ def unrecorded(regions: list[dict[str, Any]], steps: dict[str, dict[str, Any]],
         g["modules"] = g["modules"][:MODULES_SHOWN]
     return list(groups.values())
 
-
-def tolerance(policy: Policy, dtype: str) -> float:
-    return policy.tolerance_for(dtype)

@@ -88,36 +88,13 @@ def code(kind: tuple[Path, ...]) -> str:
     return h.hexdigest()[:12]
 
 
-# A file up to this size is checked by its sha256 on every read (IR texts, nodes, output
-# tensors: what the answer is derived from); a larger one (the program.pt2 and the asset, read
-# only to convert and to run, whose results are stored apart) by its size.
-HASHED_MAX = 16 << 20
-
-
-def manifest(folder: Path) -> dict[str, str]:
-    out = {}
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and path.name != whole.RECORD:
-            size = path.stat().st_size
-            out[str(path.relative_to(folder))] = (
-                f"sha256:{hashlib.sha256(path.read_bytes()).hexdigest()}" if size <= HASHED_MAX
-                else f"size:{size}")
-    return out
-
-
 def read(folder: Path) -> dict[str, Any] | None:
-    """A stored part's record with absolute paths; None if absent, of other code (its folder
-    name is keyed on its code, and the record says which), or damaged: its record's digest and
-    every file's are checked (`store.record_digest`, `manifest`), so an edited number in it or
-    in its tensors is measured again, never served."""
-    try:
-        record = json.loads((folder / whole.RECORD).read_text())
-        if not isinstance(record, dict) or not isinstance(record.get("code"), str):
-            return None
-        if record.get(store.RECORD_DIGEST) != store.record_digest(record) or \
-                record.get("manifest") != manifest(folder):
-            return None
-    except (OSError, ValueError, RecursionError):
+    """A stored part's record with absolute paths; None if absent or damaged. The store's own
+    integrity check (`store.read_record`: the record's digest and every file's sha256, hashed
+    again only where a file changed since it was last found intact), so an edited number in a
+    record or in its tensors is measured again, never served."""
+    record = store.read_record(folder)
+    if record is None or not isinstance(record.get("code"), str):
         return None
     record = _rewrite(record, PLACEHOLDER, str(folder))
     record["evidence"] = str(folder)
@@ -137,9 +114,7 @@ def stored(final: Path, make: Make, use_cache: bool, keep: Callable[[dict[str, A
         if not keep(record):
             # told now, measured again next time; its files go with the temp folder
             return {**record, "evidence": None, "stored": False}, False
-        body = {**_rewrite(record, str(work), PLACEHOLDER), "manifest": manifest(work)}
-        body[store.RECORD_DIGEST] = store.record_digest(body)
-        (work / whole.RECORD).write_text(json.dumps(body, indent=1))
+        store.write_record(work, _rewrite(record, str(work), PLACEHOLDER))
         theirs = store.install(work, final, read, replace_stored=not use_cache)
     return (theirs if theirs is not None else read(final) or record), False
 

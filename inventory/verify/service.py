@@ -201,7 +201,7 @@ def _overall_verdict(b_record: dict[str, Any], policy: Policy, dtype: str) -> Pr
     label = f"{overall['from']}->{overall['to']}"
     rows = (m.get("drift") or {}).get(label, {}).get("outputs")
     why = m.get("error") or "; ".join(m.get("attempts", []))
-    return explain.judge_drift(rows, m.get("runtime"), explain.tolerance(policy, dtype), why)
+    return explain.judge_drift(rows, m.get("runtime"), policy.tolerance_for(dtype), why)
 
 
 # ---- the measured part --------------------------------------------------------------------

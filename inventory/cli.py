@@ -26,9 +26,11 @@ from inventory.options import (
     NoCache,
     Quiet,
     Registry,
+    RunBudget,
     Runtimes,
     Tolerance,
     ToRelease,
+    check_budget,
     check_number,
     check_release,
 )
@@ -168,6 +170,7 @@ def plan_cmd(
         "--verify", help="Measure each bundle's whole program along the release chain "
                          "(inventory verify) and join it to the plan; without it, a stored "
                          "check is read. Exit 3 on an inconsistency.")] = False,
+    run_budget: RunBudget = 120.0,
     quiet: Quiet = False,
 ) -> None:
     """Every fix between each bundle's exporter and --to, and whether each shipped asset still
@@ -185,6 +188,7 @@ def plan_cmd(
     with answering("plan", as_json):
         check_release("--to", to)
         check_number("--tolerance", tolerance, 0, inclusive=False)
+        check_budget("--run-budget", run_budget)
         if baseline is not None:
             read_baseline(baseline)  # a malformed baseline fails before the run, not after it
         python_ok()
@@ -200,13 +204,15 @@ def plan_cmd(
             # it first, so that the plan's pipeline records read the same stored steps.
             checks = verified(bundles, to, records, catalog, load_policy(tolerance),
                               use_cache=not no_cache, compute=True,
-                              progress=report_progress) if verify else None
+                              progress=report_progress, run_budget=run_budget) \
+                if verify else None
             result = plan(to, bundles, records, catalog, load_policy(tolerance),
                           load_ignores(ignore), use_cache=not no_cache,
                           progress=report_progress, runtimes=runtimes)
             if checks is None:
                 checks = verified(bundles, to, records, catalog, load_policy(tolerance),
-                                  use_cache=True, compute=False, progress=report_progress)
+                                  use_cache=True, compute=False, progress=report_progress,
+                                  run_budget=run_budget)
             result = with_whole(result, checks, verify)
         if baseline is not None:
             result = since_baseline(result, baseline)

@@ -17,6 +17,11 @@ from inventory.errors import UsageError
 Registry = Annotated[Path, typer.Option("--registry", help="The bundle registry.")]
 NoCache = Annotated[bool, typer.Option(
     "--no-cache", help="Convert and measure again even if a stored result exists.")]
+RunBudget = Annotated[float, typer.Option(
+    "--run-budget", metavar="SECONDS",
+    help="Seconds the model-level runs of a whole-program check may cost (estimated from the "
+         "registry's measured seconds per run); over it they are skipped, said so, and the "
+         "region runs measure every region. 'inf': always run.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON (a versioned envelope).")]
 Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown.")]
@@ -51,3 +56,9 @@ def check_number(flag: str, value: float | None, minimum: float, inclusive: bool
     if not math.isfinite(value) or value < minimum or (not inclusive and value == minimum):
         bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
         raise UsageError(f"{flag} must be a finite number {bound}, not {value:g}")
+
+
+def check_budget(flag: str, value: float) -> None:
+    """Seconds at least 0, or inf (no limit); NaN is refused."""
+    if math.isnan(value) or value < 0:
+        raise UsageError(f"{flag} must be a number of seconds >= 0 or inf, not {value:g}")

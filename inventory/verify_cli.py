@@ -14,7 +14,16 @@ from typing import Annotated
 import typer
 
 from inventory.errors import ExitCode
-from inventory.options import Json, Markdown, NoCache, Quiet, Registry, check_release
+from inventory.options import (
+    Json,
+    Markdown,
+    NoCache,
+    Quiet,
+    Registry,
+    RunBudget,
+    check_budget,
+    check_release,
+)
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import answering, finish, out, progress
@@ -40,6 +49,7 @@ def verify_cmd(
     allow_code: Annotated[bool, typer.Option(
         "--allow-code", help="Trust the registry as code: build a target it names outside the "
                              "project's packages (by default refused).")] = False,
+    run_budget: RunBudget = 120.0,
     quiet: Quiet = False,
 ) -> None:
     """The whole bundle, step by step: build each bundle's module (full size, or the miniature
@@ -60,6 +70,7 @@ def verify_cmd(
     fmt = OutputFormat.choose(as_json, markdown)
     with answering("verify", as_json):
         check_release("--to", to)
+        check_budget("--run-budget", run_budget)
         python_ok()
         all_bundles = load_registry(registry)
         bundles = select(all_bundles, bundle)
@@ -67,7 +78,8 @@ def verify_cmd(
         with progress(not quiet) as report_progress:
             result = verify(bundles, to, load_fixes(fixes), load_catalog(), load_policy(),
                             weights=checkpoints, use_cache=not no_cache,
-                            allow_code=allow_code, progress=report_progress)
+                            allow_code=allow_code, progress=report_progress,
+                            run_budget=run_budget)
     Renderer("verify", verify_record, verify_table, verify_markdown).render(result, fmt, out)
     if result.inconsistent or result.inconclusive:
         finish(ExitCode.INCONCLUSIVE)

@@ -101,7 +101,9 @@ def store_paths_of_registry(path: Path) -> list[Path]:
         build = parts.build_folder(bundle, form, None, True)
         sides = [parts.side_folder(bundle, build, e) for e in (old, new)]
         out += [build, *sides, parts.pair_folder(bundle, *sides, old.converter, new.converter),
-                parts.run_folder(bundle, "0" * 20, build, new)]
+                parts.run_folder(bundle, "0" * 20, build.name, new),
+                parts.cut_folder(bundle, build, new, f"{old.converter}->{new.converter}", [], 0),
+                parts.cut_side_folder(bundle, "0" * 20, new)]
     return out
 
 
@@ -181,11 +183,12 @@ def test_the_issues_two_hostile_registries_are_refused_or_kept_in_the_store(tmp_
     monkeypatch.setenv("INVENTORY_CACHE", str(store_root))
     registry.write_text(tomli_w.dumps({"bundles": {"../../../../outside/evil": BUNDLE}}))
     paths = [p for p in store_paths_of_registry(registry) if p.name.startswith("verify-")]
-    assert len(paths) == 5 and {p.parent for p in paths} == {store_root / "results"}
+    assert len(paths) == 7 and {p.parent for p in paths} == {store_root / "results"}
     assert {p.name.rsplit("-", 1)[0] for p in paths} == {
         "verify-build-_outside_evil", "verify-side-_outside_evil-0.4.1",
         "verify-side-_outside_evil-0.4.2", "verify-pair-_outside_evil-0.4.1-0.4.2",
-        "verify-run-_outside_evil-1.0.0b2"}
+        "verify-run-_outside_evil-1.0.0b2", "verify-cut-_outside_evil-0.4.1-0.4.2",
+        "verify-cutside-_outside_evil-0.4.2"}
 
 
 def test_a_name_from_data_becomes_one_harmless_path_component():

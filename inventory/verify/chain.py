@@ -22,10 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from inventory.registry import Bundle
-from inventory.verify import drift, forms, parts, whole
+from inventory.verify import cuts, drift, forms, parts, whole
 from oracle.session import Session
 
 Progress = Callable[[str], None]
+# seconds of model-level runs a check may spend unless told otherwise (`--run-budget`): the
+# region runs measure every region whatever the budget; a model-level run that would cost more
+# is skipped, and the answer says so and why
+DEFAULT_RUN_BUDGET = 120.0
 
 
 def _always(_: dict[str, Any]) -> bool:
@@ -113,15 +117,15 @@ class _Parts:
                            parts.COMPARING)
         return {**record, "from": a, "to": b}
 
-    def run(self, side: dict[str, Any], release: str, runtime: Any, build: dict[str, Any]
-            ) -> dict[str, Any]:
-        folder = parts.run_folder(self.bundle, side["shipped_digest"], Path(build["folder"]),
-                                  runtime)
+    def run(self, side: dict[str, Any], label: str, runtime: Any, inputs: Path,
+            inputs_key: str) -> dict[str, Any]:
+        """One asset run on the inputs stored in the folder `inputs` (`inputs_key` names them
+        in the run's key)."""
+        folder = parts.run_folder(self.bundle, side["shipped_digest"], inputs_key, runtime)
 
         def make(work: Path) -> dict[str, Any]:
-            return whole.run(self.session, runtime, side["files"]["asset"],
-                             Path(build["folder"]), work, self.progress,
-                             f"the {release} program")
+            return whole.run(self.session, runtime, side["files"]["asset"], inputs, work,
+                             self.progress, label)
         return self.part(folder, make, _run_repeats, parts.RUNNING)
 
 
@@ -131,9 +135,11 @@ def _differs(pair: dict[str, Any]) -> bool:
 
 def measure(bundle: Bundle, session: Session, releases: list[str],
             weights: Path | None, use_cache: bool, allow_code: bool, progress: Progress,
-            read_only: bool = False) -> dict[str, Any]:
-    """The chain's record: its sides, steps, the exporter-to-target pair and the runs.
-    `read_only`: only what is stored (raises Missing otherwise)."""
+            read_only: bool = False, run_budget: float | None = DEFAULT_RUN_BUDGET
+            ) -> dict[str, Any]:
+    """The chain's record: its sides, steps, the exporter-to-target pair, the model-level runs
+    (within `run_budget` seconds, None: whatever they cost) and the region runs of every step
+    whose programs differ. `read_only`: only what is stored (raises Missing otherwise)."""
     start = time.perf_counter()
     form, run_form = forms.compared_form(bundle), forms.run_form(bundle)
     same_form = run_form == form
@@ -148,32 +154,96 @@ def measure(bundle: Bundle, session: Session, releases: list[str],
     record["overall"] = steps[0] if len(steps) == 1 else p.pair(sides, releases[0],
                                                                 releases[-1])
     record["run"] = None
+    record["region_runs"] = []
     if any(_differs(s) for s in steps) or _differs(record["overall"]):
-        record["run"] = _runs(p, bundle, record, run_form, same_form, releases)
+        record["run"] = _model_level(p, bundle, record, run_form, same_form, releases,
+                                     run_budget)
+        m = record["run"].get("measurement") or {}
+        # the model-level runs' runtime, else the chain's candidates in their order
+        runtimes = [e for e in _candidates(p, releases)
+                    if not m.get("ok") or e.runtime == m["runtime"]]
+        refused: dict[tuple[str, str], str] = {}
+        record["region_runs"] = [
+            cuts.region_runs(p, s, whole.differing(s, sides[s["from"]], sides[s["to"]],
+                                                   "shipped"), record["build"], runtimes,
+                             refused)
+            for s in steps if _differs(s)]
     record["cached"] = p.all_cached
     # what measuring the parts cost when they were measured (the same on every read)
-    record["seconds"] = _cost(record)
+    record["timing"] = timing(record)
+    record["seconds"] = round(sum(record["timing"].values()), 3)
     record["read_seconds"] = time.perf_counter() - start
     return record
 
 
-def _cost(record: dict[str, Any]) -> float:
+def _estimate(bundle: Bundle, needed: int) -> tuple[float | None, str]:
+    """What the model-level runs would cost: the registry's measured seconds per run of the run
+    form (`[bundles.X.verify.run] seconds_per_run`, with where it was measured) times the runs."""
+    table = bundle.verify.get("run") or {}
+    per = table.get("seconds_per_run")
+    if not isinstance(per, int | float) or isinstance(per, bool) or per < 0:
+        return None, "no measured cost in the registry"
+    return float(per) * needed, (f"{needed} run(s) at {per:g} s each, measured "
+                                 f"{table.get('cost_measured', 'here')}")
+
+
+def _model_level(p: _Parts, bundle: Bundle, record: dict[str, Any], run_form: forms.Form,
+                 same_form: bool, releases: list[str], budget: float | None
+                 ) -> dict[str, Any]:
+    """The model-level runs, when their cost fits the budget or they are stored; else what was
+    skipped and why."""
+    needed = len(_wanted(record))
+    estimate, how = _estimate(bundle, needed)
+    if budget is None or estimate is None or estimate <= budget:
+        return _runs(p, bundle, record, run_form, same_form, releases)
+    # over budget: served if every part is stored, never measured
+    was, p.read_only = p.read_only, True
+    try:
+        stored = _runs(p, bundle, record, run_form, same_form, releases)
+        stored["note"] = "read from the store (over the run budget: not measured now)"
+        return stored
+    except Missing:
+        return {"form": run_form.to_json(), "same_as_compared": same_form, "skipped": True,
+                "estimate_seconds": estimate, "budget_seconds": budget,
+                "measurement": {"ok": False, "runtime": None, "attempts": [],
+                                "error": f"model-level run skipped: {how} = {estimate:g} s, "
+                                         f"over the run budget of {budget:g} s (--run-budget)"}}
+    finally:
+        p.read_only = was
+
+
+def _wanted(record: dict[str, Any]) -> set[str]:
+    steps, overall = record["steps"], record["overall"]
+    wanted = {r for s in steps if _differs(s) for r in (s["from"], s["to"])}
+    if _differs(overall):
+        wanted |= {overall["from"], overall["to"]}
+    return wanted
+
+
+def timing(record: dict[str, Any]) -> dict[str, float]:
+    """What measuring the parts cost when they were measured (the same on every read), split:
+    builds, whole-program conversions, model-level runs, and the region runs' cutting, cut
+    conversions and cut runs. A run two releases share (the same program) was paid once."""
     run = record.get("run") or {}
     builds = [record["build"], run.get("build") or {}]
     sides = [*record["sides"].values(), *(run.get("sides") or {}).values()]
     runs = ((run.get("measurement") or {}).get("runs") or {}).values()
-    # a run two releases share (the same program) was paid once
     once = {r.get("evidence") or id(r): r.get("seconds") or 0.0 for r in runs}
-    return sum(x.get("wall_seconds") or 0.0 for x in [*builds, *sides]) + sum(once.values())
+    regions = [r.get("seconds") or {} for r in record.get("region_runs") or []]
+    out = {"build": sum(x.get("wall_seconds") or 0.0 for x in builds),
+           "conversions": sum(x.get("wall_seconds") or 0.0 for x in sides),
+           "runs": sum(once.values()),
+           "region_cuts": sum(r.get("cut", 0.0) for r in regions),
+           "region_conversions": sum(r.get("conversions", 0.0) for r in regions),
+           "region_runs": sum(r.get("runs", 0.0) for r in regions)}
+    return {k: round(v, 3) for k, v in out.items()}
 
 
 def _runs(p: _Parts, bundle: Bundle, record: dict[str, Any], run_form: forms.Form,
           same_form: bool, releases: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"form": run_form.to_json(), "same_as_compared": same_form}
     steps, overall = record["steps"], record["overall"]
-    wanted = {r for s in steps if _differs(s) for r in (s["from"], s["to"])}
-    if _differs(overall):
-        wanted |= {overall["from"], overall["to"]}
+    wanted = _wanted(record)
     needed = [r for r in releases if r in wanted]
     if same_form:
         build, sides = record["build"], record["sides"]
@@ -222,7 +292,8 @@ def _on_one_runtime(p: _Parts, bundle: Bundle, sides: dict[str, dict[str, Any]],
         runs: dict[str, dict[str, Any]] = {}
         failed = ""
         for release in needed:  # oldest first: the asset a newer runtime may refuse
-            answer = p.run(sides[release], release, env, build)
+            answer = p.run(sides[release], f"the {release} program", env,
+                           Path(build["folder"]), Path(build["folder"]).name)
             if not answer.get("ok"):
                 failed = f"{release}: {answer.get('stage')}: {answer.get('error')}"
                 break

@@ -52,6 +52,10 @@ COMPARING = (HERE / "whole.py", ORACLE / "normalise.py", ORACLE / "compare.py")
 # a run: the asset worker runs the asset on the stored inputs (whole.run only forwards them,
 # with the seed, which is in the key)
 RUNNING = (ORACLE / "asset_worker.py", ORACLE / "worker_io.py")
+# a region's cut: the cut worker decomposes as the program worker does and reads node names
+# and module paths as the detectors do
+CUTTING = (ORACLE / "cut_worker.py", ORACLE / "worker.py", ORACLE / "worker_io.py",
+           ORACLE / "memory.py", ORACLE / "constructs" / "_graph.py")
 
 PLACEHOLDER = "$RESULT"
 Make = Callable[[Path], dict[str, Any]]
@@ -157,10 +161,31 @@ def runtime_identity(runtime: Env) -> dict[str, str]:
     return {k: runtime.packages.get(k, "?") for k in ("coreai-core", "numpy")}
 
 
-def run_folder(bundle: Bundle, program: str, build: Path, runtime: Env) -> Path:
+def run_folder(bundle: Bundle, program: str, inputs: str, runtime: Env) -> Path:
     """One run per (program, inputs, runtime): two releases that ship the same program (sam3's
     0.4.1 and 0.4.2) share it, and so do two chains that reach one runtime through different
     releases' environments."""
-    payload = {"program": program, "inputs": build.name, "seed": whole.SEED,
+    payload = {"program": program, "inputs": inputs, "seed": whole.SEED,
                "runtime": runtime_identity(runtime), "code": code(RUNNING)}
     return _folder("verify", "run", bundle.name, runtime.core, _key(payload))
+
+
+def cut_folder(bundle: Bundle, build: Path, env: Env, step: str,
+               requests: list[dict[str, Any]], hops: int) -> Path:
+    """The cuts of one step's regions: the build they are cut from, the environment whose
+    decomposition they are cut from, the pipeline, the regions' nodes and the cutting code."""
+    payload = {"build": build.name, "env": store.env_identity(env), "step": step,
+               "pipeline": {"decompositions": bundle.pipeline.decompositions,
+                            "optimize": bundle.pipeline.optimize},
+               "cuts": requests, "hops": hops, "code": code(CUTTING)}
+    return _folder("verify", "cut", bundle.name, *step.split("->"), _key(payload))
+
+
+def cut_side_folder(bundle: Bundle, program: str, env: Env) -> Path:
+    """A cut program converted under one release: keyed by the program's digest, so the same
+    cut made again (another step, another command) converts once."""
+    payload = {"program": program, "env": store.env_identity(env),
+               "pipeline": {"decompositions": bundle.pipeline.decompositions,
+                            "optimize": bundle.pipeline.optimize},
+               "code": code(CONVERTING)}
+    return _folder("verify", "cutside", bundle.name, env.converter, _key(payload))

@@ -33,6 +33,8 @@ def _run(b: BundleVerify) -> dict[str, Any] | None:
     m = run.get("measurement") or {}
     build = run.get("build") or b.record.get("build") or {}
     return {"form": run["form"], "same_as_compared": run["same_as_compared"],
+            "skipped": bool(run.get("skipped")), "estimate_seconds": run.get("estimate_seconds"),
+            "budget_seconds": run.get("budget_seconds"), "note": run.get("note"),
             "runtime": m.get("runtime"), "ok": bool(m.get("ok")), "error": m.get("error"),
             "attempts": m.get("attempts", []),
             "seconds": {r: v.get("seconds") for r, v in (m.get("runs") or {}).items()},
@@ -67,7 +69,11 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         "steps": list(b.steps), "regions": list(b.regions), "unrecorded": list(b.unrecorded),
         "run": _run(b), "probes": b.probes, "inconsistencies": list(b.inconsistencies),
         "limitations": list(b.limitations), "notes": list(b.notes),
-        "seconds": r.get("seconds"),
+        "region_runs": [{k: s.get(k) for k in ("step", "ok", "error", "cut_in", "seconds",
+                                                "evidence")}
+                        for s in r.get("region_runs") or []],
+        "disagreements": list(b.disagreements),
+        "seconds": r.get("seconds"), "timing": r.get("timing"),
         "conversion_seconds": sum(x for x in parts_seconds if x) or None,
         "peak_mb": max((s.get("peak_mb") or 0 for s in r.get("sides", {}).values()),
                        default=None) or None,

@@ -98,6 +98,9 @@ class Region:
     coreai_ops: list[str] = field(default_factory=list)  # the Core AI ops on the changed lines
     located: bool = True  # mapped through debug locations
     nodes: set[str] = field(default_factory=set)  # the aten nodes its lines were lowered from
+    # a region with no located line (a hoisted or folded constant): the aten nodes of the ops
+    # that use its values, where a cut of it can start (never used to attribute it)
+    consumers: set[str] = field(default_factory=set)
 
     @property
     def changed(self) -> int:
@@ -110,7 +113,7 @@ class Region:
                 "calls": self.calls, "constructs": self.constructs,
                 "modules": self.modules[:MODULES_SHOWN], "module_count": len(self.modules),
                 "ops": self.ops, "coreai_ops": self.coreai_ops, "located": self.located,
-                "aten_nodes": len(self.nodes)}
+                "aten_nodes": len(self.nodes), "consumer_nodes": len(self.consumers)}
 
 
 def _spans(lines: list[int]) -> list[str]:
@@ -160,6 +163,24 @@ def _map(region: Region, side: Side, lines: list[int]) -> None:
                 region.ops.append(node["target"])
 
 
+_DEFINES = re.compile(r"^\s*(%\d+)(?::\d+)?\s*=")
+CONSUMERS = 8  # users of an unlocated value followed, at most
+
+
+def _consumers(region: Region, side: Side, lines: list[int]) -> None:
+    """The aten nodes of the (located) ops that use the values the given lines define."""
+    if not side.aligned:
+        return
+    for i in lines:
+        m = _DEFINES.match(side.normalised[i])
+        if not m:
+            continue
+        use = re.compile(re.escape(m.group(1)) + r"(?![\d])")
+        users = [j for j in range(i + 1, len(side.normalised)) if use.search(side.normalised[j])]
+        for j in users[:CONSUMERS]:
+            region.consumers.update(side.located.identifiers(j))
+
+
 def shape(line: str) -> str:
     """A line without its value numbers: one op inserted in @main renumbers every later value,
     which would make every later line differ; the ops and types that really changed do not."""
@@ -201,6 +222,9 @@ def regions(old: Side, new: Side) -> list[Region]:
         if region.graph == MAIN:
             _map(region, old, [n - 1 for n in region.lines_old])
             _map(region, new, [n - 1 for n in region.lines_new])
+            if not region.nodes:
+                _consumers(region, old, [n - 1 for n in region.lines_old])
+                _consumers(region, new, [n - 1 for n in region.lines_new])
         else:
             sites_old, sites_new = _call_sites(old, region.graph), _call_sites(new, region.graph)
             region.calls = max(len(sites_old), len(sites_new))

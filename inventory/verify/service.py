@@ -34,7 +34,7 @@ from inventory.registry import Bundle, exporter_release
 from inventory.release_notes import Sweep, registry_regimes, sweep
 from inventory.trace import trust
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
-from inventory.verify import chain, explain, forms, whole
+from inventory.verify import chain, cuts, explain, forms, whole
 from oracle.envs import Catalog, version_key
 from oracle.fixes import Fix, between
 from oracle.session import Session
@@ -59,6 +59,7 @@ class BundleVerify:
     inconsistencies: tuple[str, ...] = ()
     limitations: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    disagreements: tuple[str, ...] = ()  # region runs against model-level runs
 
     @property
     def inconclusive(self) -> bool:
@@ -121,6 +122,7 @@ def _step(record: dict[str, Any], pair: dict[str, Any], fixes: list[Fix]
     texts = explain.stage_texts(pair, old, new)
     regions = explain.step_regions(pair, shipped, emitted, texts, fixes)
     label = f"{pair['from']}->{pair['to']}"
+    _with_region_drift(regions, record, label)
     m = (record.get("run") or {}).get("measurement") or {}
     rows = (m.get("drift") or {}).get(label, {}).get("outputs")
     summary = {"step": label, "from": pair["from"], "to": pair["to"],
@@ -132,6 +134,29 @@ def _step(record: dict[str, Any], pair: dict[str, Any], fixes: list[Fix]
                "runtime": m.get("runtime") if rows else None,
                "drift": rows, "evidence": pair.get("evidence")}
     return summary, regions
+
+
+def _with_region_drift(regions: list[dict[str, Any]], record: dict[str, Any], label: str
+                       ) -> None:
+    """Each region's own run (`inventory.verify.cuts`): whether its cut reproduces it, and its
+    drift per cut output (a composite's call sites), with the worst of them."""
+    step_runs = next((r for r in record.get("region_runs") or [] if r["step"] == label), None)
+    if step_runs is None:
+        return
+    by_index = {r["region"]: r for r in step_runs.get("regions", [])}
+    for i, region in enumerate(regions):
+        run = by_index.get(i)
+        if run is None:
+            region["region_run"] = {"reproduces": None, "why": step_runs.get("error")
+                                    or "not cut"}
+            continue
+        region["region_run"] = {
+            "reproduces": run.get("reproduces"), "why": run.get("why"),
+            "hops": run.get("hops"), "attempts": run.get("attempts", []),
+            "runtime": run.get("runtime"), "runtime_attempts": run.get("runtime_attempts", []),
+            "reaches_outputs": run.get("reaches_outputs"), "inputs": run.get("inputs"),
+            "drift": cuts.summary(run.get("drift")), "outputs": run.get("drift"),
+            "evidence": run.get("run_evidence"), "cut": step_runs.get("evidence")}
 
 
 def _identity(stage: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -201,21 +226,46 @@ def _overall_verdict(b_record: dict[str, Any], policy: Policy, dtype: str) -> Pr
     label = f"{overall['from']}->{overall['to']}"
     rows = (m.get("drift") or {}).get(label, {}).get("outputs")
     why = m.get("error") or "; ".join(m.get("attempts", []))
-    return explain.judge_drift(rows, m.get("runtime"), policy.tolerance_for(dtype), why)
+    if rows:
+        return explain.judge_drift(rows, m.get("runtime"), policy.tolerance_for(dtype), why)
+    return _judged_at_regions(b_record, policy.tolerance_for(dtype), why)
+
+
+def _judged_at_regions(b_record: dict[str, Any], tolerance: float, why_not: str
+                       ) -> ProbeVerdict:
+    """Without a model-level run, the level is the region runs' drift, every cut output of
+    every step, judged by the same policy; a region that was not measured at its cut (nothing
+    located, or no cut reproduces it) leaves the answer inconclusive, since its drift is
+    unknown."""
+    regions = [r for s in b_record.get("region_runs") or [] for r in s.get("regions", [])]
+    unmeasured = [r for r in regions if not r.get("drift")]
+    rows = [row for r in regions for row in r.get("drift") or []]
+    if not rows or unmeasured:
+        detail = f"{len(unmeasured)} of {len(regions)} region(s) not measured at their cut" \
+            if regions else "no region run"
+        return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
+                            f"the whole programs differ; no model-level run ({why_not}); "
+                            f"{detail}")
+    runtimes = sorted({r["runtime"] for r in regions if r.get("runtime")})
+    verdict = explain.judge_drift(rows, ", ".join(runtimes), tolerance)
+    return ProbeVerdict(verdict.verdict, verdict.reexport,
+                        f"at the {len(regions)} region(s)' own cuts ({why_not}): "
+                        f"{verdict.reason}")
 
 
 # ---- the measured part --------------------------------------------------------------------
 
 
 def measured(bundle: Bundle, session: Session, exporter: str, to: str, weights: Path | None,
-             use_cache: bool, allow_code: bool, progress: Progress, read_only: bool = False
+             use_cache: bool, allow_code: bool, progress: Progress, read_only: bool = False,
+             run_budget: float | None = chain.DEFAULT_RUN_BUDGET
              ) -> tuple[dict[str, Any], bool]:
     """The chain's record (measured now where a part is not stored), and whether every part
     was read back. `read_only`: raises chain.Missing unless every part is stored."""
     releases = [exporter] + [b for _a, b in release_steps(session.catalog, exporter, to)]
     try:
         record = chain.measure(bundle, session, releases, weights, use_cache, allow_code,
-                               progress, read_only=read_only)
+                               progress, read_only=read_only, run_budget=run_budget)
     except whole.VerifyError as exc:
         # never stored: a failed build is told, and measured again next time
         return {"error": str(exc), "form": forms.compared_form(bundle).to_json()}, False
@@ -247,12 +297,42 @@ def assembled(bundle: Bundle, exporter: str, assumed: bool, to: str, record: dic
         regions += step_regions
     by_step = {s["step"]: s for s in steps}
     found = explain.unrecorded(regions, by_step, fixes, verdict)
+    disagreements = tuple(d for s in steps for d in agreement(s, regions))
     probe_summary = {"probed": sum(p["probed"] for p in probes),
                      "changed": [{**c, "step": p["step"]} for p in probes for c in p["changed"]],
                      "failing_both": sorted({i for p in probes for i in p["failing_both"]})}
     return BundleVerify(bundle.name, exporter, assumed, to, record, cached, tuple(steps),
                         tuple(regions), tuple(found), verdict, probe_summary,
-                        tuple(inconsistencies), tuple(limitations), notes)
+                        tuple(inconsistencies), tuple(limitations), notes, disagreements)
+
+
+def agreement(step: dict[str, Any], regions: list[dict[str, Any]]) -> list[str]:
+    """Where a step has both model-level and region drift, they must agree: a region that moves
+    values at its cut shows at a model output that depends on it, and a model output that moves
+    has a region that moves (when every region of the step was measured). Each breach is told."""
+    rows = step.get("drift")
+    mine = [r for r in regions if r["step"] == step["step"]]
+    runs = [r.get("region_run") or {} for r in mine]
+    if not rows or not any(r.get("drift") for r in runs):
+        return []
+    out = []
+    for region, run in zip(mine, runs, strict=True):
+        d = run.get("drift")
+        if not d or d["bit_identical"]:
+            continue
+        reached = [rows[i] for i in run.get("reaches_outputs") or [] if i < len(rows)]
+        if reached and all(r["bit_identical"] for r in reached):
+            out.append(f"{step['step']}: region @{region['graph']} "
+                       f"({', '.join(region['modules'][:2]) or 'no module'}) moves values at "
+                       f"its cut (max |old-new| {d['maxabs_old_new']:.3g}) but no model output "
+                       f"it reaches moves ({', '.join(r['output'] for r in reached)}) in the "
+                       "model-level run")
+    if all(r.get("drift") for r in runs) and all(r["drift"]["bit_identical"] for r in runs):
+        moved = [r["output"] for r in rows if not r["bit_identical"]]
+        if moved:
+            out.append(f"{step['step']}: model outputs move ({', '.join(moved)}) but every "
+                       "region is bit-identical at its cut")
+    return out
 
 
 def _notes(bundle: Bundle, record: dict[str, Any], deviations: list[str]) -> list[str]:
@@ -307,7 +387,8 @@ def _step_probes(bundle: Bundle, exporter: str, to: str, fixes: list[Fix], catal
 def verify(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog, policy: Policy,
            weights: dict[str, Path] | None = None, use_cache: bool = True,
            allow_code: bool = False, progress: Progress = lambda _: None,
-           read_only: bool = False) -> Verify:
+           read_only: bool = False, run_budget: float | None = chain.DEFAULT_RUN_BUDGET
+           ) -> Verify:
     """`read_only` (`plan` without --verify): only bundles whose every part is stored are
     answered; the others are left out."""
     _checked(bundles, to, catalog, allow_code)
@@ -318,7 +399,8 @@ def verify(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog, p
             try:
                 record, cached = measured(bundle, session, exporter, to,
                                           (weights or {}).get(bundle.name), use_cache,
-                                          allow_code, progress, read_only=read_only)
+                                          allow_code, progress, read_only=read_only,
+                                          run_budget=run_budget)
             except chain.Missing:
                 continue
             if record.get("error"):
@@ -404,7 +486,8 @@ def region_line(g: dict[str, Any]) -> str:
 
 def verified(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog,
              policy: Policy, use_cache: bool = True, compute: bool = True,
-             progress: Progress = lambda _: None) -> dict[str, BundleVerify]:
+             progress: Progress = lambda _: None,
+             run_budget: float | None = chain.DEFAULT_RUN_BUDGET) -> dict[str, BundleVerify]:
     """`plan`: each bundle's whole-program check, for the bundles exported before `to` (a bundle
     exported with `to` itself has nothing to compare). `compute=False` (plan without --verify):
     only the bundles whose every part is stored."""
@@ -414,5 +497,5 @@ def verified(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog,
         # reading only: a bundle without a form verify can build has nothing stored
         later = [b for b in later if _checkable(b, to, catalog)]
     result = verify(later, to, fixes, catalog, policy, use_cache=use_cache, progress=progress,
-                    read_only=not compute)
+                    read_only=not compute, run_budget=run_budget)
     return {b.bundle: b for b in result.bundles}

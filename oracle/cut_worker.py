@@ -294,6 +294,7 @@ def _save_inputs(names: list[str], values: list, path: Path) -> None:
 def _write_cut(gm, inputs: list[tuple[str, object]], labels: list[str], out: Path) -> dict:
     """Export the cut (the program both releases convert), save its inputs and its fp32
     reference."""
+    import numpy as np
     import torch
     from safetensors.numpy import save_file
 
@@ -307,8 +308,11 @@ def _write_cut(gm, inputs: list[tuple[str, object]], labels: list[str], out: Pat
     with torch.no_grad():
         result = reference(*[_up(v) for v in values])
     outs = result if isinstance(result, (tuple, list)) else (result,)
-    save_file({f"out{i}": o.detach().float().numpy() if o.is_floating_point()
-               else o.detach().numpy() for i, o in enumerate(outs)},
+    # contiguous first: safetensors.numpy writes a strided array's raw buffer, so a transposed
+    # output (a view) was stored in the wrong element order
+    save_file({f"out{i}": np.ascontiguousarray(o.detach().float().numpy()
+                                               if o.is_floating_point() else o.detach().numpy())
+               for i, o in enumerate(outs)},
               str(out / "reference.safetensors"))
     return {"inputs": [{"name": n, "from": src, "shape": list(v.shape),
                         "dtype": str(v.dtype).removeprefix("torch.")}

@@ -46,6 +46,21 @@ def _drift_line(row: dict[str, Any]) -> str:
             f"{_num(row['ref_magnitude'])}")
 
 
+def region_run_line(g: dict[str, Any]) -> str:
+    """A region's own run: where it was cut, whether the cut reproduces it, its drift."""
+    run = g["region_run"]
+    where = f"{g['step']} @{g['graph']}"
+    if not run.get("reproduces"):
+        return f"{where}: {run.get('why') or 'not measured'}"
+    d = run["drift"]
+    if not d:
+        return f"{where}: cut reproduces ({run.get('hops')} rings); {run.get('why') or ''}"
+    return (f"{where}: cut reproduces ({run.get('hops')} rings), {d['outputs']} output(s) on "
+            f"{run['runtime']}: old max abs {_num(d['maxabs_old'])} (rel {_num(d['rel_old'])}), "
+            f"new {_num(d['maxabs_new'])} (rel {_num(d['rel_new'])}), |old-new| "
+            f"{_num(d['maxabs_old_new'])}, non-finite {d['nonfinite_old']}/{d['nonfinite_new']}")
+
+
 def unrecorded_line(u: dict[str, Any]) -> str:
     ops = ", ".join(u["coreai_ops"]) or "no op"
     kinds = ", ".join(u["constructs"]) or "no detected construct"
@@ -54,7 +69,17 @@ def unrecorded_line(u: dict[str, Any]) -> str:
     moved = max((r["maxabs_old_new"] or 0.0 for r in u["drift"] or []), default=None)
     return (f"{u['step']} {u['stage']}: {u['regions']} region(s), {u['changed_lines']} lines "
             f"({ops}; {kinds}; modules {mods}); step drift max|old-new| {_num(moved)}"
-            f"{' on ' + u['runtime'] if u['runtime'] else ''}; records of the step: {have}")
+            f"{' on ' + u['runtime'] if u['runtime'] else ''}"
+            f"{_at_cuts(u)}; records of the step: {have}")
+
+
+def _at_cuts(u: dict[str, Any]) -> str:
+    d = u.get("region_drift")
+    if not d:
+        return ""
+    return (f"; at its own cuts ({u['regions_measured']} of {u['regions']} measured) "
+            f"max|old-new| {_num(d['maxabs_old_new'])}, rel old {_num(d['rel_old'])}, new "
+            f"{_num(d['rel_new'])}")
 
 
 def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
@@ -111,6 +136,9 @@ def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
                                      f"{'; '.join(run.get('attempts', []))}"))
     if len(rec["regions"]) > 1:
         lines += [("region", region_line(g)) for g in rec["regions"]]
+    lines += [("region run", region_run_line(g)) for g in rec["regions"]
+              if g.get("region_run")]
+    lines += [("DISAGREE", d) for d in rec["disagreements"]]
     lines += [("UNRECORDED", unrecorded_line(u)) for u in rec["unrecorded"]]
     p = rec["probes"]
     if p:
@@ -121,8 +149,10 @@ def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
     lines += [("INCONSISTENT", i) for i in rec["inconsistencies"]]
     lines += [("limitation", i) for i in rec["limitations"]]
     lines += [("note", n) for n in rec["notes"]]
-    lines.append(("cost", f"{_num(rec['seconds'])} s ({_num(rec['conversion_seconds'])} s "
-                          f"converting), peak {_mb(rec['peak_mb'])} per process"
+    t = rec.get("timing") or {}
+    split = ", ".join(f"{k.replace('_', ' ')} {_num(v)} s" for k, v in t.items() if v)
+    lines.append(("cost", f"{_num(rec['seconds'])} s ({split or 'nothing measured'}), peak "
+                          f"{_mb(rec['peak_mb'])} per process"
                           f"{' (stored: read back now)' if rec['cached'] else ''}"))
     lines.append(("evidence", str(rec["evidence"])))
     return lines

@@ -157,6 +157,7 @@ def _save_inputs(names: list[str], values: list[Any], path: Path) -> None:
 
 
 def _reference(module: Any, args: list[Any], kwargs: dict[str, Any], path: Path) -> int:
+    import numpy as np
     import torch
     from safetensors.numpy import save_file
 
@@ -169,8 +170,11 @@ def _reference(module: Any, args: list[Any], kwargs: dict[str, Any], path: Path)
     with torch.no_grad():
         result = ref(*[fp32(a) for a in args], **{k: fp32(v) for k, v in kwargs.items()})
     outs = result if isinstance(result, tuple | list) else (result,)
-    save_file({f"out{i}": o.detach().float().numpy() if o.is_floating_point()
-               else o.detach().numpy() for i, o in enumerate(outs)}, str(path))
+    # contiguous first: safetensors.numpy writes a strided array's raw buffer, so a transposed
+    # output (a view) was stored in the wrong element order
+    save_file({f"out{i}": np.ascontiguousarray(o.detach().float().numpy()
+                                               if o.is_floating_point() else o.detach().numpy())
+               for i, o in enumerate(outs)}, str(path))
     return len(outs)
 
 

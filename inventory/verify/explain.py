@@ -180,13 +180,21 @@ def unrecorded(regions: list[dict[str, Any]], steps: dict[str, dict[str, Any]],
                 "drift": step.get("drift"), "runtime": step.get("runtime"),
                 "records_of_step": [f.id for f in between(fixes, a, b)],
                 "verdict": overall.verdict, "reexport": overall.reexport,
-                "reason": overall.reason, "evidence": r.get("evidence")}
+                "reason": overall.reason, "evidence": r.get("evidence"),
+                "region_drift": None, "regions_measured": 0}
         g["regions"] += 1
         g["changed_lines"] += r["changed_lines"]
         g["graphs"] += [r["graph"]] if r["graph"] not in g["graphs"] else []
         g["ops"] += [o for o in r["ops"] if o not in g["ops"]]
         g["modules"] += [m for m in r["modules"] if m not in g["modules"]]
         g["module_count"] += r["module_count"]
+        d = (r.get("region_run") or {}).get("drift")
+        if d:
+            # the group's worst region, measured at its own cut (inventory.verify.cuts)
+            g["regions_measured"] += 1
+            worst = g["region_drift"]
+            if worst is None or (d["maxabs_old_new"] or 0.0) > (worst["maxabs_old_new"] or 0.0):
+                g["region_drift"] = d
     for g in groups.values():
         g["modules"] = g["modules"][:MODULES_SHOWN]
     return list(groups.values())

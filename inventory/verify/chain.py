@@ -118,10 +118,11 @@ class _Parts:
         return {**record, "from": a, "to": b}
 
     def run(self, side: dict[str, Any], label: str, runtime: Any, inputs: Path,
-            inputs_key: str) -> dict[str, Any]:
+            inputs_key: str, kind: str = "run") -> dict[str, Any]:
         """One asset run on the inputs stored in the folder `inputs` (`inputs_key` names them
         in the run's key)."""
-        folder = parts.run_folder(self.bundle, side["shipped_digest"], inputs_key, runtime)
+        folder = parts.run_folder(self.bundle, side["shipped_digest"], inputs_key, runtime,
+                                  kind)
 
         def make(work: Path) -> dict[str, Any]:
             return whole.run(self.session, runtime, side["files"]["asset"], inputs, work,
@@ -177,9 +178,11 @@ def measure(bundle: Bundle, session: Session, releases: list[str],
 
 
 def _estimate(bundle: Bundle, needed: int) -> tuple[float | None, str]:
-    """What the model-level runs would cost: the registry's measured seconds per run of the run
-    form (`[bundles.X.verify.run] seconds_per_run`, with where it was measured) times the runs."""
-    table = bundle.verify.get("run") or {}
+    """What the model-level runs would cost: the registry's measured seconds per run of the form
+    that runs (`[bundles.X.verify.run] seconds_per_run`, or `[bundles.X.verify]`'s without a
+    run form; `cost_measured` says where) times the runs."""
+    # the run form's own figure, or the compared form's when it is the one that runs
+    table = bundle.verify.get("run") or bundle.verify
     per = table.get("seconds_per_run")
     if not isinstance(per, int | float) or isinstance(per, bool) or per < 0:
         return None, "no measured cost in the registry"

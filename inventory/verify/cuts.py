@@ -192,7 +192,7 @@ def _measured(p: Any, old: dict[str, Any], new: dict[str, Any], cut_dir: Path, a
         runs = {}
         for release, side in ((a, old), (b, new)):  # the older asset first
             runs[release] = p.run(side, f"the {release} cut", runtime, cut_dir,
-                                  _inputs_key(cut_dir))
+                                  _inputs_key(cut_dir), kind="cutrun")
             if not runs[release].get("ok"):
                 break
         seconds["runs"] += sum(r.get("seconds") or 0.0 for r in runs.values())

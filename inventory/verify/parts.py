@@ -8,7 +8,11 @@
 * a **comparison** per (side, side): `verify-pair-<bundle>-<a>-<b>-<key>/`, the normalised
   texts and their diffs (the regions are derived from these files on every read);
 * a **run** per (program, runtime): `verify-run-<bundle>-<core>-<key>/`, the asset's output
-  tensors on the seeded inputs.
+  tensors on the seeded inputs;
+* for the region runs (`inventory.verify.cuts`): a **cut** per (build, step, regions, rings):
+  `verify-cut-<bundle>-<a>-<b>-<key>/` (per region its program, its captured inputs and its
+  fp32 reference), a side per (cut program, release): `verify-cutside-...`, and a run per
+  (cut program, its inputs, runtime): `verify-cutrun-...`; the comparisons are pairs as above.
 
 So a chain of N releases costs N conversions, whatever the pairs compared (`verify --to 0.4.2`
 and `--to 0.4.3` share the 0.4.0, 0.4.1 and 0.4.2 sides), and a release's asset runs once per
@@ -161,13 +165,15 @@ def runtime_identity(runtime: Env) -> dict[str, str]:
     return {k: runtime.packages.get(k, "?") for k in ("coreai-core", "numpy")}
 
 
-def run_folder(bundle: Bundle, program: str, inputs: str, runtime: Env) -> Path:
+def run_folder(bundle: Bundle, program: str, inputs: str, runtime: Env, kind: str = "run"
+               ) -> Path:
     """One run per (program, inputs, runtime): two releases that ship the same program (sam3's
     0.4.1 and 0.4.2) share it, and so do two chains that reach one runtime through different
     releases' environments."""
     payload = {"program": program, "inputs": inputs, "seed": whole.SEED,
                "runtime": runtime_identity(runtime), "code": code(RUNNING)}
-    return _folder("verify", "run", bundle.name, runtime.core, _key(payload))
+    # kind: "run" (a whole program) or "cutrun" (a region's cut), told apart in the store
+    return _folder("verify", kind, bundle.name, runtime.core, _key(payload))
 
 
 def cut_folder(bundle: Bundle, build: Path, env: Env, step: str,

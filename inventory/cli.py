@@ -168,6 +168,10 @@ def plan_cmd(
         "--verify", help="Measure each bundle's whole program along the release chain "
                          "(inventory verify) and join it to the plan; without it, a stored "
                          "check is read. Exit 3 on an inconsistency.")] = False,
+    full: Annotated[bool, typer.Option(
+        "--full", help="The whole-program check of each bundle's full target, even where its "
+                       "registry entry states a miniature: measured with --verify, else read "
+                       "if stored.")] = False,
     quiet: Quiet = False,
 ) -> None:
     """Every fix between each bundle's exporter and --to, and whether each shipped asset still
@@ -200,13 +204,14 @@ def plan_cmd(
             # it first, so that the plan's pipeline records read the same stored steps.
             checks = verified(bundles, to, records, catalog, load_policy(tolerance),
                               use_cache=not no_cache, compute=True,
-                              progress=report_progress) if verify else None
+                              progress=report_progress, full=full) if verify else None
             result = plan(to, bundles, records, catalog, load_policy(tolerance),
                           load_ignores(ignore), use_cache=not no_cache,
                           progress=report_progress, runtimes=runtimes)
             if checks is None:
                 checks = verified(bundles, to, records, catalog, load_policy(tolerance),
-                                  use_cache=True, compute=False, progress=report_progress)
+                                  use_cache=True, compute=False, progress=report_progress,
+                                  full=full)
             result = with_whole(result, checks, verify)
         if baseline is not None:
             result = since_baseline(result, baseline)

@@ -131,11 +131,12 @@ def _differs(pair: dict[str, Any]) -> bool:
 
 def measure(bundle: Bundle, session: Session, releases: list[str],
             weights: Path | None, use_cache: bool, allow_code: bool, progress: Progress,
-            read_only: bool = False) -> dict[str, Any]:
+            read_only: bool = False, full: bool = False) -> dict[str, Any]:
     """The chain's record: its sides, steps, the exporter-to-target pair and the runs.
-    `read_only`: only what is stored (raises Missing otherwise)."""
+    `read_only`: only what is stored (raises Missing otherwise); `full`: the full target even
+    where the registry states a miniature."""
     start = time.perf_counter()
-    form, run_form = forms.compared_form(bundle), forms.run_form(bundle)
+    form, run_form = forms.compared_form(bundle, full), forms.run_form(bundle, full)
     same_form = run_form == form
     p = _Parts(bundle, session, weights, use_cache, allow_code, progress, read_only)
     record: dict[str, Any] = {"bundle": bundle.name, "releases": releases,

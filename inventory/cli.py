@@ -171,6 +171,10 @@ def plan_cmd(
                          "(inventory verify) and join it to the plan; without it, a stored "
                          "check is read. Exit 3 on an inconsistency.")] = False,
     run_budget: RunBudget = 120.0,
+    full: Annotated[bool, typer.Option(
+        "--full", help="The whole-program check of each bundle's full target, even where its "
+                       "registry entry states a miniature: measured with --verify, else read "
+                       "if stored.")] = False,
     quiet: Quiet = False,
 ) -> None:
     """Every fix between each bundle's exporter and --to, and whether each shipped asset still
@@ -204,15 +208,15 @@ def plan_cmd(
             # it first, so that the plan's pipeline records read the same stored steps.
             checks = verified(bundles, to, records, catalog, load_policy(tolerance),
                               use_cache=not no_cache, compute=True,
-                              progress=report_progress, run_budget=run_budget) \
-                if verify else None
+                              progress=report_progress, run_budget=run_budget,
+                              full=full) if verify else None
             result = plan(to, bundles, records, catalog, load_policy(tolerance),
                           load_ignores(ignore), use_cache=not no_cache,
                           progress=report_progress, runtimes=runtimes)
             if checks is None:
                 checks = verified(bundles, to, records, catalog, load_policy(tolerance),
                                   use_cache=True, compute=False, progress=report_progress,
-                                  run_budget=run_budget)
+                                  run_budget=run_budget, full=full)
             result = with_whole(result, checks, verify)
         if baseline is not None:
             result = since_baseline(result, baseline)

@@ -32,6 +32,10 @@ Ignore = Annotated[Path | None, typer.Option(
     "--ignore", help="Accepted risks: TOML ignore entries (fix, bundle, reason, expiry).")]
 Bundles = Annotated[list[str] | None, typer.Option(
     "--bundle", "-b", help="Only this bundle (repeatable).")]
+FullForm = Annotated[bool, typer.Option(
+    "--full", help="Build each bundle's full target even where its registry entry states a "
+                   "miniature (its verify form): every repeated layer, at the cost of "
+                   "converting and running all of them.")]
 FromRelease = Annotated[str, typer.Option("--from", help="The release upgraded from.")]
 ToRelease = Annotated[str, typer.Option("--to", help="The release upgraded to.")]
 Runtimes = Annotated[list[str] | None, typer.Option(

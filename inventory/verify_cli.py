@@ -15,6 +15,7 @@ import typer
 
 from inventory.errors import ExitCode
 from inventory.options import (
+    FullForm,
     Json,
     Markdown,
     NoCache,
@@ -50,15 +51,16 @@ def verify_cmd(
         "--allow-code", help="Trust the registry as code: build a target it names outside the "
                              "project's packages (by default refused).")] = False,
     run_budget: RunBudget = 120.0,
+    full: FullForm = False,
     quiet: Quiet = False,
 ) -> None:
-    """The whole bundle, step by step: build each bundle's module (full size, or the miniature
-    its registry entry states), convert it whole under every release from its exporter to --to,
-    compare each step's programs, map what differs back to modules and constructs, give every
-    region its step, its stage (lowering or optimizer) and the record that explains it, run the
-    programs on one runtime against torch fp32 when they differ, and reconcile with the probes
-    of every traced instance. Exit 1 on a change no record explains, 3 on an inconsistency (or
-    when a bundle cannot be checked)."""
+    """The whole bundle, step by step: build each bundle's module (the miniature its registry
+    entry states, else full size; --full: full size), convert it whole under every release from
+    its exporter to --to, compare each step's programs, map what differs back to modules and
+    constructs, give every region its step, its stage (lowering or optimizer) and the record
+    that explains it, run the programs on one runtime against torch fp32 when they differ, and
+    reconcile with the probes of every traced instance. Exit 1 on a change no record explains,
+    3 on an inconsistency (or when a bundle cannot be checked)."""
     from inventory.affected import parse_weights
     from inventory.output import Renderer
     from inventory.policy import load_policy
@@ -79,7 +81,7 @@ def verify_cmd(
             result = verify(bundles, to, load_fixes(fixes), load_catalog(), load_policy(),
                             weights=checkpoints, use_cache=not no_cache,
                             allow_code=allow_code, progress=report_progress,
-                            run_budget=run_budget)
+                            run_budget=run_budget, full=full)
     Renderer("verify", verify_record, verify_table, verify_markdown).render(result, fmt, out)
     if result.inconsistent or result.inconclusive:
         finish(ExitCode.INCONCLUSIVE)

@@ -8,7 +8,16 @@ warm, and a warm `plan --to 0.4.3`. Prints seconds and ratios; asserts nothing.
 
 `--baseline DIR`: a checkout of other code (e.g. `git worktree add DIR <commit>`) sharing this
 store; the warm plan is timed under both, alternately in the same run, and their ratio printed.
-`--warm-only`: only the warm lines (no conversion: nothing competes for the cores).
+`--warm-only`: only the warm lines (no conversion: nothing competes for the cores). The warm
+`affected --fix 40` is printed beside `inventory --version` (the interpreter and imports every
+command pays): what a warm answer costs above starting the tool.
+
+`--verify BUNDLE...`: also one line per bundle from `inventory verify BUNDLE --to V --json`
+(`--verify-to`, default 0.4.2; `--full`: the full target) in a fresh store of its own (the
+environments linked, so every part is measured in this run): where its time goes, read off its
+record (the build, each release's conversion, each distinct run on the runtime, the run form's
+own build and conversions when it differs from the compared form), and the ratio of run time to
+conversion time. The default bench does not run it: a whole-bundle check takes minutes.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from oracle.envs import ensure_env  # noqa: E402
+from oracle.paths import envs_dir  # noqa: E402
 
 FLOOR_SCRIPT = """
 import json, sys, pathlib, torch, coreai_torch
@@ -74,11 +85,72 @@ def warm_plan(baseline: Path | None, runs: int = 5) -> None:
               f"ratio {best[ROOT] / best[baseline]:4.2f}")
 
 
+def warm_affected(inv: list[str], runs: int = 3) -> float:
+    """Best of `runs` warm `affected --fix 40`, printed beside `inventory --version` timed in the
+    same run (the floor any command starts from); returns the warm time."""
+    version = [inv[0], "--version"]
+    floor = min(timed(version)[0] for _ in range(runs))
+    warm = min(timed(inv)[0] for _ in range(runs))
+    print(f"warm  affected --fix 40 (best of {runs}):         {warm:6.2f} s   "
+          f"inventory --version {floor:.2f} s, ratio {warm / floor:4.2f}")
+    return warm
+
+
+def _seconds(value: float | None) -> float:
+    return value or 0.0
+
+
+def verify_line(bundle: str, to: str, full: bool, store: Path) -> None:
+    """One `inventory verify BUNDLE --to TO --json` in `store`: its wall and where it went."""
+    cmd = [str(ROOT / ".venv" / "bin" / "inventory"), "verify", bundle, "--to", to, "--json",
+           "-q", *(["--full"] if full else [])]
+    wall, out = timed(cmd, env={**os.environ, "INVENTORY_CACHE": str(store)})
+    [b] = json.loads(out)["bundles"]
+    if b.get("error"):
+        print(f"verify {bundle} --to {to}: {b['error']}")
+        return
+    build = _seconds(b["build"]["seconds"])
+    sides = [_seconds(s["seconds"]) for s in b["sides"].values()]
+    run = b.get("run") or {}
+    # a run two releases share (the same shipped program) was made once
+    once = {run["evidence"].get(r) or r: _seconds(t) for r, t in run.get("seconds", {}).items()}
+    runs = sum(once.values())
+    # the record's cost covers the run form's own build and conversions too (when it is not
+    # the compared form)
+    summed = _seconds(b["seconds"])
+    run_form = max(0.0, summed - build - sum(sides) - runs)
+    params = b["build"]["params"]
+    form = f"{b['form']['form']}, {params / 1e6:.1f}M parameters" if params else b["form"]["form"]
+    per_side = ", ".join(f"{s:.1f}" for s in sides)
+    conversions = sum(sides) or float("nan")
+    # the parts summed can exceed the wall: verify converts two releases at a time; the wall
+    # also holds the probes of every traced instance and the comparisons
+    print(f"verify {bundle} --to {to} ({form}): wall {wall:6.1f} s, parts summed {summed:6.1f} s: "
+          f"build {build:5.1f} s, conversions {conversions:6.1f} s ({len(sides)} sides: "
+          f"{per_side} s, median {statistics.median(sides):.1f} s), runs {runs:6.1f} s "
+          f"({len(once)} run(s)), run form build and conversions {run_form:5.1f} s; "
+          f"runs / conversions {runs / conversions:5.2f} (with the run form's build and "
+          f"conversions {(runs + run_form) / conversions:5.2f})")
+
+
+def verify_lines(bundles: list[str], to: str, full: bool) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-verify-") as tmp:
+        store = Path(tmp)
+        (store / "envs").symlink_to(envs_dir())  # the environments are built once, shared
+        for bundle in bundles:
+            verify_line(bundle, to, full, store)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="a checkout of other code to time the "
                         "warm plan against")
     parser.add_argument("--warm-only", action="store_true", help="only the warm lines")
+    parser.add_argument("--verify", nargs="+", metavar="BUNDLE", default=[],
+                        help="also time `inventory verify BUNDLE` and split its time")
+    parser.add_argument("--verify-to", default="0.4.2", help="the release verify compares with")
+    parser.add_argument("--full", action="store_true",
+                        help="verify the full target instead of a registry miniature")
     args = parser.parse_args()
     if args.baseline and not (args.baseline / "inventory" / "cli.py").is_file():
         sys.exit(f"--baseline {args.baseline}: not a checkout of this project")
@@ -86,9 +158,9 @@ def main() -> None:
     inv = [str(ROOT / ".venv" / "bin" / "inventory"), "affected", "--fix", "40", "--json", "-q"]
     _, out = timed(inv)  # make sure environments exist; not timed
     if args.warm_only:
-        warm = min(timed(inv)[0] for _ in range(3))
-        print(f"warm  affected --fix 40 (best of 3):         {warm:6.2f} s")
+        warm_affected(inv)
         warm_plan(baseline)
+        verify_lines(args.verify, args.verify_to, args.full)
         print(f"machine: {os.cpu_count()} cores")
         return
     data = json.loads(out)
@@ -107,8 +179,6 @@ def main() -> None:
                           str(target)])
             floor += t
     cold, _ = timed(inv + ["--no-cache"])
-    warm_runs = [timed(inv)[0] for _ in range(3)]
-    warm = min(warm_runs)
     sweep = [str(ROOT / ".venv" / "bin" / "inventory"), "sweep", "--from", "0.4.2", "--to",
              "0.4.3", "--json", "-q"]
     sweep_cold, out = timed(sweep + ["--no-cache"])
@@ -120,12 +190,13 @@ def main() -> None:
     print(f"floor (bare conversion, sequential per env): {floor:6.2f} s")
     print(f"cold  affected --fix 40 --no-cache:          {cold:6.2f} s   ratio to floor "
           f"{cold / floor:4.2f}")
-    print(f"warm  affected --fix 40 (best of 3):         {warm:6.2f} s   ratio to cold "
-          f"{warm / cold:4.3f}")
+    warm = warm_affected(inv)
+    print(f"warm / cold: {warm / cold:4.3f}")
     print(f"sweep 0.4.2 -> 0.4.3, {probed} regimes, cold: {sweep_cold:6.2f} s   "
           f"({sweep_cold / probed:.2f} s per regime, both sides converted)")
     print(f"sweep 0.4.2 -> 0.4.3, warm:            {sweep_warm:6.2f} s")
     warm_plan(baseline)
+    verify_lines(args.verify, args.verify_to, args.full)
     print(f"machine: {os.cpu_count()} cores")
 
 

@@ -136,13 +136,14 @@ def _differs(pair: dict[str, Any]) -> bool:
 
 def measure(bundle: Bundle, session: Session, releases: list[str],
             weights: Path | None, use_cache: bool, allow_code: bool, progress: Progress,
-            read_only: bool = False, run_budget: float | None = DEFAULT_RUN_BUDGET
-            ) -> dict[str, Any]:
+            read_only: bool = False, run_budget: float | None = DEFAULT_RUN_BUDGET,
+            full: bool = False) -> dict[str, Any]:
     """The chain's record: its sides, steps, the exporter-to-target pair, the model-level runs
     (within `run_budget` seconds, None: whatever they cost) and the region runs of every step
-    whose programs differ. `read_only`: only what is stored (raises Missing otherwise)."""
+    whose programs differ. `read_only`: only what is stored (raises Missing otherwise); `full`:
+    the full target even where the registry states a miniature."""
     start = time.perf_counter()
-    form, run_form = forms.compared_form(bundle), forms.run_form(bundle)
+    form, run_form = forms.compared_form(bundle, full), forms.run_form(bundle, full)
     same_form = run_form == form
     p = _Parts(bundle, session, weights, use_cache, allow_code, progress, read_only)
     record: dict[str, Any] = {"bundle": bundle.name, "releases": releases,
@@ -158,7 +159,7 @@ def measure(bundle: Bundle, session: Session, releases: list[str],
     record["region_runs"] = []
     if any(_differs(s) for s in steps) or _differs(record["overall"]):
         record["run"] = _model_level(p, bundle, record, run_form, same_form, releases,
-                                     run_budget)
+                                     run_budget, full)
         m = record["run"].get("measurement") or {}
         # the model-level runs' runtime, else the chain's candidates in their order
         runtimes = [e for e in _candidates(p, releases)
@@ -177,10 +178,12 @@ def measure(bundle: Bundle, session: Session, releases: list[str],
     return record
 
 
-def _estimate(bundle: Bundle, needed: int) -> tuple[float | None, str]:
+def _estimate(bundle: Bundle, needed: int, full: bool) -> tuple[float | None, str]:
     """What the model-level runs would cost: the registry's measured seconds per run of the form
     that runs (`[bundles.X.verify.run] seconds_per_run`, or `[bundles.X.verify]`'s without a
     run form; `cost_measured` says where) times the runs."""
+    if full:
+        return None, "no measured cost for the full form (the registry's figures are its forms')"
     # the run form's own figure, or the compared form's when it is the one that runs
     table = bundle.verify.get("run") or bundle.verify
     per = table.get("seconds_per_run")
@@ -191,19 +194,25 @@ def _estimate(bundle: Bundle, needed: int) -> tuple[float | None, str]:
 
 
 def _model_level(p: _Parts, bundle: Bundle, record: dict[str, Any], run_form: forms.Form,
-                 same_form: bool, releases: list[str], budget: float | None
+                 same_form: bool, releases: list[str], budget: float | None, full: bool
                  ) -> dict[str, Any]:
     """The model-level runs, when their cost fits the budget or they are stored; else what was
     skipped and why."""
     needed = len(_wanted(record))
-    estimate, how = _estimate(bundle, needed)
+    estimate, how = _estimate(bundle, needed, full)
     if budget is None or estimate is None or estimate <= budget:
-        return _runs(p, bundle, record, run_form, same_form, releases)
+        out = _runs(p, bundle, record, run_form, same_form, releases)
+        out["estimate_seconds"], out["budget_seconds"] = estimate, budget
+        out["note"] = (f"run: {how}" if estimate is None else
+                       f"run: {how} = {estimate:g} s, within the budget")
+        return out
     # over budget: served if every part is stored, never measured
     was, p.read_only = p.read_only, True
     try:
         stored = _runs(p, bundle, record, run_form, same_form, releases)
-        stored["note"] = "read from the store (over the run budget: not measured now)"
+        stored["estimate_seconds"], stored["budget_seconds"] = estimate, budget
+        stored["note"] = (f"read from the store: {how} = {estimate:g} s is over the run "
+                          "budget, so it would not be measured now")
         return stored
     except Missing:
         return {"form": run_form.to_json(), "same_as_compared": same_form, "skipped": True,

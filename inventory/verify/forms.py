@@ -5,9 +5,10 @@ recipe trace: `[bundles.X.standin] target`), built on the CPU with real storage:
 
 * `form = "full"`: the target as the trace builds it;
 * `form = "miniature"`: with `[bundles.X.verify.build]` keyword arguments (fewer repeated layers)
-  where the full module does not fit this machine. A miniature must keep every distinct
-  instance (kind, dtype, parameters) of the full target once: `distinct` is what a test holds
-  it to.
+  where converting the full module costs more than the check needs (a conformer's identical
+  layers) or does not fit this machine. A miniature must keep every distinct instance (kind,
+  dtype, parameters) of the full target once: `distinct` is what a test holds it to. `full=True`
+  (`verify --full`, `plan --verify --full`) builds the full target anyway.
 
 `[bundles.X.verify.run]` is the form measured on a runtime when the programs differ (fp16 is
 emulated on the Linux CPU runtime: a full fp16 step does not finish), with its own `build`
@@ -69,8 +70,9 @@ def _build_args(table: Any, where: str) -> dict[str, Any]:
     return dict(table)
 
 
-def compared_form(bundle: Bundle) -> Form:
-    """The form both converters convert whole."""
+def compared_form(bundle: Bundle, full: bool = False) -> Form:
+    """The form both converters convert whole; `full`: the full target whatever the registry
+    states (a miniature's arguments are still checked, so a malformed entry is refused alike)."""
     target, standin = _target(bundle)
     table = bundle.verify
     name = str(table.get("form", FULL))
@@ -82,12 +84,18 @@ def compared_form(bundle: Bundle) -> Form:
         raise FormError(f"{where}: a full form takes no build arguments (a miniature does)")
     if name == MINIATURE and not build:
         raise FormError(f"{where}: a miniature needs build arguments saying what it reduces")
-    return Form(name, target, build, str(table.get("why", "")), standin)
+    why = str(table.get("why", ""))
+    if full and name == MINIATURE:
+        # the answer names this form, so it says it was asked for and what it replaces
+        return Form(FULL, target, {}, f"--full: the whole target, not the registry's "
+                    f"miniature ({why})", standin)
+    return Form(name, target, build, why, standin)
 
 
-def run_form(bundle: Bundle) -> Form:
-    """The form run on the runtime when the compared programs differ."""
-    compared = compared_form(bundle)
+def run_form(bundle: Bundle, full: bool = False) -> Form:
+    """The form run on the runtime when the compared programs differ (its arguments merged over
+    the compared form's: with `full`, over the full target's)."""
+    compared = compared_form(bundle, full)
     table = bundle.verify.get("run")
     if table is None:
         return compared

@@ -258,17 +258,19 @@ def _judged_at_regions(b_record: dict[str, Any], tolerance: float, why_not: str
 
 def measured(bundle: Bundle, session: Session, exporter: str, to: str, weights: Path | None,
              use_cache: bool, allow_code: bool, progress: Progress, read_only: bool = False,
-             run_budget: float | None = chain.DEFAULT_RUN_BUDGET
+             run_budget: float | None = chain.DEFAULT_RUN_BUDGET, full: bool = False
              ) -> tuple[dict[str, Any], bool]:
     """The chain's record (measured now where a part is not stored), and whether every part
-    was read back. `read_only`: raises chain.Missing unless every part is stored."""
+    was read back. `read_only`: raises chain.Missing unless every part is stored; `full`: the
+    full target even where the registry states a miniature."""
     releases = [exporter] + [b for _a, b in release_steps(session.catalog, exporter, to)]
     try:
         record = chain.measure(bundle, session, releases, weights, use_cache, allow_code,
-                               progress, read_only=read_only, run_budget=run_budget)
+                               progress, read_only=read_only, run_budget=run_budget,
+                               full=full)
     except whole.VerifyError as exc:
         # never stored: a failed build is told, and measured again next time
-        return {"error": str(exc), "form": forms.compared_form(bundle).to_json()}, False
+        return {"error": str(exc), "form": forms.compared_form(bundle, full).to_json()}, False
     return record, bool(record.get("cached"))
 
 
@@ -348,7 +350,8 @@ def _notes(bundle: Bundle, record: dict[str, Any], deviations: list[str]) -> lis
     return notes
 
 
-def _checked(bundles: list[Bundle], to: str, catalog: Catalog, allow_code: bool) -> None:
+def _checked(bundles: list[Bundle], to: str, catalog: Catalog, allow_code: bool,
+             full: bool = False) -> None:
     """A malformed form, a target the registry may not run, or a --to that is not later than
     the exporter is refused before anything runs."""
     catalog.release(to)
@@ -357,17 +360,17 @@ def _checked(bundles: list[Bundle], to: str, catalog: Catalog, allow_code: bool)
         if version_key(exporter) >= version_key(to):
             raise UsageError(f"{bundle.name} was exported with coreai-torch {exporter}: "
                              f"--to must be a later release")
-        form = forms.compared_form(bundle)
-        forms.run_form(bundle)
+        form = forms.compared_form(bundle, full)
+        forms.run_form(bundle, full)
         try:
             trust.check_target(form.target, f"[bundles.{bundle.name}] verify target", allow_code)
         except trust.UntrustedCode as exc:
             raise forms.FormError(f"{bundle.name}: {exc}") from None
 
 
-def _checkable(bundle: Bundle, to: str, catalog: Catalog) -> bool:
+def _checkable(bundle: Bundle, to: str, catalog: Catalog, full: bool = False) -> bool:
     try:
-        _checked([bundle], to, catalog, allow_code=False)
+        _checked([bundle], to, catalog, allow_code=False, full=full)
     except (forms.FormError, UsageError):
         return False
     return True
@@ -387,11 +390,12 @@ def _step_probes(bundle: Bundle, exporter: str, to: str, fixes: list[Fix], catal
 def verify(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog, policy: Policy,
            weights: dict[str, Path] | None = None, use_cache: bool = True,
            allow_code: bool = False, progress: Progress = lambda _: None,
-           read_only: bool = False, run_budget: float | None = chain.DEFAULT_RUN_BUDGET
-           ) -> Verify:
+           read_only: bool = False, run_budget: float | None = chain.DEFAULT_RUN_BUDGET,
+           full: bool = False) -> Verify:
     """`read_only` (`plan` without --verify): only bundles whose every part is stored are
-    answered; the others are left out."""
-    _checked(bundles, to, catalog, allow_code)
+    answered; the others are left out. `full` (`--full`): each bundle's full target, even where
+    the registry states a miniature."""
+    _checked(bundles, to, catalog, allow_code, full)
     out = []
     for bundle in bundles:
         exporter, assumed = exporter_release(bundle.exporter, catalog)
@@ -400,7 +404,7 @@ def verify(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog, p
                 record, cached = measured(bundle, session, exporter, to,
                                           (weights or {}).get(bundle.name), use_cache,
                                           allow_code, progress, read_only=read_only,
-                                          run_budget=run_budget)
+                                          run_budget=run_budget, full=full)
             except chain.Missing:
                 continue
             if record.get("error"):
@@ -487,7 +491,8 @@ def region_line(g: dict[str, Any]) -> str:
 def verified(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog,
              policy: Policy, use_cache: bool = True, compute: bool = True,
              progress: Progress = lambda _: None,
-             run_budget: float | None = chain.DEFAULT_RUN_BUDGET) -> dict[str, BundleVerify]:
+             run_budget: float | None = chain.DEFAULT_RUN_BUDGET, full: bool = False
+             ) -> dict[str, BundleVerify]:
     """`plan`: each bundle's whole-program check, for the bundles exported before `to` (a bundle
     exported with `to` itself has nothing to compare). `compute=False` (plan without --verify):
     only the bundles whose every part is stored."""
@@ -495,7 +500,7 @@ def verified(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog,
              if version_key(exporter_release(b.exporter, catalog)[0]) < version_key(to)]
     if not compute:
         # reading only: a bundle without a form verify can build has nothing stored
-        later = [b for b in later if _checkable(b, to, catalog)]
+        later = [b for b in later if _checkable(b, to, catalog, full)]
     result = verify(later, to, fixes, catalog, policy, use_cache=use_cache, progress=progress,
-                    read_only=not compute, run_budget=run_budget)
+                    read_only=not compute, run_budget=run_budget, full=full)
     return {b.bundle: b for b in result.bundles}

@@ -16,6 +16,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from oracle import store
+from oracle.cache import reclaim
 from oracle.client import Pool, Worker
 from oracle.compare import compare
 from oracle.envs import Catalog, Env, EnvError, ensure_env, ready_env, version_key
@@ -29,8 +30,6 @@ Progress = Callable[[str], None]
 def _reclaim() -> None:
     """Remove what a run killed with SIGKILL left in the store (its temp folders, its workers'
     temp folders): the next run reclaims it, not only `cache prune`."""
-    from oracle.cache import reclaim  # not at module level: oracle.cache imports this module
-
     # a store that cannot be written is said where a result is written, not here
     with suppress(OSError):
         reclaim()

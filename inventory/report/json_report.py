@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inventory.affected import AffectedReport, BundleAnswer, ProbeAnswer
+from inventory.answers import AffectedReport, BundleAnswer, ProbeAnswer
 from inventory.attribution import Step
 from inventory.loads import load_answer_record
 from inventory.output import envelope

@@ -28,9 +28,8 @@ def _layer(module: str) -> int:
         return 0
     if module.startswith("inventory.report") or module == "inventory.output":
         return 2
-    if module.startswith(("inventory.cli", "inventory.scan_cli", "inventory.repair_cli",
-                          "inventory.verify_cli",
-                          "inventory.options", "inventory.terminal")):
+    if module.startswith(("inventory.cli", "inventory.commands", "inventory.options",
+                          "inventory.terminal")):
         return 3
     return 1
 

@@ -1,4 +1,4 @@
-"""`inventory verify`: the command. Registered in cli.py like scan and repair.
+"""`inventory verify`: the whole bundle, converted step by step along the release chain.
 
 Exit codes (`inventory/errors.py`): 0 every change of the whole program is explained by a record
 of its release step and agrees with the probes, 1 a change no record of its step explains (an
@@ -13,11 +13,13 @@ from typing import Annotated
 
 import typer
 
+from inventory.commands.common import ready, report
 from inventory.errors import ExitCode
-from inventory.options import Json, Markdown, NoCache, Quiet, Registry, check_release
+from inventory.options import Json, Markdown, NoCache, Quiet, Registry
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
-from inventory.terminal import answering, finish, out, progress
+from inventory.terminal import finish
+from oracle.envs import load_catalog
 from oracle.fixes import FIXES_FILE
 
 
@@ -54,21 +56,18 @@ def verify_cmd(
     from inventory.policy import load_policy
     from inventory.report.verify_report import verify_markdown, verify_record, verify_table
     from inventory.verify.service import verify
-    from oracle.envs import load_catalog, python_ok
     from oracle.fixes import load_fixes
 
     fmt = OutputFormat.choose(as_json, markdown)
-    with answering("verify", as_json):
-        check_release("--to", to)
-        python_ok()
-        all_bundles = load_registry(registry)
-        bundles = select(all_bundles, bundle)
-        checkpoints = parse_weights(weights, all_bundles)
-        with progress(not quiet) as report_progress:
-            result = verify(bundles, to, load_fixes(fixes), load_catalog(), load_policy(),
-                            weights=checkpoints, use_cache=not no_cache,
-                            allow_code=allow_code, progress=report_progress)
-    Renderer("verify", verify_record, verify_table, verify_markdown).render(result, fmt, out)
+    ready(("--to", to))
+    all_bundles = load_registry(registry)
+    bundles = select(all_bundles, bundle)
+    checkpoints = parse_weights(weights, all_bundles)
+    result = report(
+        Renderer("verify", verify_record, verify_table, verify_markdown), fmt, quiet,
+        lambda progress: verify(bundles, to, load_fixes(fixes), load_catalog(), load_policy(),
+                                weights=checkpoints, use_cache=not no_cache,
+                                allow_code=allow_code, progress=progress))
     if result.inconsistent or result.inconclusive:
         finish(ExitCode.INCONCLUSIVE)
     finish(ExitCode.FINDING if result.unrecorded else ExitCode.OK)

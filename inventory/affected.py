@@ -27,9 +27,10 @@ from oracle.checkpoint import Checkpoint, instance_tensors
 from oracle.conditions import Condition, check, load_conditions
 from oracle.constructs import get as construct_of
 from oracle.constructs import has_probe
-from oracle.envs import Catalog, Env, EnvError, version_key
+from oracle.envs import Env
 from oracle.fixes import Fix, load_fixes
 from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
+from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.runtimes import cores
 from oracle.session import Session

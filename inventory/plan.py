@@ -25,9 +25,9 @@ from inventory.policy import Policy
 from inventory.registry import Bundle, exporter_release
 from inventory.release_notes import StepSweeps, Unrecorded, sweep_steps
 from inventory.verdict import IGNORED, ProbeVerdict, Reexport, Verdict, judge, rank, worst
-from oracle.envs import Catalog, EnvError, version_key
 from oracle.fixes import Fix, between
 from oracle.inputfile import read_text
+from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.session import Session, opened
 

@@ -23,8 +23,8 @@ from inventory.attribution import own_step
 from inventory.registry import UNKNOWN, Bundle, Instance
 from inventory.verdict import Reexport, Verdict
 from oracle import asset_probe
-from oracle.envs import EnvError, version_key
 from oracle.fixes import Fix
+from oracle.releases import EnvError, version_key
 from oracle.session import Session
 from oracle.spec import ProbeSpec
 

@@ -30,10 +30,10 @@ from inventory.registry import UNKNOWN, Bundle
 from inventory.verdict import ProbeVerdict, judge
 from oracle import asset_probe
 from oracle.constructs import has_probe
-from oracle.envs import Catalog, EnvError, version_key
 from oracle.fixes import Fix, between
 from oracle.load_check import LoadCheck, load_check
 from oracle.regimes import Regime, for_constructs
+from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import Identity, ProbeResult
 from oracle.runtimes import cores
 from oracle.session import Session, opened

@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from oracle import store
 from oracle.client import EnvironmentFault, Pool, Worker, WorkerFailure
-from oracle.envs import Env, EnvError
+from oracle.envs import Env
 from oracle.paths import in_store, safe_name
+from oracle.releases import EnvError
 from oracle.runtimes import runtime_label
 from oracle.spec import Pipeline, ProbeSpec
 from oracle.store import results_root

@@ -19,8 +19,9 @@ from oracle import store
 from oracle.cache import reclaim
 from oracle.client import Pool, Worker
 from oracle.compare import compare
-from oracle.envs import Catalog, Env, EnvError, ensure_env, ready_env, version_key
+from oracle.envs import Env, ensure_env, ready_env
 from oracle.paths import cache_root
+from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.spec import ProbeSpec
 

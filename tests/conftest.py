@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from oracle.client import Pool
-from oracle.envs import Env, EnvError, ensure_env, load_catalog, version_key
+from oracle.envs import Env, ensure_env
 from oracle.paths import envs_dir
+from oracle.releases import EnvError, load_catalog, version_key
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "schemas"

@@ -19,7 +19,7 @@ import pytest
 from inventory.instances import instance_spec
 from inventory.registry import exporter_release, load_registry
 from oracle.constructs import has_probe
-from oracle.envs import load_catalog
+from oracle.releases import load_catalog
 from oracle.spec import ProbeSpec
 
 BUNDLES = {b.name: b for b in load_registry()}

@@ -13,9 +13,9 @@ from oracle.envs import (
     deviations_with_evidence,
     ensure_env,
     installed_envs,
-    load_catalog,
     python_ok,
 )
+from oracle.releases import load_catalog
 
 
 def envs_build(

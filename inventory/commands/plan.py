@@ -24,8 +24,8 @@ from inventory.options import (
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import Progress, finish
-from oracle.envs import load_catalog
 from oracle.fixes import FIXES_FILE
+from oracle.releases import load_catalog
 
 
 def plan_cmd(

@@ -12,8 +12,8 @@ from inventory.commands.common import ready, report
 from inventory.options import FromRelease, Json, Markdown, NoCache, Quiet, Registry, ToRelease
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry
-from oracle.envs import load_catalog
 from oracle.fixes import FIXES_FILE
+from oracle.releases import load_catalog
 
 
 def release_notes_cmd(

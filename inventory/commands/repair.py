@@ -18,7 +18,8 @@ from inventory.errors import USER_ERRORS, ExitCode
 from inventory.options import Json, Quiet
 from inventory.output import envelope
 from inventory.terminal import err, labelled, out, progress
-from oracle.envs import load_catalog, python_ok
+from oracle.envs import python_ok
+from oracle.releases import load_catalog
 
 
 def repair_cmd(

@@ -20,7 +20,7 @@ from inventory.options import Json, Quiet, Registry, Runtimes
 from inventory.output import OutputFormat, Renderer
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from inventory.terminal import err, fail, finish, labelled
-from oracle.envs import load_catalog
+from oracle.releases import load_catalog
 
 
 def scan_cmd(

@@ -14,8 +14,8 @@ from inventory.options import FromRelease, Json, NoCache, Quiet, ToRelease
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from inventory.terminal import Progress, finish
-from oracle.envs import load_catalog
 from oracle.fixes import FIXES_FILE
+from oracle.releases import load_catalog
 
 
 def sweep_cmd(

@@ -12,7 +12,8 @@ from inventory.errors import ExitCode, UsageError
 from inventory.options import Quiet, Registry
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import err, finish, out, progress
-from oracle.envs import load_catalog, python_ok
+from oracle.envs import python_ok
+from oracle.releases import load_catalog
 
 
 def trace_cmd(

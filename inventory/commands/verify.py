@@ -19,8 +19,8 @@ from inventory.options import Json, Markdown, NoCache, Quiet, Registry
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import finish
-from oracle.envs import load_catalog
 from oracle.fixes import FIXES_FILE
+from oracle.releases import load_catalog
 
 
 def verify_cmd(

@@ -37,7 +37,7 @@ from inventory.scan.model import (
     Status,
 )
 from inventory.scan.readers import Progress, Readers, scan_bundle
-from oracle.envs import Catalog, EnvError
+from oracle.releases import Catalog, EnvError
 
 
 def scan(paths: list[Path], catalog: Catalog, *, reader: str | None = None,

@@ -17,9 +17,9 @@ from pathlib import Path
 from inventory.registry import Bundle
 from inventory.runtimes import deployment
 from inventory.scan.model import BundleScan, Finding, Status
-from oracle.envs import Catalog
 from oracle.load_check import RuntimeOutcome, run_on
 from oracle.paths import cache_root
+from oracle.releases import Catalog
 from oracle.runtimes import cores, releases_pinning
 from oracle.session import Session
 

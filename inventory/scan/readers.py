@@ -20,8 +20,9 @@ from inventory.scan.bundles import (
 from inventory.scan.ir import absorb
 from inventory.scan.model import BundleError, BundleScan
 from oracle.client import Worker, WorkerFailure
-from oracle.envs import Catalog, Env, EnvError
+from oracle.envs import Env
 from oracle.paths import cache_root
+from oracle.releases import Catalog, EnvError
 from oracle.runtimes import cores as runtime_catalog
 from oracle.session import Session
 

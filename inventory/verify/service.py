@@ -35,8 +35,8 @@ from inventory.release_notes import Sweep, registry_regimes, sweep
 from inventory.trace import trust
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify import chain, explain, forms, whole
-from oracle.envs import Catalog, version_key
 from oracle.fixes import Fix, between
+from oracle.releases import Catalog, version_key
 from oracle.session import Session
 
 REGIONS_SPELLED = 3  # more regions than this are counted by step in the answer line

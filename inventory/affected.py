@@ -7,7 +7,6 @@ bundle's answer says so in one line and points to `plan`, which counts them (iss
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from oracle.constructs import has_probe
 from oracle.envs import Env
 from oracle.fixes import Fix, load_fixes
 from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
+from oracle.progress import Progress
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.runtimes import cores
@@ -314,7 +314,7 @@ def affected(
     policy: Policy,
     to: str | None = None,
     use_cache: bool = True,
-    progress: Callable[[str], None] = lambda _: None,
+    progress: Progress = lambda _: None,
     ignores: list[Ignore] | None = None,
     weights: dict[str, Path] | None = None,
     runtimes: tuple[str, ...] | None = None,

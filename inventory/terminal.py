@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.output import envelope
+from oracle.progress import Progress
 from oracle.settings import check_all
 
 # Bundle names, notes, fix ids and error messages are user text: rich must print them literally
@@ -29,8 +30,6 @@ DEBUG_ENV = "INVENTORY_DEBUG"
 # Fault injection for tests only: INVENTORY_FAULT=internal makes every command raise an unexpected
 # exception where its work starts, to show it ends as one line and exit code 4.
 FAULT_ENV = "INVENTORY_FAULT"
-
-Progress = Callable[[str], None]
 
 
 def fail(message: str, as_json: bool = False, command: str = "") -> None:

@@ -23,13 +23,14 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from oracle.atomic import write_text_atomic
 from oracle.paths import envs_dir
+from oracle.progress import Progress
 from oracle.releases import Catalog, EnvError, Release, base_version, load_catalog
 from oracle.settings import seconds
 
@@ -38,7 +39,6 @@ SHARED_TORCH_PTH = "_inventory_shared_torch.pth"
 # Installed into every environment beside the converter: the worker stores tensors with it.
 WORKER_REQUIREMENTS = ("safetensors",)
 
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ reading a stored result checks the sha256 of every evidence file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -21,11 +21,10 @@ from oracle.client import Pool, Worker
 from oracle.compare import compare
 from oracle.envs import Env, ensure_env, ready_env
 from oracle.paths import cache_root
+from oracle.progress import Progress
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.spec import ProbeSpec
-
-Progress = Callable[[str], None]
 
 
 def _reclaim() -> None:

@@ -8,8 +8,9 @@ from typing import TypeVar
 
 from inventory.options import check_number, check_release
 from inventory.output import OutputFormat, Renderer
-from inventory.terminal import Progress, out, progress, warn
+from inventory.terminal import out, progress, warn
 from oracle.envs import python_ok
+from oracle.progress import Progress
 
 T = TypeVar("T")
 

@@ -23,8 +23,9 @@ from inventory.options import (
 )
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
-from inventory.terminal import Progress, finish
+from inventory.terminal import finish
 from oracle.fixes import FIXES_FILE
+from oracle.progress import Progress
 from oracle.releases import load_catalog
 
 

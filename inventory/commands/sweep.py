@@ -13,8 +13,9 @@ from inventory.errors import ExitCode
 from inventory.options import FromRelease, Json, NoCache, Quiet, ToRelease
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry
-from inventory.terminal import Progress, finish
+from inventory.terminal import finish
 from oracle.fixes import FIXES_FILE
+from oracle.progress import Progress
 from oracle.releases import load_catalog
 
 

@@ -36,7 +36,8 @@ from inventory.scan.model import (
     ScanReport,
     Status,
 )
-from inventory.scan.readers import Progress, Readers, scan_bundle
+from inventory.scan.readers import Readers, scan_bundle
+from oracle.progress import Progress
 from oracle.releases import Catalog, EnvError
 
 

@@ -23,9 +23,8 @@ from typing import Any
 
 from inventory.registry import Bundle
 from inventory.verify import drift, forms, parts, whole
+from oracle.progress import Progress
 from oracle.session import Session
-
-Progress = Callable[[str], None]
 
 
 def _always(_: dict[str, Any]) -> bool:

@@ -14,7 +14,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from oracle.envs import Env
 from oracle.load_check import AssetWorker
 from oracle.normalise import compare_texts, normalise
 from oracle.paths import cache_root, in_store, safe_name
+from oracle.progress import Progress
 from oracle.session import Session
 
 PROGRAM_WORKER = Path(__file__).resolve().parents[2] / "oracle" / "program_worker.py"
@@ -39,7 +39,6 @@ SEED = 20261201
 CONVERT_TIMEOUT = "INVENTORY_VERIFY_CONVERT_TIMEOUT"
 RUN_TIMEOUT = "INVENTORY_VERIFY_RUN_TIMEOUT"
 RECORD = "result.json"
-Progress = Callable[[str], None]
 
 
 class VerifyError(InventoryError):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from oracle.conditions import WeightsError
+from oracle.checkpoint import WeightsError
 from oracle.fixes import FixError
 from oracle.paths import StorePathError
 from oracle.regimes import RegimeError

@@ -23,6 +23,7 @@ from inventory.trace.service import PROJECT_ROOT, export_steps
 from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Region, Side, regions
 from oracle import settings, store
+from oracle.checkpoint import WeightsError
 from oracle.client import Worker, WorkerFailure
 from oracle.envs import Env
 from oracle.load_check import AssetWorker
@@ -43,10 +44,6 @@ RECORD = "result.json"
 
 class VerifyError(InventoryError):
     """The whole bundle could not be built; one line for the user."""
-
-
-class WeightsError(InventoryError):
-    """`--weights` names a checkpoint the module cannot take; one line, exit 2."""
 
 
 class ProgramWorker(Worker):

@@ -160,3 +160,12 @@ def test_no_module_imports_click():
     users = sorted(m for m, p in MODULES.items()
                    if any(i.split(".")[0] == "click" for i in _imports(p, False)))
     assert not users
+
+
+def test_no_shipped_module_reads_a_fault_injection_variable():
+    """Faults no real input provokes are injected by test doubles (tests/doubles/), never by a
+    variable the product reads."""
+    readers = sorted(m for m, p in MODULES.items()
+                     if any(v in p.read_text() for v in ("INVENTORY_FAULT",
+                                                         "INVENTORY_WORKER_FAULT")))
+    assert not readers

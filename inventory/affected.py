@@ -7,119 +7,34 @@ bundle's answer says so in one line and points to `plan`, which counts them (iss
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
+from inventory.answers import AffectedReport, BundleAnswer, ConditionFinding, ProbeAnswer
 from inventory.attribution import Step, locate, own_step, step_line
 from inventory.errors import UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.instances import instance_spec
 from inventory.loads import LoadAnswer, answer_load
 from inventory.policy import Policy
+from inventory.record_kinds import asset_answer, asset_spec, pipeline_answer
 from inventory.registry import Bundle, Instance, exporter_release
-from inventory.release_notes import StepSweeps, Unrecorded, sweep_steps
+from inventory.release_notes import StepSweeps, sweep_steps
 from inventory.runtimes import Deployment, deployment
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.checkpoint import Checkpoint, instance_tensors
-from oracle.conditions import Condition, ConditionCheck, check, load_conditions
+from oracle.conditions import Condition, check, load_conditions
 from oracle.constructs import get as construct_of
 from oracle.constructs import has_probe
-from oracle.envs import Catalog, Env, EnvError, version_key
+from oracle.envs import Env
 from oracle.fixes import Fix, load_fixes
 from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
+from oracle.progress import Progress
+from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.runtimes import cores
 from oracle.session import Session
 from oracle.spec import ProbeSpec
-
-__all__ = ["AffectedReport", "Analyzer", "BundleAnswer", "ProbeAnswer", "UsageError", "affected",
-           "instance_spec"]
-
-
-@dataclass(frozen=True)
-class ProbeAnswer:
-    instance: Instance
-    spec: ProbeSpec
-    result: ProbeResult | None
-    verdict: ProbeVerdict
-    # measured with this traced module's own tensors from the bundle's checkpoint (--weights)
-    module: str = ""
-    # when the program changes between the exporter and the target: each release step's
-    # comparison (issue #11), so a change is credited to the step it happens in
-    steps: tuple[Step, ...] = ()
-    # the exporter -> target verdict, when this fix's own step leaves the program unchanged
-    # (the change happens in another step: `verdict` is then this fix's step's)
-    elsewhere: ProbeVerdict | None = None
-
-    @property
-    def changed_in(self) -> tuple[Step, ...]:
-        return tuple(s for s in self.steps if s.changed)
-
-
-@dataclass(frozen=True)
-class ConditionFinding:
-    """A verdict that changes with parameter values: trained-looking vs adversarial."""
-
-    instance: Instance
-    condition: Condition
-    trained: ProbeAnswer
-    adversarial: ProbeAnswer
-    check: ConditionCheck | None  # against the bundle's own weights, when given
-
-    @property
-    def decided(self) -> ProbeAnswer:
-        """The answer that applies to this bundle: adversarial only if its weights say so."""
-        if self.check is not None and self.check.holds:
-            return self.adversarial
-        return self.trained
-
-
-@dataclass(frozen=True)
-class BundleAnswer:
-    bundle: str
-    exporter: str  # the exporter release the answer used
-    exporter_recorded: str  # what the registry says (may be "unknown")
-    exporter_source: str
-    instances: tuple[Instance, ...]
-    probes: tuple[ProbeAnswer, ...]
-    verdict: Verdict
-    reexport: Reexport
-    reason: str
-    chain: tuple[str, ...]
-    runtimes: tuple[str, ...] = field(default=())
-    conditions: tuple[ConditionFinding, ...] = field(default=())
-    deployment: Deployment | None = None  # the runtimes the bundle must load on
-    load: LoadAnswer | None = None  # question 2, when this answer rests on it (asset records)
-    # changes of the bundle's instances in the fix's own step that no record of the step
-    # explains (the registry sweep): said in one line, never counted in this fix's answer
-    unrecorded: tuple[Unrecorded, ...] = ()
-    unrecorded_line: str = ""
-    # a pipeline record answered on the bundle's own whole program (its step's regions of the
-    # optimizer stage and drift, `inventory.record_kinds.whole_program`); None: the asset probe
-    whole_program: dict | None = None
-
-    @property
-    def remedies(self) -> tuple[str, ...]:
-        return self.load.remedies if self.load is not None and self.reexport != Reexport.NO \
-            else ()
-
-
-@dataclass(frozen=True)
-class AffectedReport:
-    fix: Fix
-    to: str
-    bundles: tuple[BundleAnswer, ...]
-    ignored: dict[str, Ignore] = field(default_factory=dict)  # bundle -> accepted risk
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def runtimes(self) -> tuple[str, ...]:
-        return tuple(sorted({r for b in self.bundles for r in b.runtimes}))
-
-    @property
-    def reexport(self) -> Reexport:
-        return worst(b.reexport for b in self.bundles if b.bundle not in self.ignored)
 
 
 class Analyzer:
@@ -154,8 +69,6 @@ class Analyzer:
     def load_check(self, bundle: Bundle, release: str) -> LoadCheck:
         """The asset `release` writes for a probe shaped like the bundle, on every runtime of
         the catalog (deployments pick from it; one stored check serves them all)."""
-        from inventory.record_kinds import asset_spec
-
         spec = asset_spec(bundle)
         key = (release, spec.key())
         if key not in self._load_checks:
@@ -183,8 +96,6 @@ class Analyzer:
 
     def answer(self, bundle: Bundle, fix: Fix, target: str) -> BundleAnswer:
         if fix.kind == "asset":
-            from inventory.record_kinds import asset_answer
-
             return asset_answer(self, bundle, fix, target)
         recorded = bundle.exporter.converter
         chain: list[str] = []
@@ -215,8 +126,6 @@ class Analyzer:
             return done(Verdict.NOT_AFFECTED, Reexport.NO,
                         f"fix {fix.label} ships in {fix.ships_in}; already in {exporter}")
         if fix.kind == "pipeline":
-            from inventory.record_kinds import pipeline_answer
-
             return pipeline_answer(self, bundle, fix, exporter, chain, done)
         looked_for = set(bundle.trace.get("detected", []))
         unseen = [c for c in fix.constructs if c not in looked_for]
@@ -251,11 +160,11 @@ class Analyzer:
                 probes.extend(own)
                 measured_lines += _measured_lines(instance, own, weights)
                 continue
-            trained = self._credit(self._probe(bundle, instance, old_env, new_env), fix)
+            trained = self._credit(self.probe(bundle, instance, old_env, new_env), fix)
             decided = trained
             for condition in self.conditions.get(instance.kind, []):
                 variant = self._credit(
-                    self._probe(bundle, instance, old_env, new_env, condition), fix)
+                    self.probe(bundle, instance, old_env, new_env, condition), fix)
                 if _rank(variant) >= _rank(trained):
                     continue  # these values do not make it worse: no condition
                 weights = self.weights.get(bundle.name)
@@ -299,9 +208,9 @@ class Analyzer:
         return done(deciding.verdict.verdict, level, reason, tuple(probes), runtimes,
                     tuple(findings))
 
-    def _probe(self, bundle: Bundle, instance: Instance, old_env: Env, new_env: Env,
-               condition: Condition | None = None, spec: ProbeSpec | None = None
-               ) -> ProbeAnswer:
+    def probe(self, bundle: Bundle, instance: Instance, old_env: Env, new_env: Env,
+              condition: Condition | None = None, spec: ProbeSpec | None = None
+              ) -> ProbeAnswer:
         spec = spec or instance_spec(bundle, instance, condition.params if condition else None)
         values = f"values: {condition.name}" if condition else "trained-looking values"
         self.progress(f"{bundle.name}: {spec.label()} ({values}) under "
@@ -405,7 +314,7 @@ def affected(
     policy: Policy,
     to: str | None = None,
     use_cache: bool = True,
-    progress: Callable[[str], None] = lambda _: None,
+    progress: Progress = lambda _: None,
     ignores: list[Ignore] | None = None,
     weights: dict[str, Path] | None = None,
     runtimes: tuple[str, ...] | None = None,

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from oracle.envs import Catalog, EnvError, version_key
 from oracle.fixes import Fix, between
+from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import Identity, ProbeResult
 from oracle.session import Session
 from oracle.spec import ProbeSpec

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from oracle.conditions import WeightsError
-from oracle.envs import EnvError
+from oracle.checkpoint import WeightsError
 from oracle.fixes import FixError
 from oracle.paths import StorePathError
 from oracle.regimes import RegimeError
+from oracle.releases import EnvError
 from oracle.schema import DataFileError
 from oracle.settings import SettingError
 

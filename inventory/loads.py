@@ -17,8 +17,8 @@ from inventory.registry import UNKNOWN, Bundle
 from inventory.runtimes import Deployment
 from inventory.verdict import Reexport, Verdict
 from oracle.asset_probe import LABEL
-from oracle.envs import Catalog, version_key
 from oracle.load_check import LoadCheck, RuntimeOutcome
+from oracle.releases import Catalog, version_key
 
 # What `inventory repair` rewrites: a runtime refusing an asset's locations is what it repairs.
 REPAIRABLE = "versioned location"

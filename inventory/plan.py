@@ -10,12 +10,12 @@ what would ship into a "no" (issue #29).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from inventory.affected import Analyzer, BundleAnswer
+from inventory.affected import Analyzer
+from inventory.answers import BundleAnswer
 from inventory.attribution import Step, release_steps
 from inventory.errors import InputFileError, UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
@@ -24,9 +24,10 @@ from inventory.policy import Policy
 from inventory.registry import Bundle, exporter_release
 from inventory.release_notes import StepSweeps, Unrecorded, sweep_steps
 from inventory.verdict import IGNORED, ProbeVerdict, Reexport, Verdict, judge, rank, worst
-from oracle.envs import Catalog, EnvError, version_key
 from oracle.fixes import Fix, between
 from oracle.inputfile import read_text
+from oracle.progress import Progress
+from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.session import Session, opened
 
@@ -172,7 +173,7 @@ class Plan:
 
 def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, policy: Policy,
          ignores: list[Ignore] | None = None, use_cache: bool = True,
-         progress: Callable[[str], None] = lambda _: None,
+         progress: Progress = lambda _: None,
          runtimes: tuple[str, ...] | None = None, session: Session | None = None) -> Plan:
     """`session`: a caller's open session, whose stored results are then read once for several
     plans (e.g. the same bundles under several fix databases)."""
@@ -231,7 +232,7 @@ def _range(bundle: Bundle, to: str, catalog: Catalog) -> list[tuple[str, str]]:
 
 def _sweep(bundles: list[Bundle], ranges: dict[str, list[tuple[str, str]]], fixes: list[Fix],
            catalog: Catalog, policy: Policy, use_cache: bool,
-           progress: Callable[[str], None], session: Session) -> StepSweeps:
+           progress: Progress, session: Session) -> StepSweeps:
     """Each step any bundle crosses, swept over the instances of the bundles that cross it."""
     wanted: dict[tuple[str, str], list[Bundle]] = {}
     for bundle in bundles:

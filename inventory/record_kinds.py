@@ -18,13 +18,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from inventory.affected import BundleAnswer
+from inventory.answers import BundleAnswer
 from inventory.attribution import own_step
 from inventory.registry import UNKNOWN, Bundle, Instance
 from inventory.verdict import Reexport, Verdict
 from oracle import asset_probe
-from oracle.envs import EnvError, version_key
 from oracle.fixes import Fix
+from oracle.releases import EnvError, version_key
 from oracle.session import Session
 from oracle.spec import ProbeSpec
 
@@ -62,8 +62,8 @@ def pipeline_answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, exporter: str,
         return _on_whole_program(analyzer, bundle, fix, whole, chain, done)
     chain.append(f"not answered on the bundle's own program: {why_not}; the asset probe "
                  "stands in, and it holds none of the bundle's own patterns")
-    answer = analyzer._probe(bundle, asset_instance(bundle), old_env, new_env,  # noqa: SLF001
-                             spec=asset_spec(bundle))
+    answer = analyzer.probe(bundle, asset_instance(bundle), old_env, new_env,
+                            spec=asset_spec(bundle))
     chain.append(f"{answer.spec.label()} (the asset probe: {asset_probe.LABEL}, the bundle's "
                  f"dtype and pipeline): {answer.verdict.verdict} - {answer.verdict.reason}")
     m = answer.result.measurement if answer.result else None

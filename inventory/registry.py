@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from inventory.errors import RegistryError
-from oracle.envs import Catalog, EnvError, load_catalog
+from oracle.releases import Catalog, EnvError, load_catalog
 from oracle.runtimes import cores, parse_runtime
 from oracle.schema import DECOMPOSITIONS, SHAPES, Fields
 from oracle.spec import Pipeline

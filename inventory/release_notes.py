@@ -11,7 +11,6 @@ read, so the four agree on what no record explains for the same step and fix dat
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from inventory.attribution import (
@@ -30,10 +29,11 @@ from inventory.registry import UNKNOWN, Bundle
 from inventory.verdict import ProbeVerdict, judge
 from oracle import asset_probe
 from oracle.constructs import has_probe
-from oracle.envs import Catalog, EnvError, version_key
 from oracle.fixes import Fix, between
 from oracle.load_check import LoadCheck, load_check
+from oracle.progress import Progress
 from oracle.regimes import Regime, for_constructs
+from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import Identity, ProbeResult
 from oracle.runtimes import cores
 from oracle.session import Session, opened
@@ -197,7 +197,7 @@ def _check_pair(old: str, new: str, catalog: Catalog) -> None:
 
 
 def _run(regimes: list[Regime], old: str, new: str, catalog: Catalog, policy: Policy,
-         use_cache: bool, progress: Callable[[str], None],
+         use_cache: bool, progress: Progress,
          session: Session | None = None) -> dict[str, RegimeOutcome]:
     out: dict[str, RegimeOutcome] = {}
     with opened(session, catalog, progress) as session:
@@ -237,7 +237,7 @@ def _regimes_of(fix: Fix, regimes: list[Regime]) -> list[Regime]:
 
 
 def _load_checks(old: str, new: str, catalog: Catalog, use_cache: bool,
-                 progress: Callable[[str], None]) -> tuple[tuple[LoadCheck, LoadCheck], ...]:
+                 progress: Progress) -> tuple[tuple[LoadCheck, LoadCheck], ...]:
     out = []
     with Session(catalog, progress) as session:
         envs = (session.env(old), session.env(new))
@@ -252,7 +252,7 @@ def _load_checks(old: str, new: str, catalog: Catalog, use_cache: bool,
 def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
                   bundles: list[Bundle], catalog: Catalog, policy: Policy,
                   use_cache: bool = True,
-                  progress: Callable[[str], None] = lambda _: None) -> ReleaseNotes:
+                  progress: Progress = lambda _: None) -> ReleaseNotes:
     _check_pair(old, new, catalog)
     pairs = release_steps(catalog, old, new)
     # what `plan` lists as unexplained for these steps: a step that cannot be swept fails the
@@ -285,7 +285,7 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
 
 def _located(outcomes: dict[str, RegimeOutcome], old: str, new: str, fixes: list[Fix],
              catalog: Catalog, use_cache: bool,
-             progress: Callable[[str], None]) -> dict[str, tuple[Step, ...]]:
+             progress: Progress) -> dict[str, tuple[Step, ...]]:
     """Over a range of several release steps, each changed regime compared step by step, so a
     change is credited only to the records of the step it happens in."""
     changed = [o for o in outcomes.values() if program_changed(o.result)]
@@ -317,7 +317,7 @@ def registry_regimes(bundles: list[Bundle]) -> list[Regime]:
 
 def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: Catalog,
           policy: Policy, use_cache: bool = True,
-          progress: Callable[[str], None] = lambda _: None, source: str = "library",
+          progress: Progress = lambda _: None, source: str = "library",
           session: Session | None = None) -> Sweep:
     _check_pair(old, new, catalog)
     outcomes = _run(regimes, old, new, catalog, policy, use_cache, progress, session)
@@ -356,7 +356,7 @@ class StepSweeps:
 
 def sweep_steps(wanted: dict[tuple[str, str], list[Bundle]], fixes: list[Fix],
                 catalog: Catalog, policy: Policy, use_cache: bool = True,
-                progress: Callable[[str], None] = lambda _: None,
+                progress: Progress = lambda _: None,
                 session: Session | None = None,
                 after_worker_failure: bool = False) -> StepSweeps:
     """`sweep --registry` of each consecutive release step over the traced instances of the

@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,14 +35,15 @@ from inventory.scan.bundles import check_program, read_metadata
 from inventory.scan.loads import REPAIR_KEY
 from inventory.scan.model import BundleError
 from inventory.scan.readers import ScanWorker
-from oracle.envs import Catalog, Env, EnvError
+from oracle.envs import Env
 from oracle.load_check import RuntimeOutcome, asset_workers, run_on
 from oracle.paths import safe_name
+from oracle.progress import Progress
+from oracle.releases import Catalog, EnvError
 from oracle.runtimes import cores
 from oracle.session import Session
 from oracle.store import RESULT_FILE, building, manifest, results_root
 
-Progress = Callable[[str], None]
 SEED = 0
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inventory.registry import Bundle, RegistryError
-from oracle.envs import Catalog, EnvError
+from oracle.releases import Catalog, EnvError
 from oracle.runtimes import at_or_above, cores, parse_runtime, pinned_core, runtime_label
 
 DEFAULT_RULE = ("every runtime in the catalog at or above the coreai-core the target release "

@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.output import envelope
+from oracle.progress import Progress
 from oracle.settings import check_all
 
 # Bundle names, notes, fix ids and error messages are user text: rich must print them literally
@@ -26,11 +27,6 @@ err = Console(stderr=True, **_LITERAL)
 out = Console(**_LITERAL) if Console().is_terminal else Console(width=150, **_LITERAL)
 # INVENTORY_DEBUG=1: an internal error also prints its traceback (still exit code 4).
 DEBUG_ENV = "INVENTORY_DEBUG"
-# Fault injection for tests only: INVENTORY_FAULT=internal makes every command raise an unexpected
-# exception where its work starts, to show it ends as one line and exit code 4.
-FAULT_ENV = "INVENTORY_FAULT"
-
-Progress = Callable[[str], None]
 
 
 def fail(message: str, as_json: bool = False, command: str = "") -> None:
@@ -69,8 +65,6 @@ def answering(command: str, as_json: bool = False) -> Iterator[None]:
     """Turn any user error raised inside into one line and exit code 2, and anything unexpected
     into one line and exit code 4 (never 1, which is a finding)."""
     try:
-        if os.environ.get(FAULT_ENV) == "internal":
-            raise RuntimeError(f"injected fault [/x] ({FAULT_ENV}=internal, tests only)")
         yield
     except USER_ERRORS as exc:
         fail(str(exc), as_json, command)

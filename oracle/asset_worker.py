@@ -35,7 +35,7 @@ from pathlib import Path
 
 # The shared helpers sit beside this file; import them without the rest of the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from oracle.worker_io import logged, one_line, serve  # noqa: E402
+from oracle.worker_io import logged, mlir_module, one_line, serve  # noqa: E402
 
 # Integer inputs are drawn below this bound, so token ids and indices stay in range for any
 # vocabulary or table a real model holds.
@@ -201,14 +201,6 @@ def run(asset: Path, out: Path, seed: int, execute: bool, inputs: str | None) ->
 # ---- strip: every location becomes a debuginfo location -------------------------------------
 
 
-def _mlir_module(program):
-    """The MLIR module under an AIProgram: `_mlir_module` up to 1.0.0b2, `_module` from b3."""
-    module = getattr(program, "_mlir_module", None)
-    if module is None:
-        module = program._module._mlir_module  # noqa: SLF001 - 1.0.0b3 wraps an authoring Module
-    return module
-
-
 def _kind(location) -> str:
     text = str(location)
     for prefix, kind in (("#debuginfo.location", "debuginfo"), ("loc(fused", "fused"),
@@ -253,7 +245,7 @@ def strip(asset_path: Path, out: Path, log: Path) -> dict:
             asset = AIModelAsset.load(asset_path)
             metadata = asset.metadata
             program = asset.program
-            module = _mlir_module(program)
+            module = mlir_module(program)
             before: dict[str, int] = {}
             after: dict[str, int] = {}
             counts = {"ops": 0, "block_args": 0, "op_ids_kept": 0}

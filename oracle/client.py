@@ -22,8 +22,9 @@ import threading
 import weakref
 from pathlib import Path
 
-from oracle.envs import Env, EnvError
+from oracle.envs import Env
 from oracle.paths import cache_root
+from oracle.releases import EnvError
 from oracle.settings import seconds
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")

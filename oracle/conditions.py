@@ -16,7 +16,7 @@ from oracle.schema import DataFileError, Fields, unique
 from oracle.tomlfile import read_toml
 
 CONDITIONS_FILE = Path(__file__).with_name("conditions.toml")
-__all__ = ["Condition", "ConditionCheck", "WeightsError", "check", "load_conditions"]
+__all__ = ["Condition", "ConditionCheck", "check", "load_conditions"]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Converter environments: one isolated virtualenv per coreai-torch release.
+"""Converter environments: one isolated virtualenv per coreai-torch release of the catalog
+(`oracle/releases.py`).
 
 Every environment shares one torch: a `--target` install of the pinned torch wheel that each
 environment sees through a `.pth` file, so the converter (and its pinned coreai-core) is the only
@@ -18,90 +19,26 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from oracle.atomic import write_text_atomic
 from oracle.paths import envs_dir
-from oracle.schema import Fields
+from oracle.progress import Progress
+from oracle.releases import Catalog, EnvError, Release, base_version, load_catalog
 from oracle.settings import seconds
-from oracle.tomlfile import read_toml
 
-CATALOG_FILE = Path(__file__).with_name("converters.toml")
 MANIFEST = "inventory-env.json"
 SHARED_TORCH_PTH = "_inventory_shared_torch.pth"
 # Installed into every environment beside the converter: the worker stores tensors with it.
 WORKER_REQUIREMENTS = ("safetensors",)
 
-Progress = Callable[[str], None]
-
-
-class EnvError(Exception):
-    """An environment could not be built or used; the message is one line for the user."""
-
-
-@dataclass(frozen=True)
-class Release:
-    converter: str
-    core: str
-    extra: tuple[str, ...]
-
-
-def _base(version: str) -> str:
-    """A version without its local label ("2.13.0+cpu" -> "2.13.0")."""
-    return version.split("+")[0]
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    """Order releases numerically ("0.4.10" after "0.4.9")."""
-    return tuple(int(p) for p in version.split(".") if p.isdigit())
-
-
-@dataclass(frozen=True)
-class TorchCheck:
-    """A measurement of the shared torch against another one (`[torch.checked."V"]`, written by
-    scripts/torch-sensitivity): the evidence a deviation from a converter's declared torch cites."""
-
-    torch: str  # the other torch (an exporter's)
-    against: str  # the shared torch it was compared with
-    converters: tuple[str, ...]
-    probes: int
-    identical: int
-    evidence: str
-
-    def cited(self) -> str:
-        return (f"measured: torch {self.against} and {self.torch} give the same program for "
-                f"{self.identical} of {self.probes} registry probes under coreai-torch "
-                f"{', '.join(self.converters)} ({self.evidence})")
-
-
-@dataclass(frozen=True)
-class Catalog:
-    torch: str
-    releases: dict[str, Release]
-    checked: tuple[TorchCheck, ...] = ()
-
-    def torch_checks(self, converter: str) -> list[TorchCheck]:
-        return [c for c in self.checked if converter in c.converters]
-
-    def oldest(self) -> str:
-        return min(self.releases, key=version_key)
-
-    def release(self, version: str) -> Release:
-        try:
-            return self.releases[version]
-        except KeyError:
-            known = ", ".join(sorted(self.releases))
-            raise EnvError(
-                f"coreai-torch {version} is not a supported release (known: {known})"
-            ) from None
 
 
 @dataclass(frozen=True)
@@ -122,44 +59,6 @@ class Env:
     @property
     def runtime(self) -> str:
         return f"linux-cpu, coreai-core {self.packages.get('coreai-core', self.core)}"
-
-
-def load_catalog(path: Path = CATALOG_FILE) -> Catalog:
-    """The releases the oracle can build, each value checked (oracle.schema): a release named
-    other than as digits and dots, a missing core or a value of the wrong type is one line."""
-    data = read_toml(path, EnvError)
-    fields = Fields(path, EnvError)
-    fields.keys(data, ("torch", "converters"), "the file")
-    torch = fields.table(data, "torch", "", required=True)
-    fields.keys(torch, ("version", "checked"), "[torch]")
-    releases: dict[str, Release] = {}
-    for version, entry in fields.table(data, "converters", "", required=True).items():
-        where = f"[converters.{version!r}]"
-        if not re.fullmatch(r"\d+(\.\d+)+", version):
-            fields.problem(f"{where}: a release is digits and dots (e.g. \"0.4.2\"), "
-                           f"not {version!r}")
-        if not isinstance(entry, dict):
-            fields.fail("", where, "a table", entry)
-        fields.keys(entry, ("core", "extra"), where)
-        releases[version] = Release(version, fields.line(entry, "core", where),
-                                    fields.strings(entry, "extra", where))
-    if not releases:
-        fields.problem("no [converters.\"<release>\"] tables")
-    checked = []
-    for version, entry in fields.table(torch, "checked", "[torch]").items():
-        where = f"[torch.checked.{version!r}]"
-        if not isinstance(entry, dict):
-            fields.fail("", where, "a table", entry)
-        fields.keys(entry, ("against", "converters", "probes", "identical", "evidence"), where)
-        checked.append(TorchCheck(
-            version, fields.line(entry, "against", where),
-            fields.choices(entry, "converters", where, releases, "releases in converters.toml",
-                           required=True),
-            fields.integer(entry, "probes", where, None, 0, 1_000_000),
-            fields.integer(entry, "identical", where, None, 0, 1_000_000),
-            fields.text(entry, "evidence", where)))
-    return Catalog(torch=fields.line(torch, "version", "[torch]"), releases=releases,
-                   checked=tuple(checked))
 
 
 def lock_timeout() -> float:
@@ -471,7 +370,7 @@ def _build(
         for req in check["unsatisfied"]
     ]
     deviations += [c.cited() for c in catalog.torch_checks(release.converter)
-                   if deviations and _base(c.against) == _base(check["torch"])]
+                   if deviations and base_version(c.against) == base_version(check["torch"])]
     if packages.get("coreai-core") != release.core:
         raise EnvError(
             f"coreai-torch {release.converter}: expected coreai-core {release.core}, "
@@ -541,8 +440,8 @@ def deviations_with_evidence(env: Env, catalog: Catalog) -> list[str]:
     out = list(env.deviations)
     torch_deviation = any("without dependency resolution" in d for d in out)
     for c in catalog.torch_checks(env.converter):
-        if torch_deviation and _base(c.against) == _base(env.packages.get("torch", "")) \
-                and c.cited() not in out:
+        torch = base_version(env.packages.get("torch", ""))
+        if torch_deviation and base_version(c.against) == torch and c.cited() not in out:
             out.append(c.cited())
     return out
 
@@ -574,13 +473,9 @@ def python_ok() -> None:
 
 
 __all__ = [
-    "Catalog",
     "Env",
-    "EnvError",
-    "Release",
     "ensure_env",
     "ensure_venv",
     "installed_envs",
-    "load_catalog",
     "ready_env",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracle.envs import load_catalog, version_key
+from oracle.releases import load_catalog, version_key
 from oracle.schema import Fields, construct_kinds, unique
 from oracle.tomlfile import read_toml
 

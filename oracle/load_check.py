@@ -25,16 +25,19 @@ import re
 import shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oracle import store
 from oracle.client import EnvironmentFault, Pool, Worker, WorkerFailure
-from oracle.envs import Env, EnvError
+from oracle.envs import Env
 from oracle.paths import in_store, safe_name
+from oracle.releases import EnvError
 from oracle.runtimes import runtime_label
-from oracle.session import Session
 from oracle.spec import Pipeline, ProbeSpec
 from oracle.store import results_root
+
+if TYPE_CHECKING:
+    from oracle.session import Session
 
 ASSET_WORKER_SCRIPT = Path(__file__).with_name("asset_worker.py")
 _CODE_FILES = ("asset_worker.py", "asset_probe.py", "worker.py", "worker_io.py", "probes.py",

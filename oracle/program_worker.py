@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from oracle.memory import peak_mb, reset_peak  # noqa: E402
 from oracle.worker import _decomposed, _fail, _versions  # noqa: E402
-from oracle.worker_io import logged, serve  # noqa: E402
+from oracle.worker_io import logged, mlir_module, serve  # noqa: E402
 
 _BLOB = re.compile(r'"0x([0-9A-Fa-f]{97,})"')
 _LONG = 96  # as normalise: shorter literals are kept as they are
@@ -69,18 +69,11 @@ class _DigestingWriter:
         self._file.close()
 
 
-def _mlir_module(prog):
-    """The program's MLIR module: held by the program itself up to coreai-core 1.0.0b2, by its
-    authoring module in 1.0.0b3 (`AIProgram._module`)."""
-    held = getattr(prog, "_mlir_module", None)
-    return held if held is not None else prog._module._mlir_module  # noqa: SLF001
-
-
 def _print(prog, path: Path, located: bool) -> None:
     writer = _DigestingWriter(path)
     try:
         # The module's own printer, streamed: never one string of the whole program.
-        _mlir_module(prog).operation.print(file=writer, enable_debug_info=located)
+        mlir_module(prog).operation.print(file=writer, enable_debug_info=located)
     finally:
         writer.close()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from oracle.envs import Catalog, EnvError, version_key
+from oracle.releases import Catalog, EnvError, version_key
 
 
 def cores(catalog: Catalog) -> list[str]:

@@ -36,7 +36,7 @@ FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
 
 # The shared helpers sit beside this file; import them without the rest of the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from oracle.worker_io import logged, one_line, serve  # noqa: E402
+from oracle.worker_io import logged, mlir_module, one_line, serve  # noqa: E402
 
 
 def _versions() -> dict[str, str]:
@@ -50,14 +50,6 @@ def _versions() -> dict[str, str]:
 
 
 # ---- IR helpers --------------------------------------------------------------------------------
-
-
-def _mlir_module(program):
-    """The MLIR module under an AIProgram: `_mlir_module` up to 1.0.0b2, `_module` from b3."""
-    module = getattr(program, "_mlir_module", None)
-    if module is None:
-        module = program._module._mlir_module  # noqa: SLF001 - 1.0.0b3 wraps an authoring Module
-    return module
 
 
 def _attr(op, name: str):
@@ -355,7 +347,7 @@ def read(bundle: Path, log: Path) -> dict:
             asset = AIModelAsset.load(bundle)
             metadata = _metadata(asset)
             stage = "parse"
-            module = _mlir_module(asset.program)
+            module = mlir_module(asset.program)
             stage = "walk"
             with module.context:
                 inline: list = []

@@ -11,26 +11,25 @@ reading a stored result checks the sha256 of every evidence file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from oracle import store
+from oracle.cache import reclaim
 from oracle.client import Pool, Worker
 from oracle.compare import compare
-from oracle.envs import Catalog, Env, EnvError, ensure_env, ready_env, version_key
+from oracle.envs import Env, ensure_env, ready_env
 from oracle.paths import cache_root
+from oracle.progress import Progress
+from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.spec import ProbeSpec
-
-Progress = Callable[[str], None]
 
 
 def _reclaim() -> None:
     """Remove what a run killed with SIGKILL left in the store (its temp folders, its workers'
     temp folders): the next run reclaims it, not only `cache prune`."""
-    from oracle.cache import reclaim  # not at module level: oracle.cache imports this module
-
     # a store that cannot be written is said where a result is written, not here
     with suppress(OSError):
         reclaim()

@@ -25,8 +25,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from oracle.envs import Env, EnvError
+from oracle.envs import Env
 from oracle.paths import cache_root, in_store, safe_name
+from oracle.releases import EnvError
 from oracle.results import ProbeResult, from_json, to_json
 from oracle.spec import ProbeSpec
 

@@ -33,8 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from oracle.worker_io import logged, one_line, serve  # noqa: E402
 
-FAULT = os.environ.get("INVENTORY_WORKER_FAULT", "")  # fault injection for tests, see README
-
 
 def _versions() -> dict[str, str]:
     out = {"python": sys.version.split()[0]}
@@ -68,12 +66,6 @@ def convert(spec: dict, out: Path) -> dict:
 
     out.mkdir(parents=True, exist_ok=True)
     with logged(out / "convert.log"):
-        if FAULT == "crash":
-            os.abort()
-        if FAULT == "hang":
-            import time
-
-            time.sleep(3600)
         import coreai_torch
         from coreai_torch import TorchConverter
 

@@ -1,4 +1,6 @@
-"""What both in-environment scripts (worker.py, scan_worker.py) need: stdlib only.
+"""What the in-environment scripts (worker.py, scan_worker.py, asset_worker.py,
+program_worker.py) share: the request loop, per-request logs, one-line errors, and the MLIR
+module under a program. Stdlib only (coreai is reached through the objects passed in).
 
 Kept beside them so each script imports it without the rest of the project.
 """
@@ -57,3 +59,11 @@ def serve(handle: Callable[[dict], dict]) -> None:
                       "traceback": traceback.format_exc()}
         answer["id"] = request.get("id")
         protocol.write(json.dumps(answer) + "\n")
+
+
+def mlir_module(program):
+    """The MLIR module under an AIProgram: `_mlir_module` up to 1.0.0b2, `_module` from b3."""
+    module = getattr(program, "_mlir_module", None)
+    if module is None:
+        module = program._module._mlir_module  # noqa: SLF001 - 1.0.0b3 wraps an authoring Module
+    return module

@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from oracle import asset_probe  # noqa: E402
-from oracle.envs import load_catalog, version_key  # noqa: E402
 from oracle.load_check import load_check  # noqa: E402
+from oracle.releases import load_catalog, version_key  # noqa: E402
 from oracle.runtimes import cores  # noqa: E402
 from oracle.session import Session  # noqa: E402
 from oracle.spec import Pipeline, ProbeSpec  # noqa: E402

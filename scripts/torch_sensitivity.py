@@ -42,15 +42,9 @@ from inventory.trace.service import HEADER  # noqa: E402
 from oracle.client import Pool  # noqa: E402
 from oracle.compare import compare  # noqa: E402
 from oracle.constructs import has_probe  # noqa: E402
-from oracle.envs import (  # noqa: E402
-    CATALOG_FILE,
-    Env,
-    ensure_env,
-    ensure_env_on_torch,
-    load_catalog,
-    torch_install,
-)
+from oracle.envs import Env, ensure_env, ensure_env_on_torch, torch_install  # noqa: E402
 from oracle.paths import cache_root  # noqa: E402
+from oracle.releases import CATALOG_FILE, load_catalog  # noqa: E402
 from oracle.results import Identity  # noqa: E402
 
 

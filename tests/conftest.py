@@ -17,13 +17,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from doubles import faults
 
 from oracle.client import Pool
-from oracle.envs import Env, EnvError, ensure_env, load_catalog, version_key
+from oracle.envs import Env, ensure_env
 from oracle.paths import envs_dir
+from oracle.releases import EnvError, load_catalog, version_key
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "schemas"
+
+# The fault doubles (tests/doubles/faults.py): INVENTORY_FAULT and INVENTORY_WORKER_FAULT, read by
+# test code only, act in this process; a process a test starts gets them with `faults.fault_env`.
+faults.install()
 
 
 def in_ci() -> bool:

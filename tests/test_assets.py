@@ -12,9 +12,9 @@ from cli import Ran, invoke
 
 from oracle import asset_probe
 from oracle.cache import prune
-from oracle.envs import load_catalog
 from oracle.load_check import load_check, load_stored
 from oracle.paths import envs_dir
+from oracle.releases import load_catalog
 from oracle.runtimes import cores
 from oracle.session import Session
 from oracle.spec import Pipeline, ProbeSpec

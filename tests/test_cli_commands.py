@@ -13,6 +13,7 @@ from pathlib import Path
 
 import tomli_w
 from cli import Ran, invoke, spawn
+from doubles.faults import fault_env
 
 from oracle.paths import envs_dir
 
@@ -66,8 +67,8 @@ def test_a_hung_worker_is_killed_after_the_timeout_the_environment_sets(converte
     cache = private_cache(tmp_path)
     # a process of its own: the worker timeout is read when the client module is imported
     proc = spawn("affected", "--fix", "40", "--registry", str(_registry(tmp_path)), "--json",
-                 "-q", INVENTORY_CACHE=str(cache), INVENTORY_WORKER_FAULT="hang",
-                 INVENTORY_WORKER_TIMEOUT="3")
+                 "-q", INVENTORY_CACHE=str(cache), INVENTORY_WORKER_TIMEOUT="3",
+                 **fault_env(INVENTORY_WORKER_FAULT="hang"))
     assert proc.returncode == 3, proc.stderr
     (probe,) = json.loads(proc.stdout)["bundles"][0]["probes"]
     assert probe["verdict"] == "inconclusive"

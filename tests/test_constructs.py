@@ -49,7 +49,7 @@ def test_construct_is_complete(kind: str):
         "input_shape", "input_shapes", "output_shape", "mask_shape", "repeats", "graph_dim",
         "dim", "op", "shape"}, f"{kind}: representative names an unknown parameter"
     mine = [r for r in REGIMES if r.construct == kind]
-    assert any(not r.control for r in mine), f"{kind}: no regime in {c.regimes}"
+    assert any(not r.control for r in mine), f"{kind}: no regime in oracle/regimes.toml"
     for r in mine:
         assert set(r.spec.params) <= set(c.params), f"{r.id}: a parameter the probe does not take"
         name = constructs.label(kind, r.spec.params, r.spec.dtype)

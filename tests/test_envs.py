@@ -9,7 +9,8 @@ import pytest
 
 from oracle import envs as envs_mod
 from oracle.client import Pool
-from oracle.envs import Catalog, EnvError, Release, ensure_env, load_catalog, ready_env
+from oracle.envs import ensure_env, ready_env
+from oracle.releases import Catalog, EnvError, Release, load_catalog
 
 
 def test_unknown_release_is_one_clear_error():

@@ -1,5 +1,7 @@
 """The layering holds: the oracle never imports the inventory, lower layers never import higher
-ones, module-level imports form no cycle, and only in-environment code imports coreai."""
+ones, imports form no cycle (function-level imports included: an import inside a function is
+still an edge, and a cycle hidden that way is still a cycle), and only in-environment code
+imports coreai."""
 
 from __future__ import annotations
 
@@ -26,9 +28,8 @@ def _layer(module: str) -> int:
         return 0
     if module.startswith("inventory.report") or module == "inventory.output":
         return 2
-    if module.startswith(("inventory.cli", "inventory.scan_cli", "inventory.repair_cli",
-                          "inventory.verify_cli",
-                          "inventory.options", "inventory.terminal")):
+    if module.startswith(("inventory.cli", "inventory.commands", "inventory.options",
+                          "inventory.terminal")):
         return 3
     return 1
 
@@ -46,7 +47,11 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(path: Path, top_level_only: bool) -> set[str]:
-    tree = ast.parse(path.read_text())
+    return _imports_in(path.read_text(), top_level_only)
+
+
+def _imports_in(source: str, top_level_only: bool) -> set[str]:
+    tree = ast.parse(source)
     found: set[str] = set()
 
     def visit(node: ast.AST, nested: bool) -> None:
@@ -93,11 +98,16 @@ def test_only_in_environment_code_imports_coreai():
     assert {"oracle.worker", "oracle.scan_worker"} <= users
 
 
-def test_module_level_imports_form_no_cycle():
-    graph = {m: {i for i in _imports(p, True) if i in MODULES and i != m}
-             for m, p in MODULES.items()}
-    # `from package import name` names a module or an attribute; a package's __init__ is its
-    # own node, so only edges to real modules count.
+def _graph(top_level_only: bool) -> dict[str, set[str]]:
+    """Module -> the modules of `inventory/` and `oracle/` it imports. `from package import
+    name` names a module or an attribute; a package's __init__ is its own node, so only edges
+    to real modules count."""
+    return {m: {i for i in _imports(p, top_level_only) if i in MODULES and i != m}
+            for m, p in MODULES.items()}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of the graph, as the modules around it (first = last), or None."""
     state: dict[str, int] = {}
     stack: list[str] = []
 
@@ -114,9 +124,33 @@ def test_module_level_imports_form_no_cycle():
         return None
 
     for module in sorted(graph):
-        if module not in state:
-            cycle = walk(module)
-            assert cycle is None, " -> ".join(cycle)
+        if module not in state and (cycle := walk(module)):
+            return cycle
+    return None
+
+
+def test_module_level_imports_form_no_cycle():
+    cycle = _cycle(_graph(top_level_only=True))
+    assert cycle is None, "module-level import cycle: " + " -> ".join(cycle or [])
+
+
+def test_imports_at_any_level_form_no_cycle():
+    """An import inside a function defers the cycle to a call; it does not remove it."""
+    cycle = _cycle(_graph(top_level_only=False))
+    assert cycle is None, "import cycle (function-level imports included): " + \
+        " -> ".join(cycle or [])
+
+
+def test_the_cycle_check_sees_function_level_imports():
+    """The check itself: a cycle closed by an import inside a function is found and named."""
+    graph = {"a": {"b"}, "b": set(), "c": set()}
+    assert _cycle(graph) is None
+    graph["b"].add("a")
+    assert _cycle(graph) == ["a", "b", "a"]
+    source = ("class A:\n    def f(self):\n        from inventory.affected import Analyzer\n"
+              "        import oracle.store\n")
+    assert not _imports_in(source, top_level_only=True)
+    assert {"inventory.affected", "oracle.store"} <= _imports_in(source, top_level_only=False)
 
 
 def test_no_module_imports_click():
@@ -126,3 +160,12 @@ def test_no_module_imports_click():
     users = sorted(m for m, p in MODULES.items()
                    if any(i.split(".")[0] == "click" for i in _imports(p, False)))
     assert not users
+
+
+def test_no_shipped_module_reads_a_fault_injection_variable():
+    """Faults no real input provokes are injected by test doubles (tests/doubles/), never by a
+    variable the product reads."""
+    readers = sorted(m for m, p in MODULES.items()
+                     if any(v in p.read_text() for v in ("INVENTORY_FAULT",
+                                                         "INVENTORY_WORKER_FAULT")))
+    assert not readers

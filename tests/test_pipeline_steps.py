@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from inventory.affected import instance_spec
+from inventory.instances import instance_spec
 from inventory.registry import exporter_release, load_registry
 from oracle.constructs import has_probe
-from oracle.envs import load_catalog
+from oracle.releases import load_catalog
 from oracle.spec import ProbeSpec
 
 BUNDLES = {b.name: b for b in load_registry()}

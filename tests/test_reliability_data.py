@@ -26,7 +26,8 @@ from cli import Ran, invoke, spawn
 from safetensors.numpy import save_file
 from test_scan import CONVERT
 
-from oracle.conditions import Condition, WeightsError, check
+from oracle.checkpoint import WeightsError
+from oracle.conditions import Condition, check
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "s3cret-0f-the-host"

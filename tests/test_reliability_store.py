@@ -21,8 +21,9 @@ from pathlib import Path
 from cli import Ran, invoke
 from conftest import conv_transpose_registry as _registry
 
-from oracle.envs import MANIFEST, SHARED_TORCH_PTH, load_catalog
+from oracle.envs import MANIFEST, SHARED_TORCH_PTH
 from oracle.paths import envs_dir
+from oracle.releases import load_catalog
 from oracle.store import LOCKS, RESULT_FILE, load_result
 
 ROOT = Path(__file__).resolve().parent.parent

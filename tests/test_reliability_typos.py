@@ -29,9 +29,9 @@ from inventory.errors import USER_ERRORS, ExitCode
 from inventory.policy import load_policy
 from oracle.conditions import load_conditions
 from oracle.constructs._graph import PROBE_DTYPES
-from oracle.envs import CATALOG_FILE, load_catalog
 from oracle.fixes import FIXES_FILE, load_fixes
 from oracle.regimes import REGIMES_FILE, load_regimes
+from oracle.releases import CATALOG_FILE, load_catalog
 from oracle.schema import PROBE_DTYPES as SCHEMA_DTYPES
 
 ROOT = Path(__file__).resolve().parent.parent

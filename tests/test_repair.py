@@ -16,8 +16,8 @@ from inventory.repair import compare_outputs
 from inventory.scan.readers import ScanWorker
 from oracle import asset_probe
 from oracle.client import Pool
-from oracle.envs import load_catalog
 from oracle.load_check import RuntimeOutcome, run_on
+from oracle.releases import load_catalog
 from oracle.session import Session
 from oracle.spec import Pipeline, ProbeSpec
 

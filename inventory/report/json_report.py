@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from inventory.affected import AffectedReport, BundleAnswer, ProbeAnswer
+from inventory.answers import AffectedReport, BundleAnswer, ProbeAnswer
 from inventory.attribution import Step
 from inventory.loads import load_answer_record
-from inventory.output import envelope
 from inventory.registry import Instance
 from oracle.results import ProbeResult
 
@@ -118,7 +117,3 @@ def affected_record(report: AffectedReport) -> dict[str, Any]:
         "reexport": report.reexport,
         "bundles": [_bundle(b, report) for b in report.bundles],
     }
-
-
-def affected_json(report: AffectedReport) -> str:
-    return envelope("affected", affected_record(report), report.warnings)

@@ -6,15 +6,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from inventory.output import envelope
-from inventory.plan import BundlePlan, Plan, PlanItem, plan_record
+from inventory.plan import BundlePlan, Plan, PlanItem
 
 _STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
           "inconclusive": "bold magenta", "ignored": "dim"}
-
-
-def plan_json(p: Plan) -> str:
-    return envelope("plan", plan_record(p), p.warnings)
 
 
 def _steps(i: PlanItem) -> str:

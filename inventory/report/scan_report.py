@@ -9,7 +9,6 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from inventory.output import envelope
 from inventory.scan import BundleScan, Entry, RegistryLink, ScanReport
 
 _STATUS_STYLE = {"agree": "green", "disagree": "bold red", "cannot-tell": "yellow",
@@ -84,10 +83,6 @@ def scan_record(report: ScanReport) -> dict[str, Any]:
         "disagreements": report.disagreements,
         "errors": [s.error for s in report.errors],
     }
-
-
-def scan_json(report: ScanReport) -> str:
-    return envelope("scan", scan_record(report), report.warnings)
 
 
 def _composites(e: Entry) -> list[str]:

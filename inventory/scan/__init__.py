@@ -36,8 +36,9 @@ from inventory.scan.model import (
     ScanReport,
     Status,
 )
-from inventory.scan.readers import Progress, Readers, scan_bundle
-from oracle.envs import Catalog, EnvError
+from inventory.scan.readers import Readers, scan_bundle
+from oracle.progress import Progress
+from oracle.releases import Catalog, EnvError
 
 
 def scan(paths: list[Path], catalog: Catalog, *, reader: str | None = None,

@@ -12,7 +12,7 @@ from inventory.scan.loads import load_finding, repaired
 from inventory.scan.model import BundleScan, Finding, RegistryLink, Status, dtype_name
 from inventory.scan.readers import core_order
 from oracle import constructs
-from oracle.envs import Catalog, version_key
+from oracle.releases import Catalog, version_key
 
 # What a scan cannot establish, said in every registry comparison.
 CANNOT_ESTABLISH = (

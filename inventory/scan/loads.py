@@ -11,20 +11,17 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from inventory.registry import Bundle
 from inventory.runtimes import deployment
 from inventory.scan.model import BundleScan, Finding, Status
-from oracle.envs import Catalog
 from oracle.load_check import RuntimeOutcome, run_on
 from oracle.paths import cache_root
+from oracle.progress import Progress
+from oracle.releases import Catalog
 from oracle.runtimes import cores, releases_pinning
 from oracle.session import Session
-
-Progress = Callable[[str], None]
-
 
 REPAIR_KEY = "inventory.repair"  # set by `inventory repair` in the creator-defined metadata
 

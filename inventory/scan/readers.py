@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +20,14 @@ from inventory.scan.bundles import (
 from inventory.scan.ir import absorb
 from inventory.scan.model import BundleError, BundleScan
 from oracle.client import Worker, WorkerFailure
-from oracle.envs import Catalog, Env, EnvError
+from oracle.envs import Env
 from oracle.paths import cache_root
+from oracle.progress import Progress
+from oracle.releases import Catalog, EnvError
 from oracle.runtimes import cores as runtime_catalog
 from oracle.session import Session
 
 SCAN_WORKER_SCRIPT = Path(oracle.__file__).with_name("scan_worker.py")
-Progress = Callable[[str], None]
 
 
 class ScanWorker(Worker):

@@ -30,7 +30,8 @@ import tomli_w
 from inventory.errors import InventoryError
 from inventory.registry import Bundle, exporter_release
 from inventory.trace import recipes, standin, trust
-from oracle.envs import Catalog, Env, ensure_env, ensure_venv, site_packages
+from oracle.envs import Env, ensure_env, ensure_venv, site_packages
+from oracle.releases import Catalog
 
 HEADER = """\
 # The registry of shipped bundles. Facts about each bundle (files, dtype, exporter and the source

@@ -23,9 +23,9 @@ from typing import Any
 
 from inventory.registry import Bundle
 from inventory.verify import cuts, drift, forms, parts, whole
+from oracle.progress import Progress
 from oracle.session import Session
 
-Progress = Callable[[str], None]
 # seconds of model-level runs a check may spend unless told otherwise (`--run-budget`): the
 # region runs measure every region whatever the budget; a model-level run that would cost more
 # is skipped, and the answer says so and why

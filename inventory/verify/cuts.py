@@ -22,7 +22,6 @@ a side per release, a comparison and a run per runtime, so a second read measure
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,6 @@ from oracle.envs import Env
 CUT_WORKER = Path(__file__).resolve().parents[2] / "oracle" / "cut_worker.py"
 # rings of producers and consumers tried in turn until a cut reproduces its region
 HOPS = (0, 2, 6)
-Progress = Callable[[str], None]
 
 
 class CutWorker(Worker):

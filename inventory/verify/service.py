@@ -22,7 +22,6 @@ Any breach is an inconsistency: exit 3, with both sides' evidence.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,12 +34,12 @@ from inventory.release_notes import Sweep, registry_regimes, sweep
 from inventory.trace import trust
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify import chain, cuts, explain, forms, whole
-from oracle.envs import Catalog, version_key
 from oracle.fixes import Fix, between
+from oracle.progress import Progress
+from oracle.releases import Catalog, version_key
 from oracle.session import Session
 
 REGIONS_SPELLED = 3  # more regions than this are counted by step in the answer line
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +23,13 @@ from inventory.trace.service import PROJECT_ROOT, export_steps
 from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Region, Side, regions
 from oracle import settings, store
+from oracle.checkpoint import WeightsError
 from oracle.client import Worker, WorkerFailure
 from oracle.envs import Env
 from oracle.load_check import AssetWorker
 from oracle.normalise import compare_texts, normalise
 from oracle.paths import cache_root, in_store, safe_name
+from oracle.progress import Progress
 from oracle.session import Session
 
 PROGRAM_WORKER = Path(__file__).resolve().parents[2] / "oracle" / "program_worker.py"
@@ -39,15 +40,10 @@ SEED = 20261201
 CONVERT_TIMEOUT = "INVENTORY_VERIFY_CONVERT_TIMEOUT"
 RUN_TIMEOUT = "INVENTORY_VERIFY_RUN_TIMEOUT"
 RECORD = "result.json"
-Progress = Callable[[str], None]
 
 
 class VerifyError(InventoryError):
     """The whole bundle could not be built; one line for the user."""
-
-
-class WeightsError(InventoryError):
-    """`--weights` names a checkpoint the module cannot take; one line, exit 2."""
 
 
 class ProgramWorker(Worker):

@@ -58,15 +58,12 @@ class Construct:
     # (graph order) and lists the distinct values of the first one as `shapes_seen`.
     representative: tuple[str, ...] = ()
     label: Label | None = None
-    # Its probe regimes: the [[regime]] tables of this file with construct = kind.
-    regimes: str = "oracle/regimes.toml"
     # Why it has no probe or no detector, when it has none (a scan-only kind).
     why_incomplete: str = ""
     # The probe tensors `--weights` reads from a checkpoint for each traced module: probe tensor
     # name -> oracle.checkpoint.TensorSource (a suffix under the instance's module or its
     # producer's). Empty: the construct's probe cannot take real tensors.
     checkpoint: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def has_probe(self) -> bool:

@@ -1,4 +1,4 @@
-"""`inventory repair`: the command. Registered in cli.py like scan.
+"""`inventory repair`: a coreai-torch 0.4.0 asset repaired in place of a re-export.
 
 Exit codes (`inventory/errors.py`): 0 repaired and verified (OUT written), 2 refused: usage, a
 bundle that cannot be read, OUT exists, or anything the repair could not verify (one line on
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -18,34 +18,8 @@ from inventory.errors import USER_ERRORS, ExitCode
 from inventory.options import Json, Quiet
 from inventory.output import envelope
 from inventory.terminal import err, labelled, out, progress
-
-if TYPE_CHECKING:
-    from inventory.repair import RepairReport
-
-
-def _counts(counts: dict[str, int]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-
-
-def repair_text(r: RepairReport) -> list[str]:
-    loc = r.locations
-    w = r.weights["original"]
-    before = "; ".join(f"{o.core} {o.describe()}" for o in r.original)
-    after = "; ".join(f"{o.core} {o.describe()}" for o in r.repaired)
-    return [
-        f"repaired     {r.source} -> {r.out}",
-        f"locations    {loc['ops']} op and {loc['block_args']} block-argument locations "
-        f"rewritten with coreai-core {r.reader} ({_counts(loc['locations_before'])} -> "
-        f"{_counts(loc['locations_after'])}); {loc['op_ids_kept']} coreai op ids kept",
-        f"producer     {r.producer} (re-saved with coreai-core {r.stamper})",
-        f"before       {before}",
-        f"after        {after} (every function run on the original's seeded inputs)",
-        f"weights      byte-identical: {w['fingerprint']} ({w['constants']} tensors, "
-        f"{w['bytes']} bytes) in both, read with {r.weights['read_with']}",
-        f"outputs      bit-identical on {r.outputs['runtime']}: {r.outputs['arrays']} array(s) "
-        f"of {', '.join(r.outputs['functions'])}, seed {r.outputs['seed']}",
-        f"evidence     {r.evidence}",
-    ]
+from oracle.envs import python_ok
+from oracle.releases import load_catalog
 
 
 def repair_cmd(
@@ -61,7 +35,7 @@ def repair_cmd(
     load and run on every runtime in the catalog, with byte-identical weights and bit-identical
     outputs on the original's runtime."""
     from inventory.repair import repair
-    from oracle.envs import load_catalog, python_ok
+    from inventory.report.repair_report import repair_text
 
     try:
         python_ok()

@@ -1,4 +1,4 @@
-"""`inventory verify`: the command. Registered in cli.py like scan and repair.
+"""`inventory verify`: the whole bundle, converted step by step along the release chain.
 
 Exit codes (`inventory/errors.py`): 0 every change of the whole program is explained by a record
 of its release step and agrees with the probes, 1 a change no record of its step explains (an
@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from inventory.commands.common import ready, report
 from inventory.errors import ExitCode
 from inventory.options import (
     FullForm,
@@ -23,12 +24,12 @@ from inventory.options import (
     Registry,
     RunBudget,
     check_budget,
-    check_release,
 )
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
-from inventory.terminal import answering, finish, out, progress
+from inventory.terminal import finish
 from oracle.fixes import FIXES_FILE
+from oracle.releases import load_catalog
 
 
 def verify_cmd(
@@ -54,35 +55,32 @@ def verify_cmd(
     full: FullForm = False,
     quiet: Quiet = False,
 ) -> None:
-    """The whole bundle, step by step: build each bundle's module (the miniature its registry
-    entry states, else full size; --full: full size), convert it whole under every release from
-    its exporter to --to, compare each step's programs, map what differs back to modules and
-    constructs, give every region its step, its stage (lowering or optimizer) and the record
-    that explains it, run the programs on one runtime against torch fp32 when they differ, and
-    reconcile with the probes of every traced instance. Exit 1 on a change no record explains,
-    3 on an inconsistency (or when a bundle cannot be checked)."""
+    """The whole bundle, step by step: build each bundle's module (full size, or the miniature
+    its registry entry states), convert it whole under every release from its exporter to --to,
+    compare each step's programs, map what differs back to modules and constructs, give every
+    region its step, its stage (lowering or optimizer) and the record that explains it, run the
+    programs on one runtime against torch fp32 when they differ, and reconcile with the probes
+    of every traced instance. Exit 1 on a change no record explains, 3 on an inconsistency (or
+    when a bundle cannot be checked)."""
     from inventory.affected import parse_weights
     from inventory.output import Renderer
     from inventory.policy import load_policy
     from inventory.report.verify_report import verify_markdown, verify_record, verify_table
     from inventory.verify.service import verify
-    from oracle.envs import load_catalog, python_ok
     from oracle.fixes import load_fixes
 
     fmt = OutputFormat.choose(as_json, markdown)
-    with answering("verify", as_json):
-        check_release("--to", to)
-        check_budget("--run-budget", run_budget)
-        python_ok()
-        all_bundles = load_registry(registry)
-        bundles = select(all_bundles, bundle)
-        checkpoints = parse_weights(weights, all_bundles)
-        with progress(not quiet) as report_progress:
-            result = verify(bundles, to, load_fixes(fixes), load_catalog(), load_policy(),
-                            weights=checkpoints, use_cache=not no_cache,
-                            allow_code=allow_code, progress=report_progress,
-                            run_budget=run_budget, full=full)
-    Renderer("verify", verify_record, verify_table, verify_markdown).render(result, fmt, out)
+    ready(("--to", to))
+    check_budget("--run-budget", run_budget)
+    all_bundles = load_registry(registry)
+    bundles = select(all_bundles, bundle)
+    checkpoints = parse_weights(weights, all_bundles)
+    result = report(
+        Renderer("verify", verify_record, verify_table, verify_markdown), fmt, quiet,
+        lambda progress: verify(bundles, to, load_fixes(fixes), load_catalog(), load_policy(),
+                                weights=checkpoints, use_cache=not no_cache,
+                                allow_code=allow_code, progress=progress,
+                                run_budget=run_budget, full=full))
     if result.inconsistent or result.inconclusive:
         finish(ExitCode.INCONCLUSIVE)
     finish(ExitCode.FINDING if result.unrecorded else ExitCode.OK)

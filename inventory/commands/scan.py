@@ -1,4 +1,4 @@
-"""`inventory scan`: the command. Registered in cli.py with `command(app, "scan")(scan_cmd)`.
+"""`inventory scan`: read shipped .aimodel bundles with coreai-core's own parser.
 
 Exit codes (`inventory/errors.py`): 0 every bundle read (and, with --against-registry, no
 disagreement), 1 at least one disagreement with the registry (a bundle that does not load where
@@ -14,11 +14,13 @@ from typing import Annotated
 
 import typer
 
+from inventory.commands.common import ready, run, show
 from inventory.errors import ExitCode
 from inventory.options import Json, Quiet, Registry, Runtimes
 from inventory.output import OutputFormat, Renderer
 from inventory.registry import DEFAULT_REGISTRY, load_registry
-from inventory.terminal import answering, err, fail, finish, labelled, out, progress, warn
+from inventory.terminal import err, fail, finish, labelled
+from oracle.releases import load_catalog
 
 
 def scan_cmd(
@@ -43,27 +45,23 @@ def scan_cmd(
     from inventory.report.scan_report import scan_record, scan_text
     from inventory.runtimes import parse_overrides
     from inventory.scan import scan
-    from oracle.envs import load_catalog, python_ok
 
-    with answering("scan", as_json):
-        python_ok()
-        catalog = load_catalog()
-        runtimes = parse_overrides(runtime, catalog)
-        linked = None
-        if against_registry:
-            linked = (registry, load_registry(registry))
-        try:
-            with progress(not quiet and not as_json) as report_progress:
-                report = scan(list(paths or []), catalog, reader=reader, registry=linked,
-                              progress=report_progress, runtimes=runtimes)
-        except OSError as exc:
-            fail(f"{exc.filename or 'scan'}: {exc.strerror or exc}", as_json, "scan")
-            return
-    Renderer("scan", scan_record, scan_text).render(report, OutputFormat.choose(as_json), out,
-                                                    report.warnings)
-    warn(report.warnings)
-    for failed in report.errors:
+    ready()
+    catalog = load_catalog()
+    runtimes = parse_overrides(runtime, catalog)
+    linked = (registry, load_registry(registry)) if against_registry else None
+    try:
+        result = run(quiet or as_json,
+                     lambda progress: scan(list(paths or []), catalog, reader=reader,
+                                           registry=linked, progress=progress,
+                                           runtimes=runtimes))
+    except OSError as exc:
+        fail(f"{exc.filename or 'scan'}: {exc.strerror or exc}", as_json, "scan")
+        return
+    show(Renderer("scan", scan_record, scan_text), OutputFormat.choose(as_json), result,
+         result.warnings)
+    for failed in result.errors:
         err.print(labelled("error:", "red", failed.error), highlight=False, soft_wrap=True)
-    if report.errors:
+    if result.errors:
         finish(ExitCode.USAGE)
-    finish(ExitCode.FINDING if report.disagreements else ExitCode.OK)
+    finish(ExitCode.FINDING if result.disagreements else ExitCode.OK)

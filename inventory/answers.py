@@ -1,0 +1,104 @@
+"""What `affected` answers, and what `plan` and the reports read: one probe's answer, a condition
+finding, one bundle's answer and the report for one fix (built in `affected.py` for lowering
+records and in `record_kinds.py` for asset and pipeline records)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from inventory.attribution import Step
+from inventory.ignore import Ignore
+from inventory.loads import LoadAnswer
+from inventory.registry import Instance
+from inventory.release_notes import Unrecorded
+from inventory.runtimes import Deployment
+from inventory.verdict import ProbeVerdict, Reexport, Verdict, worst
+from oracle.conditions import Condition, ConditionCheck
+from oracle.fixes import Fix
+from oracle.results import ProbeResult
+from oracle.spec import ProbeSpec
+
+
+@dataclass(frozen=True)
+class ProbeAnswer:
+    instance: Instance
+    spec: ProbeSpec
+    result: ProbeResult | None
+    verdict: ProbeVerdict
+    # measured with this traced module's own tensors from the bundle's checkpoint (--weights)
+    module: str = ""
+    # when the program changes between the exporter and the target: each release step's
+    # comparison (issue #11), so a change is credited to the step it happens in
+    steps: tuple[Step, ...] = ()
+    # the exporter -> target verdict, when this fix's own step leaves the program unchanged
+    # (the change happens in another step: `verdict` is then this fix's step's)
+    elsewhere: ProbeVerdict | None = None
+
+    @property
+    def changed_in(self) -> tuple[Step, ...]:
+        return tuple(s for s in self.steps if s.changed)
+
+
+@dataclass(frozen=True)
+class ConditionFinding:
+    """A verdict that changes with parameter values: trained-looking vs adversarial."""
+
+    instance: Instance
+    condition: Condition
+    trained: ProbeAnswer
+    adversarial: ProbeAnswer
+    check: ConditionCheck | None  # against the bundle's own weights, when given
+
+    @property
+    def decided(self) -> ProbeAnswer:
+        """The answer that applies to this bundle: adversarial only if its weights say so."""
+        if self.check is not None and self.check.holds:
+            return self.adversarial
+        return self.trained
+
+
+@dataclass(frozen=True)
+class BundleAnswer:
+    bundle: str
+    exporter: str  # the exporter release the answer used
+    exporter_recorded: str  # what the registry says (may be "unknown")
+    exporter_source: str
+    instances: tuple[Instance, ...]
+    probes: tuple[ProbeAnswer, ...]
+    verdict: Verdict
+    reexport: Reexport
+    reason: str
+    chain: tuple[str, ...]
+    runtimes: tuple[str, ...] = field(default=())
+    conditions: tuple[ConditionFinding, ...] = field(default=())
+    deployment: Deployment | None = None  # the runtimes the bundle must load on
+    load: LoadAnswer | None = None  # question 2, when this answer rests on it (asset records)
+    # changes of the bundle's instances in the fix's own step that no record of the step
+    # explains (the registry sweep): said in one line, never counted in this fix's answer
+    unrecorded: tuple[Unrecorded, ...] = ()
+    unrecorded_line: str = ""
+    # a pipeline record answered on the bundle's own whole program (its step's regions of the
+    # optimizer stage and drift, `inventory.record_kinds.whole_program`); None: the asset probe
+    whole_program: dict | None = None
+
+    @property
+    def remedies(self) -> tuple[str, ...]:
+        return self.load.remedies if self.load is not None and self.reexport != Reexport.NO \
+            else ()
+
+
+@dataclass(frozen=True)
+class AffectedReport:
+    fix: Fix
+    to: str
+    bundles: tuple[BundleAnswer, ...]
+    ignored: dict[str, Ignore] = field(default_factory=dict)  # bundle -> accepted risk
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def runtimes(self) -> tuple[str, ...]:
+        return tuple(sorted({r for b in self.bundles for r in b.runtimes}))
+
+    @property
+    def reexport(self) -> Reexport:
+        return worst(b.reexport for b in self.bundles if b.bundle not in self.ignored)

@@ -1,0 +1,85 @@
+"""`inventory affected --fix N`: which shipped bundles does one converter fix change?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from inventory.commands.common import ready, report
+from inventory.errors import exit_for_reexport
+from inventory.options import (
+    Bundles,
+    Ignore,
+    Json,
+    Markdown,
+    NoCache,
+    Quiet,
+    Registry,
+    Runtimes,
+    Tolerance,
+)
+from inventory.output import OutputFormat
+from inventory.registry import DEFAULT_REGISTRY, load_registry, select
+from inventory.terminal import finish
+from oracle.fixes import FIXES_FILE
+from oracle.releases import load_catalog
+
+
+def affected_cmd(
+    fix: Annotated[str, typer.Option("--fix", help="Fix id (the upstream PR number, e.g. 40).")],
+    to: Annotated[str | None, typer.Option(
+        "--to", help="Converter release to compare against (default: the fix's release).")] = None,
+    bundle: Bundles = None,
+    registry: Registry = DEFAULT_REGISTRY,
+    as_json: Json = False,
+    markdown: Markdown = False,
+    no_cache: NoCache = False,
+    tolerance: Tolerance = None,
+    ignore: Ignore = None,
+    weights: Annotated[list[str] | None, typer.Option(
+        help="BUNDLE=CHECKPOINT.safetensors: measure each traced module with its own tensors "
+             "from the bundle's checkpoint, where the construct's probe can take them (batch "
+             "norm: running statistics, affine parameters, the depthwise conv before it); "
+             "else decide value conditions from them (repeatable).")] = None,
+    runtime: Runtimes = None,
+    fixes: Annotated[Path, typer.Option(
+        "--fixes", help="The fix database (e.g. a draft of the next release's records): the "
+                        "fix is looked up there, and changes of its release step that no "
+                        "record there explains are mentioned.")] = FIXES_FILE,
+    verify: Annotated[bool, typer.Option(
+        "--verify", help="A pipeline record (a coreai-core pin): measure its release step on "
+                         "each bundle's whole program (inventory verify's parts) where none is "
+                         "stored; without it a stored check is read, else the asset probe "
+                         "stands in and the answer says so.")] = False,
+    quiet: Quiet = False,
+) -> None:
+    """Which shipped bundles does one converter fix change, and must they be re-exported?"""
+    from inventory.affected import affected, parse_weights
+    from inventory.ignore import load_ignores
+    from inventory.output import Renderer
+    from inventory.policy import load_policy
+    from inventory.report.json_report import affected_record
+    from inventory.report.table import affected_markdown, affected_table
+    from inventory.runtimes import parse_overrides
+    from oracle.fixes import find_fix, load_fixes
+
+    fmt = OutputFormat.choose(as_json, markdown)
+    ready(("--to", to), tolerance=tolerance)
+    records = load_fixes(fixes)
+    the_fix = find_fix(fix, records, fixes)
+    all_bundles = load_registry(registry)
+    bundles = select(all_bundles, bundle)
+    ignores = load_ignores(ignore)
+    checkpoints = parse_weights(weights, all_bundles)
+    catalog = load_catalog()
+    runtimes = parse_overrides(runtime, catalog)
+    result = report(
+        Renderer("affected", affected_record, affected_table, affected_markdown), fmt, quiet,
+        lambda progress: affected(the_fix, bundles, catalog, load_policy(tolerance), to=to,
+                                  use_cache=not no_cache, progress=progress, ignores=ignores,
+                                  weights=checkpoints, runtimes=runtimes, fixes=records,
+                                  verify=verify),
+        lambda r: r.warnings)
+    finish(exit_for_reexport(result.reexport))

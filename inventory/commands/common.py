@@ -1,0 +1,45 @@
+"""The body every reporting command shares: flags checked, then the work under a progress line,
+then the result in the chosen format and its warnings on stderr."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from inventory.options import check_number, check_release
+from inventory.output import OutputFormat, Renderer
+from inventory.terminal import out, progress, warn
+from oracle.envs import python_ok
+from oracle.progress import Progress
+
+T = TypeVar("T")
+
+
+def ready(*releases: tuple[str, str | None], tolerance: float | None = None) -> None:
+    """Before any input is read: each release flag names a release, a tolerance is a finite
+    number above 0, and this Python can run the converters."""
+    for flag, value in releases:
+        check_release(flag, value)
+    check_number("--tolerance", tolerance, 0, inclusive=False)
+    python_ok()
+
+
+def run(quiet: bool, work: Callable[[Progress], T]) -> T:
+    """`work` with a progress line on stderr (none when `quiet`)."""
+    with progress(not quiet) as report_progress:
+        return work(report_progress)
+
+
+def show(renderer: Renderer[T], fmt: OutputFormat, result: T,
+         warnings: Sequence[str] = ()) -> T:
+    """The result in `fmt` (its warnings in the JSON envelope), then the warnings on stderr."""
+    renderer.render(result, fmt, out, warnings)
+    warn(warnings)
+    return result
+
+
+def report(renderer: Renderer[T], fmt: OutputFormat, quiet: bool, work: Callable[[Progress], T],
+           warnings: Callable[[T], Sequence[str]] = lambda _: ()) -> T:
+    """`run` then `show`: the result is returned for the exit code."""
+    result = run(quiet, work)
+    return show(renderer, fmt, result, warnings(result))

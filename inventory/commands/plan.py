@@ -1,0 +1,103 @@
+"""`inventory plan --to R`: every fix between each bundle's exporter and R, and whether each
+shipped asset still loads where it ships."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from inventory.commands.common import ready, report
+from inventory.errors import ExitCode, exit_for_reexport
+from inventory.options import (
+    Bundles,
+    Ignore,
+    Json,
+    Markdown,
+    NoCache,
+    Quiet,
+    Registry,
+    RunBudget,
+    Runtimes,
+    Tolerance,
+    check_budget,
+)
+from inventory.output import OutputFormat
+from inventory.registry import DEFAULT_REGISTRY, load_registry, select
+from inventory.terminal import finish
+from oracle.fixes import FIXES_FILE
+from oracle.progress import Progress
+from oracle.releases import load_catalog
+
+
+def plan_cmd(
+    to: Annotated[str, typer.Option("--to", help="The release to re-export with.")],
+    bundle: Bundles = None,
+    baseline: Annotated[Path | None, typer.Option(
+        help="A previous `plan --json`: report only what changed since.")] = None,
+    ignore: Ignore = None,
+    registry: Registry = DEFAULT_REGISTRY,
+    as_json: Json = False,
+    markdown: Markdown = False,
+    no_cache: NoCache = False,
+    tolerance: Tolerance = None,
+    runtime: Runtimes = None,
+    fixes: Annotated[Path, typer.Option(
+        "--fixes", help="The fix database (e.g. a draft of the next release's records); a "
+                        "change is credited to its records of the step it happens in.")
+    ] = FIXES_FILE,
+    verify: Annotated[bool, typer.Option(
+        "--verify", help="Measure each bundle's whole program along the release chain "
+                         "(inventory verify) and join it to the plan; without it, a stored "
+                         "check is read. Exit 3 on an inconsistency.")] = False,
+    run_budget: RunBudget = 120.0,
+    full: Annotated[bool, typer.Option(
+        "--full", help="The whole-program check of each bundle's full target, even where its "
+                       "registry entry states a miniature: measured with --verify, else read "
+                       "if stored.")] = False,
+    quiet: Quiet = False,
+) -> None:
+    """Every fix between each bundle's exporter and --to, and whether each shipped asset still
+    loads where it ships: what forces a re-export (a load failure first), what merely suggests
+    one, correctness first."""
+    from inventory.ignore import load_ignores
+    from inventory.output import Renderer
+    from inventory.plan import Plan, plan, plan_record, read_baseline, since_baseline, with_whole
+    from inventory.policy import load_policy
+    from inventory.report.plan_report import plan_markdown, plan_table
+    from inventory.runtimes import parse_overrides
+    from inventory.verify.service import verified
+    from oracle.fixes import load_fixes
+
+    fmt = OutputFormat.choose(as_json, markdown)
+    ready(("--to", to), tolerance=tolerance)
+    check_budget("--run-budget", run_budget)
+    if baseline is not None:
+        read_baseline(baseline)  # a malformed baseline fails before the run, not after it
+    catalog = load_catalog()
+    runtimes = parse_overrides(runtime, catalog)
+    bundles = select(load_registry(registry), bundle)
+    records = load_fixes(fixes)
+
+    def work(progress: Progress) -> Plan:
+        # One answer: a stored whole-program check joins the plan, and --verify measures it
+        # first, so that the plan's pipeline records read the same stored steps.
+        checks = verified(bundles, to, records, catalog, load_policy(tolerance),
+                          use_cache=not no_cache, compute=True, progress=progress,
+                          run_budget=run_budget, full=full) if verify else None
+        result = plan(to, bundles, records, catalog, load_policy(tolerance),
+                      load_ignores(ignore), use_cache=not no_cache, progress=progress,
+                      runtimes=runtimes)
+        if checks is None:
+            checks = verified(bundles, to, records, catalog, load_policy(tolerance),
+                              use_cache=True, compute=False, progress=progress,
+                              run_budget=run_budget, full=full)
+        result = with_whole(result, checks, verify)
+        return since_baseline(result, baseline) if baseline is not None else result
+
+    result = report(Renderer("plan", plan_record, plan_table, plan_markdown), fmt, quiet, work,
+                    lambda r: r.warnings)
+    if any(not v.consistent or v.inconclusive for v in result.verified.values()):
+        finish(ExitCode.INCONCLUSIVE)
+    finish(exit_for_reexport(result.reexport))

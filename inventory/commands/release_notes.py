@@ -1,0 +1,47 @@
+"""`inventory release-notes --from A --to B`: per fix between two releases, per probe regime,
+does the program change, do values move?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from inventory.commands.common import ready, report
+from inventory.options import FromRelease, Json, Markdown, NoCache, Quiet, Registry, ToRelease
+from inventory.output import OutputFormat
+from inventory.registry import DEFAULT_REGISTRY, load_registry
+from oracle.fixes import FIXES_FILE
+from oracle.releases import load_catalog
+
+
+def release_notes_cmd(
+    old: FromRelease,
+    new: ToRelease,
+    markdown: Markdown = False,
+    as_json: Json = False,
+    registry: Registry = DEFAULT_REGISTRY,
+    fixes: Annotated[Path, typer.Option(
+        "--fixes", help="The fix database (e.g. a draft of the next release's records): the "
+                        "fixes listed, and the records that explain a change.")] = FIXES_FILE,
+    no_cache: NoCache = False,
+    quiet: Quiet = False,
+) -> None:
+    """Per fix between two releases, per probe regime: does the program change, do values move?
+    And every shipped instance's change in each release step that no record of it explains."""
+    from inventory.output import Renderer
+    from inventory.policy import load_policy
+    from inventory.release_notes import release_notes
+    from inventory.report.notes_report import notes_markdown, notes_record, notes_table
+    from oracle.fixes import load_fixes
+    from oracle.regimes import load_regimes
+
+    fmt = OutputFormat.choose(as_json, markdown)
+    ready(("--from", old), ("--to", new))
+    records = load_fixes(fixes)
+    report(Renderer("release-notes", notes_record, notes_table, notes_markdown), fmt, quiet,
+           lambda progress: release_notes(old, new, records, load_regimes(),
+                                          load_registry(registry), load_catalog(),
+                                          load_policy(), use_cache=not no_cache,
+                                          progress=progress))

@@ -1,0 +1,70 @@
+"""Test doubles for the faults no real input provokes: the product reads no variable for them.
+
+- `INVENTORY_WORKER_FAULT=crash|hang`: the probe worker (`oracle.client.Worker`) runs
+  `faulty_worker.py` instead of `oracle/worker.py`: the real worker's requests, but a `convert`
+  first aborts natively or hangs, where the real one converts.
+- `INVENTORY_FAULT=internal`: every command raises an unexpected exception where its work starts
+  (the environment check `inventory.terminal.command` makes first), to show it ends as one line
+  and exit code 4.
+
+Both are read when they would act, so a test sets them for one call (`invoke(...,
+INVENTORY_FAULT="internal")`, `monkeypatch.setenv`). `install()` puts the doubles in place: the
+test process does it in `tests/conftest.py`; a process a test starts does it through
+`sitecustomize.py` here, with `fault_env()` in its environment.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+DOUBLES = Path(__file__).resolve().parent
+FAULTY_WORKER = DOUBLES / "faulty_worker.py"
+WORKER_FAULT = "INVENTORY_WORKER_FAULT"
+FAULT = "INVENTORY_FAULT"
+
+
+class _ProbeWorkerScript:
+    """`Worker.script` of the probe worker: the faulty double while INVENTORY_WORKER_FAULT is
+    set, else the real script (the asset, scan and program workers name their own)."""
+
+    def __init__(self, real: Path) -> None:
+        self.real = real
+
+    def __get__(self, obj: object, owner: type | None = None) -> Path:
+        return FAULTY_WORKER if os.environ.get(WORKER_FAULT) else self.real
+
+
+def _faulty(check_all: Callable[[], None]) -> Callable[[], None]:
+    def check_all_or_fail() -> None:
+        if os.environ.get(FAULT) == "internal":
+            raise RuntimeError(f"injected fault [/x] ({FAULT}=internal, tests only)")
+        check_all()
+
+    check_all_or_fail.fault_double = True  # type: ignore[attr-defined]
+    return check_all_or_fail
+
+
+def install() -> None:
+    """Put both doubles in place in this process (a process without the project, e.g. a worker
+    inside a converter environment, has nothing to replace)."""
+    try:
+        from oracle import client
+    except ImportError:
+        return
+    if not isinstance(client.Worker.__dict__["script"], _ProbeWorkerScript):
+        client.Worker.script = _ProbeWorkerScript(client.Worker.__dict__["script"])
+    try:
+        from inventory import terminal
+    except ImportError:
+        return
+    if not getattr(terminal.check_all, "fault_double", False):
+        terminal.check_all = _faulty(terminal.check_all)
+
+
+def fault_env(**faults: str) -> dict[str, str]:
+    """The environment of a process a test starts (`spawn`, `subprocess`) with these faults set
+    and the doubles installed in it (this folder on PYTHONPATH: `sitecustomize.py`)."""
+    path = os.pathsep.join(p for p in (str(DOUBLES), os.environ.get("PYTHONPATH", "")) if p)
+    return {**faults, "PYTHONPATH": path}

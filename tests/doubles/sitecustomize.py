@@ -1,0 +1,9 @@
+"""Run by every Python started with this folder on PYTHONPATH (`faults.fault_env`): installs the
+fault doubles when a fault variable is set, and does nothing otherwise."""
+
+import os
+
+if os.environ.get("INVENTORY_WORKER_FAULT") or os.environ.get("INVENTORY_FAULT"):
+    import faults
+
+    faults.install()

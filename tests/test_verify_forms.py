@@ -126,9 +126,13 @@ def test_dropping_a_stack_of_layers_loses_its_instances(traced):
     assert {'"normalized_shape": [192]' in key or '"true_divide"' in key for key in lost} == {True}
 
 
+@pytest.mark.parametrize("full", [False, True], ids=["stated", "full"])
 @pytest.mark.parametrize("bundle", WITH_RUN_FORM, ids=lambda b: b.name)
-def test_the_run_form_builds_with_every_construct_kind_of_the_compared_form(bundle, traced):
-    compared, run = forms.compared_form(bundle), forms.run_form(bundle)
+def test_the_run_form_builds_with_every_construct_kind_of_the_compared_form(bundle, full,
+                                                                            traced):
+    """Over the miniature and, with --full, over no arguments at all: a run form that only
+    builds over the miniature's (sam3's backbone table without its model_type) fails here."""
+    compared, run = forms.compared_form(bundle, full), forms.run_form(bundle, full)
     assert run.name == forms.REDUCED and run != compared
     kinds = _kinds(traced(bundle, compared.build or None).instances)
     assert _kinds(traced(bundle, run.build).instances) == kinds
@@ -155,9 +159,11 @@ def stopped_chain(monkeypatch, tmp_path) -> list[bool]:
 
 
 @pytest.mark.parametrize("flag", [[], ["--full"]], ids=["stated", "full"])
-def test_verify_full_builds_the_full_target_and_says_so(stopped_chain, flag):
+def test_verify_full_builds_the_full_target_and_says_so(stopped_chain, flag, json_schema):
     proc = invoke("verify", "parakeet", "--to", "0.4.2", *flag, "--json", "-q")
-    [b] = json.loads(proc.stdout)["bundles"]
+    data = json.loads(proc.stdout)
+    json_schema(data)  # the same record: --full adds no field, the form says which it is
+    [b] = data["bundles"]
     assert proc.returncode == 3 and "stopped by the test" in b["error"]
     assert stopped_chain == [bool(flag)]
     expected = forms.compared_form(_by_name("parakeet"), full=bool(flag))

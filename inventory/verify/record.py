@@ -67,7 +67,9 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         "sides": {k: _side(v) for k, v in r.get("sides", {}).items()},
         "emitted": _stage(overall.get("emitted")), "shipped": _stage(overall.get("shipped")),
         "steps": list(b.steps), "regions": list(b.regions), "unrecorded": list(b.unrecorded),
-        "run": _run(b), "probes": b.probes, "inconsistencies": list(b.inconsistencies),
+        # a bundle that could not be built was never probed: the same fields, nothing in them
+        "run": _run(b), "probes": b.probes or {"probed": 0, "changed": [], "failing_both": []},
+        "inconsistencies": list(b.inconsistencies),
         "limitations": list(b.limitations), "notes": list(b.notes),
         "region_runs": [{k: s.get(k) for k in ("step", "ok", "error", "cut_in", "seconds",
                                                 "evidence")}

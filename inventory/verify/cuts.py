@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from inventory.verify import drift, parts, whole
+from inventory.verify import parts, whole
 from inventory.verify.regions import Region
 from oracle import settings
 from oracle.client import Worker, WorkerFailure
@@ -181,6 +181,7 @@ def _measured(p: Any, old: dict[str, Any], new: dict[str, Any], cut_dir: Path, a
               runtimes: list[Env], cut: dict[str, Any], seconds: dict[str, float],
               refused: dict[tuple[str, str], str]) -> dict[str, Any]:
     tried: list[str] = []
+    inputs_key = _inputs_key(cut_dir)
     for runtime in runtimes:
         known = next((f"{r}: {refused[(r, runtime.runtime)]}" for r in (a, b)
                       if (r, runtime.runtime) in refused), None)
@@ -190,14 +191,13 @@ def _measured(p: Any, old: dict[str, Any], new: dict[str, Any], cut_dir: Path, a
         runs = {}
         for release, side in ((a, old), (b, new)):  # the older asset first
             runs[release] = p.run(side, f"the {release} cut", runtime, cut_dir,
-                                  _inputs_key(cut_dir), kind="cutrun")
+                                  inputs_key, kind="cutrun")
             if not runs[release].get("ok"):
                 break
         seconds["runs"] += sum(r.get("seconds") or 0.0 for r in runs.values())
         if all(r.get("ok") for r in runs.values()) and len(runs) == 2:
-            rows = drift.per_output(Path(runs[a]["outputs_file"]), Path(runs[b]["outputs_file"]),
-                                    cut_dir / "reference.safetensors", runs[b]["outputs"],
-                                    list(cut.get("outputs") or []))
+            rows = p.drift(runs[a], runs[b], cut_dir / "reference.safetensors",
+                           list(cut.get("outputs") or []))
             return {"runtime": runtime.runtime, "drift": rows,
                     "run_evidence": {r: v.get("evidence") for r, v in runs.items()},
                     "runtime_attempts": tried}

@@ -53,6 +53,9 @@ BUILDING = (HERE / "build_worker.py", HERE / "forms.py")
 CONVERTING = (ORACLE / "program_worker.py", ORACLE / "worker.py", ORACLE / "worker_io.py",
               ORACLE / "memory.py", ORACLE / "constructs")
 COMPARING = (HERE / "whole.py", ORACLE / "normalise.py", ORACLE / "compare.py")
+# the drift of two runs against a reference, derived from their tensors: kept so that a read
+# does not load every output again
+DRIFTING = (HERE / "drift.py",)
 # a run: the asset worker runs the asset on the stored inputs (whole.run only forwards them,
 # with the seed, which is in the key)
 RUNNING = (ORACLE / "asset_worker.py", ORACLE / "worker_io.py")
@@ -195,3 +198,13 @@ def cut_side_folder(bundle: Bundle, program: str, env: Env) -> Path:
                             "optimize": bundle.pipeline.optimize},
                "code": code(CONVERTING)}
     return _folder("verify", "cutside", bundle.name, env.converter, _key(payload))
+
+
+def drift_folder(bundle: Bundle, old_run: str, new_run: str, reference: Path,
+                 labels: list[str]) -> Path:
+    """Two stored runs' drift against a stored reference (`<part folder>/<file>`: the part's
+    key covers the reference's content)."""
+    payload = {"old": old_run, "new": new_run,
+               "reference": f"{reference.parent.name}/{reference.name}", "labels": labels,
+               "code": code(DRIFTING)}
+    return _folder("verify", "drift", bundle.name, _key(payload))

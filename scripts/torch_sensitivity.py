@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 import tomli_w  # noqa: E402
 
-from inventory.affected import _spec  # noqa: E402 - the probes `affected` builds, exactly
+from inventory.instances import instance_spec  # noqa: E402 - the probes `affected` builds
 from inventory.registry import (  # noqa: E402
     DEFAULT_REGISTRY,
     Bundle,
@@ -61,7 +61,7 @@ def torch_site(version: str, torch_dir: Path | None) -> Path:
 
 
 def probes_of(bundle: Bundle) -> list[Any]:
-    return [_spec(bundle, i, {}) for i in bundle.instances if has_probe(i.kind)]
+    return [instance_spec(bundle, i) for i in bundle.instances if has_probe(i.kind)]
 
 
 def same_aten(a: dict[str, str], b: dict[str, str]) -> bool:

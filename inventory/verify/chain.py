@@ -37,20 +37,6 @@ def _always(_: dict[str, Any]) -> bool:
     return True
 
 
-def _repeatable(side: dict[str, Any]) -> bool:
-    """A conversion that a worker's death or timeout cut short may not repeat: not stored."""
-    return side.get("stage") != "worker"
-
-
-def _run_repeats(run: dict[str, Any]) -> bool:
-    """A run that answered, or a runtime that refused the asset (an error it reported, or an
-    abort: coreai-core 1.0.0b2 aborts on every 0.4.0 asset), says the same next time: stored. A
-    timeout or a kill (out of memory) may not repeat: told, never stored."""
-    if run.get("ok") or run.get("stage") != "worker":
-        return True
-    return "SIGABRT" in str(run.get("error", ""))
-
-
 class Missing(Exception):
     """A part is not stored and the caller only reads (`plan` without --verify)."""
 
@@ -97,7 +83,7 @@ class _Parts:
                 if side.get("ok"):
                     side["shipped_digest"] = parts.shipped_digest(side)
                 return side
-            return self.part(folder, make, _repeatable, parts.CONVERTING)
+            return self.part(folder, make, parts.repeatable, parts.CONVERTING)
 
         if self.read_only:
             return {r: one(r) for r in releases}
@@ -147,7 +133,7 @@ class _Parts:
         def make(work: Path) -> dict[str, Any]:
             return whole.run(self.session, runtime, side["files"]["asset"], inputs, work,
                              self.progress, label)
-        return self.part(folder, make, _run_repeats, parts.RUNNING)
+        return self.part(folder, make, parts.run_repeats, parts.RUNNING)
 
 
 def _differs(pair: dict[str, Any]) -> bool:

@@ -63,7 +63,7 @@ def make_cuts(p: Any, env: Env, build: dict[str, Any], requests: list[dict[str, 
         except WorkerFailure as exc:
             answer = {"ok": False, "stage": "worker", "error": str(exc)}
         return {**answer, "step": step, "cut_in": env.converter, "hops": hops}
-    return p.part(folder, make, lambda r: r.get("stage") != "worker", parts.CUTTING)
+    return p.part(folder, make, parts.repeatable, parts.CUTTING)
 
 
 def _pipeline(bundle: Any) -> dict[str, Any]:
@@ -79,7 +79,7 @@ def _side(p: Any, env: Env, program: str) -> dict[str, Any]:
         if side.get("ok"):
             side["shipped_digest"] = parts.shipped_digest(side)
         return side
-    return p.part(folder, make, lambda s: s.get("stage") != "worker", parts.CONVERTING)
+    return p.part(folder, make, parts.repeatable, parts.CONVERTING)
 
 
 def _inputs_key(cut_dir: Path) -> str:

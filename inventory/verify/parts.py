@@ -130,6 +130,33 @@ def stored(final: Path, make: Make, use_cache: bool, keep: Callable[[dict[str, A
     return (theirs if theirs is not None else read(final) or record), False
 
 
+# what the machine did, not the converter or the runtime: a full disk (seen while a run form
+# was saved: "OSError: [Errno 28] No space left on device") or memory that ran out
+_MACHINE = ("[Errno 28]", "No space left on device", "MemoryError", "Cannot allocate memory")
+
+
+def machine_fault(record: dict[str, Any]) -> bool:
+    """A failure the machine caused: it may not repeat, so it is never stored as a result."""
+    return not record.get("ok") and any(m in str(record.get("error", "")) for m in _MACHINE)
+
+
+def repeatable(record: dict[str, Any]) -> bool:
+    """A conversion or cut that a worker's death or timeout, or the machine, cut short may not
+    repeat: not stored."""
+    return record.get("stage") != "worker" and not machine_fault(record)
+
+
+def run_repeats(run: dict[str, Any]) -> bool:
+    """A run that answered, or a runtime that refused the asset (an error it reported, or an
+    abort: coreai-core 1.0.0b2 aborts on every 0.4.0 asset), says the same next time: stored. A
+    timeout or a kill (out of memory) may not repeat: told, never stored."""
+    if machine_fault(run):
+        return False
+    if run.get("ok") or run.get("stage") != "worker":
+        return True
+    return "SIGABRT" in str(run.get("error", ""))
+
+
 # ---- keys ---------------------------------------------------------------------------------
 
 

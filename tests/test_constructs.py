@@ -54,18 +54,16 @@ def test_construct_is_complete(kind: str):
         assert set(r.spec.params) <= set(c.params), f"{r.id}: a parameter the probe does not take"
         name = constructs.label(kind, r.spec.params, r.spec.dtype)
         assert name and name.endswith(DTYPE_SHORT.get(r.spec.dtype, r.spec.dtype)), name
-    assert c.fixes, f"{kind}: which fix records does it probe?"
-    for fix_id in c.fixes:
-        fix = next((f for f in FIXES if f.id == fix_id), None)
-        assert fix is not None, f"{kind}: fix #{fix_id} is not in oracle/fixes.toml"
-        assert kind in fix.constructs, f"fix #{fix_id} does not name {kind}"
+    # The fix-to-construct link is written once, in fixes.toml: a probed construct is there
+    # because some lowering record names it, else its probe answers no question.
+    assert [f.id for f in FIXES if kind in f.constructs], \
+        f"{kind}: no record in oracle/fixes.toml names it; which change does it probe?"
 
 
 def test_every_fix_names_registered_constructs():
     for fix in FIXES:
         for kind in fix.constructs:
             assert kind in KINDS, f"fix #{fix.id} names {kind}, which has no construct module"
-            assert fix.id in constructs.get(kind).fixes, f"{kind} does not list fix #{fix.id}"
 
 
 def test_the_data_of_every_construct_imports_without_torch():

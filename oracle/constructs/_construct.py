@@ -47,8 +47,8 @@ class ScanSignature:
 @dataclass(frozen=True)
 class Construct:
     kind: str
-    # The fix records (oracle/fixes.toml ids) whose lowering change this construct probes.
-    fixes: tuple[str, ...]
+    # No list of fix records here: a record names its constructs in oracle/fixes.toml, the one
+    # place that link is written (a second copy here would have to be kept in sync by hand).
     # The instance parameters its probe takes (a trace may record more, e.g. module paths).
     params: tuple[str, ...]
     build: Builder | None

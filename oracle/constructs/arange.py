@@ -91,7 +91,6 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="arange",
-    fixes=("25", "13"),
     params=("start", "end", "step", "arange_dtype", "batch"),
     build=build,
     readers=(Reader(("aten.arange.default", "aten.arange.start", "aten.arange.start_step"),

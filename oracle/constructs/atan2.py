@@ -71,7 +71,6 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="atan2",
-    fixes=("23",),
     params=("shape", "operands"),
     build=build,
     readers=(Reader(("aten.atan2.default",), detect),),

@@ -210,7 +210,6 @@ def label(p: dict[str, Any], short: str) -> str:
 
 CONSTRUCT = Construct(
     kind="batch_norm",
-    fixes=("54",),
     params=("dim", "channels", "length", "batch", "eps", "affine", "running_var",
             "depthwise_kernel", "param_dtype"),
     build=build,

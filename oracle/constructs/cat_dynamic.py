@@ -157,7 +157,6 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="cat_dynamic",
-    fixes=("14", "13", "56"),
     params=("mode", "batch", "length", "channels", "other_channels", "prefix", "dynamic_length",
             "dynamic_batch"),
     build=build,

@@ -83,7 +83,6 @@ def label(p: dict[str, Any], short: str) -> str:
 
 CONSTRUCT = Construct(
     kind="conv_transpose",
-    fixes=("40", "79"),
     params=("dim", "in_channels", "out_channels", "kernel", "stride", "padding",
             "output_padding", "dilation", "groups", "bias", "input_shape", "dynamic_length"),
     build=build,

@@ -121,7 +121,6 @@ def label(p: dict[str, Any], short: str) -> str:
 
 CONSTRUCT = Construct(
     kind="floor_divide",
-    fixes=("32",),
     params=("form", "operands", "shape", "divisor"),
     build=build,
     readers=(Reader(("aten.div.Tensor_mode", "aten.div.Scalar_mode",

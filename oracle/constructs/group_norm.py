@@ -70,7 +70,6 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="group_norm",
-    fixes=("56",),
     params=("num_groups", "channels", "batch", "length", "affine", "eps", "dynamic_batch",
             "dynamic_length"),
     build=build,

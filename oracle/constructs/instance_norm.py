@@ -11,7 +11,6 @@ from oracle.constructs._construct import Construct, ScanSignature
 
 CONSTRUCT = Construct(
     kind="instance_norm",
-    fixes=(),
     params=(),
     build=None,
     readers=(),

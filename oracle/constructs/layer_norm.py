@@ -80,7 +80,6 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="layer_norm",
-    fixes=("55",),
     params=("normalized_shape", "input_shape", "elementwise_affine", "bias", "eps"),
     build=build,
     readers=(Reader(("aten.native_layer_norm.default",), detect),),

@@ -66,7 +66,6 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="masked_scatter",
-    fixes=("16",),
     params=("shape", "broadcast", "dynamic_batch"),
     build=build,
     readers=(Reader(("aten.masked_scatter.default",), detect),),

@@ -102,7 +102,6 @@ def label(p: dict[str, Any], short: str) -> str:
 
 CONSTRUCT = Construct(
     kind="max_pool2d",
-    fixes=("36",),
     params=("form", "kernel", "stride", "padding", "ceil_mode", "input_shape"),
     build=build,
     readers=(Reader(("aten.max_pool2d_with_indices.default",), detect),),

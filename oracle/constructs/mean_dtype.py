@@ -94,7 +94,6 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="mean_dtype",
-    fixes=("42",),
     params=("operand", "shape", "dims", "keepdim", "dtype_arg"),
     build=build,
     readers=(Reader(("aten.mean.dim", "aten.mean.default"), detect),),

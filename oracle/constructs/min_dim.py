@@ -86,7 +86,6 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="min_dim",
-    fixes=("43",),
     params=("int_dtype", "shape", "dim", "keepdim"),
     build=build,
     readers=(Reader(("aten.min.dim",), detect),),

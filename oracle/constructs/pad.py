@@ -157,7 +157,6 @@ def label(p: dict[str, Any], short: str) -> str:
 
 CONSTRUCT = Construct(
     kind="pad",
-    fixes=("29",),
     params=("mode", "pads", "input_shape", "value"),
     build=build,
     readers=(

@@ -116,7 +116,6 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="quantize",
-    fixes=("24",),
     params=("shape", "axis", "output_dtype", "zero_point"),
     build=build,
     readers=(Reader(("coreai.quantize.default", "coreai.dequantize.default"), detect),),

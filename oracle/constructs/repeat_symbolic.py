@@ -70,7 +70,6 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="repeat_symbolic",
-    fixes=("15", "13", "56"),
     params=("batch", "length", "dynamic_batch"),
     build=build,
     readers=(Reader(("aten.repeat.default",), detect),),

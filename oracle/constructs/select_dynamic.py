@@ -70,7 +70,6 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="select_dynamic",
-    fixes=("56",),
     params=("batch", "length", "channels", "dim", "index", "dynamic_length"),
     build=build,
     readers=(Reader(("aten.select.int",), detect),),

@@ -147,7 +147,6 @@ def label(p: dict[str, Any], short: str) -> str:
 
 CONSTRUCT = Construct(
     kind="true_divide",
-    fixes=("32",),
     params=("form", "operands", "shape", "divisor", "divide_by_zero"),
     build=build,
     readers=(Reader(tuple(_DIV_FORMS), detect),),

@@ -200,7 +200,6 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="view_dynamic",
-    fixes=("13", "56"),
     params=("mode", "batch", "length", "channels", "heads", "dynamic_batch", "dynamic_hw",
             "size_source"),
     build=build,

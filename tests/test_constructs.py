@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from oracle import constructs
-from oracle.constructs._construct import DTYPE_SHORT
+from oracle.constructs._construct import DTYPE_SHORT, ScanSeen
 from oracle.fixes import load_fixes
 from oracle.regimes import load_regimes
 
@@ -64,6 +64,39 @@ def test_every_fix_names_registered_constructs():
     for fix in FIXES:
         for kind in fix.constructs:
             assert kind in KINDS, f"fix #{fix.id} names {kind}, which has no construct module"
+
+
+def _seen(optimized: bool = False, decompositions: str = "coreai", stamped: bool = False,
+          **ops: int) -> ScanSeen:
+    return ScanSeen(optimized, decompositions, stamped, lambda fragment: ops.get(fragment, 0))
+
+
+@pytest.mark.parametrize("kind", [c.kind for c in constructs.all_constructs() if c.scan.fewer])
+def test_scan_reasoning_excuses_nothing_in_a_plain_pipeline(kind: str):
+    """A construct's `fewer` explains instances a scan misses by what the pipeline or lowering
+    did; with neither optimize() nor other decompositions nor a telltale op, a missing instance
+    is a disagreement, never excused."""
+    fewer = constructs.get(kind).scan.fewer
+    assert fewer is not None
+    assert fewer(_seen()) == []
+
+
+def test_scan_reasoning_lives_with_the_norms():
+    # the reasons `scan --against-registry` gave before they moved into the construct modules
+    bn = constructs.get("batch_norm").scan.fewer
+    assert bn is not None
+    assert "folds a batch norm" in " ".join(bn(_seen(optimized=True, stamped=True, conv2d=1)))
+    assert bn(_seen(optimized=True, stamped=False, conv2d=1)) == []  # 1.0.0b1 stamps none
+    assert bn(_seen(optimized=True, stamped=True)) == []  # no convolution to fold into
+    for kind in ("layer_norm", "group_norm", "instance_norm"):
+        fewer = constructs.get(kind).scan.fewer
+        assert fewer is not None
+        assert fewer(_seen(decompositions="torch")) == [
+            f"the pipeline decomposes with torch decompositions: a {kind} arrives as plain ops"]
+    ln = constructs.get("layer_norm").scan.fewer
+    assert ln is not None
+    assert ln(_seen(rsqrt=3)) == ["3 rsqrt op(s) outside composites could be layer norms "
+                                  "without affine parameters lowered to plain ops"]
 
 
 def test_the_data_of_every_construct_imports_without_torch():

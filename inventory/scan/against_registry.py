@@ -12,6 +12,7 @@ from inventory.scan.loads import load_finding, repaired
 from inventory.scan.model import BundleScan, Finding, RegistryLink, Status, dtype_name
 from inventory.scan.readers import core_order
 from oracle import constructs
+from oracle.constructs._construct import ScanSeen
 from oracle.releases import Catalog, version_key
 
 # What a scan cannot establish, said in every registry comparison.
@@ -134,9 +135,10 @@ def _instance_findings(bundle: Bundle, scans: list[BundleScan],
                            if any(s.composite_uses(comp) for s in scans)} | {
         k for k, frags in ops_of.items() if any(s.op_count(f) for s in scans for f in frags)}
     detected = traced_kinds()
-    producers = {s.producer_core for s in scans}
-    optimized = bundle.pipeline.optimize
-    decomposed = bundle.pipeline.decompositions != "coreai"
+    seen_besides = ScanSeen(
+        optimized=bundle.pipeline.optimize, decompositions=bundle.pipeline.decompositions,
+        stamped=any(s.producer_core is not None for s in scans),
+        op_count=lambda fragment: sum(s.op_count(fragment) for s in scans))
     for kind in sorted(kinds):
         want = traced.get(kind, 0)
         if kind in composite_of:
@@ -167,19 +169,11 @@ def _instance_findings(bundle: Bundle, scans: list[BundleScan],
         if files_missing:
             reasons.append(f"{len(files_missing)} file(s) of the bundle not scanned "
                            f"({', '.join(files_missing)})")
-        if kind == "batch_norm" and optimized and (producers - {None}) and any(
-                s.op_count("conv2d") for s in scans):
-            reasons.append("optimize() in coreai-core 1.0.0b2 and later folds a batch norm "
-                           "that directly follows a 2-D convolution into the convolution's "
-                           "weights: a folded batch norm leaves no call site")
-        if kind in ("layer_norm", "group_norm", "instance_norm") and decomposed:
-            reasons.append(f"the pipeline decomposes with {bundle.pipeline.decompositions} "
-                           f"decompositions: a {kind} arrives as plain ops")
-        if kind == "layer_norm":
-            rsqrt = sum(s.op_count("rsqrt") for s in scans)
-            if rsqrt:
-                reasons.append(f"{rsqrt} rsqrt op(s) outside composites could be layer norms "
-                               f"without affine parameters lowered to plain ops")
+        # How a lowering or the pipeline hides instances from the count is the construct's
+        # own knowledge (its ScanSignature.fewer), so a new construct brings its reasoning.
+        fewer = constructs.get(kind).scan.fewer
+        if fewer is not None:
+            reasons += fewer(seen_besides)
         if reasons:
             findings.append(Finding(kind, Status.CANNOT_TELL, label, what,
                                     f"{want - seen} not seen; " + "; ".join(reasons)))

@@ -30,14 +30,38 @@ class Reader:
 
 
 @dataclass(frozen=True)
+class ScanSeen:
+    """What a scan saw of one registry entry's bundle besides a construct's own count: the
+    inputs a construct's `ScanSignature.fewer` reasons from. Plain values, so the construct
+    modules need no import of the inventory (the oracle never imports it)."""
+
+    # the recipe runs coreai-core's optimize() before saving
+    optimized: bool
+    # the decomposition table the recipe exports with ("coreai": coreai-torch's own)
+    decompositions: str
+    # some scanned file carries a producer stamp (coreai-core 1.0.0b2 and later write one)
+    stamped: bool
+    # op_count(fragment): plain ops whose name contains `fragment`, over every scanned file
+    op_count: Callable[[str], int]
+
+
+# fewer(seen) -> why a scan can count fewer of a construct than the trace recorded; empty: the
+# missing ones are a real disagreement between the bundle and its trace.
+Fewer = Callable[[ScanSeen], list[str]]
+
+
+@dataclass(frozen=True)
 class ScanSignature:
     """What a scan of a shipped bundle counts for this construct: call sites of a composite
     declaration, or plain ops whose name contains one of `ops`. With neither, `unseen` says why
-    a scan cannot see the construct."""
+    a scan cannot see the construct. `fewer` is what the construct knows about how a lowering
+    or the pipeline can hide instances from that count (kept here, beside the count it
+    explains, so a new construct brings its own reasoning)."""
 
     composite: str | None = None
     ops: tuple[str, ...] = ()
     unseen: str = ""
+    fewer: Fewer | None = None
 
     @property
     def visible(self) -> bool:
@@ -72,6 +96,19 @@ class Construct:
     @property
     def detected(self) -> bool:
         return bool(self.readers)
+
+
+def arrives_decomposed(kind: str) -> Fewer:
+    """The `fewer` of a composite that a pipeline exporting with other decompositions than
+    coreai-torch's own turns into plain ops (no call site left to count)."""
+
+    def fewer(seen: ScanSeen) -> list[str]:
+        if seen.decompositions == "coreai":
+            return []
+        return [f"the pipeline decomposes with {seen.decompositions} decompositions: a {kind} "
+                f"arrives as plain ops"]
+
+    return fewer
 
 
 DTYPE_SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from oracle.checkpoint import TensorSource
-from oracle.constructs._construct import DTYPE_SHORT, Construct, Reader, ScanSignature
+from oracle.constructs._construct import DTYPE_SHORT, Construct, Reader, ScanSeen, ScanSignature
 
 if TYPE_CHECKING:
     import torch
@@ -208,13 +208,26 @@ def label(p: dict[str, Any], short: str) -> str:
             f"var={p.get('running_var', 'default')}{params_in} {short}")
 
 
+# ---- the scan ----------------------------------------------------------------------------------
+
+
+def _fewer(seen: ScanSeen) -> list[str]:
+    """optimize() of a stamping coreai-core folds a batch norm into the 2-D convolution before
+    it, which is then all a scan finds."""
+    if seen.optimized and seen.stamped and seen.op_count("conv2d"):
+        return ["optimize() in coreai-core 1.0.0b2 and later folds a batch norm that directly "
+                "follows a 2-D convolution into the convolution's weights: a folded batch norm "
+                "leaves no call site"]
+    return []
+
+
 CONSTRUCT = Construct(
     kind="batch_norm",
     params=("dim", "channels", "length", "batch", "eps", "affine", "running_var",
             "depthwise_kernel", "param_dtype"),
     build=build,
     readers=(Reader(("aten._native_batch_norm_legit_no_training.default",), detect),),
-    scan=ScanSignature(composite="batch_norm"),
+    scan=ScanSignature(composite="batch_norm", fewer=_fewer),
     label=label,
     # `--weights`: each traced batch norm's own statistics and affine parameters, and the
     # depthwise conv's weights where one feeds it (the registry records that module too).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from oracle.constructs._construct import Construct, Reader, ScanSignature
+from oracle.constructs._construct import Construct, Reader, ScanSignature, arrives_decomposed
 
 if TYPE_CHECKING:
     import torch
@@ -74,5 +74,5 @@ CONSTRUCT = Construct(
             "dynamic_length"),
     build=build,
     readers=(Reader(("aten.native_group_norm.default",), detect),),
-    scan=ScanSignature(composite="group_norm"),
+    scan=ScanSignature(composite="group_norm", fewer=arrives_decomposed("group_norm")),
 )

@@ -7,14 +7,14 @@ it). A scan still counts its composite call sites, so one found in a shipped bun
 
 from __future__ import annotations
 
-from oracle.constructs._construct import Construct, ScanSignature
+from oracle.constructs._construct import Construct, ScanSignature, arrives_decomposed
 
 CONSTRUCT = Construct(
     kind="instance_norm",
     params=(),
     build=None,
     readers=(),
-    scan=ScanSignature(composite="instance_norm"),
+    scan=ScanSignature(composite="instance_norm", fewer=arrives_decomposed("instance_norm")),
     why_incomplete="scan-only: no fix record touches instance norm, so nothing to probe or "
                    "trace; a scan counts its composite",
 )

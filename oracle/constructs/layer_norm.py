@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from oracle.constructs._construct import Construct, Reader, ScanSignature
+from oracle.constructs._construct import (
+    Construct,
+    Reader,
+    ScanSeen,
+    ScanSignature,
+    arrives_decomposed,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -78,10 +84,24 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     return g.Found("layer_norm", params, g.dtype(x), g.module_path(node))
 
 
+# ---- the scan ----------------------------------------------------------------------------------
+
+
+def _fewer(seen: ScanSeen) -> list[str]:
+    """Besides a decomposing pipeline: a layer norm without affine parameters can be written or
+    lowered as plain ops, whose rsqrt is the one trace of it a scan can point to."""
+    reasons = arrives_decomposed("layer_norm")(seen)
+    rsqrt = seen.op_count("rsqrt")
+    if rsqrt:
+        reasons.append(f"{rsqrt} rsqrt op(s) outside composites could be layer norms "
+                       f"without affine parameters lowered to plain ops")
+    return reasons
+
+
 CONSTRUCT = Construct(
     kind="layer_norm",
     params=("normalized_shape", "input_shape", "elementwise_affine", "bias", "eps"),
     build=build,
     readers=(Reader(("aten.native_layer_norm.default",), detect),),
-    scan=ScanSignature(composite="layer_norm"),
+    scan=ScanSignature(composite="layer_norm", fewer=_fewer),
 )

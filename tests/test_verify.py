@@ -264,18 +264,23 @@ def test_a_run_that_exceeds_the_timeout_is_inconclusive_not_stored(sortformer_mi
     cache.mkdir()
     (cache / "envs").symlink_to(envs_dir())
     # a process of its own, as a user sets the variable (oracle.settings reads it when a run starts)
+    # a limit no run meets, the regions' small cuts included (a region measured at its cut would
+    # judge the level without the model-level run)
     proc = spawn("verify", "sortformer", "--to", "0.4.2", "--registry", str(registry), "--json",
-                 "-q", INVENTORY_CACHE=str(cache), INVENTORY_VERIFY_RUN_TIMEOUT="0.5")
+                 "-q", INVENTORY_CACHE=str(cache), INVENTORY_VERIFY_RUN_TIMEOUT="0.001")
     code, data = proc.returncode, json.loads(proc.stdout)
     b = data["bundles"][0]
     assert code == 3 and b["status"] == "inconclusive"
     assert "did not answer within" in " ".join(b["run"]["attempts"])
+    [region] = b["regions"]
+    assert region["region_run"]["reproduces"] is True and region["region_run"]["drift"] is None
+    assert "did not answer within" in " ".join(region["region_run"]["runtime_attempts"])
     results = cache / "results"
-    # the build and the conversions are kept (they repeat), and so is 1.0.0b2's refusal of the
-    # 0.4.0 asset (an abort, the same every time); the run that timed out is not
-    assert list(results.glob("verify-side-*"))
+    # the build and the conversions are kept (they repeat), and so would be a runtime's refusal
+    # of an asset (an abort, the same every time); a run that timed out is not
+    assert list(results.glob("verify-side-*")) and list(results.glob("verify-cutside-*"))
     stored = [json.loads((f / "result.json").read_text())
-              for f in results.glob("verify-run-*")]
+              for f in [*results.glob("verify-run-*"), *results.glob("verify-cutrun-*")]]
     assert all(not r["ok"] and "SIGABRT" in r["error"] for r in stored), stored
 
 

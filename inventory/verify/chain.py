@@ -16,6 +16,7 @@ them, and says whether every part was read back (`cached`).
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -149,6 +150,8 @@ def measure(bundle: Bundle, session: Session, releases: list[str],
     whose programs differ. `read_only`: only what is stored (raises Missing otherwise); `full`:
     the full target even where the registry states a miniature."""
     start = time.perf_counter()
+    if run_budget is not None and math.isinf(run_budget):
+        run_budget = None  # no limit (`--run-budget inf`): JSON has no infinity
     key = json.dumps([str(parts.store.results_root()), bundle.name, bundle.verify,
                       bundle.pipeline.decompositions, bundle.pipeline.optimize, releases,
                       str(weights), run_budget, full], sort_keys=True, default=str)

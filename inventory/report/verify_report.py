@@ -55,6 +55,10 @@ def region_run_line(g: dict[str, Any]) -> str:
     d = run["drift"]
     if not d:
         return f"{where}: cut reproduces ({run.get('hops')} rings); {run.get('why') or ''}"
+    if run.get("cut_from", "").startswith("the ops"):
+        where += " (a constant, cut where its values are used)"
+    if run.get("nodes_missing"):
+        where += f" ({len(run['nodes_missing'])} node(s) not in the cut's graph)"
     return (f"{where}: cut reproduces ({run.get('hops')} rings), {d['outputs']} output(s) on "
             f"{run['runtime']}: old max abs {_num(d['maxabs_old'])} (rel {_num(d['rel_old'])}), "
             f"new {_num(d['maxabs_new'])} (rel {_num(d['rel_new'])}), |old-new| "

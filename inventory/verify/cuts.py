@@ -148,7 +148,10 @@ def _tried(p: Any, entry: dict[str, Any], c: dict[str, Any], envs: dict[str, Env
            refused: dict[tuple[str, str], str]) -> bool:
     """One cut of a region converted under both releases and, if it reproduces the region,
     measured: True when it reproduced."""
+    # the region's nodes that the newer release's decomposition does not name: the cut holds
+    # the rest, and the answer says so
     entry["found"] = c.get("found")
+    entry["missing"] = c.get("missing", [])
     entry["reaches_outputs"] = c.get("reaches_outputs", [])
     attempt: dict[str, Any] = {"hops": c["hops"], "nodes": c.get("cut_nodes")}
     entry["attempts"].append(attempt)

@@ -155,7 +155,11 @@ def _with_region_drift(regions: list[dict[str, Any]], record: dict[str, Any], la
             "runtime": run.get("runtime"), "runtime_attempts": run.get("runtime_attempts", []),
             "reaches_outputs": run.get("reaches_outputs"), "inputs": run.get("inputs"),
             "drift": cuts.summary(run.get("drift")), "outputs": run.get("drift"),
-            "evidence": run.get("run_evidence"), "cut": step_runs.get("evidence")}
+            "evidence": run.get("run_evidence"), "cut": step_runs.get("evidence"),
+            # a hoisted constant is cut where its values are used; nodes the cut's release
+            # does not name are left out of it: both said in the answer, not only in a log
+            "cut_from": run.get("cut_from") or "the region's own aten nodes",
+            "nodes_missing": run.get("missing", [])}
 
 
 def _identity(stage: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ file is changed by removing it and writing a new one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -299,13 +300,14 @@ def test_sigterm_leaves_no_temp_folder_and_no_worker(env, tmp_path):
     assert not [w for w in workers if _alive(w)], "a worker outlived the run"
 
 
-def _mid_probe(cache: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], list[int]]:
+def _mid_probe(cache: Path, tmp_path: Path, fault: str = "hang"
+               ) -> tuple[subprocess.Popen[str], list[int]]:
     """A run stopped nowhere yet: its two workers inside a conversion that never returns (the
-    hang double), writing into the run's temp folder. A worker left alone would sleep there for
-    an hour, so whatever ends it is the run's doing, not the job's end."""
+    hang double; `gil`: one that holds the GIL), writing into the run's temp folder. A worker
+    left alone would stay there, so whatever ends it is the run's doing, not the job's end."""
     run = _start("affected", "--fix", "40", "--registry", str(_registry(tmp_path, channels=12)),
                  "--json", "-q", "--no-cache", cache=cache,
-                 **fault_env(INVENTORY_WORKER_FAULT="hang"))
+                 **fault_env(INVENTORY_WORKER_FAULT=fault))
     workers: list[int] = []
     while run.poll() is None and not (len(workers) == 2 and _temp_folders(cache)
                                       and _converting(cache) == 2):
@@ -320,16 +322,21 @@ def _converting(cache: Path) -> int:
     return sum(1 for folder in _temp_folders(cache) for _ in folder.rglob("convert.log"))
 
 
-# A guard against a hung test only, not a speed claim: the hang double sleeps for an hour.
+# A guard against a hung test only, not a speed claim: the doubles never return.
 GONE_GUARD = 120.0
 
 
 def _gone(workers: list[int]) -> bool:
-    """Whether every worker ended (waiting at most GONE_GUARD seconds)."""
+    """Whether every worker ended (waiting at most GONE_GUARD seconds). One that did not is
+    killed here, with its group, so that a failing test leaves no worker spinning."""
     deadline = time.monotonic() + GONE_GUARD
     while any(map(_alive, workers)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not any(map(_alive, workers))
+    left = [w for w in workers if _alive(w)]
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+    return not left
 
 
 def test_sigterm_stops_the_workers_mid_conversion(env, tmp_path):
@@ -346,9 +353,11 @@ def test_sigterm_stops_the_workers_mid_conversion(env, tmp_path):
 
 def test_sigkill_of_the_run_leaves_no_worker_and_the_next_run_reclaims_its_folders(env,
                                                                                    tmp_path):
-    """SIGTERM then SIGKILL used to leave the temp folder and 2 orphaned workers."""
+    """SIGTERM then SIGKILL used to leave the temp folder and 2 orphaned workers; a watchdog
+    thread could not end a worker whose native call held the GIL (the `gil` double): the
+    watchdog is a process of its own."""
     cache = _shared_envs(tmp_path, env)
-    run, workers = _mid_probe(cache, tmp_path)
+    run, workers = _mid_probe(cache, tmp_path, "gil")
     left = _temp_folders(cache)
     run.send_signal(signal.SIGKILL)
     run.communicate(timeout=60)

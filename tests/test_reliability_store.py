@@ -294,10 +294,7 @@ def test_sigterm_leaves_no_temp_folder_and_no_worker(env, tmp_path):
     assert errors.splitlines() == ["error: stopped by SIGTERM; nothing answered"], errors
     assert _temp_folders(cache) == []
     assert list((cache / LOCKS).iterdir()) == []  # no lock left either
-    deadline = time.monotonic() + 3
-    while any(map(_alive, workers)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [w for w in workers if _alive(w)], "a worker outlived the run"
+    assert _gone(workers), "a worker outlived the run"
 
 
 def _mid_probe(cache: Path, tmp_path: Path, fault: str = "hang"

@@ -23,6 +23,10 @@ TIMEOUTS: dict[str, tuple[float, bool]] = {
     "INVENTORY_VERIFY_RUN_TIMEOUT": (1800.0, False),
     # waiting for another process's build of an environment (0: give up at once)
     "INVENTORY_LOCK_TIMEOUT": (900.0, True),
+    # --executor ray: a node's agent getting a release's environment ready (a build included)
+    "INVENTORY_RAY_SETUP_TIMEOUT": (1800.0, False),
+    # --executor ray: one job (a comparison) on a node, from when it can start
+    "INVENTORY_RAY_JOB_TIMEOUT": (1200.0, False),
 }
 # Pseudo file systems: a store there is never a folder the tool can keep results in.
 _NOT_A_STORE = (Path("/proc"), Path("/sys"), Path("/dev"))

@@ -158,11 +158,13 @@ def main() -> None:
                         help="instead: a sweep of JOBS probes, local versus a two-node Ray "
                              "cluster on this machine (needs the ray extra)")
     parser.add_argument("--record", type=Path, help="with --ray: also write the figures here")
+    parser.add_argument("--ray-shipped", action="store_true",
+                        help="with --ray: sweep the shipped registry's instances instead")
     args = parser.parse_args()
     if args.ray:
         from bench_ray import ray_lines
 
-        ray_lines(args.ray, args.record)
+        ray_lines(args.ray, args.record, args.ray_shipped)
         return
     if args.baseline and not (args.baseline / "inventory" / "cli.py").is_file():
         sys.exit(f"--baseline {args.baseline}: not a checkout of this project")

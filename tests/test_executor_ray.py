@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -27,7 +28,7 @@ import pytest
 from cli import ROOT, spawn
 
 from oracle.paths import envs_dir
-from oracle.store import RECORD_DIGEST, RESULT_FILE
+from oracle.store import RECORD_DIGEST, RESULT_FILE, load_result
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (scripts/test adds it)")
 
@@ -226,3 +227,45 @@ def test_a_node_agent_killed_mid_run_its_jobs_run_elsewhere(cluster, local, tmp_
     assert ledger["retried"] >= 1 and ledger["lost"] == 0
     assert sum(n["jobs"] for n in ledger["nodes"].values()) == len(CHANNELS)
     assert len(list((store / "results").iterdir())) == len(CHANNELS)
+
+
+def _named_agents(cluster: str, pid: int) -> list[str]:
+    """The live agents a run (by its pid) still has on the cluster, asked by another driver."""
+    code = ("import ray, sys\nray.init(address=sys.argv[1], log_to_driver=False)\n"
+            "print(' '.join(a['name'] for a in ray.util.list_named_actors(all_namespaces=True)\n"
+            "               if a['name'].startswith(f'inventory-{sys.argv[2]}-')))\n")
+    asked = subprocess.run([sys.executable, "-c", code, cluster, str(pid)], capture_output=True,
+                           text=True, timeout=120, env={**os.environ, **RAY_ENV})
+    assert asked.returncode == 0, asked.stderr
+    return asked.stdout.split()
+
+
+def test_ctrl_c_mid_run_leaves_no_agent_and_no_half_written_result(cluster, local, tmp_path):
+    registry, _, _ = local
+    store = _store(tmp_path, "interrupted")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "inventory.cli", *SWEEP, "--registry-file", str(registry),
+         "--executor", "ray", "--ray-address", cluster, "--no-cache"], cwd=ROOT, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, **RAY_ENV, "INVENTORY_CACHE": str(store), "COLUMNS": "400"})
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(run.stderr.readline, "")),
+                              daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 300
+    while not any(re.search(rf"ray: 0/{len(CHANNELS)} jobs .*in flight", ln) for ln in lines):
+        assert run.poll() is None and time.monotonic() < deadline, "".join(lines)
+        time.sleep(0.05)
+    assert _named_agents(cluster, run.pid), "the run has no agent to leave behind"
+    run.send_signal(signal.SIGINT)
+    run.communicate(timeout=120)
+    reader.join(timeout=10)
+    assert run.returncode != 0 and "Traceback" not in "".join(lines), "".join(lines)
+    results = store / "results"
+    for folder in results.iterdir() if results.exists() else []:
+        assert not folder.name.startswith("."), f"temp folder left: {folder}"
+        assert load_result(folder) is not None, f"half-written result: {folder}"
+    deadline = time.monotonic() + 60  # Ray ends a driver's actors once it sees the driver gone
+    while (left := _named_agents(cluster, run.pid)) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert left == []

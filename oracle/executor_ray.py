@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -126,6 +127,8 @@ _dropped: set[str] = set()  # agents left out (dead, not ready): not made again 
 _ledger: dict[str, Any] = {"dispatched": 0, "from_store": 0, "retried": 0, "lost": 0,
                            "nodes": {}, "jobs": []}
 _started = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+# One dispatch at a time per process: the agents' queues and the ledger are shared state.
+_dispatching = threading.Lock()
 
 
 def ledger() -> dict[str, Any]:
@@ -137,12 +140,15 @@ def _shutdown() -> None:
     never left behind; Ray would also end it with its driver)."""
     ray = _import_ray()
     live = [a for a in _agents.values() if a.alive]
-    refs = [a.handle.close.remote() for a in live]
-    if refs:
-        ray.wait(refs, num_returns=len(refs), timeout=10)
-    for agent in live:
-        ray.kill(agent.handle)
     _agents.clear()
+    try:
+        refs = [a.handle.close.remote() for a in live]
+        if refs:
+            ray.wait(refs, num_returns=len(refs), timeout=10)
+        for agent in live:
+            ray.kill(agent.handle)
+    except Exception:  # noqa: BLE001 - a cluster already gone ends its actors itself
+        pass
     ray.shutdown()
 
 
@@ -236,6 +242,10 @@ class RayOracle(Oracle):
     # -- the jobs --------------------------------------------------------------------------
     def _dispatch(self, jobs: list[Job], old: Env, new: Env, use_cache: bool) -> None:
         """Run the jobs on the cluster and publish each result; every job ends answered."""
+        with _dispatching:
+            self._dispatch_now(jobs, old, new, use_cache)
+
+    def _dispatch_now(self, jobs: list[Job], old: Env, new: Env, use_cache: bool) -> None:
         agents = dict(self._ready({old.converter: old, new.converter: new}))
         queue = deque(jobs)
         tries: dict[str, int] = {}

@@ -156,6 +156,24 @@ def _why(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
+def check_identity(where: str, ident: dict[str, Any], envs: dict[str, Env]) -> None:
+    """A node's report (`NodeAgent.identity`) against this process: the same code, and per
+    release the same packages as the driver's environment (the versions a result is keyed on).
+    ExecutorError, one line, otherwise: its results would be stored under keys they do not
+    match."""
+    if ident.get("tool") != tool_digest() or ident.get("code") != store.code_digest():
+        raise ExecutorError(
+            f"{where} runs other inventory code (digest {ident.get('tool')}, here "
+            f"{tool_digest()}): refusing, its results would poison the store")
+    for release, env in envs.items():
+        theirs, ours = ident.get("packages", {}).get(release, {}), store.env_identity(env)
+        if theirs != ours:
+            diff = ", ".join(f"{k} {theirs.get(k, '?')} (here {v})"
+                             for k, v in ours.items() if theirs.get(k) != v)
+            raise ExecutorError(f"{where} has other packages for coreai-torch {release}: "
+                                f"{diff}; refusing, its results would poison the store")
+
+
 class RayOracle(Oracle):
     name = "ray"
 
@@ -225,18 +243,7 @@ class RayOracle(Oracle):
 
     def _check(self, agent: _Agent, ident: dict[str, Any], envs: dict[str, Env]) -> None:
         agent.host = ident.get("host", "?")
-        where = f"{agent.label} on {agent.host}"
-        if ident.get("tool") != tool_digest() or ident.get("code") != store.code_digest():
-            raise ExecutorError(
-                f"{where} runs other inventory code (digest {ident.get('tool')}, here "
-                f"{tool_digest()}): refusing, its results would poison the store")
-        for release, env in envs.items():
-            theirs, ours = ident["packages"].get(release, {}), store.env_identity(env)
-            if theirs != ours:
-                diff = ", ".join(f"{k} {theirs.get(k, '?')} (here {v})"
-                                 for k, v in ours.items() if theirs.get(k) != v)
-                raise ExecutorError(f"{where} has other packages for coreai-torch {release}: "
-                                    f"{diff}; refusing, its results would poison the store")
+        check_identity(f"{agent.label} on {agent.host}", ident, envs)
         agent.checked |= set(envs)
 
     # -- the jobs --------------------------------------------------------------------------

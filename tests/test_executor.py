@@ -10,10 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from cli import ROOT, one_line, spawn
 from doubles.oracles import DyingWorkers
 
+from oracle import store
 from oracle.envs import Env
+from oracle.executor_ray import check_identity
+from oracle.oracle_api import ExecutorError
+from oracle.ray_node import tool_digest
 from oracle.releases import load_catalog
 from oracle.session import Session
 from oracle.spec import ProbeSpec
@@ -92,3 +97,29 @@ def test_executor_ray_needs_a_cluster_address_and_a_known_executor():
     proc = spawn(*SWEEP, "--executor", "dask")
     assert proc.returncode == 2
     assert one_line(proc) == "error: --executor must be one of local, ray, not 'dask'"
+
+
+def _identity(**changes: object) -> dict[str, object]:
+    """What a node agent reports (`NodeAgent.identity`), as this checkout would, then changed."""
+    ident: dict[str, object] = {"host": "n1", "pid": 1, "tool": tool_digest(),
+                                "code": store.code_digest(),
+                                "packages": {"0.4.1": store.env_identity(_fake_env("0.4.1"))}}
+    ident.update(changes)
+    return ident
+
+
+def test_a_node_with_other_code_or_other_packages_is_refused_in_one_line():
+    envs = {"0.4.1": _fake_env("0.4.1")}
+    check_identity("node a", _identity(), envs)  # the same code and packages: accepted
+    with pytest.raises(ExecutorError) as other_code:
+        check_identity("node a", _identity(tool="0123456789abcdef"), envs)
+    assert str(other_code.value).startswith("node a runs other inventory code (digest "
+                                            "0123456789abcdef, here ")
+    moved = {**_fake_env("0.4.1").packages, "coreai-torch": "0.4.1.post1"}
+    moved = {k: moved[k] for k in ("coreai-torch", "coreai-core", "torch", "numpy")}
+    with pytest.raises(ExecutorError) as other_packages:
+        check_identity("node a", _identity(packages={"0.4.1": moved}), envs)
+    assert str(other_packages.value) == (
+        "node a has other packages for coreai-torch 0.4.1: coreai-torch 0.4.1.post1 (here "
+        "0.4.1); refusing, its results would poison the store")
+    assert "\n" not in str(other_code.value) + str(other_packages.value)

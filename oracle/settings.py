@@ -52,10 +52,10 @@ def seconds(name: str) -> float:
     return value
 
 
-def check_cache(root: Path) -> None:
+def check_cache(root: Path, name: str | None = None) -> None:
     """The store folder is a folder the tool can create and write: not a file, not under a
     pseudo file system such as /proc."""
-    name = "INVENTORY_CACHE" if os.environ.get("INVENTORY_CACHE") else "the store"
+    name = name or ("INVENTORY_CACHE" if os.environ.get("INVENTORY_CACHE") else "the store")
     for pseudo in _NOT_A_STORE:
         if root.is_relative_to(pseudo):
             raise SettingError(f"{name} {root}: under {pseudo}, not a folder results can be "
@@ -70,8 +70,10 @@ def check_cache(root: Path) -> None:
 
 def check_all() -> None:
     """Every setting, before a command does any work."""
-    from oracle.paths import cache_root
+    from oracle.paths import cache_root, store_root
 
     for name in TIMEOUTS:
         seconds(name)
     check_cache(cache_root())
+    if os.environ.get("INVENTORY_STORE"):
+        check_cache(store_root(), "INVENTORY_STORE")

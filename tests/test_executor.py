@@ -123,3 +123,12 @@ def test_a_node_with_other_code_or_other_packages_is_refused_in_one_line():
         "node a has other packages for coreai-torch 0.4.1: coreai-torch 0.4.1.post1 (here "
         "0.4.1); refusing, its results would poison the store")
     assert "\n" not in str(other_code.value) + str(other_packages.value)
+
+
+def test_an_inventory_store_that_is_a_file_is_one_line_exit_2(tmp_path):
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    proc = spawn(*SWEEP, INVENTORY_CACHE=str(tmp_path / "cache"),
+                 INVENTORY_STORE=str(not_a_folder))
+    assert proc.returncode == 2
+    assert one_line(proc) == f"error: INVENTORY_STORE {not_a_folder} is a file, not a folder"

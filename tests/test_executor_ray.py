@@ -269,3 +269,26 @@ def test_ctrl_c_mid_run_leaves_no_agent_and_no_half_written_result(cluster, loca
     while (left := _named_agents(cluster, run.pid)) and time.monotonic() < deadline:
         time.sleep(1)
     assert left == []
+
+
+def test_two_drivers_share_one_store_the_second_dispatches_nothing(cluster, local, tmp_path):
+    """INVENTORY_STORE: one results folder for drivers with caches of their own (a shared
+    path): what a local driver stored, a cluster driver on another cache reads back."""
+    registry, _, local_answer = local
+    shared = tmp_path / "shared"
+    first_cache, second_cache = _store(tmp_path, "first"), _store(tmp_path, "second")
+    first = spawn(*SWEEP, "--registry-file", str(registry), "-q",
+                  INVENTORY_CACHE=str(first_cache), INVENTORY_STORE=str(shared))
+    assert first.returncode == 0, first.stderr
+    assert _answer(first.stdout.replace(str(shared), str(first_cache)), first_cache) \
+        == local_answer
+    assert len(list((shared / "results").iterdir())) == len(CHANNELS)
+    second = spawn(*SWEEP, "--registry-file", str(registry), "-q", "--executor", "ray",
+                   "--ray-address", cluster, INVENTORY_CACHE=str(second_cache),
+                   INVENTORY_STORE=str(shared), **RAY_ENV)
+    assert second.returncode == 0, second.stderr
+    assert _without(_answer(second.stdout, shared), "cached") \
+        == _without(local_answer, "cached")
+    [ledger] = _ledgers(second_cache)
+    assert ledger["dispatched"] == 0 and ledger["from_store"] == len(CHANNELS)
+    assert not (first_cache / "results").exists() and not (second_cache / "results").exists()

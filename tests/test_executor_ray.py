@@ -68,9 +68,14 @@ def cluster(env) -> Iterator[str]:
 
     env("0.4.1")
     env("0.4.2")
-    saved = {k: os.environ.get(k) for k in RAY_ENV}
-    os.environ.update(RAY_ENV)
     temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: Ray's socket paths
+    # Ray writes the cluster's address to <RAY_TMPDIR>/ray/ray_current_cluster whatever the
+    # nodes' temp_dir, and fails where that folder does not exist (a fresh machine's /tmp/ray):
+    # kept in this cluster's folder, removed with it
+    (temp / "ray").mkdir()
+    here = {**RAY_ENV, "RAY_TMPDIR": str(temp)}
+    saved = {k: os.environ.get(k) for k in here}
+    os.environ.update(here)
     node = {"num_cpus": 1, "include_dashboard": False, "node_ip_address": "127.0.0.1",
             "object_store_memory": 100 * 1024**2}
     made = Cluster(initialize_head=True, connect=False,

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inventory.errors import UsageError
 from inventory.gitrepo import Commit, Repo
 from inventory.policy import Policy
 from inventory.registry import Bundle
@@ -181,14 +181,19 @@ class _Search:
 def _probes(fixes: list[Fix], library: list[Regime], bundles: list[Bundle] | None,
             old: str, new: str, catalog: Catalog, policy: Policy, use_cache: bool,
             progress: Progress, session: Session,
-            only: Callable[[Regime], bool]) -> tuple[int, list[tuple[Regime, ProbeResult]]]:
-    """What `sweep` compares (those `only` keeps), under A's and B's releases: the changing
-    ones."""
+            only: frozenset[str]) -> tuple[int, list[tuple[Regime, ProbeResult]]]:
+    """What `sweep` compares (those `only` names by id or construct, if any), under A's and
+    B's releases: the changing ones."""
     regimes = list(library) + asset_regimes()
     if bundles:
         seen = {r.spec.key() for r in regimes}
         regimes += [r for r in registry_regimes(bundles) if r.spec.key() not in seen]
-    regimes = [r for r in regimes if only(r)]
+    if only:
+        unknown = sorted(only - {n for r in regimes for n in (r.id, r.construct)})
+        if unknown:
+            raise UsageError(f"--probe {unknown[0]}: no probe regime or construct of that name "
+                             f"(`inventory sweep` lists the regimes)")
+        regimes = [r for r in regimes if {r.id, r.construct} & only]
     sw = sweep(old, new, fixes, regimes, catalog, policy, use_cache, progress, "bisect",
                session)
     return sw.probed, [(f.outcome.regime, f.outcome.result) for f in sw.changed
@@ -198,7 +203,7 @@ def _probes(fixes: list[Fix], library: list[Regime], bundles: list[Bundle] | Non
 def bisect(old: str, new: str, repo_path: Path, fixes: list[Fix], library: list[Regime],
            catalog: Catalog, policy: Policy, bundles: list[Bundle] | None = None,
            use_cache: bool = True, progress: Progress = lambda _: None,
-           only: Callable[[Regime], bool] = lambda _: True) -> Bisection:
+           only: frozenset[str] = frozenset()) -> Bisection:
     from inventory.release_notes import _check_pair
 
     _check_pair(old, new, catalog)

@@ -18,10 +18,12 @@ from inventory.attribution import (
     explaining,
     failing_both,
     locate,
+    own_step,
     program_changed,
     release_steps,
     step_between,
 )
+from inventory.bisected import Attributed, load_bisected
 from inventory.errors import UsageError
 from inventory.instances import instance_spec, probed_keys
 from inventory.policy import Policy
@@ -69,11 +71,17 @@ class FixNotes:
     held_by: tuple[tuple[str, str, int], ...] = ()
     # per regime id, each release step's comparison when the range spans several steps
     steps: dict[str, tuple[Step, ...]] = field(default_factory=dict)
+    # per regime id: bisection of the fix's own step names only other pull requests' commits
+    # (`inventory bisect`, evidence/bisect/): the change is theirs, not this record's
+    elsewhere: dict[str, Attributed] = field(default_factory=dict)
 
     def changes(self) -> tuple[RegimeOutcome, ...]:
-        """The regimes whose shipped program this fix changes: in its own step, when located."""
+        """The regimes whose shipped program this fix changes: in its own step, when located,
+        and not by another pull request's commit, when bisected."""
         out = []
         for o in self.outcomes:
+            if o.regime.id in self.elsewhere:
+                continue
             located = self.steps.get(o.regime.id)
             if located:
                 if any(s.changed and s.new == self.fix.ships_in for s in located):
@@ -97,9 +105,12 @@ class FixNotes:
             values_move=tuple(o.regime.id for o in moved),
             max_abs_move=biggest,
             old_cannot_convert=tuple(o.regime.id for o in self.outcomes
-                                     if o.result.shipped == Identity.OLD_CANNOT_CONVERT),
+                                     if o.result.shipped == Identity.OLD_CANNOT_CONVERT
+                                     and o.regime.id not in self.elsewhere),
             new_cannot_convert=tuple(o.regime.id for o in self.outcomes
-                                     if o.result.shipped == Identity.NEW_CANNOT_CONVERT),
+                                     if o.result.shipped == Identity.NEW_CANNOT_CONVERT
+                                     and o.regime.id not in self.elsewhere),
+            attributed_elsewhere={r: ", ".join(a.commits) for r, a in self.elsewhere.items()},
         )
 
 
@@ -111,6 +122,8 @@ class FixSummary:
     max_abs_move: float | None  # the largest max |old - new| among them
     old_cannot_convert: tuple[str, ...]
     new_cannot_convert: tuple[str, ...]
+    # regime id -> the commits bisection names for its change (other pull requests than this)
+    attributed_elsewhere: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -271,16 +284,30 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
     loads = (_load_checks(old, new, catalog, use_cache, progress)
              if any(f.kind == "asset" for f in chosen) else ())
     steps = _located(outcomes, old, new, fixes, catalog, use_cache, progress)
+    bisected = load_bisected()
     notes = tuple(
         FixNotes(fix, tuple(outcomes[r.id] for r in _regimes_of(fix, regimes)),
                  _holders(bundles, fix.constructs) if fix.kind == "lowering"
                  else _exported_before(bundles, fix.ships_in),
                  loads if fix.kind == "asset" else (),
                  _held_by(bundles, fix.constructs) if fix.kind == "lowering" else (),
-                 {r.id: steps[r.id] for r in _regimes_of(fix, regimes) if r.id in steps})
+                 {r.id: steps[r.id] for r in _regimes_of(fix, regimes) if r.id in steps},
+                 _elsewhere(fix, _regimes_of(fix, regimes), old, catalog, bisected))
         for fix in chosen
     )
     return ReleaseNotes(old, new, notes, tuple(u for s in pairs for u in swept.found[s]))
+
+
+def _elsewhere(fix: Fix, regimes: list[Regime], old: str, catalog: Catalog,
+               bisected: dict[tuple[str, str, str], Attributed]) -> dict[str, Attributed]:
+    """The fix's regimes whose change in its own step bisection credits only to commits of
+    other pull requests (a lowering record; its id and aliases are its pull requests)."""
+    if fix.kind != "lowering":
+        return {}
+    a, b = own_step(catalog, old, fix)
+    ids = (fix.id, *fix.aliases)
+    found = {r.id: bisected.get((a, b, r.spec.key())) for r in regimes}
+    return {r: at for r, at in found.items() if at is not None and not at.names(ids)}
 
 
 def _located(outcomes: dict[str, RegimeOutcome], old: str, new: str, fixes: list[Fix],

@@ -30,8 +30,9 @@ def bisect_cmd(
                            "bundles that changes, beside the library's regimes.")] = False,
     registry_file: Annotated[Path, typer.Option(
         "--registry-file", help="The bundle registry --registry reads.")] = DEFAULT_REGISTRY,
-    construct: Annotated[list[str] | None, typer.Option(
-        "--construct", help="Only probes of this construct (repeatable).")] = None,
+    only: Annotated[list[str] | None, typer.Option(
+        "--probe", help="Only this probe: a regime id (max_pool2d/functional-no-stride) or a "
+                        "construct (every regime of it); repeatable.")] = None,
     fixes: Annotated[Path, typer.Option(
         "--fixes", help="The fix database the release comparison is read with.")] = FIXES_FILE,
     no_cache: NoCache = False,
@@ -53,13 +54,12 @@ def bisect_cmd(
     fmt = OutputFormat.choose(as_json)
     ready(("--from", old), ("--to", new))
     records = load_fixes(fixes)
-    wanted = set(construct or ())
 
     def work(progress: Progress) -> Bisection:
         bundles = load_registry(registry_file) if registry else None
         return bisect(old, new, repo, records, load_regimes(), load_catalog(), load_policy(),
                       bundles, use_cache=not no_cache, progress=progress,
-                      only=lambda r: not wanted or r.construct in wanted)
+                      only=frozenset(only or ()))
 
     result = report(Renderer("bisect", bisect_record, bisect_table), fmt, quiet, work)
     finish(ExitCode.FINDING if result.unattributed else ExitCode.OK)

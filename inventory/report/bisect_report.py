@@ -27,6 +27,7 @@ def _probe(p: ProbeBisection) -> dict[str, Any]:
         "regime": p.regime.id,
         "construct": p.regime.construct,
         "probe": p.regime.spec.label(),
+        "key": p.regime.spec.key(),
         "release_shipped": str(p.release.shipped),
         "release_result": p.release.evidence,
         "commits": [_transition(t) for t in p.transitions],

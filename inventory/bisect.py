@@ -137,7 +137,8 @@ def _wheel_check(repo: Repo, commit: Commit, env: Env, scratch: Path) -> str:
 
 class _Envs:
     """The converter at each commit: the released environment for A's and B's commits when the
-    wheel holds the commit's very files, else the tree built from source (once per commit)."""
+    wheel holds the commit's very files, else the tree built from source (once per distinct
+    tree)."""
 
     def __init__(self, repo: Repo, session: Session, scratch: Path,
                  releases: dict[str, Env], progress: Progress) -> None:
@@ -150,7 +151,8 @@ class _Envs:
     def __call__(self, sha: str) -> Env:
         if sha not in self.known:
             tree = self.repo.extract(sha, self.scratch / sha[:12])
-            env = ensure_source_env(tree, sha[:12], self.session.catalog, self.progress,
+            # named by the tree's digest: commits that leave the package alone share one
+            env = ensure_source_env(tree, None, self.session.catalog, self.progress,
                                     commit=sha)
             self.known[sha] = env
             self.builds[sha] = env.name

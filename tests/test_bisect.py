@@ -195,3 +195,27 @@ def test_release_notes_credit_a_change_to_the_record_bisection_names(tmp_path):
     assert _elsewhere(fixes["13"], arange, "0.4.0", catalog, bisected) == {}
     # the same evidence read for another step attributes nothing there
     assert _elsewhere(fixes["40"], arange, "0.4.1", catalog, bisected) == {}
+
+
+def test_a_bisected_step_explains_a_change_only_by_the_record_owning_the_commit(monkeypatch):
+    """What sweep, plan and affected credit a step's change to: the records naming the
+    construct, narrowed by bisection to the one whose pull request (or alias) owns the commit;
+    untouched where the probe was not bisected; empty where the commit is no such record's."""
+    from inventory import bisected
+    from inventory.bisected import Attributed, narrowed
+    from oracle.fixes import load_fixes
+    from oracle.regimes import load_regimes
+
+    fixes = load_fixes()
+    arange = [r for r in load_regimes() if r.construct == "arange"]
+    by_13, by_27, by_other, unbisected = (r.spec for r in arange[:4])
+    monkeypatch.setattr(bisected, "_recorded", lambda: {
+        ("0.4.0", "0.4.1", by_13.key()): Attributed(("13",), ("53d6bdd (#13)",), "e"),
+        ("0.4.0", "0.4.1", by_27.key()): Attributed(("27",), ("779df85 (#27)",), "e"),
+        ("0.4.0", "0.4.1", by_other.key()): Attributed(("12",), ("3a3ed6f (#12)",), "e")})
+    both = ("13", "25")
+    assert narrowed(both, fixes, "0.4.0", "0.4.1", by_13) == ("13",)
+    assert narrowed(both, fixes, "0.4.0", "0.4.1", by_27) == ("25",)  # #27 is #25's alias
+    assert narrowed(both, fixes, "0.4.0", "0.4.1", by_other) == ()
+    assert narrowed(both, fixes, "0.4.0", "0.4.1", unbisected) == both
+    assert narrowed(("40",), fixes, "0.4.1", "0.4.2", by_13) == ("40",)  # another step

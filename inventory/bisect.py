@@ -178,6 +178,9 @@ class _Search:
     done: bool = False
     checking_final: bool = False  # the next conversion compares `hi` with B
     problem: str = ""
+    # B's commit is known to change the probe: by the release comparison when B's wheel holds
+    # its commit's very files, else only once B's tree, built from source, is converted
+    b_known: bool = True
 
 
 def _probes(fixes: list[Fix], library: list[Regime], bundles: list[Bundle] | None,
@@ -223,7 +226,8 @@ def bisect(old: str, new: str, repo_path: Path, fixes: list[Fix], library: list[
         envs = _Envs(repo, session, scratch, releases, progress)
         probed, changing = _probes(fixes, library, bundles, old, new, catalog, policy,
                                    use_cache, progress, session, only)
-        searches = [_Search(r, res, 0, 0, len(line) - 1) for r, res in changing]
+        searches = [_Search(r, res, 0, 0, len(line) - 1, b_known=b.sha in releases)
+                    for r, res in changing]
         _run_rounds(searches, line, envs, session, use_cache, progress)
     probes = tuple(ProbeBisection(s.regime, s.release, tuple(s.transitions), tuple(s.tested),
                                   s.problem) for s in searches)
@@ -239,6 +243,9 @@ def _run_rounds(searches: list[_Search], line: list[Commit], envs: _Envs, sessio
         asks: dict[int, list[tuple[_Search, int]]] = {}
         for s in searches:
             if s.done:
+                continue
+            if not s.b_known:
+                asks.setdefault(last, []).append((s, s.ref))
                 continue
             if not s.checking_final and s.hi - s.lo <= 1:
                 _found(s, line)
@@ -270,7 +277,14 @@ def _run_rounds(searches: list[_Search], line: list[Commit], envs: _Envs, sessio
                     continue
                 moved = changed(result)
                 s.tested.append(_tested(commit.sha, line[ref].sha, result))
-                if s.checking_final:
+                if not s.b_known:
+                    s.b_known = True
+                    if not moved:
+                        s.problem = (f"{line[last].short}'s tree, built from source, gives "
+                                     f"{line[ref].short}'s program: the released wheel differs "
+                                     "from its commit, so no commit of this history changes it")
+                        s.done = True
+                elif s.checking_final:
                     s.checking_final = False
                     t = s.transitions[-1]
                     if not moved:

@@ -219,3 +219,34 @@ def test_a_bisected_step_explains_a_change_only_by_the_record_owning_the_commit(
     assert narrowed(both, fixes, "0.4.0", "0.4.1", by_other) == ()
     assert narrowed(both, fixes, "0.4.0", "0.4.1", unbisected) == both
     assert narrowed(("40",), fixes, "0.4.1", "0.4.2", by_13) == ("40",)  # another step
+
+
+def test_bisect_converts_the_to_release_tree_when_its_wheel_is_not_that_tree(env, tmp_path):
+    """The bump commit holds a file the 0.4.2 wheel does not: the wheel does not stand for the
+    commit, so B's tree is built and converted first (it still changes the probe), and the
+    fix commit is named against it."""
+    old, new = env("0.4.1"), env("0.4.2")
+    repo = tmp_path / "coreai-torch"
+    _init(repo)
+    (repo / "pyproject.toml").write_text(PYPROJECT)
+    _put(repo, _package(old.path))
+    base = _commit(repo, "sync: v0.4.1 (#28)")
+    _git(repo, "tag", "v0.4.1")
+    _put(repo, _package(new.path))
+    _set_version(repo, "0.4.1")
+    fix = _commit(repo, "Bug fix: max_pool2d uses default stride value (#36)")
+    _set_version(repo, "0.4.2")
+    (repo / "coreai_torch" / "_release_notes.py").write_text("# not in the published wheel\n")
+    bump = _commit(repo, "update coreai torch version (#64)")
+
+    ran = invoke("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", str(repo), "--json",
+                 "-q", "--probe", "max_pool2d/functional-no-stride")
+    assert ran.returncode == 0, ran.stderr
+    doc = json.loads(ran.stdout)
+    assert doc["to_commit"]["wheel"].startswith("coreai_torch/ of ") and bump in \
+        doc["environments"]
+    (probe,) = doc["probes"]
+    tested = [(t["commit"], t["reference"], t["changed"]) for t in probe["tested"]]
+    assert tested[0] == (bump, base, True)  # B's own tree, before any search
+    assert (bump, fix, False) in tested  # the fix's program is B's tree's
+    assert [(c["sha"], c["pr"], c["final"]) for c in probe["commits"]] == [(fix, "36", True)]

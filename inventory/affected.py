@@ -17,7 +17,7 @@ from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.instances import instance_spec
 from inventory.loads import LoadAnswer, answer_load
 from inventory.policy import Policy
-from inventory.record_kinds import asset_answer, asset_spec, pipeline_answer
+from inventory.record_answers import asset_answer, asset_spec, pipeline_answer
 from inventory.registry import Bundle, Instance, exporter_release
 from inventory.release_notes import StepSweeps, sweep_steps
 from inventory.runtimes import Deployment, deployment
@@ -30,6 +30,7 @@ from oracle.envs import Env
 from oracle.fixes import Fix, load_fixes
 from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
 from oracle.progress import Progress
+from oracle.record_kinds import LOAD_CHECKS
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.runtimes import cores
@@ -95,7 +96,8 @@ class Analyzer:
         return self._load_answers[key]
 
     def answer(self, bundle: Bundle, fix: Fix, target: str) -> BundleAnswer:
-        if fix.kind == "asset":
+        if fix.record_kind.probe == LOAD_CHECKS:
+            # no program comparison: does the shipped asset load where it ships?
             return asset_answer(self, bundle, fix, target)
         recorded = bundle.exporter.converter
         chain: list[str] = []
@@ -125,7 +127,7 @@ class Analyzer:
             # Decided by versions alone: the bundle was exported with the fix in place.
             return done(Verdict.NOT_AFFECTED, Reexport.NO,
                         f"fix {fix.label} ships in {fix.ships_in}; already in {exporter}")
-        if fix.kind == "pipeline":
+        if fix.record_kind.changes_optimizer:
             return pipeline_answer(self, bundle, fix, exporter, chain, done)
         looked_for = set(bundle.trace.get("detected", []))
         unseen = [c for c in fix.constructs if c not in looked_for]

@@ -1,6 +1,6 @@
 """What `affected` answers, and what `plan` and the reports read: one probe's answer, a condition
 finding, one bundle's answer and the report for one fix (built in `affected.py` for lowering
-records and in `record_kinds.py` for asset and pipeline records)."""
+records and in `record_answers.py` for asset and pipeline records)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ class BundleAnswer:
     unrecorded: tuple[Unrecorded, ...] = ()
     unrecorded_line: str = ""
     # a pipeline record answered on the bundle's own whole program (its step's regions of the
-    # optimizer stage and drift, `inventory.record_kinds.whole_program`); None: the asset probe
+    # optimizer stage and drift, `inventory.record_answers.whole_program`); None: the asset probe
     whole_program: dict | None = None
 
     @property

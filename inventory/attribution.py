@@ -53,7 +53,7 @@ def explaining(fixes: list[Fix], construct: str, old: str, new: str) -> tuple[st
     """The lowering records shipping between `old` and `new` that name this construct: the only
     records a change of its program in that step can be credited to."""
     return tuple(f.id for f in between(fixes, old, new)
-                 if f.kind == "lowering" and construct in f.constructs)
+                 if f.record_kind.names_constructs and construct in f.constructs)
 
 
 def pipeline_note(fixes: list[Fix], result: ProbeResult, old: str, new: str) -> str:
@@ -62,7 +62,7 @@ def pipeline_note(fixes: list[Fix], result: ProbeResult, old: str, new: str) -> 
     carry it (a core pin). Said, never credited: no record names the construct."""
     if result.emitted != Identity.IDENTICAL or result.shipped != Identity.DIFFERS:
         return ""
-    ids = [f.id for f in between(fixes, old, new) if f.kind == "pipeline"]
+    ids = [f.id for f in between(fixes, old, new) if f.record_kind.changes_optimizer]
     return ("emitted program identical, only optimize()'s output differs"
             + (f"; pipeline record(s) of this step: {', '.join(ids)}" if ids else ""))
 

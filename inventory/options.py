@@ -36,6 +36,14 @@ FullForm = Annotated[bool, typer.Option(
     "--full", help="Build each bundle's full target even where its registry entry states a "
                    "miniature (its verify form): every repeated layer, at the cost of "
                    "converting and running all of them.")]
+ExecutorName = Annotated[str, typer.Option(
+    "--executor", envvar="INVENTORY_EXECUTOR", metavar="local|ray",
+    help="Where conversions and measurements run: local (this machine's workers, the default) "
+         "or ray (the nodes of a Ray cluster; needs the ray extra and --ray-address).")]
+RayAddress = Annotated[str | None, typer.Option(
+    "--ray-address", envvar="RAY_ADDRESS", metavar="HOST:PORT",
+    help="The Ray cluster --executor ray runs on: the address `ray start --head` prints, or "
+         "auto (the cluster started on this machine).")]
 FromRelease = Annotated[str, typer.Option("--from", help="The release upgraded from.")]
 ToRelease = Annotated[str, typer.Option("--to", help="The release upgraded to.")]
 Runtimes = Annotated[list[str] | None, typer.Option(

@@ -34,6 +34,7 @@ from oracle.constructs import has_probe
 from oracle.fixes import Fix, between
 from oracle.load_check import LoadCheck, load_check
 from oracle.progress import Progress
+from oracle.record_kinds import ASSET_PROBE, CONSTRUCT_REGIMES, HOLDERS, LOAD_CHECKS
 from oracle.regimes import Regime, for_constructs
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import Identity, ProbeResult
@@ -242,11 +243,12 @@ def _exported_before(bundles: list[Bundle], release: str) -> tuple[str, ...]:
 
 
 def _regimes_of(fix: Fix, regimes: list[Regime]) -> list[Regime]:
-    """A lowering's regimes are its constructs'; a pipeline change is probed with the asset
-    probe; an asset change by load checks (no program comparison)."""
-    if fix.kind == "pipeline":
+    """The regimes that probe a record, as its kind says (`oracle.record_kinds`): its
+    constructs', the asset probe's, or none (load checks, no program comparison)."""
+    probe = fix.record_kind.probe
+    if probe == ASSET_PROBE:
         return asset_regimes()
-    return for_constructs(regimes, fix.constructs)
+    return for_constructs(regimes, fix.constructs) if probe == CONSTRUCT_REGIMES else []
 
 
 def _load_checks(old: str, new: str, catalog: Catalog, use_cache: bool,
@@ -282,15 +284,16 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
                 wanted.append(regime)
     outcomes = _run(wanted, old, new, catalog, policy, use_cache, progress)
     loads = (_load_checks(old, new, catalog, use_cache, progress)
-             if any(f.kind == "asset" for f in chosen) else ())
+             if any(f.record_kind.probe == LOAD_CHECKS for f in chosen) else ())
     steps = _located(outcomes, old, new, fixes, catalog, use_cache, progress)
     bisected = load_bisected()
     notes = tuple(
         FixNotes(fix, tuple(outcomes[r.id] for r in _regimes_of(fix, regimes)),
-                 _holders(bundles, fix.constructs) if fix.kind == "lowering"
+                 _holders(bundles, fix.constructs) if fix.record_kind.concerns == HOLDERS
                  else _exported_before(bundles, fix.ships_in),
-                 loads if fix.kind == "asset" else (),
-                 _held_by(bundles, fix.constructs) if fix.kind == "lowering" else (),
+                 loads if fix.record_kind.probe == LOAD_CHECKS else (),
+                 _held_by(bundles, fix.constructs) if fix.record_kind.concerns == HOLDERS
+                 else (),
                  {r.id: steps[r.id] for r in _regimes_of(fix, regimes) if r.id in steps},
                  _elsewhere(fix, _regimes_of(fix, regimes), old, catalog, bisected))
         for fix in chosen
@@ -301,8 +304,9 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
 def _elsewhere(fix: Fix, regimes: list[Regime], old: str, catalog: Catalog,
                bisected: dict[tuple[str, str, str], Attributed]) -> dict[str, Attributed]:
     """The fix's regimes whose change in its own step bisection credits only to commits of
-    other pull requests (a lowering record; its id and aliases are its pull requests)."""
-    if fix.kind != "lowering":
+    other pull requests (a record probed by its constructs' regimes; its id and aliases are
+    its pull requests)."""
+    if fix.record_kind.probe != CONSTRUCT_REGIMES:  # only construct regimes are bisected
         return {}
     a, b = own_step(catalog, old, fix)
     ids = (fix.id, *fix.aliases)

@@ -34,7 +34,6 @@ from inventory.errors import InventoryError
 from inventory.scan.bundles import check_program, read_metadata
 from inventory.scan.loads import REPAIR_KEY
 from inventory.scan.model import BundleError
-from inventory.scan.readers import ScanWorker
 from oracle.envs import Env
 from oracle.load_check import RuntimeOutcome, asset_workers, run_on
 from oracle.paths import safe_name
@@ -43,6 +42,7 @@ from oracle.releases import Catalog, EnvError
 from oracle.runtimes import cores
 from oracle.session import Session
 from oracle.store import RESULT_FILE, building, manifest, results_root
+from oracle.worker_clients import ScanWorker
 
 SEED = 0
 

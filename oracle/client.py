@@ -29,18 +29,40 @@ from oracle.settings import seconds
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 # Run by the worker's interpreter before its script (`python -c PRELUDE SCRIPT`, which runs the
-# script as `python SCRIPT` would): a daemon thread that kills the worker's process group, itself
-# and whatever it started, once its parent (the main process) is gone. PR_SET_PDEATHSIG is not
-# enough: it fires when the *thread* that started the worker ends, and workers are started from
-# short-lived pool threads.
+# script as `python SCRIPT` would): a watchdog that kills the worker's process group, itself and
+# whatever it started, once the main process is gone. It is a forked process of its own, made
+# before the script imports anything: a watchdog *thread* needs the GIL, which a native
+# conversion may hold for seconds (CI saw a worker outlive its killed run by over 1.5 s). It
+# reads the worker's parent from /proc (the worker is re-parented when the main process dies)
+# and ends with the worker. PR_SET_PDEATHSIG is not enough: it fires when the *thread* that
+# started the worker ends, and workers are started from short-lived pool threads. Where /proc
+# cannot be read, the thread stands in.
 _PRELUDE = """\
 import os, runpy, signal, sys, threading, time
-_parent = os.getppid()
-def _watch():
-    while os.getppid() == _parent:
-        time.sleep(0.1)
-    os.killpg(0, signal.SIGKILL)
-threading.Thread(target=_watch, daemon=True).start()
+_main, _worker = os.getppid(), os.getpid()
+_stat = f"/proc/{_worker}/stat"
+def _parent_of_worker():
+    try:
+        with open(_stat) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+if _parent_of_worker() == _main and os.fork() == 0:
+    try:
+        _null = os.open(os.devnull, os.O_RDWR)
+        for _fd in (0, 1, 2):
+            os.dup2(_null, _fd)  # never hold the worker's pipes open
+        while os.getppid() == _worker and _parent_of_worker() == _main:
+            time.sleep(0.05)
+        os.killpg(0, signal.SIGKILL)
+    finally:
+        os._exit(0)
+elif _parent_of_worker() != _main:
+    def _watch():
+        while os.getppid() == _main:
+            time.sleep(0.1)
+        os.killpg(0, signal.SIGKILL)
+    threading.Thread(target=_watch, daemon=True).start()
 _script = sys.argv[1]
 sys.argv = sys.argv[1:]
 sys.path[0] = os.path.dirname(_script)

@@ -21,7 +21,7 @@ from oracle.results import Identity, Measurement, ProbeResult, Side
 from oracle.spec import ProbeSpec
 from oracle.stats import output_stats
 
-__all__ = ["Measurement", "ProbeResult", "Side", "compare"]
+__all__ = ["Measurement", "ProbeResult", "Side", "compare", "compute"]
 
 
 def _not_the_environment(pool: Pool, env: Env) -> None:
@@ -119,15 +119,10 @@ def _stopped_on_interrupt(pool: Pool) -> Iterator[None]:
         raise
 
 
-def compare(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool,
-            use_cache: bool = True) -> ProbeResult:
-    final = store.result_dir(spec, old_env, new_env)
-    if use_cache:
-        cached = store.load_result(final)
-        if cached is not None:
-            return cached
-    # Built in a temp folder and renamed into place: a reader never sees half a result.
-    with store.building(final) as work, _stopped_on_interrupt(pool):
+def compute(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool, work: Path) -> ProbeResult:
+    """The comparison itself, built in `work` and not stored: what an executor runs where the
+    environments are (this process, or a cluster node whose driver stores the result)."""
+    with _stopped_on_interrupt(pool):
         with ThreadPoolExecutor(max_workers=2) as ex:  # the two sides convert in parallel
             f_old = ex.submit(_convert, pool, old_env, spec, work / f"old-{old_env.converter}")
             f_new = ex.submit(_convert, pool, new_env, spec, work / f"new-{new_env.converter}")
@@ -139,6 +134,18 @@ def compare(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool,
         measurement = None
         if shipped == Identity.DIFFERS:
             measurement = _measure(pool, old_env, new_env, spec, old, new, work)
-        result = ProbeResult(spec, old, new, emitted, shipped, measurement, str(final))
+        return ProbeResult(spec, old, new, emitted, shipped, measurement, str(work))
+
+
+def compare(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool,
+            use_cache: bool = True) -> ProbeResult:
+    final = store.result_dir(spec, old_env, new_env)
+    if use_cache:
+        cached = store.load_result(final)
+        if cached is not None:
+            return cached
+    # Built in a temp folder and renamed into place: a reader never sees half a result.
+    with store.building(final) as work:
+        result = compute(spec, old_env, new_env, pool, work)
         # --no-cache asked for a fresh answer: it replaces what is stored, and is what is told.
         return store.publish(result, work, final, replace_stored=not use_cache)

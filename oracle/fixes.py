@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracle.record_kinds import KINDS, RecordKind
 from oracle.releases import load_catalog, version_key
 from oracle.schema import Fields, construct_kinds, unique
 from oracle.tomlfile import read_toml
 
 FIXES_FILE = Path(__file__).with_name("fixes.toml")
-# What a change touches, and so how it is answered (see the header of fixes.toml).
-KINDS = ("lowering", "asset", "pipeline")
 
 
 class FixError(Exception):
@@ -32,6 +31,12 @@ class Fix:
     # rewrites, read off the upstream diff like `checked`: a region of the whole program whose
     # ops it lists is explained by it, where no construct detector names the region
     touches: tuple[str, ...] = ()
+
+    @property
+    def record_kind(self) -> RecordKind:
+        """What the record changes, and so how it is probed, whom it concerns and what it is
+        credited with (`oracle/record_kinds.py`)."""
+        return KINDS[self.kind]
 
     @property
     def construct(self) -> str:
@@ -61,10 +66,10 @@ def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
         fix_id = fields.ident(entry, "id", where)
         where = f"{where} ({fix_id})"
         fields.keys(entry, _KEYS, where)
-        kind = fields.choice(entry, "kind", where, KINDS, "lowering")
-        if kind == "lowering":
+        kind = fields.choice(entry, "kind", where, tuple(KINDS), "lowering")
+        if KINDS[kind].names_constructs:
             if entry.get("constructs") in (None, []):
-                fields.problem(f"{where}: a lowering record needs constructs, a non-empty list "
+                fields.problem(f"{where}: a {kind} record needs constructs, a non-empty list "
                                "of construct kinds")
             constructs = fields.choices(entry, "constructs", where, construct_kinds(),
                                         "construct kinds", required=True)

@@ -35,11 +35,11 @@ from oracle.releases import EnvError
 from oracle.runtimes import runtime_label
 from oracle.spec import Pipeline, ProbeSpec
 from oracle.store import results_root
+from oracle.worker_clients import AssetWorker
 
 if TYPE_CHECKING:
     from oracle.session import Session
 
-ASSET_WORKER_SCRIPT = Path(__file__).with_name("asset_worker.py")
 _CODE_FILES = ("asset_worker.py", "asset_probe.py", "worker.py", "worker_io.py", "probes.py",
                "load_check.py")
 OUTCOMES = ("loads", "fails-to-load", "crashes", "not-run")
@@ -52,14 +52,6 @@ def code_digest() -> str:
     for name in _CODE_FILES:
         h.update((Path(__file__).parent / name).read_bytes())
     return h.hexdigest()[:12]
-
-
-class AssetWorker(Worker):
-    """A long-lived `asset_worker.py` in one environment (coreai-core only: it starts without
-    torch); a native abort is a WorkerFailure, and the next call starts a fresh one."""
-
-    script = ASSET_WORKER_SCRIPT
-    needs = ("coreai.authoring", "coreai.runtime", "numpy", "safetensors")
 
 
 def asset_workers(session: Session) -> Pool:

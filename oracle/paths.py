@@ -34,6 +34,16 @@ def cache_root() -> Path:
     return (base / "inventory").resolve()
 
 
+def store_root() -> Path:
+    """Where results live: INVENTORY_STORE when set (a folder several drivers share, e.g. on a
+    shared file system: each publishes by rename under a lock, so two writers keep one result),
+    else the cache itself. Environments, logs and runs stay in the cache."""
+    override = os.environ.get("INVENTORY_STORE")
+    if override:
+        return Path(override).expanduser().resolve()
+    return cache_root()
+
+
 def envs_dir() -> Path:
     return cache_root() / "envs"
 
@@ -54,12 +64,13 @@ def safe_name(text: str) -> str:
 def in_store(path: Path) -> Path:
     """`path` if it lies inside the store once resolved (symlinks and `..` followed), else
     StorePathError: the last guard before anything is written there."""
-    root = cache_root()
+    root, results = cache_root(), store_root()
     try:
         resolved = path.resolve()
     except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop
         raise StorePathError(f"refusing to write {path}: a symlink loop in the store") from None
-    if not resolved.is_relative_to(root):
-        raise StorePathError(f"refusing to write {path}: outside the store {root} "
-                             f"(INVENTORY_CACHE)")
+    if not (resolved.is_relative_to(root) or resolved.is_relative_to(results)):
+        where = f"{root} (INVENTORY_CACHE)" + (f" or {results} (INVENTORY_STORE)"
+                                               if results != root else "")
+        raise StorePathError(f"refusing to write {path}: outside the store {where}")
     return path

@@ -11,15 +11,16 @@ reading a stored result checks the sha256 of every evidence file.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from oracle import store
 from oracle.cache import reclaim
 from oracle.client import Pool, Worker
-from oracle.compare import compare
 from oracle.envs import Env, ensure_env, ready_env
+from oracle.executors import open_oracle
+from oracle.oracle_api import Oracle
 from oracle.paths import cache_root
 from oracle.progress import Progress
 from oracle.releases import Catalog, EnvError, version_key
@@ -38,11 +39,13 @@ def _reclaim() -> None:
 class Session:
     def __init__(self, catalog: Catalog, progress: Progress = lambda _: None,
                  log_dir: Path | None = None, worker: type[Worker] = Worker,
-                 log_suffix: str = "worker") -> None:
+                 log_suffix: str = "worker", oracle: Oracle | None = None) -> None:
         self.catalog = catalog
         self.progress = progress
         self.log_dir = log_dir or cache_root() / "logs"
         self.pool = Pool(self.log_dir, worker, log_suffix)
+        # where comparisons run: the executor the run chose (executors.choose), or a test's
+        self.oracle = oracle if oracle is not None else open_oracle(self.pool, progress)
         self._pools: dict[type[Worker], Pool] = {}
         self._envs: dict[str, Env] = {}
         self._core_envs: dict[str, Env] = {}
@@ -62,6 +65,7 @@ class Session:
         self.close()
 
     def close(self) -> None:
+        self.oracle.close()
         self.pool.close()
         for pool in self._pools.values():
             pool.close()
@@ -109,12 +113,18 @@ class Session:
         known = self._results.get(key)
         if known is not None and (use_cache or known[1]):
             return known[0]
-        result = compare(spec, old, new, self.pool, use_cache=use_cache)
+        result = self.oracle.compare(spec, old, new, use_cache=use_cache)
         self._results[key] = (result, not result.cached)
         for side in (result.old, result.new):
             if not side.ok and side.stage == "worker":
                 self.worker_failures.setdefault(side.converter, side.error)
         return result
+
+    def prefetch(self, specs: Sequence[ProbeSpec], old: Env, new: Env,
+                 use_cache: bool = True) -> None:
+        """Comparisons the caller asks for next, one by one: an executor that runs several at
+        once (a cluster) starts them all now; the local one runs each when asked."""
+        self.oracle.prefetch(specs, old, new, use_cache)
 
 
 @contextmanager

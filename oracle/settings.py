@@ -23,6 +23,10 @@ TIMEOUTS: dict[str, tuple[float, bool]] = {
     "INVENTORY_VERIFY_RUN_TIMEOUT": (1800.0, False),
     # waiting for another process's build of an environment (0: give up at once)
     "INVENTORY_LOCK_TIMEOUT": (900.0, True),
+    # --executor ray: a node's agent getting a release's environment ready (a build included)
+    "INVENTORY_RAY_SETUP_TIMEOUT": (1800.0, False),
+    # --executor ray: one job (a comparison) on a node, from when it can start
+    "INVENTORY_RAY_JOB_TIMEOUT": (1200.0, False),
 }
 # Pseudo file systems: a store there is never a folder the tool can keep results in.
 _NOT_A_STORE = (Path("/proc"), Path("/sys"), Path("/dev"))
@@ -48,10 +52,10 @@ def seconds(name: str) -> float:
     return value
 
 
-def check_cache(root: Path) -> None:
+def check_cache(root: Path, name: str | None = None) -> None:
     """The store folder is a folder the tool can create and write: not a file, not under a
     pseudo file system such as /proc."""
-    name = "INVENTORY_CACHE" if os.environ.get("INVENTORY_CACHE") else "the store"
+    name = name or ("INVENTORY_CACHE" if os.environ.get("INVENTORY_CACHE") else "the store")
     for pseudo in _NOT_A_STORE:
         if root.is_relative_to(pseudo):
             raise SettingError(f"{name} {root}: under {pseudo}, not a folder results can be "
@@ -66,8 +70,10 @@ def check_cache(root: Path) -> None:
 
 def check_all() -> None:
     """Every setting, before a command does any work."""
-    from oracle.paths import cache_root
+    from oracle.paths import cache_root, store_root
 
     for name in TIMEOUTS:
         seconds(name)
     check_cache(cache_root())
+    if os.environ.get("INVENTORY_STORE"):
+        check_cache(store_root(), "INVENTORY_STORE")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from oracle.envs import Env
-from oracle.paths import cache_root, in_store, safe_name
+from oracle.paths import in_store, safe_name, store_root
 from oracle.releases import EnvError
 from oracle.results import ProbeResult, from_json, to_json
 from oracle.spec import ProbeSpec
@@ -61,7 +61,7 @@ def code_digest() -> str:
 
 
 def results_root() -> Path:
-    return cache_root() / "results"
+    return store_root() / "results"
 
 
 def env_identity(env: Env) -> dict[str, str]:

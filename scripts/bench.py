@@ -18,6 +18,9 @@ environments linked, so every part is measured in this run): where its time goes
 record (the build, each release's conversion, each distinct run on the runtime, the run form's
 own build and conversions when it differs from the compared form), and the ratio of run time to
 conversion time. The default bench does not run it: a whole-bundle check takes minutes.
+
+`--ray JOBS [--record FILE]`: instead, the local executor versus a two-node Ray cluster on this
+machine on the same sweep (`scripts/bench_ray.py`).
 """
 
 from __future__ import annotations
@@ -151,7 +154,18 @@ def main() -> None:
     parser.add_argument("--verify-to", default="0.4.2", help="the release verify compares with")
     parser.add_argument("--full", action="store_true",
                         help="verify the full target instead of a registry miniature")
+    parser.add_argument("--ray", type=int, metavar="JOBS", default=0,
+                        help="instead: a sweep of JOBS probes, local versus a two-node Ray "
+                             "cluster on this machine (needs the ray extra)")
+    parser.add_argument("--record", type=Path, help="with --ray: also write the figures here")
+    parser.add_argument("--ray-shipped", action="store_true",
+                        help="with --ray: sweep the shipped registry's instances instead")
     args = parser.parse_args()
+    if args.ray:
+        from bench_ray import ray_lines
+
+        ray_lines(args.ray, args.record, args.ray_shipped)
+        return
     if args.baseline and not (args.baseline / "inventory" / "cli.py").is_file():
         sys.exit(f"--baseline {args.baseline}: not a checkout of this project")
     baseline = args.baseline.resolve() if args.baseline else None

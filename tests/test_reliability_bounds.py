@@ -99,6 +99,11 @@ def _silent_worker(tmp_path: Path, timeout: float | None = None) -> Worker:
     return worker
 
 
+# Far below the 300 s default the bug applied, far above what killing a process costs on a
+# loaded machine: the bound tells which limit was applied, it does not time anything.
+SLACK = 60
+
+
 @pytest.mark.parametrize("stated", [0.3, 0.8])
 def test_the_stated_timeout_is_the_one_applied(tmp_path, monkeypatch, stated):
     """A call's own timeout, and INVENTORY_WORKER_TIMEOUT for a worker's default: the limit
@@ -107,14 +112,14 @@ def test_the_stated_timeout_is_the_one_applied(tmp_path, monkeypatch, stated):
     start = time.monotonic()
     with pytest.raises(WorkerFailure, match=rf"did not answer within {stated:g} s; killed"):
         worker.call({"op": "x"}, timeout=stated)
-    assert stated <= time.monotonic() - start < stated + 2
+    assert stated <= time.monotonic() - start < stated + SLACK
     monkeypatch.setenv("INVENTORY_WORKER_TIMEOUT", str(stated))
     worker = _silent_worker(tmp_path)
     assert worker.timeout == stated
     start = time.monotonic()
     with pytest.raises(WorkerFailure, match=rf"within {stated:g} s"):
         worker.call({"op": "x"})
-    assert stated <= time.monotonic() - start < stated + 2
+    assert stated <= time.monotonic() - start < stated + SLACK
 
 
 @pytest.mark.parametrize(("cache", "expected"), [

@@ -13,13 +13,13 @@ from cli import Ran, invoke
 from safetensors.numpy import load_file, save_file
 
 from inventory.repair import compare_outputs
-from inventory.scan.readers import ScanWorker
 from oracle import asset_probe
 from oracle.client import Pool
 from oracle.load_check import RuntimeOutcome, run_on
 from oracle.releases import load_catalog
 from oracle.session import Session
 from oracle.spec import Pipeline, ProbeSpec
+from oracle.worker_clients import ScanWorker
 
 ROOT = Path(__file__).resolve().parent.parent
 

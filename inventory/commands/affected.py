@@ -7,15 +7,17 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, report
+from inventory.commands.common import ready, report, use_executor
 from inventory.errors import exit_for_reexport
 from inventory.options import (
     Bundles,
+    ExecutorName,
     Ignore,
     Json,
     Markdown,
     NoCache,
     Quiet,
+    RayAddress,
     Registry,
     Runtimes,
     Tolerance,
@@ -36,6 +38,8 @@ def affected_cmd(
     as_json: Json = False,
     markdown: Markdown = False,
     no_cache: NoCache = False,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
     tolerance: Tolerance = None,
     ignore: Ignore = None,
     weights: Annotated[list[str] | None, typer.Option(
@@ -67,6 +71,7 @@ def affected_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown)
     ready(("--to", to), tolerance=tolerance)
+    use_executor(executor, ray_address)
     records = load_fixes(fixes)
     the_fix = find_fix(fix, records, fixes)
     all_bundles = load_registry(registry)

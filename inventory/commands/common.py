@@ -24,6 +24,14 @@ def ready(*releases: tuple[str, str | None], tolerance: float | None = None) -> 
     python_ok()
 
 
+def use_executor(name: str, address: str | None) -> None:
+    """The executor every session of this run uses (`--executor`), checked now: a missing
+    extra or an unreachable cluster is one line and exit 2, before any work."""
+    from oracle.executors import choose
+
+    choose(name.strip().lower(), (address or "").strip() or None)
+
+
 def run(quiet: bool, work: Callable[[Progress], T]) -> T:
     """`work` with a progress line on stderr (none when `quiet`)."""
     with progress(not quiet) as report_progress:

@@ -8,15 +8,17 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, report
+from inventory.commands.common import ready, report, use_executor
 from inventory.errors import ExitCode, exit_for_reexport
 from inventory.options import (
     Bundles,
+    ExecutorName,
     Ignore,
     Json,
     Markdown,
     NoCache,
     Quiet,
+    RayAddress,
     Registry,
     RunBudget,
     Runtimes,
@@ -41,6 +43,8 @@ def plan_cmd(
     as_json: Json = False,
     markdown: Markdown = False,
     no_cache: NoCache = False,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
     tolerance: Tolerance = None,
     runtime: Runtimes = None,
     fixes: Annotated[Path, typer.Option(
@@ -72,6 +76,7 @@ def plan_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown)
     ready(("--to", to), tolerance=tolerance)
+    use_executor(executor, ray_address)
     check_budget("--run-budget", run_budget)
     if baseline is not None:
         read_baseline(baseline)  # a malformed baseline fails before the run, not after it

@@ -8,8 +8,18 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, report
-from inventory.options import FromRelease, Json, Markdown, NoCache, Quiet, Registry, ToRelease
+from inventory.commands.common import ready, report, use_executor
+from inventory.options import (
+    ExecutorName,
+    FromRelease,
+    Json,
+    Markdown,
+    NoCache,
+    Quiet,
+    RayAddress,
+    Registry,
+    ToRelease,
+)
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from oracle.fixes import FIXES_FILE
@@ -26,6 +36,8 @@ def release_notes_cmd(
         "--fixes", help="The fix database (e.g. a draft of the next release's records): the "
                         "fixes listed, and the records that explain a change.")] = FIXES_FILE,
     no_cache: NoCache = False,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
     quiet: Quiet = False,
 ) -> None:
     """Per fix between two releases, per probe regime: does the program change, do values move?
@@ -39,6 +51,7 @@ def release_notes_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown)
     ready(("--from", old), ("--to", new))
+    use_executor(executor, ray_address)
     records = load_fixes(fixes)
     report(Renderer("release-notes", notes_record, notes_table, notes_markdown), fmt, quiet,
            lambda progress: release_notes(old, new, records, load_regimes(),

@@ -8,15 +8,21 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, report
+from inventory.commands.common import ready, report, use_executor
 from inventory.errors import ExitCode
-from inventory.options import FromRelease, Json, NoCache, Quiet, ToRelease
+from inventory.options import ExecutorName, FromRelease, Json, NoCache, Quiet, RayAddress, ToRelease
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from inventory.terminal import finish
 from oracle.fixes import FIXES_FILE
 from oracle.progress import Progress
-from oracle.releases import load_catalog
+from oracle.releases import Catalog, load_catalog, version_key
+
+
+def later(catalog: Catalog, old: str, new: str) -> bool:
+    """Both releases are in the catalog and `new` is the later one."""
+    return old in catalog.releases and new in catalog.releases \
+        and version_key(new) > version_key(old)
 
 
 def sweep_cmd(
@@ -33,6 +39,8 @@ def sweep_cmd(
     registry_file: Annotated[Path, typer.Option(
         "--registry-file", help="The bundle registry --registry reads.")] = DEFAULT_REGISTRY,
     no_cache: NoCache = False,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
     quiet: Quiet = False,
 ) -> None:
     """Every probe in the library (or, with --registry, every shipped instance), no changelog:
@@ -44,16 +52,25 @@ def sweep_cmd(
     from inventory.report.notes_report import sweep_record, sweep_table
     from oracle.fixes import load_fixes
     from oracle.regimes import load_regimes
+    from oracle.session import Session
 
     fmt = OutputFormat.choose(as_json)
     ready(("--from", old), ("--to", new))
+    use_executor(executor, ray_address)
     records = load_fixes(fixes)
 
     def work(progress: Progress) -> Sweep:
         regimes = registry_regimes(load_registry(registry_file)) if shipped else load_regimes()
-        return sweep(old, new, records, regimes, load_catalog(), load_policy(),
-                     use_cache=not no_cache, progress=progress,
-                     source="registry" if shipped else "library")
+        catalog = load_catalog()
+        with Session(catalog, progress) as session:
+            if later(catalog, old, new):  # else `sweep` says what is wrong with the pair
+                # every comparison the sweep asks for, one by one, handed over at once: a
+                # cluster runs them side by side (the local executor runs each when asked)
+                session.prefetch([r.spec for r in regimes], session.env(old),
+                                 session.env(new), use_cache=not no_cache)
+            return sweep(old, new, records, regimes, catalog, load_policy(),
+                         use_cache=not no_cache, progress=progress,
+                         source="registry" if shipped else "library", session=session)
 
     result = report(Renderer("sweep", sweep_record, sweep_table), fmt, quiet, work)
     finish(ExitCode.FINDING if result.unexplained else ExitCode.OK)

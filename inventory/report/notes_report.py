@@ -15,6 +15,7 @@ from inventory.release_notes import FixNotes, RegimeOutcome, ReleaseNotes, Sweep
 from inventory.report.json_report import result_fields, step_json
 from inventory.report.text import md_cell
 from oracle.load_check import LoadCheck
+from oracle.record_kinds import HOLDERS
 from oracle.results import Identity
 
 _DIFF_LINES = 12
@@ -66,7 +67,7 @@ def notes_record(notes: ReleaseNotes) -> dict[str, Any]:
 
 
 def _summary_json(f: FixNotes) -> dict[str, Any] | None:
-    if f.fix.kind == "asset":
+    if not f.fix.record_kind.compares_programs:
         return None
     s = f.summary()
     out = {"reaches_graph": s.reaches_graph, "changed": list(s.changed),
@@ -154,7 +155,7 @@ def notes_markdown(notes: ReleaseNotes) -> str:
         alias = f" (also #{', #'.join(f.fix.aliases)})" if f.fix.aliases else ""
         out.append(f"## {f.fix.label}{alias} {f.fix.title}")
         out.append("")
-        if f.fix.kind == "lowering":
+        if f.fix.record_kind.concerns == HOLDERS:
             held = (f"Shipped bundles holding {' or '.join(f.fix.constructs)}: "
                     f"{', '.join(f.bundles) or 'none'}.")
         else:
@@ -174,7 +175,7 @@ def notes_markdown(notes: ReleaseNotes) -> str:
             out.append("_No probe in the library for this construct yet._")
             out.append("")
             continue
-        if f.fix.kind == "lowering":
+        if f.fix.record_kind.names_constructs:
             out += _summary_lines(f) + [""]
         out.append("| probe | emitted | shipped | outputs | max abs old-new | finding |")
         out.append("|---|---|---|---|---|---|")

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import oracle
 from inventory.scan.bundles import (
     check_contained,
     check_program,
@@ -26,14 +25,7 @@ from oracle.progress import Progress
 from oracle.releases import Catalog, EnvError
 from oracle.runtimes import cores as runtime_catalog
 from oracle.session import Session
-
-SCAN_WORKER_SCRIPT = Path(oracle.__file__).with_name("scan_worker.py")
-
-
-class ScanWorker(Worker):
-    """A long-lived `scan_worker.py` in one environment; a native abort is a WorkerFailure."""
-
-    script = SCAN_WORKER_SCRIPT
+from oracle.worker_clients import ScanWorker
 
 
 def core_order(catalog: Catalog) -> list[str]:

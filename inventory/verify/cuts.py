@@ -29,19 +29,12 @@ from typing import Any
 from inventory.verify import parts, whole
 from inventory.verify.regions import Region
 from oracle import settings
-from oracle.client import Worker, WorkerFailure
+from oracle.client import WorkerFailure
 from oracle.envs import Env
+from oracle.worker_clients import CutWorker
 
-CUT_WORKER = Path(__file__).resolve().parents[2] / "oracle" / "cut_worker.py"
 # rings of producers and consumers tried in turn until a cut reproduces its region
 HOPS = (0, 2, 6)
-
-
-class CutWorker(Worker):
-    """A long-lived `cut_worker.py` in one converter environment."""
-
-    script = CUT_WORKER
-    needs = ("torch", "coreai_torch", "safetensors")
 
 
 def make_cuts(p: Any, env: Env, build: dict[str, Any], requests: list[dict[str, Any]],

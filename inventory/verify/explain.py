@@ -69,10 +69,10 @@ def attributed(region: dict[str, Any], records: list[Fix]) -> dict[str, str]:
     out: dict[str, str] = {}
     for fix in records:
         hit = sorted(kinds & set(fix.constructs))
-        if fix.kind == "lowering" and hit:
+        if fix.record_kind.names_constructs and hit:
             out[fix.id] = f"construct {', '.join(hit)}"
-        elif fix.kind == "pipeline" and region["stage"] == OPTIMIZER:
-            out[fix.id] = "pipeline record, optimizer stage"
+        elif fix.record_kind.changes_optimizer and region["stage"] == OPTIMIZER:
+            out[fix.id] = f"{fix.kind} record, optimizer stage"
         elif touched := sorted(ops & set(fix.touches)):
             out[fix.id] = f"touches {', '.join(touched)}"
     return out

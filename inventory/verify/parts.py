@@ -45,12 +45,13 @@ from oracle import store
 from oracle.envs import Env
 from oracle.normalise import normalise
 from oracle.paths import in_store, safe_name
+from oracle.worker_clients import AssetWorker, CutWorker, ProgramWorker
 
 HERE = Path(__file__).resolve().parent
 ORACLE = HERE.parents[1] / "oracle"
 # the code each kind of part depends on
 BUILDING = (HERE / "build_worker.py", HERE / "forms.py")
-CONVERTING = (ORACLE / "program_worker.py", ORACLE / "worker.py", ORACLE / "worker_io.py",
+CONVERTING = (ProgramWorker.script, ORACLE / "worker.py", ORACLE / "worker_io.py",
               ORACLE / "memory.py", ORACLE / "constructs")
 COMPARING = (HERE / "whole.py", ORACLE / "normalise.py", ORACLE / "compare.py")
 # the drift of two runs against a reference, derived from their tensors: kept so that a read
@@ -58,10 +59,10 @@ COMPARING = (HERE / "whole.py", ORACLE / "normalise.py", ORACLE / "compare.py")
 DRIFTING = (HERE / "drift.py",)
 # a run: the asset worker runs the asset on the stored inputs (whole.run only forwards them,
 # with the seed, which is in the key)
-RUNNING = (ORACLE / "asset_worker.py", ORACLE / "worker_io.py")
+RUNNING = (AssetWorker.script, ORACLE / "worker_io.py")
 # a region's cut: the cut worker decomposes as the program worker does and reads node names
 # and module paths as the detectors do
-CUTTING = (ORACLE / "cut_worker.py", ORACLE / "worker.py", ORACLE / "worker_io.py",
+CUTTING = (CutWorker.script, ORACLE / "worker.py", ORACLE / "worker_io.py",
            ORACLE / "memory.py", ORACLE / "constructs" / "_graph.py")
 
 PLACEHOLDER = "$RESULT"

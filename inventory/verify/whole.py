@@ -24,15 +24,14 @@ from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Region, Side, regions
 from oracle import settings, store
 from oracle.checkpoint import WeightsError
-from oracle.client import Worker, WorkerFailure
+from oracle.client import WorkerFailure
 from oracle.envs import Env
-from oracle.load_check import AssetWorker
 from oracle.normalise import compare_texts, normalise
 from oracle.paths import cache_root, in_store, safe_name
 from oracle.progress import Progress
 from oracle.session import Session
+from oracle.worker_clients import AssetWorker, ProgramWorker
 
-PROGRAM_WORKER = Path(__file__).resolve().parents[2] / "oracle" / "program_worker.py"
 SEED = 20261201
 # A whole sortformer converts in about a minute per side; a run on the emulated fp16 CPU runtime
 # can take far longer: neither may hang the command (INVENTORY_VERIFY_*_TIMEOUT, seconds, read
@@ -44,13 +43,6 @@ RECORD = "result.json"
 
 class VerifyError(InventoryError):
     """The whole bundle could not be built; one line for the user."""
-
-
-class ProgramWorker(Worker):
-    """A long-lived `program_worker.py` in one converter environment."""
-
-    script = PROGRAM_WORKER
-    needs = ("torch", "coreai_torch", "coreai.runtime")
 
 
 def file_digest(path: Path) -> str:

@@ -1,8 +1,9 @@
 """Test doubles for the faults no real input provokes: the product reads no variable for them.
 
-- `INVENTORY_WORKER_FAULT=crash|hang`: the probe worker (`oracle.client.Worker`) runs
+- `INVENTORY_WORKER_FAULT=crash|hang|gil`: the probe worker (`oracle.client.Worker`) runs
   `faulty_worker.py` instead of `oracle/worker.py`: the real worker's requests, but a `convert`
-  first aborts natively or hangs, where the real one converts.
+  first aborts natively, hangs asleep, or hangs in a native call that holds the GIL, where the
+  real one converts.
 - `INVENTORY_FAULT=internal`: every command raises an unexpected exception where its work starts
   (the environment check `inventory.terminal.command` makes first), to show it ends as one line
   and exit code 4.

@@ -1,11 +1,13 @@
 """The probe worker with a fault, run inside a converter environment in place of
 `oracle/worker.py` (`faults.py`): the real worker's requests, but a `convert` first aborts
-natively (INVENTORY_WORKER_FAULT=crash) or hangs (=hang), inside the request's log, where the
-real worker would be converting."""
+natively (INVENTORY_WORKER_FAULT=crash), hangs (=hang, asleep), or hangs holding the GIL
+(=gil: one native call that never lets go of it, as a long native conversion may), inside the
+request's log, where the real worker would be converting."""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -28,6 +30,9 @@ def handle(request: dict) -> dict:
                 os.abort()
             if FAULT == "hang":
                 time.sleep(3600)
+            if FAULT == "gil":
+                # catastrophic backtracking: the regex engine holds the GIL for the whole match
+                re.match(r"(a+)+$", "a" * 64 + "b")
     return worker.handle(request)
 
 

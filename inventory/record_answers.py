@@ -1,5 +1,5 @@
 """How `asset` and `pipeline` fix records are answered for one bundle (`lowering` records are
-answered in `affected.py`, per traced construct).
+answered in `affected.py`, per traced construct; what each kind is: `oracle/record_kinds.py`).
 
 asset: what the saved asset carries besides the program. Answered by the load check (question 2,
 `inventory/loads.py`): does the shipped asset load on the bundle's deployment runtimes?

@@ -1,0 +1,397 @@
+"""The Ray executor: a run's comparisons on the nodes of a Ray cluster, results stored here.
+
+The driver (this process) keys every job as a local run would (`store.result_dir`, from its own
+environments' packages and the oracle's code) and dispatches only jobs whose result is not
+stored. A job is one comparison, run by a `NodeAgent` actor (`ray_node.py`) pinned to a node:
+one agent per node (per two CPUs of a larger node), each with one long-lived worker per release
+in that release's environment on its node. At most `IN_FLIGHT` jobs wait per agent, so the
+queue stays with the driver and a dying node takes few jobs with it. The result comes back with
+its evidence, and the driver publishes it with the store's atomic rename: one writer, no lock
+spanning machines.
+
+Faults: an agent that dies (its node lost, killed) or exceeds its job limit has its jobs sent to
+the other agents (at most `ATTEMPTS` tries each); a job no agent could run is answered as a
+worker failure (inconclusive) and not stored. An agent that cannot get ready within its limit
+(an environment build can hang rather than fail) is left out. A node whose code or packages
+differ from the driver's is refused in one line: it would store other results under the same
+key. Every wait has a limit (`INVENTORY_RAY_SETUP_TIMEOUT`, `INVENTORY_RAY_JOB_TIMEOUT`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from oracle import store
+from oracle.client import EnvironmentFault, Pool
+from oracle.envs import Env
+from oracle.oracle_api import ExecutorError, Oracle
+from oracle.paths import runs_dir
+from oracle.progress import Progress
+from oracle.ray_node import Job, NodeAgent, tool_digest, unpack
+from oracle.releases import EnvError
+from oracle.results import Identity, ProbeResult, Side
+from oracle.settings import seconds
+from oracle.spec import ProbeSpec
+
+IN_FLIGHT = 2  # jobs sent to one agent at a time: one running, one waiting behind it
+ATTEMPTS = 3  # tries of one job, on different agents, before it is answered inconclusive
+NAMESPACE = "inventory"
+_EXTRA = "pip install -e '.[ray]'"
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise ExecutorError(f"--executor ray needs the ray extra ({_EXTRA}): {exc}") from None
+    return ray
+
+
+def _reachable(address: str) -> None:
+    """A TCP connection to the cluster's GCS within 5 s: ray.init itself retries an unreachable
+    address for minutes, printing as it goes."""
+    host, _, port = address.rpartition(":")
+    if address.startswith("ray://"):
+        raise ExecutorError(f"--ray-address {address}: Ray Client addresses are not supported; "
+                            "give the cluster's GCS address HOST:PORT (what `ray start --head` "
+                            "prints)")
+    if not host or not port.isdigit():
+        raise ExecutorError(f"--ray-address {address!r}: not HOST:PORT (or 'auto')")
+    try:
+        with socket.create_connection((host, int(port)), timeout=5):
+            pass
+    except OSError as exc:
+        raise ExecutorError(f"cannot reach the Ray cluster at {address}: "
+                            f"{exc.strerror or exc}") from None
+
+
+_connected: str | None = None
+
+
+def connect(address: str | None) -> str:
+    """Join the cluster once per process; ExecutorError (one line) when the extra is missing or
+    the cluster cannot be reached."""
+    global _connected
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address is None:
+        raise ExecutorError("--executor ray needs a cluster: --ray-address HOST:PORT or "
+                            "RAY_ADDRESS (start one with `ray start --head`)")
+    ray = _import_ray()
+    if _connected == address:
+        return address
+    if address != "auto":
+        _reachable(address)
+    try:
+        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False,
+                 logging_level=logging.ERROR, configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ExecutorError(f"cannot join the Ray cluster at {address}: {line}") from None
+    _connected = address
+    atexit.register(_shutdown)
+    return address
+
+
+@dataclass
+class _Agent:
+    """One NodeAgent actor as the driver tracks it."""
+
+    node: str  # Ray node id
+    address: str  # the node's IP
+    handle: Any
+    index: int = 0
+    host: str = ""
+    checked: set[str] = field(default_factory=set)  # releases whose identity was checked
+    load: int = 0  # jobs sent, not yet answered
+    done: int = 0
+    deadline: float = 0.0  # when the last job sent to it must be answered by
+    alive: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"node {self.node[:8]} ({self.address}{f' #{self.index}' if self.index else ''})"
+
+
+_agents: dict[str, _Agent] = {}  # agent name -> agent, for the process's whole run
+_dropped: set[str] = set()  # agents left out (dead, not ready): not made again in this run
+# What this process dispatched, where and how long each took: written to runs/ray/.
+_ledger: dict[str, Any] = {"dispatched": 0, "from_store": 0, "retried": 0, "lost": 0,
+                           "nodes": {}, "jobs": []}
+_started = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+# One dispatch at a time per process: the agents' queues and the ledger are shared state.
+_dispatching = threading.Lock()
+
+
+def ledger() -> dict[str, Any]:
+    return _ledger
+
+
+def _shutdown() -> None:
+    """At exit: each agent closes its workers and temp folder, then is killed (an agent is
+    never left behind; Ray would also end it with its driver)."""
+    ray = _import_ray()
+    live = [a for a in _agents.values() if a.alive]
+    _agents.clear()
+    try:
+        refs = [a.handle.close.remote() for a in live]
+        if refs:
+            ray.wait(refs, num_returns=len(refs), timeout=10)
+        for agent in live:
+            ray.kill(agent.handle)
+    except Exception:  # noqa: BLE001 - a cluster already gone ends its actors itself
+        pass
+    ray.shutdown()
+
+
+def _why(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def check_identity(where: str, ident: dict[str, Any], envs: dict[str, Env]) -> None:
+    """A node's report (`NodeAgent.identity`) against this process: the same code, and per
+    release the same packages as the driver's environment (the versions a result is keyed on).
+    ExecutorError, one line, otherwise: its results would be stored under keys they do not
+    match."""
+    if ident.get("tool") != tool_digest() or ident.get("code") != store.code_digest():
+        raise ExecutorError(
+            f"{where} runs other inventory code (digest {ident.get('tool')}, here "
+            f"{tool_digest()}): refusing, its results would poison the store")
+    for release, env in envs.items():
+        theirs, ours = ident.get("packages", {}).get(release, {}), store.env_identity(env)
+        if theirs != ours:
+            diff = ", ".join(f"{k} {theirs.get(k, '?')} (here {v})"
+                             for k, v in ours.items() if theirs.get(k) != v)
+            raise ExecutorError(f"{where} has other packages for coreai-torch {release}: "
+                                f"{diff}; refusing, its results would poison the store")
+
+
+class RayOracle(Oracle):
+    name = "ray"
+
+    def __init__(self, pool: Pool, progress: Progress, address: str | None) -> None:
+        del pool  # the driver converts nothing itself
+        self.progress = progress
+        self.address = connect(address)
+        self.ray = _import_ray()
+        self._made: dict[str, ProbeResult] = {}  # result folder name -> made in this session
+
+    # -- the agents ------------------------------------------------------------------------
+    def _make_agents(self) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        remote = self.ray.remote(NodeAgent)
+        for node in self.ray.nodes():
+            cpus = int(node.get("Resources", {}).get("CPU", 0))
+            if not node.get("Alive") or cpus < 1:
+                continue
+            for index in range(max(1, cpus // 2)):  # a job keeps two worker processes busy
+                name = f"inventory-{os.getpid()}-{node['NodeID'][:12]}-{index}"
+                if name in _agents or name in _dropped:
+                    continue
+                handle = remote.options(
+                    name=name, namespace=NAMESPACE, num_cpus=1, max_concurrency=1,
+                    max_restarts=0, max_task_retries=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"],
+                                                                       soft=False),
+                ).remote()
+                _agents[name] = _Agent(node["NodeID"], node.get("NodeManagerAddress", "?"),
+                                       handle, index)
+
+    def _drop(self, name: str, why: str) -> None:
+        agent = _agents.pop(name)
+        agent.alive = False
+        _dropped.add(name)
+        self.ray.kill(agent.handle)
+        self.progress(f"ray: {agent.label} left out: {why}")
+
+    def _ready(self, envs: dict[str, Env]) -> list[tuple[str, _Agent]]:
+        """The agents ready for these releases: each says what it runs (checked against this
+        process) before its first job of a release; one that cannot within the limit is left
+        out, one that runs other code or packages refuses the run."""
+        self._make_agents()
+        wanted = set(envs)
+        asks = {a.handle.identity.remote(sorted(wanted)): name
+                for name, a in _agents.items() if not wanted <= a.checked}
+        if asks:
+            limit = seconds("INVENTORY_RAY_SETUP_TIMEOUT")
+            self.progress(f"ray: {len(asks)} agent(s) getting {', '.join(sorted(wanted))} ready")
+            ready, late = self.ray.wait(list(asks), num_returns=len(asks), timeout=limit)
+            for ref in late:
+                self._drop(asks[ref], f"not ready within {limit:g} s "
+                                      "(INVENTORY_RAY_SETUP_TIMEOUT)")
+            for ref in ready:
+                try:
+                    ident = self.ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - any failure leaves this agent out
+                    self._drop(asks[ref], _why(exc))
+                    continue
+                self._check(_agents[asks[ref]], ident, envs)
+        live = [(n, a) for n, a in _agents.items() if a.alive and wanted <= a.checked]
+        if not live:
+            raise ExecutorError(f"no node of the Ray cluster at {self.address} could get "
+                                f"{', '.join(sorted(wanted))} ready")
+        return live
+
+    def _check(self, agent: _Agent, ident: dict[str, Any], envs: dict[str, Env]) -> None:
+        agent.host = ident.get("host", "?")
+        check_identity(f"{agent.label} on {agent.host}", ident, envs)
+        agent.checked |= set(envs)
+
+    # -- the jobs --------------------------------------------------------------------------
+    def _dispatch(self, jobs: list[Job], old: Env, new: Env, use_cache: bool) -> None:
+        """Run the jobs on the cluster and publish each result; every job ends answered."""
+        with _dispatching:
+            self._dispatch_now(jobs, old, new, use_cache)
+
+    def _dispatch_now(self, jobs: list[Job], old: Env, new: Env, use_cache: bool) -> None:
+        agents = dict(self._ready({old.converter: old, new.converter: new}))
+        queue = deque(jobs)
+        tries: dict[str, int] = {}
+        flying: dict[Any, tuple[Job, str, float]] = {}
+        limit = seconds("INVENTORY_RAY_JOB_TIMEOUT")
+        total, done, said = len(jobs), 0, ""
+        while queue or flying:
+            live = {n: a for n, a in agents.items() if a.alive}
+            if not live and not flying:
+                for job in queue:
+                    self._lost(job, old, new, "no agent of the cluster is left to run it")
+                    done += 1
+                queue.clear()
+                break
+            now = time.monotonic()
+            for _ in range(IN_FLIGHT):  # round by round: every agent gets one before any two
+                for name, agent in live.items():
+                    if agent.load < IN_FLIGHT and queue:
+                        job = queue.popleft()
+                        agent.deadline = max(now, agent.deadline) + limit
+                        flying[agent.handle.run.remote(job)] = (job, name, agent.deadline)
+                        agent.load += 1
+                        _ledger["dispatched"] += 1
+            ready, _ = self.ray.wait(list(flying), num_returns=1, timeout=1.0)
+            for ref in ready:
+                job, name, _ = flying.pop(ref)
+                agent = agents[name]
+                agent.load -= 1
+                try:
+                    payload = self.ray.get(ref)
+                except (self.ray.exceptions.RayActorError,
+                        self.ray.exceptions.ActorUnavailableError) as exc:
+                    if agent.alive:
+                        self._drop(name, f"died ({_why(exc)}); its jobs go to the others")
+                    done += self._again(job, queue, tries, old, new, _why(exc))
+                    continue
+                except self.ray.exceptions.RayTaskError as exc:
+                    raise ExecutorError(f"{agent.label}: {_why(exc)}") from None
+                self._publish(job, payload, agent, old, new, use_cache)
+                done += 1
+            now = time.monotonic()
+            for _job, name, deadline in list(flying.values()):
+                if now > deadline and agents[name].alive:
+                    # its answers never come: killing it fails its jobs, which go elsewhere
+                    self._drop(name, f"a job took over {limit:g} s (INVENTORY_RAY_JOB_TIMEOUT)")
+            line = f"ray: {done}/{total} jobs · " + " · ".join(
+                f"{a.label}: {a.done} done, {a.load} in flight" for a in agents.values())
+            if line != said:  # a line when something changed, not one a second
+                self.progress(line)
+                said = line
+
+    def _again(self, job: Job, queue: deque[Job], tries: dict[str, int], old: Env, new: Env,
+               why: str) -> int:
+        """A job whose agent was lost: sent again (to another agent), or after ATTEMPTS tries
+        answered inconclusive. Returns 1 when it is answered."""
+        tries[job.key] = tries.get(job.key, 1) + 1
+        if tries[job.key] > ATTEMPTS:
+            self._lost(job, old, new, f"{ATTEMPTS} agents were lost running it ({why})")
+            return 1
+        _ledger["retried"] += 1
+        queue.appendleft(job)
+        return 0
+
+    def _publish(self, job: Job, payload: dict[str, Any], agent: _Agent, old: Env, new: Env,
+                 use_cache: bool) -> None:
+        if not payload.get("ok"):
+            kind, error = payload.get("kind"), payload.get("error", "?")
+            if kind == "environment":
+                raise EnvironmentFault(f"{agent.label}: {error}")
+            if kind == "mismatch":
+                raise ExecutorError(f"{agent.label}: {error}: refusing, its results would "
+                                    "poison the store")
+            raise EnvError(f"{agent.label}: {error}")
+        final = store.result_dir(job.spec, old, new)
+        with store.building(final) as work:
+            result = unpack(payload["result"], payload["files"], work)
+            made = store.publish(result, work, final, replace_stored=not use_cache)
+        self._made[final.name] = made
+        agent.done += 1
+        node = _ledger["nodes"].setdefault(agent.node, {"address": agent.address,
+                                                        "host": agent.host, "jobs": 0})
+        node["jobs"] += 1
+        _ledger["jobs"].append({"key": final.name, "node": agent.node,
+                                "seconds": round(payload.get("seconds", 0.0), 3)})
+
+    def _lost(self, job: Job, old: Env, new: Env, why: str) -> None:
+        """Answered, never dropped: a worker failure on both sides (inconclusive), not stored."""
+        _ledger["lost"] += 1
+        sides = [Side(env.converter, store.env_identity(env), False, "worker",
+                      f"{which} side not run on the Ray cluster: {why}")
+                 for which, env in (("old", old), ("new", new))]
+        self._made[job.key] = ProbeResult(job.spec, sides[0], sides[1],
+                                          Identity.BOTH_CANNOT_CONVERT,
+                                          Identity.BOTH_CANNOT_CONVERT, None, "")
+
+    # -- the Oracle interface ---------------------------------------------------------------
+    def _wanted(self, specs: list[ProbeSpec], old: Env, new: Env,
+                use_cache: bool) -> list[Job]:
+        jobs: dict[str, Job] = {}
+        for spec in specs:
+            final = store.result_dir(spec, old, new)
+            if final.name in self._made or final.name in jobs:
+                continue
+            if use_cache and store.load_result(final) is not None:
+                continue  # read (and counted) when the caller asks for it
+            jobs[final.name] = Job(spec, old.converter, new.converter, final.name)
+        return list(jobs.values())
+
+    def prefetch(self, specs: Any, old: Env, new: Env, use_cache: bool = True) -> None:
+        jobs = self._wanted(list(specs), old, new, use_cache)
+        if jobs:
+            self._dispatch(jobs, old, new, use_cache)
+
+    def compare(self, spec: ProbeSpec, old: Env, new: Env, use_cache: bool = True) -> ProbeResult:
+        final = store.result_dir(spec, old, new)
+        if final.name in self._made:
+            return self._made[final.name]
+        if use_cache:
+            cached = store.load_result(final)
+            if cached is not None:
+                _ledger["from_store"] += 1
+                return cached
+        self._dispatch([Job(spec, old.converter, new.converter, final.name)], old, new,
+                       use_cache)
+        return self._made[final.name]
+
+    def close(self) -> None:
+        """The run's ledger (jobs per node, their seconds) in runs/ray/, and one summary line."""
+        nodes = ", ".join(f"{n[:8]}: {v['jobs']}" for n, v in _ledger["nodes"].items())
+        self.progress(f"ray: {_ledger['dispatched']} job(s) dispatched"
+                      f"{f' ({nodes})' if nodes else ''}, {_ledger['from_store']} read from the "
+                      f"store, {_ledger['retried']} retried, {_ledger['lost']} not run")
+        folder = runs_dir() / "ray"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{_started}-{os.getpid()}.json"
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"address": self.address, **_ledger}, indent=2))
+            tmp.replace(path)
+        except OSError:
+            pass  # the ledger is a record of the run, never needed for an answer
+

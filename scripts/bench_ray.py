@@ -1,0 +1,140 @@
+"""`scripts/bench --ray`: the same small sweep under the local executor and on a two-node Ray
+cluster started on this machine (one CPU per node, 127.0.0.1 only), in one run; prints seconds,
+the overhead ratio and the per-job cost the README's scale-out estimate uses. Asserts nothing.
+
+The sweep is `sweep --registry --from 0.4.1 --to 0.4.2` of a registry of JOBS distinct
+conv_transpose instances (each a job: both sides converted, both assets run on one runtime),
+cold in a fresh store (environments linked, so nothing is built), then warm (every result read
+back, no job dispatched). On a 2-core machine no speed-up is expected: the two nodes share the
+same two cores, so the ratio is the engine's overhead, not its gain.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+INVENTORY = str(ROOT / ".venv" / "bin" / "inventory")
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+def registry(folder: Path, jobs: int) -> Path:
+    path = folder / "bench.toml"
+    text = ('[bundles.bench]\nfiles = ["bench"]\ndtype = "float32"\n'
+            '[bundles.bench.exporter]\nconverter = "0.4.1"\nsource = "bench"\n')
+    for c in range(11, 11 + jobs):  # channels no test uses
+        text += ('[[bundles.bench.instances]]\nkind = "conv_transpose"\ndtype = "float32"\n'
+                 f'source = "bench"\nparams = {{ dim = 1, in_channels = {c}, out_channels = 2, '
+                 'kernel = [4], stride = [2], padding = [0], output_padding = [1], '
+                 f'input_shape = [1, {c}, 11] }}\n')
+    path.write_text(text)
+    return path
+
+
+def store(folder: Path, name: str) -> Path:
+    from oracle.paths import envs_dir
+
+    out = folder / name
+    out.mkdir()
+    (out / "envs").symlink_to(envs_dir())
+    return out
+
+
+def sweep(reg: Path, cache: Path, *extra: str) -> tuple[float, str]:
+    start = time.perf_counter()
+    proc = subprocess.run([INVENTORY, "sweep", "--registry", "--registry-file", str(reg),
+                           "--from", "0.4.1", "--to", "0.4.2", "--json", "-q", *extra],
+                          capture_output=True, text=True,
+                          env={**os.environ, **RAY_ENV, "INVENTORY_CACHE": str(cache)})
+    took = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"sweep failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
+    return took, proc.stdout
+
+
+def shipped_jobs() -> int:
+    """Jobs of one `sweep --registry` step over the shipped registry (its distinct instances)."""
+    from inventory.registry import DEFAULT_REGISTRY, load_registry
+    from inventory.release_notes import registry_regimes
+
+    return len(registry_regimes(load_registry(DEFAULT_REGISTRY)))
+
+
+def ray_lines(jobs: int, record: Path | None, shipped: bool = False) -> dict[str, Any]:
+    """`shipped`: the shipped registry's instances (every one a job) instead of `jobs`
+    synthetic ones: the per-job cost of a real inventory."""
+    os.environ.update(RAY_ENV)
+    from ray.cluster_utils import Cluster
+
+    from oracle.envs import ensure_env
+
+    ensure_env("0.4.1")
+    ensure_env("0.4.2")
+    out: dict[str, Any] = {"jobs": jobs, "cores": os.cpu_count()}
+    with tempfile.TemporaryDirectory(prefix="bench-ray-", dir="/tmp") as tmp:
+        folder = Path(tmp)
+        if shipped:
+            from inventory.registry import DEFAULT_REGISTRY
+
+            reg, jobs = DEFAULT_REGISTRY, shipped_jobs()
+            out["jobs"] = jobs
+        else:
+            reg = registry(folder, jobs)
+        local = store(folder, "local")
+        out["local_cold_s"], local_answer = sweep(reg, local)
+        out["local_warm_s"], _ = sweep(reg, local)
+        node = {"num_cpus": 1, "include_dashboard": False, "node_ip_address": "127.0.0.1",
+                "object_store_memory": 100 * 1024**2}
+        start = time.perf_counter()
+        cluster = Cluster(initialize_head=True, connect=False,
+                          head_node_args={**node, "temp_dir": str(folder / "ray-tmp")})
+        try:
+            cluster.add_node(**node)
+            cluster.wait_for_nodes()
+            out["cluster_start_s"] = time.perf_counter() - start
+            remote = store(folder, "on-ray")
+            flags = ("--executor", "ray", "--ray-address", cluster.address)
+            out["ray_cold_s"], ray_answer = sweep(reg, remote, *flags)
+            out["ray_warm_s"], _ = sweep(reg, remote, *flags)
+        finally:
+            cluster.shutdown()
+        ledgers = [json.loads(p.read_text())
+                   for p in sorted((remote / "runs" / "ray").glob("*.json"))]
+        per_job = [j["seconds"] for j in ledgers[0]["jobs"]]
+        out["ray_jobs_per_node"] = {n[:8]: v["jobs"] for n, v in ledgers[0]["nodes"].items()}
+        out["ray_job_s_mean"] = sum(per_job) / len(per_job)
+        out["ray_job_s_max"] = max(per_job)
+        # without each agent's first job (its workers' start-up): the cost of one more job
+        firsts = {j["node"]: i for i, j in reversed(list(enumerate(ledgers[0]["jobs"])))}
+        steady = [s for i, s in enumerate(per_job) if i not in firsts.values()] or per_job
+        out["ray_job_s_steady"] = sum(steady) / len(steady)
+        out["ray_warm_dispatched"] = ledgers[-1]["dispatched"]
+        out["same_answer"] = (local_answer.replace(str(local), "<store>")
+                              == ray_answer.replace(str(remote), "<store>"))
+        shutil.rmtree(folder / "ray-tmp", ignore_errors=True)
+    out["shipped_registry_jobs_per_step"] = shipped_jobs()
+    what = "instances of the shipped registry" if shipped else "conv_transpose instances"
+    print(f"ray bench: sweep --registry 0.4.1 -> 0.4.2 of {jobs} {what}, "
+          f"{out['cores']} cores")
+    print(f"local cold {out['local_cold_s']:6.2f} s ({out['local_cold_s'] / jobs:.2f} s per job)"
+          f"   warm {out['local_warm_s']:5.2f} s")
+    print(f"ray   cold {out['ray_cold_s']:6.2f} s on 2 nodes {out['ray_jobs_per_node']}"
+          f"   warm {out['ray_warm_s']:5.2f} s ({out['ray_warm_dispatched']} dispatched)"
+          f"   cluster start {out['cluster_start_s']:.1f} s (not counted)")
+    print(f"ratio ray/local: cold {out['ray_cold_s'] / out['local_cold_s']:4.2f}   warm "
+          f"{out['ray_warm_s'] / out['local_warm_s']:4.2f}   same answer: {out['same_answer']}")
+    print(f"per job on a node: mean {out['ray_job_s_mean']:.2f} s, max {out['ray_job_s_max']:.2f}"
+          f" s, without each agent's first (its workers' start) {out['ray_job_s_steady']:.2f} s"
+          " (the agent's own clock)")
+    print(f"shipped registry: {out['shipped_registry_jobs_per_step']} jobs per release step")
+    if record is not None:
+        record.write_text(json.dumps(out, indent=2) + "\n")
+        print(f"recorded in {record}")
+    return out

@@ -1,0 +1,294 @@
+"""`--executor ray` on a real two-node Ray cluster started on this machine (one CPU each, no
+dashboard, usage stats off, 127.0.0.1 only), torn down by the fixture that started it.
+
+`sweep --registry` of a small registry (four conv_transpose instances of one bundle, exported
+with 0.4.1) from 0.4.1 to 0.4.2: the answer and the stored results equal the local executor's
+(minus paths, and the runtime's creation timestamp inside each saved asset), jobs ran on both
+nodes, and a second run dispatches none. A node's agent killed mid-run: its jobs run on the other
+node and the answer is still complete and the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli import ROOT, spawn
+
+from oracle.paths import envs_dir
+from oracle.store import RECORD_DIGEST, RESULT_FILE, load_result
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed (scripts/test adds it)")
+
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0",
+           # on Linux Ray would advertise the machine's address; this keeps every node and the
+           # driver on 127.0.0.1 (Ray's own switch, named for the platforms where it is default)
+           "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+CHANNELS = (3, 5, 7, 9)  # four distinct probes no other test stores
+SWEEP = ("sweep", "--registry", "--from", "0.4.1", "--to", "0.4.2", "--json")
+# inside a saved asset: when the runtime wrote it (and its keys in no fixed order)
+ASSET_METADATA = "model.aimodel/metadata.json"
+# A worker's first conversion logs the converter's import-time warning (Python warns once per
+# process), so which probe's convert.log holds it depends on the order jobs reach each worker.
+CONVERT_LOG = "convert.log"
+IMPORT_WARNING = re.compile(r".*UserWarning: coreai-torch has only been validated.*\n"
+                            r"\s+import coreai_torch\n")
+
+
+def _registry(folder: Path) -> Path:
+    path = folder / "four.toml"
+    text = ('[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
+            '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n')
+    for c in CHANNELS:
+        text += ('[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\n'
+                 f'source = "test"\nparams = {{ dim = 1, in_channels = {c}, out_channels = 2, '
+                 'kernel = [4], stride = [2], padding = [0], output_padding = [1], '
+                 f'input_shape = [1, {c}, 11] }}\n')
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster(env) -> Iterator[str]:
+    """Two Ray nodes on 127.0.0.1, one CPU each; their agents use this session's environments.
+    Yields the cluster's address; every process it started is stopped at the end."""
+    from ray.cluster_utils import Cluster
+
+    env("0.4.1")
+    env("0.4.2")
+    saved = {k: os.environ.get(k) for k in RAY_ENV}
+    os.environ.update(RAY_ENV)
+    temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: Ray's socket paths
+    node = {"num_cpus": 1, "include_dashboard": False, "node_ip_address": "127.0.0.1",
+            "object_store_memory": 100 * 1024**2}
+    made = Cluster(initialize_head=True, connect=False,
+                   head_node_args={**node, "temp_dir": str(temp)})
+    try:
+        made.add_node(**node)
+        made.wait_for_nodes()
+        yield made.address
+    finally:
+        made.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _store(tmp: Path, name: str) -> Path:
+    """A fresh result store that borrows the built environments."""
+    store = tmp / name
+    store.mkdir()
+    (store / "envs").symlink_to(envs_dir())
+    return store
+
+
+def _answer(stdout: str, store: Path) -> Any:
+    return json.loads(stdout.replace(str(store), "<store>"))
+
+
+def _without(data: Any, key: str) -> Any:
+    if isinstance(data, dict):
+        return {k: _without(v, key) for k, v in data.items() if k != key}
+    if isinstance(data, list):
+        return [_without(v, key) for v in data]
+    return data
+
+
+def _flags(data: Any, key: str) -> set[Any]:
+    """Every value `key` has anywhere in the document."""
+    if isinstance(data, dict):
+        found = {data[key]} if key in data else set()
+        return found.union(*(_flags(v, key) for v in data.values()))
+    if isinstance(data, list):
+        return set().union(*(_flags(v, key) for v in data))
+    return set()
+
+
+def _ledgers(store: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((store / "runs" / "ray").glob("*.json"))]
+
+
+@pytest.fixture(scope="module")
+def local(env, tmp_path_factory) -> tuple[Path, Path, Any]:
+    """The registry, the local executor's store and its answer."""
+    tmp = tmp_path_factory.mktemp("local")
+    registry, store = _registry(tmp), _store(tmp, "local")
+    proc = spawn(*SWEEP, "--registry-file", str(registry), "-q", INVENTORY_CACHE=str(store))
+    assert proc.returncode == 0, proc.stderr
+    return registry, store, _answer(proc.stdout, store)
+
+
+def _stored(store: Path) -> dict[str, dict[str, Any]]:
+    """Each stored result's files, read for comparison: result.json without its digests of the
+    files below (and its own), each asset's metadata without its creation date, each conversion
+    log without the converter's once-per-process import warning."""
+    out: dict[str, dict[str, Any]] = {}
+    for folder in sorted(p for p in (store / "results").iterdir()):
+        files: dict[str, Any] = {}
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            rel = str(path.relative_to(folder))
+            if rel == RESULT_FILE:
+                record = json.loads(path.read_text())
+                record.pop(RECORD_DIGEST)
+                record["files_sha256"] = {k: v for k, v in record["files_sha256"].items()
+                                          if not k.endswith((ASSET_METADATA, CONVERT_LOG))}
+                files[rel] = record
+            elif rel.endswith(CONVERT_LOG):
+                files[rel] = IMPORT_WARNING.sub("", path.read_text())
+            elif rel.endswith(ASSET_METADATA):
+                meta = json.loads(path.read_text())
+                meta.pop("creationDate")
+                files[rel] = meta
+            elif not rel.startswith("."):  # .verified.json: when a reader last hashed it
+                files[rel] = path.read_bytes()
+        out[folder.name] = files
+    return out
+
+
+def test_sweep_on_two_nodes_equals_the_local_answer_and_a_rerun_dispatches_nothing(
+        cluster, local, tmp_path):
+    registry, local_store, local_answer = local
+    store = _store(tmp_path, "ray")
+    args = (*SWEEP, "--registry-file", str(registry), "-q", "--executor", "ray",
+            "--ray-address", cluster)
+    first = spawn(*args, INVENTORY_CACHE=str(store), **RAY_ENV)
+    assert first.returncode == 0, first.stderr
+    assert _answer(first.stdout, store) == local_answer
+    assert _stored(store) == _stored(local_store)
+    [ledger] = _ledgers(store)
+    assert ledger["dispatched"] == len(CHANNELS) and ledger["from_store"] == 0
+    assert len(ledger["nodes"]) == 2  # results came from both nodes
+    assert all(n["jobs"] >= 1 for n in ledger["nodes"].values())
+
+    again = spawn(*args, INVENTORY_CACHE=str(store), **RAY_ENV)
+    assert again.returncode == 0, again.stderr
+    rerun = _answer(again.stdout, store)
+    # read from the store, and saying so (as a local rerun says it), else the same answer
+    assert _flags(rerun, "cached") == {True}
+    assert _without(rerun, "cached") == _without(local_answer, "cached")
+    second = _ledgers(store)[-1]
+    assert second["dispatched"] == 0 and second["from_store"] == len(CHANNELS)
+
+
+def _kill_an_agent_once_both_work(cluster: str, run: subprocess.Popen[str],
+                                  lines: list[str]) -> str:
+    """Wait until the run's progress shows every job in flight, then kill one node's agent
+    (as a node lost mid-run would); returns the agent's name."""
+    deadline = time.monotonic() + 300
+    while not any(re.search(rf"ray: 0/{len(CHANNELS)} jobs .*in flight .*in flight", ln)
+                  for ln in lines):
+        assert run.poll() is None and time.monotonic() < deadline, "".join(lines)
+        time.sleep(0.05)
+    code = ("import ray, sys\nray.init(address=sys.argv[1], log_to_driver=False)\n"
+            "mine = sorted(a['name'] for a in ray.util.list_named_actors(all_namespaces=True)\n"
+            "              if a['name'].startswith(f'inventory-{sys.argv[2]}-'))\n"
+            "ray.kill(ray.get_actor(mine[-1], namespace='inventory'))\nprint(mine[-1])\n")
+    killer = subprocess.run([sys.executable, "-c", code, cluster, str(run.pid)],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, **RAY_ENV})
+    assert killer.returncode == 0, killer.stderr
+    return killer.stdout.strip()
+
+
+def test_a_node_agent_killed_mid_run_its_jobs_run_elsewhere(cluster, local, tmp_path):
+    registry, _, local_answer = local
+    store = _store(tmp_path, "killed")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "inventory.cli", *SWEEP, "--registry-file", str(registry),
+         "--executor", "ray", "--ray-address", cluster], cwd=ROOT, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, **RAY_ENV, "INVENTORY_CACHE": str(store), "COLUMNS": "400"})
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(run.stderr.readline, "")),
+                              daemon=True)
+    reader.start()
+    killed = _kill_an_agent_once_both_work(cluster, run, lines)
+    stdout, _ = run.communicate(timeout=600)
+    reader.join(timeout=10)
+    assert run.returncode == 0, "".join(lines)
+    assert any(f"{killed.split('-')[2][:8]}" in ln and "left out: died" in ln for ln in lines)
+    assert _answer(stdout, store) == local_answer  # complete, and the same answer
+    [ledger] = _ledgers(store)
+    assert ledger["retried"] >= 1 and ledger["lost"] == 0
+    assert sum(n["jobs"] for n in ledger["nodes"].values()) == len(CHANNELS)
+    assert len(list((store / "results").iterdir())) == len(CHANNELS)
+
+
+def _named_agents(cluster: str, pid: int) -> list[str]:
+    """The live agents a run (by its pid) still has on the cluster, asked by another driver."""
+    code = ("import ray, sys\nray.init(address=sys.argv[1], log_to_driver=False)\n"
+            "print(' '.join(a['name'] for a in ray.util.list_named_actors(all_namespaces=True)\n"
+            "               if a['name'].startswith(f'inventory-{sys.argv[2]}-')))\n")
+    asked = subprocess.run([sys.executable, "-c", code, cluster, str(pid)], capture_output=True,
+                           text=True, timeout=120, env={**os.environ, **RAY_ENV})
+    assert asked.returncode == 0, asked.stderr
+    return asked.stdout.split()
+
+
+def test_ctrl_c_mid_run_leaves_no_agent_and_no_half_written_result(cluster, local, tmp_path):
+    registry, _, _ = local
+    store = _store(tmp_path, "interrupted")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "inventory.cli", *SWEEP, "--registry-file", str(registry),
+         "--executor", "ray", "--ray-address", cluster, "--no-cache"], cwd=ROOT, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, **RAY_ENV, "INVENTORY_CACHE": str(store), "COLUMNS": "400"})
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(run.stderr.readline, "")),
+                              daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 300
+    while not any(re.search(rf"ray: 0/{len(CHANNELS)} jobs .*in flight", ln) for ln in lines):
+        assert run.poll() is None and time.monotonic() < deadline, "".join(lines)
+        time.sleep(0.05)
+    assert _named_agents(cluster, run.pid), "the run has no agent to leave behind"
+    run.send_signal(signal.SIGINT)
+    run.communicate(timeout=120)
+    reader.join(timeout=10)
+    assert run.returncode != 0 and "Traceback" not in "".join(lines), "".join(lines)
+    results = store / "results"
+    for folder in results.iterdir() if results.exists() else []:
+        assert not folder.name.startswith("."), f"temp folder left: {folder}"
+        assert load_result(folder) is not None, f"half-written result: {folder}"
+    deadline = time.monotonic() + 60  # Ray ends a driver's actors once it sees the driver gone
+    while (left := _named_agents(cluster, run.pid)) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert left == []
+
+
+def test_two_drivers_share_one_store_the_second_dispatches_nothing(cluster, local, tmp_path):
+    """INVENTORY_STORE: one results folder for drivers with caches of their own (a shared
+    path): what a local driver stored, a cluster driver on another cache reads back."""
+    registry, _, local_answer = local
+    shared = tmp_path / "shared"
+    first_cache, second_cache = _store(tmp_path, "first"), _store(tmp_path, "second")
+    first = spawn(*SWEEP, "--registry-file", str(registry), "-q",
+                  INVENTORY_CACHE=str(first_cache), INVENTORY_STORE=str(shared))
+    assert first.returncode == 0, first.stderr
+    assert _answer(first.stdout.replace(str(shared), str(first_cache)), first_cache) \
+        == local_answer
+    assert len(list((shared / "results").iterdir())) == len(CHANNELS)
+    second = spawn(*SWEEP, "--registry-file", str(registry), "-q", "--executor", "ray",
+                   "--ray-address", cluster, INVENTORY_CACHE=str(second_cache),
+                   INVENTORY_STORE=str(shared), **RAY_ENV)
+    assert second.returncode == 0, second.stderr
+    assert _without(_answer(second.stdout, shared), "cached") \
+        == _without(local_answer, "cached")
+    [ledger] = _ledgers(second_cache)
+    assert ledger["dispatched"] == 0 and ledger["from_store"] == len(CHANNELS)
+    assert not (first_cache / "results").exists() and not (second_cache / "results").exists()

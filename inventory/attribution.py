@@ -6,13 +6,16 @@ changes, not *where*. Blaming every record in the range that names the construct
 whose own release step leaves the probe identical (issue #11: sam3's dynamic views change in
 0.4.1 -> 0.4.2, yet #13 of 0.4.1 was named). So a change across several steps is compared again
 under each consecutive pair of releases (stored results, so a second ask is free), and each
-changing step is explained only by the records that ship in that very step.
+changing step is explained only by the records that ship in that very step. Where that step was
+bisected (`inventory bisect`, evidence/bisect/), only by those of its records whose pull
+request's commit changes the probe (#13, not #25, for arange with mixed bounds).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from inventory.bisected import narrowed
 from oracle.fixes import Fix, between
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import Identity, ProbeResult
@@ -113,7 +116,8 @@ def step_between(fixes: list[Fix], spec: ProbeSpec, old: str, new: str,
                  result: ProbeResult) -> Step:
     """One release step's comparison of a probe, with the records of that step that explain a
     change of it (what `locate` gives per step, and the registry sweep of a single step)."""
-    ids = explaining(fixes, spec.construct, old, new)
+    # bisected (evidence/bisect/): only the records whose pull request's commit changes it
+    ids = narrowed(explaining(fixes, spec.construct, old, new), fixes, old, new, spec)
     note = "" if ids or not program_changed(result) else pipeline_note(fixes, result, old, new)
     return Step(old, new, result, ids, note)
 

@@ -16,6 +16,7 @@ import typer
 
 from inventory.commands import (
     affected,
+    bisect,
     cache,
     envs,
     plan,
@@ -73,6 +74,7 @@ COMMANDS = (
     (app, "scan", scan.scan_cmd),
     (app, "repair", repair.repair_cmd),
     (app, "verify", verify.verify_cmd),
+    (app, "bisect", bisect.bisect_cmd),
 )
 for group, name, function in COMMANDS:
     command(group, name)(function)

@@ -18,10 +18,12 @@ from inventory.attribution import (
     explaining,
     failing_both,
     locate,
+    own_step,
     program_changed,
     release_steps,
     step_between,
 )
+from inventory.bisected import Attributed, load_bisected, narrowed
 from inventory.errors import UsageError
 from inventory.instances import instance_spec, probed_keys
 from inventory.policy import Policy
@@ -70,11 +72,17 @@ class FixNotes:
     held_by: tuple[tuple[str, str, int], ...] = ()
     # per regime id, each release step's comparison when the range spans several steps
     steps: dict[str, tuple[Step, ...]] = field(default_factory=dict)
+    # per regime id: bisection of the fix's own step names only other pull requests' commits
+    # (`inventory bisect`, evidence/bisect/): the change is theirs, not this record's
+    elsewhere: dict[str, Attributed] = field(default_factory=dict)
 
     def changes(self) -> tuple[RegimeOutcome, ...]:
-        """The regimes whose shipped program this fix changes: in its own step, when located."""
+        """The regimes whose shipped program this fix changes: in its own step, when located,
+        and not by another pull request's commit, when bisected."""
         out = []
         for o in self.outcomes:
+            if o.regime.id in self.elsewhere:
+                continue
             located = self.steps.get(o.regime.id)
             if located:
                 if any(s.changed and s.new == self.fix.ships_in for s in located):
@@ -98,9 +106,12 @@ class FixNotes:
             values_move=tuple(o.regime.id for o in moved),
             max_abs_move=biggest,
             old_cannot_convert=tuple(o.regime.id for o in self.outcomes
-                                     if o.result.shipped == Identity.OLD_CANNOT_CONVERT),
+                                     if o.result.shipped == Identity.OLD_CANNOT_CONVERT
+                                     and o.regime.id not in self.elsewhere),
             new_cannot_convert=tuple(o.regime.id for o in self.outcomes
-                                     if o.result.shipped == Identity.NEW_CANNOT_CONVERT),
+                                     if o.result.shipped == Identity.NEW_CANNOT_CONVERT
+                                     and o.regime.id not in self.elsewhere),
+            attributed_elsewhere={r: ", ".join(a.commits) for r, a in self.elsewhere.items()},
         )
 
 
@@ -112,6 +123,8 @@ class FixSummary:
     max_abs_move: float | None  # the largest max |old - new| among them
     old_cannot_convert: tuple[str, ...]
     new_cannot_convert: tuple[str, ...]
+    # regime id -> the commits bisection names for its change (other pull requests than this)
+    attributed_elsewhere: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -273,6 +286,7 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
     loads = (_load_checks(old, new, catalog, use_cache, progress)
              if any(f.record_kind.probe == LOAD_CHECKS for f in chosen) else ())
     steps = _located(outcomes, old, new, fixes, catalog, use_cache, progress)
+    bisected = load_bisected()
     notes = tuple(
         FixNotes(fix, tuple(outcomes[r.id] for r in _regimes_of(fix, regimes)),
                  _holders(bundles, fix.constructs) if fix.record_kind.concerns == HOLDERS
@@ -280,10 +294,24 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
                  loads if fix.record_kind.probe == LOAD_CHECKS else (),
                  _held_by(bundles, fix.constructs) if fix.record_kind.concerns == HOLDERS
                  else (),
-                 {r.id: steps[r.id] for r in _regimes_of(fix, regimes) if r.id in steps})
+                 {r.id: steps[r.id] for r in _regimes_of(fix, regimes) if r.id in steps},
+                 _elsewhere(fix, _regimes_of(fix, regimes), old, catalog, bisected))
         for fix in chosen
     )
     return ReleaseNotes(old, new, notes, tuple(u for s in pairs for u in swept.found[s]))
+
+
+def _elsewhere(fix: Fix, regimes: list[Regime], old: str, catalog: Catalog,
+               bisected: dict[tuple[str, str, str], Attributed]) -> dict[str, Attributed]:
+    """The fix's regimes whose change in its own step bisection credits only to commits of
+    other pull requests (a record probed by its constructs' regimes; its id and aliases are
+    its pull requests)."""
+    if fix.record_kind.probe != CONSTRUCT_REGIMES:  # only construct regimes are bisected
+        return {}
+    a, b = own_step(catalog, old, fix)
+    ids = (fix.id, *fix.aliases)
+    found = {r.id: bisected.get((a, b, r.spec.key())) for r in regimes}
+    return {r: at for r, at in found.items() if at is not None and not at.names(ids)}
 
 
 def _located(outcomes: dict[str, RegimeOutcome], old: str, new: str, fixes: list[Fix],
@@ -330,7 +358,8 @@ def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: 
     for o in changed_outcomes:
         located = steps.get(o.regime.id, ())
         ids = (sorted({i for s in located for i in s.explained_by}) if located
-               else explaining(fixes, o.regime.construct, old, new))
+               else narrowed(explaining(fixes, o.regime.construct, old, new), fixes, old,
+                             new, o.regime.spec))
         changed.append(SweepFinding(o, tuple(ids), located))
     failing = tuple(o for o in outcomes.values() if failing_both(o.result))
     return Sweep(old, new, len(outcomes), tuple(changed),

@@ -3,6 +3,7 @@ coreai-torch release."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -15,16 +16,27 @@ from oracle.envs import (
     installed_envs,
     python_ok,
 )
-from oracle.releases import load_catalog
+from oracle.releases import Catalog, load_catalog
 
 
 def envs_build(
     versions: Annotated[list[str] | None, typer.Argument(
         help="coreai-torch releases (default: every supported release).")] = None,
+    from_source: Annotated[Path | None, typer.Option(
+        "--from-source", metavar="DIR",
+        help="Build from a coreai-torch source tree (a checkout at a commit) instead, with the "
+             "pins of the release its coreai_torch/__version__.py names.")] = None,
+    name: Annotated[str | None, typer.Option(
+        "--name", help="With --from-source: the environment is coreai-torch-src-NAME "
+                       "(default: the tree's digest).")] = None,
 ) -> None:
-    """Build converter environments ahead of time (needs the package registry once)."""
+    """Build converter environments ahead of time (needs the package registry once), or one
+    from a source tree (--from-source: the release's environment with the tree's converter)."""
     python_ok()
     catalog = load_catalog()
+    if from_source is not None or name is not None:
+        _build_from_source(versions, from_source, name, catalog)
+        return
     for version in versions or sorted(catalog.releases):
         with progress(True) as report_progress:
             env = ensure_env(version, catalog, report_progress)
@@ -48,3 +60,22 @@ def envs_list() -> None:
         out.print(f"{env.name}: {pkgs}", highlight=False)
         for deviation in deviations_with_evidence(env, catalog):
             out.print(f"  deviation: {deviation}", highlight=False, soft_wrap=True)
+
+
+def _build_from_source(versions: list[str] | None, tree: Path | None, name: str | None,
+                       catalog: Catalog) -> None:
+    from inventory.errors import UsageError
+    from oracle.source_envs import ensure_source_env
+
+    if tree is None:
+        raise UsageError("--name is only for --from-source DIR")
+    if versions:
+        raise UsageError("--from-source builds the release its tree names: give no release")
+    if not tree.is_dir():
+        raise UsageError(f"--from-source {tree}: no such directory")
+    with progress(True) as report_progress:
+        env = ensure_source_env(tree.resolve(), name, catalog, report_progress)
+    out.print(f"{env.name}: ready (coreai-torch {env.converter}, {env.runtime}) at {env.path}",
+              highlight=False)
+    for deviation in deviations_with_evidence(env, catalog):
+        out.print(f"  deviation: {deviation}", highlight=False, soft_wrap=True)

@@ -70,10 +70,13 @@ def _summary_json(f: FixNotes) -> dict[str, Any] | None:
     if not f.fix.record_kind.compares_programs:
         return None
     s = f.summary()
-    return {"reaches_graph": s.reaches_graph, "changed": list(s.changed),
-            "values_move": list(s.values_move), "max_abs_move": s.max_abs_move,
-            "old_cannot_convert": list(s.old_cannot_convert),
-            "new_cannot_convert": list(s.new_cannot_convert)}
+    out = {"reaches_graph": s.reaches_graph, "changed": list(s.changed),
+           "values_move": list(s.values_move), "max_abs_move": s.max_abs_move,
+           "old_cannot_convert": list(s.old_cannot_convert),
+           "new_cannot_convert": list(s.new_cannot_convert)}
+    if s.attributed_elsewhere:  # only where bisection moved a change to another record
+        out["attributed_elsewhere"] = dict(s.attributed_elsewhere)
+    return out
 
 
 def _summary_lines(f: FixNotes) -> list[str]:
@@ -85,7 +88,10 @@ def _summary_lines(f: FixNotes) -> list[str]:
     held: dict[str, list[str]] = {}
     for bundle, label, count in f.held_by:
         held.setdefault(bundle, []).append(f"`{label}` ×{count}")
-    return [
+    elsewhere = (["- Changed in this step by another pull request's commit (bisected): "
+                  + "; ".join(f"`{r}` by {c}" for r, c in s.attributed_elsewhere.items())
+                  + "."] if s.attributed_elsewhere else [])
+    return elsewhere + [
         f"- Reaches a graph: {'yes' if s.reaches_graph else 'no'} ({len(s.changed)} of {n} "
         f"regime(s) change the shipped program).",
         f"- Values move: {moved}.",

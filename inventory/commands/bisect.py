@@ -1,0 +1,65 @@
+"""`inventory bisect --from A --to B --repo DIR`: the commit of the converter's history that
+changes each probe that changes between two releases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from inventory.commands.common import ready, report
+from inventory.errors import ExitCode
+from inventory.options import FromRelease, Json, NoCache, Quiet, ToRelease
+from inventory.output import OutputFormat
+from inventory.registry import DEFAULT_REGISTRY
+from inventory.terminal import finish
+from oracle.fixes import FIXES_FILE
+from oracle.progress import Progress
+
+
+def bisect_cmd(
+    old: FromRelease,
+    new: ToRelease,
+    repo: Annotated[Path, typer.Option(
+        "--repo", help="A git repository of coreai-torch (bare or not) holding both "
+                       "releases' commits: a tag vX, or the commit that sets the version.")],
+    as_json: Json = False,
+    registry: Annotated[bool, typer.Option(
+        "--registry", help="Also bisect every distinct traced instance of the shipped "
+                           "bundles that changes, beside the library's regimes.")] = False,
+    registry_file: Annotated[Path, typer.Option(
+        "--registry-file", help="The bundle registry --registry reads.")] = DEFAULT_REGISTRY,
+    only: Annotated[list[str] | None, typer.Option(
+        "--probe", help="Only this probe: a regime id (max_pool2d/functional-no-stride) or a "
+                        "construct (every regime of it); repeatable.")] = None,
+    fixes: Annotated[Path, typer.Option(
+        "--fixes", help="The fix database the release comparison is read with.")] = FIXES_FILE,
+    no_cache: NoCache = False,
+    quiet: Quiet = False,
+) -> None:
+    """Per probe that changes from --from to --to: convert it at the commits between the two
+    releases (binary search over the first-parent history, each commit built with the pins of
+    the release it descends from) and name the commit that changes it, with the pull request
+    of its merge message. Exit 1 when a changing probe could not be attributed."""
+    from inventory.bisect import Bisection, bisect
+    from inventory.output import Renderer
+    from inventory.policy import load_policy
+    from inventory.registry import load_registry
+    from inventory.report.bisect_report import bisect_record, bisect_table
+    from oracle.fixes import load_fixes
+    from oracle.regimes import load_regimes
+    from oracle.releases import load_catalog
+
+    fmt = OutputFormat.choose(as_json)
+    ready(("--from", old), ("--to", new))
+    records = load_fixes(fixes)
+
+    def work(progress: Progress) -> Bisection:
+        bundles = load_registry(registry_file) if registry else None
+        return bisect(old, new, repo, records, load_regimes(), load_catalog(), load_policy(),
+                      bundles, use_cache=not no_cache, progress=progress,
+                      only=frozenset(only or ()))
+
+    result = report(Renderer("bisect", bisect_record, bisect_table), fmt, quiet, work)
+    finish(ExitCode.FINDING if result.unattributed else ExitCode.OK)

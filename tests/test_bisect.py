@@ -1,0 +1,252 @@
+"""`inventory bisect` and `inventory envs build --from-source`: end to end on a small git
+repository the test builds from two releases' published sources (CI has no network, so not the
+upstream history), and the git reading and bad input without any environment."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from cli import invoke
+
+from inventory.gitrepo import Repo, pr_of
+
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=61.0"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "coreai-torch"
+dynamic = ["version"]
+requires-python = ">=3.11"
+dependencies = ["coreai-core==1.0.0b2"]
+
+[tool.setuptools.dynamic]
+version = {attr = "coreai_torch.__version__.__version__"}
+
+[tool.setuptools.packages.find]
+include = ["coreai_torch*"]
+
+[tool.setuptools.package-data]
+coreai_torch = ["py.typed"]
+"""
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def _commit(repo: Path, message: str) -> str:
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+def _set_version(repo: Path, version: str) -> None:
+    """The version file says `version`, the rest of it (its header) as it was."""
+    path = repo / "coreai_torch" / "__version__.py"
+    text = path.read_text() if path.exists() else '__version__ = ""\n'
+    path.write_text(re.sub(r'__version__ = "[^"]*"', f'__version__ = "{version}"', text))
+
+
+def _package(env_path: Path) -> Path:
+    return next(env_path.glob("lib/python*/site-packages/coreai_torch"))
+
+
+def _put(repo: Path, package: Path) -> None:
+    shutil.rmtree(repo / "coreai_torch", ignore_errors=True)
+    shutil.copytree(package, repo / "coreai_torch",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+
+def _init(repo: Path) -> None:
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+
+
+def test_pr_of_reads_squash_and_merge_messages():
+    assert pr_of("Fix conv transpose lowering (#40)") == "40"
+    assert pr_of("Merge pull request #12 from someone/branch\n\nci: workflow") == "12"
+    assert pr_of("Sign the release tag") is None
+    assert pr_of("Mention (#3) in the middle of a subject") is None
+
+
+def test_release_commit_by_tag_else_by_version_bump(tmp_path):
+    repo = tmp_path / "r"
+    _init(repo)
+    (repo / "coreai_torch").mkdir()
+    _set_version(repo, "0.4.1")
+    first = _commit(repo, "release (#1)")
+    _git(repo, "tag", "v0.4.1")
+    (repo / "README.md").write_text("docs\n")
+    middle = _commit(repo, "docs (#2)")
+    _set_version(repo, "0.4.2")
+    bump = _commit(repo, "bump (#3)")
+    r = Repo(repo)
+    assert r.release_commit("0.4.1")[0].sha == first
+    found, how = r.release_commit("0.4.2")
+    assert (found.sha, found.pr) == (bump, "3") and "version bump" in how
+    line = r.first_parent(r.commit(first), found)
+    assert [c.sha for c in line] == [middle, bump]
+
+
+@pytest.mark.parametrize("case", ["not-a-repo", "no-such-dir", "release-not-in-repo",
+                                  "unknown-release", "backwards"])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, case):
+    repo = tmp_path / "r"
+    _init(repo)
+    (repo / "coreai_torch").mkdir()
+    _set_version(repo, "0.4.1")
+    _commit(repo, "release")
+    _git(repo, "tag", "v0.4.1")
+    args = {"not-a-repo": ("0.4.1", "0.4.2", tmp_path),
+            "no-such-dir": ("0.4.1", "0.4.2", tmp_path / "nope"),
+            "release-not-in-repo": ("0.4.1", "0.4.2", repo),
+            "unknown-release": ("0.4.1", "9.9.9", repo),
+            "backwards": ("0.4.2", "0.4.1", repo)}[case]
+    ran = invoke("bisect", "--from", args[0], "--to", args[1], "--repo", str(args[2]), "-q")
+    assert ran.returncode == 2, ran.stderr
+    lines = [ln for ln in ran.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), ran.stderr
+    assert "Traceback" not in ran.stderr
+
+
+def test_envs_build_from_source_refuses_what_is_not_a_tree(tmp_path):
+    ran = invoke("envs", "build", "--from-source", str(tmp_path))
+    assert ran.returncode == 2 and "not a coreai-torch source tree" in ran.stderr
+
+
+def test_bisect_names_the_commit_that_changes_a_probe(env, tmp_path, json_schema):
+    """0.4.1's published sources, a docs-only commit, 0.4.2's sources still saying 0.4.1 (the
+    fix merged before the release), then the version bump (no tag: found by the bump). The
+    max_pool2d default-stride probe changes between the releases; bisection must name the fix
+    commit, not the docs commit before it nor the bump after it, and must not bisect the
+    explicit-stride probe, which does not change."""
+    old, new = env("0.4.1"), env("0.4.2")
+    repo = tmp_path / "coreai-torch"
+    _init(repo)
+    (repo / "pyproject.toml").write_text(PYPROJECT)
+    _put(repo, _package(old.path))
+    base = _commit(repo, "sync: v0.4.1 (#28)")
+    _git(repo, "tag", "v0.4.1")
+    (repo / "README.md").write_text("how to install\n")
+    docs = _commit(repo, "Update documentation (#5)")
+    _put(repo, _package(new.path))
+    _set_version(repo, "0.4.1")
+    fix = _commit(repo, "Bug fix: max_pool2d uses default stride value (#36)")
+    _set_version(repo, "0.4.2")
+    bump = _commit(repo, "update coreai torch version (#64)")
+
+    ran = invoke("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", str(repo), "--json",
+                 "-q", "--probe", "max_pool2d/functional-no-stride",
+                 "--probe", "max_pool2d/functional-explicit-stride")
+    assert ran.returncode == 0, ran.stderr
+    doc = json.loads(ran.stdout)
+    json_schema(doc)
+    assert doc["from_commit"]["sha"] == base and doc["from_commit"]["found_by"] == "tag v0.4.1"
+    assert doc["to_commit"]["sha"] == bump and "version bump" in doc["to_commit"]["found_by"]
+    assert doc["to_commit"]["wheel"] == "same files"
+    assert [c["sha"] for c in doc["commits"]] == [docs, fix, bump]
+    assert doc["probed"] == 2
+    assert [p["regime"] for p in doc["probes"]] == ["max_pool2d/functional-no-stride"]
+    probe = doc["probes"][0]
+    assert [(c["sha"], c["pr"], c["final"]) for c in probe["commits"]] == [(fix, "36", True)]
+    assert probe["commits"][0]["parent"] == docs
+    # the docs commit was converted and found to give 0.4.1's program
+    assert any(t["commit"] == docs and not t["changed"] for t in probe["tested"])
+    assert all(Path(t["result"]).is_dir() for t in probe["tested"])
+    # each commit converted from source was its own environment, with 0.4.1's pins
+    built = doc["environments"]
+    assert set(built) <= {docs, fix} and fix in built
+    manifest = json.loads((old.path.parent / built[fix] / "inventory-env.json").read_text())
+    assert manifest["core"] == old.core and manifest["source"]["version"] == "0.4.1"
+
+
+def test_release_notes_credit_a_change_to_the_record_bisection_names(tmp_path):
+    """Two records of one step name arange (#13, #25 with alias #27); a bisect document that
+    credits a regime's change to #13's commit takes it out of #25's changes, not #13's; a
+    regime no document names keeps the step's attribution."""
+    from inventory.bisected import load_bisected
+    from inventory.release_notes import _elsewhere
+    from oracle.fixes import load_fixes
+    from oracle.regimes import load_regimes
+    from oracle.releases import load_catalog
+
+    arange = [r for r in load_regimes() if r.construct == "arange"]
+    moved, kept = arange[0], arange[1]
+    doc = {"command": "bisect", "from": "0.4.0", "to": "0.4.1", "probes": [
+        {"regime": moved.id, "key": moved.spec.key(),
+         "commits": [{"sha": "53d6bdd" + "0" * 33, "pr": "13"}]},
+        {"regime": kept.id, "key": kept.spec.key(), "commits": []}]}
+    (tmp_path / "0.4.0-0.4.1.json").write_text(json.dumps(doc))
+    (tmp_path / "notes.json").write_text(json.dumps({"command": "sweep"}))  # not bisect: unread
+    bisected = load_bisected(tmp_path)
+    assert len(bisected) == 1
+    fixes = {f.id: f for f in load_fixes()}
+    catalog = load_catalog()
+    away = _elsewhere(fixes["25"], arange, "0.4.0", catalog, bisected)
+    assert list(away) == [moved.id] and away[moved.id].commits == ("53d6bdd (#13)",)
+    assert _elsewhere(fixes["13"], arange, "0.4.0", catalog, bisected) == {}
+    # the same evidence read for another step attributes nothing there
+    assert _elsewhere(fixes["40"], arange, "0.4.1", catalog, bisected) == {}
+
+
+def test_a_bisected_step_explains_a_change_only_by_the_record_owning_the_commit(monkeypatch):
+    """What sweep, plan and affected credit a step's change to: the records naming the
+    construct, narrowed by bisection to the one whose pull request (or alias) owns the commit;
+    untouched where the probe was not bisected; empty where the commit is no such record's."""
+    from inventory import bisected
+    from inventory.bisected import Attributed, narrowed
+    from oracle.fixes import load_fixes
+    from oracle.regimes import load_regimes
+
+    fixes = load_fixes()
+    arange = [r for r in load_regimes() if r.construct == "arange"]
+    by_13, by_27, by_other, unbisected = (r.spec for r in arange[:4])
+    monkeypatch.setattr(bisected, "_recorded", lambda: {
+        ("0.4.0", "0.4.1", by_13.key()): Attributed(("13",), ("53d6bdd (#13)",), "e"),
+        ("0.4.0", "0.4.1", by_27.key()): Attributed(("27",), ("779df85 (#27)",), "e"),
+        ("0.4.0", "0.4.1", by_other.key()): Attributed(("12",), ("3a3ed6f (#12)",), "e")})
+    both = ("13", "25")
+    assert narrowed(both, fixes, "0.4.0", "0.4.1", by_13) == ("13",)
+    assert narrowed(both, fixes, "0.4.0", "0.4.1", by_27) == ("25",)  # #27 is #25's alias
+    assert narrowed(both, fixes, "0.4.0", "0.4.1", by_other) == ()
+    assert narrowed(both, fixes, "0.4.0", "0.4.1", unbisected) == both
+    assert narrowed(("40",), fixes, "0.4.1", "0.4.2", by_13) == ("40",)  # another step
+
+
+def test_bisect_converts_the_to_release_tree_when_its_wheel_is_not_that_tree(env, tmp_path):
+    """The bump commit holds a file the 0.4.2 wheel does not: the wheel does not stand for the
+    commit, so B's tree is built and converted first (it still changes the probe), and the
+    fix commit is named against it."""
+    old, new = env("0.4.1"), env("0.4.2")
+    repo = tmp_path / "coreai-torch"
+    _init(repo)
+    (repo / "pyproject.toml").write_text(PYPROJECT)
+    _put(repo, _package(old.path))
+    base = _commit(repo, "sync: v0.4.1 (#28)")
+    _git(repo, "tag", "v0.4.1")
+    _put(repo, _package(new.path))
+    _set_version(repo, "0.4.1")
+    fix = _commit(repo, "Bug fix: max_pool2d uses default stride value (#36)")
+    _set_version(repo, "0.4.2")
+    (repo / "coreai_torch" / "_release_notes.py").write_text("# not in the published wheel\n")
+    bump = _commit(repo, "update coreai torch version (#64)")
+
+    ran = invoke("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", str(repo), "--json",
+                 "-q", "--probe", "max_pool2d/functional-no-stride")
+    assert ran.returncode == 0, ran.stderr
+    doc = json.loads(ran.stdout)
+    assert doc["to_commit"]["wheel"].startswith("coreai_torch/ of ") and bump in \
+        doc["environments"]
+    (probe,) = doc["probes"]
+    tested = [(t["commit"], t["reference"], t["changed"]) for t in probe["tested"]]
+    assert tested[0] == (bump, base, True)  # B's own tree, before any search
+    assert (bump, fix, False) in tested  # the fix's program is B's tree's
+    assert [(c["sha"], c["pr"], c["final"]) for c in probe["commits"]] == [(fix, "36", True)]

@@ -13,20 +13,31 @@ request's commit changes the probe (#13, not #25, for arange with mixed bounds).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from inventory.bisected import narrowed
 from oracle.fixes import Fix, between
 from oracle.releases import Catalog, EnvError, version_key
-from oracle.results import Identity, ProbeResult
+from oracle.results import Identity, ProbeResult, Side
 from oracle.session import Session
 from oracle.spec import ProbeSpec
+
+# An environment's name in a failure ("coreai-torch-0.4.1 worker died of SIGABRT (log:
+# .../coreai-torch-0.4.1.worker.log)", or a commit's `coreai-torch-src-53d6bddfd6ad`): two
+# releases that fail alike differ only there.
+_ENV_NAME = re.compile(r"coreai-torch-[A-Za-z0-9._+-]+")
+
+
+def failure(side: Side) -> str:
+    """A side's failure with the environment's name set aside."""
+    return _ENV_NAME.sub("<env>", side.error)
 
 
 def failing_both(result: ProbeResult) -> bool:
     """Both releases fail the same way: a standing limitation, not a change."""
     return (result.shipped == Identity.BOTH_CANNOT_CONVERT
-            and result.old.error == result.new.error)
+            and failure(result.old) == failure(result.new))
 
 
 def program_changed(result: ProbeResult) -> bool:

@@ -27,11 +27,11 @@ history's length.
 
 from __future__ import annotations
 
-import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inventory.attribution import program_changed
 from inventory.errors import UsageError
 from inventory.gitrepo import Commit, Repo
 from inventory.policy import Policy
@@ -42,28 +42,16 @@ from oracle.fixes import Fix
 from oracle.progress import Progress
 from oracle.regimes import Regime
 from oracle.releases import Catalog
-from oracle.results import Identity, ProbeResult, Side
+from oracle.results import ProbeResult
 from oracle.session import Session
 from oracle.source_envs import PACKAGE, ensure_source_env, package_digest
 
 # How a release's published wheel compares with its commit's tree.
 WHEEL_SAME = "same files"
-# An environment's name in a failure ("coreai-torch-src-53d6bddfd6ad worker died of SIGABRT
-# (log: .../coreai-torch-src-53d6bddfd6ad.worker.log)"): every commit is an environment of its
-# own, so two commits that fail alike differ only there.
-_ENV_NAME = re.compile(r"coreai-torch-[A-Za-z0-9._+-]+")
-
-
-def failure(side: Side) -> str:
-    """A side's failure with the environment's name set aside."""
-    return _ENV_NAME.sub("<env>", side.error)
-
-
 def changed(result: ProbeResult) -> bool:
-    """The program differs, only one side converts, or both fail but not alike."""
-    if result.shipped == Identity.BOTH_CANNOT_CONVERT:
-        return failure(result.old) != failure(result.new)
-    return result.shipped != Identity.IDENTICAL
+    """The program differs, only one side converts, or both fail but not alike (what a
+    release comparison calls a change: `attribution.program_changed`)."""
+    return program_changed(result)
 
 
 @dataclass(frozen=True)

@@ -199,3 +199,25 @@ def test_sweep_over_the_shipped_instances_explains_every_change_of_0_4_2(
     code, data = sweep("--registry-file", dynamic_views, "--fixes", str(fixes))
     assert code == 1
     assert [u.split(":")[0] for u in data["unexplained"]] == ["view_dynamic/sam3"] * 2
+
+
+def _both_fail(old_error: str, new_error: str):
+    from oracle.results import Identity, ProbeResult, Side
+    from oracle.spec import ProbeSpec
+
+    side = {"packages": {}, "ok": False, "stage": "worker"}
+    return ProbeResult(ProbeSpec("pad", {}), Side("0.4.1", error=old_error, **side),
+                       Side("0.4.2", error=new_error, **side), Identity.BOTH_CANNOT_CONVERT,
+                       Identity.BOTH_CANNOT_CONVERT, None, "")
+
+
+def test_two_releases_that_fail_alike_are_no_change_though_each_error_names_its_environment():
+    """A crashed worker's error names its environment: compared as written, two releases that
+    crash alike counted as a change (found by bisection, whose commits are environments)."""
+    from inventory.attribution import program_changed
+
+    died = "{0} worker died of SIGABRT (log: /c/logs/{0}.worker.log)"
+    assert not program_changed(_both_fail(died.format("coreai-torch-0.4.1"),
+                                          died.format("coreai-torch-0.4.2")))
+    assert program_changed(_both_fail(died.format("coreai-torch-0.4.1"),
+                                      "convert: Unsupported ATen op: pow"))

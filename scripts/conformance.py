@@ -79,17 +79,21 @@ def upstream_spec(regime: Regime, case: Case) -> ProbeSpec:
 
 
 def failure(side: Side) -> str:
-    """A failed side's error as the converter said it: the traceback's last line (the one-line
-    error a result keeps is cut short)."""
+    """A failed side's error as the converter said it: the traceback's exception, every line of
+    it (a pass's message follows the location it prints first; the one-line error a result
+    keeps is cut short)."""
     trace = Path(side.files.get("traceback", "") or "/nonexistent")
-    lines = [ln for ln in trace.read_text().splitlines() if ln.strip()] if trace.is_file() else []
-    return cut(lines[-1].strip() if lines else side.error)
+    if not trace.is_file():
+        return side.error
+    lines = trace.read_text().splitlines()
+    frames = [i for i, ln in enumerate(lines) if ln.startswith("  ")]
+    message = " ".join(ln.strip() for ln in lines[frames[-1] + 1 if frames else 0:] if ln.strip())
+    return cut(message or side.error)
 
 
-def cut(text: str, width: int = 400) -> str:
-    """A long error kept readable: its start and its end (where a pass says what failed, after
-    the location it prints first)."""
-    return text if len(text) <= width else f"{text[:120]} ... {text[-(width - 125):]}"
+def cut(text: str, width: int = 1500) -> str:
+    """A very long error kept readable: its start and its end."""
+    return text if len(text) <= width else f"{text[:700]} ... {text[-(width - 705):]}"
 
 
 def old_outcome(result: ProbeResult, policy: Policy) -> tuple[str, str]:

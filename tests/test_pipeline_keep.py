@@ -54,3 +54,13 @@ def test_regimes_keep_ops_out_as_the_upstream_pad_tests_do():
     ops = {op for r in kept for op in r.spec.pipeline.keep}
     assert {f"aten.{m}_pad{n}d.default" for m in ("reflection", "replication")
             for n in (1, 2, 3)} <= ops
+
+
+def test_a_whole_program_is_converted_and_stored_under_the_recipes_table(tmp_path):
+    from inventory.verify import whole
+
+    plain = load_registry(registry_with(tmp_path, "parakeet", lambda raw: None))[0]
+    (kept,) = load_registry(registry_with(tmp_path, "parakeet", _keep(KEPT)))
+    assert whole.pipeline_of(plain) == {"decompositions": "coreai", "optimize": True}
+    assert whole.pipeline_of(kept) == {"decompositions": "coreai", "optimize": True,
+                                       "keep": sorted(KEPT)}

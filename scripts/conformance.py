@@ -4,8 +4,9 @@ For each fix record with re-typed upstream cases (`oracle/conformance.toml`), ev
 converted under the release before the fix and the release with it, twice:
 
 * as the upstream test converts it: the case's regime module under torch's default table minus
-  the ops the test keeps (`keep`, its remove_decomps), without optimize() (the test helper's
-  setup) -- the upstream outcome: does the old release fail, compute wrong, or give the same
+  the ops the test keeps (`keep`, its remove_decomps), with optimize() for an IR test only (the
+  test helpers' setup: get_ir optimizes, validate_numerical_output does not) -- the upstream
+  outcome: does the old release fail, compute wrong, or give the same
   program; is the new release right;
 * as the library probes it: each regime the case names, through the same comparison
   `release-notes` runs -- the library's answer (its verdict for that regime).
@@ -72,10 +73,11 @@ def before(catalog: Catalog, release: str) -> str:
 
 
 def upstream_spec(regime: Regime, case: Case) -> ProbeSpec:
-    """The regime's module as the upstream test converts it."""
+    """The regime's module as the upstream test converts it: the test helpers' table, and
+    optimize() only for an IR test (get_ir optimizes, validate_numerical_output does not)."""
     pipe = regime.spec.pipeline
-    return replace(regime.spec,
-                   pipeline=Pipeline(case.table, False, pipe.shapes, case.keep))
+    return replace(regime.spec, pipeline=Pipeline(case.table, case.checks == "ir", pipe.shapes,
+                                                  case.keep))
 
 
 def failure(side: Side) -> str:
@@ -118,8 +120,8 @@ def new_right(session: Session, result: ProbeResult, case: Case, policy: Policy,
     if not new.ok:
         return False, f"does not convert ({new.stage}: {new.error})"
     if case.checks == "ir":
-        # the upstream IR tests read the converter's program before optimize()
-        ir = Path(new.files["emitted"]).read_text()
+        # the upstream IR tests read the program after optimize() (get_ir)
+        ir = Path(new.files["shipped"]).read_text()
         aten = Path(new.files["aten"]).read_text()
         missing = [s for s in case.ir_has if s not in ir]
         present = [s for s in case.ir_lacks if s in ir]

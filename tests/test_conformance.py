@@ -67,3 +67,42 @@ def test_a_misspelt_kept_op_is_one_line(tmp_path: Path):
                    'checks = "numerical"\n')
     with pytest.raises(ConformanceError, match=r"keep must be a list of aten overloads"):
         load_records(bad)
+
+
+def _script():
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "conformance.py"
+    spec = importlib.util.spec_from_file_location("conformance_script", path)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_library_reproduces_an_upstream_outcome_only_with_the_matching_verdict():
+    from inventory.verdict import ProbeVerdict, Reexport, Verdict
+
+    reproduces = _script().reproduces
+
+    def v(verdict, reexport=Reexport.NO):
+        return ProbeVerdict(verdict, reexport, "")
+
+    assert reproduces("fails", v(Verdict.OLD_CANNOT_CONVERT, Reexport.INCONCLUSIVE))
+    assert not reproduces("fails", v(Verdict.SAME_PROGRAM))
+    assert reproduces("wrong", v(Verdict.VALUES_MOVE, Reexport.REQUIRED))
+    assert not reproduces("wrong", v(Verdict.VALUES_MOVE, Reexport.OPTIONAL))
+    assert reproduces("same program", v(Verdict.SAME_PROGRAM))
+    assert not reproduces("same program", v(Verdict.VALUES_IDENTICAL, Reexport.OPTIONAL))
+    # an old program that changes but is right: any answer but a failure or a required re-export
+    assert reproduces("changes, right", v(Verdict.SAME_PROGRAM))
+    assert reproduces("changes, right", v(Verdict.VALUES_IDENTICAL, Reexport.OPTIONAL))
+    assert not reproduces("changes, right", v(Verdict.VALUES_MOVE, Reexport.REQUIRED))
+    assert not reproduces("changes, right", v(Verdict.OLD_CANNOT_CONVERT, Reexport.INCONCLUSIVE))
+    assert not reproduces("new fails", v(Verdict.NEW_CANNOT_CONVERT, Reexport.INCONCLUSIVE))
+
+
+def test_an_unknown_fix_is_one_line_and_exit_2(capsys):
+    assert _script().main(["--fix", "999"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: no conformance record for fix '999' (oracle/conformance.toml)"

@@ -149,6 +149,9 @@ def _bundle(fields: Fields, name: str, raw: Any, deploy: tuple[tuple[str, ...], 
                                          "coreai"),
             optimize=fields.boolean(pipe, "optimize", pipe_where, True),
             shapes=fields.choice(pipe, "shapes", pipe_where, SHAPES, "static"),
+            # the ops the recipe takes out of its table (kept whole for their lowering): an
+            # instance is probed under the table its recipe really uses
+            keep=fields.aten_overloads(pipe, "keep", pipe_where),
         ),
         recipe=dict(fields.table(raw, "recipe", where)),
         trace=dict(fields.table(raw, "trace", where)),

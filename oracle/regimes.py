@@ -35,7 +35,7 @@ class Regime:
 
 _KEYS = ("construct", "name", "dtype", "params", "values", "seed", "control", "tolerance",
          "pipeline")
-_PIPELINE = ("decompositions", "optimize", "shapes")
+_PIPELINE = ("decompositions", "optimize", "shapes", "keep")
 
 
 def load_regimes(path: Path = REGIMES_FILE) -> list[Regime]:
@@ -59,7 +59,8 @@ def load_regimes(path: Path = REGIMES_FILE) -> list[Regime]:
                 fields.choice(pipe, "decompositions", f"{where} pipeline", DECOMPOSITIONS,
                               "coreai"),
                 fields.boolean(pipe, "optimize", f"{where} pipeline", True),
-                fields.choice(pipe, "shapes", f"{where} pipeline", SHAPES, "static")),
+                fields.choice(pipe, "shapes", f"{where} pipeline", SHAPES, "static"),
+                fields.aten_overloads(pipe, "keep", f"{where} pipeline")),
             values=fields.choice(raw, "values", where, VALUES, "trained"),
             seed=fields.integer(raw, "seed", where, 0, 0, 2**32 - 1),
         )

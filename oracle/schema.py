@@ -176,6 +176,17 @@ class Fields:
                 self.fail(where, key, f"a list of {what} ({_listed(known)})", value)
         return values
 
+    def aten_overloads(self, table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+        """A list of aten overload names as torch prints them ("aten.reflection_pad1d.default"):
+        a misspelt one would silently keep nothing out of a decomposition table."""
+        values = self.strings(table, key, where)
+        for value in values:
+            parts = value.split(".")
+            if len(parts) != 3 or parts[0] != "aten" or not all(
+                    p.replace("_", "").isalnum() for p in parts[1:]):
+                self.fail(where, key, "a list of aten overloads (aten.NAME.OVERLOAD)", value)
+        return values
+
     def kind(self, table: dict[str, Any], key: str, where: str) -> str:
         return self.choice(table, key, where, construct_kinds(), what="a construct kind")
 

@@ -15,10 +15,25 @@ class Pipeline:
     decompositions: str = "coreai"  # "coreai" (get_decomp_table()), "default", "none"
     optimize: bool = True
     shapes: str = "static"
+    # aten overloads taken out of the table before decomposing ("aten.reflection_pad1d.default"),
+    # as users and the converter's own tests do to keep an op whole for its lowering
+    keep: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # read back from JSON as a list; a tuple keeps the spec hashable and its key canonical
+        object.__setattr__(self, "keep", tuple(sorted(self.keep)))
 
     def to_json(self) -> dict[str, Any]:
-        return {"decompositions": self.decompositions, "optimize": self.optimize,
-                "shapes": self.shapes}
+        out: dict[str, Any] = {"decompositions": self.decompositions,
+                               "optimize": self.optimize, "shapes": self.shapes}
+        # only when set: a pipeline that keeps nothing out keys its results as before
+        if self.keep:
+            out["keep"] = list(self.keep)
+        return out
+
+    def table(self) -> str:
+        """The decomposition table in words (`default - aten.x.default`)."""
+        return " - ".join((self.decompositions, *self.keep))
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,6 @@ def convert(spec: dict, out: Path) -> dict:
 
     out.mkdir(parents=True, exist_ok=True)
     with logged(out / "convert.log"):
-        import coreai_torch
         from coreai_torch import TorchConverter
 
         probe = _build(spec)
@@ -76,11 +75,7 @@ def convert(spec: dict, out: Path) -> dict:
             args = tuple(probe.inputs.values())
             ep = torch.export.export(probe.module, args,
                                      dynamic_shapes=probe.dynamic_shapes())
-            decomp = pipeline.get("decompositions", "coreai")
-            if decomp == "coreai":
-                ep = ep.run_decompositions(coreai_torch.get_decomp_table())
-            elif decomp == "default":
-                ep = ep.run_decompositions()
+            ep = _decomposed(ep, pipeline)
             (out / "aten.txt").write_text(str(ep.graph))
         except Exception as exc:  # noqa: BLE001 - reported as a result, not raised
             return _fail("export", exc, out)
@@ -188,14 +183,23 @@ def measure(spec: dict, assets: dict[str, str], out: Path) -> dict:
 
 
 def _decomposed(ep, pipeline: dict):
+    """The exported program decomposed with the pipeline's table: coreai-torch's own or torch's
+    default, minus the overloads the pipeline keeps whole (`keep`), as a user's export or the
+    converter's own tests (their `remove_decomps`) do."""
     import coreai_torch
+    import torch
 
     decomp = pipeline.get("decompositions", "coreai")
-    if decomp == "coreai":
-        return ep.run_decompositions(coreai_torch.get_decomp_table())
-    if decomp == "default":
-        return ep.run_decompositions()
-    return ep
+    if decomp == "none":
+        return ep
+    table = (coreai_torch.get_decomp_table() if decomp == "coreai"
+             else torch.export.default_decompositions())
+    # iterated only when something is kept: the table is otherwise passed on untouched
+    keep = set(pipeline.get("keep", ()))
+    if keep:
+        for op in [op for op in table if str(op) in keep]:
+            table.pop(op)
+    return ep.run_decompositions(table)
 
 
 def _programs(prog) -> tuple[str, str]:

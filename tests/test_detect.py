@@ -54,6 +54,44 @@ def test_transposed_convs_are_found_with_exact_parameters_and_grouped():
     assert two.params["input_shape"] == [1, 6, 5, 7]
 
 
+class InContext(torch.nn.Module):
+    """Transposed convs and what consumes them (issue #30: #40's failure needs the squeeze)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mono = torch.nn.ConvTranspose1d(4, 1, 8, stride=2)
+        self.sliced = torch.nn.ConvTranspose1d(4, 3, 4, stride=2)
+        self.shared = torch.nn.ConvTranspose1d(4, 1, 2, stride=2)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y = self.mono(x).squeeze(1)
+        s = self.shared(x)  # two users: neither is the conv's own consumer
+        return (y.reshape(y.shape[0], -1), torch.relu(self.sliced(x)[..., :-1]),
+                s.squeeze(1), s + 1)
+
+
+def test_a_transposed_conv_records_the_shape_ops_that_consume_it():
+    found = {f.module: f.params.get("consumer")
+             for f in detect(_export(InContext(), torch.randn(1, 4, 32)))}
+    # squeeze of the single out-channel, then a flatten; a slice then an elementwise op (the
+    # chain stops there); an output used twice has no consumer of its own
+    assert found == {"mono": ["squeeze", "reshape"], "sliced": ["slice"], "shared": None}
+
+
+def test_a_consumer_is_a_probe_parameter_and_the_probe_applies_it():
+    params = {"dim": 1, "in_channels": 4, "out_channels": 1, "kernel": [8], "stride": [2],
+              "padding": [0], "output_padding": [0], "input_shape": [1, 4, 32],
+              "consumer": ["squeeze", "reshape"]}
+    assert probe_params("conv_transpose", {**params, "modules": "m"}) == params
+    probe = probes.build({"construct": "conv_transpose", "params": params})
+    (found,) = detect(_export(probe.module, *probe.inputs.values()))
+    assert found.params["consumer"] == ["squeeze", "reshape"]
+    assert tuple(probe.module(*probe.inputs.values()).shape) == (1, 70)
+    with pytest.raises(ValueError, match="consumer 'gelu' is not one of squeeze, reshape"):
+        probes.build({"construct": "conv_transpose",
+                      "params": {**params, "consumer": ["gelu"]}})
+
+
 def test_ordinary_convolutions_are_not_transposed_ones():
     module = torch.nn.Sequential(torch.nn.Conv1d(4, 4, 3), torch.nn.Conv2d(4, 4, 1))
     nodes = _export(torch.nn.Sequential(module[0]), torch.randn(1, 4, 9))

@@ -263,7 +263,7 @@ def _one_line_error(load: Callable[[Path], Any], path: Path) -> str:
      "regime 1 seed must be a whole number from 0 to 4294967295, not 1.5"),
     (lambda d: d["regime"][0].__setitem__("pipeline", {"optimise": False}),
      "regime 1 pipeline has an unknown key 'optimise' (known: decompositions, optimize, "
-     "shapes)"),
+     "shapes, keep)"),
     (lambda d: d["regime"][1].__setitem__("name", d["regime"][0]["name"]),
      "regime conv_transpose/1d-op0-p0 is defined twice"),
 ])

@@ -195,7 +195,7 @@ def trace_recipe(bundle: Bundle, root: Path, catalog: Catalog,
     data = _run_worker(bundle, python, "recipe", site_packages(env.python), {
         "recipe": {"root": str(root.resolve()), "builder": builder.to_json(),
                    "dtype": bundle.dtype},
-        "export": steps}, allow_code)
+        "export": steps, "keep": list(bundle.pipeline.keep)}, allow_code)
     repository = bundle.recipe.get("repository", "unknown")
     provenance = {"repository": repository, "commit": checkout.commit,
                   "commit_source": checkout.how, "file": builder.file,
@@ -233,7 +233,8 @@ def trace_target(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: Non
     progress(f"tracing {bundle.name} ({target}{', the stand-in' if is_standin else ''})")
     steps = export_steps(bundle)
     data = _run_worker(bundle, sys.executable, target, site_packages(env.python),
-                       {"export": steps, "build": build or {}}, allow_code)
+                       {"export": steps, "build": build or {},
+                        "keep": list(bundle.pipeline.keep)}, allow_code)
     source = (f"traced: inventory trace {bundle.name} (torch.export, "
               f"{data['decompositions']}, aten graph read node by node)")
     return TraceResult(bundle.name, target, TARGET, data["dtype"], data["notes"],

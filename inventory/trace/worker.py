@@ -98,11 +98,19 @@ def main(argv: list[str]) -> int:
     if site:
         import coreai_torch
 
-        ep = ep.run_decompositions(coreai_torch.get_decomp_table())
+        table = coreai_torch.get_decomp_table()
         decomp = f"coreai_torch {md.version('coreai-torch')} get_decomp_table()"
     else:
-        ep = ep.run_decompositions()
+        table = torch.export.default_decompositions()
         decomp = "torch default decompositions"
+    # the overloads the recipe keeps out of its table ([bundles.X.pipeline] keep): the graph
+    # then holds them whole, as the bundle's converter saw them
+    keep = set(options.get("keep", ()))
+    if keep:
+        for op in [op for op in table if str(op) in keep]:
+            table.pop(op)
+        decomp += " minus " + ", ".join(sorted(keep))
+    ep = ep.run_decompositions(table)
     nodes = list(ep.graph.nodes)
     packages = {"torch": md.version("torch")}
     for dist in target.packages:

@@ -60,8 +60,7 @@ def make_cuts(p: Any, env: Env, build: dict[str, Any], requests: list[dict[str, 
 
 
 def _pipeline(bundle: Any) -> dict[str, Any]:
-    return {"decompositions": bundle.pipeline.decompositions,
-            "optimize": bundle.pipeline.optimize}
+    return whole.pipeline_of(bundle)
 
 
 def _side(p: Any, env: Env, program: str) -> dict[str, Any]:

@@ -173,8 +173,7 @@ def build_folder(bundle: Bundle, form: Form, weights: Path | None, reference: bo
 
 def side_folder(bundle: Bundle, build: Path, env: Env) -> Path:
     payload = {"build": build.name, "env": store.env_identity(env),
-               "pipeline": {"decompositions": bundle.pipeline.decompositions,
-                            "optimize": bundle.pipeline.optimize},
+               "pipeline": whole.pipeline_of(bundle),
                "code": code(CONVERTING)}
     return _folder("verify", "side", bundle.name, env.converter, _key(payload))
 
@@ -212,8 +211,7 @@ def cut_folder(bundle: Bundle, build: Path, env: Env, step: str,
     """The cuts of one step's regions: the build they are cut from, the environment whose
     decomposition they are cut from, the pipeline, the regions' nodes and the cutting code."""
     payload = {"build": build.name, "env": store.env_identity(env), "step": step,
-               "pipeline": {"decompositions": bundle.pipeline.decompositions,
-                            "optimize": bundle.pipeline.optimize},
+               "pipeline": whole.pipeline_of(bundle),
                "cuts": requests, "hops": hops, "code": code(CUTTING)}
     return _folder("verify", "cut", bundle.name, *step.split("->"), _key(payload))
 
@@ -222,8 +220,7 @@ def cut_side_folder(bundle: Bundle, program: str, env: Env) -> Path:
     """A cut program converted under one release: keyed by the program's digest, so the same
     cut made again (another step, another command) converts once."""
     payload = {"program": program, "env": store.env_identity(env),
-               "pipeline": {"decompositions": bundle.pipeline.decompositions,
-                            "optimize": bundle.pipeline.optimize},
+               "pipeline": whole.pipeline_of(bundle),
                "code": code(CONVERTING)}
     return _folder("verify", "cutside", bundle.name, env.converter, _key(payload))
 

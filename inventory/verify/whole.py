@@ -104,12 +104,22 @@ def _kept_log(bundle: Bundle, log: Path) -> Path:
 # ---- convert ------------------------------------------------------------------------------
 
 
+def pipeline_of(bundle: Bundle) -> dict[str, Any]:
+    """What a whole-program or cut conversion takes of the bundle's pipeline: the table (with
+    the ops the recipe keeps out of it, only when it keeps some, so every other stored part
+    keeps its key) and whether optimize() runs."""
+    out: dict[str, Any] = {"decompositions": bundle.pipeline.decompositions,
+                           "optimize": bundle.pipeline.optimize}
+    if bundle.pipeline.keep:
+        out["keep"] = list(bundle.pipeline.keep)
+    return out
+
+
 def convert(session: Session, env: Env, program: str, bundle: Bundle, out: Path
             ) -> dict[str, Any]:
     """The whole program converted under one release, in its own environment's worker."""
     pool = session.pool_of(ProgramWorker, "program")
-    pipeline = {"decompositions": bundle.pipeline.decompositions,
-                "optimize": bundle.pipeline.optimize}
+    pipeline = pipeline_of(bundle)
     start = time.perf_counter()
     try:
         answer = pool.worker(env).call({"op": "convert_program", "program": program,

@@ -39,7 +39,8 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         x = torch.arange(x.numel(), dtype=torch.float32).view(shape) / x.numel() + x * 1e-3
     module = _Pad([int(v) for v in params["pads"]], params.get("mode", "reflect"),
                   float(params.get("value", 0.0)))
-    return p.Built(module, {"x": x})
+    # A dynamic batch (#30's dynamic-batch test): pads and spatial sizes stay static.
+    return p.Built(module, {"x": x}, dynamic=p.dynamic(params, "dynamic_batch", "x", 0, "batch"))
 
 
 # ---- the detector ------------------------------------------------------------------------------
@@ -105,8 +106,20 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
         params = {"mode": mode, "pads": [int(sizes.number(p)[0] or 0) for p in node.args[1]]}
     shape, how = sizes.concrete(x)
     params["input_shape"] = shape
+    _batch(params, x, shape)
     dtype = g.probe_dtype(g.val(x).dtype, params)
     return g.Found("pad", g.with_sizes(params, how), dtype, g.module_path(node))
+
+
+def _batch(params: dict[str, Any], x: Any, shape: list[int]) -> None:
+    """A symbolic batch (the pad's sizes and other dims static) as the probe's dynamic_batch."""
+    import torch
+
+    from oracle.constructs import _graph as g
+
+    value = g.val(x)
+    if shape and isinstance(value.shape[0], torch.SymInt):
+        params["dynamic_batch"] = g.size_range(value.shape[0], shape[0])
 
 
 def detect_decomposed(node: Any, sizes: Sizes) -> Found | None:
@@ -147,6 +160,8 @@ def detect_decomposed(node: Any, sizes: Sizes) -> Found | None:
         pads += list(sides[pos])
     params = {"mode": _pad_mode(origin[0]), "pads": pads, "input_shape": shape,
               "graph": f"decomposed by the table ({origin[0]})"}
+    if g.is_tensor(src):
+        _batch(params, src, shape)
     dtype = g.probe_dtype(g.val(src).dtype if g.is_tensor(src) else None, params)
     return g.Found("pad", g.with_sizes(params, how), dtype, g.module_path(node))
 
@@ -157,7 +172,7 @@ def label(p: dict[str, Any], short: str) -> str:
 
 CONSTRUCT = Construct(
     kind="pad",
-    params=("mode", "pads", "input_shape", "value"),
+    params=("mode", "pads", "input_shape", "value", "dynamic_batch"),
     build=build,
     readers=(
         Reader(("aten.constant_pad_nd.default",) + tuple(

@@ -1,0 +1,273 @@
+"""The converter's own tests as a conformance suite (issue #30; `scripts/conformance`).
+
+For each fix record with re-typed upstream cases (`oracle/conformance.toml`), every case is
+converted under the release before the fix and the release with it, twice:
+
+* as the upstream test converts it: the case's regime module under torch's default table minus
+  the ops the test keeps (`keep`, its remove_decomps), with optimize() for an IR test only (the
+  test helpers' setup: get_ir optimizes, validate_numerical_output does not) -- the upstream
+  outcome: does the old release fail, compute wrong, or give the same
+  program; is the new release right;
+* as the library probes it: each regime the case names, through the same comparison
+  `release-notes` runs -- the library's answer (its verdict for that regime).
+
+The case conforms when the new release is right (it converts; a numerical case's outputs are
+within the policy's tolerance of torch fp32, measured on the new asset alone; an IR case's
+program holds what the test reads) and the library's verdict for each regime reproduces the
+upstream outcome of the old release: fails <-> old-cannot-convert, wrong <-> values-move or
+shape-change (required), same program <-> same-program. Results and their evidence folders are
+written to evidence/conformance-<old>-<new>.json; the table is printed (the README shows it).
+
+    scripts/conformance [--fix ID ...] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from inventory.policy import Policy, load_policy  # noqa: E402
+from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge  # noqa: E402
+from oracle.conformance import Case, Record, load_records  # noqa: E402
+from oracle.fixes import Fix, load_fixes  # noqa: E402
+from oracle.paths import cache_root, safe_name  # noqa: E402
+from oracle.regimes import Regime, load_regimes  # noqa: E402
+from oracle.releases import Catalog, load_catalog, version_key  # noqa: E402
+from oracle.results import Identity, ProbeResult, Side  # noqa: E402
+from oracle.session import Session  # noqa: E402
+from oracle.spec import Pipeline, ProbeSpec  # noqa: E402
+from oracle.stats import output_stats  # noqa: E402
+
+# the library's verdicts that reproduce each upstream outcome of the old release ("changes,
+# right": the old program differs and is right, so any answer but a failure or a required
+# re-export agrees with it)
+REPRODUCES = {
+    "fails": {Verdict.OLD_CANNOT_CONVERT},
+    "wrong": {Verdict.VALUES_MOVE, Verdict.SHAPE_CHANGE},
+    "same program": {Verdict.SAME_PROGRAM},
+    "changes, right": {Verdict.SAME_PROGRAM, Verdict.VALUES_IDENTICAL, Verdict.VALUES_MOVE,
+                       Verdict.SHAPE_CHANGE},
+}
+
+
+def reproduces(outcome: str, verdict: ProbeVerdict) -> bool:
+    if verdict.verdict not in REPRODUCES.get(outcome, set()):
+        return False
+    required = verdict.reexport == Reexport.REQUIRED
+    if outcome == "wrong":
+        return required
+    return not (outcome == "changes, right" and required)
+
+
+def before(catalog: Catalog, release: str) -> str:
+    ordered = sorted(catalog.releases, key=version_key)
+    return ordered[ordered.index(release) - 1]
+
+
+def upstream_spec(regime: Regime, case: Case) -> ProbeSpec:
+    """The regime's module as the upstream test converts it: the test helpers' table, and
+    optimize() only for an IR test (get_ir optimizes, validate_numerical_output does not)."""
+    pipe = regime.spec.pipeline
+    return replace(regime.spec, pipeline=Pipeline(case.table, case.checks == "ir", pipe.shapes,
+                                                  case.keep))
+
+
+def failure(side: Side) -> str:
+    """A failed side's error as the converter said it: the traceback's exception, every line of
+    it (a pass's message follows the location it prints first; the one-line error a result
+    keeps is cut short)."""
+    trace = Path(side.files.get("traceback", "") or "/nonexistent")
+    if not trace.is_file():
+        return side.error
+    lines = trace.read_text().splitlines()
+    frames = [i for i, ln in enumerate(lines) if ln.startswith("  ")]
+    message = " ".join(ln.strip() for ln in lines[frames[-1] + 1 if frames else 0:] if ln.strip())
+    return cut(message or side.error)
+
+
+def cut(text: str, width: int = 1500) -> str:
+    """A very long error kept readable: its start and its end."""
+    return text if len(text) <= width else f"{text[:700]} ... {text[-(width - 705):]}"
+
+
+def old_outcome(result: ProbeResult, policy: Policy) -> tuple[str, str]:
+    """What the old release does to the case: fails, wrong, same program, or changes, right."""
+    if not result.old.ok:
+        return "fails", f"{result.old.stage}: {failure(result.old)}"
+    if not result.new.ok:
+        return "new fails", f"{result.new.stage}: {failure(result.new)}"
+    if result.shipped == Identity.IDENTICAL:
+        return "same program", ""
+    verdict = judge(result, policy)
+    if verdict.verdict in (Verdict.VALUES_MOVE, Verdict.SHAPE_CHANGE) and \
+            verdict.reexport == "required":
+        return "wrong", verdict.reason
+    return "changes, right", verdict.reason
+
+
+def new_right(session: Session, result: ProbeResult, case: Case, policy: Policy,
+              out: Path) -> tuple[bool, str]:
+    """Is the fixed release right on the case, as the upstream test checks it?"""
+    new = result.new
+    if not new.ok:
+        return False, f"does not convert ({new.stage}: {new.error})"
+    if case.checks == "ir":
+        # the upstream IR tests read the program after optimize() (get_ir)
+        ir = Path(new.files["shipped"]).read_text()
+        aten = Path(new.files["aten"]).read_text()
+        missing = [s for s in case.ir_has if s not in ir]
+        present = [s for s in case.ir_lacks if s in ir]
+        # an aten graph names an overload by its packet (`aten.reflection_pad1d.default`)
+        lost = [op for op in case.aten_has if op not in aten]
+        if missing or present or lost:
+            return False, (f"program lacks {missing}" if missing else "") + (
+                f" holds {present}" if present else "") + (f" decomposes {lost}" if lost else "")
+        return True, "the program holds what the test reads"
+    env = session.env(new.converter)
+    target = out / f"measure-new-{new.converter}"
+    answer = session.worker(env).call({"op": "measure", "spec": result.spec.to_json(),
+                                       "assets": {"new": new.files["asset"]},
+                                       "out": str(target)})
+    side = answer.get("sides", {}).get("new", {})
+    if not answer.get("ok") or not side.get("ok"):
+        return False, f"does not run: {answer.get('error') or side.get('error')}"
+    stats = output_stats(Path(side["outputs"]), Path(side["outputs"]), Path(answer["reference"]))
+    tol = policy.tolerance_for(result.spec.dtype)
+    if stats.shapes_new != stats.shapes_ref:
+        return False, f"output shape {stats.shapes_new}, torch gives {stats.shapes_ref}"
+    err = stats.maxabs_new_ref
+    rel = None if err is None else (err / stats.ref_magnitude if stats.ref_magnitude > 0
+                                    else err)
+    ok = rel is not None and rel <= tol and stats.nonfinite_new == 0
+    return ok, f"error vs torch fp32 relative to |ref|: {rel:.3g} (tolerance {tol:g})" \
+        if rel is not None else "no comparable output"
+
+
+def run_case(session: Session, record: Record, case: Case, regimes: dict[str, Regime],
+             old: str, new: str, policy: Policy, work: Path) -> dict:
+    """Each regime of the case: its module under the upstream test's setup (the upstream
+    outcome) and under its own pipeline (the library's answer)."""
+    row: dict = {"fix": record.fix, "test": case.test, "params": case.params,
+                 "count": case.count, "checks": case.checks}
+    if case.unmapped:
+        row.update(status="unmapped", why=case.unmapped)
+        return row
+    envs = session.env(old), session.env(new)
+    held = []
+    for rid in case.regimes:
+        spec = upstream_spec(regimes[rid], case)
+        up = session.compare(spec, *envs)
+        outcome, detail = old_outcome(up, policy)
+        right, how = new_right(session, up, case, policy, work / safe_name(spec.key()))
+        result = session.compare(regimes[rid].spec, *envs)
+        verdict = judge(result, policy)
+        held.append({
+            "regime": rid,
+            "upstream": {"pipeline": spec.pipeline.to_json(), "old": outcome,
+                         "old_detail": detail, "new_right": right, "new_detail": how,
+                         "evidence": up.evidence},
+            "library": {"pipeline": regimes[rid].spec.pipeline.to_json(),
+                        "verdict": verdict.verdict.value, "reexport": verdict.reexport.value,
+                        "old_error": failure(result.old) if not result.old.ok else "",
+                        "evidence": result.evidence},
+            "reproduces": reproduces(outcome, verdict),
+        })
+    row["regimes"] = held
+    # the case's own outcome is its first regime's (the one that re-types it)
+    row["old"] = held[0]["upstream"]["old"]
+    row["new_right"] = all(h["upstream"]["new_right"] for h in held)
+    row["status"] = ("conforms" if row["new_right"] and all(h["reproduces"] for h in held)
+                     else "differs")
+    return row
+
+
+def run(records: Iterable[Record], fixes: dict[str, Fix], out_dir: Path) -> int:
+    catalog = load_catalog()
+    policy = load_policy()
+    regimes = {r.id: r for r in load_regimes()}
+    by_step: dict[tuple[str, str], list[dict]] = {}
+    work = cache_root() / "conformance"
+    started = time.monotonic()
+    with Session(catalog, lambda line: print(f"  {line}", file=sys.stderr)) as session:
+        for record in records:
+            fix = fixes[record.fix]
+            step = before(catalog, fix.ships_in), fix.ships_in
+            rows = by_step.setdefault(step, [])
+            if record.pending:
+                rows.append({"fix": record.fix, "status": "pending", "why": record.pending,
+                             "tests": list(record.tests)})
+                continue
+            for case in record.cases:
+                print(f"#{record.fix} {case.test} [{case.params[:50]}]", file=sys.stderr)
+                rows.append(run_case(session, record, case, regimes, *step, policy, work))
+    failed = 0
+    for (old, new), rows in sorted(by_step.items(), key=lambda kv: version_key(kv[0][1])):
+        path = out_dir / f"conformance-{old}-{new}.json"
+        doc = {"from": old, "to": new, "seconds": round(time.monotonic() - started, 1),
+               "cases": rows}
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+        print(f"\n{old} -> {new} ({path.relative_to(ROOT) if path.is_relative_to(ROOT) else path})")
+        print(table(rows))
+        failed += sum(r["status"] == "differs" for r in rows)
+    return 1 if failed else 0
+
+
+def table(rows: list[dict]) -> str:
+    """Per record: upstream cases, how many re-typed cases conform, what the old release does."""
+    lines = ["| record | upstream cases | held by regimes | unmapped | old fails | old wrong "
+             "| same program | changes, right | new right | library reproduces |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for fix in dict.fromkeys(r["fix"] for r in rows):
+        mine = [r for r in rows if r["fix"] == fix]
+        if mine[0]["status"] == "pending":
+            lines.append(f"| #{fix} | {len(mine[0]['tests'])} test functions listed | pending: "
+                         f"{mine[0]['why']} | | | | | | | |")
+            continue
+        held = [r for r in mine if r["status"] != "unmapped"]
+        old = [r["old"] for r in held]
+
+        def n(flags: list[bool], rows: list[dict] = held) -> int:
+            return sum(r["count"] for r, f in zip(rows, flags, strict=True) if f)
+
+        everything = [True] * len(held)
+        lines.append(
+            f"| #{fix} | {sum(r['count'] for r in mine)} | {n(everything)} | "
+            f"{sum(r['count'] for r in mine if r['status'] == 'unmapped')} | "
+            f"{n([o == 'fails' for o in old])} | {n([o == 'wrong' for o in old])} | "
+            f"{n([o == 'same program' for o in old])} | "
+            f"{n([o == 'changes, right' for o in old])} | "
+            f"{n([r['new_right'] for r in held])} | "
+            f"{n([r['status'] == 'conforms' for r in held])} of {n(everything)} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/conformance", description=__doc__.split(
+        "\n\n")[0])
+    parser.add_argument("--fix", action="append", default=[],
+                        help="only this record (repeatable); default: every record")
+    parser.add_argument("--out", type=Path, default=ROOT / "evidence",
+                        help="where conformance-<old>-<new>.json is written")
+    args = parser.parse_args(argv)
+    fixes = {f.id: f for f in load_fixes()}
+    records = load_records()
+    unknown = [f for f in args.fix if f not in {r.fix for r in records}]
+    if unknown:
+        print(f"error: no conformance record for fix {unknown[0]!r} (oracle/conformance.toml)",
+              file=sys.stderr)
+        return 2
+    chosen = [r for r in records if not args.fix or r.fix in args.fix]
+    args.out.mkdir(parents=True, exist_ok=True)
+    return run(chosen, fixes, args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -40,11 +40,11 @@ CHANNELS = (3, 5, 7, 9)  # four distinct probes no other test stores
 SWEEP = ("sweep", "--registry", "--from", "0.4.1", "--to", "0.4.2", "--json")
 # inside a saved asset: when the runtime wrote it (and its keys in no fixed order)
 ASSET_METADATA = "model.aimodel/metadata.json"
-# A worker's first conversion logs the converter's import-time warning (Python warns once per
-# process), so which probe's convert.log holds it depends on the order jobs reach each worker.
+# Python warns once per process (the converter's import-time warning, torch's deprecations), so
+# which probe's convert.log holds a warning depends on the order jobs reach each worker: every
+# warning record ("FILE:LINE: CategoryWarning: message" and its source line) is set aside.
 CONVERT_LOG = "convert.log"
-IMPORT_WARNING = re.compile(r".*UserWarning: coreai-torch has only been validated.*\n"
-                            r"\s+import coreai_torch\n")
+PYTHON_WARNING = re.compile(r"^[^\n]*:\d+: \w*Warning: [^\n]*\n(?:  [^\n]*\n)?", re.MULTILINE)
 
 
 def _registry(folder: Path) -> Path:
@@ -141,7 +141,7 @@ def local(env, tmp_path_factory) -> tuple[Path, Path, Any]:
 def _stored(store: Path) -> dict[str, dict[str, Any]]:
     """Each stored result's files, read for comparison: result.json without its digests of the
     files below (and its own), each asset's metadata without its creation date, each conversion
-    log without the converter's once-per-process import warning."""
+    log without Python's once-per-process warnings."""
     out: dict[str, dict[str, Any]] = {}
     for folder in sorted(p for p in (store / "results").iterdir()):
         files: dict[str, Any] = {}
@@ -154,7 +154,7 @@ def _stored(store: Path) -> dict[str, dict[str, Any]]:
                                           if not k.endswith((ASSET_METADATA, CONVERT_LOG))}
                 files[rel] = record
             elif rel.endswith(CONVERT_LOG):
-                files[rel] = IMPORT_WARNING.sub("", path.read_text())
+                files[rel] = PYTHON_WARNING.sub("", path.read_text())
             elif rel.endswith(ASSET_METADATA):
                 meta = json.loads(path.read_text())
                 meta.pop("creationDate")

@@ -79,7 +79,7 @@ def _holder(fd: int) -> str:
 
 
 @contextmanager
-def _locked(name: str, progress: Progress = lambda _: None) -> Iterator[None]:
+def locked(name: str, progress: Progress = lambda _: None) -> Iterator[None]:
     """Serialise builds of one environment across processes. A waiter says once who holds the
     lock, and gives up after `lock_timeout()` seconds with one line naming the holder."""
     root = envs_dir()
@@ -115,7 +115,7 @@ def _locked(name: str, progress: Progress = lambda _: None) -> Iterator[None]:
         os.close(fd)
 
 
-def _run(cmd: list[str], log: Path, what: str) -> str:
+def run_step(cmd: list[str], log: Path, what: str) -> str:
     """Run one install step, appending its output to the build log; fail with one line."""
     proc = subprocess.run(cmd, capture_output=True, text=True)
     with open(log, "a") as handle:
@@ -154,13 +154,13 @@ def torch_install(version: str, name: str, options: list[str],
     target = envs_dir() / name
     if (target / MANIFEST).exists():  # no lock needed to reuse a complete install
         return target / "site"
-    with _locked(name, progress):
+    with locked(name, progress):
         if (target / MANIFEST).exists():
             return target / "site"
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
         progress(f"installing torch {version} into {target}")
-        _run(
+        run_step(
             _pip(Path(sys.executable))
             + ["install", "-q", *options, "--target", str(target / "site"), f"torch=={version}"],
             target / "build.log",
@@ -238,7 +238,7 @@ def _env_of(path: Path, data: dict) -> Env:
     )
 
 
-def _read_manifest(path: Path) -> Env | None:
+def read_manifest(path: Path) -> Env | None:
     """The environment if its manifest is there and readable; None if it is absent or damaged
     (then the environment counts as half-built: never used, and rebuilt)."""
     if manifest_problem(path) is not None or not (path / MANIFEST).exists():
@@ -295,7 +295,7 @@ def env_path(version: str) -> Path:
 
 def ready_env(version: str) -> Env | None:
     """The environment if it is fully built, else None (never a half-built one)."""
-    return _read_manifest(env_path(version))
+    return read_manifest(env_path(version))
 
 
 def ensure_env(
@@ -305,14 +305,14 @@ def ensure_env(
     catalog = catalog or load_catalog()
     release = catalog.release(version)
     path = env_path(version)
-    env = _read_manifest(path)
+    env = read_manifest(path)
     if env is not None:
         env = _repointed(env, catalog, progress)
         if env is not None:
             return env
     torch_site = shared_torch(catalog, progress)
-    with _locked(path.name, progress):
-        env = _read_manifest(path)  # another process may have built it while we waited
+    with locked(path.name, progress):
+        env = read_manifest(path)  # another process may have built it while we waited
         if env is not None:
             env = _repointed(env, catalog, progress)
             if env is not None:
@@ -328,7 +328,7 @@ def _build(
     log = path.parent / f"{path.name}.build.log"
     log.unlink(missing_ok=True)
     progress(f"creating {path.name}")
-    _run([sys.executable, "-m", "venv", str(path)], log, f"a virtualenv at {path}")
+    run_step([sys.executable, "-m", "venv", str(path)], log, f"a virtualenv at {path}")
     python = path / "bin" / "python"
     (site_packages(python) / SHARED_TORCH_PTH).write_text(f"{torch_site}\n")
 
@@ -336,9 +336,9 @@ def _build(
     converter_req = f"coreai-torch=={release.converter}"
     # Without dependency resolution: the converter's own torch bound is not honoured (it is
     # recorded as a deviation below); torch comes from the shared install.
-    _run(_pip(python) + ["install", "-q", "--no-deps", converter_req], log, converter_req)
+    run_step(_pip(python) + ["install", "-q", "--no-deps", converter_req], log, converter_req)
     requires = json.loads(
-        _run([str(python), "-c", _REQUIRES_SCRIPT, "coreai-torch", "torch"], log,
+        run_step([str(python), "-c", _REQUIRES_SCRIPT, "coreai-torch", "torch"], log,
              "the converter's requirement list")
     )
     provided = {"torch", "coreai-core"}
@@ -351,16 +351,16 @@ def _build(
     declared_torch = [r for r in requires["coreai-torch"] if _requirement_name(r) == "torch"]
     core_req = f"coreai-core=={release.core}"
     progress(f"installing {core_req} and dependencies")
-    _run(
+    run_step(
         _pip(python)
         + ["install", "-q", core_req, *wanted, *release.extra, *WORKER_REQUIREMENTS],
         log,
         f"{core_req} for coreai-torch {release.converter}",
     )
-    freeze = _run(_pip(python) + ["list", "--format", "json"], log, "the package list")
+    freeze = run_step(_pip(python) + ["list", "--format", "json"], log, "the package list")
     packages = {p["name"].lower(): p["version"] for p in json.loads(freeze)}
     check = json.loads(
-        _run([str(python), "-c", _TORCH_CHECK_SCRIPT, *declared_torch], log,
+        run_step([str(python), "-c", _TORCH_CHECK_SCRIPT, *declared_torch], log,
              "torch (the shared install is not visible)")
     )
     packages["torch"] = check["torch"]
@@ -385,7 +385,7 @@ def _build(
     }
     write_text_atomic(path / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
     progress(f"{path.name} ready")
-    env = _read_manifest(path)
+    env = read_manifest(path)
     assert env is not None
     return env
 
@@ -398,20 +398,20 @@ def ensure_venv(name: str, requirements: tuple[str, ...], catalog: Catalog,
     path = envs_dir() / name
     python = path / "bin" / "python"
     torch_site = shared_torch(catalog, progress)
-    with _locked(name, progress):
+    with locked(name, progress):
         if (path / MANIFEST).exists():
             return python
         shutil.rmtree(path, ignore_errors=True)  # a half-built leftover is never used
         log = path.parent / f"{name}.build.log"
         log.unlink(missing_ok=True)
         progress(f"creating {name} ({', '.join(requirements)})")
-        _run([sys.executable, "-m", "venv", str(path)], log, f"a virtualenv at {path}")
+        run_step([sys.executable, "-m", "venv", str(path)], log, f"a virtualenv at {path}")
         (site_packages(python) / SHARED_TORCH_PTH).write_text(f"{torch_site}\n")
-        torch_requires = json.loads(_run([str(python), "-c", _REQUIRES_SCRIPT, "torch"], log,
+        torch_requires = json.loads(run_step([str(python), "-c", _REQUIRES_SCRIPT, "torch"], log,
                                          "torch's requirement list"))["torch"]
-        _run(_pip(python) + ["install", "-q", *torch_requires, *requirements], log,
+        run_step(_pip(python) + ["install", "-q", *torch_requires, *requirements], log,
              " ".join(requirements))
-        freeze = _run(_pip(python) + ["list", "--format", "json"], log, "the package list")
+        freeze = run_step(_pip(python) + ["list", "--format", "json"], log, "the package list")
         packages = {p["name"].lower(): p["version"] for p in json.loads(freeze)}
         write_text_atomic(path / MANIFEST, json.dumps(
             {"requirements": list(requirements), "packages": packages,
@@ -426,8 +426,8 @@ def ensure_env_on_torch(version: str, name: str, torch_site: Path, catalog: Cata
     measurement of torch-version sensitivity; never used to answer a question)."""
     release = catalog.release(version)
     path = envs_dir() / name
-    with _locked(name, progress):
-        env = _read_manifest(path)
+    with locked(name, progress):
+        env = read_manifest(path)
         if env is not None:
             return env
         shutil.rmtree(path, ignore_errors=True)
@@ -450,7 +450,7 @@ def installed_envs() -> list[Env]:
     root = envs_dir()
     if not root.exists():
         return []
-    found = (_read_manifest(p) for p in sorted(root.glob("coreai-torch-*")) if p.is_dir())
+    found = (read_manifest(p) for p in sorted(root.glob("coreai-torch-*")) if p.is_dir())
     return [env for env in found if env is not None]
 
 

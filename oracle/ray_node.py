@@ -13,7 +13,6 @@ refuse a node that would compute other results under the same key.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import secrets
@@ -28,6 +27,7 @@ from typing import Any
 from oracle import store
 from oracle.client import TEMP, EnvironmentFault, Pool, Worker
 from oracle.compare import compute
+from oracle.digests import files_digest
 from oracle.envs import Env, ensure_env
 from oracle.paths import cache_root
 from oracle.releases import EnvError, load_catalog
@@ -56,11 +56,8 @@ _PACKAGES = ("coreai-torch", "coreai-core", "torch", "numpy")
 def tool_digest() -> str:
     """sha256 of the oracle's code and data (every .py and .toml under oracle/): a node whose
     copy differs would store other results under the same key."""
-    h = hashlib.sha256()
-    for path in sorted(p for p in _OWN.rglob("*") if p.suffix in (".py", ".toml")
-                       and "__pycache__" not in p.parts):
-        h.update(str(path.relative_to(_OWN)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    return files_digest(_OWN, sorted(p for p in _OWN.rglob("*") if p.suffix in (".py", ".toml")
+                                     and "__pycache__" not in p.parts))[:16]
 
 
 def installed(env: Env, timeout: float = 120) -> dict[str, str]:

@@ -18,7 +18,6 @@ and that is recorded as a deviation.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
@@ -28,14 +27,15 @@ import tempfile
 from pathlib import Path
 
 from oracle.atomic import write_text_atomic
+from oracle.digests import files_digest
 from oracle.envs import (
     MANIFEST,
     SHARED_TORCH_PTH,
     Env,
-    _locked,
-    _read_manifest,
-    _run,
     ensure_env,
+    locked,
+    read_manifest,
+    run_step,
     site_packages,
 )
 from oracle.paths import envs_dir
@@ -81,21 +81,15 @@ def _files(tree: Path) -> list[Path]:
 
 
 def source_digest(tree: Path) -> str:
-    """sha256 over the package's files and the build files (paths and bytes)."""
-    h = hashlib.sha256()
-    for p in _files(tree):
-        h.update(str(p.relative_to(tree)).encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()
+    """The package's files and the build files."""
+    return files_digest(tree, _files(tree))
 
 
 def package_digest(package: Path) -> str:
-    """sha256 over one installed or checked-out `coreai_torch` folder (paths and bytes), so a
-    commit's tree can be checked against a published wheel's installed files."""
-    h = hashlib.sha256()
-    for p in sorted(package.rglob("*")):
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
-            h.update(str(p.relative_to(package)).encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()
+    """One installed or checked-out `coreai_torch` folder, so a commit's tree can be checked
+    against a published wheel's installed files."""
+    return files_digest(package, [p for p in sorted(package.rglob("*")) if p.is_file()
+                             and "__pycache__" not in p.parts and p.suffix != ".pyc"])
 
 
 def source_env_path(name: str) -> Path:
@@ -129,13 +123,13 @@ def ensure_source_env(tree: Path, name: str | None = None, catalog: Catalog | No
     release = catalog.release(version)  # a version the catalog has no pins for: one line
     digest = source_digest(tree)
     path = source_env_path(name or digest[:12])
-    env = _read_manifest(path)
+    env = read_manifest(path)
     if _usable(env, digest):
         assert env is not None
         return env
     base = ensure_env(version, catalog, progress)
-    with _locked(path.name, progress):
-        env = _read_manifest(path)
+    with locked(path.name, progress):
+        env = read_manifest(path)
         if _usable(env, digest):
             assert env is not None
             return env
@@ -150,7 +144,7 @@ def _build(tree: Path, path: Path, base: Env, core: str, version: str, digest: s
     label = f"{version}+src.{digest[:10]}"
     progress(f"creating {path.name} (coreai-torch {label} on {base.name}'s pins)")
     # no pip of its own: the release environment's pip installs into it (--target)
-    _run([sys.executable, "-m", "venv", "--without-pip", str(path)], log,
+    run_step([sys.executable, "-m", "venv", "--without-pip", str(path)], log,
          f"a virtualenv at {path}")
     python = path / "bin" / "python"
     site = site_packages(python)
@@ -165,7 +159,7 @@ def _build(tree: Path, path: Path, base: Env, core: str, version: str, digest: s
         copy = Path(tmp) / "src"
         shutil.copytree(tree, copy, ignore=shutil.ignore_patterns(".git", "__pycache__",
                                                                   "build", "*.egg-info"))
-        _run([str(base.python), "-m", "pip", "--disable-pip-version-check", "--no-input",
+        run_step([str(base.python), "-m", "pip", "--disable-pip-version-check", "--no-input",
               "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
               "--target", str(site), str(copy)], log, f"coreai-torch from {tree}")
     where = subprocess.run(
@@ -198,7 +192,7 @@ def _build(tree: Path, path: Path, base: Env, core: str, version: str, digest: s
     }
     write_text_atomic(path / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
     progress(f"{path.name} ready")
-    env = _read_manifest(path)
+    env = read_manifest(path)
     assert env is not None
     return env
 

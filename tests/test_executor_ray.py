@@ -210,18 +210,25 @@ def _kill_an_agent_once_both_work(cluster: str, run: subprocess.Popen[str],
     return killer.stdout.strip()
 
 
-def test_a_node_agent_killed_mid_run_its_jobs_run_elsewhere(cluster, local, tmp_path):
-    registry, _, local_answer = local
-    store = _store(tmp_path, "killed")
+def _sweep_on(cluster: str, registry: Path, store: Path, *extra: str
+              ) -> tuple[subprocess.Popen[str], list[str], threading.Thread]:
+    """A sweep started on the cluster, its progress lines read as they come."""
     run = subprocess.Popen(
         [sys.executable, "-m", "inventory.cli", *SWEEP, "--registry-file", str(registry),
-         "--executor", "ray", "--ray-address", cluster], cwd=ROOT, text=True,
+         "--executor", "ray", "--ray-address", cluster, *extra], cwd=ROOT, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={**os.environ, **RAY_ENV, "INVENTORY_CACHE": str(store), "COLUMNS": "400"})
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(run.stderr.readline, "")),
                               daemon=True)
     reader.start()
+    return run, lines, reader
+
+
+def test_a_node_agent_killed_mid_run_its_jobs_run_elsewhere(cluster, local, tmp_path):
+    registry, _, local_answer = local
+    store = _store(tmp_path, "killed")
+    run, lines, reader = _sweep_on(cluster, registry, store)
     killed = _kill_an_agent_once_both_work(cluster, run, lines)
     stdout, _ = run.communicate(timeout=600)
     reader.join(timeout=10)
@@ -248,15 +255,7 @@ def _named_agents(cluster: str, pid: int) -> list[str]:
 def test_ctrl_c_mid_run_leaves_no_agent_and_no_half_written_result(cluster, local, tmp_path):
     registry, _, _ = local
     store = _store(tmp_path, "interrupted")
-    run = subprocess.Popen(
-        [sys.executable, "-m", "inventory.cli", *SWEEP, "--registry-file", str(registry),
-         "--executor", "ray", "--ray-address", cluster, "--no-cache"], cwd=ROOT, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env={**os.environ, **RAY_ENV, "INVENTORY_CACHE": str(store), "COLUMNS": "400"})
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(run.stderr.readline, "")),
-                              daemon=True)
-    reader.start()
+    run, lines, reader = _sweep_on(cluster, registry, store, "--no-cache")
     deadline = time.monotonic() + 300
     while not any(re.search(rf"ray: 0/{len(CHANNELS)} jobs .*in flight", ln) for ln in lines):
         assert run.poll() is None and time.monotonic() < deadline, "".join(lines)

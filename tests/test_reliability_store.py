@@ -374,8 +374,8 @@ def test_a_held_environment_lock_names_its_holder_and_times_out(tmp_path):
     torch = f"torch-{load_catalog().torch}"
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time\nfrom oracle.envs import _locked\n"
-         f"with _locked({torch!r}):\n    print('held', flush=True)\n    time.sleep(300)\n"],
+         "import sys, time\nfrom oracle.envs import locked\n"
+         f"with locked({torch!r}):\n    print('held', flush=True)\n    time.sleep(300)\n"],
         cwd=ROOT, stdout=subprocess.PIPE, text=True,
         env={**os.environ, "INVENTORY_CACHE": str(cache)})
     try:

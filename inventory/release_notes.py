@@ -28,7 +28,7 @@ from inventory.errors import UsageError
 from inventory.instances import instance_spec, probed_keys
 from inventory.policy import Policy
 from inventory.registry import UNKNOWN, Bundle
-from inventory.verdict import ProbeVerdict, judge
+from inventory.verdict import AloneCheck, ProbeVerdict, judge
 from oracle import asset_probe
 from oracle.constructs import has_probe
 from oracle.fixes import Fix, between
@@ -111,6 +111,9 @@ class FixNotes:
             new_cannot_convert=tuple(o.regime.id for o in self.outcomes
                                      if o.result.shipped == Identity.NEW_CANNOT_CONVERT
                                      and o.regime.id not in self.elsewhere),
+            alone_wrong=tuple(o.regime.id for o in self.outcomes
+                              if o.verdict.alone == AloneCheck.WRONG
+                              and o.regime.id not in self.elsewhere),
             attributed_elsewhere={r: ", ".join(a.commits) for r, a in self.elsewhere.items()},
         )
 
@@ -123,6 +126,9 @@ class FixSummary:
     max_abs_move: float | None  # the largest max |old - new| among them
     old_cannot_convert: tuple[str, ...]
     new_cannot_convert: tuple[str, ...]
+    # of those, the regimes whose one converting side is wrong against torch fp32 (a release
+    # that converts a construct the other cannot, and computes it wrong)
+    alone_wrong: tuple[str, ...] = ()
     # regime id -> the commits bisection names for its change (other pull requests than this)
     attributed_elsewhere: dict[str, str] = field(default_factory=dict)
 

@@ -43,11 +43,20 @@ IGNORED = "ignored"
 PLAN_ORDER = (*REEXPORT_ORDER, IGNORED)
 
 
+class AloneCheck(StrEnum):
+    """When exactly one side converts: is that side's program right against torch fp32?"""
+
+    RIGHT = "right"
+    WRONG = "wrong"
+    NOT_RUN = "not-run"
+
+
 @dataclass(frozen=True)
 class ProbeVerdict:
     verdict: Verdict
     reexport: Reexport
     reason: str
+    alone: AloneCheck | None = None  # set when exactly one side converts
 
 
 def _fmt(value: float | None) -> str:
@@ -60,22 +69,48 @@ def _rel(err: float | None, magnitude: float) -> float | None:
     return err / magnitude if magnitude > 0 else err
 
 
+def alone_check(result: ProbeResult, policy: Policy) -> tuple[AloneCheck, str]:
+    """The one side that converts, against torch fp32 (the other side cannot convert): the
+    same policy as a pair's, its numbers and the runtime it was run on."""
+    a = result.alone
+    converter = (result.new if a is None or a.side == "new" else result.old).converter
+    if a is None or not a.ok or a.stats is None:
+        why = a.error if a is not None else "not run (a result stored before this check)"
+        return AloneCheck.NOT_RUN, f"coreai-torch {converter}'s program could not be run: {why}"
+    s = a.stats
+    if s.shapes != s.shapes_ref:
+        return AloneCheck.WRONG, (f"coreai-torch {converter}'s program gives shape {s.shapes}, "
+                                  f"torch gives {s.shapes_ref} ({a.runtime})")
+    tol = policy.tolerance_for(result.spec.dtype)
+    err = _rel(s.maxabs_ref, s.ref_magnitude)
+    right = s.nonfinite == 0 and err is not None and err <= tol
+    nonfinite = f", {s.nonfinite} NaN/inf where torch is finite" if s.nonfinite else ""
+    return (AloneCheck.RIGHT if right else AloneCheck.WRONG), (
+        f"coreai-torch {converter}'s program {'matches' if right else 'is WRONG against'} "
+        f"torch fp32: error relative to |ref|={s.ref_magnitude:.3g} {_fmt(err)}{nonfinite}, "
+        f"tolerance {tol:g} ({a.runtime})")
+
+
 def judge(result: ProbeResult, policy: Policy) -> ProbeVerdict:
     old, new = result.old, result.new
     if not old.ok and not new.ok:
         return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
                             f"neither converter converted the probe ({old.stage}: {old.error})")
     if not old.ok:
+        alone, how = alone_check(result, policy)
         return ProbeVerdict(
             Verdict.OLD_CANNOT_CONVERT, Reexport.INCONCLUSIVE,
             f"coreai-torch {old.converter} cannot convert the probe ({old.stage}: {old.error}); "
-            "the shipped bundle was converted, so it cannot hold this construct as probed",
+            f"the shipped bundle was converted, so it cannot hold this construct as probed; {how}",
+            alone,
         )
     if not new.ok:
+        alone, how = alone_check(result, policy)
         return ProbeVerdict(
             Verdict.NEW_CANNOT_CONVERT, Reexport.INCONCLUSIVE,
             f"coreai-torch {new.converter} cannot convert the probe ({new.stage}: {new.error}); "
-            "re-exporting with it would fail",
+            f"re-exporting with it would fail; {how}",
+            alone,
         )
     if result.shipped == Identity.IDENTICAL:
         stage = ("emitted graphs differ but optimize() makes them the same"

@@ -17,9 +17,9 @@ from oracle import store
 from oracle.client import EnvironmentFault, Pool, WorkerFailure
 from oracle.envs import Env
 from oracle.normalise import compare_texts, normalise
-from oracle.results import Identity, Measurement, ProbeResult, Side
+from oracle.results import Alone, Identity, Measurement, ProbeResult, Side
 from oracle.spec import ProbeSpec
-from oracle.stats import output_stats
+from oracle.stats import output_stats, side_stats
 
 __all__ = ["Measurement", "ProbeResult", "Side", "compare", "compute"]
 
@@ -107,6 +107,28 @@ def _measure(pool: Pool, old_env: Env, new_env: Env, spec: ProbeSpec, old: Side,
     return Measurement("none", attempts, False, error="no runtime could run both assets")
 
 
+def _alone(pool: Pool, env: Env, spec: ProbeSpec, which: str, side: Side, out: Path) -> Alone:
+    """Run the one side that converts against the torch fp32 reference, on its own runtime (the
+    one its assets ship to): the other side's failure says nothing about whether this program
+    is right."""
+    target = out / f"alone-{which}-{env.packages.get('coreai-core', env.core)}"
+    try:
+        answer = pool.worker(env).call({"op": "measure", "spec": spec.to_json(),
+                                        "assets": {which: side.files["asset"]},
+                                        "out": str(target)})
+    except WorkerFailure as exc:
+        _not_the_environment(pool, env)
+        return Alone(which, env.runtime, False, str(exc))
+    ran = answer.get("sides", {}).get(which, {})
+    if not answer.get("ok") or not ran.get("ok"):
+        _not_the_environment(pool, env)
+        return Alone(which, env.runtime, False, answer.get("error") or ran.get("error", "?"))
+    files = {"inputs": answer["inputs"], "reference": answer["reference"],
+             which: ran["outputs"], "log": answer["log"]}
+    stats = side_stats(Path(ran["outputs"]), Path(answer["reference"]))
+    return Alone(which, env.runtime, True, stats=stats, files=files)
+
+
 @contextmanager
 def _stopped_on_interrupt(pool: Pool) -> Iterator[None]:
     """Ctrl-C can land after a side's thread has started and before the executor records it, so
@@ -131,10 +153,14 @@ def compute(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool, work: Path)
             raise RuntimeError("the two sides built different probe modules; refusing to compare")
         emitted = _identity(old, new, "emitted", work)
         shipped = _identity(old, new, "shipped", work)
-        measurement = None
+        measurement = alone = None
         if shipped == Identity.DIFFERS:
             measurement = _measure(pool, old_env, new_env, spec, old, new, work)
-        return ProbeResult(spec, old, new, emitted, shipped, measurement, str(work))
+        elif shipped == Identity.OLD_CANNOT_CONVERT:
+            alone = _alone(pool, new_env, spec, "new", new, work)
+        elif shipped == Identity.NEW_CANNOT_CONVERT:
+            alone = _alone(pool, old_env, spec, "old", old, work)
+        return ProbeResult(spec, old, new, emitted, shipped, measurement, str(work), alone=alone)
 
 
 def compare(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool,

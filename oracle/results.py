@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 from oracle.spec import Pipeline, ProbeSpec
-from oracle.stats import OutputStats
+from oracle.stats import OutputStats, SideStats
 
 
 class Identity(StrEnum):
@@ -57,6 +57,20 @@ class Measurement:
 
 
 @dataclass(frozen=True)
+class Alone:
+    """The one side that converts, run by itself against the torch fp32 reference on its own
+    runtime: when the other side cannot convert, there is no pair to compare, yet whether the
+    program that does exist is right is still a finding (a fix that converts, but wrong)."""
+
+    side: str  # "old" or "new"
+    runtime: str
+    ok: bool
+    error: str = ""
+    stats: SideStats | None = None
+    files: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ProbeResult:
     spec: ProbeSpec
     old: Side
@@ -66,6 +80,7 @@ class ProbeResult:
     measurement: Measurement | None
     evidence: str
     cached: bool = False
+    alone: Alone | None = None  # set when exactly one side converts
 
     @property
     def outputs(self) -> Outputs:
@@ -92,6 +107,11 @@ def from_json(data: dict[str, Any]) -> ProbeResult:
         stats = OutputStats(**m["stats"]) if m.get("stats") else None
         measurement = Measurement(m["runtime"], m["attempts"], m["ok"], m.get("error", ""),
                                   stats, m.get("files", {}))
+    a = data.get("alone")
+    alone = None
+    if a is not None:
+        alone = Alone(a["side"], a["runtime"], a["ok"], a.get("error", ""),
+                      SideStats(**a["stats"]) if a.get("stats") else None, a.get("files", {}))
     return ProbeResult(spec, Side(**data["old"]), Side(**data["new"]), Identity(data["emitted"]),
                        Identity(data["shipped"]), measurement, data["evidence"],
-                       data.get("cached", False))
+                       data.get("cached", False), alone)

@@ -27,6 +27,18 @@ class OutputStats:
     unrepresentable: int = 0
 
 
+@dataclass(frozen=True)
+class SideStats:
+    """One program's outputs against torch fp32, when it is the only side that converts."""
+
+    shapes: list[list[int]]
+    shapes_ref: list[list[int]]
+    maxabs_ref: float | None  # None when shapes differ
+    ref_magnitude: float
+    nonfinite: int  # non-finite where the reference is finite and representable
+    unrepresentable: int = 0
+
+
 def _maxabs(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None) -> float | None:
     import numpy as np
 
@@ -72,8 +84,23 @@ def _worst(values: list[float | None]) -> float | None:
     return max((v for v in values if v is not None), default=0.0)
 
 
-def output_stats(old: Path, new: Path, reference: Path) -> OutputStats:
+def _magnitude(refs: list[np.ndarray], fits: list[np.ndarray | None]) -> float:
+    """max |reference| over its finite values the output dtype can hold. A NaN or infinite
+    reference value is left out: it would make the magnitude NaN or inf, and every error read
+    against it NaN or 0 (an atan2 of NaN operands made it NaN, and errors fell back to absolute
+    ones)."""
     import numpy as np
+
+    out = 0.0
+    for c, f in zip(refs, fits, strict=True):
+        r = c.astype(np.float64)
+        keep = np.isfinite(r) if f is None else np.isfinite(r) & f
+        if keep.any():
+            out = max(out, float(np.abs(r[keep]).max()))
+    return out
+
+
+def output_stats(old: Path, new: Path, reference: Path) -> OutputStats:
     from safetensors.numpy import load_file
 
     o, n, r = load_file(str(old)), load_file(str(new)), load_file(str(reference))
@@ -98,13 +125,32 @@ def output_stats(old: Path, new: Path, reference: Path) -> OutputStats:
                                zip(olds, refs, fits_old, strict=True)]),
         maxabs_new_ref=_worst([_maxabs(b, c, f) for b, c, f in
                                zip(news, refs, fits_new, strict=True)]),
-        ref_magnitude=max((float(np.abs(np.where(f, c, 0).astype(np.float64)).max())
-                           if f is not None else float(np.abs(c.astype(np.float64)).max())
-                           for c, f in zip(refs, fits_new, strict=True) if c.size),
-                          default=0.0),
+        ref_magnitude=_magnitude(refs, fits_new),
         nonfinite_old=sum(_nonfinite(a, c, f) for a, c, f in
                           zip(olds, refs, fits_old, strict=True)),
         nonfinite_new=sum(_nonfinite(b, c, f) for b, c, f in
                           zip(news, refs, fits_new, strict=True)),
         unrepresentable=unrepresentable,
+    )
+
+
+def side_stats(outputs: Path, reference: Path) -> SideStats:
+    """How far one side's stored outputs are from the torch fp32 reference (the same rules as
+    `output_stats`: reference values the output dtype cannot hold are set aside)."""
+    from safetensors.numpy import load_file
+
+    o, r = load_file(str(outputs)), load_file(str(reference))
+    names = sorted(r)
+    outs = [o.get(k) for k in names]
+    refs = [r[k] for k in names]
+    if any(a is None for a in outs):
+        raise ValueError("an output is missing from the side's tensors")
+    fits = [_representable(a, c) for a, c in zip(outs, refs, strict=True)]
+    return SideStats(
+        shapes=[list(a.shape) for a in outs],
+        shapes_ref=[list(c.shape) for c in refs],
+        maxabs_ref=_worst([_maxabs(a, c, f) for a, c, f in zip(outs, refs, fits, strict=True)]),
+        ref_magnitude=_magnitude(refs, fits),
+        nonfinite=sum(_nonfinite(a, c, f) for a, c, f in zip(outs, refs, fits, strict=True)),
+        unrepresentable=sum(int((~f).sum()) for f in fits if f is not None),
     )

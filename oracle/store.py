@@ -210,6 +210,8 @@ def _with_paths(result: ProbeResult, fix: Callable[[str], str]) -> ProbeResult:
         old=replace(result.old, files=moved(result.old.files)),
         new=replace(result.new, files=moved(result.new.files)),
         measurement=replace(m, files=moved(m.files)) if m is not None else None,
+        alone=replace(result.alone, files=moved(result.alone.files))
+        if result.alone is not None else None,
     )
 
 

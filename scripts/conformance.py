@@ -35,16 +35,23 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from inventory.policy import Policy, load_policy  # noqa: E402
-from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge  # noqa: E402
+from inventory.verdict import (  # noqa: E402
+    AloneCheck,
+    ProbeVerdict,
+    Reexport,
+    Verdict,
+    alone_check,
+    judge,
+)
 from oracle.conformance import Case, Record, load_records  # noqa: E402
 from oracle.fixes import Fix, load_fixes  # noqa: E402
 from oracle.paths import cache_root, safe_name  # noqa: E402
 from oracle.regimes import Regime, load_regimes  # noqa: E402
 from oracle.releases import Catalog, load_catalog, version_key  # noqa: E402
-from oracle.results import Identity, ProbeResult, Side  # noqa: E402
+from oracle.results import Alone, Identity, ProbeResult, Side  # noqa: E402
 from oracle.session import Session  # noqa: E402
 from oracle.spec import Pipeline, ProbeSpec  # noqa: E402
-from oracle.stats import output_stats  # noqa: E402
+from oracle.stats import side_stats  # noqa: E402
 
 # the library's verdicts that reproduce each upstream outcome of the old release ("changes,
 # right": the old program differs and is right, so any answer but a failure or a required
@@ -131,24 +138,21 @@ def new_right(session: Session, result: ProbeResult, case: Case, policy: Policy,
             return False, (f"program lacks {missing}" if missing else "") + (
                 f" holds {present}" if present else "") + (f" decomposes {lost}" if lost else "")
         return True, "the program holds what the test reads"
-    env = session.env(new.converter)
-    target = out / f"measure-new-{new.converter}"
-    answer = session.worker(env).call({"op": "measure", "spec": result.spec.to_json(),
-                                       "assets": {"new": new.files["asset"]},
-                                       "out": str(target)})
-    side = answer.get("sides", {}).get("new", {})
-    if not answer.get("ok") or not side.get("ok"):
-        return False, f"does not run: {answer.get('error') or side.get('error')}"
-    stats = output_stats(Path(side["outputs"]), Path(side["outputs"]), Path(answer["reference"]))
-    tol = policy.tolerance_for(result.spec.dtype)
-    if stats.shapes_new != stats.shapes_ref:
-        return False, f"output shape {stats.shapes_new}, torch gives {stats.shapes_ref}"
-    err = stats.maxabs_new_ref
-    rel = None if err is None else (err / stats.ref_magnitude if stats.ref_magnitude > 0
-                                    else err)
-    ok = rel is not None and rel <= tol and stats.nonfinite_new == 0
-    return ok, f"error vs torch fp32 relative to |ref|: {rel:.3g} (tolerance {tol:g})" \
-        if rel is not None else "no comparable output"
+    if result.alone is None or result.alone.side != "new":
+        # both sides converted: the fixed release's program is run alone, as when only it does
+        env = session.env(new.converter)
+        target = out / f"measure-new-{new.converter}"
+        answer = session.worker(env).call({"op": "measure", "spec": result.spec.to_json(),
+                                           "assets": {"new": new.files["asset"]},
+                                           "out": str(target)})
+        side = answer.get("sides", {}).get("new", {})
+        if not answer.get("ok") or not side.get("ok"):
+            return False, f"does not run: {answer.get('error') or side.get('error')}"
+        stats = side_stats(Path(side["outputs"]), Path(answer["reference"]))
+        result = replace(result, alone=Alone("new", env.runtime, True, stats=stats))
+    # the library's own rule for a program run alone (inventory/verdict.py)
+    check, how = alone_check(result, policy)
+    return check == AloneCheck.RIGHT, how
 
 
 def run_case(session: Session, record: Record, case: Case, regimes: dict[str, Regime],

@@ -114,3 +114,35 @@ def test_a_crashing_worker_is_contained(env, tmp_path, monkeypatch):
     assert not result.old.ok and "SIGABRT" in result.old.error
     verdict = judge(result, load_policy())
     assert verdict.reexport == "inconclusive"
+
+
+def test_when_only_the_new_release_converts_its_program_is_run_against_torch(env, pool):
+    """0.4.1 has no atan2 lowering. 0.4.2's program for the upstream tests' pairs is right, and
+    for every pair of specials it is not: +-pi at x = -0.0, y != 0, where torch gives +-pi/2."""
+    from oracle.regimes import load_regimes
+
+    regimes = {r.id: r for r in load_regimes()}
+    policy = load_policy()
+    checked = {}
+    for name in ("fp32-upstream-pairs", "fp32-specials"):
+        result = compare(regimes[f"atan2/{name}"].spec, env("0.4.1"), env("0.4.2"), pool,
+                         use_cache=False)
+        assert result.shipped == "old-cannot-convert" and result.measurement is None
+        a = result.alone
+        assert a is not None and a.side == "new" and a.ok
+        assert a.runtime == "linux-cpu, coreai-core 1.0.0b2"
+        new = load_file(a.files["new"])["out0"]
+        ref = load_file(a.files["reference"])["out0"]
+        assert new.shape == ref.shape == (8, 8)
+        checked[name] = (judge(result, policy), new, ref,
+                         load_file(a.files["inputs"]))
+    assert checked["fp32-upstream-pairs"][0].alone == "right"
+    verdict, new, ref, inputs = checked["fp32-specials"]
+    assert verdict.alone == "wrong" and "is WRONG against torch fp32" in verdict.reason
+    # the wrong elements, read off the stored tensors: x = -0.0 with a finite non-zero y
+    import numpy as np
+
+    y, x = inputs["y"].ravel(), inputs["x"].ravel()
+    off = ~np.isclose(new.ravel(), ref.ravel(), atol=1e-4, equal_nan=True)
+    assert off.any()
+    assert all(x[i] == 0.0 and np.signbit(x[i]) and y[i] != 0.0 for i in np.flatnonzero(off))

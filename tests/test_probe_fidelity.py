@@ -115,7 +115,9 @@ def _export(kind: str, dtype: str, params: dict[str, Any]) -> list[torch.fx.Node
 
 
 def _regime_view(kind: str, params: dict[str, Any]) -> dict[str, Any]:
-    out = constructs.probe_params(kind, params)
+    # a parameter that only picks input values is not in the graph the detector reads
+    out = {k: v for k, v in constructs.probe_params(kind, params).items()
+           if k not in constructs.get(kind).value_params}
     for key, value in out.items():
         if key.startswith("dynamic_") and isinstance(value, list) and value[0] == 1:
             out[key] = [2, *value[1:]]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from oracle.stats import output_stats
+from oracle.stats import output_stats, side_stats
 
 NAN, INF = np.nan, np.inf
 
@@ -108,3 +108,26 @@ def test_a_shape_mismatch_has_no_elementwise_distance(tmp_path):
 def test_an_output_missing_from_a_side_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="an output is missing from a side's tensors"):
         stats(tmp_path, {"y": f32(1.0)}, {"other": f32(1.0)}, {"y": f32(1.0)})
+
+
+def test_one_side_alone_is_read_against_the_reference_by_the_same_rules(tmp_path):
+    out, ref = tmp_path / "new.safetensors", tmp_path / "reference.safetensors"
+    save_file({"y": f32(math.pi, NAN, 2.0)}, str(out))
+    save_file({"y": f32(math.pi / 2, 1.0, 2.0)}, str(ref))
+    s = side_stats(out, ref)
+    assert s.shapes == s.shapes_ref == [[3]]
+    assert s.maxabs_ref == math.inf  # NaN where torch is finite is infinitely far
+    assert s.nonfinite == 1 and s.ref_magnitude == 2.0
+    save_file({"y": f32(math.pi, 1.0, 2.0)}, str(out))
+    assert side_stats(out, ref).maxabs_ref == pytest.approx(math.pi / 2)
+    save_file({"y": f32(1.0, 2.0)}, str(out))
+    assert side_stats(out, ref).maxabs_ref is None  # shapes differ: no elementwise distance
+
+
+def test_nan_and_inf_in_the_reference_do_not_make_the_magnitude_nan_or_inf(tmp_path):
+    """Errors are read relative to the magnitude: a NaN one made every error fall back to an
+    absolute one, an infinite one every relative error 0 (or NaN, which no tolerance refuses)."""
+    s = stats(tmp_path, {"y": f32(1.0, NAN, INF, 3.0)}, {"y": f32(1.0, NAN, INF, 0.0)},
+              {"y": f32(1.0, NAN, INF, 3.0)})
+    assert s.ref_magnitude == 3.0
+    assert s.maxabs_new_ref == 3.0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from inventory.policy import load_policy
 from inventory.verdict import judge, worst
-from oracle.results import Measurement, ProbeResult, Side
+from oracle.results import Alone, Measurement, ProbeResult, Side
 from oracle.spec import ProbeSpec
-from oracle.stats import OutputStats
+from oracle.stats import OutputStats, SideStats
 
 SPEC = ProbeSpec("conv_transpose", {"dim": 1}, dtype="float16")
 OK = Side("0.4.1", {}, True)
@@ -78,3 +78,49 @@ def test_nan_fixed_but_still_off_is_required_and_says_so():
     assert v.reexport == "required" and "10 NaN/inf" in v.reason
     both = _stats(maxabs_old_ref=None, maxabs_new_ref=None, nonfinite_old=10, nonfinite_new=3)
     assert judge(_result(both), load_policy()).reexport == "optional"
+
+
+def _alone(stats: SideStats | None, side: str = "new") -> ProbeResult:
+    """One side cannot convert; the other ran alone against torch fp32 (or could not run)."""
+    failed = Side("0.4.1" if side == "new" else "0.4.2", {}, False, "convert", "unsupported op")
+    old, new = (failed, NEW) if side == "new" else (OK, failed)
+    shipped = "old-cannot-convert" if side == "new" else "new-cannot-convert"
+    alone = Alone(side, "linux-cpu, coreai-core 1.0.0b2", stats is not None,
+                  "" if stats else "aborted", stats)
+    return ProbeResult(SPEC, old, new, shipped, shipped, None, "/evidence", alone=alone)
+
+
+def _side(**kw) -> SideStats:
+    base = dict(shapes=[[1, 4]], shapes_ref=[[1, 4]], maxabs_ref=1e-5, ref_magnitude=1.0,
+                nonfinite=0)
+    base.update(kw)
+    return SideStats(**base)
+
+
+def test_the_one_side_that_converts_is_judged_against_torch_and_the_reason_says_so():
+    right = judge(_alone(_side()), load_policy())
+    assert (right.verdict, right.reexport, right.alone) == ("old-cannot-convert",
+                                                            "inconclusive", "right")
+    assert "0.4.2's program matches torch fp32" in right.reason
+    wrong = judge(_alone(_side(maxabs_ref=1.57, ref_magnitude=3.14)), load_policy())
+    assert (wrong.verdict, wrong.alone) == ("old-cannot-convert", "wrong")
+    assert "0.4.2's program is WRONG against torch fp32" in wrong.reason
+    assert "coreai-core 1.0.0b2" in wrong.reason
+    nan = judge(_alone(_side(maxabs_ref=None, nonfinite=2)), load_policy())
+    assert nan.alone == "wrong" and "2 NaN/inf" in nan.reason
+    shape = judge(_alone(_side(shapes=[[1, 5]], maxabs_ref=None)), load_policy())
+    assert shape.alone == "wrong" and "[[1, 5]]" in shape.reason
+
+
+def test_a_shipped_program_the_new_release_cannot_rebuild_is_still_checked():
+    v = judge(_alone(_side(maxabs_ref=0.5), side="old"), load_policy())
+    assert (v.verdict, v.alone) == ("new-cannot-convert", "wrong")
+    assert "0.4.1's program is WRONG" in v.reason
+
+
+def test_a_side_that_could_not_run_alone_is_not_run_never_right():
+    v = judge(_alone(None), load_policy())
+    assert v.alone == "not-run" and "could not be run: aborted" in v.reason
+    stored_before = ProbeResult(SPEC, Side("0.4.1", {}, False, "convert", "x"), NEW,
+                                "old-cannot-convert", "old-cannot-convert", None, "/e")
+    assert judge(stored_before, load_policy()).alone == "not-run"

@@ -8,6 +8,7 @@ from inventory.answers import AffectedReport, BundleAnswer, ProbeAnswer
 from inventory.attribution import Step
 from inventory.loads import load_answer_record
 from inventory.registry import Instance
+from inventory.verdict import ProbeVerdict
 from oracle.results import ProbeResult
 
 
@@ -39,13 +40,33 @@ def result_fields(r: ProbeResult) -> dict[str, Any]:
                 "error": r.new.error or None},
         "cached": r.cached,
         "evidence": r.evidence,
+        "alone": _alone(r),
     }
 
 
+def _alone(r: ProbeResult) -> dict[str, Any] | None:
+    """The one side that converts, run against torch fp32 (null when both or neither convert)."""
+    a = r.alone
+    if a is None:
+        return None
+    s = a.stats
+    return {"side": a.side, "runtime": a.runtime if a.ok else None, "error": a.error or None,
+            "maxabs_ref": s.maxabs_ref if s else None,
+            "ref_magnitude": s.ref_magnitude if s else None,
+            "nonfinite": s.nonfinite if s else None,
+            "shapes": s.shapes if s else [], "shapes_ref": s.shapes_ref if s else []}
+
+
+def with_alone_check(found: dict[str, Any], verdict: ProbeVerdict) -> dict[str, Any]:
+    """The verdict's reading of the one converting side (right or wrong under the policy)."""
+    if found.get("alone") is not None:
+        found["alone"]["check"] = verdict.alone
+    return found
+
+
 def _probe(p: ProbeAnswer) -> dict[str, Any]:
-    found = result_fields(p.result) if p.result else {"emitted": "not-run",
-                                                      "shipped": "not-run",
-                                                      "outputs": "not-run"}
+    found = with_alone_check(result_fields(p.result), p.verdict) if p.result else {
+        "emitted": "not-run", "shipped": "not-run", "outputs": "not-run"}
     return {"probe": p.spec.label(), "spec": p.spec.to_json(), **found,
             "verdict": p.verdict.verdict, "reexport": p.verdict.reexport,
             "reason": p.verdict.reason, "module": p.module or None,

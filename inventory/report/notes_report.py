@@ -12,7 +12,7 @@ from rich.text import Text
 from inventory.attribution import step_line
 from inventory.output import envelope
 from inventory.release_notes import FixNotes, RegimeOutcome, ReleaseNotes, Sweep
-from inventory.report.json_report import result_fields, step_json
+from inventory.report.json_report import result_fields, step_json, with_alone_check
 from inventory.report.text import md_cell
 from oracle.load_check import LoadCheck
 from oracle.record_kinds import HOLDERS
@@ -27,7 +27,8 @@ def _num(v: float | None) -> str:
 
 def outcome_json(o: RegimeOutcome) -> dict[str, Any]:
     return {"probe": o.regime.id, "label": o.result.spec.label(), "control": o.regime.control,
-            "regime": o.result.spec.to_json(), **result_fields(o.result),
+            "regime": o.result.spec.to_json(),
+            **with_alone_check(result_fields(o.result), o.verdict),
             "verdict": o.verdict.verdict, "reason": o.verdict.reason}
 
 
@@ -73,7 +74,8 @@ def _summary_json(f: FixNotes) -> dict[str, Any] | None:
     out = {"reaches_graph": s.reaches_graph, "changed": list(s.changed),
            "values_move": list(s.values_move), "max_abs_move": s.max_abs_move,
            "old_cannot_convert": list(s.old_cannot_convert),
-           "new_cannot_convert": list(s.new_cannot_convert)}
+           "new_cannot_convert": list(s.new_cannot_convert),
+           "alone_wrong": list(s.alone_wrong)}
     if s.attributed_elsewhere:  # only where bisection moved a change to another record
         out["attributed_elsewhere"] = dict(s.attributed_elsewhere)
     return out
@@ -98,6 +100,8 @@ def _summary_lines(f: FixNotes) -> list[str]:
         f"- Old converter cannot convert: "
         f"{', '.join(f'`{r}`' for r in s.old_cannot_convert) or 'none'}; new cannot: "
         f"{', '.join(f'`{r}`' for r in s.new_cannot_convert) or 'none'}.",
+        "- Converts on one side only, and wrong against torch fp32: "
+        f"{', '.join(f'`{r}`' for r in s.alone_wrong) or 'none'}.",
         "- Shipped bundles holding it: " + ("; ".join(
             f"{b} ({', '.join(md_cell(x) for x in xs)})" for b, xs in held.items()) or "none")
         + ".",

@@ -88,6 +88,9 @@ class Construct:
     # name -> oracle.checkpoint.TensorSource (a suffix under the instance's module or its
     # producer's). Empty: the construct's probe cannot take real tensors.
     checkpoint: dict[str, Any] = field(default_factory=dict)
+    # Probe parameters that choose input values, not the graph (e.g. atan2's `pairs`): a trace
+    # cannot read them, so no traced instance carries them; only a regime sets them.
+    value_params: tuple[str, ...] = ()
 
     @property
     def has_probe(self) -> bool:

@@ -15,6 +15,22 @@ if TYPE_CHECKING:
 
 ATAN2_SPECIALS = (0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 1e-30)
 
+# The (y, x) pairs apple/coreai-torch's own atan2 tests check (tests/ops/test_ops.py, TestAtan2,
+# #23 and #35), re-typed as values: test_x_zero, test_y_zero, test_all_quadrants,
+# test_signed_zeros, test_infinities, test_nan_propagation, in that order. None of them puts a
+# non-zero y against x = -0.0, which ATAN2_SPECIALS does (0.4.2 and 0.4.3 answer +-pi there,
+# torch +-pi/2: evidence/conformance-atan2-specials-0.4.2.json).
+_INF, _NAN = math.inf, math.nan
+UPSTREAM_PAIRS = (
+    (1.0, 0.0), (-1.0, 0.0), (2.0, 0.0), (-2.0, 0.0), (0.0, 0.0),
+    (0.0, 1.0), (0.0, -1.0), (0.0, 2.0), (0.0, -2.0),
+    (1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0), (0.0, 1.0), (0.0, -1.0), (1.0, 0.0),
+    (-1.0, 0.0),
+    (-0.0, -1.0), (-0.0, 1.0), (-0.0, -0.0), (0.0, -0.0),
+    (_INF, _INF), (_INF, -_INF), (-_INF, _INF), (-_INF, -_INF),
+    (_NAN, 0.0), (_NAN, -0.0), (1.0, _NAN), (_NAN, _NAN), (0.0, _NAN),
+)
+
 # ---- the probe --------------------------------------------------------------------------------
 
 
@@ -37,7 +53,12 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         return p.Built(_Atan2(), {"y": y, "x": x})
     y = torch.randn(shape, generator=gen) * 2.0
     x = torch.randn(shape, generator=gen) * 2.0
-    if values == "adversarial":
+    if params.get("pairs") == "upstream-tests":
+        # The upstream tests' pairs, then random values (their test_basic's randn).
+        k = min(len(UPSTREAM_PAIRS), y.numel())
+        y.view(-1)[:k] = torch.tensor([py for py, _ in UPSTREAM_PAIRS[:k]])
+        x.view(-1)[:k] = torch.tensor([px for _, px in UPSTREAM_PAIRS[:k]])
+    elif values == "adversarial":
         # Every pair of special values, then random values.
         grid = torch.tensor(ATAN2_SPECIALS)
         ys, xs = torch.meshgrid(grid, grid, indexing="ij")
@@ -71,9 +92,10 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="atan2",
-    params=("shape", "operands"),
+    params=("shape", "operands", "pairs"),
     build=build,
     readers=(Reader(("aten.atan2.default",), detect),),
     scan=ScanSignature(unseen="atan2 lowers to plain elementwise ops; no name survives"),
     representative=("shape",),
+    value_params=("pairs",),
 )

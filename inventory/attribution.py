@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from inventory.bisected import narrowed
+from oracle import asset_probe
 from oracle.fixes import Fix, between
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import Identity, ProbeResult, Side
@@ -60,22 +61,59 @@ def own_step(catalog: Catalog, exporter: str, fix: Fix) -> tuple[str, str]:
     return (max(before, key=version_key) if before else exporter), fix.ships_in
 
 
-def explaining(fixes: list[Fix], construct: str, old: str, new: str) -> tuple[str, ...]:
-    """The lowering records shipping between `old` and `new` that name this construct: the only
-    records a change of its program in that step can be credited to."""
-    return tuple(f.id for f in between(fixes, old, new)
-                 if f.record_kind.names_constructs and construct in f.constructs)
+LOWERING, OPTIMIZER = "lowering", "optimizer"
+
+
+def stage(result: ProbeResult) -> str:
+    """Where a probe's change is made, as verify says of a whole program's region: `optimizer`
+    when the emitted programs are identical and the shipped ones are not (no lowering emitted
+    anything else), else `lowering` (the emitted programs differ, or one side's emitted program
+    is already optimized and the stage cannot be told apart, as verify does)."""
+    if result.emitted == Identity.IDENTICAL and result.shipped == Identity.DIFFERS:
+        return OPTIMIZER
+    return LOWERING
+
+
+def held(construct: str) -> tuple[str, ...]:
+    """The constructs a probe's module holds: its own, and for the asset probe those its blocks
+    are built of (its fp16 batch norms change with #54: tests/test_asset_probe_holds.py)."""
+    if construct == asset_probe.CONSTRUCT:
+        return (construct, *asset_probe.HOLDS)
+    return (construct,)
+
+
+def explaining(fixes: list[Fix], construct: str, old: str, new: str,
+               result: ProbeResult | None = None) -> tuple[str, ...]:
+    """The records shipping between `old` and `new` a change of this construct's program in
+    that step can be credited to: the lowering records naming a construct the probe holds; for
+    a change made by the optimizer alone (`result`'s stage), the records of a kind that changes
+    the optimizer's output instead (a lowering that emits the same program changed nothing)."""
+    records = between(fixes, old, new)
+    if result is not None and stage(result) == OPTIMIZER:
+        return tuple(f.id for f in records if f.record_kind.changes_optimizer)
+    kinds = set(held(construct))
+    return tuple(f.id for f in records
+                 if f.record_kind.names_constructs and kinds & set(f.constructs))
+
+
+def explained_by(fixes: list[Fix], spec: ProbeSpec, old: str, new: str,
+                 result: ProbeResult) -> tuple[str, ...]:
+    """`explaining`, narrowed by bisection where the step was bisected. An optimizer-stage
+    credit is not narrowed: bisection builds every commit with one release's pins, so a pin's
+    change is never seen there."""
+    ids = explaining(fixes, spec.construct, old, new, result)
+    if stage(result) == OPTIMIZER:
+        return ids
+    return narrowed(ids, fixes, old, new, spec)
 
 
 def pipeline_note(fixes: list[Fix], result: ProbeResult, old: str, new: str) -> str:
-    """For an unexplained change: when only the optimized program differs (emitted identical),
-    the optimizer changed, not a lowering; name the pipeline records of the step that could
-    carry it (a core pin). Said, never credited: no record names the construct."""
-    if result.emitted != Identity.IDENTICAL or result.shipped != Identity.DIFFERS:
+    """For an unexplained change made by the optimizer alone: say so (the step has no record
+    of a kind that changes the optimizer's output, which would have explained it)."""
+    if stage(result) != OPTIMIZER:
         return ""
-    ids = [f.id for f in between(fixes, old, new) if f.record_kind.changes_optimizer]
-    return ("emitted program identical, only optimize()'s output differs"
-            + (f"; pipeline record(s) of this step: {', '.join(ids)}" if ids else ""))
+    return ("emitted program identical, only optimize()'s output differs; no pipeline record "
+            "in this step")
 
 
 @dataclass(frozen=True)
@@ -127,8 +165,7 @@ def step_between(fixes: list[Fix], spec: ProbeSpec, old: str, new: str,
                  result: ProbeResult) -> Step:
     """One release step's comparison of a probe, with the records of that step that explain a
     change of it (what `locate` gives per step, and the registry sweep of a single step)."""
-    # bisected (evidence/bisect/): only the records whose pull request's commit changes it
-    ids = narrowed(explaining(fixes, spec.construct, old, new), fixes, old, new, spec)
+    ids = explained_by(fixes, spec, old, new, result)
     note = "" if ids or not program_changed(result) else pipeline_note(fixes, result, old, new)
     return Step(old, new, result, ids, note)
 

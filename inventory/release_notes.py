@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from inventory.attribution import (
     Step,
-    explaining,
+    explained_by,
     failing_both,
     locate,
     own_step,
@@ -23,7 +23,7 @@ from inventory.attribution import (
     release_steps,
     step_between,
 )
-from inventory.bisected import Attributed, load_bisected, narrowed
+from inventory.bisected import Attributed, load_bisected
 from inventory.errors import UsageError
 from inventory.instances import instance_spec, probed_keys
 from inventory.policy import Policy
@@ -364,8 +364,7 @@ def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: 
     for o in changed_outcomes:
         located = steps.get(o.regime.id, ())
         ids = (sorted({i for s in located for i in s.explained_by}) if located
-               else narrowed(explaining(fixes, o.regime.construct, old, new), fixes, old,
-                             new, o.regime.spec))
+               else explained_by(fixes, o.regime.spec, old, new, o.result))
         changed.append(SweepFinding(o, tuple(ids), located))
     failing = tuple(o for o in outcomes.values() if failing_both(o.result))
     return Sweep(old, new, len(outcomes), tuple(changed),

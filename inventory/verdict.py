@@ -76,7 +76,8 @@ def alone_check(result: ProbeResult, policy: Policy) -> tuple[AloneCheck, str]:
     converter = (result.new if a is None or a.side == "new" else result.old).converter
     if a is None or not a.ok or a.stats is None:
         why = a.error if a is not None else "not run (a result stored before this check)"
-        return AloneCheck.NOT_RUN, f"coreai-torch {converter}'s program could not be run: {why}"
+        return AloneCheck.NOT_RUN, (f"coreai-torch {converter}'s program could not be checked "
+                                    f"against torch fp32: {why}")
     s = a.stats
     if s.shapes != s.shapes_ref:
         return AloneCheck.WRONG, (f"coreai-torch {converter}'s program gives shape {s.shapes}, "

@@ -9,8 +9,9 @@ the next block, and it is cast and exported like the bundle (dtype, pipeline).
 
 Imported by the worker inside converter environments (where `build` needs torch), and by the
 main process for its name and parameters only: torch is imported when a probe is built. It is
-not a construct (`oracle/constructs/`): no fix record's lowering touches it and no trace detects
-it; it stands for a bundle's module hierarchy, not for one of its ops.
+not a construct (`oracle/constructs/`): no trace detects it; it stands for a bundle's module
+hierarchy, not for one of its ops. The constructs it is built of (`HOLDS`) are lowered like any
+other, so their records can change its program.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
 CONSTRUCT = "asset_hierarchy"
 DEFAULT_PARAMS: dict[str, Any] = {"depth": 3, "channels": 8, "length": 16}
 LABEL = "nested Conv1d+BatchNorm1d blocks"
+# The library's constructs its module holds (what their detectors find in its exported graph:
+# tests/test_asset_probe_holds.py): a lowering record naming one can change the probe's program
+# (bisection saw #54's fp16 batch norm commit change the fp16 asset probe).
+HOLDS: tuple[str, ...] = ("batch_norm",)
 
 
 def _hierarchy(depth: int, channels: int) -> torch.nn.Module:

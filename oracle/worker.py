@@ -152,8 +152,15 @@ def measure(spec: dict, assets: dict[str, str], out: Path) -> dict:
         probe = _build(spec)
         save_torch({k: v.contiguous() for k, v in probe.inputs.items()},
                    str(out / "inputs.safetensors"))
-        with torch.no_grad():
-            ref = probe.reference_module(*probe.reference_inputs.values())
+        try:
+            with torch.no_grad():
+                ref = probe.reference_module(*probe.reference_inputs.values())
+        except Exception as exc:  # noqa: BLE001
+            # torch itself refuses the module (e.g. a transposed conv's output_padding not
+            # below its stride, which torch.export still exports): no program can be checked
+            failed = _fail("reference", exc, out)
+            failed["error"] = f"torch cannot run the probe in fp32: {failed['error']}"
+            return failed
         refs = ref if isinstance(ref, tuple | list) else (ref,)
         reference = {f"out{i}": _storable(r.detach().float().numpy()
                                           if r.is_floating_point() else r.detach().numpy())

@@ -22,7 +22,7 @@ import tomli_w
 from cli import invoke
 from registries import registry_with
 
-from inventory.attribution import explaining, release_steps
+from inventory.attribution import explaining, held, pipeline_note, release_steps, stage
 from oracle.fixes import Fix
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,6 +83,42 @@ def test_a_step_is_explained_only_by_lowering_records_of_that_step_naming_the_co
     # asset and pipeline records never explain a lowering change, even naming the construct
     assert explaining(fixes, "asset_hierarchy", "0.4.0", "0.4.1") == ()
     assert explaining(fixes, "view_dynamic", "0.4.2", "0.4.3") == ()
+
+
+def _changed(emitted: str, shipped: str = "differs"):
+    from oracle.results import ProbeResult, Side
+    from oracle.spec import ProbeSpec
+
+    ok = {"packages": {}, "ok": True}
+    return ProbeResult(ProbeSpec("batch_norm", {}), Side("0.4.0", **ok), Side("0.4.1", **ok),
+                       emitted, shipped, None, "")
+
+
+def test_a_change_the_optimizer_alone_made_is_the_pipeline_records_never_the_lowerings():
+    """The emitted programs are identical and the shipped ones differ: no lowering emitted
+    anything else, so a lowering record naming the construct is not credited (issue #30: a
+    pipeline change was); the step's pipeline record is, as verify's rule (b) credits it."""
+    fixes = [_fix("13", "0.4.1", "batch_norm"), _fix("54", "0.4.2", "batch_norm"),
+             _fix("core-b2", "0.4.1", "asset_hierarchy", kind="pipeline")]
+    assert stage(_changed("identical")) == "optimizer"
+    assert explaining(fixes, "batch_norm", "0.4.0", "0.4.1", _changed("identical")) == \
+        ("core-b2",)
+    assert explaining(fixes, "batch_norm", "0.4.0", "0.4.1", _changed("differs")) == ("13",)
+    # 0.4.3's emitted program is already optimized: the stage cannot be told, as in verify
+    assert explaining(fixes, "batch_norm", "0.4.0", "0.4.1", _changed("not-comparable")) == \
+        ("13",)
+    # a step without a pipeline record leaves the optimizer's change unexplained, and says why
+    assert explaining(fixes, "batch_norm", "0.4.1", "0.4.2", _changed("identical")) == ()
+    assert "only optimize()'s output differs" in pipeline_note(fixes, _changed("identical"),
+                                                                "0.4.1", "0.4.2")
+
+
+def test_the_asset_probe_is_explained_by_the_records_of_the_constructs_it_holds():
+    """Bisection saw #54's fp16 batch norm commit change the fp16 asset probe; the probe's
+    blocks hold batch norms, so #54's record explains that change."""
+    fixes = [_fix("54", "0.4.2", "batch_norm"), _fix("40", "0.4.2", "conv_transpose")]
+    assert held("asset_hierarchy") == ("asset_hierarchy", "batch_norm")
+    assert explaining(fixes, "asset_hierarchy", "0.4.1", "0.4.2") == ("54",)
 
 
 def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(converter_envs, json_schema,

@@ -146,3 +146,18 @@ def test_when_only_the_new_release_converts_its_program_is_run_against_torch(env
     off = ~np.isclose(new.ravel(), ref.ravel(), atol=1e-4, equal_nan=True)
     assert off.any()
     assert all(x[i] == 0.0 and np.signbit(x[i]) and y[i] != 0.0 for i in np.flatnonzero(off))
+
+
+def test_a_program_torch_itself_cannot_run_is_not_checked_and_says_why(env, pool):
+    """output_padding equal to the stride: torch.export exports it and 0.4.2 converts it, yet
+    torch refuses to run it (0.4.3 refuses to convert it, as torch does). The one program there
+    is has no reference to be checked against: not run, never right."""
+    from oracle.regimes import load_regimes
+
+    spec = {r.id: r for r in load_regimes()}["conv_transpose/1d-op-eq-stride"].spec
+    result = compare(spec, env("0.4.2"), env("0.4.3"), pool, use_cache=False)
+    assert result.shipped == "new-cannot-convert"
+    a = result.alone
+    assert a is not None and a.side == "old" and not a.ok
+    assert a.error.startswith("torch cannot run the probe in fp32: RuntimeError: output padding")
+    assert judge(result, load_policy()).alone == "not-run"

@@ -120,7 +120,7 @@ def test_a_shipped_program_the_new_release_cannot_rebuild_is_still_checked():
 
 def test_a_side_that_could_not_run_alone_is_not_run_never_right():
     v = judge(_alone(None), load_policy())
-    assert v.alone == "not-run" and "could not be run: aborted" in v.reason
+    assert v.alone == "not-run" and "could not be checked against torch fp32: aborted" in v.reason
     stored_before = ProbeResult(SPEC, Side("0.4.1", {}, False, "convert", "x"), NEW,
                                 "old-cannot-convert", "old-cannot-convert", None, "/e")
     assert judge(stored_before, load_policy()).alone == "not-run"

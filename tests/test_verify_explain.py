@@ -105,6 +105,16 @@ def test_rule_a_a_record_naming_a_detected_construct():
         {"54": "construct batch_norm"}
 
 
+def test_rule_a_never_credits_a_lowering_record_with_the_optimizers_change():
+    """The region holds the record's construct, yet the lowerings emitted the same program
+    there: only a record of a kind that changes the optimizer's output can explain it."""
+    bn = fix("54", constructs=("batch_norm",))
+    r = as_json(OPTIMIZER, constructs=["batch_norm"])
+    assert attributed(r, [bn]) == {}
+    assert attributed(r, [bn, fix("core-b2", kind="pipeline")]) == \
+        {"core-b2": "pipeline record, optimizer stage"}
+
+
 def test_rule_b_a_pipeline_record_explains_only_the_optimizers_regions():
     pin = fix("core-b2", kind="pipeline")
     assert attributed(as_json(OPTIMIZER), [pin]) == {"core-b2": "pipeline record, optimizer stage"}

@@ -17,7 +17,9 @@ optimizer; one both hold was kept or moved by it).
 Attribution rules (data, never verdicts): a record of the region's own step explains it when
 
 * (a) `construct`: the record names a construct a detector finds in the region's nodes (or the
-  composite whose body it is);
+  composite whose body it is), and the region's stage is `lowering` (at the optimizer stage the
+  lowerings emitted the same program there: issue #30 saw a pipeline change credited to a
+  lowering record of its step);
 * (b) `pipeline`: it is a pipeline record (a coreai-core pin) and the region's stage is
   `optimizer`;
 * (c) `touches`: its `touches` lists one of the region's aten targets or Core AI ops.
@@ -69,7 +71,9 @@ def attributed(region: dict[str, Any], records: list[Fix]) -> dict[str, str]:
     out: dict[str, str] = {}
     for fix in records:
         hit = sorted(kinds & set(fix.constructs))
-        if fix.record_kind.names_constructs and hit:
+        # a lowering record whose construct the region holds explains it only where a lowering
+        # changed (the emitted programs differ there): at the optimizer stage it emitted the same
+        if fix.record_kind.names_constructs and hit and region["stage"] == LOWERING:
             out[fix.id] = f"construct {', '.join(hit)}"
         elif fix.record_kind.changes_optimizer and region["stage"] == OPTIMIZER:
             out[fix.id] = f"{fix.kind} record, optimizer stage"

@@ -19,7 +19,8 @@ to the database shows up as a new entry without a snapshot (and the test says to
 `scripts/golden --update`). Nothing here imports the project: the CLI's JSON is the interface, so a
 refactor of the modules behind it leaves this file alone.
 
-Kept: verdicts, re-export decisions, the stage identities (emitted/shipped/outputs), output shapes
+Kept: verdicts, re-export decisions, the stage identities (emitted/shipped/outputs), the check of
+a program run alone when only its side converts (right or wrong, and where), output shapes
 (integers), runtime names, exporter releases, condition verdicts, exit codes, deployment runtimes
 and every load check's outcome per runtime (`loads`, `crashes`, ...). Left out: evidence
 paths and `cached` (they depend on the store, not on the answer), reasons and chains (prose
@@ -180,7 +181,16 @@ def _probe(p: dict[str, Any]) -> dict[str, Any]:
             "outputs": p["outputs"], "shapes_old": p.get("shapes_old", []),
             "shapes_new": p.get("shapes_new", []), "shapes_ref": p.get("shapes_ref", []),
             "runtime": p.get("runtime"), "verdict": p["verdict"], "reexport": p["reexport"],
-            "changed_in": _changed_in(p.get("steps", []))}
+            "changed_in": _changed_in(p.get("steps", [])), **_alone(p)}
+
+
+def _alone(p: dict[str, Any]) -> dict[str, str]:
+    """When one side converts: that side's program against torch fp32, `new: wrong (runtime)`
+    (kept only where it was run alone, so the other probes' entries stay as they were)."""
+    a = p.get("alone")
+    if not a:
+        return {}
+    return {"alone": f"{a['side']}: {a.get('check')} ({a['runtime']})"}
 
 
 def _changed_in(steps: list[dict[str, Any]]) -> list[str]:
@@ -257,8 +267,9 @@ def _notes(run: Run) -> dict[str, Any]:
             "bundles": f["bundles"],
             "loads": [{side: {o["core"]: o["outcome"] for o in pair[side]["outcomes"]}
                        for side in ("old", "new")} for pair in f["loads"]],
-            "probes": {p["probe"]: {k: p[k] for k in
-                                    ("emitted", "shipped", "outputs", "verdict", "runtime")}
+            "probes": {p["probe"]: {**{k: p[k] for k in
+                                       ("emitted", "shipped", "outputs", "verdict", "runtime")},
+                                    **_alone(p)}
                        for p in f["probes"]},
             "held_by": [f"{h['bundle']}: {h['instance']} x{h['count']}" for h in f["held_by"]],
             "summary": {k: v for k, v in f["summary"].items() if k != "max_abs_move"}

@@ -9,15 +9,21 @@ why not). Plain data; nothing here converts anything.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from oracle.schema import Fields
 from oracle.tomlfile import read_toml
 
 CONFORMANCE_FILE = Path(__file__).with_name("conformance.toml")
-CHECKS = ("numerical", "ir")
+# what an upstream case checks: the asset's numerics against torch, substrings of its program, or
+# the location every op of the emitted program carries (the debug-location tests of record #28)
+CHECKS = ("numerical", "ir", "locations")
 # the table an upstream test exports with: torch's default (the test helper's) or coreai-torch's
 TABLES = ("default", "coreai")
+# the program an IR test reads: after optimize() (the test helpers' get_ir) or as to_coreai()
+# returns it (a test that prints the converter's program itself)
+PROGRAMS = ("shipped", "emitted")
 
 
 class ConformanceError(Exception):
@@ -37,6 +43,7 @@ class Case:
     ir_lacks: tuple[str, ...] = ()
     aten_has: tuple[str, ...] = ()
     unmapped: str = ""
+    program: str = "shipped"
 
     @property
     def file(self) -> str:
@@ -48,21 +55,47 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Unrelated:
+    """Test functions the record's commits add or change that do not test the record's change
+    (a sync commit carries many): `tests` are patterns (fnmatch, `*` any text) over the record's
+    `tests`, `why` says what they test instead."""
+
+    tests: tuple[str, ...]
+    why: str
+
+
+@dataclass(frozen=True)
 class Record:
     fix: str
     commits: tuple[str, ...]
     tests: tuple[str, ...]
     cases: tuple[Case, ...]
     pending: str = ""
+    unrelated: tuple[Unrelated, ...] = ()
 
     @property
     def count(self) -> int:
         return sum(c.count for c in self.cases)
 
+    def unrelated_tests(self) -> dict[str, str]:
+        """Each listed test that no case holds and an `unrelated` group matches: its reason (the
+        first matching group's)."""
+        held = {c.test for c in self.cases}
+        out: dict[str, str] = {}
+        for test in self.tests:
+            if test in held:
+                continue
+            why = next((g.why for g in self.unrelated
+                        if any(fnmatchcase(test, p) for p in g.tests)), None)
+            if why is not None:
+                out[test] = why
+        return out
 
-_RECORD_KEYS = ("fix", "commits", "tests", "case", "pending")
+
+_RECORD_KEYS = ("fix", "commits", "tests", "case", "pending", "unrelated")
+_UNRELATED_KEYS = ("tests", "why")
 _CASE_KEYS = ("test", "params", "count", "regimes", "keep", "checks", "ir_has", "ir_lacks",
-              "aten_has", "unmapped", "table")
+              "aten_has", "unmapped", "table", "program")
 
 
 def load_records(path: Path = CONFORMANCE_FILE) -> list[Record]:
@@ -91,8 +124,23 @@ def load_records(path: Path = CONFORMANCE_FILE) -> list[Record]:
                 ir_lacks=fields.strings(case, "ir_lacks", at),
                 aten_has=fields.aten_overloads(case, "aten_has", at),
                 unmapped=fields.line(case, "unmapped", at, ""),
+                program=fields.choice(case, "program", at, PROGRAMS, "shipped"),
             ))
-        records.append(Record(fix, fields.strings(raw, "commits", where),
-                              fields.strings(raw, "tests", where), tuple(cases),
-                              fields.line(raw, "pending", where, "")))
+        tests = fields.strings(raw, "tests", where)
+        held = {c.test for c in cases}
+        groups = []
+        for n, group in enumerate(raw.get("unrelated", []), start=1):
+            at = f"{where} (fix {fix}) unrelated {n}"
+            if not isinstance(group, dict):
+                fields.problem(f"{at} must be a table ([[record.unrelated]])")
+            fields.keys(group, _UNRELATED_KEYS, at)
+            patterns = fields.strings(group, "tests", at, required=True)
+            for pattern in patterns:
+                # a pattern that matches nothing is a misspelt test name, not a harmless no-op
+                if not any(fnmatchcase(t, pattern) for t in tests if t not in held):
+                    fields.problem(f"{at}: '{pattern}' matches none of the record's tests that "
+                                   "no case holds")
+            groups.append(Unrelated(patterns, fields.line(group, "why", at)))
+        records.append(Record(fix, fields.strings(raw, "commits", where), tests, tuple(cases),
+                              fields.line(raw, "pending", where, ""), tuple(groups)))
     return records

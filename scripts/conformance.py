@@ -15,8 +15,19 @@ The case conforms when the new release is right (it converts; a numerical case's
 within the policy's tolerance of torch fp32, measured on the new asset alone; an IR case's
 program holds what the test reads) and the library's verdict for each regime reproduces the
 upstream outcome of the old release: fails <-> old-cannot-convert, wrong <-> values-move or
-shape-change (required), same program <-> same-program. Results and their evidence folders are
-written to evidence/conformance-<old>-<new>.json; the table is printed (the README shows it).
+shape-change (required), same program <-> same-program.
+
+A "locations" case (an asset record's debug-location test) reads the location of every op the
+asset probe's converted program carries (`oracle/location_worker.py`, TorchConverter() as it
+comes, before optimize()) under both releases: the fixed release is right when every op carries
+a debuginfo location; the old one is wrong when some op does not. The library answers an asset
+record by load checks, so it reproduces the case when the old release's asset does not load on
+the runtime the fixed release pins and the fixed release's asset does (an old release that is
+already right must load there too).
+
+A record's `unrelated` test functions (in its commits, not testing its change) are listed with
+their reason. Results and their evidence folders are written to
+evidence/conformance-<old>-<new>.json; the table is printed (the README shows it).
 
     scripts/conformance [--fix ID ...] [--out DIR]
 """
@@ -25,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from collections.abc import Iterable
@@ -35,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from inventory.policy import Policy, load_policy  # noqa: E402
+from inventory.release_notes import asset_regimes  # noqa: E402
 from inventory.verdict import (  # noqa: E402
     AloneCheck,
     ProbeVerdict,
@@ -45,10 +58,12 @@ from inventory.verdict import (  # noqa: E402
 )
 from oracle.conformance import Case, Record, load_records  # noqa: E402
 from oracle.fixes import Fix, load_fixes  # noqa: E402
+from oracle.load_check import LoadCheck, load_check  # noqa: E402
 from oracle.paths import cache_root, safe_name  # noqa: E402
 from oracle.regimes import Regime, load_regimes  # noqa: E402
 from oracle.releases import Catalog, load_catalog, version_key  # noqa: E402
 from oracle.results import Alone, Identity, ProbeResult, Side  # noqa: E402
+from oracle.runtimes import cores  # noqa: E402
 from oracle.session import Session  # noqa: E402
 from oracle.spec import Pipeline, ProbeSpec  # noqa: E402
 from oracle.stats import side_stats  # noqa: E402
@@ -83,8 +98,8 @@ def upstream_spec(regime: Regime, case: Case) -> ProbeSpec:
     """The regime's module as the upstream test converts it: the test helpers' table, and
     optimize() only for an IR test (get_ir optimizes, validate_numerical_output does not)."""
     pipe = regime.spec.pipeline
-    return replace(regime.spec, pipeline=Pipeline(case.table, case.checks == "ir", pipe.shapes,
-                                                  case.keep))
+    optimized = case.checks == "ir" and case.program == "shipped"
+    return replace(regime.spec, pipeline=Pipeline(case.table, optimized, pipe.shapes, case.keep))
 
 
 def failure(side: Side) -> str:
@@ -128,7 +143,7 @@ def new_right(session: Session, result: ProbeResult, case: Case, policy: Policy,
         return False, f"does not convert ({new.stage}: {new.error})"
     if case.checks == "ir":
         # the upstream IR tests read the program after optimize() (get_ir)
-        ir = Path(new.files["shipped"]).read_text()
+        ir = Path(new.files[case.program]).read_text()
         aten = Path(new.files["aten"]).read_text()
         missing = [s for s in case.ir_has if s not in ir]
         present = [s for s in case.ir_lacks if s in ir]
@@ -155,6 +170,101 @@ def new_right(session: Session, result: ProbeResult, case: Case, policy: Policy,
     return check == AloneCheck.RIGHT, how
 
 
+LOCATION_WORKER = ROOT / "oracle" / "location_worker.py"
+
+
+_LOCATIONS: dict[tuple[str, str], dict] = {}
+
+
+def locations(session: Session, spec: ProbeSpec, release: str, work: Path) -> dict:
+    """Every op's location in the program `release` converts the asset probe to (its own
+    process, in the release's environment; once per run: several tests read the same probe)."""
+    key = (release, spec.key())
+    if key not in _LOCATIONS:
+        _LOCATIONS[key] = _read_locations(session, spec, release, work)
+    return _LOCATIONS[key]
+
+
+def _read_locations(session: Session, spec: ProbeSpec, release: str, work: Path) -> dict:
+    env = session.env(release)
+    out = work / f"locations-{release}-{safe_name(spec.key())}"
+    done = subprocess.run([str(env.python), str(LOCATION_WORKER), json.dumps(spec.to_json()),
+                           str(out)], capture_output=True, text=True, timeout=900, check=False)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"ok": False, "error": f"exit {done.returncode}: {tail}"}
+    return json.loads(lines[-1])
+
+
+def all_debuginfo(answer: dict) -> bool:
+    return answer.get("ok", False) and answer["counts"]["debuginfo"] == answer["ops"] and \
+        answer["module"] == "debuginfo"
+
+
+def describe_locations(answer: dict) -> str:
+    if not answer.get("ok"):
+        return f"does not convert: {answer.get('error')}"
+    counts = ", ".join(f"{n} {kind}" for kind, n in answer["counts"].items() if n)
+    return f"{answer['ops']} ops: {counts}; the module's own location: {answer['module']}"
+
+
+def loads_reproduce(outcome: str, old_loads: bool, new_loads: bool) -> bool:
+    """The library's load checks agree with a debug-location test when the fixed release's asset
+    loads on the runtime it pins, and the old release's loads there exactly when its program is
+    already right (every op a debuginfo location)."""
+    if outcome == "fails":
+        return False  # the old release does not convert the probe: the checks say nothing of it
+    return new_loads and old_loads == (outcome == "same program")
+
+
+def load_answer(check: LoadCheck, core: str) -> tuple[bool, str]:
+    outcome = check.on(core)
+    if not check.converted or outcome is None:
+        return False, f"not checked: {check.convert_error or 'no outcome on ' + core}"
+    return outcome.loads, f"{outcome.describe()} (on coreai-core {core})"
+
+
+def run_locations_case(session: Session, case: Case, regimes: dict[str, Regime], old: str,
+                       new: str, work: Path, row: dict) -> dict:
+    """A debug-location test: what location each op carries under both releases (the upstream
+    outcome), and the asset probe's load checks on the fixed release's runtime (the library's
+    answer for an asset record)."""
+    core = session.env(new).core
+    held = []
+    for rid in case.regimes:
+        spec = regimes[rid].spec
+        before_, after_ = (locations(session, spec, r, work) for r in (old, new))
+        if not before_.get("ok"):
+            outcome = "fails"
+        else:
+            outcome = "same program" if all_debuginfo(before_) else "wrong"
+        checks = [load_check(spec, session.env(r), cores(session.catalog), session)
+                  for r in (old, new)]
+        (old_loads, old_how), (new_loads, new_how) = (load_answer(c, core) for c in checks)
+        agree = loads_reproduce(outcome, old_loads, new_loads)
+        held.append({
+            "regime": rid,
+            "upstream": {"pipeline": "torch default table, TorchConverter() as it comes, "
+                                     "emitted program (before optimize())",
+                         "old": outcome, "old_detail": describe_locations(before_),
+                         "new_right": all_debuginfo(after_),
+                         "new_detail": describe_locations(after_),
+                         "evidence": [a.get("files", {}).get("located", "")
+                                      for a in (before_, after_)]},
+            "library": {"answer": "load checks", "runtime": f"coreai-core {core}",
+                        "old_asset": old_how, "new_asset": new_how,
+                        "evidence": [c.evidence for c in checks]},
+            "reproduces": agree,
+        })
+    row["regimes"] = held
+    row["old"] = held[0]["upstream"]["old"]
+    row["new_right"] = all(h["upstream"]["new_right"] for h in held)
+    row["status"] = ("conforms" if row["new_right"] and all(h["reproduces"] for h in held)
+                     else "differs")
+    return row
+
+
 def run_case(session: Session, record: Record, case: Case, regimes: dict[str, Regime],
              old: str, new: str, policy: Policy, work: Path) -> dict:
     """Each regime of the case: its module under the upstream test's setup (the upstream
@@ -164,6 +274,8 @@ def run_case(session: Session, record: Record, case: Case, regimes: dict[str, Re
     if case.unmapped:
         row.update(status="unmapped", why=case.unmapped)
         return row
+    if case.checks == "locations":
+        return run_locations_case(session, case, regimes, old, new, work, row)
     envs = session.env(old), session.env(new)
     held = []
     for rid in case.regimes:
@@ -196,7 +308,8 @@ def run_case(session: Session, record: Record, case: Case, regimes: dict[str, Re
 def run(records: Iterable[Record], fixes: dict[str, Fix], out_dir: Path) -> int:
     catalog = load_catalog()
     policy = load_policy()
-    regimes = {r.id: r for r in load_regimes()}
+    # an asset or pipeline record's cases are held by the asset probe, as release-notes probes it
+    regimes = {r.id: r for r in [*load_regimes(), *asset_regimes()]}
     by_step: dict[tuple[str, str], list[dict]] = {}
     work = cache_root() / "conformance"
     started = time.monotonic()
@@ -212,6 +325,10 @@ def run(records: Iterable[Record], fixes: dict[str, Fix], out_dir: Path) -> int:
             for case in record.cases:
                 print(f"#{record.fix} {case.test} [{case.params[:50]}]", file=sys.stderr)
                 rows.append(run_case(session, record, case, regimes, *step, policy, work))
+            unrelated = record.unrelated_tests()
+            for group in dict.fromkeys(unrelated.values()):
+                rows.append({"fix": record.fix, "status": "unrelated", "why": group,
+                             "tests": [t for t, why in unrelated.items() if why == group]})
     failed = 0
     for (old, new), rows in sorted(by_step.items(), key=lambda kv: version_key(kv[0][1])):
         path = out_dir / f"conformance-{old}-{new}.json"
@@ -226,15 +343,18 @@ def run(records: Iterable[Record], fixes: dict[str, Fix], out_dir: Path) -> int:
 
 def table(rows: list[dict]) -> str:
     """Per record: upstream cases, how many re-typed cases conform, what the old release does."""
-    lines = ["| record | upstream cases | held by regimes | unmapped | old fails | old wrong "
-             "| same program | changes, right | new right | library reproduces |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| record | upstream cases | held by regimes | unmapped | unrelated tests | old fails "
+             "| old wrong | same program | changes, right | new right | library reproduces |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for fix in dict.fromkeys(r["fix"] for r in rows):
         mine = [r for r in rows if r["fix"] == fix]
+        label = f"#{fix}" if fix.isdigit() else fix  # core-b2 is a pin, not a pull request
         if mine[0]["status"] == "pending":
-            lines.append(f"| #{fix} | {len(mine[0]['tests'])} test functions listed | pending: "
-                         f"{mine[0]['why']} | | | | | | | |")
+            lines.append(f"| {label} | {len(mine[0]['tests'])} test functions listed | pending: "
+                         f"{mine[0]['why']} | | | | | | | | |")
             continue
+        unrelated = sum(len(r["tests"]) for r in mine if r["status"] == "unrelated")
+        mine = [r for r in mine if r["status"] != "unrelated"]
         held = [r for r in mine if r["status"] != "unmapped"]
         old = [r["old"] for r in held]
 
@@ -243,8 +363,8 @@ def table(rows: list[dict]) -> str:
 
         everything = [True] * len(held)
         lines.append(
-            f"| #{fix} | {sum(r['count'] for r in mine)} | {n(everything)} | "
-            f"{sum(r['count'] for r in mine if r['status'] == 'unmapped')} | "
+            f"| {label} | {sum(r['count'] for r in mine)} | {n(everything)} | "
+            f"{sum(r['count'] for r in mine if r['status'] == 'unmapped')} | {unrelated} | "
             f"{n([o == 'fails' for o in old])} | {n([o == 'wrong' for o in old])} | "
             f"{n([o == 'same program' for o in old])} | "
             f"{n([o == 'changes, right' for o in old])} | "

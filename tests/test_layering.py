@@ -17,6 +17,7 @@ COREAI_ALLOWED = {
     "oracle.scan_worker": "the in-environment bundle reader",
     "oracle.asset_worker": "the in-environment asset loader and location rewriter",
     "oracle.program_worker": "the in-environment whole-program converter (inventory verify)",
+    "oracle.location_worker": "the in-environment debug-location reader (scripts/conformance)",
     "oracle.constructs.quantize": "the probe of coreai-torch's own quantize ops (built in env)",
     "inventory.trace.worker": "the trace subprocess: get_decomp_table() only",
 }

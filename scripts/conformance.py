@@ -305,7 +305,23 @@ def run_case(session: Session, record: Record, case: Case, regimes: dict[str, Re
     return row
 
 
-def run(records: Iterable[Record], fixes: dict[str, Fix], out_dir: Path) -> int:
+def kept_rows(path: Path, rows: list[dict], order: list[str]) -> list[dict]:
+    """A step's rows: those just run, and the stored rows of the step's other records (a run of
+    some records, `--fix`, must not drop the others' evidence), in conformance.toml's order."""
+    ran = {r["fix"] for r in rows}
+    try:
+        stored = json.loads(path.read_text()).get("cases", [])
+    except (OSError, ValueError):
+        stored = []
+    merged = [r for r in stored if r.get("fix") not in ran and r.get("fix") in order] + rows
+    return sorted(merged, key=lambda r: order.index(r["fix"]))  # stable within a record
+
+
+def run(records: Iterable[Record], fixes: dict[str, Fix], out_dir: Path,
+        order: list[str] | None = None) -> int:
+    """`order`: every record's fix id in conformance.toml's order (default: those run)."""
+    records = list(records)
+    order = order or [r.fix for r in records]
     catalog = load_catalog()
     policy = load_policy()
     # an asset or pipeline record's cases are held by the asset probe, as release-notes probes it
@@ -332,6 +348,7 @@ def run(records: Iterable[Record], fixes: dict[str, Fix], out_dir: Path) -> int:
     failed = 0
     for (old, new), rows in sorted(by_step.items(), key=lambda kv: version_key(kv[0][1])):
         path = out_dir / f"conformance-{old}-{new}.json"
+        rows = kept_rows(path, rows, order)
         doc = {"from": old, "to": new, "seconds": round(time.monotonic() - started, 1),
                "cases": rows}
         path.write_text(json.dumps(doc, indent=1) + "\n")
@@ -390,7 +407,7 @@ def main(argv: list[str]) -> int:
         return 2
     chosen = [r for r in records if not args.fix or r.fix in args.fix]
     args.out.mkdir(parents=True, exist_ok=True)
-    return run(chosen, fixes, args.out)
+    return run(chosen, fixes, args.out, [r.fix for r in records])
 
 
 if __name__ == "__main__":

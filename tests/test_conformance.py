@@ -211,3 +211,22 @@ def test_the_location_worker_reads_fused_locations_in_0_4_0_and_debuginfo_in_0_4
     assert new["counts"] == {"debuginfo": new["ops"], "fused": 0, "other": 0}
     assert new["module"] == "debuginfo"
     assert (tmp_path / "0.4.1" / "emitted.located.mlir").read_text().count("#debuginfo") > 0
+
+
+def test_a_run_of_some_records_keeps_the_stored_rows_of_the_others(tmp_path):
+    """`scripts/conformance --fix 56` rewrites its step's evidence file: the rows of the step's
+    other records are kept from the stored file (they used to be dropped), in the data's order;
+    a record gone from the data is dropped with its rows."""
+    import json
+
+    path = tmp_path / "conformance-0.4.1-0.4.2.json"
+    path.write_text(json.dumps({"cases": [
+        {"fix": "40", "test": "a", "status": "conforms"},
+        {"fix": "56", "test": "old", "status": "differs"},
+        {"fix": "gone", "test": "x", "status": "conforms"},
+        {"fix": "23", "test": "b", "status": "conforms"}]}))
+    rows = _script().kept_rows(path, [{"fix": "56", "test": "new", "status": "conforms"}],
+                               ["40", "23", "56"])
+    assert [(r["fix"], r["test"]) for r in rows] == [("40", "a"), ("23", "b"), ("56", "new")]
+    # no stored file: only what ran
+    assert _script().kept_rows(tmp_path / "none.json", rows[-1:], ["56"]) == rows[-1:]

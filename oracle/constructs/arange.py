@@ -29,23 +29,31 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         """x + arange(start, end, step, dtype): the arange's dtype is `input` (x's), a named dtype,
         or absent (torch's default for the bounds: int64 for integers, fp32 for a float)."""
 
-        def __init__(self, start: float, end: float, step: float, dtype: str | None) -> None:
+        def __init__(self, start: float, end: float, step: float, dtype: str | None,
+                     end_from_input: bool) -> None:
             super().__init__()
             self.start, self.end, self.step = start, end, step
             self.dtype = dtype
+            self.end_from_input = end_from_input
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             if self.dtype == "input":
                 dtype: torch.dtype | None = x.dtype
             else:
                 dtype = p.DTYPES[self.dtype] if self.dtype else None
+            if self.end_from_input:
+                # the end is x's dynamic length, a SymInt the converter reads off x's shape
+                return torch.arange(self.start, x.shape[1], self.step, dtype=dtype)
             return x + torch.arange(self.start, self.end, self.step, dtype=dtype)
 
     start, end = p.number(params.get("start", 0)), p.number(params["end"])
     step = p.number(params.get("step", 1))
-    n = len(torch.arange(start, end, step))
+    from_input = params.get("end_source") == "input"
+    n = int(end) if from_input else len(torch.arange(start, end, step))
     x = torch.randn([int(params.get("batch", 1)), n], generator=gen)
-    return p.Built(_Arange(start, end, step, params.get("arange_dtype", "input")), {"x": x})
+    dynamic = {"x": {1: ("length", 1, max(64, 2 * n))}} if from_input else {}
+    return p.Built(_Arange(start, end, step, params.get("arange_dtype", "input"), from_input),
+                   {"x": x}, dynamic=dynamic)
 
 
 # ---- the detector ------------------------------------------------------------------------------
@@ -54,8 +62,9 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 # default, arange_dtype ""; or a named integer dtype). The probe adds the arange to a float input,
 # so an integer arange's probe is float32 and `tensor_dtype` says what the graph holds; what the
 # arange feeds in the bundle is not recorded. Symbolic bounds (a dynamic size, an .item()) are
-# resolved to a value and `sizes` says so: the probe's bounds are constants. torch.export keeps
-# aranges of static bounds as nodes (it does not fold them).
+# resolved to a value and `sizes` says so: the probe's bounds are constants, except an end that is
+# a dynamic input dimension (`end_source = "input"`), which the probe reads off its input's
+# shape. torch.export keeps aranges of static bounds as nodes (it does not fold them).
 
 INTEGER_DTYPES = ("int64", "int32")
 
@@ -81,6 +90,10 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
         values.append(g.FALLBACK_SIZE if v is None else v)
         hows.append(h)
     params: dict[str, Any] = {"start": values[0], "end": values[1], "step": values[2]}
+    if g.is_symbolic(bounds[1]) and g.size_source(bounds[1]) == "input":
+        # the end is a dynamic input dimension: the program reads it off the input's shape
+        # (get_shape, then a slice and a cast; #56 changed that cast)
+        params["end_source"] = "input"
     arg = node.kwargs.get("dtype")
     params["arange_dtype"] = g.name(arg) if arg is not None else ""
     dtype = g.probe_dtype(val.dtype, params)
@@ -91,7 +104,7 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="arange",
-    params=("start", "end", "step", "arange_dtype", "batch"),
+    params=("start", "end", "step", "arange_dtype", "batch", "end_source"),
     build=build,
     readers=(Reader(("aten.arange.default", "aten.arange.start", "aten.arange.start_step"),
                     detect),),

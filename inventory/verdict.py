@@ -88,7 +88,7 @@ def alone_check(result: ProbeResult, policy: Policy) -> tuple[AloneCheck, str]:
     nonfinite = f", {s.nonfinite} NaN/inf where torch is finite" if s.nonfinite else ""
     return (AloneCheck.RIGHT if right else AloneCheck.WRONG), (
         f"coreai-torch {converter}'s program {'matches' if right else 'is WRONG against'} "
-        f"torch fp32: error relative to |ref|={s.ref_magnitude:.3g} {_fmt(err)}{nonfinite}, "
+        f"torch fp32: error {_fmt(err)} relative to |ref|={s.ref_magnitude:.3g}{nonfinite}, "
         f"tolerance {tol:g} ({a.runtime})")
 
 

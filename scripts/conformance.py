@@ -257,6 +257,13 @@ def run_locations_case(session: Session, case: Case, regimes: dict[str, Regime],
                         "evidence": [c.evidence for c in checks]},
             "reproduces": agree,
         })
+    return concluded(row, held)
+
+
+def concluded(row: dict, held: list[dict]) -> dict:
+    """A case's row with its regimes: the case's own outcome is its first regime's (the one that
+    re-types it); it conforms when the fixed release is right on all and the library reproduces
+    each."""
     row["regimes"] = held
     row["old"] = held[0]["upstream"]["old"]
     row["new_right"] = all(h["upstream"]["new_right"] for h in held)
@@ -296,13 +303,7 @@ def run_case(session: Session, record: Record, case: Case, regimes: dict[str, Re
                         "evidence": result.evidence},
             "reproduces": reproduces(outcome, verdict),
         })
-    row["regimes"] = held
-    # the case's own outcome is its first regime's (the one that re-types it)
-    row["old"] = held[0]["upstream"]["old"]
-    row["new_right"] = all(h["upstream"]["new_right"] for h in held)
-    row["status"] = ("conforms" if row["new_right"] and all(h["reproduces"] for h in held)
-                     else "differs")
-    return row
+    return concluded(row, held)
 
 
 def kept_rows(path: Path, rows: list[dict], order: list[str]) -> list[dict]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from inventory.bisected import narrowed
 from oracle import asset_probe
@@ -30,9 +31,31 @@ from oracle.spec import ProbeSpec
 _ENV_NAME = re.compile(r"coreai-torch-[A-Za-z0-9._+-]+")
 
 
+# An MLIR diagnostic's location, up to the message after it: 0.4.0 writes fused call-stack
+# locations, 0.4.1 on debuginfo ones (#28), so one failure reads differently under the two.
+_LOCATION = re.compile(r"at (?:loc\(|#debuginfo\.location<).*?[)>]:\s+")
+# A path: the temp folder a side wrote into names its side and release (`.../old-0.4.0/...`).
+_PATH = re.compile(r"(?<![\w.])/[\w.+$-]+(?:/[\w.+$-]+)+")
+
+
+def said(side: Side) -> str:
+    """A failed side's error as the converter said it: the exception's every line, from the
+    traceback the worker kept (the one-line error a result holds stops at 500 characters, before
+    the message of a pass that prints its location first)."""
+    trace = Path(side.files.get("traceback", "") or "/nonexistent")
+    if not trace.is_file():
+        return side.error
+    lines = trace.read_text(errors="replace").splitlines()
+    frames = [i for i, ln in enumerate(lines) if ln.startswith("  ")]
+    message = " ".join(ln.strip() for ln in lines[frames[-1] + 1 if frames else 0:] if ln.strip())
+    return message or side.error
+
+
 def failure(side: Side) -> str:
-    """A side's failure with the environment's name set aside."""
-    return _ENV_NAME.sub("<env>", side.error)
+    """A side's failure with what differs between two releases that fail alike set aside: the
+    environment's name, the location format and the paths of the side's own folders."""
+    text = _ENV_NAME.sub("<env>", said(side))
+    return _PATH.sub("<path>", _LOCATION.sub("at <location>: ", text))
 
 
 def failing_both(result: ProbeResult) -> bool:
@@ -61,16 +84,23 @@ def own_step(catalog: Catalog, exporter: str, fix: Fix) -> tuple[str, str]:
     return (max(before, key=version_key) if before else exporter), fix.ships_in
 
 
-LOWERING, OPTIMIZER = "lowering", "optimizer"
+LOWERING, OPTIMIZER, BOTH = "lowering", "optimizer", "lowering or optimizer"
 
 
 def stage(result: ProbeResult) -> str:
     """Where a probe's change is made, as verify says of a whole program's region: `optimizer`
     when the emitted programs are identical and the shipped ones are not (no lowering emitted
-    anything else), else `lowering` (the emitted programs differ, or one side's emitted program
-    is already optimized and the stage cannot be told apart, as verify does)."""
+    anything else); else `lowering` (the emitted programs differ, or one side's emitted program
+    is already optimized and the stage cannot be told apart, as verify does). One case is told:
+    a probe whose pipeline does not optimize, where one side's `to_coreai()` returns an
+    optimized program (0.4.3) and the other the emitted one, ships programs of two stages: the
+    optimizer's work is part of the change, and a lowering change under it cannot be told from
+    these two programs (`BOTH`)."""
     if result.emitted == Identity.IDENTICAL and result.shipped == Identity.DIFFERS:
         return OPTIMIZER
+    if (result.emitted == Identity.NOT_COMPARABLE and result.shipped == Identity.DIFFERS
+            and not result.spec.pipeline.optimize):
+        return BOTH
     return LOWERING
 
 
@@ -89,11 +119,12 @@ def explaining(fixes: list[Fix], construct: str, old: str, new: str,
     a change made by the optimizer alone (`result`'s stage), the records of a kind that changes
     the optimizer's output instead (a lowering that emits the same program changed nothing)."""
     records = between(fixes, old, new)
-    if result is not None and stage(result) == OPTIMIZER:
-        return tuple(f.id for f in records if f.record_kind.changes_optimizer)
+    where = stage(result) if result is not None else LOWERING
     kinds = set(held(construct))
     return tuple(f.id for f in records
-                 if f.record_kind.names_constructs and kinds & set(f.constructs))
+                 if (where != LOWERING and f.record_kind.changes_optimizer)
+                 or (where != OPTIMIZER and f.record_kind.names_constructs
+                     and kinds & set(f.constructs)))
 
 
 def explained_by(fixes: list[Fix], spec: ProbeSpec, old: str, new: str,
@@ -104,16 +135,29 @@ def explained_by(fixes: list[Fix], spec: ProbeSpec, old: str, new: str,
     ids = explaining(fixes, spec.construct, old, new, result)
     if stage(result) == OPTIMIZER:
         return ids
-    return narrowed(ids, fixes, old, new, spec)
+    # the lowering records are narrowed; a record changing the optimizer is kept (see above)
+    lowering = narrowed(tuple(i for i in ids if i not in _optimizer_records(fixes)), fixes,
+                        old, new, spec)
+    return tuple(i for i in ids if i in lowering or i in _optimizer_records(fixes))
+
+
+def _optimizer_records(fixes: list[Fix]) -> set[str]:
+    return {f.id for f in fixes if f.record_kind.changes_optimizer}
 
 
 def pipeline_note(fixes: list[Fix], result: ProbeResult, old: str, new: str) -> str:
     """For an unexplained change made by the optimizer alone: say so (the step has no record
     of a kind that changes the optimizer's output, which would have explained it)."""
-    if stage(result) != OPTIMIZER:
-        return ""
-    return ("emitted program identical, only optimize()'s output differs; no pipeline record "
-            "in this step")
+    where = stage(result)
+    if where == OPTIMIZER:
+        return ("emitted program identical, only optimize()'s output differs; no pipeline record "
+                "in this step")
+    return ""
+
+
+BOTH_NOTE = ("the pipeline does not optimize and one release's to_coreai() returns an optimized "
+             "program: the two shipped programs are of two stages, so the optimizer's work is "
+             "part of the change and a lowering change under it cannot be told apart")
 
 
 @dataclass(frozen=True)
@@ -167,6 +211,8 @@ def step_between(fixes: list[Fix], spec: ProbeSpec, old: str, new: str,
     change of it (what `locate` gives per step, and the registry sweep of a single step)."""
     ids = explained_by(fixes, spec, old, new, result)
     note = "" if ids or not program_changed(result) else pipeline_note(fixes, result, old, new)
+    if program_changed(result) and stage(result) == BOTH:
+        note = BOTH_NOTE
     return Step(old, new, result, ids, note)
 
 
@@ -175,8 +221,8 @@ def step_line(steps: tuple[Step, ...]) -> str:
     parts = []
     for s in steps:
         if s.changed:
-            who = ", ".join(f"#{i}" if i.isdigit() else i for i in s.explained_by) \
-                or "unexplained: no record of this step names the construct" \
+            who = (", ".join(f"#{i}" if i.isdigit() else i for i in s.explained_by)
+                   or "unexplained: no record of this step names the construct") \
                 + (f"; {s.note}" if s.note else "")
             parts.append(f"{s.label} ({who})")
     return "changes in " + "; ".join(parts) if parts else "no step changes it"

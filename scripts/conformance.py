@@ -46,6 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from inventory.attribution import said  # noqa: E402
 from inventory.policy import Policy, load_policy  # noqa: E402
 from inventory.release_notes import asset_regimes  # noqa: E402
 from inventory.verdict import (  # noqa: E402
@@ -103,16 +104,9 @@ def upstream_spec(regime: Regime, case: Case) -> ProbeSpec:
 
 
 def failure(side: Side) -> str:
-    """A failed side's error as the converter said it: the traceback's exception, every line of
-    it (a pass's message follows the location it prints first; the one-line error a result
-    keeps is cut short)."""
-    trace = Path(side.files.get("traceback", "") or "/nonexistent")
-    if not trace.is_file():
-        return side.error
-    lines = trace.read_text().splitlines()
-    frames = [i for i, ln in enumerate(lines) if ln.startswith("  ")]
-    message = " ".join(ln.strip() for ln in lines[frames[-1] + 1 if frames else 0:] if ln.strip())
-    return cut(message or side.error)
+    """A failed side's error as the converter said it, every line (very long: its start and
+    end)."""
+    return cut(said(side))
 
 
 def cut(text: str, width: int = 1500) -> str:

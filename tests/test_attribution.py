@@ -24,6 +24,7 @@ from registries import registry_with
 
 from inventory.attribution import explaining, held, pipeline_note, release_steps, stage
 from oracle.fixes import Fix
+from oracle.spec import ProbeSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -257,3 +258,64 @@ def test_two_releases_that_fail_alike_are_no_change_though_each_error_names_its_
                                           died.format("coreai-torch-0.4.2")))
     assert program_changed(_both_fail(died.format("coreai-torch-0.4.1"),
                                       "convert: Unsupported ATen op: pow"))
+
+
+def test_a_failure_reads_alike_across_location_formats_and_the_sides_own_folders(tmp_path):
+    """0.4.0 writes fused call-stack locations, 0.4.1 debuginfo ones (#28), and a save error
+    names the side's own folder: `sweep --from 0.4.0 --to 0.4.1` counted four failures that are
+    the same under both releases as unexplained changes. The full message comes from the
+    traceback the worker kept (the one-line error stops at 500 characters)."""
+    from inventory.attribution import program_changed
+    from oracle.results import Identity, ProbeResult, Side
+    from oracle.spec import ProbeSpec
+
+    message = ("RuntimeError: Failed to apply passes to module: at {loc}:  shrink dimension 1 "
+               "has dynamic dimension length in input tensor. at {loc}: see current operation")
+    fused = ('loc(fused<{call_stack = ["Consumed$1"]}>["/work/a/conv.py":81:0, '
+             '"coreai"("op_id":46:0)])')
+    debuginfo = ('#debuginfo.location<loc("/work/b/conv.py":81:0) in @main metadata = '
+                 '[<"op_id": {type = "torch", value = 4 : ui64}>]>')
+
+    def side(release: str, loc: str) -> Side:
+        trace = tmp_path / f"{release}.traceback.txt"
+        trace.write_text("Traceback (most recent call last):\n  File \"w.py\", line 1\n"
+                         + message.format(loc=loc) + "\n")
+        return Side(release, {}, False, "optimize", "RuntimeError: Failed to apply passes",
+                    {"traceback": str(trace)})
+
+    def both(old: Side, new: Side) -> ProbeResult:
+        return ProbeResult(ProbeSpec("conv_transpose", {}), old, new,
+                           Identity.BOTH_CANNOT_CONVERT, Identity.BOTH_CANNOT_CONVERT, None, "")
+
+    assert not program_changed(both(side("0.4.0", fused), side("0.4.1", debuginfo)))
+    persist = "save: RuntimeError: failed to persist mlasset to /r/.q-{0}.ab12/{1}/model.aimodel"
+    plain = {"packages": {}, "ok": False, "stage": "save"}
+    assert not program_changed(both(Side("0.4.0", error=persist.format("1", "old-0.4.0"), **plain),
+                                    Side("0.4.1", error=persist.format("2", "new-0.4.1"),
+                                         **plain)))
+    # a failure that reads otherwise is still a change
+    other = Side("0.4.1", error="ValueError: convolution[0]: dim[2] 19 vs 18", **plain)
+    assert program_changed(both(side("0.4.0", fused), other))
+
+
+def test_programs_of_two_stages_credit_the_pipeline_record_and_the_lowerings_and_say_so():
+    """A probe whose pipeline does not optimize, under 0.4.2 (ships the emitted program) and
+    0.4.3 (to_coreai() returns an optimized one): the optimizer's work is part of the change
+    (issue #30: it was left unexplained, or credited to a lowering record alone); a lowering
+    change under it cannot be told apart, so both kinds are credited and the step says why."""
+    from dataclasses import replace
+
+    from inventory.attribution import BOTH_NOTE, step_between
+    from oracle.spec import Pipeline
+
+    fixes = [_fix("79", "0.4.3", "batch_norm"), _fix("core-b3", "0.4.3", kind="pipeline")]
+    unoptimized = replace(_changed("not-comparable"),
+                          spec=ProbeSpec("batch_norm", {}, pipeline=Pipeline(optimize=False)))
+    assert stage(unoptimized) == "lowering or optimizer"
+    assert explaining(fixes, "batch_norm", "0.4.2", "0.4.3", unoptimized) == ("79", "core-b3")
+    assert explaining(fixes, "quantize", "0.4.2", "0.4.3", unoptimized) == ("core-b3",)
+    step = step_between(fixes, replace(unoptimized.spec, construct="quantize"), "0.4.2",
+                        "0.4.3", unoptimized)
+    assert step.explained_by == ("core-b3",) and step.note == BOTH_NOTE
+    # an optimizing pipeline: 0.4.3's emitted stage is not comparable, and lowering it stays
+    assert stage(_changed("not-comparable")) == "lowering"

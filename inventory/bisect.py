@@ -14,7 +14,7 @@ program is compared with B's; if they still differ, the search goes on from that
 program the new reference) to B, until a commit's program is B's. Each transition found is
 exact (its parent's program is the reference's, its own is not); a history that changes a probe
 and changes it back between two tested commits is not seen (binary search assumes one change per
-segment, and says so in the output).
+segment). `every_commit` checks that: each commit against its parent, every change point named.
 
 The probes are those `sweep` compares (every regime of the library, the asset probe in both
 dtypes, and with `registry` every distinct shipped instance), under A's and B's released
@@ -106,6 +106,9 @@ class Bisection:
     probed: int
     probes: tuple[ProbeBisection, ...]
     builds: dict[str, str] = field(default_factory=dict)  # sha -> environment name
+    # "binary" (binary search: one change per tested segment assumed) or "every-commit" (each
+    # commit against its parent: every change point, the assumption checked)
+    search: str = "binary"
 
     @property
     def unattributed(self) -> tuple[ProbeBisection, ...]:
@@ -196,7 +199,7 @@ def _probes(fixes: list[Fix], library: list[Regime], bundles: list[Bundle] | Non
 def bisect(old: str, new: str, repo_path: Path, fixes: list[Fix], library: list[Regime],
            catalog: Catalog, policy: Policy, bundles: list[Bundle] | None = None,
            use_cache: bool = True, progress: Progress = lambda _: None,
-           only: frozenset[str] = frozenset()) -> Bisection:
+           only: frozenset[str] = frozenset(), every_commit: bool = False) -> Bisection:
     from inventory.release_notes import _check_pair
 
     _check_pair(old, new, catalog)
@@ -216,11 +219,53 @@ def bisect(old: str, new: str, repo_path: Path, fixes: list[Fix], library: list[
                                    use_cache, progress, session, only)
         searches = [_Search(r, res, 0, 0, len(line) - 1, b_known=b.sha in releases)
                     for r, res in changing]
-        _run_rounds(searches, line, envs, session, use_cache, progress)
+        if every_commit:
+            _every_commit(searches, line, envs, session, use_cache, progress)
+        else:
+            _run_rounds(searches, line, envs, session, use_cache, progress)
     probes = tuple(ProbeBisection(s.regime, s.release, tuple(s.transitions), tuple(s.tested),
                                   s.problem) for s in searches)
     return Bisection(old, new, str(repo_path), a, b, {old: how_a, new: how_b}, checks,
-                     tuple(line[1:]), probed, probes, dict(envs.builds))
+                     tuple(line[1:]), probed, probes, dict(envs.builds),
+                     "every-commit" if every_commit else "binary")
+
+
+def _every_commit(searches: list[_Search], line: list[Commit], envs: _Envs, session: Session,
+                  use_cache: bool, progress: Progress) -> None:
+    """Each changing probe converted at every commit of the line, each against its parent:
+    every commit that changes it, including a change undone before the next commit a binary
+    search would test (what the binary search assumes away). Commits whose package files are
+    their parent's share its environment and cannot change a probe: not converted."""
+    for i in range(1, len(line)):
+        parent, commit = line[i - 1], line[i]
+        wanted = [s for s in searches if not s.problem]
+        if not wanted:
+            break
+        try:
+            before, after = envs(parent.sha), envs(commit.sha)
+        except Exception as exc:  # noqa: BLE001 - said per probe, never a verdict
+            for s in wanted:
+                s.problem = f"no environment for {commit.short} or its parent: {exc}"
+            continue
+        if before.name != after.name:
+            progress(f"{len(wanted)} probe(s) at {commit.label()} against its parent "
+                     f"[{i}/{len(line) - 1}]")
+            for s in wanted:
+                try:
+                    result = session.compare(s.regime.spec, before, after, use_cache=use_cache)
+                except Exception as exc:  # noqa: BLE001 - an environment fault: said, no verdict
+                    s.problem = f"{commit.short}: {exc}"
+                    continue
+                s.tested.append(_tested(commit.sha, parent.sha, result))
+                if changed(result):
+                    s.transitions.append(Transition(commit, parent.sha, parent.sha,
+                                                    str(result.shipped), *_errors(result),
+                                                    result.evidence, False))
+        envs.release_worker(parent.sha)
+    for s in searches:
+        if s.transitions and not s.problem:
+            s.transitions[-1] = _final(s.transitions[-1])
+        s.done = True
 
 
 def _run_rounds(searches: list[_Search], line: list[Commit], envs: _Envs, session: Session,

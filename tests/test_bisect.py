@@ -168,6 +168,45 @@ def test_bisect_names_the_commit_that_changes_a_probe(env, tmp_path, json_schema
     assert manifest["core"] == old.core and manifest["source"]["version"] == "0.4.1"
 
 
+def test_every_commit_finds_a_change_undone_between_two_commits_a_binary_search_tests(
+        env, tmp_path, json_schema):
+    """The fix, its revert, the fix again, then the bump: a binary search tests the revert (the
+    middle), sees 0.4.1's program and names the re-applied fix alone; `--every-commit` converts
+    each commit against its parent and names all three changes, the last one final."""
+    old, new = env("0.4.1"), env("0.4.2")
+    repo = tmp_path / "coreai-torch"
+    _init(repo)
+    (repo / "pyproject.toml").write_text(PYPROJECT)
+    _put(repo, _package(old.path))
+    _commit(repo, "sync: v0.4.1 (#28)")
+    _git(repo, "tag", "v0.4.1")
+    shas = []
+    for package, message in ((new, "Bug fix: max_pool2d uses default stride value (#36)"),
+                             (old, "Revert max_pool2d default stride (#37)"),
+                             (new, "Reland max_pool2d default stride (#38)")):
+        _put(repo, _package(package.path))
+        _set_version(repo, "0.4.1")
+        shas.append(_commit(repo, message))
+    _set_version(repo, "0.4.2")
+    _commit(repo, "update coreai torch version (#64)")
+
+    def bisected(*extra: str) -> dict:
+        ran = invoke("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", str(repo), "--json",
+                     "-q", "--probe", "max_pool2d/functional-no-stride", *extra)
+        assert ran.returncode == 0, ran.stderr
+        doc = json.loads(ran.stdout)
+        json_schema(doc)
+        return doc
+
+    binary = bisected()
+    assert binary["search"] == "binary"
+    assert [(c["sha"], c["pr"]) for c in binary["probes"][0]["commits"]] == [(shas[2], "38")]
+    every = bisected("--every-commit")
+    assert every["search"] == "every-commit"
+    assert [(c["sha"], c["pr"], c["final"]) for c in every["probes"][0]["commits"]] == [
+        (shas[0], "36", False), (shas[1], "37", False), (shas[2], "38", True)]
+
+
 def test_release_notes_credit_a_change_to_the_record_bisection_names(tmp_path):
     """Two records of one step name arange (#13, #25 with alias #27); a bisect document that
     credits a regime's change to #13's commit takes it out of #25's changes, not #13's; a

@@ -35,6 +35,10 @@ def bisect_cmd(
                         "construct (every regime of it); repeatable.")] = None,
     fixes: Annotated[Path, typer.Option(
         "--fixes", help="The fix database the release comparison is read with.")] = FIXES_FILE,
+    every_commit: Annotated[bool, typer.Option(
+        "--every-commit", help="Convert each changing probe at every commit against its parent "
+                               "instead of a binary search: every change point, including one "
+                               "undone between two commits a binary search tests.")] = False,
     no_cache: NoCache = False,
     quiet: Quiet = False,
 ) -> None:
@@ -59,7 +63,7 @@ def bisect_cmd(
         bundles = load_registry(registry_file) if registry else None
         return bisect(old, new, repo, records, load_regimes(), load_catalog(), load_policy(),
                       bundles, use_cache=not no_cache, progress=progress,
-                      only=frozenset(only or ()))
+                      only=frozenset(only or ()), every_commit=every_commit)
 
     result = report(Renderer("bisect", bisect_record, bisect_table), fmt, quiet, work)
     finish(ExitCode.FINDING if result.unattributed else ExitCode.OK)

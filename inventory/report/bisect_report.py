@@ -53,6 +53,7 @@ def bisect_record(b: Bisection) -> dict[str, Any]:
         "unattributed": [p.regime.id for p in b.unattributed],
         "probes": [_probe(p) for p in b.probes],
         "environments": b.builds,
+        "search": b.search,
     }
 
 

@@ -86,7 +86,7 @@ def test_a_step_is_explained_only_by_lowering_records_of_that_step_naming_the_co
     assert explaining(fixes, "view_dynamic", "0.4.2", "0.4.3") == ()
 
 
-def _changed(emitted: str, shipped: str = "differs"):
+def _step_result(emitted: str, shipped: str = "differs"):
     from oracle.results import ProbeResult, Side
     from oracle.spec import ProbeSpec
 
@@ -101,16 +101,16 @@ def test_a_change_the_optimizer_alone_made_is_the_pipeline_records_never_the_low
     pipeline change was); the step's pipeline record is, as verify's rule (b) credits it."""
     fixes = [_fix("13", "0.4.1", "batch_norm"), _fix("54", "0.4.2", "batch_norm"),
              _fix("core-b2", "0.4.1", "asset_hierarchy", kind="pipeline")]
-    assert stage(_changed("identical")) == "optimizer"
-    assert explaining(fixes, "batch_norm", "0.4.0", "0.4.1", _changed("identical")) == \
+    assert stage(_step_result("identical")) == "optimizer"
+    assert explaining(fixes, "batch_norm", "0.4.0", "0.4.1", _step_result("identical")) == \
         ("core-b2",)
-    assert explaining(fixes, "batch_norm", "0.4.0", "0.4.1", _changed("differs")) == ("13",)
+    assert explaining(fixes, "batch_norm", "0.4.0", "0.4.1", _step_result("differs")) == ("13",)
     # 0.4.3's emitted program is already optimized: the stage cannot be told, as in verify
-    assert explaining(fixes, "batch_norm", "0.4.0", "0.4.1", _changed("not-comparable")) == \
+    assert explaining(fixes, "batch_norm", "0.4.0", "0.4.1", _step_result("not-comparable")) == \
         ("13",)
     # a step without a pipeline record leaves the optimizer's change unexplained, and says why
-    assert explaining(fixes, "batch_norm", "0.4.1", "0.4.2", _changed("identical")) == ()
-    assert "only optimize()'s output differs" in pipeline_note(fixes, _changed("identical"),
+    assert explaining(fixes, "batch_norm", "0.4.1", "0.4.2", _step_result("identical")) == ()
+    assert "only optimize()'s output differs" in pipeline_note(fixes, _step_result("identical"),
                                                                 "0.4.1", "0.4.2")
 
 
@@ -309,7 +309,7 @@ def test_programs_of_two_stages_credit_the_pipeline_record_and_the_lowerings_and
     from oracle.spec import Pipeline
 
     fixes = [_fix("79", "0.4.3", "batch_norm"), _fix("core-b3", "0.4.3", kind="pipeline")]
-    unoptimized = replace(_changed("not-comparable"),
+    unoptimized = replace(_step_result("not-comparable"),
                           spec=ProbeSpec("batch_norm", {}, pipeline=Pipeline(optimize=False)))
     assert stage(unoptimized) == "lowering or optimizer"
     assert explaining(fixes, "batch_norm", "0.4.2", "0.4.3", unoptimized) == ("79", "core-b3")
@@ -318,4 +318,4 @@ def test_programs_of_two_stages_credit_the_pipeline_record_and_the_lowerings_and
                         "0.4.3", unoptimized)
     assert step.explained_by == ("core-b3",) and step.note == BOTH_NOTE
     # an optimizing pipeline: 0.4.3's emitted stage is not comparable, and lowering it stays
-    assert stage(_changed("not-comparable")) == "lowering"
+    assert stage(_step_result("not-comparable")) == "lowering"

@@ -15,6 +15,7 @@ import torch
 from inventory.trace.detect import Grouped, detect, group
 from oracle import probes
 from oracle.constructs import detected as detected_constructs
+from oracle.constructs import get as get_construct
 from oracle.constructs import probe_params
 from oracle.regimes import load_regimes
 
@@ -588,6 +589,8 @@ def _as_traced(regime) -> tuple[dict, str]:
     (a 0-dim divisor's value, how the division was spelled, values) is left out."""
     params = dict(regime.spec.params)
     params.pop("divide_by_zero", None)
+    for key in get_construct(regime.construct).value_params:
+        params.pop(key, None)  # it picks input values, not the graph (atan2's `pairs`)
     if params.get("form") == "true_divide":
         params["form"] = "tensor"  # torch.true_divide exports as div.Tensor
     if params.get("form") == "tensor_0dim_fp32":

@@ -181,10 +181,10 @@ def _probe(p: dict[str, Any]) -> dict[str, Any]:
             "outputs": p["outputs"], "shapes_old": p.get("shapes_old", []),
             "shapes_new": p.get("shapes_new", []), "shapes_ref": p.get("shapes_ref", []),
             "runtime": p.get("runtime"), "verdict": p["verdict"], "reexport": p["reexport"],
-            "changed_in": _changed_in(p.get("steps", [])), **_alone(p)}
+            "changed_in": _changed_in(p.get("steps", [])), **alone_entry(p)}
 
 
-def _alone(p: dict[str, Any]) -> dict[str, str]:
+def alone_entry(p: dict[str, Any]) -> dict[str, str]:
     """When one side converts: that side's program against torch fp32, `new: wrong (runtime)`
     (kept only where it was run alone, so the other probes' entries stay as they were)."""
     a = p.get("alone")
@@ -269,7 +269,7 @@ def _notes(run: Run) -> dict[str, Any]:
                        for side in ("old", "new")} for pair in f["loads"]],
             "probes": {p["probe"]: {**{k: p[k] for k in
                                        ("emitted", "shipped", "outputs", "verdict", "runtime")},
-                                    **_alone(p)}
+                                    **alone_entry(p)}
                        for p in f["probes"]},
             "held_by": [f"{h['bundle']}: {h['instance']} x{h['count']}" for h in f["held_by"]],
             "summary": {k: v for k, v in f["summary"].items() if k != "max_abs_move"}

@@ -129,35 +129,31 @@ def explaining(fixes: list[Fix], construct: str, old: str, new: str,
 
 def explained_by(fixes: list[Fix], spec: ProbeSpec, old: str, new: str,
                  result: ProbeResult) -> tuple[str, ...]:
-    """`explaining`, narrowed by bisection where the step was bisected. An optimizer-stage
-    credit is not narrowed: bisection builds every commit with one release's pins, so a pin's
-    change is never seen there."""
+    """`explaining`, its lowering records narrowed by bisection where the step was bisected. A
+    record changing the optimizer is not narrowed: bisection builds every commit with one
+    release's pins, so a pin's change is never seen there."""
     ids = explaining(fixes, spec.construct, old, new, result)
-    if stage(result) == OPTIMIZER:
-        return ids
-    # the lowering records are narrowed; a record changing the optimizer is kept (see above)
-    lowering = narrowed(tuple(i for i in ids if i not in _optimizer_records(fixes)), fixes,
-                        old, new, spec)
-    return tuple(i for i in ids if i in lowering or i in _optimizer_records(fixes))
+    optimizer = {f.id for f in fixes if f.record_kind.changes_optimizer}
+    lowering = narrowed(tuple(i for i in ids if i not in optimizer), fixes, old, new, spec)
+    return tuple(i for i in ids if i in optimizer or i in lowering)
 
 
-def _optimizer_records(fixes: list[Fix]) -> set[str]:
-    return {f.id for f in fixes if f.record_kind.changes_optimizer}
-
-
-def pipeline_note(fixes: list[Fix], result: ProbeResult, old: str, new: str) -> str:
-    """For an unexplained change made by the optimizer alone: say so (the step has no record
-    of a kind that changes the optimizer's output, which would have explained it)."""
+def step_note(result: ProbeResult, explained: bool) -> str:
+    """What the evidence says of a step's change beyond its records: programs of two stages
+    (always said: the records credited cannot be told apart), or an optimizer-only change no
+    record of the step explains."""
+    if not program_changed(result):
+        return ""
     where = stage(result)
-    if where == OPTIMIZER:
+    if where == BOTH:
+        return ("the pipeline does not optimize and one release's to_coreai() returns an "
+                "optimized program: the two shipped programs are of two stages, so the "
+                "optimizer's work is part of the change and a lowering change under it cannot be "
+                "told apart")
+    if where == OPTIMIZER and not explained:
         return ("emitted program identical, only optimize()'s output differs; no pipeline record "
                 "in this step")
     return ""
-
-
-BOTH_NOTE = ("the pipeline does not optimize and one release's to_coreai() returns an optimized "
-             "program: the two shipped programs are of two stages, so the optimizer's work is "
-             "part of the change and a lowering change under it cannot be told apart")
 
 
 @dataclass(frozen=True)
@@ -210,10 +206,7 @@ def step_between(fixes: list[Fix], spec: ProbeSpec, old: str, new: str,
     """One release step's comparison of a probe, with the records of that step that explain a
     change of it (what `locate` gives per step, and the registry sweep of a single step)."""
     ids = explained_by(fixes, spec, old, new, result)
-    note = "" if ids or not program_changed(result) else pipeline_note(fixes, result, old, new)
-    if program_changed(result) and stage(result) == BOTH:
-        note = BOTH_NOTE
-    return Step(old, new, result, ids, note)
+    return Step(old, new, result, ids, step_note(result, bool(ids)))
 
 
 def step_line(steps: tuple[Step, ...]) -> str:

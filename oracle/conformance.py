@@ -8,6 +8,7 @@ why not). Plain data; nothing here converts anything.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -98,6 +99,18 @@ _CASE_KEYS = ("test", "params", "count", "regimes", "keep", "checks", "ir_has", 
               "aten_has", "unmapped", "table", "program")
 
 
+def _subtables(fields: Fields, raw: dict, key: str, where: str,
+               keys: tuple[str, ...]) -> Iterator[tuple[str, dict]]:
+    """A record's `[[record.<key>]]` tables, each checked to be a table with known keys, with
+    where it is for error lines."""
+    for n, table in enumerate(raw.get(key, []), start=1):
+        at = f"{where} {key} {n}"
+        if not isinstance(table, dict):
+            fields.problem(f"{at} must be a table ([[record.{key}]])")
+        fields.keys(table, keys, at)
+        yield at, table
+
+
 def load_records(path: Path = CONFORMANCE_FILE) -> list[Record]:
     data = read_toml(path, ConformanceError)
     fields = Fields(path, ConformanceError)
@@ -107,11 +120,7 @@ def load_records(path: Path = CONFORMANCE_FILE) -> list[Record]:
         fields.keys(raw, _RECORD_KEYS, where)
         fix = fields.ident(raw, "fix", where)
         cases = []
-        for n, case in enumerate(raw.get("case", []), start=1):
-            at = f"{where} (fix {fix}) case {n}"
-            if not isinstance(case, dict):
-                fields.problem(f"{at} must be a table ([[record.case]])")
-            fields.keys(case, _CASE_KEYS, at)
+        for at, case in _subtables(fields, raw, "case", f"{where} (fix {fix})", _CASE_KEYS):
             cases.append(Case(
                 test=fields.line(case, "test", at),
                 params=fields.line(case, "params", at),
@@ -129,11 +138,8 @@ def load_records(path: Path = CONFORMANCE_FILE) -> list[Record]:
         tests = fields.strings(raw, "tests", where)
         held = {c.test for c in cases}
         groups = []
-        for n, group in enumerate(raw.get("unrelated", []), start=1):
-            at = f"{where} (fix {fix}) unrelated {n}"
-            if not isinstance(group, dict):
-                fields.problem(f"{at} must be a table ([[record.unrelated]])")
-            fields.keys(group, _UNRELATED_KEYS, at)
+        for at, group in _subtables(fields, raw, "unrelated", f"{where} (fix {fix})",
+                                    _UNRELATED_KEYS):
             patterns = fields.strings(group, "tests", at, required=True)
             for pattern in patterns:
                 # a pattern that matches nothing is a misspelt test name, not a harmless no-op

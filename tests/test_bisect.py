@@ -49,6 +49,18 @@ def test_release_commit_by_tag_else_by_version_bump(tmp_path):
     assert [c.sha for c in line] == [middle, bump]
 
 
+def test_a_repository_is_named_by_its_origin_never_by_its_path(tmp_path):
+    repo = tmp_path / "clone"
+    _init(repo)
+    assert Repo(repo).name == "clone"  # no remote: the folder's name
+    for url in ("https://github.com/apple/coreai-torch.git", "git@github.com:apple/coreai-torch",
+                "https://github.com/apple/coreai-torch/"):
+        if "origin" in _git(repo, "remote"):
+            _git(repo, "remote", "remove", "origin")
+        _git(repo, "remote", "add", "origin", url)
+        assert Repo(repo).name == "apple/coreai-torch", url
+
+
 @pytest.mark.parametrize("case", ["not-a-repo", "no-such-dir", "release-not-in-repo",
                                   "unknown-release", "backwards"])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, case):
@@ -91,6 +103,7 @@ def test_bisect_names_the_commit_that_changes_a_probe(env, tmp_path, json_schema
     assert ran.returncode == 0, ran.stderr
     doc = json.loads(ran.stdout)
     json_schema(doc)
+    assert doc["repo"] == "coreai-torch"  # by name: the evidence names no path of this machine
     assert doc["from_commit"]["sha"] == base and doc["from_commit"]["found_by"] == "tag v0.4.1"
     assert doc["to_commit"]["sha"] == bump and "version bump" in doc["to_commit"]["found_by"]
     assert doc["to_commit"]["wheel"] == "same files"

@@ -2,7 +2,7 @@
 
 The answer stays about N. When N's own release step also holds changes of a bundle's traced
 instances that no record of the step explains (the registry sweep, as `plan` reads it), the
-bundle's answer says so in one line and points to `plan`, which counts them (issue #29).
+bundle's answer says so in one line and points to `plan`, which counts them.
 """
 
 from __future__ import annotations

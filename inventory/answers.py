@@ -28,7 +28,7 @@ class ProbeAnswer:
     # measured with this traced module's own tensors from the bundle's checkpoint (--weights)
     module: str = ""
     # when the program changes between the exporter and the target: each release step's
-    # comparison (issue #11), so a change is credited to the step it happens in
+    # comparison, so a change is credited to the step it happens in
     steps: tuple[Step, ...] = ()
     # the exporter -> target verdict, when this fix's own step leaves the program unchanged
     # (the change happens in another step: `verdict` is then this fix's step's)

@@ -3,8 +3,8 @@ fix records of that step explain the change.
 
 A probe compared from a bundle's exporter straight to a target release says *that* the program
 changes, not *where*. Blaming every record in the range that names the construct credits a fix
-whose own release step leaves the probe identical (issue #11: sam3's dynamic views change in
-0.4.1 -> 0.4.2, yet #13 of 0.4.1 was named). So a change across several steps is compared again
+whose own release step leaves the probe identical (sam3's dynamic views changed in 0.4.1 ->
+0.4.2, yet #13 of 0.4.1 was named). So a change across several steps is compared again
 under each consecutive pair of releases (stored results, so a second ask is free), and each
 changing step is explained only by the records that ship in that very step. Where that step was
 bisected (`inventory bisect`, evidence/bisect/), only by those of its records whose pull

@@ -97,7 +97,7 @@ class ProbeBisection:
 class Bisection:
     old: str
     new: str
-    repo: str
+    repo: str  # by name (Repo.name), never a path of this machine
     old_commit: Commit
     new_commit: Commit
     found_by: dict[str, str]  # release -> how its commit was found (tag, version bump)
@@ -225,7 +225,7 @@ def bisect(old: str, new: str, repo_path: Path, fixes: list[Fix], library: list[
             _run_rounds(searches, line, envs, session, use_cache, progress)
     probes = tuple(ProbeBisection(s.regime, s.release, tuple(s.transitions), tuple(s.tested),
                                   s.problem) for s in searches)
-    return Bisection(old, new, str(repo_path), a, b, {old: how_a, new: how_b}, checks,
+    return Bisection(old, new, repo.name, a, b, {old: how_a, new: how_b}, checks,
                      tuple(line[1:]), probed, probes, dict(envs.builds),
                      "every-commit" if every_commit else "binary")
 

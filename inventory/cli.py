@@ -8,7 +8,6 @@ only with INVENTORY_DEBUG=1; never reported as a finding).
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
 from typing import Annotated
 
@@ -29,6 +28,7 @@ from inventory.commands import (
 )
 from inventory.signals import stop_on_sigterm
 from inventory.terminal import JsonErrorGroup, command
+from inventory.version import version
 
 app = typer.Typer(
     help="Does a new coreai-torch release change the on-device bundles you already shipped?",
@@ -46,7 +46,7 @@ app.add_typer(cache_app, name="cache")
 
 def _version(value: bool) -> None:
     if value:
-        print(f"inventory {importlib.metadata.version('inventory')}")
+        print(f"inventory {version()}")
         raise typer.Exit()
 
 

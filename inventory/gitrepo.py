@@ -52,6 +52,19 @@ class Repo:
         if probe.returncode != 0:
             raise UsageError(f"--repo {path}: not a git repository")
 
+    @property
+    def name(self) -> str:
+        """The repository by name, never by where it lies on this machine: its `origin` remote
+        as owner/name (`https://github.com/apple/coreai-torch.git` -> `apple/coreai-torch`),
+        else the folder's name."""
+        proc = subprocess.run(["git", "-C", str(self.path), "remote", "get-url", "origin"],
+                              capture_output=True, text=True)
+        url = proc.stdout.strip().removesuffix("/").removesuffix(".git")
+        parts = [p for p in re.split(r"[/:]", url) if p]
+        if proc.returncode == 0 and len(parts) >= 2:
+            return "/".join(parts[-2:])
+        return self.path.resolve().name
+
     def git(self, *args: str) -> str:
         proc = subprocess.run(["git", "-C", str(self.path), *args], capture_output=True,
                               text=True)

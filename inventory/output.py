@@ -16,6 +16,8 @@ from typing import Any, Generic, TypeVar
 
 from rich.console import Console, RenderableType
 
+from inventory.version import version
+
 SCHEMA_VERSION = 1
 T = TypeVar("T")
 # Strict JSON (RFC 8259) has no NaN or infinity; a measured max |old-new| can be infinite (NaN on
@@ -49,10 +51,11 @@ class OutputFormat(StrEnum):
 
 def envelope(command: str, result: dict[str, Any] | None = None,
              warnings: Sequence[str] = (), error: str | None = None) -> str:
-    """The JSON every command prints: `schema_version`, `command`, `result`, `warnings`, `error`;
-    the fields of `result` are repeated at the top level (consumers read them there)."""
-    body = {"schema_version": SCHEMA_VERSION, "command": command, "result": result,
-            "warnings": list(warnings), "error": error}
+    """The JSON every command prints: `schema_version`, `version` (the tool's, from its package
+    metadata), `command`, `result`, `warnings`, `error`; the fields of `result` are repeated at
+    the top level (consumers read them there)."""
+    body = {"schema_version": SCHEMA_VERSION, "version": version(), "command": command,
+            "result": result, "warnings": list(warnings), "error": error}
     return json.dumps(_strict({**(result or {}), **body}), indent=2, allow_nan=False)
 
 

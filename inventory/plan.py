@@ -4,7 +4,7 @@ A plan probes the constructs its records name, and also sweeps every traced inst
 bundle across every release step from its exporter to V (`sweep --registry`'s comparisons,
 stored): a change no record of its step explains is listed apart and counted in the bundle's
 level like a recorded one, so a missing record (a draft on release day) never turns a change of
-what would ship into a "no" (issue #29).
+what would ship into a "no".
 """
 
 from __future__ import annotations

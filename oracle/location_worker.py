@@ -1,5 +1,5 @@
 """What location each op of a converted program carries, as coreai-torch's own debug-location
-tests read it (issue #30, fix record #28): run by `scripts/conformance` with a converter
+tests read it (fix record coreai-torch#28): run by `scripts/conformance` with a converter
 environment's Python, one process per release.
 
     <env python> oracle/location_worker.py SPEC_JSON OUT_DIR

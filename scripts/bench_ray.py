@@ -1,6 +1,7 @@
 """`scripts/bench --ray`: the same small sweep under the local executor and on a two-node Ray
 cluster started on this machine (one CPU per node, 127.0.0.1 only), in one run; prints seconds,
-the overhead ratio and the per-job cost the README's scale-out estimate uses. Asserts nothing.
+the overhead ratio and the per-job cost the scale-out estimate of docs/measurements.md uses.
+Asserts nothing.
 
 The sweep is `sweep --registry --from 0.4.1 --to 0.4.2` of a registry of JOBS distinct
 conv_transpose instances (each a job: both sides converted, both assets run on one runtime),
@@ -19,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from oracle.portable import portable
 
 ROOT = Path(__file__).resolve().parent.parent
 INVENTORY = str(ROOT / ".venv" / "bin" / "inventory")
@@ -135,6 +138,6 @@ def ray_lines(jobs: int, record: Path | None, shipped: bool = False) -> dict[str
           " (the agent's own clock)")
     print(f"shipped registry: {out['shipped_registry_jobs_per_step']} jobs per release step")
     if record is not None:
-        record.write_text(json.dumps(out, indent=2) + "\n")
+        record.write_text(json.dumps(portable(out), indent=2) + "\n")
         print(f"recorded in {record}")
     return out

@@ -1,4 +1,4 @@
-"""The converter's own tests as a conformance suite (issue #30; `scripts/conformance`).
+"""The converter's own tests as a conformance suite (`scripts/conformance`).
 
 For each fix record with re-typed upstream cases (`oracle/conformance.toml`), every case is
 converted under the release before the fix and the release with it, twice:
@@ -27,7 +27,7 @@ already right must load there too).
 
 A record's `unrelated` test functions (in its commits, not testing its change) are listed with
 their reason. Results and their evidence folders are written to
-evidence/conformance-<old>-<new>.json; the table is printed (the README shows it).
+evidence/conformance-<old>-<new>.json; the table is printed (docs/bisection.md shows it).
 
     scripts/conformance [--fix ID ...] [--out DIR]
 """
@@ -61,6 +61,7 @@ from oracle.conformance import Case, Record, load_records  # noqa: E402
 from oracle.fixes import Fix, load_fixes  # noqa: E402
 from oracle.load_check import LoadCheck, load_check  # noqa: E402
 from oracle.paths import cache_root, safe_name  # noqa: E402
+from oracle.portable import portable  # noqa: E402
 from oracle.regimes import Regime, load_regimes  # noqa: E402
 from oracle.releases import Catalog, load_catalog, version_key  # noqa: E402
 from oracle.results import Alone, Identity, ProbeResult, Side  # noqa: E402
@@ -346,7 +347,7 @@ def run(records: Iterable[Record], fixes: dict[str, Fix], out_dir: Path,
         rows = kept_rows(path, rows, order)
         doc = {"from": old, "to": new, "seconds": round(time.monotonic() - started, 1),
                "cases": rows}
-        path.write_text(json.dumps(doc, indent=1) + "\n")
+        path.write_text(json.dumps(portable(doc), indent=1) + "\n")
         print(f"\n{old} -> {new} ({path.relative_to(ROOT) if path.is_relative_to(ROOT) else path})")
         print(table(rows))
         failed += sum(r["status"] == "differs" for r in rows)

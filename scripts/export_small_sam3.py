@@ -4,7 +4,8 @@ The registry's sam3 trace target (transformers `Sam3Model`, the recipe's 5-outpu
 at the small configuration the trace-target tests use (`SAM3_SMALL`), with seeded random weights
 on the CPU, exported with `torch.export`, the release's decompositions, `to_coreai()`,
 `optimize()` and `save_asset()`. It is no shipped file: it gives `scan` and `repair` a bundle with
-a real model's module hierarchy to work on (the README's examples). Needs the `trace` extra.
+a real model's module hierarchy to work on (the examples of docs/commands/repair.md and
+scan.md). Needs the `trace` extra.
 
     .venv/bin/python scripts/export_small_sam3.py 0.4.0 OUT/sam3_float16.aimodel
 """

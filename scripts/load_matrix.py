@@ -2,7 +2,7 @@
 release of the catalog writes it, loaded and run on each runtime of the catalog, per dtype.
 
 Every cell is a stored load check (`oracle/load_check.py`; its folder is printed), so the
-matrix in the README can be reproduced and its evidence read. Prints the matrix and the first
+matrix in docs/loads.md can be reproduced and its evidence read. Prints the matrix and the first
 error line of every refusal; asserts nothing.
 """
 

@@ -44,6 +44,7 @@ from oracle.compare import compare  # noqa: E402
 from oracle.constructs import has_probe  # noqa: E402
 from oracle.envs import Env, ensure_env, ensure_env_on_torch, torch_install  # noqa: E402
 from oracle.paths import cache_root  # noqa: E402
+from oracle.portable import portable  # noqa: E402
 from oracle.releases import CATALOG_FILE, load_catalog  # noqa: E402
 from oracle.results import Identity  # noqa: E402
 
@@ -126,7 +127,7 @@ def write(result: dict[str, Any], registry: Path, catalog_file: Path) -> None:
     version, rows = result["torch"], result["rows"]
     kept = EVIDENCE_DIR / f"torch-sensitivity-{version}.json"
     kept.parent.mkdir(exist_ok=True)
-    kept.write_text(json.dumps(result, indent=1) + "\n")
+    kept.write_text(json.dumps(portable(result), indent=1) + "\n")
     evidence = (f"scripts/torch-sensitivity --torch {version}, {result['date']}; per probe: "
                 f"{kept.relative_to(ROOT)}")
     data = tomllib.loads(registry.read_text())

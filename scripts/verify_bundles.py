@@ -2,10 +2,10 @@
 
 Usage: scripts/verify-bundles [--fixes FILE] [BUNDLE:TO ...]
        scripts/verify-bundles --agree TO BUNDLE... [--fixes FILE]
-  (default: the done-when sets of issues #13 and #24; with --fixes, e.g. a draft database, the
+  (default: every bundle to 0.4.2, and mimi to 0.4.3 too; with --fixes, e.g. a draft database, the
   JSON is written as <bundle>-<to>-<draft name>.json). --agree: `plan --to TO --verify --json`
   and `verify BUNDLE... --to TO --json` for the same bundles, compared field by field (one
-  answer, issue #24); both are written to evidence/verify/, and every field that differs is
+  answer); both are written to evidence/verify/, and every field that differs is
   printed (exit 1 if one does).
 Each run is a subprocess; its wall time and the peak resident memory of its processes (the
 command and every worker it started, from the kernel's accounting of waited-for children) are
@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from oracle.portable import portable
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "evidence" / "verify"
@@ -48,8 +50,9 @@ def agree(to: str, bundles: list[str], fixes: list[str]) -> int:
     v_code, verify = _cli("verify", *bundles, "--to", to, *fixes)
     p_code, plan = _cli("plan", "--to", to, *[x for b in bundles for x in ("-b", b)],
                         "--verify", *fixes)
-    (OUT / f"verify-{to}{suffix}.json").write_text(json.dumps(verify, indent=1) + "\n")
-    (OUT / f"plan-{to}-verify{suffix}.json").write_text(json.dumps(plan, indent=1) + "\n")
+    (OUT / f"verify-{to}{suffix}.json").write_text(json.dumps(portable(verify), indent=1) + "\n")
+    (OUT / f"plan-{to}-verify{suffix}.json").write_text(
+        json.dumps(portable(plan), indent=1) + "\n")
     differing = 0
     checked = {b["bundle"]: b for b in verify["bundles"]}
     for b in plan["bundles"]:
@@ -96,7 +99,8 @@ def main(argv: list[str]) -> int:
             print(f"{pair}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
             worst = max(worst, 4)
             continue
-        (OUT / f"{bundle}-{to}{suffix}.json").write_text(json.dumps(data, indent=1) + "\n")
+        (OUT / f"{bundle}-{to}{suffix}.json").write_text(
+            json.dumps(portable(data), indent=1) + "\n")
         for b in data.get("bundles", []):
             print(f"{pair}: exit {proc.returncode}, {b['status']}: {b['answer']}")
             print(f"  wall {wall:.0f} s (measured once: {b['seconds'] or 0:.0f} s), peak "

@@ -1,11 +1,11 @@
-"""Attribution by release step (issue #11), on real conversions.
+"""Attribution by release step, on real conversions.
 
 A view whose size is a dynamic input dim (`torch.export.Dim`, read with `aten.sym_size.int`)
 ships a program that changes between 0.4.1 and 0.4.2 only. #13 (0.4.1) names view_dynamic, and
 so does #56 (0.4.2, replace_sym_size_int): the change must be credited to #56, never to #13, and
 with #56's old record (group norm and select only) it must be reported as an unexplained change
 in 0.4.1->0.4.2, not blamed on #13. The case is sam3 (exported with 0.4.0) with its two
-view_dynamic instances as its registry recorded them before issue #24: a dynamic input dim. Its
+view_dynamic instances as its registry once recorded them: a dynamic input dim. Its
 real views take `.item()` of a constant (`size_source = "constant"`) and change in no step, so
 these tests give it a registry of their own (`dynamic_views`); the shipped registry's answer is
 checked too.
@@ -97,7 +97,7 @@ def _step_result(emitted: str, shipped: str = "differs"):
 
 def test_a_change_the_optimizer_alone_made_is_the_pipeline_records_never_the_lowerings():
     """The emitted programs are identical and the shipped ones differ: no lowering emitted
-    anything else, so a lowering record naming the construct is not credited (issue #30: a
+    anything else, so a lowering record naming the construct is not credited (a
     pipeline change was); the step's pipeline record is, as verify's rule (b) credits it."""
     fixes = [_fix("13", "0.4.1", "batch_norm"), _fix("54", "0.4.2", "batch_norm"),
              _fix("core-b2", "0.4.1", "asset_hierarchy", kind="pipeline")]
@@ -301,7 +301,7 @@ def test_a_failure_reads_alike_across_location_formats_and_the_sides_own_folders
 def test_programs_of_two_stages_credit_the_pipeline_record_and_the_lowerings_and_say_so():
     """A probe whose pipeline does not optimize, under 0.4.2 (ships the emitted program) and
     0.4.3 (to_coreai() returns an optimized one): the optimizer's work is part of the change
-    (issue #30: it was left unexplained, or credited to a lowering record alone); a lowering
+    (it was once left unexplained, or credited to a lowering record alone); a lowering
     change under it cannot be told apart, so both kinds are credited and the step says why."""
     from dataclasses import replace
 

@@ -5,69 +5,22 @@ upstream history), and the git reading and bad input without any environment."""
 from __future__ import annotations
 
 import json
-import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from cli import invoke
+from gitrepos import (
+    PYPROJECT,
+    max_pool2d_history,
+)
+from gitrepos import commit as _commit
+from gitrepos import git as _git
+from gitrepos import init as _init
+from gitrepos import package_of as _package
+from gitrepos import put as _put
+from gitrepos import set_version as _set_version
 
 from inventory.gitrepo import Repo, pr_of
-
-PYPROJECT = """\
-[build-system]
-requires = ["setuptools>=61.0"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "coreai-torch"
-dynamic = ["version"]
-requires-python = ">=3.11"
-dependencies = ["coreai-core==1.0.0b2"]
-
-[tool.setuptools.dynamic]
-version = {attr = "coreai_torch.__version__.__version__"}
-
-[tool.setuptools.packages.find]
-include = ["coreai_torch*"]
-
-[tool.setuptools.package-data]
-coreai_torch = ["py.typed"]
-"""
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          check=True).stdout.strip()
-
-
-def _commit(repo: Path, message: str) -> str:
-    _git(repo, "add", "-A")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message)
-    return _git(repo, "rev-parse", "HEAD")
-
-
-def _set_version(repo: Path, version: str) -> None:
-    """The version file says `version`, the rest of it (its header) as it was."""
-    path = repo / "coreai_torch" / "__version__.py"
-    text = path.read_text() if path.exists() else '__version__ = ""\n'
-    path.write_text(re.sub(r'__version__ = "[^"]*"', f'__version__ = "{version}"', text))
-
-
-def _package(env_path: Path) -> Path:
-    return next(env_path.glob("lib/python*/site-packages/coreai_torch"))
-
-
-def _put(repo: Path, package: Path) -> None:
-    shutil.rmtree(repo / "coreai_torch", ignore_errors=True)
-    shutil.copytree(package, repo / "coreai_torch",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-
-
-def _init(repo: Path) -> None:
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
 
 
 def test_pr_of_reads_squash_and_merge_messages():
@@ -94,6 +47,18 @@ def test_release_commit_by_tag_else_by_version_bump(tmp_path):
     assert (found.sha, found.pr) == (bump, "3") and "version bump" in how
     line = r.first_parent(r.commit(first), found)
     assert [c.sha for c in line] == [middle, bump]
+
+
+def test_a_repository_is_named_by_its_origin_never_by_its_path(tmp_path):
+    repo = tmp_path / "clone"
+    _init(repo)
+    assert Repo(repo).name == "clone"  # no remote: the folder's name
+    for url in ("https://github.com/apple/coreai-torch.git", "git@github.com:apple/coreai-torch",
+                "https://github.com/apple/coreai-torch/"):
+        if "origin" in _git(repo, "remote"):
+            _git(repo, "remote", "remove", "origin")
+        _git(repo, "remote", "add", "origin", url)
+        assert Repo(repo).name == "apple/coreai-torch", url
 
 
 @pytest.mark.parametrize("case", ["not-a-repo", "no-such-dir", "release-not-in-repo",
@@ -130,18 +95,7 @@ def test_bisect_names_the_commit_that_changes_a_probe(env, tmp_path, json_schema
     explicit-stride probe, which does not change."""
     old, new = env("0.4.1"), env("0.4.2")
     repo = tmp_path / "coreai-torch"
-    _init(repo)
-    (repo / "pyproject.toml").write_text(PYPROJECT)
-    _put(repo, _package(old.path))
-    base = _commit(repo, "sync: v0.4.1 (#28)")
-    _git(repo, "tag", "v0.4.1")
-    (repo / "README.md").write_text("how to install\n")
-    docs = _commit(repo, "Update documentation (#5)")
-    _put(repo, _package(new.path))
-    _set_version(repo, "0.4.1")
-    fix = _commit(repo, "Bug fix: max_pool2d uses default stride value (#36)")
-    _set_version(repo, "0.4.2")
-    bump = _commit(repo, "update coreai torch version (#64)")
+    base, docs, fix, bump = max_pool2d_history(repo, old.path, new.path)
 
     ran = invoke("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", str(repo), "--json",
                  "-q", "--probe", "max_pool2d/functional-no-stride",
@@ -149,6 +103,7 @@ def test_bisect_names_the_commit_that_changes_a_probe(env, tmp_path, json_schema
     assert ran.returncode == 0, ran.stderr
     doc = json.loads(ran.stdout)
     json_schema(doc)
+    assert doc["repo"] == "coreai-torch"  # by name: the evidence names no path of this machine
     assert doc["from_commit"]["sha"] == base and doc["from_commit"]["found_by"] == "tag v0.4.1"
     assert doc["to_commit"]["sha"] == bump and "version bump" in doc["to_commit"]["found_by"]
     assert doc["to_commit"]["wheel"] == "same files"

@@ -81,7 +81,7 @@ def test_a_hung_worker_is_killed_after_the_timeout_the_environment_sets(converte
 
 # Shipped programs of these dynamic-shape regimes change from 0.4.1 to 0.4.2 (outputs
 # bit-identical). #56's record as the first release of the tool had it (group norm and select
-# only) left them unexplained; read against 366c34a (issue #11), #56 rewrote
+# only) left them unexplained; read against 366c34a, #56 rewrote
 # replace_sym_size_int, which every dynamic-size graph goes through, and its record now names them.
 DYNAMIC_0_4_2 = [
     "arange/end-from-dynamic-dim", "repeat_symbolic/batch-symbolic",

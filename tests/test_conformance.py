@@ -1,4 +1,4 @@
-"""The converter's own tests hold the library (issue #30): every fix record with an upstream pull
+"""The converter's own tests hold the library: every fix record with an upstream pull
 request lists that PR's test cases in `oracle/conformance.toml`, and each case names the regimes
 that hold it, under the table the upstream test converts with, or says why none does."""
 

@@ -56,7 +56,7 @@ def test_transposed_convs_are_found_with_exact_parameters_and_grouped():
 
 
 class InContext(torch.nn.Module):
-    """Transposed convs and what consumes them (issue #30: #40's failure needs the squeeze)."""
+    """Transposed convs and what consumes them (#40's failure needs the squeeze)."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -1,4 +1,4 @@
-"""Pipeline variants (issue #30): a recipe that keeps ops out of its decomposition table has its
+"""Pipeline variants: a recipe that keeps ops out of its decomposition table has its
 instances probed under that table; a table that keeps nothing out keys its results as before."""
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_cha
     assert "40" in fixes(by["parakeet"]) and "79" not in fixes(by["parakeet"])
     # sam3's 0.4.0 asset does not load on 1.0.0b2/b3 (#28), which forces its re-export; whether
     # lfm_audio's does depends on its unrecorded exporter; #54 suggests one for three bundles;
-    # sam3's dynamic views, built as the bundle builds them (.item() of a constant, issue #24),
+    # sam3's dynamic views, built as the bundle builds them (.item() of a constant),
     # change in no step (the full answer is pinned in tests/golden/plan/0.4.2.json)
     assert plan["reexport"] == "required" and ran.exit == 1
     assert {b: [i["fix"] for i in by[b]["required"]] for b in by} == {

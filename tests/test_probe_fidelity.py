@@ -1,4 +1,4 @@
-"""Probe fidelity (issue #24): a probe must hold its traced instance as the converter sees it.
+"""Probe fidelity: a probe must hold its traced instance as the converter sees it.
 
 For every distinct instance the registry records (recipes.toml: kind, dtype, parameters), the
 probe built from it is exported, and the construct's own detector, run over the probe's aten

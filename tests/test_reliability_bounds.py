@@ -1,4 +1,4 @@
-"""Reliability III (issue #25), parts 4 to 6: settings, output paths, arguments and input files.
+"""Reliability III, parts 4 to 6: settings, output paths, arguments and input files.
 
 * Every environment variable (the timeouts, INVENTORY_CACHE) and output path is checked before
   any work: one line, exit 2, never exit 4 after a full build. The limit a run states is the

@@ -1,4 +1,4 @@
-"""Reliability II (issue #16): bundles and registries are data, and NaN statistics are said plainly.
+"""Reliability II: bundles and registries are data, and NaN statistics are said plainly.
 
 * `scan` never follows a symlink out of a bundle (or out of the folder it scans), never quotes
   the bytes of a file it cannot parse, and a hostile `metadata.json` (100k-deep nesting, a
@@ -402,7 +402,7 @@ TINY = Condition("batch_norm", "tiny-running-var", "a running_var lies below 6.1
 
 def test_a_threshold_condition_counts_nan_and_inf_apart(tmp_path):
     """`oracle.conditions.check` directly: since --weights measures batch norms with their own
-    tensors (issue #12) no shipped construct reaches it through the CLI, but a construct with a
+    tensors, no shipped construct reaches it through the CLI, but a construct with a
     condition and no checkpoint probe would."""
     path = tmp_path / "w.safetensors"
     save_file({"bn.running_var": np.full(64, np.nan, np.float32)}, str(path))

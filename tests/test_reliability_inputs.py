@@ -1,4 +1,4 @@
-"""Exit codes, literal user text, and validation of options and user files (issue #16, part A).
+"""Exit codes, literal user text, and validation of options and user files (part A).
 
 Every case drives the real CLI. An unexpected exception is provoked with the test-only fault
 injection `INVENTORY_FAULT=internal` (no real input is known to crash any more); the parsers are

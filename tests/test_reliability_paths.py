@@ -1,4 +1,4 @@
-"""Reliability III (issue #25), part 2: no registry or fixes field reaches a path outside the store.
+"""Reliability III, part 2: no registry or fixes field reaches a path outside the store.
 
 A bundle named `../../../../outside/evil` made `verify` write its result outside
 `$INVENTORY_CACHE`, and an instance `dtype = "../../../../outside/dt"` made `plan` store a load

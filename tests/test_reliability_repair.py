@@ -1,4 +1,4 @@
-"""Reliability III (issue #25), parts 8 and 9: `repair` loses nothing and leaks nothing.
+"""Reliability III, parts 8 and 9: `repair` loses nothing and leaks nothing.
 
 * A bundle holding files the repair does not write (`weights/w.bin`, `README.txt`) used to be
   "repaired ... verified" without them; a `weights -> /etc` symlink was followed. Now either is

@@ -1,4 +1,4 @@
-"""Failures are not sticky, and the store survives its own maintenance (issue #16, part B).
+"""Failures are not sticky, and the store survives its own maintenance (part B).
 
 Every test drives the real CLI (in this process, or in a subprocess where a signal or a second
 process is the point), on a result store of its own. A test that needs
@@ -246,7 +246,7 @@ def test_prune_during_a_run_leaves_that_run_intact(env, tmp_path):
     assert f"kept {held[0].name}: in use by a running run" in prune.stdout, prune.stdout
     assert f"removed {held[0].name}" not in prune.stdout
     assert f"removed {dead.name}: left by an interrupted run" in prune.stdout
-    # the live folder counts as kept (issue #25: it said "0 kept")
+    # the live folder counts as kept (it once said "0 kept")
     assert prune.stdout.splitlines()[-1] == "1 removed, 1 kept"
     out, errors = run.communicate(timeout=600)
     assert run.returncode == 1, errors

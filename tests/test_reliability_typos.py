@@ -1,4 +1,4 @@
-"""Reliability III (issue #25), part 1: a typo in a data file is exit 2, never an answer.
+"""Reliability III, part 1: a typo in a data file is exit 2, never an answer.
 
 Every value of every data file (registry, fixes and `--fixes` drafts, regimes, conditions,
 policy, converters, ignore) is read through `oracle.schema`: a value of the wrong type, an
@@ -84,7 +84,7 @@ def registry_with(tmp_path: Path, edit: Callable[[dict[str, Any]], None]) -> Pat
     return write_toml(tmp_path, "recipes.toml", document)
 
 
-# ---- fixes: the --fixes draft of issue #25 ------------------------------------------------
+# ---- fixes: a --fixes draft ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("ships_in", ["0.4.2 ", "v0.4.2", "abc", "0.4.9"])

@@ -1,4 +1,4 @@
-"""`inventory verify` never answers from what it cannot trust (issue #25, section 7): a
+"""`inventory verify` never answers from what it cannot trust (reliability III, section 7): a
 checkpoint no training leaves, a stored part someone edited, a reference with no finite value;
 and a failed build leaves its log where the answer points. No converter runs here: each case is
 refused or decided before a conversion (the end-to-end checks are tests/test_verify.py)."""

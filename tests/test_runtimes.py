@@ -85,7 +85,7 @@ def test_the_registry_states_runtimes_for_all_bundles_or_per_bundle(tmp_path):
 
 
 def test_a_registry_naming_an_unknown_runtime_fails_with_one_line(tmp_path):
-    # refused when the registry is read, before anything runs (issue #25), not when answered
+    # refused when the registry is read, before anything runs, not when answered
     with pytest.raises(RegistryError, match=r"\[bundles.a\] runtimes: runtime '9.9.9'"):
         load_registry(registry(tmp_path, runtimes='runtimes = ["9.9.9"]'))
     with pytest.raises(RegistryError, match="non-empty list"):

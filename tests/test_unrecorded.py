@@ -1,4 +1,4 @@
-"""Changes no record explains (issue #29): `plan` sweeps every traced instance across every
+"""Changes no record explains: `plan` sweeps every traced instance across every
 release step from each bundle's exporter to the target, so a missing record (a draft of the next
 release's, `tests/golden/drafts/no54.toml`: the shipped database without #54) never turns a
 change of what would ship into a "no".
@@ -100,7 +100,8 @@ def test_a_draft_without_a_record_still_counts_the_change_it_would_have_explaine
         assert not any(i["fix"] == "54" for level in ("optional", "not_affected")
                        for i in by[name][level])
     assert by["mimi"]["unexplained"] == [] and by["sam3"]["unexplained"] == []
-    # exit codes (README): sam3's asset does not load (#28, required), so the run exits 1
+    # exit codes (docs/reference/exit-codes.md): sam3's asset does not load (#28, required),
+    # so the run exits 1
     assert data["reexport"] == "required" and code == 1
 
 
@@ -133,7 +134,7 @@ def test_removing_any_lowering_record_never_answers_no_where_it_explained_a_chan
     policy = load_policy()
     # what the shipped records explain across 0.4.0 -> 0.4.3 (measured): #54 the fp16 batch
     # norms; every other record explains no change of a shipped instance (sam3's dynamic views,
-    # #56's until their probes were built as the bundle builds them, issue #24, change nowhere)
+    # #56's until their probes were built as the bundle builds them, change nowhere)
     assert {fix: {b for b, _, _ in found} for fix, found in explained.items()} == {
         "54": {"parakeet", "lfm_audio", "sortformer"}}
     before = {b.bundle: b.reexport for b in

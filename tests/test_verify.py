@@ -9,7 +9,7 @@ in the same regime at a fraction of the cost. That registry also says it was exp
 coreai-torch 0.4.0 (the shipped one says 0.4.1), so its chain has two steps: 0.4.0 -> 0.4.1,
 where nothing of its program changes, and 0.4.1 -> 0.4.2, where #54 changes its batch norm; and
 the 0.4.0 asset is one a 1.0.0b2 runtime refuses, so the chain runs on 1.0.0b1. The full
-answers are recorded in the README (scripts/verify-bundles)."""
+answers are recorded in docs/measurements.md (scripts/verify-bundles)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 from the checkpoint, read lazily by the module paths the registry records, and its verdict is
 measured, module by module.
 
-The done-when test of issue #12: a parakeet checkpoint (its 24 conformer batch norms and their
+The done-when test of `--weights`: a parakeet checkpoint (its 24 conformer batch norms and their
 depthwise convs, named as the recipe module's state_dict) in which one layer has running
 variances below fp16's smallest normal.
 """

@@ -18,8 +18,8 @@ Attribution rules (data, never verdicts): a record of the region's own step expl
 
 * (a) `construct`: the record names a construct a detector finds in the region's nodes (or the
   composite whose body it is), and the region's stage is `lowering` (at the optimizer stage the
-  lowerings emitted the same program there: issue #30 saw a pipeline change credited to a
-  lowering record of its step);
+  lowerings emitted the same program there, and crediting a lowering record of its step
+  would blame a pipeline change on it);
 * (b) `pipeline`: it is a pipeline record (a coreai-core pin) and the region's stage is
   `optimizer`;
 * (c) `touches`: its `touches` lists one of the region's aten targets or Core AI ops.

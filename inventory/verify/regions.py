@@ -60,8 +60,9 @@ class Located:
                 continue
             seen.add(ref)
             body = self.aliases.get(ref, "")
-            # 0.4.1+: a debuginfo location whose metadata has "sources"; 0.4.0: a fused
-            # location carrying `identifiers = [...]` itself (its STANDARD mode, issue #28)
+            # 0.4.1+: a debuginfo location whose metadata has "sources"; 0.4.0 (before
+            # coreai-torch#28): a fused location carrying `identifiers = [...]` itself (its
+            # STANDARD mode)
             if '"sources"' in body or body.startswith("loc(fused<{"):
                 for group in _IDENTIFIERS.findall(body):
                     out += [s.strip().strip('"') for s in group.split(",") if s.strip()]

@@ -1,6 +1,6 @@
 """arange, float or integer (#25, #27: the float-dtype path and the si32 path of integer bounds).
 
-The kind was `arange_float` until integer aranges were recorded too (issue #12): #27 gates the si32
+The kind was `arange_float` until integer aranges were recorded too: #27 gates the si32
 path on every operand being an integer, so an integer arange is what that gate keeps, and a later
 rewrite of arange operand casting touches both.
 """

@@ -1,7 +1,7 @@
 """view / reshape with a symbolic size in its shape list (#13).
 
 Where the symbolic size comes from decides what the converter makes of it (`size_source`, see
-`_graph.SIZE_SOURCES`), so the probe rebuilds it the same way. Measured (issue #24): SAM 3's 54
+`_graph.SIZE_SOURCES`), so the probe rebuilds it the same way. Measured: SAM 3's 54
 views take sizes from `.item()` of its decoder's `spatial_shapes`, a tensor of python ints, on a
 static-shape graph. A probe exporting a dynamic input dim instead (`torch.export.Dim`, read with
 `aten.sym_size.int`) changed under 0.4.0 -> 0.4.2 (#13 reorders the mixed list's casts, #56
@@ -133,7 +133,7 @@ def _from_item(params: dict[str, Any], gen: torch.Generator, mode: str, source: 
 # x.reshape(B, -1)), symfloat (a SymInt from float arithmetic: round(sqrt(..))), split_heads
 # (otherwise: x.view(B, T, H, C // H)). batch: the first symbol's value, dynamic_batch its range
 # when it is a dynamic input dim; size_source where it comes from (_graph.SIZE_SOURCES): a
-# `.item()` is no dynamic input, and its probe must not make one (issue #24).
+# `.item()` is no dynamic input, and its probe must not make one.
 
 # sympy functions torch uses for SymFloat arithmetic (not FloorDiv: c // heads is integer)
 _FLOAT_FUNCS = ("RoundToInt", "FloorToInt", "CeilToInt", "TruncToInt", "ToFloat", "TrueDiv",

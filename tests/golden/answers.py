@@ -9,7 +9,7 @@ Each entry is one command run through the CLI exactly as a user runs it (a subpr
   oldest;
 - `release-notes/<a>-<b>`: `release-notes --from <a> --to <b>` for each consecutive pair;
 - `plan/0.4.2-draft-no54`: `plan --to 0.4.2 --fixes tests/golden/drafts/no54.toml`, release day
-  with a draft database that lacks #54's record (issue #29: its change still counts).
+  with a draft database that lacks #54's record (its change still counts).
 
 The test suite also computes, with these, `sweep --registry` per step and one library sweep
 (`lanes()`, `compute()`): not pinned here, read by other tests from the same runs.
@@ -90,7 +90,7 @@ def entries() -> list[Entry]:
     `affected` entries of the same target need, so those then come from the result store."""
     rel = releases()
     out = [Entry(f"plan/{v}", ("plan", "--to", v)) for v in rel[1:]]
-    # release day: a draft database without #54's record (issue #29); its change still counts
+    # release day: a draft database without #54's record; its change still counts
     out.append(Entry("plan/0.4.2-draft-no54", ("plan", "--to", "0.4.2", "--fixes",
                                                 "tests/golden/drafts/no54.toml")))
     out += [Entry(f"release-notes/{a}-{b}", ("release-notes", "--from", a, "--to", b))
@@ -111,7 +111,7 @@ def sweep_entries() -> list[Entry]:
 def lanes() -> list[list[Entry]]:
     """The matrix in the order that repeats no conversion when entries run side by side:
     1. `sweep --registry` per step: every shipped instance under each consecutive pair (plans,
-       `affected` and release notes all read these since issue #29); the steps are different
+       `affected` and release notes all read these); the steps are different
        release pairs, so different conversions;
     2. two lanes that convert different probes: the release notes (then a library sweep) probe
        the library's regimes, the plans the bundles' own instances;
@@ -195,7 +195,7 @@ def alone_entry(p: dict[str, Any]) -> dict[str, str]:
 
 def _changed_in(steps: list[dict[str, Any]]) -> list[str]:
     """The release steps a probe's program changes in, each with the records it is credited to
-    (issue #11): `0.4.1->0.4.2: 56`, or `0.4.1->0.4.2: unexplained`."""
+    (by release step): `0.4.1->0.4.2: 56`, or `0.4.1->0.4.2: unexplained`."""
     return [_credit(f"{s['from']}->{s['to']}", s["explained_by"]) for s in steps if s["changed"]]
 
 

@@ -1,4 +1,5 @@
-"""The README stays true to the tests: every row of its Reliability table names tests that exist."""
+"""The reliability page stays true to the tests: every row of its table (docs/reliability.md)
+names tests that exist, and every reliability test has its row."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _reliability_rows() -> list[list[str]]:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Reliability"):]
+    text = (ROOT / "docs" / "reliability.md").read_text()
+    section = text[text.index("## Inputs and faults"):]
     section = section[:section.index("\n## ", 1)] if "\n## " in section[1:] else section
     rows = [ln for ln in section.splitlines() if ln.startswith("| ") and not ln.startswith("|--")]
     return [[c.strip() for c in row.strip("|").split(" | ")] for row in rows[1:]]  # no header
@@ -36,4 +37,5 @@ def test_every_reliability_test_has_its_row():
              for t in re.findall(r"`(test_\w+)`", tests)}
     for path in sorted((ROOT / "tests").glob("test_reliability*.py")):
         for function in re.findall(r"^def (test_\w+)\(", path.read_text(), re.M):
-            assert function in named, f"tests/{path.name}: {function} has no README row"
+            assert function in named, \
+                f"tests/{path.name}: {function} has no row in docs/reliability.md"

@@ -1,9 +1,21 @@
 """The command line: parse arguments, call one service, hand its result to one renderer.
 
-Exit codes (`inventory/errors.py`): 0 nothing to re-export, 1 at least one re-export required,
-2 usage or configuration error (for `repair`: a refusal), 3 inconclusive (a run failed; never
-reported as a pass), 4 internal error (a defect in inventory: one line on stderr, the traceback
-only with INVENTORY_DEBUG=1; never reported as a finding).
+Examples:
+inventory plan --to 0.4.3
+inventory affected --fix 40
+inventory fixes
+
+Exit codes:
+  0  nothing to re-export
+  1  at least one re-export required (each command's --help says what 1
+     means there)
+  2  usage or configuration error (for repair: a refusal), one line on
+     stderr
+  3  inconclusive: a run failed or the registry cannot tell (never
+     reported as a pass)
+  4  internal error: a defect in inventory, never a finding
+     (INVENTORY_DEBUG=1 prints the traceback)
+143  stopped by SIGTERM (cleaned up like Ctrl-C)
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ from inventory.commands import (
     bisect,
     cache,
     envs,
+    fixes,
     plan,
     release_notes,
     repair,
@@ -26,21 +39,25 @@ from inventory.commands import (
     trace,
     verify,
 )
+from inventory.help import CONTEXT, HelpGroup, split_doc
 from inventory.signals import stop_on_sigterm
 from inventory.terminal import JsonErrorGroup, command
 from inventory.version import version
 
 app = typer.Typer(
     help="Does a new coreai-torch release change the on-device bundles you already shipped?",
+    epilog=split_doc(__doc__)[1],
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     pretty_exceptions_enable=False,
+    context_settings=CONTEXT,  # -h beside --help, in every command
     cls=JsonErrorGroup,  # an argument error under --json is the one error envelope
 )
 envs_app = typer.Typer(help="Converter environments (one per coreai-torch release).",
-                       no_args_is_help=True)
+                       no_args_is_help=True, cls=HelpGroup)
 app.add_typer(envs_app, name="envs")
-cache_app = typer.Typer(help="The store of probe results.", no_args_is_help=True)
+cache_app = typer.Typer(help="The store: stored results, environments, runs and temp folders.",
+                        no_args_is_help=True, cls=HelpGroup)
 app.add_typer(cache_app, name="cache")
 
 
@@ -65,8 +82,11 @@ def _options(
 COMMANDS = (
     (app, "affected", affected.affected_cmd),
     (app, "plan", plan.plan_cmd),
+    (app, "fixes", fixes.fixes_cmd),
     (app, "release-notes", release_notes.release_notes_cmd),
     (app, "sweep", sweep.sweep_cmd),
+    (cache_app, "list", cache.cache_list),
+    (cache_app, "du", cache.cache_du),
     (cache_app, "prune", cache.cache_prune),
     (app, "trace", trace.trace_cmd),
     (envs_app, "build", envs.envs_build),
@@ -76,8 +96,9 @@ COMMANDS = (
     (app, "verify", verify.verify_cmd),
     (app, "bisect", bisect.bisect_cmd),
 )
+GROUPS = {envs_app: "envs", cache_app: "cache"}  # a subcommand's envelope name: `cache du`
 for group, name, function in COMMANDS:
-    command(group, name)(function)
+    command(group, name, f"{GROUPS[group]} {name}" if group in GROUPS else name)(function)
 
 
 def main() -> None:  # pragma: no cover - console entry for `python -m inventory.cli`

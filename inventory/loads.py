@@ -15,6 +15,7 @@ from typing import Any
 
 from inventory.registry import UNKNOWN, Bundle
 from inventory.runtimes import Deployment
+from inventory.shell_commands import repair_command, scan_command
 from inventory.verdict import Reexport, Verdict
 from oracle.asset_probe import LABEL
 from oracle.load_check import LoadCheck, RuntimeOutcome
@@ -85,10 +86,6 @@ class LoadAnswer:
 Checker = Callable[[str], LoadCheck]
 
 
-def _files(bundle: Bundle) -> str:
-    return " ".join(bundle.files) or f"<{bundle.name}.aimodel>"
-
-
 def remedies(bundle: Bundle, failing: LoadFinding, fixed: list[LoadFinding]) -> tuple[str, ...]:
     """Re-export with the first release whose asset loads everywhere it must (measured), and the
     in-place repair when what the runtime refused are debug locations."""
@@ -99,10 +96,11 @@ def remedies(bundle: Bundle, failing: LoadFinding, fixed: list[LoadFinding]) -> 
                    f"what coreai-torch {measured} write{'s' if len(fixed) == 1 else ''} loads "
                    f"on coreai-core {', '.join(fixed[0].cores)})")
     if any(REPAIRABLE in o.error for o in failing.failing()):
-        out.append(f"or repair the shipped asset in place, without re-exporting: `inventory "
-                   f"repair {_files(bundle).split()[0]} -o OUT` rewrites its debug locations "
-                   "and verifies the result (loads on every runtime in the catalog, weights "
-                   "byte-identical, outputs bit-identical on the exporter's own runtime)")
+        out.append(f"or repair the shipped asset in place, without re-exporting: "
+                   f"`{repair_command(bundle.files)}` (in the folder that holds the shipped "
+                   "bundles) rewrites its debug locations and verifies the result (loads on "
+                   "every runtime in the catalog, weights byte-identical, outputs bit-identical "
+                   "on the exporter's own runtime)")
     return tuple(out)
 
 
@@ -174,7 +172,7 @@ def _unknown_exporter(bundle: Bundle, deployment: Deployment, target: str, catal
                      f"{' or '.join(releases)} (such an asset {why})")
     no_producer = [f.release for f in found
                    if catalog.releases[f.release].core == catalog.releases[candidates[0]].core]
-    decide = (f"to decide, `inventory scan {_files(bundle)}`: a metadata.json without "
+    decide = (f"to decide, `{scan_command(bundle.files)}`: a metadata.json without "
               f"`producer` means coreai-torch {' or '.join(no_producer)} (it stamps none), "
               "and the producer's core names the others; then record the exporter in the "
               "registry")

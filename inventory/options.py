@@ -1,12 +1,14 @@
 """Command-line options shared by several commands, each declared once (name, flags, help).
 
 A command takes one as `registry: Registry = DEFAULT_REGISTRY`; the output flags become one
-`OutputFormat` with `OutputFormat.choose(as_json, markdown)`.
+`OutputFormat` with `OutputFormat.choose(as_json, markdown)`. Every option that takes a value
+names what to type (its metavar: VERSION, BUNDLE, FILE); a flag names none (`inventory.help`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -14,7 +16,58 @@ import typer
 
 from inventory.errors import UsageError
 
-Registry = Annotated[Path, typer.Option("--registry", help="The bundle registry.")]
+
+def release_name(value: str) -> str:
+    """A release as the catalog names it. The one place a release typed on the command line is
+    normalised: `v0.4.3` (how the converter's git tags name it) is 0.4.3; anything else is left
+    as typed, for the catalog to accept or refuse."""
+    return value[1:] if re.fullmatch(r"[vV]\d+(\.\d+)*", value) else value
+
+
+def release_option(value: str | None) -> str | None:
+    """`release_name` as a typer callback of an option that names one release."""
+    return None if value is None else release_name(value)
+
+
+def release_list(values: list[str] | None) -> list[str] | None:
+    """`release_name` as a typer callback of an argument that names several."""
+    return None if values is None else [release_name(v) for v in values]
+
+
+# Shell completion (`inventory --install-completion`): the names the project's own data holds.
+# A file that cannot be read completes nothing: completion never prints an error.
+def complete_release(incomplete: str) -> list[str]:
+    from oracle.releases import EnvError, load_catalog, version_key
+
+    try:
+        releases = sorted(load_catalog().releases, key=version_key)
+    except EnvError:
+        return []
+    return [r for r in releases if r.startswith(release_name(incomplete))]
+
+
+def complete_bundle(incomplete: str) -> list[str]:
+    from inventory.errors import USER_ERRORS
+    from inventory.registry import DEFAULT_REGISTRY, load_registry
+
+    try:
+        return [b.name for b in load_registry(DEFAULT_REGISTRY) if b.name.startswith(incomplete)]
+    except USER_ERRORS:
+        return []
+
+
+def complete_fix(incomplete: str) -> list[str]:
+    from oracle.fixes import FixError, load_fixes
+
+    try:
+        names = [n for f in load_fixes() for n in (f.id, *f.aliases)]
+    except FixError:
+        return []
+    return [n for n in names if n.startswith(incomplete)]
+
+
+Registry = Annotated[Path, typer.Option("--registry", metavar="FILE",
+                                        help="The bundle registry (TOML).")]
 NoCache = Annotated[bool, typer.Option(
     "--no-cache", help="Convert and measure again even if a stored result exists.")]
 RunBudget = Annotated[float, typer.Option(
@@ -26,12 +79,15 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")
 Json = Annotated[bool, typer.Option("--json", help="Print JSON (a versioned envelope).")]
 Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown.")]
 Tolerance = Annotated[float | None, typer.Option(
-    "--tolerance", help="Relative error vs torch fp32 beyond which a shipped output is wrong "
-                        "(default: per dtype, inventory/policy.toml).")]
+    "--tolerance", metavar="NUMBER",
+    help="Relative error vs torch fp32 beyond which a shipped output is wrong "
+         "(default: per dtype, inventory/policy.toml).")]
 Ignore = Annotated[Path | None, typer.Option(
-    "--ignore", help="Accepted risks: TOML ignore entries (fix, bundle, reason, expiry).")]
+    "--ignore", metavar="FILE",
+    help="Accepted risks: TOML ignore entries (fix, bundle, reason, expiry).")]
 Bundles = Annotated[list[str] | None, typer.Option(
-    "--bundle", "-b", help="Only this bundle (repeatable).")]
+    "--bundle", "-b", metavar="BUNDLE", autocompletion=complete_bundle,
+    help="Only this bundle (repeatable).")]
 FullForm = Annotated[bool, typer.Option(
     "--full", help="Build each bundle's full target even where its registry entry states a "
                    "miniature (its verify form): every repeated layer, at the cost of "
@@ -44,13 +100,18 @@ RayAddress = Annotated[str | None, typer.Option(
     "--ray-address", envvar="RAY_ADDRESS", metavar="HOST:PORT",
     help="The Ray cluster --executor ray runs on: the address `ray start --head` prints, or "
          "auto (the cluster started on this machine).")]
-FromRelease = Annotated[str, typer.Option("--from", help="The release upgraded from.")]
-ToRelease = Annotated[str, typer.Option("--to", help="The release upgraded to.")]
+FromRelease = Annotated[str, typer.Option(
+    "--from", metavar="VERSION", callback=release_option, autocompletion=complete_release,
+    help="The release upgraded from (e.g. 0.4.1 or v0.4.1).")]
+ToRelease = Annotated[str, typer.Option(
+    "--to", metavar="VERSION", callback=release_option, autocompletion=complete_release,
+    help="The release upgraded to (e.g. 0.4.2 or v0.4.2).")]
 Runtimes = Annotated[list[str] | None, typer.Option(
-    "--runtime", help="A coreai-core runtime the bundles must load on, e.g. 1.0.0b3 or b3 "
-                      "(repeatable; overrides the registry; default: every runtime in the "
-                      "catalog at or above the core the target release pins; scan: every "
-                      "runtime in the catalog, and only these are tried).")]
+    "--runtime", metavar="RUNTIME",
+    help="A coreai-core runtime the bundles must load on, e.g. 1.0.0b3 or b3 "
+         "(repeatable; overrides the registry; default: every runtime in the "
+         "catalog at or above the core the target release pins; scan: every "
+         "runtime in the catalog, and only these are tried).")]
 
 
 # Checked in the command, not as typer callbacks, so a bad value is the project's one line (and

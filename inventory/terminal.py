@@ -12,9 +12,9 @@ from contextlib import contextmanager
 import typer
 from rich.console import Console
 from rich.text import Text
-from typer.core import TyperGroup
 
 from inventory.errors import USER_ERRORS, ExitCode
+from inventory.help import HelpCommand, HelpGroup, split_doc
 from inventory.output import envelope
 from oracle.progress import Progress
 from oracle.settings import check_all
@@ -96,30 +96,26 @@ def finish(code: ExitCode) -> None:
         raise typer.Exit(code)
 
 
-def paragraphs(doc: str | None) -> str:
-    """A docstring as help text: the lines of each paragraph joined, so `--help` wraps them at
-    the terminal's width instead of breaking mid-sentence where the source did."""
-    parts = [" ".join(p.split()) for p in (doc or "").strip().split("\n\n")]
-    return "\n\n".join(p for p in parts if p)
-
-
-def command(app: typer.Typer, name: str) -> Callable[[Callable], Callable]:
-    """Register a command with its docstring as reflowed help; whatever escapes it (rendering
-    included) goes through `answering`, so no command ends in a traceback."""
+def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Callable], Callable]:
+    """Register a command with its docstring as help (the prose reflowed, its examples and exit
+    codes kept line by line: `inventory.help`); whatever escapes it (rendering included) goes
+    through `answering`, so no command ends in a traceback. `full_name`: a subcommand's name in
+    its JSON envelope (`cache du`)."""
 
     def register(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def guarded(*args: object, **kwargs: object) -> object:
-            with answering(name, bool(kwargs.get("as_json", False))):
+            with answering(full_name or name, bool(kwargs.get("as_json", False))):
                 check_all()  # every environment variable, before any work
                 return fn(*args, **kwargs)
 
-        return app.command(name, help=paragraphs(fn.__doc__))(guarded)
+        text, epilog = split_doc(fn.__doc__)
+        return app.command(name, help=text, epilog=epilog, cls=HelpCommand)(guarded)
 
     return register
 
 
-class JsonErrorGroup(TyperGroup):
+class JsonErrorGroup(HelpGroup):
     """The root command group: an argument error (a missing `--to`, `--tolerance abc`, an
     unknown option) of a command run with `--json` prints the one error envelope on stdout and
     one line on stderr, exit 2, like every other usage error; without `--json`, typer's usage

@@ -1,4 +1,5 @@
-"""Housekeeping of the result store: what `inventory cache prune` removes.
+"""Housekeeping of the result store: what `inventory cache prune` removes (`--dry-run`: what it
+would remove, nothing removed).
 
 A temp folder is removed only when the lock its run holds on it (`store.lock_path`) can be
 taken: a live run's folder is never touched, a dead run's (its lock released by the kernel) is.
@@ -53,19 +54,24 @@ class Pruned:
     in_use: tuple[str, ...] = ()  # temp folders a live run holds: never removed
 
 
-def _remove_unless_held(folder: Path) -> bool:
-    """Remove a temp folder unless a live run holds its lock; True if removed."""
+def _remove_unless_held(folder: Path, dry_run: bool = False) -> bool:
+    """Remove a temp folder unless a live run holds its lock; True if removed (`dry_run`: if
+    it would be: the lock is taken and given back, nothing removed)."""
     lock = lock_path(folder)
     try:
         fd = os.open(lock, os.O_RDWR)
     except FileNotFoundError:  # no lock: left by a run that is gone (or by older code)
-        shutil.rmtree(folder, ignore_errors=True)
+        if not dry_run:
+            shutil.rmtree(folder, ignore_errors=True)
         return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
         return False
+    if dry_run:
+        os.close(fd)  # closing releases the lock
+        return True
     try:
         if folder.is_dir():
             shutil.rmtree(folder, ignore_errors=True)
@@ -127,10 +133,11 @@ def reclaim() -> list[str]:
 
 
 def prune(older_than_days: float | None = None, everything: bool = False,
-          failures: bool = False) -> Pruned:
+          failures: bool = False, dry_run: bool = False) -> Pruned:
     """Remove leftovers of interrupted runs (never a live run's temp folder), damaged results,
     results of older oracle code, and (with --older-than) results older than that; with
-    --failures, results that record a failure; --all empties the store."""
+    --failures, results that record a failure; --all empties the store. `dry_run`: the same
+    decisions, nothing removed."""
     root = results_root()
     removed: list[str] = []
     in_use: list[str] = []
@@ -138,12 +145,12 @@ def prune(older_than_days: float | None = None, everything: bool = False,
     if not root.is_dir():
         return Pruned((), 0)
     # A read-only store used to be reported as pruned (rmtree ignored its errors): say so first.
-    if not os.access(root, os.W_OK | os.X_OK) or _read_only(root):
+    if not dry_run and (not os.access(root, os.W_OK | os.X_OK) or _read_only(root)):
         raise StoreError(f"cannot prune the store {root}: it is read-only; nothing removed")
     now = time.time()
     for folder in sorted(root.iterdir()):
         if folder.name.startswith("."):
-            if _remove_unless_held(folder):
+            if _remove_unless_held(folder, dry_run):
                 removed.append(f"{folder.name}: left by an interrupted run")
             else:
                 in_use.append(folder.name)
@@ -166,13 +173,16 @@ def prune(older_than_days: float | None = None, everything: bool = False,
                     now - (folder / RESULT_FILE).stat().st_mtime) > older_than_days * 86400:
                 why = f"older than {older_than_days:g} days"
         if why:
-            if folder.is_dir() and not folder.is_symlink():
+            if dry_run:
+                pass
+            elif folder.is_dir() and not folder.is_symlink():
                 _rmtree(folder)
             else:
                 folder.unlink(missing_ok=True)
             removed.append(f"{folder.name}: {why}")
         else:
             kept += 1
-    _orphan_locks(root)
-    removed += [f"{TEMP}/{name}: left by an interrupted run" for name in reclaim_temp()]
+    if not dry_run:
+        _orphan_locks(root)
+    removed += [f"{TEMP}/{name}: left by an interrupted run" for name in reclaim_temp(dry_run)]
     return Pruned(tuple(removed), kept, tuple(in_use))

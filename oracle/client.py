@@ -277,15 +277,16 @@ def kill_all() -> None:
         worker.kill()
 
 
-def reclaim_temp() -> list[str]:
+def reclaim_temp(dry_run: bool = False) -> list[str]:
     """Remove the temp folders of workers whose run is gone (a SIGKILL leaves them): each is
-    named after its run's pid. Returns the names removed."""
+    named after its run's pid. Returns the names removed (`dry_run`: that would be)."""
     root = cache_root() / TEMP
     removed = []
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
         pid = folder.name.split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
+            if not dry_run:
+                shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder.name)
     return removed
 

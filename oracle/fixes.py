@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,12 +100,20 @@ def _list(fields: Fields, entry: dict, key: str, where: str) -> list:
 
 
 def find_fix(fix_id: str, fixes: list[Fix] | None = None, source: Path = FIXES_FILE) -> Fix:
-    """`source`: the file `fixes` were read from, named when the id is not there."""
-    wanted = fix_id.lstrip("#")
-    for fix in fixes if fixes is not None else load_fixes(source):
+    """A record by its id or an alias (`40`, `#40` or `coreai-torch#40`). `source`: the file
+    `fixes` were read from, named when the id is not there, with the ids closest to it."""
+    records = fixes if fixes is not None else load_fixes(source)
+    wanted = fix_id.strip().removeprefix("coreai-torch").lstrip("#")
+    for fix in records:
         if wanted == fix.id or wanted in fix.aliases:
             return fix
-    raise FixError(f"unknown fix {fix_id!r}: not in the fix database ({source.name})")
+    names = [name for fix in records for name in (fix.id, *fix.aliases)]
+    # a low cutoff: ids are short, and "999" should still point somewhere (79, 29)
+    close = difflib.get_close_matches(wanted, names, n=5, cutoff=0.3)
+    near = f"the closest ids: {', '.join(close)}" if close else "no id is close to it"
+    listed = "inventory fixes" + ("" if source == FIXES_FILE else f" --fixes {source}")
+    raise FixError(f"unknown fix {fix_id!r}: not in the fix database ({source.name}); {near}; "
+                   f"`{listed}` lists every record")
 
 
 def between(fixes: list[Fix], old: str, new: str) -> list[Fix]:

@@ -163,6 +163,7 @@ def json_schema() -> Callable[[dict[str, Any]], None]:
 
     def check(document: dict[str, Any]) -> None:
         name = "error" if document.get("error") is not None else document["command"]
+        name = name.replace(" ", "-")  # `cache du`: schemas/cache-du.schema.json
         if name not in validators:
             schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
             Draft202012Validator.check_schema(schema)

@@ -90,7 +90,9 @@ def test_affected_fix_28_requires_sam3_for_its_load_failure_with_both_remedies(m
     assert VERSIONED in sam3["reason"]
     remedies = " ".join(sam3["remedies"])
     assert "re-export with coreai-torch 0.4.1 or later" in remedies
-    assert "inventory repair sam3_float16/sam3_float16.aimodel -o OUT" in remedies
+    # runnable as printed (tests/test_remedies.py runs them in a shell)
+    assert ("`inventory repair sam3_float16/sam3_float16.aimodel -o "
+            "sam3_float16/repaired-sam3_float16.aimodel`") in remedies
     check = sam3["load"]["checks"][0]
     assert check["exporter"] == "0.4.0" and Path(check["evidence"], "result.json").is_file()
     for name in ("parakeet", "sortformer", "mimi"):
@@ -105,6 +107,11 @@ def test_affected_fix_28_requires_sam3_for_its_load_failure_with_both_remedies(m
     assert "required if it was exported with coreai-torch 0.4.0" in lfm["reason"]
     assert "metadata.json without `producer` means coreai-torch 0.4.0" in lfm["reason"]
     assert [r["reexport"] for r in lfm["load"]["by_exporter"]] == ["required", "no"]
+    # the registry does not know the file's length suffix (`L<L>`): a glob, never a placeholder
+    assert "`inventory scan lfm_audio_encoder_adapter_float16_L*.aimodel`" in lfm["reason"]
+    assert any("`for f in lfm_audio_encoder_adapter_float16_L*.aimodel; do inventory repair"
+               in r for r in lfm["remedies"])
+    assert "<L>" not in json.dumps(lfm["remedies"]) + lfm["reason"]
     assert ran.exit == 1  # at least one re-export required
 
 

@@ -248,8 +248,14 @@ def test_cache_prune_removes_leftovers_damage_and_other_code(converter_envs, tmp
     record = json.loads((other / "result.json").read_text())
     (other / "result.json").write_text(json.dumps({**record, "code": "000000000000"}))
 
+    dry = run("cache", "prune", "--dry-run", INVENTORY_CACHE=str(cache))
+    assert dry.stdout.splitlines()[-1] == "3 would remove, 1 kept (dry run: nothing removed)"
+    assert len(list(results.iterdir())) == 4  # nothing removed
     proc = run("cache", "prune", INVENTORY_CACHE=str(cache))
     assert proc.returncode == 0, proc.stderr
+    # the dry run said exactly what prune removes
+    assert [ln.replace("would remove", "removed") for ln in dry.stdout.splitlines()[:-1]] == \
+        proc.stdout.splitlines()[:-1]
     assert sorted(ln for ln in proc.stdout.splitlines() if ln.startswith("removed")) == sorted([
         f"removed {leftover.name}: left by an interrupted run",
         f"removed {damaged.name}: damaged or unreadable",
@@ -263,11 +269,14 @@ def test_cache_prune_removes_leftovers_damage_and_other_code(converter_envs, tmp
     os.utime(good / "result.json", (week_ago, week_ago))
     proc = run("cache", "prune", "--older-than", "8", INVENTORY_CACHE=str(cache))
     assert proc.stdout.splitlines()[-1] == "0 removed, 1 kept"
+    proc = run("cache", "prune", "--older-than", "6", "--dry-run", INVENTORY_CACHE=str(cache))
+    assert proc.stdout.splitlines() == [f"would remove {good.name}: older than 6 days",
+                                        "1 would remove, 0 kept (dry run: nothing removed)"]
     proc = run("cache", "prune", "--older-than", "6", INVENTORY_CACHE=str(cache))
     assert proc.stdout.splitlines() == [f"removed {good.name}: older than 6 days",
                                         "1 removed, 0 kept"]
 
     shutil.copytree(backup, good)
-    proc = run("cache", "prune", "--all", INVENTORY_CACHE=str(cache))
+    proc = run("cache", "prune", "--all", "--yes", INVENTORY_CACHE=str(cache))
     assert proc.stdout.splitlines() == [f"removed {good.name}: --all", "1 removed, 0 kept"]
     assert not any(results.iterdir())

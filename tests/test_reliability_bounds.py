@@ -191,7 +191,8 @@ def test_cache_prune_on_a_read_only_store_is_one_line_and_removes_nothing(tmp_pa
     kept = store / "results" / "pad-0.4.1-0.4.2-0123456789abcdef0123"
     kept.mkdir(parents=True)
     (kept / "result.json").write_text("{}")
-    proc = read_only_mount(store).run("cache", "prune", "--all", INVENTORY_CACHE=str(store))
+    proc = read_only_mount(store).run("cache", "prune", "--all", "--yes",
+                                      INVENTORY_CACHE=str(store), INVENTORY_STORE=str(store))
     assert proc.returncode == ExitCode.USAGE, proc.stderr
     assert one_line(proc) == (f"error: cannot prune the store {store / 'results'}: it is "
                               "read-only; nothing removed")
@@ -219,7 +220,7 @@ def test_a_symlink_loop_under_the_recipe_root_is_one_line(tmp_path):
      "No such option: --bogus"),
     (("repair", "x.aimodel", "--json"), "repair", "Missing option '--out' / '-o'."),
     (("release-notes", "--json", "--to", "0.4.2"), "release-notes", "Missing option '--from'."),
-    (("verify", "--json", "--to", "0.4.2"), "verify", "Missing argument 'bundle'."),
+    (("verify", "--json", "--to", "0.4.2"), "verify", "Missing argument 'BUNDLE'."),
     (("scan", "--json", "--runtime"), "scan", "Option '--runtime' requires an argument."),
 ])
 def test_an_argument_error_under_json_is_the_one_error_envelope(args, command, error,

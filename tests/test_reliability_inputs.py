@@ -93,7 +93,7 @@ INTERNAL_LINE = ("error: internal error (RuntimeError): injected fault [/x] "
     ("release-notes", "--from", "0.4.1", "--to", "0.4.2"),
     ("sweep", "--from", "0.4.1", "--to", "0.4.2"), ("scan", "."),
     ("repair", "x.aimodel", "--out", "y.aimodel"), ("trace", "mimi"), ("envs", "list"),
-    ("envs", "build"), ("cache", "prune")])
+    ("envs", "build"), ("cache", "prune"), ("cache", "list"), ("cache", "du"), ("fixes",)])
 def test_an_unexpected_exception_is_one_line_and_exit_4_in_every_command(command, tmp_path):
     proc = run(*command, INVENTORY_CACHE=str(tmp_path), **FAULT)
     assert proc.returncode == ExitCode.INTERNAL == 4, proc.stderr
@@ -126,14 +126,16 @@ def test_inventory_debug_adds_the_traceback_and_keeps_exit_4():
 
 def test_markup_in_a_fix_id_or_bundle_name_is_printed_literally(json_schema):
     assert usage_error("affected", "--fix", "[/x]", "-q") == (
-        "error: unknown fix '[/x]': not in the fix database (fixes.toml)")
+        "error: unknown fix '[/x]': not in the fix database (fixes.toml); no id is close to "
+        "it; `inventory fixes` lists every record")
     assert usage_error("affected", "--fix", "40", "-b", "a[/x]", "-q").startswith(
         "error: bundle 'a[/x]' is not in the registry (known: ")
     proc = run("affected", "--fix", "[/x]", "--json", "-q")
     assert proc.returncode == ExitCode.USAGE
     data = json.loads(proc.stdout)
     json_schema(data)
-    assert data["error"] == "unknown fix '[/x]': not in the fix database (fixes.toml)"
+    assert data["error"] == ("unknown fix '[/x]': not in the fix database (fixes.toml); no id "
+                             "is close to it; `inventory fixes` lists every record")
 
 
 def test_an_error_line_keeps_its_bracketed_table_name(tmp_path):

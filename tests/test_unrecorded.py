@@ -214,4 +214,6 @@ def test_a_step_where_a_worker_already_failed_is_not_swept(bundles, catalog, con
 def test_a_fix_the_draft_does_not_hold_is_one_line():
     proc = run("affected", "--fix", "54", "--fixes", str(DRAFT))
     assert proc.returncode == 2
-    assert proc.stderr.strip() == "error: unknown fix '54': not in the fix database (no54.toml)"
+    assert proc.stderr.strip() == (
+        "error: unknown fix '54': not in the fix database (no54.toml); the closest ids: 56, 55, "
+        f"43, 42, 40; `inventory fixes --fixes {DRAFT}` lists every record")

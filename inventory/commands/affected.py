@@ -21,6 +21,9 @@ from inventory.options import (
     Registry,
     Runtimes,
     Tolerance,
+    complete_fix,
+    complete_release,
+    release_option,
 )
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
@@ -30,9 +33,13 @@ from oracle.releases import load_catalog
 
 
 def affected_cmd(
-    fix: Annotated[str, typer.Option("--fix", help="Fix id (the upstream PR number, e.g. 40).")],
+    fix: Annotated[str, typer.Option(
+        "--fix", metavar="FIX", autocompletion=complete_fix,
+        help="Fix id: the upstream PR number (40 or coreai-torch#40), an alias, or a "
+             "pipeline record's name (core-b3); `inventory fixes` lists them.")],
     to: Annotated[str | None, typer.Option(
-        "--to", help="Converter release to compare against (default: the fix's release).")] = None,
+        "--to", metavar="VERSION", callback=release_option, autocompletion=complete_release,
+        help="Converter release to compare against (default: the fix's release).")] = None,
     bundle: Bundles = None,
     registry: Registry = DEFAULT_REGISTRY,
     as_json: Json = False,
@@ -43,15 +50,17 @@ def affected_cmd(
     tolerance: Tolerance = None,
     ignore: Ignore = None,
     weights: Annotated[list[str] | None, typer.Option(
+        metavar="BUNDLE=FILE",
         help="BUNDLE=CHECKPOINT.safetensors: measure each traced module with its own tensors "
              "from the bundle's checkpoint, where the construct's probe can take them (batch "
              "norm: running statistics, affine parameters, the depthwise conv before it); "
              "else decide value conditions from them (repeatable).")] = None,
     runtime: Runtimes = None,
     fixes: Annotated[Path, typer.Option(
-        "--fixes", help="The fix database (e.g. a draft of the next release's records): the "
-                        "fix is looked up there, and changes of its release step that no "
-                        "record there explains are mentioned.")] = FIXES_FILE,
+        "--fixes", metavar="FILE",
+        help="The fix database (e.g. a draft of the next release's records): the "
+             "fix is looked up there, and changes of its release step that no "
+             "record there explains are mentioned.")] = FIXES_FILE,
     verify: Annotated[bool, typer.Option(
         "--verify", help="A pipeline record (a coreai-core pin): measure its release step on "
                          "each bundle's whole program (inventory verify's parts) where none is "
@@ -59,7 +68,20 @@ def affected_cmd(
                          "stands in and the answer says so.")] = False,
     quiet: Quiet = False,
 ) -> None:
-    """Which shipped bundles does one converter fix change, and must they be re-exported?"""
+    """Which shipped bundles does one converter fix change, and must they be re-exported?
+
+    Examples:
+    inventory affected --fix 40
+    inventory affected --fix 54 --to v0.4.3 --bundle sam3 --markdown
+    inventory affected --fix core-b3 --verify --json
+
+    Exit codes:
+    0  no bundle needs re-exporting for this fix
+    1  at least one bundle must be re-exported
+    2  usage or configuration error (an unknown fix: its close ids)
+    3  inconclusive: a run failed or the registry cannot tell
+    4  internal error (INVENTORY_DEBUG=1 prints the traceback)
+    """
     from inventory.affected import affected, parse_weights
     from inventory.ignore import load_ignores
     from inventory.output import Renderer

@@ -22,19 +22,24 @@ def bisect_cmd(
     old: FromRelease,
     new: ToRelease,
     repo: Annotated[Path, typer.Option(
-        "--repo", help="A git repository of coreai-torch (bare or not) holding both "
-                       "releases' commits: a tag vX, or the commit that sets the version.")],
+        "--repo", metavar="DIR",
+        help="A git repository of coreai-torch (bare or not; a clone of "
+             "https://github.com/apple/coreai-torch) holding both releases' commits: a tag vX, "
+             "or the commit that sets the version.")],
     as_json: Json = False,
     registry: Annotated[bool, typer.Option(
         "--registry", help="Also bisect every distinct traced instance of the shipped "
                            "bundles that changes, beside the library's regimes.")] = False,
     registry_file: Annotated[Path, typer.Option(
-        "--registry-file", help="The bundle registry --registry reads.")] = DEFAULT_REGISTRY,
+        "--registry-file", metavar="FILE",
+        help="The bundle registry --registry reads.")] = DEFAULT_REGISTRY,
     only: Annotated[list[str] | None, typer.Option(
-        "--probe", help="Only this probe: a regime id (max_pool2d/functional-no-stride) or a "
-                        "construct (every regime of it); repeatable.")] = None,
+        "--probe", metavar="PROBE",
+        help="Only this probe: a regime id (max_pool2d/functional-no-stride) or a "
+             "construct (every regime of it); repeatable.")] = None,
     fixes: Annotated[Path, typer.Option(
-        "--fixes", help="The fix database the release comparison is read with.")] = FIXES_FILE,
+        "--fixes", metavar="FILE",
+        help="The fix database the release comparison is read with.")] = FIXES_FILE,
     every_commit: Annotated[bool, typer.Option(
         "--every-commit", help="Convert each changing probe at every commit against its parent "
                                "instead of a binary search: every change point, including one "
@@ -45,7 +50,18 @@ def bisect_cmd(
     """Per probe that changes from --from to --to: convert it at the commits between the two
     releases (binary search over the first-parent history, each commit built with the pins of
     the release it descends from) and name the commit that changes it, with the pull request
-    of its merge message. Exit 1 when a changing probe could not be attributed."""
+    of its merge message. Exit 1 when a changing probe could not be attributed.
+
+    Examples:
+    inventory bisect --from 0.4.0 --to 0.4.1 --repo coreai-torch
+    inventory bisect --from v0.4.1 --to v0.4.2 --repo coreai-torch --probe pad
+
+    Exit codes:
+    0  every changing probe was attributed to a commit
+    1  a changing probe could not be attributed
+    2  usage or configuration error (a repository without both releases)
+    4  internal error (INVENTORY_DEBUG=1 prints the traceback)
+    """
     from inventory.bisect import Bisection, bisect
     from inventory.output import Renderer
     from inventory.policy import load_policy

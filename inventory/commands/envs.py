@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from inventory.options import complete_release, release_list
 from inventory.terminal import out, progress
 from oracle.envs import (
     damaged_envs,
@@ -21,17 +22,29 @@ from oracle.releases import Catalog, load_catalog
 
 def envs_build(
     versions: Annotated[list[str] | None, typer.Argument(
+        metavar="VERSION", callback=release_list, autocompletion=complete_release,
         help="coreai-torch releases (default: every supported release).")] = None,
     from_source: Annotated[Path | None, typer.Option(
         "--from-source", metavar="DIR",
         help="Build from a coreai-torch source tree (a checkout at a commit) instead, with the "
              "pins of the release its coreai_torch/__version__.py names.")] = None,
     name: Annotated[str | None, typer.Option(
-        "--name", help="With --from-source: the environment is coreai-torch-src-NAME "
-                       "(default: the tree's digest).")] = None,
+        "--name", metavar="NAME",
+        help="With --from-source: the environment is coreai-torch-src-NAME "
+             "(default: the tree's digest).")] = None,
 ) -> None:
     """Build converter environments ahead of time (needs the package registry once), or one
-    from a source tree (--from-source: the release's environment with the tree's converter)."""
+    from a source tree (--from-source: the release's environment with the tree's converter).
+
+    Examples:
+    inventory envs build
+    inventory envs build 0.4.2 v0.4.3
+
+    Exit codes:
+    0  every environment asked for is ready
+    2  usage error, or an environment that could not be built (its log)
+    4  internal error (INVENTORY_DEBUG=1 prints the traceback)
+    """
     python_ok()
     catalog = load_catalog()
     if from_source is not None or name is not None:
@@ -46,7 +59,16 @@ def envs_build(
 
 
 def envs_list() -> None:
-    """List the converter environments that are ready, with their exact versions."""
+    """List the converter environments that are ready, with their exact versions.
+
+    Examples:
+    inventory envs list
+
+    Exit codes:
+    0  listed (none yet is said so)
+    2  a configuration error (INVENTORY_CACHE)
+    4  internal error (INVENTORY_DEBUG=1 prints the traceback)
+    """
     envs = installed_envs()
     catalog = load_catalog()
     damaged = damaged_envs()

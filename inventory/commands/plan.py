@@ -24,6 +24,8 @@ from inventory.options import (
     Runtimes,
     Tolerance,
     check_budget,
+    complete_release,
+    release_option,
 )
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
@@ -34,10 +36,12 @@ from oracle.releases import load_catalog
 
 
 def plan_cmd(
-    to: Annotated[str, typer.Option("--to", help="The release to re-export with.")],
+    to: Annotated[str, typer.Option("--to", metavar="VERSION", callback=release_option,
+                                    autocompletion=complete_release,
+                                    help="The release to re-export with (e.g. 0.4.3).")],
     bundle: Bundles = None,
     baseline: Annotated[Path | None, typer.Option(
-        help="A previous `plan --json`: report only what changed since.")] = None,
+        metavar="FILE", help="A previous `plan --json`: report only what changed since.")] = None,
     ignore: Ignore = None,
     registry: Registry = DEFAULT_REGISTRY,
     as_json: Json = False,
@@ -48,8 +52,9 @@ def plan_cmd(
     tolerance: Tolerance = None,
     runtime: Runtimes = None,
     fixes: Annotated[Path, typer.Option(
-        "--fixes", help="The fix database (e.g. a draft of the next release's records); a "
-                        "change is credited to its records of the step it happens in.")
+        "--fixes", metavar="FILE",
+        help="The fix database (e.g. a draft of the next release's records); a "
+             "change is credited to its records of the step it happens in.")
     ] = FIXES_FILE,
     verify: Annotated[bool, typer.Option(
         "--verify", help="Measure each bundle's whole program along the release chain "
@@ -64,7 +69,21 @@ def plan_cmd(
 ) -> None:
     """Every fix between each bundle's exporter and --to, and whether each shipped asset still
     loads where it ships: what forces a re-export (a load failure first), what merely suggests
-    one, correctness first."""
+    one, correctness first.
+
+    Examples:
+    inventory plan --to 0.4.3
+    inventory plan --to 0.4.3 --verify --bundle mimi
+    inventory plan --to 0.4.3 --baseline last-plan.json --markdown
+
+    Exit codes:
+    0  no bundle needs re-exporting
+    1  at least one bundle must be re-exported
+    2  usage or configuration error
+    3  inconclusive: a run failed, or a whole-program check disagrees with
+       the probes or could not be made (never reported as a pass)
+    4  internal error (INVENTORY_DEBUG=1 prints the traceback)
+    """
     from inventory.ignore import load_ignores
     from inventory.output import Renderer
     from inventory.plan import Plan, plan, plan_record, read_baseline, since_baseline, with_whole

@@ -33,15 +33,27 @@ def release_notes_cmd(
     as_json: Json = False,
     registry: Registry = DEFAULT_REGISTRY,
     fixes: Annotated[Path, typer.Option(
-        "--fixes", help="The fix database (e.g. a draft of the next release's records): the "
-                        "fixes listed, and the records that explain a change.")] = FIXES_FILE,
+        "--fixes", metavar="FILE",
+        help="The fix database (e.g. a draft of the next release's records): the "
+             "fixes listed, and the records that explain a change.")] = FIXES_FILE,
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
     quiet: Quiet = False,
 ) -> None:
     """Per fix between two releases, per probe regime: does the program change, do values move?
-    And every shipped instance's change in each release step that no record of it explains."""
+    And every shipped instance's change in each release step that no record of it explains.
+
+    Examples:
+    inventory release-notes --from 0.4.1 --to 0.4.2
+    inventory release-notes --from v0.4.2 --to v0.4.3 --markdown
+    inventory release-notes --from 0.4.1 --to 0.4.3 --fixes draft.toml --json
+
+    Exit codes:
+    0  the notes were written (what changes is in them, not in the code)
+    2  usage or configuration error
+    4  internal error (INVENTORY_DEBUG=1 prints the traceback)
+    """
     from inventory.output import Renderer
     from inventory.policy import load_policy
     from inventory.release_notes import release_notes

@@ -1,9 +1,5 @@
-"""`inventory repair`: a coreai-torch 0.4.0 asset repaired in place of a re-export.
-
-Exit codes (`inventory/errors.py`): 0 repaired and verified (OUT written), 2 refused: usage, a
-bundle that cannot be read, OUT exists, or anything the repair could not verify (one line on
-stderr; OUT not written).
-"""
+"""`inventory repair`: a coreai-torch 0.4.0 asset repaired in place of a re-export (its exit
+codes: the command's docstring, which is its --help)."""
 
 from __future__ import annotations
 
@@ -24,16 +20,28 @@ from oracle.releases import load_catalog
 
 def repair_cmd(
     bundle: Annotated[Path, typer.Argument(help="The .aimodel bundle to repair (never written).",
-                                           show_default=False)],
-    output: Annotated[Path, typer.Option("--out", "-o", help="Where to write the repaired "
-                                                             "bundle (must not exist).")],
+                                           metavar="BUNDLE", show_default=False)],
+    output: Annotated[Path, typer.Option("--out", "-o", metavar="PATH",
+                                         help="Where to write the repaired bundle (must not "
+                                              "exist).")],
     as_json: Json = False,
     quiet: Quiet = False,
 ) -> None:
     """Repair a coreai-torch 0.4.0 asset in place of a re-export: rewrite its debug locations
     with the oldest core, re-save it with the next, and write OUT only once it is verified to
     load and run on every runtime in the catalog, with byte-identical weights and bit-identical
-    outputs on the original's runtime."""
+    outputs on the original's runtime.
+
+    Examples:
+    inventory repair sam3_float16.aimodel -o sam3_float16.repaired.aimodel
+    inventory repair old.aimodel --out fixed.aimodel --json
+
+    Exit codes:
+    0  repaired and verified (the output written)
+    2  refused: usage, a bundle that cannot be read, the output exists, or
+       anything the repair could not verify (one line; nothing written)
+    4  internal error (INVENTORY_DEBUG=1 prints the traceback)
+    """
     from inventory.repair import repair
     from inventory.report.repair_report import repair_text
 

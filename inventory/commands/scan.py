@@ -1,11 +1,5 @@
-"""`inventory scan`: read shipped .aimodel bundles with coreai-core's own parser.
-
-Exit codes (`inventory/errors.py`): 0 every bundle read (and, with --against-registry, no
-disagreement), 1 at least one disagreement with the registry (a bundle that does not load where
-the registry expects it to is one), 2 usage error or a bundle that cannot be read (one line on
-stderr per bundle, never a traceback). A runtime that does not load a bundle is reported, not an
-error of the scan.
-"""
+"""`inventory scan`: read shipped .aimodel bundles with coreai-core's own parser (its exit
+codes: the command's docstring, which is its --help)."""
 
 from __future__ import annotations
 
@@ -16,7 +10,7 @@ import typer
 
 from inventory.commands.common import ready, run, show
 from inventory.errors import ExitCode
-from inventory.options import Json, Quiet, Registry, Runtimes
+from inventory.options import Json, Quiet, Registry, Runtimes, release_option
 from inventory.output import OutputFormat, Renderer
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from inventory.terminal import err, fail, finish, labelled
@@ -25,15 +19,17 @@ from oracle.releases import load_catalog
 
 def scan_cmd(
     paths: Annotated[list[Path] | None, typer.Argument(
-        help="Bundle folders (.aimodel), or folders holding bundles.", show_default=False)] = None,
+        metavar="PATH", help="Bundle folders (.aimodel), or folders holding bundles.",
+        show_default=False)] = None,
     against_registry: Annotated[bool, typer.Option(
         "--against-registry",
         help="Match each bundle to its registry entry (by file name or fingerprint) and flag "
              "what disagrees with the traced instances.")] = False,
     registry: Registry = DEFAULT_REGISTRY,
     reader: Annotated[str | None, typer.Option(
-        "--reader", help="Read only with this coreai-torch release's environment (default: the "
-                         "core the bundle's producer names, then the others).")] = None,
+        "--reader", metavar="VERSION", callback=release_option,
+        help="Read only with this coreai-torch release's environment (default: the core the "
+             "bundle's producer names, then the others).")] = None,
     runtime: Runtimes = None,
     as_json: Json = False,
     quiet: Quiet = False,
@@ -41,7 +37,21 @@ def scan_cmd(
     """Read shipped .aimodel bundles with coreai-core's own parser: metadata, entry points, op
     histogram with composites resolved, dynamic shapes, weights fingerprint, the exporter its
     producer stamp points to; and load each on every runtime (contained: a runtime that aborts
-    is reported). Nothing in a bundle is run."""
+    is reported). Nothing in a bundle is run; a runtime that does not load a bundle is
+    reported, not an error of the scan.
+
+    Examples:
+    inventory scan shipped/
+    inventory scan sam3_float16/sam3_float16.aimodel --json
+    inventory scan shipped/ --against-registry --runtime b3
+
+    Exit codes:
+    0  every bundle read (with --against-registry: no disagreement)
+    1  a disagreement with the registry (a bundle that does not load where
+       the registry expects it to is one)
+    2  usage error, or a bundle that cannot be read (one line each)
+    4  internal error (INVENTORY_DEBUG=1 prints the traceback)
+    """
     from inventory.report.scan_report import scan_record, scan_text
     from inventory.runtimes import parse_overrides
     from inventory.scan import scan

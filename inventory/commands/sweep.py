@@ -30,14 +30,16 @@ def sweep_cmd(
     new: ToRelease,
     as_json: Json = False,
     fixes: Annotated[Path, typer.Option(
-        "--fixes", help="The fix database whose records explain a change (e.g. a draft of "
-                        "the next release's records).")] = FIXES_FILE,
+        "--fixes", metavar="FILE",
+        help="The fix database whose records explain a change (e.g. a draft of "
+             "the next release's records).")] = FIXES_FILE,
     shipped: Annotated[bool, typer.Option(
         "--registry", help="Probe every distinct traced instance of the shipped bundles (their "
                            "own parameters, dtype and pipeline) instead of the library's "
                            "regimes.")] = False,
     registry_file: Annotated[Path, typer.Option(
-        "--registry-file", help="The bundle registry --registry reads.")] = DEFAULT_REGISTRY,
+        "--registry-file", metavar="FILE",
+        help="The bundle registry --registry reads.")] = DEFAULT_REGISTRY,
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
@@ -45,7 +47,19 @@ def sweep_cmd(
 ) -> None:
     """Every probe in the library (or, with --registry, every shipped instance), no changelog:
     which shipped programs change, and does a fix record of the release step where each
-    change happens explain it? Exit 1 when a change is explained by no record."""
+    change happens explain it? Exit 1 when a change is explained by no record.
+
+    Examples:
+    inventory sweep --from 0.4.1 --to 0.4.2
+    inventory sweep --from 0.4.2 --to 0.4.3 --registry
+    inventory sweep --from 0.4.2 --to 0.4.3 --fixes draft.toml --json
+
+    Exit codes:
+    0  every change is explained by a record of its release step
+    1  a change no record of its step explains
+    2  usage or configuration error
+    4  internal error (INVENTORY_DEBUG=1 prints the traceback)
+    """
     from inventory.output import Renderer
     from inventory.policy import load_policy
     from inventory.release_notes import Sweep, registry_regimes, sweep

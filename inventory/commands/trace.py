@@ -9,7 +9,7 @@ import typer
 from rich.text import Text
 
 from inventory.errors import ExitCode, UsageError
-from inventory.options import Quiet, Registry
+from inventory.options import Quiet, Registry, complete_bundle
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import err, finish, out, progress
 from oracle.envs import python_ok
@@ -18,13 +18,16 @@ from oracle.releases import load_catalog
 
 def trace_cmd(
     bundle: Annotated[list[str] | None, typer.Argument(
-        help="Bundles to trace (default: every bundle with a trace target).")] = None,
+        metavar="BUNDLE", autocompletion=complete_bundle,
+        help="Bundles to trace (default: every bundle with a trace target).")
+    ] = None,
     registry: Registry = DEFAULT_REGISTRY,
     # "\\[": typer reads help as rich markup, and a TOML table name is not markup
     recipe_root: Annotated[Path | None, typer.Option(
-        "--recipe-root", help="A checkout of the recipe repository: trace the recipe's own "
-                              "module, built by the builder the registry names "
-                              "(\\[bundles.X.recipe.builder]).")] = None,
+        "--recipe-root", metavar="DIR",
+        help="A checkout of the recipe repository: trace the recipe's own "
+             "module, built by the builder the registry names "
+             "(\\[bundles.X.recipe.builder]).")] = None,
     write: Annotated[bool, typer.Option(
         "--write", help="Record the traced instances in the registry (with --recipe-root: as "
                         "its authority, with provenance).")] = False,
@@ -38,7 +41,21 @@ def trace_cmd(
                              "refused).")] = False,
     quiet: Quiet = False,
 ) -> None:
-    """Trace bundles' export recipes: torch.export the module, read constructs off the graph."""
+    """Trace bundles' export recipes: torch.export the module, read constructs off the graph.
+    A project target or stand-in needs the `trace` extra: where this interpreter lacks it, it
+    is installed once into an environment of the store on first use.
+
+    Examples:
+    inventory trace mimi
+    inventory trace --check
+    inventory trace sam3 --recipe-root ../coreai-models --write
+
+    Exit codes:
+    0  traced (with --check: the registry matches a fresh trace)
+    1  with --check: the registry is stale (the differences on stderr)
+    2  usage or configuration error, or a bundle that could not be traced
+    4  internal error (INVENTORY_DEBUG=1 prints the traceback)
+    """
     from inventory.trace.service import trace_bundles, traceable
 
     stale: list[str] = []

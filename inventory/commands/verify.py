@@ -1,10 +1,5 @@
-"""`inventory verify`: the whole bundle, converted step by step along the release chain.
-
-Exit codes (`inventory/errors.py`): 0 every change of the whole program is explained by a record
-of its release step and agrees with the probes, 1 a change no record of its step explains (an
-unrecorded change), 2 usage, 3 an inconsistency between the whole program and the probes, or a
-bundle that could not be built, converted or run (inconclusive, never a pass). 3 outranks 1.
-"""
+"""`inventory verify`: the whole bundle, converted step by step along the release chain (its
+exit codes: the command's docstring, which is its --help)."""
 
 from __future__ import annotations
 
@@ -24,6 +19,9 @@ from inventory.options import (
     Registry,
     RunBudget,
     check_budget,
+    complete_bundle,
+    complete_release,
+    release_option,
 )
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
@@ -33,17 +31,22 @@ from oracle.releases import load_catalog
 
 
 def verify_cmd(
-    bundle: Annotated[list[str], typer.Argument(help="The bundles to verify.",
+    bundle: Annotated[list[str], typer.Argument(help="The bundles to verify.", metavar="BUNDLE",
+                                                autocompletion=complete_bundle,
                                                 show_default=False)],
-    to: Annotated[str, typer.Option("--to", help="The release to compare the exporter with.")],
+    to: Annotated[str, typer.Option("--to", metavar="VERSION", callback=release_option,
+                                    autocompletion=complete_release,
+                                    help="The release to compare the exporter with.")],
     weights: Annotated[list[str] | None, typer.Option(
+        metavar="BUNDLE=FILE",
         help="BUNDLE=CHECKPOINT.safetensors: build the module with the checkpoint's tensors "
              "(every name and shape that matches its state) instead of trained-looking random "
              "ones (repeatable).")] = None,
     registry: Registry = DEFAULT_REGISTRY,
     fixes: Annotated[Path, typer.Option(
-        "--fixes", help="The fix database whose records of each step explain its regions "
-                   "(a draft lacking a record makes its changes unrecorded).")
+        "--fixes", metavar="FILE",
+        help="The fix database whose records of each step explain its regions "
+             "(a draft lacking a record makes its changes unrecorded).")
     ] = FIXES_FILE,
     as_json: Json = False,
     markdown: Markdown = False,
@@ -61,7 +64,23 @@ def verify_cmd(
     region its step, its stage (lowering or optimizer) and the record that explains it, run the
     programs on one runtime against torch fp32 when they differ, and reconcile with the probes
     of every traced instance. Exit 1 on a change no record explains, 3 on an inconsistency (or
-    when a bundle cannot be checked)."""
+    when a bundle cannot be checked). The bundles' modules need the `trace` extra: where this
+    interpreter lacks it, it is installed once into an environment of the store on first use.
+
+    Examples:
+    inventory verify mimi --to 0.4.2
+    inventory verify sortformer parakeet --to v0.4.3 --markdown
+    inventory verify sam3 --to 0.4.3 --full --run-budget inf --json
+
+    Exit codes:
+    0  every change is explained by a record of its step, and agrees with
+       the probes
+    1  a change no record of its step explains (an unrecorded change)
+    2  usage or configuration error
+    3  inconsistent with the probes, or a bundle could not be built,
+       converted or run (inconclusive, never a pass); 3 outranks 1
+    4  internal error (INVENTORY_DEBUG=1 prints the traceback)
+    """
     from inventory.affected import parse_weights
     from inventory.output import Renderer
     from inventory.policy import load_policy

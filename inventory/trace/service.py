@@ -15,7 +15,6 @@ Two sources of a trace:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -29,8 +28,8 @@ import tomli_w
 
 from inventory.errors import InventoryError
 from inventory.registry import Bundle, exporter_release
-from inventory.trace import recipes, standin, trust
-from oracle.envs import Env, ensure_env, ensure_venv, site_packages
+from inventory.trace import extra, recipes, standin, trust
+from oracle.envs import Env, ensure_env, site_packages
 from oracle.releases import Catalog
 
 HEADER = """\
@@ -141,8 +140,7 @@ def _python(bundle: Bundle, catalog: Catalog, progress: Any) -> str:
     requirements = tuple(env.get("requirements", []))
     if not requirements:
         return sys.executable
-    digest = hashlib.sha256("\n".join(sorted(requirements)).encode()).hexdigest()[:12]
-    return str(ensure_venv(f"trace-{digest}", requirements, catalog, progress))
+    return extra.requirements_env(requirements, catalog, progress)
 
 
 def _run_worker(bundle: Bundle, python: str, target: str, site: Path,
@@ -232,7 +230,8 @@ def trace_target(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: Non
     env = _decomp_env(bundle, catalog, progress)
     progress(f"tracing {bundle.name} ({target}{', the stand-in' if is_standin else ''})")
     steps = export_steps(bundle)
-    data = _run_worker(bundle, sys.executable, target, site_packages(env.python),
+    python = extra.module_python(catalog, progress)  # the `trace` extra, installed on first use
+    data = _run_worker(bundle, python, target, site_packages(env.python),
                        {"export": steps, "build": build or {},
                         "keep": list(bundle.pipeline.keep)}, allow_code)
     source = (f"traced: inventory trace {bundle.name} (torch.export, "

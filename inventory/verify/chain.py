@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from inventory.registry import Bundle
+from inventory.trace import extra
 from inventory.verify import cuts, drift, forms, parts, whole
 from oracle.progress import Progress
+from oracle.releases import EnvError
 from oracle.session import Session
 
 # seconds of model-level runs a check may spend unless told otherwise (`--run-budget`): the
@@ -66,9 +68,14 @@ class _Parts:
         folder = parts.build_folder(self.bundle, form, self.weights, reference)
 
         def make(work: Path) -> dict[str, Any]:
+            try:  # the `trace` extra, installed on first use
+                python = extra.module_python(self.session.catalog, self.progress)
+            except EnvError as exc:
+                raise whole.VerifyError(f"{self.bundle.name}: the {form.name} module cannot be "
+                                        f"built: {exc}") from None
             self.progress(f"{self.bundle.name}: building the whole module, {form.described()}")
             return whole.build(self.bundle, form, work, reference, self.weights,
-                               self.allow_code)
+                               self.allow_code, python)
         return {**self.part(folder, make, _always, parts.BUILDING), "folder": str(folder)}
 
     def sides(self, build: dict[str, Any], releases: list[str]) -> dict[str, dict[str, Any]]:

@@ -64,12 +64,13 @@ def target_source(form: Form) -> str:
 
 
 def build(bundle: Bundle, form: Form, out: Path, reference: bool, weights: Path | None,
-          allow_code: bool) -> dict[str, Any]:
+          allow_code: bool, python: str = sys.executable) -> dict[str, Any]:
+    """`python`: the interpreter with the `trace` extra (`inventory.trace.extra`)."""
     options = {"target": form.target, "build": form.build, "seed": SEED,
                "export": export_steps(bundle), "weights": str(weights) if weights else None,
                "reference": reference, "out": str(out), "allow_code": allow_code}
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "inventory.verify.build_worker",
+    proc = subprocess.run([python, "-m", "inventory.verify.build_worker",
                            json.dumps(options)], capture_output=True, text=True,
                           cwd=PROJECT_ROOT)
     out.mkdir(parents=True, exist_ok=True)
@@ -80,9 +81,11 @@ def build(bundle: Bundle, form: Form, out: Path, reference: bool, weights: Path 
         if proc.returncode == 2 and weights is not None:
             raise WeightsError(f"{bundle.name}: --weights {detail}")
         if "ModuleNotFoundError" in detail:
-            # the bundles' own modules (pocket_tts, transformers, nemo...) are the trace extra
-            detail += (" (the bundle's module needs the `trace` extra: pip install -e "
-                       "'.[trace]', which scripts/test and scripts/verify-bundles install)")
+            # the shipped bundles' upstream packages (pocket_tts, transformers) are the trace
+            # extra, which `python` has: a module it lacks is one the extra does not bring
+            where = "this interpreter" if python == sys.executable else python
+            detail += (f" (the `trace` extra, installed in {where}, does not bring it: the "
+                       "bundle's target needs another package there)")
         # the build folder is a temp folder, removed with the failure: the log is kept apart
         kept = _kept_log(bundle, out / "build.log")
         raise VerifyError(f"{bundle.name}: building the {form.name} module failed: {detail} "

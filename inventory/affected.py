@@ -330,6 +330,7 @@ def affected(
     check_target(fix, target, catalog)
     active, warnings = in_force(ignores or [])
     with Session(catalog, progress) as session:
+        prefetch(session, bundles, target, fix.ships_in)
         analyzer = Analyzer(session, policy, use_cache, weights, runtimes, fixes, verify)
         answers = []
         for bundle in bundles:
@@ -350,6 +351,21 @@ def affected(
     other = [i for i in active if i.fix not in ids]  # entries for other fixes are not this run's
     warnings += unmatched([i for i in active if i not in other], seen)
     return AffectedReport(fix, target, tuple(answers), ignored, tuple(warnings))
+
+
+def prefetch(session: Session, bundles: list[Bundle], target: str, before: str) -> None:
+    """Start building, side by side, the environments the answer will ask for: every release
+    from the oldest exporter before `before` (the release a fix ships in, or a plan's target)
+    up to `target`, the steps between them included (attribution compares each, the registry
+    sweep the last). Nothing else: a release no bundle crosses is never built."""
+    catalog = session.catalog
+    exporters = [e for b in bundles
+                 if (e := exporter_release(b.exporter, catalog)[0]) in catalog.releases
+                 and version_key(e) < version_key(before)]
+    if exporters:
+        oldest = min(exporters, key=version_key)
+        session.prefetch_envs(v for v in sorted(catalog.releases, key=version_key)
+                              if version_key(oldest) <= version_key(v) <= version_key(target))
 
 
 def _own_step(bundle: Bundle, fix: Fix, catalog: Catalog) -> tuple[str, str] | None:

@@ -531,6 +531,32 @@ def files_changed(path: Path) -> list[str]:
     return env_files.changed(path, manifest) if isinstance(manifest, dict) else []
 
 
+def record_line(path: Path) -> str:
+    """What an environment's build recorded and whether its files are still as recorded: the
+    installer, the distributions (each with its RECORD's sha256 in the manifest) and the state
+    of its files (`envs list`)."""
+    try:
+        data = json.loads((path / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return "manifest unreadable: rebuilt on next use"
+    dists = data.get("distributions") if isinstance(data, dict) else None
+    if not isinstance(dists, dict):
+        return "built before files were recorded: not checked (rebuild to record them)"
+    problems = files_changed(path)
+    state = ("files as built" if not problems else
+             f"{len(problems)} file(s) changed ({problems[0]}): rebuilt on next use")
+    files = sum(d.get("files", 0) for d in dists.values() if isinstance(d, dict))
+    return (f"{data.get('installer', '?')}; {len(dists)} distributions, {files} files, "
+            f"recorded sha256 {str(data.get('files_sha256', ''))[:12]}; {state}")
+
+
+def torch_installs() -> list[Path]:
+    """The torch installs under envs/ (the shared one, and any a measurement made)."""
+    root = envs_dir()
+    return sorted(p for p in root.glob("torch-*") if (p / MANIFEST).exists()) if root.exists() \
+        else []
+
+
 def changed_line(name: str, problems: list[str]) -> str:
     more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
     return (f"{name}: {problems[0]}{more} since it was built; rebuilding it (never used "

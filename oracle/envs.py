@@ -190,6 +190,7 @@ def torch_install(version: str, name: str, options: list[str],
         write_text_atomic(target / MANIFEST, json.dumps(
             {"torch": version, "options": options, "installer": tool.label(), **files},
             indent=2, sort_keys=True))
+        progress(f"{name}: ready")
     return target / "site"
 
 

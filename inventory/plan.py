@@ -182,7 +182,7 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
     seen: set[tuple[str, str]] = set()
     out = []
     with opened(session, catalog, progress) as session:
-        prefetch(session, bundles, to, to)
+        prefetch(session, bundles, to, None)
         analyzer = Analyzer(session, policy, use_cache, runtimes=runtimes, fixes=fixes)
         answered = []
         for bundle in bundles:

@@ -323,15 +323,17 @@ class Pool:
         # (runtime core, asset cores) -> why that runtime could not run such assets
         self.failures: dict[tuple[str, frozenset[str]], str] = {}
         self._stopped = False
+        self._lock = threading.Lock()
 
     def worker(self, env: Env) -> Worker:
-        if env.name not in self._workers:
-            worker = self.worker_type(env, self.log_dir / f"{env.name}.{self.log_suffix}.log",
-                                      progress=self.progress)
-            if self._stopped:
-                worker.kill()
-            self._workers[env.name] = worker
-        return self._workers[env.name]
+        with self._lock:  # asked from several threads (a session starts workers ahead)
+            if env.name not in self._workers:
+                worker = self.worker_type(env, self.log_dir / f"{env.name}.{self.log_suffix}.log",
+                                          progress=self.progress)
+                if self._stopped:
+                    worker.kill()
+                self._workers[env.name] = worker
+            return self._workers[env.name]
 
     def stop(self) -> None:
         """After an interrupt: kill every worker now, calls in progress included, so nothing

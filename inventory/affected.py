@@ -14,7 +14,7 @@ from inventory.answers import AffectedReport, BundleAnswer, ConditionFinding, Pr
 from inventory.attribution import Step, locate, own_step, step_line
 from inventory.errors import UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
-from inventory.instances import instance_spec
+from inventory.instances import instance_spec, probed_keys
 from inventory.loads import LoadAnswer, answer_load
 from inventory.policy import Policy
 from inventory.record_answers import asset_answer, asset_spec, pipeline_answer
@@ -30,7 +30,7 @@ from oracle.envs import Env
 from oracle.fixes import Fix, load_fixes
 from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
 from oracle.progress import Progress
-from oracle.record_kinds import LOAD_CHECKS
+from oracle.record_kinds import CONSTRUCT_REGIMES, LOAD_CHECKS
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.runtimes import cores
@@ -330,6 +330,7 @@ def affected(
     check_target(fix, target, catalog)
     active, warnings = in_force(ignores or [])
     with Session(catalog, progress) as session:
+        prefetch(session, bundles, target, fix)
         analyzer = Analyzer(session, policy, use_cache, weights, runtimes, fixes, verify)
         answers = []
         for bundle in bundles:
@@ -350,6 +351,42 @@ def affected(
     other = [i for i in active if i.fix not in ids]  # entries for other fixes are not this run's
     warnings += unmatched([i for i in active if i not in other], seen)
     return AffectedReport(fix, target, tuple(answers), ignored, tuple(warnings))
+
+
+def prefetch(session: Session, bundles: list[Bundle], target: str, fix: Fix | None) -> None:
+    """Start building, side by side, the environments the answer will ask for."""
+    session.prefetch_envs(releases_needed(bundles, target, fix, session.catalog))
+
+
+def releases_needed(bundles: list[Bundle], target: str, fix: Fix | None,
+                    catalog: Catalog) -> list[str]:
+    """The releases whose environments an answer converts in, and no other:
+    for `fix`, every release from the exporter to `target` of a bundle holding an instance the
+    fix's probes convert (attribution compares each step between), and the fix's own step of a
+    bundle whose instances the registry sweep converts; for a plan (`fix` None), every step
+    from each bundle's exporter to `target` (the plan sweeps them all). The answers that ask
+    for no conversion (asset and pipeline records, load checks) build theirs when they ask."""
+    chain = sorted(catalog.releases, key=version_key)
+
+    def between(old: str, new: str) -> list[str]:
+        return [v for v in chain if version_key(old) <= version_key(v) <= version_key(new)]
+
+    wanted: list[str] = []
+    for bundle in bundles:
+        exporter = exporter_release(bundle.exporter, catalog)[0]
+        swept = bool(probed_keys(bundle))
+        if exporter not in catalog.releases or version_key(exporter) >= version_key(
+                target if fix is None else fix.ships_in):
+            continue
+        if fix is None:
+            wanted += between(exporter, target) if swept else []
+            continue
+        if fix.record_kind.probe == CONSTRUCT_REGIMES and not fix.record_kind.changes_optimizer \
+                and any(i.kind in fix.constructs for i in bundle.instances):
+            wanted += between(exporter, target)
+        if swept:
+            wanted += list(own_step(catalog, exporter, fix))
+    return sorted(set(wanted), key=version_key)
 
 
 def _own_step(bundle: Bundle, fix: Fix, catalog: Catalog) -> tuple[str, str] | None:

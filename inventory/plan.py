@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from inventory.affected import Analyzer
+from inventory.affected import Analyzer, prefetch
 from inventory.answers import BundleAnswer
 from inventory.attribution import Step, release_steps
 from inventory.errors import InputFileError, UsageError
@@ -182,6 +182,7 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
     seen: set[tuple[str, str]] = set()
     out = []
     with opened(session, catalog, progress) as session:
+        prefetch(session, bundles, to, None)
         analyzer = Analyzer(session, policy, use_cache, runtimes=runtimes, fixes=fixes)
         answered = []
         for bundle in bundles:

@@ -223,7 +223,7 @@ def _run(regimes: list[Regime], old: str, new: str, catalog: Catalog, policy: Po
     with opened(session, catalog, progress) as session:
         old_env, new_env = session.env(old), session.env(new)
         for i, regime in enumerate(regimes, start=1):
-            progress(f"[{i}/{len(regimes)}] {regime.id} under {old} and {new}")
+            progress(f"sweep {old}->{new} [{i}/{len(regimes)}]: {regime.id}")
             result = session.compare(regime.spec, old_env, new_env, use_cache=use_cache)
             tuned = Policy(policy.tolerance, policy.override if policy.override is not None
                            else regime.tolerance)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -16,7 +18,7 @@ from rich.text import Text
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.help import HelpCommand, HelpGroup, split_doc
 from inventory.output import envelope
-from oracle.progress import Progress
+from oracle.progress import Notice, Progress
 from oracle.settings import check_all
 
 # Bundle names, notes, fix ids and error messages are user text: rich must print them literally
@@ -78,12 +80,44 @@ def answering(command: str, as_json: bool = False) -> Iterator[None]:
 def progress(enabled: bool) -> Iterator[Progress]:
     """A one-line status on stderr while environments build and probes convert (plain lines
     when stderr is not a terminal)."""
+    def notice(msg: str) -> bool:
+        """A Notice (an environment rebuilt) stays on screen, even in a quiet run."""
+        if isinstance(msg, Notice):
+            err.print(labelled("note:", "yellow", msg), highlight=False, soft_wrap=True)
+            return True
+        return False
+
     if not enabled or not err.is_terminal:
-        yield lambda msg: err.print(msg, style="dim", highlight=False) if enabled else None
+        yield lambda msg: notice(msg) or (
+            err.print(msg, style="dim", highlight=False) if enabled else None)
         return
+    phases = Phases()
     with err.status("starting") as status:
         # a str status is parsed as markup by rich's spinner whatever the console says
-        yield lambda msg: status.update(Text(msg))
+        yield lambda msg: notice(msg) or status.update(phases.update(msg))
+
+
+_COUNTER = re.compile(r"\s*\[\d+/\d+\]")
+
+
+class Phases:
+    """The status of work that runs side by side (environments building while probes convert):
+    the latest line of each of the last few phases, a phase being what a line names before its
+    first `: ` (an environment, a bundle, a sweep)."""
+
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = keep
+        self.lines: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def update(self, msg: str) -> Text:
+        phase = _COUNTER.sub("", msg.split(": ", 1)[0])
+        with self._lock:
+            self.lines.pop(phase, None)
+            self.lines[phase] = msg
+            while len(self.lines) > self.keep:
+                self.lines.pop(next(iter(self.lines)))
+            return Text("\n".join(self.lines.values()))
 
 
 def warn(warnings: Sequence[str]) -> None:

@@ -22,8 +22,10 @@ import threading
 import weakref
 from pathlib import Path
 
+from oracle.env_check import verified
 from oracle.envs import Env
 from oracle.paths import cache_root
+from oracle.progress import Progress
 from oracle.releases import EnvError
 from oracle.settings import seconds
 
@@ -100,9 +102,11 @@ class Worker:
     # failure is the environment's, not the converter's.
     needs: tuple[str, ...] = ("torch", "coreai_torch", "coreai.runtime", "safetensors")
 
-    def __init__(self, env: Env, log: Path, timeout: float | None = None) -> None:
+    def __init__(self, env: Env, log: Path, timeout: float | None = None,
+                 progress: Progress = lambda _: None) -> None:
         self.env = env
         self.log = log
+        self._progress = progress
         # read when the worker is made, validated (INVENTORY_WORKER_TIMEOUT, default 300 s)
         self.timeout = seconds("INVENTORY_WORKER_TIMEOUT") if timeout is None else timeout
         self._proc: subprocess.Popen[str] | None = None
@@ -144,6 +148,8 @@ class Worker:
                 f"({detail}); {_rebuild_hint(self.env)}")
 
     def _start(self) -> subprocess.Popen[str]:
+        # never in an environment whose files changed since it was built: rebuilt first
+        self.env = verified(self.env, self._progress)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         # the runtime writes tmp*.aimodelx folders and leaves them when it aborts: in here
         self._tmp = cache_root() / TEMP / f"{os.getpid()}-{secrets.token_hex(4)}"
@@ -308,22 +314,26 @@ class Pool:
     (its `script` the in-environment script); its log is `<env>.<log_suffix>.log`."""
 
     def __init__(self, log_dir: Path, worker: type[Worker] = Worker,
-                 log_suffix: str = "worker") -> None:
+                 log_suffix: str = "worker", progress: Progress = lambda _: None) -> None:
         self.log_dir = log_dir
+        self.progress = progress
         self.worker_type = worker
         self.log_suffix = log_suffix
         self._workers: dict[str, Worker] = {}
         # (runtime core, asset cores) -> why that runtime could not run such assets
         self.failures: dict[tuple[str, frozenset[str]], str] = {}
         self._stopped = False
+        self._lock = threading.Lock()
 
     def worker(self, env: Env) -> Worker:
-        if env.name not in self._workers:
-            worker = self.worker_type(env, self.log_dir / f"{env.name}.{self.log_suffix}.log")
-            if self._stopped:
-                worker.kill()
-            self._workers[env.name] = worker
-        return self._workers[env.name]
+        with self._lock:  # asked from several threads (a session starts workers ahead)
+            if env.name not in self._workers:
+                worker = self.worker_type(env, self.log_dir / f"{env.name}.{self.log_suffix}.log",
+                                          progress=self.progress)
+                if self._stopped:
+                    worker.kill()
+                self._workers[env.name] = worker
+            return self._workers[env.name]
 
     def stop(self) -> None:
         """After an interrupt: kill every worker now, calls in progress included, so nothing

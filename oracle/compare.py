@@ -16,7 +16,7 @@ from pathlib import Path
 from oracle import store
 from oracle.client import EnvironmentFault, Pool, WorkerFailure
 from oracle.envs import Env
-from oracle.normalise import compare_texts, normalise
+from oracle.normalise import compare_normalised, normalise
 from oracle.results import Alone, Identity, Measurement, ProbeResult, Side
 from oracle.spec import ProbeSpec
 from oracle.stats import output_stats, side_stats
@@ -56,12 +56,12 @@ def _identity(old: Side, new: Side, stage: str, out: Path) -> Identity:
         # 0.4.3's to_coreai() already returns the optimized program: its emitted stage has no
         # counterpart on an older side, and comparing them would only report that contract.
         return Identity.NOT_COMPARABLE
-    a = Path(old.files[stage]).read_text()
-    b = Path(new.files[stage]).read_text()
-    (out / f"{stage}.old.normalised.mlir").write_text(normalise(a))
-    (out / f"{stage}.new.normalised.mlir").write_text(normalise(b))
-    result = compare_texts(a, b, f"{stage} coreai-torch {old.converter}",
-                           f"{stage} coreai-torch {new.converter}")
+    a = normalise(Path(old.files[stage]).read_text())
+    b = normalise(Path(new.files[stage]).read_text())
+    (out / f"{stage}.old.normalised.mlir").write_text(a)
+    (out / f"{stage}.new.normalised.mlir").write_text(b)
+    result = compare_normalised(a, b, f"{stage} coreai-torch {old.converter}",
+                                f"{stage} coreai-torch {new.converter}")
     if result.identical:
         return Identity.IDENTICAL
     (out / f"{stage}.diff").write_text(result.diff)

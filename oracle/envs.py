@@ -22,13 +22,16 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracle import env_files, installer
 from oracle.atomic import write_text_atomic
+from oracle.installer import Installer, cuda_torch, run_step
 from oracle.paths import envs_dir
 from oracle.progress import Progress
 from oracle.releases import Catalog, EnvError, Release, base_version, load_catalog
@@ -78,10 +81,34 @@ def _holder(fd: int) -> str:
     return f"pid {pid} ({cmd})" if cmd else f"pid {pid}"
 
 
+# One lock per environment name within this process: environments are built in parallel threads
+# (`prefetch`), and a file lock does not keep two threads of one process apart reliably.
+_THREAD_LOCKS: dict[str, threading.Lock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+
 @contextmanager
 def locked(name: str, progress: Progress = lambda _: None) -> Iterator[None]:
-    """Serialise builds of one environment across processes. A waiter says once who holds the
-    lock, and gives up after `lock_timeout()` seconds with one line naming the holder."""
+    """Serialise builds of one environment across threads and processes. A waiter says once
+    who holds the lock, and gives up after `lock_timeout()` seconds with one line naming the
+    holder."""
+    with _THREAD_LOCKS_GUARD:
+        mine = _THREAD_LOCKS.setdefault(name, threading.Lock())
+    if not mine.acquire(blocking=False):
+        progress(f"waiting for environment {name}: another thread of this run builds it")
+        limit = lock_timeout()
+        if limit == 0 or not mine.acquire(timeout=limit):
+            raise EnvError(f"environment {name} is still being built by another thread after "
+                           f"{limit:g} s (INVENTORY_LOCK_TIMEOUT)")
+    try:
+        with _file_locked(name, progress):
+            yield
+    finally:
+        mine.release()
+
+
+@contextmanager
+def _file_locked(name: str, progress: Progress) -> Iterator[None]:
     root = envs_dir()
     root.mkdir(parents=True, exist_ok=True)
     fd = os.open(root / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -115,24 +142,6 @@ def locked(name: str, progress: Progress = lambda _: None) -> Iterator[None]:
         os.close(fd)
 
 
-def run_step(cmd: list[str], log: Path, what: str) -> str:
-    """Run one install step, appending its output to the build log; fail with one line."""
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    with open(log, "a") as handle:
-        handle.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n")
-    if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and "WARNING" not in ln]
-        detail = lines[-1].strip() if lines else f"exit code {proc.returncode}"
-        raise EnvError(f"could not install {what}: {detail} (log: {log}); where the package "
-                       f"registry is reachable, `inventory envs build` builds environments "
-                       f"ahead of time")
-    return proc.stdout
-
-
-def _pip(python: Path) -> list[str]:
-    return [str(python), "-m", "pip", "--disable-pip-version-check", "--no-input"]
-
-
 def site_packages(python: Path) -> Path:
     out = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -150,31 +159,90 @@ def shared_torch(catalog: Catalog, progress: Progress = lambda _: None) -> Path:
 
 def torch_install(version: str, name: str, options: list[str],
                   progress: Progress = lambda _: None) -> Path:
-    """A `--target` install of torch==version under envs/NAME (reused once complete)."""
+    """A `--target` install of torch==version under envs/NAME (reused once complete). A CUDA
+    build is refused: the pip configuration must lead to the CPU wheel."""
     target = envs_dir() / name
     if (target / MANIFEST).exists():  # no lock needed to reuse a complete install
         return target / "site"
     with locked(name, progress):
         if (target / MANIFEST).exists():
             return target / "site"
-        shutil.rmtree(target, ignore_errors=True)
-        target.mkdir(parents=True)
-        progress(f"installing torch {version} into {target}")
-        run_step(
-            _pip(Path(sys.executable))
-            + ["install", "-q", *options, "--target", str(target / "site"), f"torch=={version}"],
-            target / "build.log",
-            f"torch=={version}",
-        )
-        write_text_atomic(target / MANIFEST, json.dumps({"torch": version}))
+        tool = _installer(progress)
+        log = target.parent / f"{name}.build.log"
+        log.unlink(missing_ok=True)
+        progress(f"{name}: installing torch {version} into {target} ({tool.label()})")
+
+        def build() -> list[Path]:
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir(parents=True)
+            _log(log, tool.describe())
+            tool.install(sys.executable, [*options, f"torch=={version}"], log,
+                         f"torch=={version}", target=target / "site")
+            cuda = cuda_torch(target / "site")
+            if cuda is not None:
+                shutil.rmtree(target, ignore_errors=True)
+                raise EnvError(f"torch=={version} resolved to a CUDA build ({cuda}); the shared "
+                               f"torch must be the CPU wheel: point pip's configuration "
+                               f"(find-links or index-url) at it (log: {log})")
+            return [target / "site"]
+
+        files = _checked_build(target, build, tool, log, progress)
+        write_text_atomic(target / MANIFEST, json.dumps(
+            {"torch": version, "options": options, "installer": tool.label(), **files},
+            indent=2, sort_keys=True))
+        progress(f"{name}: ready")
     return target / "site"
+
+
+def _log(log: Path, line: str) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as handle:
+        handle.write(f"# {line}\n")
+
+
+def _installer(progress: Progress) -> Installer:
+    """The installer of this process; that it is pip when uv was asked for is said once."""
+    tool = installer.chosen()
+    if tool.note and not _SAID:
+        _SAID.append(tool.note)
+        progress(f"building environments with pip: {tool.note}")
+    return tool
+
+
+_SAID: list[str] = []
+
+
+def _checked_build(root: Path, build: Callable[[], list[Path]], tool: Installer, log: Path,
+                   progress: Progress) -> dict:
+    """`build()` (which makes the environment at `root` from nothing and returns its package
+    folders), then every installed file checked against its RECORD and recorded. A distribution
+    installed damaged came so from uv's cache (its files are hard links into it): it is dropped
+    from the cache and the environment built once more; damaged twice is an error."""
+    for attempt in (1, 2):
+        sites = build()
+        snap = env_files.snapshot(root, sites)
+        if not snap.damaged:
+            return env_files.record(root, snap)
+        names = sorted(snap.damaged)
+        where = "; ".join(f"{n}: {', '.join(snap.damaged[n][:3])}" for n in names)
+        _log(log, f"installed files differ from their RECORD: {where}")
+        if attempt == 2:
+            raise EnvError(f"{root.name}: {', '.join(names)} installed with files that differ "
+                           f"from their RECORD twice ({where}; log: {log})")
+        progress(f"{root.name}: {', '.join(names)} installed damaged (uv's cache): dropping it "
+                 f"from the cache and building again")
+        tool.forget(names, log)
+    raise AssertionError("unreachable")
 
 
 # Run inside a fresh environment: the requirements a distribution declares, with environment
 # markers evaluated there, minus the ones the oracle provides itself.
 _REQUIRES_SCRIPT = """
 import importlib.metadata as md, json, sys
-from pip._vendor.packaging.requirements import Requirement
+try:
+    from packaging.requirements import Requirement
+except ImportError:
+    from pip._vendor.packaging.requirements import Requirement
 out = {}
 for dist in sys.argv[1:]:
     reqs = []
@@ -191,11 +259,47 @@ print(json.dumps(out))
 # torch requirements that version does not meet.
 _TORCH_CHECK_SCRIPT = """
 import importlib.metadata as md, json, sys
-from pip._vendor.packaging.requirements import Requirement
+try:
+    from packaging.requirements import Requirement
+except ImportError:
+    from pip._vendor.packaging.requirements import Requirement
 v = md.version("torch")
 bad = [r for r in sys.argv[1:] if not Requirement(r).specifier.contains(v, prereleases=True)]
 print(json.dumps({"torch": v, "unsatisfied": bad}))
 """
+
+
+# Run inside the environment: every distribution it sees (its own and the shared torch), by
+# lower-case name, as `pip list` lists them.
+_LIST_SCRIPT = """
+import importlib.metadata as md, json
+out = {}
+for dist in md.distributions():
+    name = dist.metadata["Name"]
+    if name:
+        out.setdefault(name.lower(), dist.version)
+print(json.dumps(out))
+"""
+
+
+# What a worker imports before its first conversion (the probe worker's and the asset worker's).
+_WORKER_IMPORTS = "import torch, torch.export, coreai_torch, coreai.runtime, safetensors, numpy"
+
+
+def write_bytecode(python: Path, log: Path) -> None:
+    """Import what a worker imports, once, writing its bytecode (the shared torch's too, the
+    first time). uv installs no bytecode, and workers run with PYTHONDONTWRITEBYTECODE: without
+    this every worker start compiled torch from source (a cold answer's probes took twice as
+    long). Compiling every file instead (pip's way, uv's --compile-bytecode) costs four times
+    the CPU. A failure here is the worker's to report, with its environment check."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    proc = subprocess.run([str(python), "-c", _WORKER_IMPORTS], capture_output=True, text=True,
+                          env=env)
+    _log(log, f"bytecode of a worker's imports written (exit {proc.returncode})")
+
+
+def installed_packages(python: Path, log: Path) -> dict[str, str]:
+    return json.loads(run_step([str(python), "-I", "-c", _LIST_SCRIPT], log, "the package list"))
 
 
 def _requirement_name(req: str) -> str:
@@ -327,41 +431,41 @@ def _build(
 ) -> Env:
     log = path.parent / f"{path.name}.build.log"
     log.unlink(missing_ok=True)
-    progress(f"creating {path.name}")
-    run_step([sys.executable, "-m", "venv", str(path)], log, f"a virtualenv at {path}")
-    python = path / "bin" / "python"
-    (site_packages(python) / SHARED_TORCH_PTH).write_text(f"{torch_site}\n")
-
-    progress(f"installing coreai-torch {release.converter}")
+    tool = _installer(progress)
+    progress(f"{path.name}: creating ({tool.label()})")
     converter_req = f"coreai-torch=={release.converter}"
-    # Without dependency resolution: the converter's own torch bound is not honoured (it is
-    # recorded as a deviation below); torch comes from the shared install.
-    run_step(_pip(python) + ["install", "-q", "--no-deps", converter_req], log, converter_req)
-    requires = json.loads(
-        run_step([str(python), "-c", _REQUIRES_SCRIPT, "coreai-torch", "torch"], log,
-             "the converter's requirement list")
-    )
-    provided = {"torch", "coreai-core"}
-    wanted = [
-        req
-        for dist in ("coreai-torch", "torch")
-        for req in requires[dist]
-        if _requirement_name(req) not in provided
-    ]
-    declared_torch = [r for r in requires["coreai-torch"] if _requirement_name(r) == "torch"]
     core_req = f"coreai-core=={release.core}"
-    progress(f"installing {core_req} and dependencies")
-    run_step(
-        _pip(python)
-        + ["install", "-q", core_req, *wanted, *release.extra, *WORKER_REQUIREMENTS],
-        log,
-        f"{core_req} for coreai-torch {release.converter}",
-    )
-    freeze = run_step(_pip(python) + ["list", "--format", "json"], log, "the package list")
-    packages = {p["name"].lower(): p["version"] for p in json.loads(freeze)}
+    found: dict[str, list[str]] = {}
+
+    def build() -> list[Path]:
+        shutil.rmtree(path, ignore_errors=True)
+        _log(log, tool.describe())
+        python = tool.venv(path, log)
+        site = site_packages(python)
+        (site / SHARED_TORCH_PTH).write_text(f"{torch_site}\n")
+        progress(f"{path.name}: installing coreai-torch {release.converter}")
+        # Without dependency resolution: the converter's own torch bound is not honoured (it is
+        # recorded as a deviation below); torch comes from the shared install.
+        tool.install(python, ["--no-deps", converter_req], log, converter_req)
+        found.update(json.loads(
+            run_step([str(python), "-I", "-c", _REQUIRES_SCRIPT, "coreai-torch", "torch"], log,
+                     "the converter's requirement list")))
+        provided = {"torch", "coreai-core"}
+        wanted = [req for dist in ("coreai-torch", "torch") for req in found[dist]
+                  if _requirement_name(req) not in provided]
+        progress(f"{path.name}: installing {core_req} and dependencies")
+        tool.install(python, [core_req, *wanted, *release.extra, *WORKER_REQUIREMENTS], log,
+                     f"{core_req} for coreai-torch {release.converter}")
+        return [site]
+
+    files = _checked_build(path, build, tool, log, progress)
+    python = path / "bin" / "python"
+    write_bytecode(python, log)
+    packages = installed_packages(python, log)
+    declared_torch = [r for r in found["coreai-torch"] if _requirement_name(r) == "torch"]
     check = json.loads(
-        run_step([str(python), "-c", _TORCH_CHECK_SCRIPT, *declared_torch], log,
-             "torch (the shared install is not visible)")
+        run_step([str(python), "-I", "-c", _TORCH_CHECK_SCRIPT, *declared_torch], log,
+                 "torch (the shared install is not visible)")
     )
     packages["torch"] = check["torch"]
     deviations = [
@@ -382,9 +486,11 @@ def _build(
         "packages": packages,
         "deviations": deviations,
         "shared_torch": str(torch_site),
+        "installer": tool.label(),
+        **files,
     }
     write_text_atomic(path / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
-    progress(f"{path.name} ready")
+    progress(f"{path.name}: ready")
     env = read_manifest(path)
     assert env is not None
     return env
@@ -394,30 +500,85 @@ def ensure_venv(name: str, requirements: tuple[str, ...], catalog: Catalog,
                 progress: Progress = lambda _: None) -> Path:
     """A virtualenv under envs/ that sees the shared torch, with torch's own requirements and
     `requirements` installed; its python. For code that must run against other package versions
-    than the project's own (a recipe's pinned transformers), never for a converter."""
+    than the project's own (a recipe's pinned transformers), never for a converter. A reused one
+    whose files changed since it was built is built again."""
     path = envs_dir() / name
     python = path / "bin" / "python"
     torch_site = shared_torch(catalog, progress)
     with locked(name, progress):
         if (path / MANIFEST).exists():
-            return python
+            problems = files_changed(path)
+            if not problems:
+                return python
+            progress(changed_line(name, problems))
         shutil.rmtree(path, ignore_errors=True)  # a half-built leftover is never used
         log = path.parent / f"{name}.build.log"
         log.unlink(missing_ok=True)
-        progress(f"creating {name} ({', '.join(requirements)})")
-        run_step([sys.executable, "-m", "venv", str(path)], log, f"a virtualenv at {path}")
-        (site_packages(python) / SHARED_TORCH_PTH).write_text(f"{torch_site}\n")
-        torch_requires = json.loads(run_step([str(python), "-c", _REQUIRES_SCRIPT, "torch"], log,
-                                         "torch's requirement list"))["torch"]
-        run_step(_pip(python) + ["install", "-q", *torch_requires, *requirements], log,
-             " ".join(requirements))
-        freeze = run_step(_pip(python) + ["list", "--format", "json"], log, "the package list")
-        packages = {p["name"].lower(): p["version"] for p in json.loads(freeze)}
+        tool = _installer(progress)
+        progress(f"{name}: creating ({', '.join(requirements)}; {tool.label()})")
+
+        def build() -> list[Path]:
+            shutil.rmtree(path, ignore_errors=True)
+            _log(log, tool.describe())
+            tool.venv(path, log)
+            site = site_packages(python)
+            (site / SHARED_TORCH_PTH).write_text(f"{torch_site}\n")
+            torch_requires = json.loads(run_step(
+                [str(python), "-I", "-c", _REQUIRES_SCRIPT, "torch"], log,
+                "torch's requirement list"))["torch"]
+            tool.install(python, [*torch_requires, *requirements], log, " ".join(requirements))
+            return [site]
+
+        files = _checked_build(path, build, tool, log, progress)
+        packages = installed_packages(python, log)
         write_text_atomic(path / MANIFEST, json.dumps(
             {"requirements": list(requirements), "packages": packages,
-             "shared_torch": str(torch_site)}, indent=2, sort_keys=True))
-        progress(f"{name} ready")
+             "shared_torch": str(torch_site), "installer": tool.label(), **files},
+            indent=2, sort_keys=True))
+        progress(f"{name}: ready")
     return python
+
+
+def files_changed(path: Path) -> list[str]:
+    """What differs in the environment at `path` from what its build recorded (empty: intact,
+    or nothing recorded to check against)."""
+    try:
+        manifest = json.loads((path / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return [f"{MANIFEST} cannot be read"]
+    return env_files.changed(path, manifest) if isinstance(manifest, dict) else []
+
+
+def record_line(path: Path) -> str:
+    """What an environment's build recorded and whether its files are still as recorded: the
+    installer, the distributions (each with its RECORD's sha256 in the manifest) and the state
+    of its files (`envs list`)."""
+    try:
+        data = json.loads((path / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return "manifest unreadable: rebuilt on next use"
+    dists = data.get("distributions") if isinstance(data, dict) else None
+    if not isinstance(dists, dict):
+        return "built before files were recorded: not checked (rebuild to record them)"
+    problems = files_changed(path)
+    state = ("files as built" if not problems else
+             f"{len(problems)} file(s) changed ({problems[0]}): rebuilt on next use")
+    files = sum(d.get("files", 0) for d in dists.values() if isinstance(d, dict))
+    return (f"{data.get('installer', '?')}; {len(dists)} distributions, {files} files, "
+            f"recorded sha256 {str(data.get('files_sha256', ''))[:12]}; {state}")
+
+
+def torch_installs() -> list[Path]:
+    """The torch installs under envs/ (the shared one, and any a measurement made)."""
+    root = envs_dir()
+    return sorted(p for p in root.glob("torch-*") if (p / MANIFEST).exists()) if root.exists() \
+        else []
+
+
+def changed_line(name: str, problems: list[str]) -> str:
+    more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+    return (f"{name}: {problems[0]}{more} since it was built; rebuilding it (never used "
+            f"damaged)")
 
 
 def ensure_env_on_torch(version: str, name: str, torch_site: Path, catalog: Catalog,

@@ -122,10 +122,12 @@ def _renumber_ssa(text: str) -> str:
 
 
 def normalise(text: str) -> str:
+    # Long literals (weights as hex) first: they are most of a program's text, and hold nothing
+    # the later passes change, which then read a text a fraction of the size.
+    text = _digest_literals(text)
     text = _strip_locations(text)
     text = _rename_composites(text)
     text = _rename_resources(text)
-    text = _digest_literals(text)
     text = _renumber_ssa(text)
     lines = [line.rstrip() for line in text.splitlines()]
     return "\n".join(line for line in lines if line.strip()) + "\n"
@@ -139,7 +141,12 @@ class Identity:
 
 
 def compare_texts(old: str, new: str, old_label: str = "old", new_label: str = "new") -> Identity:
-    a, b = normalise(old), normalise(new)
+    return compare_normalised(normalise(old), normalise(new), old_label, new_label)
+
+
+def compare_normalised(a: str, b: str, old_label: str = "old",
+                       new_label: str = "new") -> Identity:
+    """`compare_texts` of two texts already normalised."""
     if a == b:
         return Identity(True, "", 0)
     diff = list(difflib.unified_diff(a.splitlines(), b.splitlines(), old_label, new_label,

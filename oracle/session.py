@@ -11,7 +11,9 @@ reading a stored result checks the sha256 of every evidence file.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from oracle.progress import Progress
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.spec import ProbeSpec
+from oracle.store import RESULT_FILE
 
 
 def _reclaim() -> None:
@@ -43,7 +46,7 @@ class Session:
         self.catalog = catalog
         self.progress = progress
         self.log_dir = log_dir or cache_root() / "logs"
-        self.pool = Pool(self.log_dir, worker, log_suffix)
+        self.pool = Pool(self.log_dir, worker, log_suffix, progress)
         # where comparisons run: the executor the run chose (executors.choose), or a test's
         self.oracle = oracle if oracle is not None else open_oracle(self.pool, progress)
         self._pools: dict[type[Worker], Pool] = {}
@@ -56,6 +59,13 @@ class Session:
         # converter release -> the first failure of one of its workers (died, timed out) in
         # this session: a caller may choose not to start more conversions there
         self.worker_failures: dict[str, str] = {}
+        # environments being built in the background (`prefetch_envs`), and the thread pool
+        self._building: dict[str, Future[Env]] = {}
+        self._builders: ThreadPoolExecutor | None = None
+        self._warm = threading.Event()  # set once a comparison was not in the store
+        self._ahead: list[Env] = []  # environments built by `prefetch_envs`
+        self._started: set[str] = set()  # environments whose worker was started ahead
+        self._guard = threading.Lock()
         _reclaim()
 
     def __enter__(self) -> Session:
@@ -65,6 +75,10 @@ class Session:
         self.close()
 
     def close(self) -> None:
+        if self._builders is not None:
+            # a build in progress finishes (its environment is usable next time); none starts
+            self._builders.shutdown(wait=True, cancel_futures=True)
+            self._builders = None
         self.oracle.close()
         self.pool.close()
         for pool in self._pools.values():
@@ -77,16 +91,65 @@ class Session:
         if worker is self.pool.worker_type:
             return self.pool
         if worker not in self._pools:
-            self._pools[worker] = Pool(self.log_dir, worker, log_suffix)
+            self._pools[worker] = Pool(self.log_dir, worker, log_suffix, self.progress)
         return self._pools[worker]
 
+    def prefetch_envs(self, versions: Iterable[str]) -> None:
+        """Build the environments of these releases now, side by side in the background, while
+        the caller goes on (`env` waits for the one it asks for). Ones already built are read
+        when asked, as before: a warm run starts no thread. Once a comparison is found missing
+        from the store, each such environment's worker is started too, so that importing torch
+        and the converter overlaps the builds and the conversions still to come."""
+        missing = [v for v in dict.fromkeys(versions) if v in self.catalog.releases
+                   and v not in self._envs and v not in self._building
+                   and ready_env(v) is None]
+        if not missing:
+            return
+        if self._builders is None:
+            self._builders = ThreadPoolExecutor(max_workers=4, thread_name_prefix="env-build")
+        for version in missing:
+            self._building[version] = self._builders.submit(self._build, version)
+
+    def _build(self, version: str) -> Env:
+        env = ensure_env(version, self.catalog, self.progress)
+        with self._guard:
+            self._ahead.append(env)
+            start = self._warm.is_set()
+        if start:
+            self._start_worker(env)
+        return env
+
+    def _conversions_ahead(self) -> None:
+        """A comparison is not in the store: start the workers of the environments built ahead
+        (and of those still building, once built)."""
+        with self._guard:
+            if self._warm.is_set():
+                return
+            self._warm.set()
+            ahead = list(self._ahead)
+        if self._builders is not None:
+            for env in ahead:
+                self._builders.submit(self._start_worker, env)
+
+    def _start_worker(self, env: Env) -> None:
+        with self._guard:
+            if env.name in self._started or self.oracle.name != "local":
+                return
+            self._started.add(env.name)
+        # a failure here is met again, and told, by the comparison that needs this worker
+        with suppress(Exception):
+            self.pool.worker(env).call({"op": "hello"})
+
     def env(self, version: str) -> Env:
-        """The environment of one converter release, built on first use."""
+        """The environment of one converter release, built on first use (or waited for, when
+        `prefetch_envs` builds it)."""
         if version in self._env_errors:
             raise self._env_errors[version]
         if version not in self._envs:
             try:
-                self._envs[version] = ensure_env(version, self.catalog, self.progress)
+                building = self._building.pop(version, None)
+                self._envs[version] = (building.result() if building is not None
+                                       else ensure_env(version, self.catalog, self.progress))
             except EnvError as exc:
                 self._env_errors[version] = exc
                 raise
@@ -113,6 +176,8 @@ class Session:
         known = self._results.get(key)
         if known is not None and (use_cache or known[1]):
             return known[0]
+        if not self._warm.is_set() and (not use_cache or not (key / RESULT_FILE).exists()):
+            self._conversions_ahead()
         result = self.oracle.compare(spec, old, new, use_cache=use_cache)
         self._results[key] = (result, not result.cached)
         for side in (result.old, result.new):

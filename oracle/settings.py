@@ -28,6 +28,9 @@ TIMEOUTS: dict[str, tuple[float, bool]] = {
     # --executor ray: one job (a comparison) on a node, from when it can start
     "INVENTORY_RAY_JOB_TIMEOUT": (1200.0, False),
 }
+# Which installer builds environments: uv (the default; pip when uv cannot be had) or pip.
+INSTALLER_VAR = "INVENTORY_INSTALLER"
+INSTALLERS = ("uv", "pip")
 # Pseudo file systems: a store there is never a folder the tool can keep results in.
 _NOT_A_STORE = (Path("/proc"), Path("/sys"), Path("/dev"))
 
@@ -52,6 +55,15 @@ def seconds(name: str) -> float:
     return value
 
 
+def installer_choice() -> str:
+    """INVENTORY_INSTALLER, validated: `uv` when unset."""
+    raw = os.environ.get(INSTALLER_VAR, "").strip().lower() or "uv"
+    if raw not in INSTALLERS:
+        raise SettingError(f"{INSTALLER_VAR}={os.environ[INSTALLER_VAR]!r}: "
+                           f"{' or '.join(INSTALLERS)}")
+    return raw
+
+
 def check_cache(root: Path, name: str | None = None) -> None:
     """The store folder is a folder the tool can create and write: not a file, not under a
     pseudo file system such as /proc."""
@@ -74,6 +86,7 @@ def check_all() -> None:
 
     for name in TIMEOUTS:
         seconds(name)
+    installer_choice()
     check_cache(cache_root())
     if os.environ.get("INVENTORY_STORE"):
         check_cache(store_root(), "INVENTORY_STORE")

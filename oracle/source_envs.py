@@ -22,10 +22,10 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
+from oracle import env_files, installer
 from oracle.atomic import write_text_atomic
 from oracle.digests import files_digest
 from oracle.envs import (
@@ -35,7 +35,6 @@ from oracle.envs import (
     ensure_env,
     locked,
     read_manifest,
-    run_step,
     site_packages,
 )
 from oracle.paths import envs_dir
@@ -143,10 +142,9 @@ def _build(tree: Path, path: Path, base: Env, core: str, version: str, digest: s
     log.unlink(missing_ok=True)
     label = f"{version}+src.{digest[:10]}"
     progress(f"creating {path.name} (coreai-torch {label} on {base.name}'s pins)")
-    # no pip of its own: the release environment's pip installs into it (--target)
-    run_step([sys.executable, "-m", "venv", "--without-pip", str(path)], log,
-         f"a virtualenv at {path}")
-    python = path / "bin" / "python"
+    tool = installer.chosen()
+    # no pip of its own: the release environment's installs into it (--target)
+    python = tool.venv(path, log, seed=False)
     site = site_packages(python)
     shared = json.loads((base.path / MANIFEST).read_text()).get("shared_torch", "")
     if not shared or not Path(shared).is_dir():
@@ -159,9 +157,8 @@ def _build(tree: Path, path: Path, base: Env, core: str, version: str, digest: s
         copy = Path(tmp) / "src"
         shutil.copytree(tree, copy, ignore=shutil.ignore_patterns(".git", "__pycache__",
                                                                   "build", "*.egg-info"))
-        run_step([str(base.python), "-m", "pip", "--disable-pip-version-check", "--no-input",
-              "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-              "--target", str(site), str(copy)], log, f"coreai-torch from {tree}")
+        tool.install(base.python, ["--no-deps", "--no-build-isolation", "--no-index", str(copy)],
+                     log, f"coreai-torch from {tree}", target=site)
     where = subprocess.run(
         [str(python), "-c", "import coreai_torch, torch, coreai, json; "
                             "print(json.dumps([coreai_torch.__file__, coreai.__file__]))"],
@@ -187,6 +184,8 @@ def _build(tree: Path, path: Path, base: Env, core: str, version: str, digest: s
         "packages": packages,
         "deviations": deviations,
         "shared_torch": shared,
+        "installer": tool.label(),
+        **env_files.record(path, env_files.snapshot(path, [site])),
         "source": {"tree": str(tree), "digest": digest, "version": version,
                    "release_env": base.name, "commit": commit},
     }

@@ -83,9 +83,11 @@ def result_dir(spec: ProbeSpec, old_env: Env, new_env: Env) -> Path:
 
 
 def _evidence(folder: Path) -> list[Path]:
-    # the stamp, and a reader's half-written one, are not evidence
-    return [p for p in sorted(folder.rglob("*"))
-            if p.is_file() and p.name != RESULT_FILE and not p.name.startswith(VERIFIED)]
+    # the stamp, and a reader's half-written one, are not evidence; os.walk, not rglob: a warm
+    # answer lists dozens of results
+    found = [Path(root, name) for root, _, names in os.walk(folder) for name in names
+             if name != RESULT_FILE and not name.startswith(VERIFIED)]
+    return sorted(p for p in found if p.is_file())
 
 
 def manifest(folder: Path) -> dict[str, str]:

@@ -21,6 +21,11 @@ conversion time. The default bench does not run it: a whole-bundle check takes m
 
 `--ray JOBS [--record FILE]`: instead, the local executor versus a two-node Ray cluster on this
 machine on the same sweep (`scripts/bench_ray.py`).
+
+`--cold [--where DIR] [--record FILE] [--keep]`: instead, a first answer from nothing, phase by
+phase, with pip and with uv in one run, then a second fresh clone with uv's cache warm
+(`scripts/bench_cold.py`; fresh clones under DIR, which should be on the file system of the
+cache so that uv can hard-link).
 """
 
 from __future__ import annotations
@@ -71,30 +76,38 @@ PLAN = ["plan", "--to", "0.4.3", "--json", "-q"]
 
 
 def warm_plan(baseline: Path | None, runs: int = 5) -> None:
-    """Best of `runs` warm `plan --to 0.4.3`, run as `python -m inventory.cli` from each checkout
-    (its own code first on the path), alternating so both see the same load."""
+    """Median of `runs` warm `plan --to 0.4.3`, run as `python -m inventory.cli` from each
+    checkout (its own code first on the path), alternating so both see the same load, beside
+    `inventory --version` timed in the same run."""
     python = str(ROOT / ".venv" / "bin" / "python")
     roots = [ROOT] + ([baseline] if baseline else [])
     for root in roots:
         timed([python, "-m", "inventory.cli", *PLAN], cwd=root)  # make sure it is warm
     times: dict[Path, list[float]] = {root: [] for root in roots}
+    floors: list[float] = []
     for _ in range(runs):
+        floors.append(timed([python, "-m", "inventory.cli", "--version"])[0])
         for root in roots:
             times[root].append(timed([python, "-m", "inventory.cli", *PLAN], cwd=root)[0])
-    best = {root: min(t) for root, t in times.items()}
-    print(f"warm  plan --to 0.4.3 (best of {runs}):         {best[ROOT]:6.2f} s")
+    median = {root: statistics.median(t) for root, t in times.items()}
+    floor = statistics.median(floors)
+    print(f"warm  plan --to 0.4.3 (median of {runs}):       {median[ROOT]:6.2f} s   "
+          f"inventory --version {floor:.2f} s, ratio {median[ROOT] / floor:4.2f}")
     if baseline:
-        print(f"warm  plan --to 0.4.3, baseline {baseline}: {best[baseline]:6.2f} s   "
-              f"ratio {best[ROOT] / best[baseline]:4.2f}")
+        print(f"warm  plan --to 0.4.3, baseline {baseline}: {median[baseline]:6.2f} s   "
+              f"ratio {median[ROOT] / median[baseline]:4.2f}")
 
 
-def warm_affected(inv: list[str], runs: int = 3) -> float:
-    """Best of `runs` warm `affected --fix 40`, printed beside `inventory --version` timed in the
-    same run (the floor any command starts from); returns the warm time."""
+def warm_affected(inv: list[str], runs: int = 7) -> float:
+    """Median of `runs` warm `affected --fix 40`, printed beside `inventory --version` timed
+    in the same run, alternately (the floor any command starts from); returns the warm time."""
     version = [inv[0], "--version"]
-    floor = min(timed(version)[0] for _ in range(runs))
-    warm = min(timed(inv)[0] for _ in range(runs))
-    print(f"warm  affected --fix 40 (best of {runs}):         {warm:6.2f} s   "
+    floors, warms = [], []
+    for _ in range(runs):
+        floors.append(timed(version)[0])
+        warms.append(timed(inv)[0])
+    floor, warm = statistics.median(floors), statistics.median(warms)
+    print(f"warm  affected --fix 40 (median of {runs}):       {warm:6.2f} s   "
           f"inventory --version {floor:.2f} s, ratio {warm / floor:4.2f}")
     return warm
 
@@ -157,10 +170,20 @@ def main() -> None:
     parser.add_argument("--ray", type=int, metavar="JOBS", default=0,
                         help="instead: a sweep of JOBS probes, local versus a two-node Ray "
                              "cluster on this machine (needs the ray extra)")
-    parser.add_argument("--record", type=Path, help="with --ray: also write the figures here")
+    parser.add_argument("--record", type=Path,
+                        help="with --ray or --cold: also write the figures here")
+    parser.add_argument("--cold", action="store_true",
+                        help="instead: a first answer from nothing, pip and uv side by side")
+    parser.add_argument("--where", type=Path, help="with --cold: the folder for the clones")
+    parser.add_argument("--keep", action="store_true", help="with --cold: keep the clones")
     parser.add_argument("--ray-shipped", action="store_true",
                         help="with --ray: sweep the shipped registry's instances instead")
     args = parser.parse_args()
+    if args.cold:
+        from bench_cold import cold_lines
+
+        cold_lines(args.where, args.record, args.keep)
+        return
     if args.ray:
         from bench_ray import ray_lines
 
@@ -175,7 +198,7 @@ def main() -> None:
         warm_affected(inv)
         warm_plan(baseline)
         verify_lines(args.verify, args.verify_to, args.full)
-        print(f"machine: {os.cpu_count()} cores")
+        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
         return
     data = json.loads(out)
     by_side: dict[str, list[dict]] = {}

@@ -112,15 +112,15 @@ def need_env(version: str, catalog) -> Env:
 @pytest.fixture(scope="session")
 def env(catalog) -> Callable[[str], Env]:
     """env("0.4.1") -> the ready environment for that release. The first request makes every
-    release's environment ready, two builds at a time after the shared torch (a session that
-    needs one needs them all soon, and pip spends much of a build waiting on the disk)."""
+    release's environment ready, all side by side after the shared torch (a session that needs
+    one needs them all soon, and a build mostly waits on downloads and the disk)."""
     versions = sorted(catalog.releases, key=version_key)
     built: dict[str, Env] = {}
 
     def get(version: str) -> Env:
         if not built:
             built[versions[0]] = need_env(versions[0], catalog)  # installs the shared torch
-            with ThreadPoolExecutor(max_workers=2) as pool:
+            with ThreadPoolExecutor(max_workers=max(1, len(versions) - 1)) as pool:
                 built.update(zip(versions[1:], pool.map(
                     lambda v: need_env(v, catalog), versions[1:]), strict=True))
         if version not in built:

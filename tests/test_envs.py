@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
 from oracle import envs as envs_mod
 from oracle.client import Pool
 from oracle.envs import ensure_env, ready_env
+from oracle.progress import Notice
 from oracle.releases import Catalog, EnvError, Release, load_catalog
 
 
@@ -108,3 +111,35 @@ def test_an_environment_that_cannot_be_built_fails_under_ci_and_skips_elsewhere(
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception, match="cannot be built here: could not install"):
         conftest.need_env("0.4.2", load_catalog())
+
+
+@pytest.mark.slow
+def test_an_environment_whose_file_changed_is_rebuilt_before_a_worker_runs_in_it(env, catalog,
+                                                                                 tmp_path):
+    """Its manifest records every installed file's sha256; a worker never starts in it while a
+    file differs: the environment is rebuilt first, and the run says so (a Notice, which the
+    terminal keeps on screen)."""
+    shared = json.loads((env("0.4.2").path / "inventory-env.json").read_text())["shared_torch"]
+    name = f"damage-test-{os.getpid()}"
+    e = envs_mod.ensure_env_on_torch("0.4.2", name, Path(shared), catalog)
+    try:
+        target = envs_mod.site_packages(e.python) / "coreai_torch" / "__init__.py"
+        original = target.read_bytes()
+        # written as an editor writes a file (a new one renamed over it), so the copy in uv's
+        # cache and in the other environments, which share it by hard link, stay as they are
+        changed = target.with_name("__init__.py.new")
+        changed.write_bytes(original + b"\nraise SystemExit('damaged')\n")
+        os.replace(changed, target)
+        assert envs_mod.files_changed(e.path) == [
+            str(target.relative_to(e.path)) + " changed"]
+        said: list[str] = []
+        with Pool(tmp_path, progress=said.append) as pool:
+            hello = pool.worker(e).call({"op": "hello"})
+        assert hello["versions"]["coreai-torch"] == "0.4.2"
+        assert target.read_bytes() == original
+        notices = [s for s in said if isinstance(s, Notice)]
+        assert len(notices) == 1 and notices[0].startswith(f"{name}: ") \
+            and "coreai_torch/__init__.py changed since it was built; rebuilding it" in notices[0]
+        assert envs_mod.files_changed(e.path) == []
+    finally:
+        shutil.rmtree(e.path, ignore_errors=True)

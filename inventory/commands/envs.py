@@ -16,6 +16,8 @@ from oracle.envs import (
     ensure_env,
     installed_envs,
     python_ok,
+    record_line,
+    torch_installs,
 )
 from oracle.releases import Catalog, load_catalog
 
@@ -59,7 +61,10 @@ def envs_build(
 
 
 def envs_list() -> None:
-    """List the converter environments that are ready, with their exact versions.
+    """List the converter environments that are ready, with their exact versions, the
+    installer that built each, what its build recorded (every distribution and the sha256 of
+    every file) and whether its files are still as built (one that changed is rebuilt before it
+    is used).
 
     Examples:
     inventory envs list
@@ -80,8 +85,12 @@ def envs_list() -> None:
         pkgs = ", ".join(f"{k} {env.packages[k]}" for k in
                          ("coreai-torch", "coreai-core", "torch", "numpy") if k in env.packages)
         out.print(f"{env.name}: {pkgs}", highlight=False)
+        out.print(f"  {record_line(env.path)}", highlight=False, soft_wrap=True)
         for deviation in deviations_with_evidence(env, catalog):
             out.print(f"  deviation: {deviation}", highlight=False, soft_wrap=True)
+    for torch in torch_installs():
+        out.print(f"{torch.name} (shared through .pth files): {record_line(torch)}",
+                  highlight=False, soft_wrap=True)
 
 
 def _build_from_source(versions: list[str] | None, tree: Path | None, name: str | None,

@@ -10,6 +10,7 @@ Importing this package, or the data of any construct, does not import torch.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from pathlib import Path
@@ -21,13 +22,20 @@ PACKAGE_DIR = Path(__file__).parent
 
 def kinds() -> list[str]:
     """Every construct kind, sorted (the module names of this package)."""
-    return sorted(m.name for m in pkgutil.iter_modules([str(PACKAGE_DIR)])
-                  if not m.name.startswith("_"))
+    return list(_kinds())
+
+
+@functools.cache
+def _kinds() -> tuple[str, ...]:
+    # listed once per process: `get` is asked for every probe's label (a warm plan listed the
+    # package thousands of times)
+    return tuple(sorted(m.name for m in pkgutil.iter_modules([str(PACKAGE_DIR)])
+                        if not m.name.startswith("_")))
 
 
 def get(kind: str) -> Construct:
     """The construct of one kind; KeyError when there is none."""
-    if kind.startswith("_") or kind not in kinds():
+    if kind.startswith("_") or kind not in _kinds():
         raise KeyError(kind)
     module = importlib.import_module(f"{__name__}.{kind}")
     construct: Construct = module.CONSTRUCT

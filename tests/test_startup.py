@@ -1,0 +1,35 @@
+"""`inventory --version` and `--help` start without what the work needs: no torch, no converter,
+no numpy, no cluster engine is imported in the command line's own process for them (a warm
+answer's time is mostly start-up; each command imports its service when it runs)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli import ROOT
+
+# Runs the command line as `inventory ARGS` does, then lists what it imported of the heavy ones.
+_SCRIPT = """
+import runpy, sys
+sys.argv = ["inventory", *sys.argv[1:]]
+try:
+    runpy.run_module("inventory.cli", run_name="__main__")
+except SystemExit:
+    pass
+heavy = {"torch", "coreai", "coreai_torch", "numpy", "safetensors", "ray", "transformers"}
+print("IMPORTED", sorted({m.split(".")[0] for m in sys.modules} & heavy))
+"""
+
+
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("affected", "--help"),
+                                  ("plan", "--help"), ("envs", "list", "--help")])
+def test_version_and_help_import_no_torch_no_converter(args):
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT, *args], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "IMPORTED []", proc.stdout
+    assert len(lines) > 1  # it printed the version or the help before

@@ -12,7 +12,7 @@ import typer
 
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.options import Json, Quiet
-from inventory.output import envelope
+from inventory.output import emit, envelope
 from inventory.terminal import err, labelled, out, progress
 from oracle.envs import python_ok
 from oracle.releases import load_catalog
@@ -52,11 +52,11 @@ def repair_cmd(
     except USER_ERRORS as exc:
         # Refused, not failed: nothing was written, and the line says what could not be shown.
         if as_json:
-            print(envelope("repair", error=str(exc)))
+            emit(envelope("repair", error=str(exc)))
         err.print(labelled("refused:", "red", str(exc)), highlight=False, soft_wrap=True)
         raise typer.Exit(ExitCode.USAGE) from None
     if as_json:
-        print(envelope("repair", json.loads(json.dumps(asdict(report), default=str))))
+        emit(envelope("repair", json.loads(json.dumps(asdict(report), default=str))))
     else:
         for line in repair_text(report):
             out.print(line, highlight=False, soft_wrap=True)

@@ -7,6 +7,10 @@
 - `INVENTORY_FAULT=internal`: every command raises an unexpected exception where its work starts
   (the environment check `inventory.terminal.command` makes first), to show it ends as one line
   and exit code 4.
+- `INVENTORY_FAULT=noisy`: where its work starts, every command behaves as a chatty library or
+  engine does (Ray printing a dead raylet's log): it prints to `sys.stdout`, writes to file
+  descriptor 1, starts a child that inherits it and prints, warns, and prints again at exit;
+  none of it may reach the JSON document on standard output.
 
 Both are read when they would act, so a test sets them for one call (`invoke(...,
 INVENTORY_FAULT="internal")`, `monkeypatch.setenv`). `install()` puts the doubles in place: the
@@ -16,7 +20,11 @@ test process does it in `tests/conftest.py`; a process a test starts does it thr
 
 from __future__ import annotations
 
+import atexit
 import os
+import subprocess
+import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,10 +49,31 @@ def _faulty(check_all: Callable[[], None]) -> Callable[[], None]:
     def check_all_or_fail() -> None:
         if os.environ.get(FAULT) == "internal":
             raise RuntimeError(f"injected fault [/x] ({FAULT}=internal, tests only)")
+        if os.environ.get(FAULT) == "noisy":
+            _noise()
         check_all()
 
     check_all_or_fail.fault_double = True  # type: ignore[attr-defined]
     return check_all_or_fail
+
+
+NOISE = "injected noise"  # every line the noisy double prints holds this
+
+
+def _noise() -> None:
+    print(f"{NOISE}: print() to sys.stdout (a library)")
+    sys.stdout.flush()
+    os.write(1, f"{NOISE}: a write to file descriptor 1 (a native engine)\n".encode())
+    subprocess.run(["sh", "-c", f"echo '{NOISE}: a child process inheriting stdout'"],
+                   check=False)
+    warnings.warn(f"{NOISE}: a library warning", UserWarning, stacklevel=1)
+
+    def at_exit() -> None:
+        print(f"{NOISE}: print() at exit (Ray's shutdown)")
+        sys.stdout.flush()
+        os.write(1, f"{NOISE}: fd 1 at exit\n".encode())
+
+    atexit.register(at_exit)
 
 
 def install() -> None:

@@ -20,6 +20,7 @@ key. Every wait has a limit (`INVENTORY_RAY_SETUP_TIMEOUT`, `INVENTORY_RAY_JOB_T
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import os
@@ -97,8 +98,37 @@ def connect(address: str | None) -> str:
         line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ExecutorError(f"cannot join the Ray cluster at {address}: {line}") from None
     _connected = address
+    _messages_to_the_ledger()
     atexit.register(_shutdown)
     return address
+
+
+def _messages_to_the_ledger() -> None:
+    """Ray's driver prints the cluster's error messages (a dead raylet's last 20 log lines, 46
+    lines in all) to standard output whatever `log_to_driver` says: they go to the run's
+    ledger folder instead (`runs/ray/<run>.messages.log`, counted in the ledger). Where Ray
+    moved that function, `inventory.output.document_only` still keeps them off the document."""
+    try:
+        from ray._private import worker as ray_worker
+    except ImportError:
+        return
+    if not callable(getattr(ray_worker, "print_to_stdstream", None)):
+        return
+    path = runs_dir() / "ray" / f"{_started}-{os.getpid()}.messages.log"
+
+    def keep(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+        del ignore_prefix
+        lines = [ln for item in data.get("lines", []) for ln in str(item).splitlines()]
+        _ledger["messages"] += len(lines)
+        _ledger["messages_file"] = str(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as handle:
+                handle.writelines(f"({data.get('pid', '?')}) {line}\n" for line in lines)
+        except OSError:
+            pass  # a record of the run, never needed for an answer
+
+    ray_worker.print_to_stdstream = keep
 
 
 @dataclass
@@ -125,7 +155,7 @@ _agents: dict[str, _Agent] = {}  # agent name -> agent, for the process's whole 
 _dropped: set[str] = set()  # agents left out (dead, not ready): not made again in this run
 # What this process dispatched, where and how long each took: written to runs/ray/.
 _ledger: dict[str, Any] = {"dispatched": 0, "from_store": 0, "retried": 0, "lost": 0,
-                           "nodes": {}, "jobs": []}
+                           "nodes": {}, "jobs": [], "left_out": [], "messages": 0}
 _started = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
 # One dispatch at a time per process: the agents' queues and the ledger are shared state.
 _dispatching = threading.Lock()
@@ -177,9 +207,11 @@ def check_identity(where: str, ident: dict[str, Any], envs: dict[str, Env]) -> N
 class RayOracle(Oracle):
     name = "ray"
 
-    def __init__(self, pool: Pool, progress: Progress, address: str | None) -> None:
+    def __init__(self, pool: Pool, progress: Progress, address: str | None,
+                 notice: Progress = lambda _: None) -> None:
         del pool  # the driver converts nothing itself
         self.progress = progress
+        self.notice = notice
         self.address = connect(address)
         self.ray = _import_ray()
         self._made: dict[str, ProbeResult] = {}  # result folder name -> made in this session
@@ -210,8 +242,13 @@ class RayOracle(Oracle):
         agent = _agents.pop(name)
         agent.alive = False
         _dropped.add(name)
-        self.ray.kill(agent.handle)
-        self.progress(f"ray: {agent.label} left out: {why}")
+        with contextlib.suppress(Exception):  # an agent whose node is gone is gone already
+            self.ray.kill(agent.handle)
+        # one line even in a quiet run (never in the answer's document), and kept in the ledger
+        self.notice(f"ray: {agent.label} left out: {why}")
+        _ledger["left_out"].append({"node": agent.node, "address": agent.address,
+                                    "agent": name, "why": why,
+                                    "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
 
     def _ready(self, envs: dict[str, Env]) -> list[tuple[str, _Agent]]:
         """The agents ready for these releases: each says what it runs (checked against this

@@ -26,10 +26,12 @@ def ready(*releases: tuple[str, str | None], tolerance: float | None = None) -> 
 
 def use_executor(name: str, address: str | None) -> None:
     """The executor every session of this run uses (`--executor`), checked now: a missing
-    extra or an unreachable cluster is one line and exit 2, before any work."""
+    extra or an unreachable cluster is one line and exit 2, before any work. What befalls the
+    run's machinery (a cluster node lost) is a warning line on stderr, even with `-q`."""
     from oracle.executors import choose
 
-    choose(name.strip().lower(), (address or "").strip() or None)
+    choose(name.strip().lower(), (address or "").strip() or None,
+           notice=lambda line: warn([line]))
 
 
 def run(quiet: bool, work: Callable[[Progress], T]) -> T:

@@ -116,9 +116,9 @@ class Renderer(Generic[T]):
     markdown: Callable[[T], str] | None = None
 
     def render(self, value: T, fmt: OutputFormat, console: Console,
-               warnings: Sequence[str] = ()) -> None:
+               warnings: Sequence[str] = (), error: str | None = None) -> None:
         if fmt is OutputFormat.JSON:
-            emit(envelope(self.command, self.record(value), warnings))
+            emit(envelope(self.command, self.record(value), warnings, error))
         elif fmt is OutputFormat.MARKDOWN and self.markdown is not None:
             emit(self.markdown(value), end="")
         else:

@@ -86,7 +86,10 @@ def _dropped(source: Path) -> tuple[list[str], list[str]]:
             if target is None or not target.is_relative_to(top):
                 outside.append(f"{rel} -> {os.readlink(path)}")
                 continue
-        if rel not in CARRIED and not (path.is_dir() and not path.is_symlink()):
+        folder = path.is_dir() and not path.is_symlink()
+        if folder and not any(path.iterdir()):
+            extra.append(f"{rel}/ (an empty folder)")  # its files name a folder that has some
+        elif rel not in CARRIED and not folder:
             extra.append(rel)
     return extra, outside
 

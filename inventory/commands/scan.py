@@ -68,10 +68,13 @@ def scan_cmd(
     except OSError as exc:
         fail(f"{exc.filename or 'scan'}: {exc.strerror or exc}", as_json, "scan")
         return
+    failed = result.errors
+    error = (f"{len(failed)} of {len(result.scans)} bundle(s) could not be read; the first: "
+             f"{failed[0].error}") if failed else None
     show(Renderer("scan", scan_record, scan_text), OutputFormat.choose(as_json), result,
-         result.warnings)
-    for failed in result.errors:
-        err.print(labelled("error:", "red", failed.error), highlight=False, soft_wrap=True)
-    if result.errors:
+         result.warnings, error)
+    for bad in failed:
+        err.print(labelled("error:", "red", bad.error), highlight=False, soft_wrap=True)
+    if failed:
         finish(ExitCode.USAGE)
     finish(ExitCode.FINDING if result.disagreements else ExitCode.OK)

@@ -4,6 +4,10 @@
   `faulty_worker.py` instead of `oracle/worker.py`: the real worker's requests, but a `convert`
   first aborts natively, hangs asleep, or hangs in a native call that holds the GIL, where the
   real one converts.
+- `INVENTORY_ASSET_FAULT=abort:N|abort-after-outputs:N` (with `INVENTORY_FAULT_DIR`, where the
+  count is kept): the asset worker (`oracle.worker_clients.AssetWorker`, every load check, scan,
+  verify run and repair check) runs `flaky_asset_worker.py`: a runtime whose first N runs abort
+  natively, before loading or after writing the outputs.
 - `INVENTORY_FAULT=internal`: every command raises an unexpected exception where its work starts
   (the environment check `inventory.terminal.command` makes first), to show it ends as one line
   and exit code 4.
@@ -30,7 +34,9 @@ from pathlib import Path
 
 DOUBLES = Path(__file__).resolve().parent
 FAULTY_WORKER = DOUBLES / "faulty_worker.py"
+FLAKY_ASSET_WORKER = DOUBLES / "flaky_asset_worker.py"
 WORKER_FAULT = "INVENTORY_WORKER_FAULT"
+ASSET_FAULT = "INVENTORY_ASSET_FAULT"
 FAULT = "INVENTORY_FAULT"
 
 
@@ -43,6 +49,16 @@ class _ProbeWorkerScript:
 
     def __get__(self, obj: object, owner: type | None = None) -> Path:
         return FAULTY_WORKER if os.environ.get(WORKER_FAULT) else self.real
+
+
+class _AssetWorkerScript:
+    """`AssetWorker.script`: the flaky runtime's double while INVENTORY_ASSET_FAULT is set."""
+
+    def __init__(self, real: Path) -> None:
+        self.real = real
+
+    def __get__(self, obj: object, owner: type | None = None) -> Path:
+        return FLAKY_ASSET_WORKER if os.environ.get(ASSET_FAULT) else self.real
 
 
 def _faulty(check_all: Callable[[], None]) -> Callable[[], None]:
@@ -85,6 +101,11 @@ def install() -> None:
         return
     if not isinstance(client.Worker.__dict__["script"], _ProbeWorkerScript):
         client.Worker.script = _ProbeWorkerScript(client.Worker.__dict__["script"])
+    from oracle import worker_clients
+
+    asset = worker_clients.AssetWorker
+    if not isinstance(asset.__dict__["script"], _AssetWorkerScript):
+        asset.script = _AssetWorkerScript(asset.__dict__["script"])
     try:
         from inventory import terminal
     except ImportError:

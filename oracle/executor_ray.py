@@ -11,10 +11,13 @@ spanning machines.
 
 Faults: an agent that dies (its node lost, killed) or exceeds its job limit has its jobs sent to
 the other agents (at most `ATTEMPTS` tries each); a job no agent could run is answered as a
-worker failure (inconclusive) and not stored. An agent that cannot get ready within its limit
-(an environment build can hang rather than fail) is left out. A node whose code or packages
-differ from the driver's is refused in one line: it would store other results under the same
-key. Every wait has a limit (`INVENTORY_RAY_SETUP_TIMEOUT`, `INVENTORY_RAY_JOB_TIMEOUT`).
+worker failure (inconclusive) and not stored. A head node that is gone (its GCS port refuses
+connections while jobs wait) ends the dispatch: every job not answered is inconclusive, said in
+one line, and no later job is sent (Ray would otherwise retry the lost head for minutes). An
+agent that cannot get ready within its limit (an environment build can hang rather than fail) is
+left out. A node whose code or packages differ from the driver's is refused in one line: it
+would store other results under the same key. Every wait has a limit
+(`INVENTORY_RAY_SETUP_TIMEOUT`, `INVENTORY_RAY_JOB_TIMEOUT`).
 """
 
 from __future__ import annotations
@@ -153,6 +156,7 @@ class _Agent:
 
 _agents: dict[str, _Agent] = {}  # agent name -> agent, for the process's whole run
 _dropped: set[str] = set()  # agents left out (dead, not ready): not made again in this run
+_head_gone = ""  # why the cluster's head is known gone: nothing more is asked of Ray
 # What this process dispatched, where and how long each took: written to runs/ray/.
 _ledger: dict[str, Any] = {"dispatched": 0, "from_store": 0, "retried": 0, "lost": 0,
                            "nodes": {}, "jobs": [], "left_out": [], "messages": 0}
@@ -171,6 +175,8 @@ def _shutdown() -> None:
     ray = _import_ray()
     live = [a for a in _agents.values() if a.alive]
     _agents.clear()
+    if _head_gone:  # nothing to close on a cluster without its head; its nodes end the actors
+        live = []
     try:
         refs = [a.handle.close.remote() for a in live]
         if refs:
@@ -289,13 +295,39 @@ class RayOracle(Oracle):
         with _dispatching:
             self._dispatch_now(jobs, old, new, use_cache)
 
+    def _head_alive(self) -> bool:
+        """The cluster's GCS still accepts connections (checked while jobs wait)."""
+        host, _, port = self.address.rpartition(":")
+        if not host or not port.isdigit():
+            return True  # `auto`: Ray alone knows where the head is
+        try:
+            with socket.create_connection((host, int(port)), timeout=2):
+                return True
+        except OSError:
+            return False
+
+    def _head_lost(self, jobs: list[Job], old: Env, new: Env) -> int:
+        global _head_gone
+        _head_gone = f"the cluster's head at {self.address} is gone"
+        _ledger["head_lost"] = True
+        self.notice(f"ray: {_head_gone}: {len(jobs)} job(s) not answered are inconclusive, "
+                    "none stored; no more jobs are sent")
+        for job in jobs:
+            self._lost(job, old, new, _head_gone)
+        return len(jobs)
+
     def _dispatch_now(self, jobs: list[Job], old: Env, new: Env, use_cache: bool) -> None:
+        if _head_gone:
+            for job in jobs:
+                self._lost(job, old, new, _head_gone)
+            return
         agents = dict(self._ready({old.converter: old, new.converter: new}))
         queue = deque(jobs)
         tries: dict[str, int] = {}
         flying: dict[Any, tuple[Job, str, float]] = {}
         limit = seconds("INVENTORY_RAY_JOB_TIMEOUT")
         total, done, said = len(jobs), 0, ""
+        checked = time.monotonic()  # when the head was last known alive
         while queue or flying:
             live = {n: a for n, a in agents.items() if a.alive}
             if not live and not flying:
@@ -314,6 +346,14 @@ class RayOracle(Oracle):
                         agent.load += 1
                         _ledger["dispatched"] += 1
             ready, _ = self.ray.wait(list(flying), num_returns=1, timeout=1.0)
+            if not ready and time.monotonic() - checked > 2:
+                if not self._head_alive():
+                    done += self._head_lost([j for j, _, _ in flying.values()] + list(queue),
+                                            old, new)
+                    flying.clear()
+                    queue.clear()
+                    break
+                checked = time.monotonic()
             for ref in ready:
                 job, name, _ = flying.pop(ref)
                 agent = agents[name]
@@ -378,9 +418,9 @@ class RayOracle(Oracle):
     def _lost(self, job: Job, old: Env, new: Env, why: str) -> None:
         """Answered, never dropped: a worker failure on both sides (inconclusive), not stored."""
         _ledger["lost"] += 1
+        # one text for both sides: they fail alike, a probe not run, never a change
         sides = [Side(env.converter, store.env_identity(env), False, "worker",
-                      f"{which} side not run on the Ray cluster: {why}")
-                 for which, env in (("old", old), ("new", new))]
+                      f"not run on the Ray cluster: {why}") for env in (old, new)]
         self._made[job.key] = ProbeResult(job.spec, sides[0], sides[1],
                                           Identity.BOTH_CANNOT_CONVERT,
                                           Identity.BOTH_CANNOT_CONVERT, None, "")

@@ -286,6 +286,30 @@ def test_a_node_lost_mid_run_leaves_stdout_the_json_document(env, local, tmp_pat
         assert Path(ledger["messages_file"]).read_text().count("\n") == ledger["messages"]
 
 
+def test_the_head_node_lost_mid_run_is_inconclusive_in_one_line_and_stores_nothing(
+        env, local, tmp_path):
+    """The head (its GCS) removed, not gracefully, while both nodes run jobs: Ray would retry
+    it for minutes; the run says so in one line, answers every job not answered as not run
+    (inconclusive, exit 3), stores none of them, and stdout is still the one JSON document."""
+    registry, _, _ = local
+    store = _store(tmp_path, "headless")
+    with _two_nodes() as made:
+        run, lines, reader = _sweep_on(made.address, registry, store, "--no-cache")
+        _wait_for_both_in_flight(run, lines)
+        made.remove_node(made.head_node, allow_graceful=False)
+        stdout = run.stdout.read()
+        run.wait(timeout=600)
+        reader.join(timeout=10)
+    assert run.returncode == 3, "".join(lines)
+    doc = _answer(stdout, store)
+    assert doc["changed"] == [] and len(doc["failing_both"]) == len(CHANNELS)
+    gone = [ln for ln in lines if ln.startswith("warning: ray: ") and "head" in ln]
+    assert len(gone) == 1 and "is gone" in gone[0], "".join(lines)
+    assert not (store / "results").exists() or not list((store / "results").iterdir())
+    [ledger] = _ledgers(store)
+    assert ledger["head_lost"] and ledger["lost"] == len(CHANNELS)
+
+
 def _named_agents(cluster: str, pid: int) -> list[str]:
     """The live agents a run (by its pid) still has on the cluster, asked by another driver."""
     code = ("import ray, sys\nray.init(address=sys.argv[1], log_to_driver=False)\n"

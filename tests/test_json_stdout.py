@@ -5,7 +5,7 @@ stderr (`inventory.output.document_only`).
 Each `--json` command runs as a process of its own (only a process shows file descriptor 1)
 under the noisy double (`tests/doubles/faults.py`: prints to `sys.stdout`, writes to fd 1, a
 child inheriting it, a warning, prints again at exit), with input that answers at once; one
-run sweeps real probes while every conversion crashes (`INVENTORY_WORKER_FAULT=crash`). The
+run answers real probes while every conversion crashes (`INVENTORY_WORKER_FAULT=crash`). The
 Ray executor under a lost node: `test_executor_ray.py`.
 """
 

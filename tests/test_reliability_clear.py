@@ -115,3 +115,28 @@ def test_affected_warns_of_an_ignore_entry_naming_no_fix(tmp_path):
 def test_the_minimal_bundle_helper_is_a_bundle(tmp_path):
     assert (minimal_bundle(tmp_path / "x.aimodel") / "metadata.json").is_file()
     assert Path(FIXES_FILE).is_file()
+
+
+def test_a_sweep_whose_workers_die_is_inconclusive_not_a_standing_failure(env, tmp_path):
+    """Both sides' workers abort (the worker double): "both fail alike" used to read as a
+    standing limitation of the converter, exit 0; nothing was learnt of the converter."""
+    from cli import spawn
+    from conftest import conv_transpose_registry
+    from doubles.faults import fault_env
+
+    from oracle.paths import envs_dir
+
+    env("0.4.1")
+    env("0.4.2")
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "envs").symlink_to(envs_dir())
+    registry = conv_transpose_registry(tmp_path, channels=2)
+    ran = spawn("sweep", "--registry", "--registry-file", str(registry), "--from", "0.4.1",
+                "--to", "0.4.2", "--no-cache", "--json", "-q", INVENTORY_CACHE=str(store),
+                INVENTORY_STORE=str(store), **fault_env(INVENTORY_WORKER_FAULT="crash"))
+    assert ran.returncode == 3, ran.stderr
+    doc = json.loads(ran.stdout)
+    assert doc["changed"] == [] and len(doc["failing_both"]) == 1
+    assert doc["warnings"] == ["1 probe(s) not run (their worker died, timed out or was lost): "
+                               "the sweep is inconclusive for them"]

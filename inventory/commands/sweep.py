@@ -87,5 +87,11 @@ def sweep_cmd(
                          use_cache=not no_cache, progress=progress,
                          source="registry" if shipped else "library", session=session)
 
-    result = report(Renderer("sweep", sweep_record, sweep_table), fmt, quiet, work)
-    finish(ExitCode.FINDING if result.unexplained else ExitCode.OK)
+    def said(result: Sweep) -> list[str]:
+        return [f"{len(result.not_run)} probe(s) not run (their worker died, timed out or was "
+                "lost): the sweep is inconclusive for them"] if result.not_run else []
+
+    result = report(Renderer("sweep", sweep_record, sweep_table), fmt, quiet, work, said)
+    if result.unexplained:
+        finish(ExitCode.FINDING)
+    finish(ExitCode.INCONCLUSIVE if result.not_run else ExitCode.OK)

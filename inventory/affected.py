@@ -437,5 +437,7 @@ def parse_weights(pairs: list[str] | None, bundles: list[Bundle]) -> dict[str, P
         if not os.path.lexists(path):
             raise UsageError(f"--weights {name}: no file at {path}")
         regular_file(Path(path), UsageError)  # a FIFO, a device, a folder: said as such
+        Checkpoint(Path(path))  # its header read now: a file that is no checkpoint is refused
+        # before any bundle is answered, not when its bundle's turn comes
         out[name] = Path(path)
     return out

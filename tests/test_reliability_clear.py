@@ -62,6 +62,20 @@ def test_weights_naming_a_device_says_what_it_is(tmp_path):
     assert one_line(ran) == f"error: {fifo}: not a regular file (a FIFO)"
 
 
+def test_weights_that_are_no_checkpoint_are_refused_before_any_bundle_is_answered(tmp_path):
+    """A file of 65 MiB of zeros: it was opened when sam3's turn came, after the other
+    bundles' probes had converted (the hostile round's case ran past its 120 s bound)."""
+    zeros = tmp_path / "zeros.safetensors"
+    with open(zeros, "wb") as handle:
+        handle.truncate(65 * 1024 * 1024)
+    store = tmp_path / "store"
+    ran = invoke("affected", "--fix", "40", "--weights", f"sam3={zeros}", "-q",
+                 INVENTORY_CACHE=str(store))
+    assert ran.returncode == 2
+    assert one_line(ran).startswith(f"error: {zeros}: not a readable safetensors file")
+    assert not (store / "results").exists()
+
+
 @pytest.mark.parametrize("command", [("sweep",), ("bisect", "--allow-code", "--repo", ".")])
 def test_a_registry_file_without_registry_is_refused_not_ignored(tmp_path, command):
     registry = tmp_path / "r.toml"

@@ -154,3 +154,17 @@ def test_a_sweep_whose_workers_die_is_inconclusive_not_a_standing_failure(env, t
     assert doc["changed"] == [] and len(doc["failing_both"]) == 1
     assert doc["warnings"] == ["1 probe(s) not run (their worker died, timed out or was lost): "
                                "the sweep is inconclusive for them"]
+
+
+def test_scan_of_a_bundle_holding_a_symlink_loop_is_one_line(tmp_path):
+    """Found by the hostile round: `l -> l` inside a bundle was exit 4 (RuntimeError)."""
+    bundle = tmp_path / "bundles" / "x.aimodel"
+    bundle.mkdir(parents=True)
+    (bundle / "metadata.json").write_text('{"producer": "coreai-core 1.0.0b1"}')
+    (bundle / "l").symlink_to("l")
+    ran = invoke("scan", str(bundle.parent), "--json", "-q",
+                 INVENTORY_CACHE=str(tmp_path / "store"))
+    assert ran.returncode == 2, ran.stderr
+    assert one_line(ran) == f"error: {bundle / 'l'}: is a symlink loop; a bundle is read only " \
+                            "from its own files"
+    assert json.loads(ran.stdout)["error"].startswith("1 of 1 bundle(s) could not be read")

@@ -68,8 +68,10 @@ def _reachable(address: str) -> None:
         raise ExecutorError(f"--ray-address {address}: Ray Client addresses are not supported; "
                             "give the cluster's GCS address HOST:PORT (what `ray start --head` "
                             "prints)")
-    if not host or not port.isdigit():
-        raise ExecutorError(f"--ray-address {address!r}: not HOST:PORT (or 'auto')")
+    # a port of 5000 digits was exit 4 (int() refuses such a string): checked as text first
+    if not host or not port.isdigit() or len(port) > 5 or not 0 < int(port) < 65536:
+        raise ExecutorError(f"--ray-address {address[:80]!r}: not HOST:PORT with a port from 1 "
+                            "to 65535 (or 'auto')")
     try:
         with socket.create_connection((host, int(port)), timeout=5):
             pass

@@ -168,3 +168,13 @@ def test_scan_of_a_bundle_holding_a_symlink_loop_is_one_line(tmp_path):
     assert one_line(ran) == f"error: {bundle / 'l'}: is a symlink loop; a bundle is read only " \
                             "from its own files"
     assert json.loads(ran.stdout)["error"].startswith("1 of 1 bundle(s) could not be read")
+
+
+@pytest.mark.parametrize("port", ["9" * 5000, "0", "65536", "99999", "-1", "x"])
+def test_a_ray_address_with_a_port_that_is_no_port_is_one_line(tmp_path, port):
+    """Found by the hostile round: a port of 5000 digits was exit 4 (int() refuses it). The
+    address is refused before anything is sent (127.0.0.1 only)."""
+    ran = invoke("sweep", "--from", "0.4.1", "--to", "0.4.2", "-q", "--executor", "ray",
+                 "--ray-address", f"127.0.0.1:{port}", INVENTORY_CACHE=str(tmp_path / "s"))
+    assert ran.returncode == 2
+    assert "not HOST:PORT with a port from 1 to 65535" in one_line(ran)

@@ -57,7 +57,7 @@ def bisect_cmd(
 
     Examples:
     inventory bisect --from 0.4.0 --to 0.4.1 --repo coreai-torch --allow-code
-    inventory bisect --from v0.4.1 --to v0.4.2 --repo coreai-torch --allow-code --probe pad
+    inventory bisect --from 0.4.1 --to 0.4.2 --repo src --allow-code --probe pad
 
     Exit codes:
     0  every changing probe was attributed to a commit

@@ -17,6 +17,7 @@ from pathlib import Path
 # (name, releases, a 20-digit key) under any file system's 255-byte limit.
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
 _NAME_MAX = 80
+TEMP = "tmp"  # the store's folder of temp folders (workers', scratch), each named by its pid
 
 
 class StorePathError(Exception):

@@ -11,8 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from oracle.client import TEMP
-from oracle.paths import cache_root, in_store
+from oracle.paths import TEMP, cache_root, in_store
 
 
 @contextmanager

@@ -7,6 +7,7 @@ bundle's answer says so in one line and points to `plan`, which counts them.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from oracle.constructs import get as construct_of
 from oracle.constructs import has_probe
 from oracle.envs import Env
 from oracle.fixes import Fix, load_fixes
+from oracle.inputfile import regular_file
 from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
 from oracle.progress import Progress
 from oracle.record_kinds import CONSTRUCT_REGIMES, LOAD_CHECKS
@@ -350,6 +352,9 @@ def affected(
     seen = {(i, b.bundle) for b in answers for i in ids}
     other = [i for i in active if i.fix not in ids]  # entries for other fixes are not this run's
     warnings += unmatched([i for i in active if i not in other], seen)
+    known = {n for f in (fixes if fixes is not None else load_fixes()) for n in (f.id, *f.aliases)}
+    warnings += [f"ignore entry for fix #{i.fix} / {i.bundle}: no fix record has that id, so "
+                 "it can never match" for i in other if i.fix not in known]
     return AffectedReport(fix, target, tuple(answers), ignored, tuple(warnings))
 
 
@@ -429,7 +434,10 @@ def parse_weights(pairs: list[str] | None, bundles: list[Bundle]) -> dict[str, P
             raise UsageError(f"--weights takes BUNDLE=PATH, not {pair!r}")
         if name not in known:
             raise UsageError(f"--weights names {name!r}, which is not in the registry")
-        if not Path(path).is_file():
+        if not os.path.lexists(path):
             raise UsageError(f"--weights {name}: no file at {path}")
+        regular_file(Path(path), UsageError)  # a FIFO, a device, a folder: said as such
+        Checkpoint(Path(path))  # its header read now: a file that is no checkpoint is refused
+        # before any bundle is answered, not when its bundle's turn comes
         out[name] = Path(path)
     return out

@@ -27,7 +27,7 @@ history's length.
 
 from __future__ import annotations
 
-import tempfile
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,8 +43,13 @@ from oracle.progress import Progress
 from oracle.regimes import Regime
 from oracle.releases import Catalog
 from oracle.results import ProbeResult
+from oracle.scratch import scratch
 from oracle.session import Session
 from oracle.source_envs import PACKAGE, ensure_source_env, package_digest
+
+# What bisect runs, said when it is refused without consent.
+CONSENT = ("bisect converts probes with the code of each commit of --repo (its coreai_torch "
+           "package, run in an environment of its own): refused without --allow-code")
 
 # How a release's published wheel compares with its commit's tree.
 WHEEL_SAME = "same files"
@@ -115,13 +120,17 @@ class Bisection:
         return tuple(p for p in self.probes if not p.transitions)
 
 
-def _wheel_check(repo: Repo, commit: Commit, env: Env, scratch: Path) -> str:
+def _wheel_check(repo: Repo, commit: Commit, env: Env, folder: Path) -> str:
     """Whether the released wheel installs the very package of the commit's tree."""
-    tree = repo.extract(commit.sha, scratch / f"check-{commit.short}")
     installed = [p for p in env.path.glob(f"lib/python*/site-packages/{PACKAGE}")]
     if not installed:
         return f"{env.name} has no {PACKAGE} folder"
-    if package_digest(tree / PACKAGE) == package_digest(installed[0]):
+    tree = repo.extract(commit.sha, folder / f"check-{commit.short}")
+    try:
+        same = package_digest(tree) == package_digest(installed[0].parent)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+    if same:
         return WHEEL_SAME
     return f"{PACKAGE}/ of {commit.short} differs from the files {env.name} installs"
 
@@ -131,9 +140,9 @@ class _Envs:
     wheel holds the commit's very files, else the tree built from source (once per distinct
     tree)."""
 
-    def __init__(self, repo: Repo, session: Session, scratch: Path,
+    def __init__(self, repo: Repo, session: Session, folder: Path,
                  releases: dict[str, Env], progress: Progress) -> None:
-        self.repo, self.session, self.scratch = repo, session, scratch
+        self.repo, self.session, self.scratch = repo, session, folder
         self.known = dict(releases)  # sha -> env
         self.released = set(releases)
         self.progress = progress
@@ -142,9 +151,14 @@ class _Envs:
     def __call__(self, sha: str) -> Env:
         if sha not in self.known:
             tree = self.repo.extract(sha, self.scratch / sha[:12])
-            # named by the tree's digest: commits that leave the package alone share one
-            env = ensure_source_env(tree, None, self.session.catalog, self.progress,
-                                    commit=sha)
+            try:
+                # named by the tree's digest: commits that leave the package alone share one;
+                # the tree is installed by copying its files (no build code runs), so it is
+                # not needed once built: one tree at a time lies in the scratch
+                env = ensure_source_env(tree, None, self.session.catalog, self.progress,
+                                        commit=sha, allow_code=True)
+            finally:
+                shutil.rmtree(tree, ignore_errors=True)
             self.known[sha] = env
             self.builds[sha] = env.name
         return self.known[sha]
@@ -199,22 +213,23 @@ def _probes(fixes: list[Fix], library: list[Regime], bundles: list[Bundle] | Non
 def bisect(old: str, new: str, repo_path: Path, fixes: list[Fix], library: list[Regime],
            catalog: Catalog, policy: Policy, bundles: list[Bundle] | None = None,
            use_cache: bool = True, progress: Progress = lambda _: None,
-           only: frozenset[str] = frozenset(), every_commit: bool = False) -> Bisection:
+           only: frozenset[str] = frozenset(), every_commit: bool = False,
+           allow_code: bool = False) -> Bisection:
     from inventory.release_notes import _check_pair
 
+    if not allow_code:
+        raise UsageError(CONSENT)
     _check_pair(old, new, catalog)
     repo = Repo(repo_path)
     (a, how_a), (b, how_b) = repo.release_commit(old), repo.release_commit(new)
     line = [a, *repo.first_parent(a, b)]
-    with Session(catalog, progress) as session, \
-            tempfile.TemporaryDirectory(prefix="inventory-bisect-") as tmp:
-        scratch = Path(tmp)
+    with Session(catalog, progress) as session, scratch("bisect") as folder:
         env_a, env_b = session.env(old), session.env(new)
-        checks = {old: _wheel_check(repo, a, env_a, scratch),
-                  new: _wheel_check(repo, b, env_b, scratch)}
+        checks = {old: _wheel_check(repo, a, env_a, folder),
+                  new: _wheel_check(repo, b, env_b, folder)}
         releases = {c.sha: e for c, e, r in ((a, env_a, old), (b, env_b, new))
                     if checks[r] == WHEEL_SAME}
-        envs = _Envs(repo, session, scratch, releases, progress)
+        envs = _Envs(repo, session, folder, releases, progress)
         probed, changing = _probes(fixes, library, bundles, old, new, catalog, policy,
                                    use_cache, progress, session, only)
         searches = [_Search(r, res, 0, 0, len(line) - 1, b_known=b.sha in releases)

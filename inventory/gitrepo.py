@@ -1,18 +1,39 @@
 """Reading a coreai-torch git repository (bare or not) for `bisect`: the commit a release was
-cut at, the first-parent history between two releases, a commit's tree, its pull request."""
+cut at, the first-parent history between two releases, a commit's tree, its pull request.
+
+The repository is data, never code: git runs with the system configuration ignored, hooks and
+fsmonitor disabled, and a commit's files are read as the blobs they are (`git cat-file`, which
+applies no filter: a smudge or `process` filter the repository configures is never run, and
+`export-subst` never rewrites a file). Only what an environment installs is written (the
+package folder and `pyproject.toml`), streamed blob by blob into the store's scratch, each
+file and the whole tree capped (`MAX_FILE_BYTES`, `MAX_TREE_BYTES`, `MAX_TREE_FILES`); a path
+leaving the folder or a symlink pointing out of the tree is refused in one line.
+"""
 
 from __future__ import annotations
 
-import io
+import os
 import re
 import subprocess
-import tarfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from inventory.errors import UsageError
+from oracle.inputfile import MAX_INPUT_BYTES
 
 VERSION_FILE = "coreai_torch/__version__.py"
+# What an environment of a commit installs, and so all that is read of its tree.
+TREE_PATHS = ("coreai_torch", "pyproject.toml")
+# The package is ~2 MB of Python: these are far above any real tree, far below harm.
+MAX_FILE_BYTES = MAX_INPUT_BYTES  # 64 MiB
+MAX_TREE_BYTES = 256 * 1024 * 1024
+MAX_TREE_FILES = 20_000
+_CHUNK = 1024 * 1024
+# Configuration a repository may set that would run a program or change what is read.
+_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+         "-c", "core.untrackedCache=false", "-c", "protocol.allow=never")
+_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_NO_REPLACE_OBJECTS": "1", "GIT_PAGER": "cat", "PAGER": "cat"}
 _VERSION = re.compile(r"""__version__\s*=\s*["']([^"']+)["']""")
 # a squash merge's subject ends "(#NN)"; a merge commit says "Merge pull request #NN"
 _SQUASH = re.compile(r"\(#(\d+)\)\s*$")
@@ -42,23 +63,32 @@ def pr_of(message: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _env() -> dict[str, str]:
+    return {**os.environ, **_ENV}
+
+
 class Repo:
     def __init__(self, path: Path) -> None:
         self.path = path
         if not path.is_dir():
             raise UsageError(f"--repo {path}: no such directory")
-        probe = subprocess.run(["git", "-C", str(path), "rev-parse", "--git-dir"],
-                               capture_output=True, text=True)
+        probe = subprocess.run(self.argv("rev-parse", "--git-dir"), capture_output=True,
+                               text=True, env=_env())
         if probe.returncode != 0:
             raise UsageError(f"--repo {path}: not a git repository")
+
+    def argv(self, *args: str) -> list[str]:
+        return ["git", *_SAFE, "-C", str(self.path), *args]
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(self.argv(*args), capture_output=True, text=True, env=_env())
 
     @property
     def name(self) -> str:
         """The repository by name, never by where it lies on this machine: its `origin` remote
         as owner/name (`https://github.com/apple/coreai-torch.git` -> `apple/coreai-torch`),
         else the folder's name."""
-        proc = subprocess.run(["git", "-C", str(self.path), "remote", "get-url", "origin"],
-                              capture_output=True, text=True)
+        proc = self.run("remote", "get-url", "origin")
         url = proc.stdout.strip().removesuffix("/").removesuffix(".git")
         parts = [p for p in re.split(r"[/:]", url) if p]
         if proc.returncode == 0 and len(parts) >= 2:
@@ -66,8 +96,7 @@ class Repo:
         return self.path.resolve().name
 
     def git(self, *args: str) -> str:
-        proc = subprocess.run(["git", "-C", str(self.path), *args], capture_output=True,
-                              text=True)
+        proc = self.run(*args)
         if proc.returncode != 0:
             lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
             raise UsageError(f"git {' '.join(args)} in {self.path}: "
@@ -81,9 +110,16 @@ class Repo:
                       pr_of(message))
 
     def version_at(self, sha: str) -> str | None:
-        proc = subprocess.run(["git", "-C", str(self.path), "show", f"{sha}:{VERSION_FILE}"],
-                              capture_output=True, text=True)
-        m = _VERSION.search(proc.stdout) if proc.returncode == 0 else None
+        """The version a commit's version file names, read as text (never run): a blob of at
+        most 1 MiB, else no version."""
+        size = self.run("cat-file", "-s", f"{sha}:{VERSION_FILE}")
+        if size.returncode != 0 or not size.stdout.strip().isdigit() \
+                or int(size.stdout) > 1024 * 1024:
+            return None
+        proc = subprocess.run(self.argv("cat-file", "blob", f"{sha}:{VERSION_FILE}"),
+                              capture_output=True, env=_env())
+        text = proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else ""
+        m = _VERSION.search(text)
         return m.group(1) if m else None
 
     def release_commit(self, version: str) -> tuple[Commit, str]:
@@ -91,14 +127,12 @@ class Repo:
         `X`), else the first commit of the first-parent history whose version file says it
         (the version bump; a release without a tag)."""
         for tag in (f"v{version}", version):
-            ok = subprocess.run(["git", "-C", str(self.path), "rev-parse", "--verify", "--quiet",
-                                 f"refs/tags/{tag}^{{commit}}"], capture_output=True, text=True)
+            ok = self.run("rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}")
             if ok.returncode == 0:
                 return self.commit(ok.stdout.strip()), f"tag {tag}"
         heads = [h for h in self.git("for-each-ref", "--format=%(refname)", "refs/heads")
                  .split() if h]
-        head = "HEAD" if subprocess.run(["git", "-C", str(self.path), "rev-parse", "--verify",
-                                         "--quiet", "HEAD"], capture_output=True).returncode == 0 \
+        head = "HEAD" if self.run("rev-parse", "--verify", "--quiet", "HEAD").returncode == 0 \
             else (heads[0] if heads else "")
         if not head:
             raise UsageError(f"--repo {self.path}: no commits")
@@ -113,8 +147,7 @@ class Repo:
     def first_parent(self, old: Commit, new: Commit) -> list[Commit]:
         """The commits after `old` up to and including `new`, oldest first, on `new`'s
         first-parent line (each a merged change as the main branch saw it)."""
-        if subprocess.run(["git", "-C", str(self.path), "merge-base", "--is-ancestor", old.sha,
-                           new.sha], capture_output=True).returncode != 0:
+        if self.run("merge-base", "--is-ancestor", old.sha, new.sha).returncode != 0:
             raise UsageError(f"{old.short} is not an ancestor of {new.short} in {self.path}")
         shas = self.git("rev-list", "--first-parent", "--reverse",
                         f"{old.sha}..{new.sha}").split()
@@ -124,10 +157,95 @@ class Repo:
         return [self.commit(s) for s in shas]
 
     def extract(self, sha: str, into: Path) -> Path:
-        """The commit's tree, written under `into` (works for a bare repository)."""
-        data = subprocess.run(["git", "-C", str(self.path), "archive", "--format=tar", sha],
-                              capture_output=True, check=True).stdout
+        """The files of the commit's tree an environment installs (`TREE_PATHS`), written under
+        `into` blob by blob (works for a bare repository); UsageError, one line, for a tree
+        past the caps, a path out of the folder or a symlink out of the tree."""
+        listing = subprocess.run(self.argv("ls-tree", "-r", "-l", "-z", "--full-tree", sha,
+                                           "--", *TREE_PATHS), capture_output=True, env=_env())
+        if listing.returncode != 0:
+            lines = listing.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise UsageError(f"git ls-tree {sha[:12]} in {self.path}: "
+                             f"{lines[-1] if lines else listing.returncode}")
+        entries = _entries(listing.stdout, sha)
         into.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(into, filter="data")
+        root = into.resolve()
+        with subprocess.Popen(self.argv("cat-file", "--batch"), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              env=_env()) as cat:
+            assert cat.stdin is not None and cat.stdout is not None
+            try:
+                for mode, oid, _size, path in entries:
+                    target = root.joinpath(*PurePosixPath(path).parts)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    cat.stdin.write(f"{oid}\n".encode())
+                    cat.stdin.flush()
+                    header = cat.stdout.readline().split()
+                    if len(header) != 3 or header[1] != b"blob":
+                        raise UsageError(f"{sha[:12]}:{path} in {self.path}: not a blob")
+                    size = int(header[2])
+                    if mode == "120000":
+                        link = cat.stdout.read(size).decode("utf-8", "replace")
+                        _link(root, target, link, f"{sha[:12]}:{path}")
+                    else:
+                        _stream(cat.stdout, target, size, mode)
+                    cat.stdout.read(1)  # the newline after each object
+            finally:
+                cat.stdin.close()
+                cat.kill()
         return into
+
+
+def _entries(listing: bytes, sha: str) -> list[tuple[str, str, int, str]]:
+    """`ls-tree -r -l -z` output as (mode, object, size, path), submodules left out; the
+    caps and every path checked before anything is written."""
+    out: list[tuple[str, str, int, str]] = []
+    total = 0
+    for record in listing.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw = record.partition(b"\t")
+        mode, kind, oid, size = meta.decode().split()
+        path = raw.decode("utf-8", "replace")
+        if kind != "blob":
+            continue  # a submodule: no files of this repository
+        parts = PurePosixPath(path).parts
+        if not parts or any(p in ("", ".", "..", ".git") for p in parts) or path.startswith("/"):
+            raise UsageError(f"{sha[:12]}: a path that would leave its folder: {path!r}")
+        length = int(size) if size.isdigit() else 0
+        if length > MAX_FILE_BYTES:
+            raise UsageError(f"{sha[:12]}:{path} is {length} bytes, more than the "
+                             f"{MAX_FILE_BYTES // (1024 * 1024)} MiB a tree's file may have")
+        total += length
+        out.append((mode, oid, length, path))
+    if len(out) > MAX_TREE_FILES:
+        raise UsageError(f"{sha[:12]}: {len(out)} files under {', '.join(TREE_PATHS)}, more "
+                         f"than the {MAX_TREE_FILES} a tree may have")
+    if total > MAX_TREE_BYTES:
+        raise UsageError(f"{sha[:12]}: {total} bytes under {', '.join(TREE_PATHS)}, more than "
+                         f"the {MAX_TREE_BYTES // (1024 * 1024)} MiB a tree may have")
+    return out
+
+
+def _stream(source: object, target: Path, size: int, mode: str) -> None:
+    """`size` bytes of a blob into `target`, a chunk at a time (never the blob whole)."""
+    left = size
+    with open(target, "wb") as handle:
+        while left:
+            chunk = source.read(min(_CHUNK, left))  # type: ignore[attr-defined]
+            if not chunk:
+                raise UsageError(f"{target.name}: git stopped before the end of the file")
+            handle.write(chunk)
+            left -= len(chunk)
+    if mode == "100755":
+        target.chmod(0o755)
+
+
+def _link(root: Path, target: Path, link: str, where: str) -> None:
+    """A symlink of the tree, kept only if it points inside the tree."""
+    pointed = PurePosixPath(link)
+    resolved = Path(os.path.normpath(target.parent / Path(*pointed.parts))) \
+        if not pointed.is_absolute() else Path(link)
+    if pointed.is_absolute() or not resolved.is_relative_to(root):
+        raise UsageError(f"{where} is a symlink out of the tree ({link}): refused, never "
+                         "followed")
+    target.symlink_to(link)

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TextIO, TypeVar
 
 from rich.console import Console, RenderableType
 
@@ -33,6 +36,50 @@ def _strict(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_strict(v) for v in value]
     return value
+
+
+# Where the JSON document goes while a command answers in JSON (`document_only`); else stdout.
+_document: TextIO | None = None
+
+
+def emit(text: str, end: str = "\n") -> None:
+    """The command's document (a JSON envelope, Markdown): the only writer of standard output."""
+    stream = _document if _document is not None else sys.stdout
+    stream.write(text + end)
+    stream.flush()
+
+
+@contextmanager
+def document_only() -> Iterator[None]:
+    """Standard output holds the document and nothing else: for the command's whole run, file
+    descriptor 1 and `sys.stdout` are stderr, so what Ray, a library, a worker or a child
+    process prints (Ray printed 46 lines of a dead raylet's log before the JSON of a sweep)
+    lands on stderr, and `emit` alone writes to the real stdout. In a process of its own the
+    redirection is kept to the end (Ray's exit handlers run after the command); in-process (a
+    test's runner, whose stdout has no descriptor) only `sys.stdout` is redirected."""
+    global _document
+    saved = sys.stdout
+    try:
+        fd = saved.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = -1
+    if fd == 1:
+        saved.flush()
+        _document = os.fdopen(os.dup(1), "w", encoding=getattr(saved, "encoding", None)
+                              or "utf-8", closefd=True)
+        os.dup2(2, 1)
+    else:
+        _document = saved
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        document, _document = _document, None
+        document.flush()
+        if fd == 1:
+            document.close()  # fd 1 stays stderr: nothing after the document reaches stdout
+        else:
+            sys.stdout = saved
 
 
 class OutputFormat(StrEnum):
@@ -69,10 +116,10 @@ class Renderer(Generic[T]):
     markdown: Callable[[T], str] | None = None
 
     def render(self, value: T, fmt: OutputFormat, console: Console,
-               warnings: Sequence[str] = ()) -> None:
+               warnings: Sequence[str] = (), error: str | None = None) -> None:
         if fmt is OutputFormat.JSON:
-            print(envelope(self.command, self.record(value), warnings))
+            emit(envelope(self.command, self.record(value), warnings, error))
         elif fmt is OutputFormat.MARKDOWN and self.markdown is not None:
-            print(self.markdown(value), end="")
+            emit(self.markdown(value), end="")
         else:
             console.print(self.table(value))

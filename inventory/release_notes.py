@@ -208,6 +208,13 @@ class Sweep:
     def unexplained(self) -> tuple[SweepFinding, ...]:
         return tuple(f for f in self.changed if f.unexplained)
 
+    @property
+    def not_run(self) -> tuple[RegimeOutcome, ...]:
+        """Probes whose worker died, timed out or was never reached (a Ray cluster lost): both
+        sides failed alike, but nothing was learnt of the converter; the sweep is inconclusive."""
+        return tuple(o for o in self.failing_both
+                     if "worker" in (o.result.old.stage, o.result.new.stage))
+
 
 def _check_pair(old: str, new: str, catalog: Catalog) -> None:
     catalog.release(old)

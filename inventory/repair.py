@@ -51,6 +51,19 @@ class RepairError(InventoryError):
     """The repair is refused; the message is one line naming what could not be verified."""
 
 
+class RepairInconclusive(RepairError):
+    """A runtime gave no lasting answer (a flaky abort): nothing is repaired or refused on a
+    one-off; run again."""
+
+
+def _no_flaky(outcomes: list[RuntimeOutcome], what: str) -> None:
+    flaky = [o for o in outcomes if o.outcome == "flaky"]
+    if flaky:
+        raise RepairInconclusive(
+            f"{what}: " + "; ".join(f"coreai-core {o.core} {o.describe()}" for o in flaky)
+            + " (inconclusive: nothing repaired on a one-off abort; run repair again)")
+
+
 @dataclass
 class RepairReport:
     source: str
@@ -86,7 +99,10 @@ def _dropped(source: Path) -> tuple[list[str], list[str]]:
             if target is None or not target.is_relative_to(top):
                 outside.append(f"{rel} -> {os.readlink(path)}")
                 continue
-        if rel not in CARRIED and not (path.is_dir() and not path.is_symlink()):
+        folder = path.is_dir() and not path.is_symlink()
+        if folder and not any(path.iterdir()):
+            extra.append(f"{rel}/ (an empty folder)")  # its files name a folder that has some
+        elif rel not in CARRIED and not folder:
             extra.append(rel)
     return extra, outside
 
@@ -205,7 +221,7 @@ def repair(source: Path, out: Path, catalog: Catalog,
                 _run(source, out, report, session, reader_env, stamper_env, order, work)
         except RepairError as exc:
             _publish(work, final, report, refused=str(exc))
-            raise RepairError(f"{exc} (evidence: {final})") from None
+            raise type(exc)(f"{exc} (evidence: {final})") from None  # inconclusive stays so
         _publish(work, final, report, refused=None)
     return report
 
@@ -220,6 +236,7 @@ def _run(source: Path, out: Path, report: RepairReport, session: Session, reader
         progress(f"original on coreai-core {core}")
         report.original.append(run_on(src, core, session, work / f"original-{core}",
                                       execute=core == order[0], seed=SEED))
+    _no_flaky(report.original, f"{source}: the original on its runtimes")
     base = report.original[0]
     if base.outcome == "not-run":
         raise RepairError(f"{source}: cannot verify a repair: {base.describe()}")
@@ -254,6 +271,7 @@ def _run(source: Path, out: Path, report: RepairReport, session: Session, reader
         progress(f"repaired asset on coreai-core {core}")
         report.repaired.append(run_on(repaired, core, session, work / f"repaired-{core}",
                                       execute=True, inputs=work / f"original-{order[0]}"))
+    _no_flaky(report.repaired, "the repaired asset")
     refused = [o for o in report.repaired if not o.loads]
     if refused:
         raise RepairError("the repaired asset does not run everywhere: " + "; ".join(

@@ -9,7 +9,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import typer
 from rich.console import Console
@@ -17,7 +17,7 @@ from rich.text import Text
 
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.help import HelpCommand, HelpGroup, split_doc
-from inventory.output import envelope
+from inventory.output import document_only, emit, envelope
 from oracle.progress import Notice, Progress
 from oracle.settings import check_all
 
@@ -34,7 +34,7 @@ DEBUG_ENV = "INVENTORY_DEBUG"
 def fail(message: str, as_json: bool = False, command: str = "") -> None:
     """One line on stderr (and an envelope with `error` in JSON mode), exit code 2."""
     if as_json:
-        print(envelope(command, error=message))
+        emit(envelope(command, error=message))
     err.print(labelled("error:", "red", message), highlight=False, soft_wrap=True)
     raise typer.Exit(ExitCode.USAGE)
 
@@ -49,7 +49,7 @@ def internal_error(exc: Exception, as_json: bool = False, command: str = "") -> 
     detail = " ".join(str(exc).split())
     message = f"internal error ({type(exc).__name__})" + (f": {detail}" if detail else "")
     if as_json:
-        print(envelope(command, error=message))
+        emit(envelope(command, error=message))
     if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
         traceback.print_exception(exc, file=sys.stderr)
     err.print(labelled("error:", "red", message), highlight=False, soft_wrap=True)
@@ -139,7 +139,9 @@ def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Calla
     def register(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def guarded(*args: object, **kwargs: object) -> object:
-            with answering(full_name or name, bool(kwargs.get("as_json", False))):
+            as_json = bool(kwargs.get("as_json", False))
+            with document_only() if as_json else nullcontext(), \
+                    answering(full_name or name, as_json):
                 check_all()  # every environment variable, before any work
                 return fn(*args, **kwargs)
 

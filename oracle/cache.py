@@ -142,8 +142,9 @@ def prune(older_than_days: float | None = None, everything: bool = False,
     removed: list[str] = []
     in_use: list[str] = []
     kept = 0
-    if not root.is_dir():
-        return Pruned((), 0)
+    if not root.is_dir():  # no results yet: a killed run's scratch may still be there
+        return Pruned(tuple(f"{TEMP}/{name}: left by an interrupted run"
+                            for name in reclaim_temp()), 0)
     # A read-only store used to be reported as pruned (rmtree ignored its errors): say so first.
     if not dry_run and (not os.access(root, os.W_OK | os.X_OK) or _read_only(root)):
         raise StoreError(f"cannot prune the store {root}: it is read-only; nothing removed")

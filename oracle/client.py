@@ -24,7 +24,7 @@ from pathlib import Path
 
 from oracle.env_check import verified
 from oracle.envs import Env
-from oracle.paths import cache_root
+from oracle.paths import TEMP, cache_root
 from oracle.progress import Progress
 from oracle.releases import EnvError
 from oracle.settings import seconds
@@ -72,7 +72,6 @@ runpy.run_path(_script, run_name="__main__")
 """
 # Every worker of this process that may have a live process: SIGTERM stops them all at once.
 _LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
-TEMP = "tmp"  # the store's folder of per-worker temp folders
 # Imports what a worker script needs from its environment, one module per argument.
 _IMPORTS = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
 

@@ -11,15 +11,19 @@ spanning machines.
 
 Faults: an agent that dies (its node lost, killed) or exceeds its job limit has its jobs sent to
 the other agents (at most `ATTEMPTS` tries each); a job no agent could run is answered as a
-worker failure (inconclusive) and not stored. An agent that cannot get ready within its limit
-(an environment build can hang rather than fail) is left out. A node whose code or packages
-differ from the driver's is refused in one line: it would store other results under the same
-key. Every wait has a limit (`INVENTORY_RAY_SETUP_TIMEOUT`, `INVENTORY_RAY_JOB_TIMEOUT`).
+worker failure (inconclusive) and not stored. A head node that is gone (its GCS port refuses
+connections while jobs wait) ends the dispatch: every job not answered is inconclusive, said in
+one line, and no later job is sent (Ray would otherwise retry the lost head for minutes). An
+agent that cannot get ready within its limit (an environment build can hang rather than fail) is
+left out. A node whose code or packages differ from the driver's is refused in one line: it
+would store other results under the same key. Every wait has a limit
+(`INVENTORY_RAY_SETUP_TIMEOUT`, `INVENTORY_RAY_JOB_TIMEOUT`).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import os
@@ -64,8 +68,10 @@ def _reachable(address: str) -> None:
         raise ExecutorError(f"--ray-address {address}: Ray Client addresses are not supported; "
                             "give the cluster's GCS address HOST:PORT (what `ray start --head` "
                             "prints)")
-    if not host or not port.isdigit():
-        raise ExecutorError(f"--ray-address {address!r}: not HOST:PORT (or 'auto')")
+    # a port of 5000 digits was exit 4 (int() refuses such a string): checked as text first
+    if not host or not port.isdigit() or len(port) > 5 or not 0 < int(port) < 65536:
+        raise ExecutorError(f"--ray-address {address[:80]!r}: not HOST:PORT with a port from 1 "
+                            "to 65535 (or 'auto')")
     try:
         with socket.create_connection((host, int(port)), timeout=5):
             pass
@@ -97,8 +103,37 @@ def connect(address: str | None) -> str:
         line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ExecutorError(f"cannot join the Ray cluster at {address}: {line}") from None
     _connected = address
+    _messages_to_the_ledger()
     atexit.register(_shutdown)
     return address
+
+
+def _messages_to_the_ledger() -> None:
+    """Ray's driver prints the cluster's error messages (a dead raylet's last 20 log lines, 46
+    lines in all) to standard output whatever `log_to_driver` says: they go to the run's
+    ledger folder instead (`runs/ray/<run>.messages.log`, counted in the ledger). Where Ray
+    moved that function, `inventory.output.document_only` still keeps them off the document."""
+    try:
+        from ray._private import worker as ray_worker
+    except ImportError:
+        return
+    if not callable(getattr(ray_worker, "print_to_stdstream", None)):
+        return
+    path = runs_dir() / "ray" / f"{_started}-{os.getpid()}.messages.log"
+
+    def keep(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+        del ignore_prefix
+        lines = [ln for item in data.get("lines", []) for ln in str(item).splitlines()]
+        _ledger["messages"] += len(lines)
+        _ledger["messages_file"] = str(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as handle:
+                handle.writelines(f"({data.get('pid', '?')}) {line}\n" for line in lines)
+        except OSError:
+            pass  # a record of the run, never needed for an answer
+
+    ray_worker.print_to_stdstream = keep
 
 
 @dataclass
@@ -123,9 +158,10 @@ class _Agent:
 
 _agents: dict[str, _Agent] = {}  # agent name -> agent, for the process's whole run
 _dropped: set[str] = set()  # agents left out (dead, not ready): not made again in this run
+_head_gone = ""  # why the cluster's head is known gone: nothing more is asked of Ray
 # What this process dispatched, where and how long each took: written to runs/ray/.
 _ledger: dict[str, Any] = {"dispatched": 0, "from_store": 0, "retried": 0, "lost": 0,
-                           "nodes": {}, "jobs": []}
+                           "nodes": {}, "jobs": [], "left_out": [], "messages": 0}
 _started = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
 # One dispatch at a time per process: the agents' queues and the ledger are shared state.
 _dispatching = threading.Lock()
@@ -141,6 +177,8 @@ def _shutdown() -> None:
     ray = _import_ray()
     live = [a for a in _agents.values() if a.alive]
     _agents.clear()
+    if _head_gone:  # nothing to close on a cluster without its head; its nodes end the actors
+        live = []
     try:
         refs = [a.handle.close.remote() for a in live]
         if refs:
@@ -177,9 +215,11 @@ def check_identity(where: str, ident: dict[str, Any], envs: dict[str, Env]) -> N
 class RayOracle(Oracle):
     name = "ray"
 
-    def __init__(self, pool: Pool, progress: Progress, address: str | None) -> None:
+    def __init__(self, pool: Pool, progress: Progress, address: str | None,
+                 notice: Progress = lambda _: None) -> None:
         del pool  # the driver converts nothing itself
         self.progress = progress
+        self.notice = notice
         self.address = connect(address)
         self.ray = _import_ray()
         self._made: dict[str, ProbeResult] = {}  # result folder name -> made in this session
@@ -210,8 +250,13 @@ class RayOracle(Oracle):
         agent = _agents.pop(name)
         agent.alive = False
         _dropped.add(name)
-        self.ray.kill(agent.handle)
-        self.progress(f"ray: {agent.label} left out: {why}")
+        with contextlib.suppress(Exception):  # an agent whose node is gone is gone already
+            self.ray.kill(agent.handle)
+        # one line even in a quiet run (never in the answer's document), and kept in the ledger
+        self.notice(f"ray: {agent.label} left out: {why}")
+        _ledger["left_out"].append({"node": agent.node, "address": agent.address,
+                                    "agent": name, "why": why,
+                                    "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
 
     def _ready(self, envs: dict[str, Env]) -> list[tuple[str, _Agent]]:
         """The agents ready for these releases: each says what it runs (checked against this
@@ -252,13 +297,39 @@ class RayOracle(Oracle):
         with _dispatching:
             self._dispatch_now(jobs, old, new, use_cache)
 
+    def _head_alive(self) -> bool:
+        """The cluster's GCS still accepts connections (checked while jobs wait)."""
+        host, _, port = self.address.rpartition(":")
+        if not host or not port.isdigit():
+            return True  # `auto`: Ray alone knows where the head is
+        try:
+            with socket.create_connection((host, int(port)), timeout=2):
+                return True
+        except OSError:
+            return False
+
+    def _head_lost(self, jobs: list[Job], old: Env, new: Env) -> int:
+        global _head_gone
+        _head_gone = f"the cluster's head at {self.address} is gone"
+        _ledger["head_lost"] = True
+        self.notice(f"ray: {_head_gone}: {len(jobs)} job(s) not answered are inconclusive, "
+                    "none stored; no more jobs are sent")
+        for job in jobs:
+            self._lost(job, old, new, _head_gone)
+        return len(jobs)
+
     def _dispatch_now(self, jobs: list[Job], old: Env, new: Env, use_cache: bool) -> None:
+        if _head_gone:
+            for job in jobs:
+                self._lost(job, old, new, _head_gone)
+            return
         agents = dict(self._ready({old.converter: old, new.converter: new}))
         queue = deque(jobs)
         tries: dict[str, int] = {}
         flying: dict[Any, tuple[Job, str, float]] = {}
         limit = seconds("INVENTORY_RAY_JOB_TIMEOUT")
         total, done, said = len(jobs), 0, ""
+        checked = time.monotonic()  # when the head was last known alive
         while queue or flying:
             live = {n: a for n, a in agents.items() if a.alive}
             if not live and not flying:
@@ -277,6 +348,14 @@ class RayOracle(Oracle):
                         agent.load += 1
                         _ledger["dispatched"] += 1
             ready, _ = self.ray.wait(list(flying), num_returns=1, timeout=1.0)
+            if not ready and time.monotonic() - checked > 2:
+                if not self._head_alive():
+                    done += self._head_lost([j for j, _, _ in flying.values()] + list(queue),
+                                            old, new)
+                    flying.clear()
+                    queue.clear()
+                    break
+                checked = time.monotonic()
             for ref in ready:
                 job, name, _ = flying.pop(ref)
                 agent = agents[name]
@@ -341,9 +420,9 @@ class RayOracle(Oracle):
     def _lost(self, job: Job, old: Env, new: Env, why: str) -> None:
         """Answered, never dropped: a worker failure on both sides (inconclusive), not stored."""
         _ledger["lost"] += 1
+        # one text for both sides: they fail alike, a probe not run, never a change
         sides = [Side(env.converter, store.env_identity(env), False, "worker",
-                      f"{which} side not run on the Ray cluster: {why}")
-                 for which, env in (("old", old), ("new", new))]
+                      f"not run on the Ray cluster: {why}") for env in (old, new)]
         self._made[job.key] = ProbeResult(job.spec, sides[0], sides[1],
                                           Identity.BOTH_CANNOT_CONVERT,
                                           Identity.BOTH_CANNOT_CONVERT, None, "")

@@ -23,12 +23,22 @@ class ExecutorChoice:
 
 
 _chosen = ExecutorChoice()
+# Where an executor says what happened to the run's machinery (a cluster node lost): one line
+# for the user whatever the progress setting; never part of the answer's document.
+def _silent(_: str) -> None:
+    pass
 
 
-def choose(name: str, address: str | None = None) -> ExecutorChoice:
+_notice: Progress = _silent
+
+
+def choose(name: str, address: str | None = None,
+           notice: Progress | None = None) -> ExecutorChoice:
     """Check and keep the executor for the rest of the process; ExecutorError (one line) if it
     cannot be used."""
-    global _chosen
+    global _chosen, _notice
+    if notice is not None:
+        _notice = notice
     if name not in EXECUTORS:
         raise ExecutorError(f"--executor must be one of {', '.join(EXECUTORS)}, not {name!r}")
     if name == "ray":
@@ -48,7 +58,7 @@ def open_oracle(pool: Pool, progress: Progress) -> Oracle:
     if _chosen.name == "ray":
         from oracle.executor_ray import RayOracle
 
-        return RayOracle(pool, progress, _chosen.address)
+        return RayOracle(pool, progress, _chosen.address, _notice)
     from oracle.executor_local import LocalOracle
 
     return LocalOracle(pool)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,9 @@ FIXES_FILE = Path(__file__).with_name("fixes.toml")
 
 class FixError(Exception):
     """The fix database is malformed or a fix id is unknown; the message is one line."""
+
+# What a record's `touches` may name: an aten target or a Core AI op, as the programs print them.
+_TOUCHES = re.compile(r"aten\.[A-Za-z_]\w*(\.[A-Za-z_]\w*)?|coreai\.[A-Za-z_][\w.]*")
 
 
 @dataclass(frozen=True)
@@ -81,8 +85,11 @@ def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
                                "remove them or make it a lowering")
         aliases = tuple(fields.ident({"alias": a}, "alias", f"{where} aliases")
                         for a in _list(fields, entry, "aliases", where))
-        # aten targets or Core AI op names (non-blank strings)
-        touches = fields.strings(entry, "touches", where)
+        touches = fields.strings(entry, "touches", where, blank=True)
+        for target in touches:
+            if not _TOUCHES.fullmatch(target):
+                fields.fail(where, "touches", "aten targets ('aten.squeeze.dims') or Core AI ops "
+                            "('coreai.conv')", target)
         fixes.append(Fix(fix_id, fields.line(entry, "title", where),
                          fields.release(entry, "ships_in", where, releases),
                          fields.text(entry, "upstream", where, ""), constructs, aliases,

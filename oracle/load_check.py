@@ -8,6 +8,14 @@ runtime is `loads`, `fails-to-load` (with the first error line the runtime print
 (with the signal, and the first error line); `not-run` when the check itself could not get that
 far (the exporter could not convert the probe, no environment for the runtime).
 
+A runtime that dies or does not answer is a claim about the world, so it is confirmed before it
+is believed: the run is tried again in a fresh process (`confirm/` beside the first attempt's
+files). Only a death that repeats is `crashes` (or `fails-to-load` at stage `worker`); one that
+does not repeat, or an abort after the runtime wrote its outputs, is `flaky` with both attempts'
+evidence: no answer about the asset, inconclusive, and a check holding one is never stored
+(coreai-core 1.0.0b1 once aborted, exit 134 after writing its outputs, on an asset that loaded
+cleanly in the next 20 runs).
+
 A check is stored like every other result: built in a (locked) temp folder and renamed into
 place, with a sha256 of every file and of its own record in `result.json`, keyed by the spec, the
 exporter's and each runtime's exact packages and this code. Nothing in it is a reason for the tool
@@ -30,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from oracle import store
 from oracle.client import EnvironmentFault, Pool, Worker, WorkerFailure
 from oracle.envs import Env
-from oracle.paths import in_store, safe_name
+from oracle.paths import cache_root, in_store, safe_name
 from oracle.releases import EnvError
 from oracle.runtimes import runtime_label
 from oracle.spec import Pipeline, ProbeSpec
@@ -42,7 +50,8 @@ if TYPE_CHECKING:
 
 _CODE_FILES = ("asset_worker.py", "asset_probe.py", "worker.py", "worker_io.py", "probes.py",
                "load_check.py")
-OUTCOMES = ("loads", "fails-to-load", "crashes", "not-run")
+OUTCOMES = ("loads", "fails-to-load", "crashes", "flaky", "not-run")
+CONFIRM = "confirm"  # the folder of the second attempt, beside the first's files
 
 
 @functools.cache
@@ -61,7 +70,7 @@ def asset_workers(session: Session) -> Pool:
 @dataclass(frozen=True)
 class RuntimeOutcome:
     core: str
-    outcome: str  # loads | fails-to-load | crashes | not-run
+    outcome: str  # loads | fails-to-load | crashes | flaky | not-run
     stage: str = ""  # where it stopped: load, function, run, inputs, worker, environment
     error: str = ""  # the first error line the runtime printed, or the exception
     signal: str = ""  # crashes: the signal that killed the process
@@ -74,6 +83,12 @@ class RuntimeOutcome:
     @property
     def loads(self) -> bool:
         return self.outcome == "loads"
+
+    @property
+    def died(self) -> bool:
+        """The runtime's process died or did not answer: a claim to confirm (`run_on`)."""
+        return self.outcome == "crashes" or (self.outcome == "fails-to-load"
+                                             and self.stage == "worker")
 
     def describe(self) -> str:
         """One line: `crashes (SIGABRT): error: expected AICode versioned location, ...`."""
@@ -139,11 +154,33 @@ def _read(path: Path) -> str:
 def run_on(asset: Path, core: str, session: Session, out: Path, execute: bool = True,
            seed: int = 0, inputs: Path | None = None) -> RuntimeOutcome:
     """Load (and with `execute`, run) `asset` on one runtime, contained; never raises for what
-    the runtime does."""
+    the runtime does. A death or a timeout is tried again in a fresh process: `crashes` only
+    when it repeats, else `flaky` (so is an abort after the outputs were written)."""
     try:
         env = session.env_for_core(core)
     except EnvError as exc:
         return RuntimeOutcome(core, "not-run", "environment", str(exc))
+    first = _attempt(asset, core, env, session, out, execute, seed, inputs)
+    if not first.died:
+        return first
+    again = out / CONFIRM
+    second = _attempt(asset, core, env, session, again, execute, seed, inputs)
+    files = {**first.files, **{f"{CONFIRM}.{k}": v for k, v in second.files.items()}}
+    # a death after the runtime wrote its outputs: it ran, whatever ended it
+    wrote = [o for o, a in ((out, first), (again, second))
+             if a.died and any(o.glob("*.outputs.safetensors"))]
+    if second.died and (second.outcome, second.signal) == (first.outcome, first.signal) \
+            and not wrote:
+        return replace(first, files=files)
+    why = (f"{first.describe()} on the first attempt, after writing its outputs" if wrote else
+           f"{first.describe()} on the first attempt, {second.describe()} on the second, in a "
+           "fresh process")
+    return RuntimeOutcome(core, "flaky", first.stage, f"{why}: no lasting answer",
+                          first.signal, files)
+
+
+def _attempt(asset: Path, core: str, env: Env, session: Session, out: Path, execute: bool,
+             seed: int, inputs: Path | None) -> RuntimeOutcome:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "run.log"
     request = {"op": "run", "asset": str(asset), "out": str(out), "seed": seed,
@@ -262,11 +299,11 @@ def load_check(spec: ProbeSpec, exporter: Env, cores: list[str], session: Sessio
             return stored
     with store.building(final) as work:
         check = _make(spec, exporter, cores, session, work)
-        if any(o.stage == "environment" for o in check.outcomes):
-            # A runtime's environment could not be built: answered, never stored (the next run
-            # tries again), and its evidence is the temp folder's, so it is not kept either.
-            shutil.rmtree(work, ignore_errors=True)
-            return check
+        if any(o.stage == "environment" or o.outcome == "flaky" for o in check.outcomes):
+            # A runtime's environment could not be built, or a runtime gave no lasting answer
+            # (flaky): answered, never stored (the next run checks afresh); its evidence is the
+            # temp folder's, so it is kept under logs/ for the answer to point at.
+            return _unstored(check, work)
         store.write_record(work, {**_to_json(check, work), "key": final.name,
                                   "code": code_digest(), "failed": failed(check)})
         return _publish(work, final, replace_stored=not use_cache)
@@ -291,6 +328,25 @@ def _make(spec: ProbeSpec, exporter: Env, cores: list[str], session: Session,
     asset = Path(answer["files"]["asset"])
     outcomes = tuple(run_on(asset, core, session, work / f"run-{core}") for core in cores)
     return LoadCheck(spec, exporter.converter, packages, True, "", outcomes, str(work))
+
+
+def _unstored(check: LoadCheck, work: Path) -> LoadCheck:
+    """A check that is answered but not stored: its files moved out of the temp folder to
+    `logs/load-checks/`, the outcomes pointing there."""
+    if not any(o.outcome == "flaky" for o in check.outcomes):
+        shutil.rmtree(work, ignore_errors=True)
+        return check
+    kept = in_store(cache_root() / "logs" / "load-checks" / f"{work.name.lstrip('.')}")
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(kept, ignore_errors=True)
+    shutil.move(str(work), kept)
+
+    def moved(path: str) -> str:
+        return path.replace(str(work), str(kept))
+
+    outcomes = tuple(replace(o, files={k: moved(v) for k, v in o.files.items()})
+                     for o in check.outcomes)
+    return replace(check, outcomes=outcomes, evidence=str(kept))
 
 
 def _publish(work: Path, final: Path, replace_stored: bool) -> LoadCheck:

@@ -17,6 +17,7 @@ from pathlib import Path
 # (name, releases, a 20-digit key) under any file system's 255-byte limit.
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
 _NAME_MAX = 80
+TEMP = "tmp"  # the store's folder of temp folders (workers', scratch), each named by its pid
 
 
 class StorePathError(Exception):
@@ -24,11 +25,20 @@ class StorePathError(Exception):
     registry); one line for the user, nothing written."""
 
 
+def _resolved(raw: str, name: str) -> Path:
+    """A store path from the environment, resolved; StorePathError (one line) for a symlink
+    loop or a path that cannot be resolved."""
+    try:
+        return Path(raw).expanduser().resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11 raises RuntimeError for a loop
+        raise StorePathError(f"{name} {raw}: cannot be a store ({exc})") from None
+
+
 def cache_root() -> Path:
     """The user cache dir; INVENTORY_CACHE overrides it (tests and CI point it elsewhere)."""
     override = os.environ.get("INVENTORY_CACHE")
     if override:
-        return Path(override).expanduser().resolve()
+        return _resolved(override, "INVENTORY_CACHE")
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return (base / "inventory").resolve()
@@ -40,7 +50,7 @@ def store_root() -> Path:
     else the cache itself. Environments, logs and runs stay in the cache."""
     override = os.environ.get("INVENTORY_STORE")
     if override:
-        return Path(override).expanduser().resolve()
+        return _resolved(override, "INVENTORY_STORE")
     return cache_root()
 
 

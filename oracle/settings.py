@@ -27,6 +27,8 @@ TIMEOUTS: dict[str, tuple[float, bool]] = {
     "INVENTORY_RAY_SETUP_TIMEOUT": (1800.0, False),
     # --executor ray: one job (a comparison) on a node, from when it can start
     "INVENTORY_RAY_JOB_TIMEOUT": (1200.0, False),
+    # trace: a builder (a registry target or a recipe) exporting its module, per bundle
+    "INVENTORY_TRACE_TIMEOUT": (1800.0, False),
 }
 # Which installer builds environments: uv (the default; pip when uv cannot be had) or pip.
 INSTALLER_VAR = "INVENTORY_INSTALLER"

@@ -162,7 +162,10 @@ def json_schema() -> Callable[[dict[str, Any]], None]:
         (s["$id"], Resource.from_contents(s)) for s in schemas if "$id" in s)
 
     def check(document: dict[str, Any]) -> None:
-        name = "error" if document.get("error") is not None else document["command"]
+        # the error envelope carries no result; a document with its result and an error (scan:
+        # the bundles it could not read) is its command's
+        failed = document.get("error") is not None and document.get("result") is None
+        name = "error" if failed else document["command"]
         name = name.replace(" ", "-")  # `cache du`: schemas/cache-du.schema.json
         if name not in validators:
             schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())

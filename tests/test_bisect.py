@@ -75,7 +75,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case):
             "release-not-in-repo": ("0.4.1", "0.4.2", repo),
             "unknown-release": ("0.4.1", "9.9.9", repo),
             "backwards": ("0.4.2", "0.4.1", repo)}[case]
-    ran = invoke("bisect", "--from", args[0], "--to", args[1], "--repo", str(args[2]), "-q")
+    ran = invoke("bisect", "--from", args[0], "--to", args[1], "--repo", str(args[2]), "-q",
+                 "--allow-code")
     assert ran.returncode == 2, ran.stderr
     lines = [ln for ln in ran.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:"), ran.stderr
@@ -98,6 +99,7 @@ def test_bisect_names_the_commit_that_changes_a_probe(env, tmp_path, json_schema
     base, docs, fix, bump = max_pool2d_history(repo, old.path, new.path)
 
     ran = invoke("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", str(repo), "--json",
+                 "--allow-code",
                  "-q", "--probe", "max_pool2d/functional-no-stride",
                  "--probe", "max_pool2d/functional-explicit-stride")
     assert ran.returncode == 0, ran.stderr
@@ -147,6 +149,7 @@ def test_every_commit_finds_a_change_undone_between_two_commits_a_binary_search_
 
     def bisected(*extra: str) -> dict:
         ran = invoke("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", str(repo), "--json",
+                     "--allow-code",
                      "-q", "--probe", "max_pool2d/functional-no-stride", *extra)
         assert ran.returncode == 0, ran.stderr
         doc = json.loads(ran.stdout)
@@ -234,6 +237,7 @@ def test_bisect_converts_the_to_release_tree_when_its_wheel_is_not_that_tree(env
     bump = _commit(repo, "update coreai torch version (#64)")
 
     ran = invoke("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", str(repo), "--json",
+                 "--allow-code",
                  "-q", "--probe", "max_pool2d/functional-no-stride")
     assert ran.returncode == 0, ran.stderr
     doc = json.loads(ran.stdout)

@@ -10,6 +10,7 @@ node and the answer is still complete and the same.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -60,14 +61,12 @@ def _registry(folder: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def cluster(env) -> Iterator[str]:
-    """Two Ray nodes on 127.0.0.1, one CPU each; their agents use this session's environments.
-    Yields the cluster's address; every process it started is stopped at the end."""
+@contextlib.contextmanager
+def _two_nodes() -> Iterator[Any]:
+    """Two Ray nodes on 127.0.0.1, one CPU each (a `ray.cluster_utils.Cluster`); every process
+    it started is stopped at the end."""
     from ray.cluster_utils import Cluster
 
-    env("0.4.1")
-    env("0.4.2")
     temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: Ray's socket paths
     # Ray writes the cluster's address to <RAY_TMPDIR>/ray/ray_current_cluster whatever the
     # nodes' temp_dir, and fails where that folder does not exist (a fresh machine's /tmp/ray):
@@ -83,7 +82,7 @@ def cluster(env) -> Iterator[str]:
     try:
         made.add_node(**node)
         made.wait_for_nodes()
-        yield made.address
+        yield made
     finally:
         made.shutdown()
         shutil.rmtree(temp, ignore_errors=True)
@@ -92,6 +91,16 @@ def cluster(env) -> Iterator[str]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def cluster(env) -> Iterator[str]:
+    """Two Ray nodes on 127.0.0.1, one CPU each; their agents use this session's environments.
+    Yields the cluster's address."""
+    env("0.4.1")
+    env("0.4.2")
+    with _two_nodes() as made:
+        yield made.address
 
 
 def _store(tmp: Path, name: str) -> Path:
@@ -230,7 +239,8 @@ def test_a_node_agent_killed_mid_run_its_jobs_run_elsewhere(cluster, local, tmp_
     store = _store(tmp_path, "killed")
     run, lines, reader = _sweep_on(cluster, registry, store)
     killed = _kill_an_agent_once_both_work(cluster, run, lines)
-    stdout, _ = run.communicate(timeout=600)
+    stdout = run.stdout.read()  # not communicate(): it would race the reader for stderr
+    run.wait(timeout=600)
     reader.join(timeout=10)
     assert run.returncode == 0, "".join(lines)
     assert any(f"{killed.split('-')[2][:8]}" in ln and "left out: died" in ln for ln in lines)
@@ -239,6 +249,65 @@ def test_a_node_agent_killed_mid_run_its_jobs_run_elsewhere(cluster, local, tmp_
     assert ledger["retried"] >= 1 and ledger["lost"] == 0
     assert sum(n["jobs"] for n in ledger["nodes"].values()) == len(CHANNELS)
     assert len(list((store / "results").iterdir())) == len(CHANNELS)
+
+
+def _wait_for_both_in_flight(run: subprocess.Popen[str], lines: list[str]) -> None:
+    deadline = time.monotonic() + 300
+    while not any(re.search(rf"ray: 0/{len(CHANNELS)} jobs .*in flight .*in flight", ln)
+                  for ln in lines):
+        assert run.poll() is None and time.monotonic() < deadline, "".join(lines)
+        time.sleep(0.05)
+
+
+def test_a_node_lost_mid_run_leaves_stdout_the_json_document(env, local, tmp_path):
+    """The second node removed (not gracefully: its raylet and workers killed) while both run
+    jobs: Ray's driver is sent the dead raylet's last log lines, which it prints to stdout; the
+    run's stdout is still the one JSON document, equal to the local answer, the loss one
+    warning line on stderr and in the ledger, Ray's messages in the ledger's folder."""
+    registry, _, local_answer = local
+    store = _store(tmp_path, "lost")
+    with _two_nodes() as made:
+        run, lines, reader = _sweep_on(made.address, registry, store, "--no-cache")
+        _wait_for_both_in_flight(run, lines)
+        [second] = [n for n in made.list_all_nodes() if n is not made.head_node]
+        made.remove_node(second, allow_graceful=False)
+        stdout = run.stdout.read()  # not communicate(): it would race the reader for stderr
+        run.wait(timeout=600)
+        reader.join(timeout=10)
+    assert run.returncode == 0, "".join(lines)
+    assert _answer(stdout, store) == local_answer  # the whole of stdout, and the same answer
+    lost = [ln for ln in lines if ln.startswith("warning: ray: ") and "left out: died" in ln]
+    assert len(lost) == 1, "".join(lines)
+    [ledger] = _ledgers(store)
+    assert [e["why"].startswith("died") for e in ledger["left_out"]] == [True]
+    assert ledger["lost"] == 0 and ledger["retried"] >= 1
+    assert sum(n["jobs"] for n in ledger["nodes"].values()) == len(CHANNELS)
+    if ledger["messages"]:  # what Ray printed went to the ledger's folder, not to stdout
+        assert Path(ledger["messages_file"]).read_text().count("\n") == ledger["messages"]
+
+
+def test_the_head_node_lost_mid_run_is_inconclusive_in_one_line_and_stores_nothing(
+        env, local, tmp_path):
+    """The head (its GCS) removed, not gracefully, while both nodes run jobs: Ray would retry
+    it for minutes; the run says so in one line, answers every job not answered as not run
+    (inconclusive, exit 3), stores none of them, and stdout is still the one JSON document."""
+    registry, _, _ = local
+    store = _store(tmp_path, "headless")
+    with _two_nodes() as made:
+        run, lines, reader = _sweep_on(made.address, registry, store, "--no-cache")
+        _wait_for_both_in_flight(run, lines)
+        made.remove_node(made.head_node, allow_graceful=False)
+        stdout = run.stdout.read()
+        run.wait(timeout=600)
+        reader.join(timeout=10)
+    assert run.returncode == 3, "".join(lines)
+    doc = _answer(stdout, store)
+    assert doc["changed"] == [] and len(doc["failing_both"]) == len(CHANNELS)
+    gone = [ln for ln in lines if ln.startswith("warning: ray: ") and "head" in ln]
+    assert len(gone) == 1 and "is gone" in gone[0], "".join(lines)
+    assert not (store / "results").exists() or not list((store / "results").iterdir())
+    [ledger] = _ledgers(store)
+    assert ledger["head_lost"] and ledger["lost"] == len(CHANNELS)
 
 
 def _named_agents(cluster: str, pid: int) -> list[str]:

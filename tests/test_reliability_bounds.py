@@ -29,7 +29,7 @@ from oracle.inputfile import read_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUTS = ("INVENTORY_VERIFY_RUN_TIMEOUT", "INVENTORY_VERIFY_CONVERT_TIMEOUT",
-            "INVENTORY_WORKER_TIMEOUT")
+            "INVENTORY_WORKER_TIMEOUT", "INVENTORY_TRACE_TIMEOUT")
 
 
 def usage_error(*args: str, **env: str) -> str:

@@ -8,11 +8,10 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, report
+from inventory.commands.common import ready, registry_file_for, report
 from inventory.errors import ExitCode
 from inventory.options import FromRelease, Json, NoCache, Quiet, ToRelease
 from inventory.output import OutputFormat
-from inventory.registry import DEFAULT_REGISTRY
 from inventory.terminal import finish
 from oracle.fixes import FIXES_FILE
 from oracle.progress import Progress
@@ -30,9 +29,9 @@ def bisect_cmd(
     registry: Annotated[bool, typer.Option(
         "--registry", help="Also bisect every distinct traced instance of the shipped "
                            "bundles that changes, beside the library's regimes.")] = False,
-    registry_file: Annotated[Path, typer.Option(
+    registry_file: Annotated[Path | None, typer.Option(
         "--registry-file", metavar="FILE",
-        help="The bundle registry --registry reads.")] = DEFAULT_REGISTRY,
+        help="The bundle registry --registry reads (default: recipes.toml).")] = None,
     only: Annotated[list[str] | None, typer.Option(
         "--probe", metavar="PROBE",
         help="Only this probe: a regime id (max_pool2d/functional-no-stride) or a "
@@ -44,22 +43,26 @@ def bisect_cmd(
         "--every-commit", help="Convert each changing probe at every commit against its parent "
                                "instead of a binary search: every change point, including one "
                                "undone between two commits a binary search tests.")] = False,
+    allow_code: Annotated[bool, typer.Option(
+        "--allow-code", help="Consent to run the repository's code: each commit's coreai_torch "
+                             "converts the probes (its files are copied, never built).")] = False,
     no_cache: NoCache = False,
     quiet: Quiet = False,
 ) -> None:
     """Per probe that changes from --from to --to: convert it at the commits between the two
     releases (binary search over the first-parent history, each commit built with the pins of
     the release it descends from) and name the commit that changes it, with the pull request
-    of its merge message. Exit 1 when a changing probe could not be attributed.
+    of its merge message. It runs the repository's code (each commit's coreai_torch converts
+    the probes), so it needs --allow-code. Exit 1 when a changing probe could not be attributed.
 
     Examples:
-    inventory bisect --from 0.4.0 --to 0.4.1 --repo coreai-torch
-    inventory bisect --from v0.4.1 --to v0.4.2 --repo coreai-torch --probe pad
+    inventory bisect --from 0.4.0 --to 0.4.1 --repo coreai-torch --allow-code
+    inventory bisect --from 0.4.1 --to 0.4.2 --repo src --allow-code --probe pad
 
     Exit codes:
     0  every changing probe was attributed to a commit
     1  a changing probe could not be attributed
-    2  usage or configuration error (a repository without both releases)
+    2  usage or configuration error (a repository without both releases, no --allow-code)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory.bisect import Bisection, bisect
@@ -73,13 +76,15 @@ def bisect_cmd(
 
     fmt = OutputFormat.choose(as_json)
     ready(("--from", old), ("--to", new))
+    registry_file = registry_file_for(registry, registry_file)
     records = load_fixes(fixes)
 
     def work(progress: Progress) -> Bisection:
         bundles = load_registry(registry_file) if registry else None
         return bisect(old, new, repo, records, load_regimes(), load_catalog(), load_policy(),
                       bundles, use_cache=not no_cache, progress=progress,
-                      only=frozenset(only or ()), every_commit=every_commit)
+                      only=frozenset(only or ()), every_commit=every_commit,
+                      allow_code=allow_code)
 
     result = report(Renderer("bisect", bisect_record, bisect_table), fmt, quiet, work)
     finish(ExitCode.FINDING if result.unattributed else ExitCode.OK)

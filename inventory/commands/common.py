@@ -4,6 +4,7 @@ then the result in the chosen format and its warnings on stderr."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 from inventory.options import check_number, check_release
@@ -24,12 +25,26 @@ def ready(*releases: tuple[str, str | None], tolerance: float | None = None) -> 
     python_ok()
 
 
+def registry_file_for(registry: bool, registry_file: Path | None) -> Path:
+    """The registry `--registry` reads; `--registry-file` without `--registry` would be read by
+    nothing, so it is refused rather than ignored."""
+    from inventory.errors import UsageError
+    from inventory.registry import DEFAULT_REGISTRY
+
+    if registry_file is not None and not registry:
+        raise UsageError(f"--registry-file {registry_file} is read only with --registry: add "
+                         "--registry to probe the shipped instances it lists")
+    return registry_file or DEFAULT_REGISTRY
+
+
 def use_executor(name: str, address: str | None) -> None:
     """The executor every session of this run uses (`--executor`), checked now: a missing
-    extra or an unreachable cluster is one line and exit 2, before any work."""
+    extra or an unreachable cluster is one line and exit 2, before any work. What befalls the
+    run's machinery (a cluster node lost) is a warning line on stderr, even with `-q`."""
     from oracle.executors import choose
 
-    choose(name.strip().lower(), (address or "").strip() or None)
+    choose(name.strip().lower(), (address or "").strip() or None,
+           notice=lambda line: warn([line]))
 
 
 def run(quiet: bool, work: Callable[[Progress], T]) -> T:
@@ -39,9 +54,10 @@ def run(quiet: bool, work: Callable[[Progress], T]) -> T:
 
 
 def show(renderer: Renderer[T], fmt: OutputFormat, result: T,
-         warnings: Sequence[str] = ()) -> T:
-    """The result in `fmt` (its warnings in the JSON envelope), then the warnings on stderr."""
-    renderer.render(result, fmt, out, warnings)
+         warnings: Sequence[str] = (), error: str | None = None) -> T:
+    """The result in `fmt` (its warnings, and an error that ends the run with exit 2, in the
+    JSON envelope), then the warnings on stderr."""
+    renderer.render(result, fmt, out, warnings, error)
     warn(warnings)
     return result
 

@@ -34,6 +34,10 @@ def envs_build(
         "--name", metavar="NAME",
         help="With --from-source: the environment is coreai-torch-src-NAME "
              "(default: the tree's digest).")] = None,
+    allow_code: Annotated[bool, typer.Option(
+        "--allow-code", help="With --from-source: consent to run the tree's build code, which a "
+                             "tree that is not pure Python needs (a pure-Python tree is "
+                             "installed by copying its files: nothing of it runs).")] = False,
 ) -> None:
     """Build converter environments ahead of time (needs the package registry once), or one
     from a source tree (--from-source: the release's environment with the tree's converter).
@@ -50,7 +54,7 @@ def envs_build(
     python_ok()
     catalog = load_catalog()
     if from_source is not None or name is not None:
-        _build_from_source(versions, from_source, name, catalog)
+        _build_from_source(versions, from_source, name, catalog, allow_code)
         return
     for version in versions or sorted(catalog.releases):
         with progress(True) as report_progress:
@@ -94,7 +98,7 @@ def envs_list() -> None:
 
 
 def _build_from_source(versions: list[str] | None, tree: Path | None, name: str | None,
-                       catalog: Catalog) -> None:
+                       catalog: Catalog, allow_code: bool) -> None:
     from inventory.errors import UsageError
     from oracle.source_envs import ensure_source_env
 
@@ -105,7 +109,8 @@ def _build_from_source(versions: list[str] | None, tree: Path | None, name: str 
     if not tree.is_dir():
         raise UsageError(f"--from-source {tree}: no such directory")
     with progress(True) as report_progress:
-        env = ensure_source_env(tree.resolve(), name, catalog, report_progress)
+        env = ensure_source_env(tree.resolve(), name, catalog, report_progress,
+                                allow_code=allow_code)
     out.print(f"{env.name}: ready (coreai-torch {env.converter}, {env.runtime}) at {env.path}",
               highlight=False)
     for deviation in deviations_with_evidence(env, catalog):

@@ -12,7 +12,7 @@ import typer
 
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.options import Json, Quiet
-from inventory.output import envelope
+from inventory.output import emit, envelope
 from inventory.terminal import err, labelled, out, progress
 from oracle.envs import python_ok
 from oracle.releases import load_catalog
@@ -40,6 +40,7 @@ def repair_cmd(
     0  repaired and verified (the output written)
     2  refused: usage, a bundle that cannot be read, the output exists, or
        anything the repair could not verify (one line; nothing written)
+    3  inconclusive: a runtime aborted once and not again (flaky)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory.repair import repair
@@ -51,12 +52,17 @@ def repair_cmd(
             report = repair(bundle, output, load_catalog(), report_progress)
     except USER_ERRORS as exc:
         # Refused, not failed: nothing was written, and the line says what could not be shown.
+        # A runtime with no lasting answer (flaky) is neither: inconclusive, exit 3.
+        from inventory.repair import RepairInconclusive
+
+        flaky = isinstance(exc, RepairInconclusive)
         if as_json:
-            print(envelope("repair", error=str(exc)))
-        err.print(labelled("refused:", "red", str(exc)), highlight=False, soft_wrap=True)
-        raise typer.Exit(ExitCode.USAGE) from None
+            emit(envelope("repair", error=str(exc)))
+        err.print(labelled("inconclusive:" if flaky else "refused:", "red", str(exc)),
+                  highlight=False, soft_wrap=True)
+        raise typer.Exit(ExitCode.INCONCLUSIVE if flaky else ExitCode.USAGE) from None
     if as_json:
-        print(envelope("repair", json.loads(json.dumps(asdict(report), default=str))))
+        emit(envelope("repair", json.loads(json.dumps(asdict(report), default=str))))
     else:
         for line in repair_text(report):
             out.print(line, highlight=False, soft_wrap=True)

@@ -50,6 +50,8 @@ def scan_cmd(
     1  a disagreement with the registry (a bundle that does not load where
        the registry expects it to is one)
     2  usage error, or a bundle that cannot be read (one line each)
+    3  a runtime gave no lasting answer (it aborted once, not again in a
+       fresh process: flaky)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory.report.scan_report import scan_record, scan_text
@@ -68,10 +70,18 @@ def scan_cmd(
     except OSError as exc:
         fail(f"{exc.filename or 'scan'}: {exc.strerror or exc}", as_json, "scan")
         return
+    failed = result.errors
+    flaky = [f"{s.name} on coreai-core {o.core}: {o.describe()} (inconclusive: scan again)"
+             for s in result.scans for o in s.loads if o.outcome == "flaky"]
+    result.warnings.extend(w for w in flaky if w not in result.warnings)
+    error = (f"{len(failed)} of {len(result.scans)} bundle(s) could not be read; the first: "
+             f"{failed[0].error}") if failed else None
     show(Renderer("scan", scan_record, scan_text), OutputFormat.choose(as_json), result,
-         result.warnings)
-    for failed in result.errors:
-        err.print(labelled("error:", "red", failed.error), highlight=False, soft_wrap=True)
-    if result.errors:
+         result.warnings, error)
+    for bad in failed:
+        err.print(labelled("error:", "red", bad.error), highlight=False, soft_wrap=True)
+    if failed:
         finish(ExitCode.USAGE)
-    finish(ExitCode.FINDING if result.disagreements else ExitCode.OK)
+    if result.disagreements:
+        finish(ExitCode.FINDING)
+    finish(ExitCode.INCONCLUSIVE if flaky else ExitCode.OK)

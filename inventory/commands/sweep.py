@@ -8,11 +8,11 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, report, use_executor
+from inventory.commands.common import ready, registry_file_for, report, use_executor
 from inventory.errors import ExitCode
 from inventory.options import ExecutorName, FromRelease, Json, NoCache, Quiet, RayAddress, ToRelease
 from inventory.output import OutputFormat
-from inventory.registry import DEFAULT_REGISTRY, load_registry
+from inventory.registry import load_registry
 from inventory.terminal import finish
 from oracle.fixes import FIXES_FILE
 from oracle.progress import Progress
@@ -37,9 +37,9 @@ def sweep_cmd(
         "--registry", help="Probe every distinct traced instance of the shipped bundles (their "
                            "own parameters, dtype and pipeline) instead of the library's "
                            "regimes.")] = False,
-    registry_file: Annotated[Path, typer.Option(
+    registry_file: Annotated[Path | None, typer.Option(
         "--registry-file", metavar="FILE",
-        help="The bundle registry --registry reads.")] = DEFAULT_REGISTRY,
+        help="The bundle registry --registry reads (default: recipes.toml).")] = None,
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
@@ -70,6 +70,7 @@ def sweep_cmd(
 
     fmt = OutputFormat.choose(as_json)
     ready(("--from", old), ("--to", new))
+    registry_file = registry_file_for(shipped, registry_file)
     use_executor(executor, ray_address)
     records = load_fixes(fixes)
 
@@ -86,5 +87,11 @@ def sweep_cmd(
                          use_cache=not no_cache, progress=progress,
                          source="registry" if shipped else "library", session=session)
 
-    result = report(Renderer("sweep", sweep_record, sweep_table), fmt, quiet, work)
-    finish(ExitCode.FINDING if result.unexplained else ExitCode.OK)
+    def said(result: Sweep) -> list[str]:
+        return [f"{len(result.not_run)} probe(s) not run (their worker died, timed out or was "
+                "lost): the sweep is inconclusive for them"] if result.not_run else []
+
+    result = report(Renderer("sweep", sweep_record, sweep_table), fmt, quiet, work, said)
+    if result.unexplained:
+        finish(ExitCode.FINDING)
+    finish(ExitCode.INCONCLUSIVE if result.not_run else ExitCode.OK)

@@ -79,14 +79,24 @@ def check_contained(bundle: Path) -> None:
         here = Path(root)
         for name in dirs + files:
             path = here / name
-            if path.is_symlink() and not path.resolve().is_relative_to(real):
+            if path.is_symlink() and not _inside(path, real):
                 raise BundleError(f"{path}: is a symlink out of the bundle; a bundle is read "
                                   f"only from its own folder")
 
 
+def _inside(path: Path, real: Path) -> bool:
+    """A symlink's target lies in the bundle; a loop has none (Python 3.11 raises
+    RuntimeError for one: it was exit 4)."""
+    try:
+        return path.resolve().is_relative_to(real)
+    except (RuntimeError, OSError):
+        raise BundleError(f"{path}: is a symlink loop; a bundle is read only from its own "
+                          "files") from None
+
+
 def _contained_file(bundle: Path, name: str) -> Path:
     path = bundle / name
-    if path.is_symlink() and not path.resolve().is_relative_to(bundle.resolve()):
+    if path.is_symlink() and not _inside(path, bundle.resolve()):
         raise BundleError(f"{path}: is a symlink out of the bundle; a bundle is read only from "
                           f"its own folder")
     return path

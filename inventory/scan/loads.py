@@ -84,7 +84,7 @@ def load_finding(entry: Bundle, group: list[BundleScan], catalog: Catalog,
     for s in group:
         for core in expected.cores:
             outcome = next((o for o in s.loads if o.core == core), None)
-            if outcome is None or outcome.outcome == "not-run":
+            if outcome is None or outcome.outcome in ("not-run", "flaky"):
                 missing.append(f"{s.name} on {core}" + (f" ({outcome.error})" if outcome else ""))
             elif not outcome.loads:
                 failing.append((s.name, outcome))

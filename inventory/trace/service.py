@@ -15,7 +15,10 @@ Two sources of a trace:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import tomllib
@@ -31,6 +34,12 @@ from inventory.registry import Bundle, exporter_release
 from inventory.trace import extra, recipes, standin, trust
 from oracle.envs import Env, ensure_env, site_packages
 from oracle.releases import Catalog
+from oracle.scratch import scratch
+from oracle.settings import seconds
+
+TRACE_TIMEOUT = "INVENTORY_TRACE_TIMEOUT"
+OPTIONS, RESULT = "options.json", "result.json"  # in the worker's folder (trace/worker.py)
+_GRACE = 30.0  # past the supervisor's own limit: it is stuck, not the builder
 
 HEADER = """\
 # The registry of shipped bundles. Facts about each bundle (files, dtype, exporter and the source
@@ -145,16 +154,34 @@ def _python(bundle: Bundle, catalog: Catalog, progress: Any) -> str:
 
 def _run_worker(bundle: Bundle, python: str, target: str, site: Path,
                 options: dict[str, Any], allow_code: bool) -> dict[str, Any]:
-    options = {**options, "allow_code": allow_code}
-    proc = subprocess.run(
-        [python, "-m", "inventory.trace.worker", target, str(site), json.dumps(options)],
-        capture_output=True, text=True, cwd=PROJECT_ROOT,
-    )
-    if proc.returncode != 0 or not proc.stdout.strip():
-        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-        detail = lines[-1] if lines else f"exit code {proc.returncode}"
+    """The trace worker (`inventory.trace.worker`), the supervisor of a builder's processes: its
+    own process group, its options and result in a scratch folder of the store (never on argv
+    or a pipe a forked child could hold open), at most INVENTORY_TRACE_TIMEOUT seconds."""
+    limit = seconds(TRACE_TIMEOUT)
+    with scratch("trace") as folder:
+        (folder / OPTIONS).write_text(json.dumps({**options, "allow_code": allow_code,
+                                                  "timeout": limit}))
+        log = folder / "trace.log"
+        with log.open("wb") as err:
+            proc = subprocess.Popen(
+                [python, "-m", "inventory.trace.worker", target, str(site), str(folder)],
+                stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=PROJECT_ROOT,
+                start_new_session=True)
+            try:
+                code: int | None = proc.wait(timeout=limit + _GRACE)
+            except subprocess.TimeoutExpired:
+                code = None  # the supervisor itself is stuck: its whole group goes
+            finally:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        result = folder / RESULT
+        if code == 0 and result.is_file():
+            return json.loads(result.read_text())
+        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+        detail = (f"the builder did not answer within {limit:g} s (INVENTORY_TRACE_TIMEOUT)"
+                  if code is None else lines[-1] if lines else f"exit code {code}")
         raise TraceError(f"tracing {bundle.name} failed: {detail.removeprefix('error: ')}")
-    return json.loads(proc.stdout)
 
 
 def _instances(data: dict[str, Any], source: str) -> list[dict[str, Any]]:

@@ -1,25 +1,36 @@
 """Trace one target in a subprocess: export it through the converter's decomposition table.
 
-Run as `python -m inventory.trace.worker TARGET [CONVERTER_SITE_PACKAGES [OPTIONS_JSON]]`. TARGET
-is a project target (`module:function`, called with OPTIONS_JSON's `build` keyword arguments,
-none by default) or `recipe`: then OPTIONS_JSON's `recipe`
-(`root`, `builder`, `dtype`) names the recipe's builder in a checkout (see
-`inventory.trace.recipes`). OPTIONS_JSON's `export` holds the recipe's export steps that run
-around `torch.export` (`grad`: "no_grad" or "enabled"; `autocast`: a dtype or ""). The converter's
-site-packages is appended to sys.path (after this environment's own packages) so that
-`coreai_torch.get_decomp_table()` decomposes the graph exactly as the recipe's export does, and so
-that a recipe importing the converter at module level imports; nothing else of the converter is
-used here. Prints one JSON document on stdout.
+Run as `python -m inventory.trace.worker TARGET CONVERTER_SITE_PACKAGES FOLDER`. FOLDER holds
+`options.json` (options travel in a file, never on the command line: a 2 MB keyword argument
+overflowed argv). TARGET is a project target (`module:function`, called with the options'
+`build` keyword arguments, none by default) or `recipe`: then the options' `recipe` (`root`,
+`builder`, `dtype`) names the recipe's builder in a checkout (see `inventory.trace.recipes`).
+The options' `export` holds the recipe's export steps that run around `torch.export` (`grad`:
+"no_grad" or "enabled"; `autocast`: a dtype or ""). The converter's site-packages is appended to
+sys.path (after this environment's own packages) so that `coreai_torch.get_decomp_table()`
+decomposes the graph exactly as the recipe's export does, and so that a recipe importing the
+converter at module level imports; nothing else of the converter is used here. Writes one JSON
+document to FOLDER/result.json.
+
+A user's builder is foreign code, so this process is its supervisor: a child subreaper
+(PR_SET_CHILD_SUBREAPER) that forks the tracer, waits for it at most the options' `timeout`
+seconds, then kills and reaps every process the builder left, a `setsid` grandchild included
+(orphans are re-parented here, not to init). A builder that raises answers at once in one line
+(its last line on stderr), even while a child it forked still holds the inherited descriptors.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import importlib.metadata as md
 import json
 import os
+import signal
 import sys
+import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -72,12 +83,8 @@ def _version(dist: str) -> str:
         return "absent"
 
 
-def main(argv: list[str]) -> int:
-    target_ref = argv[0]
-    site = argv[1] if len(argv) > 1 else ""
-    options = json.loads(argv[2]) if len(argv) > 2 else {}
-    protocol = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # whatever the models print must not reach the JSON stream
+def _trace(target_ref: str, site: str, options: dict[str, Any], result: Path) -> int:
+    os.dup2(2, 1)  # whatever the models print goes to the log, never into the result
     import torch
 
     from inventory.trace.detect import detect, detected_kinds, group
@@ -117,21 +124,104 @@ def main(argv: list[str]) -> int:
         packages[dist] = _version(dist)
     found = group(detect(nodes))
     facts = graph_facts(ep)
-    json.dump({
-        "target": target_ref,
-        "dtype": target.dtype,
-        "notes": target.notes,
-        "decompositions": decomp,
-        "export": steps,
-        "packages": packages,
-        "aten_ops": facts["aten_ops"],
-        "facts": facts,
-        "detected": detected_kinds(),
-        "instances": [asdict(g) for g in found],
-    }, protocol)
-    protocol.write("\n")
-    protocol.flush()
+    tmp = result.with_suffix(".tmp")
+    with tmp.open("w") as protocol:
+        json.dump({
+            "target": target_ref,
+            "dtype": target.dtype,
+            "notes": target.notes,
+            "decompositions": decomp,
+            "export": steps,
+            "packages": packages,
+            "aten_ops": facts["aten_ops"],
+            "facts": facts,
+            "detected": detected_kinds(),
+            "instances": [asdict(g) for g in found],
+        }, protocol)
+    tmp.replace(result)
     return 0
+
+
+OPTIONS, RESULT = "options.json", "result.json"
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _subreaper() -> None:
+    """Orphans of the builder's processes are re-parented here (Linux); elsewhere the process
+    group still ends them."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == pid:
+            out.append(int(entry.name))
+    return out
+
+
+def _end_descendants(limit: float = 10.0) -> None:
+    """Kill and reap every process left under this one (as the subreaper, every descendant of
+    the builder ends up a child here once its parent is gone)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        for pid in _children(os.getpid()):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.01)
+
+
+def _wait(tracer: int, limit: float | None) -> int:
+    deadline = None if limit is None else time.monotonic() + limit
+    while True:
+        pid, status = os.waitpid(tracer, os.WNOHANG)
+        if pid:
+            return os.waitstatus_to_exitcode(status)
+        if deadline is not None and time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(tracer, signal.SIGKILL)
+            os.waitpid(tracer, 0)
+            print(f"the builder did not answer within {limit:g} s (INVENTORY_TRACE_TIMEOUT)",
+                  file=sys.stderr, flush=True)
+            return 124
+        time.sleep(0.02)
+
+
+def main(argv: list[str]) -> int:
+    target_ref, site, folder = argv[0], argv[1], Path(argv[2])
+    options = json.loads((folder / OPTIONS).read_text())
+    limit = options.get("timeout")
+    _subreaper()
+    tracer = os.fork()
+    if tracer == 0:
+        code = 1
+        try:
+            code = _trace(target_ref, site, options, folder / RESULT)
+        except BaseException as exc:  # noqa: BLE001 - the builder raised: one line, at once
+            traceback.print_exc()
+            detail = " ".join(str(exc).split())
+            print(f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__,
+                  file=sys.stderr, flush=True)
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os._exit(code)
+    code = _wait(tracer, float(limit) if limit else None)
+    _end_descendants()
+    return code
 
 
 if __name__ == "__main__":

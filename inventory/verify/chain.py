@@ -332,6 +332,11 @@ def _on_one_runtime(p: _Parts, bundle: Bundle, sides: dict[str, dict[str, Any]],
         for release in needed:  # oldest first: the asset a newer runtime may refuse
             answer = p.run(sides[release], f"the {release} program", env,
                            Path(build["folder"]), Path(build["folder"]).name)
+            if answer.get("stage") == "flaky":  # no lasting answer: not another runtime's turn
+                return {"ok": False, "runtime": env.runtime,
+                        "attempts": [*attempts, f"{env.runtime}: {release}: flaky"],
+                        "error": f"coreai-core on {env.runtime} gave no lasting answer for the "
+                                 f"{release} program: {answer.get('error')}"}
             if not answer.get("ok"):
                 failed = f"{release}: {answer.get('stage')}: {answer.get('error')}"
                 break

@@ -45,7 +45,7 @@ from oracle import store
 from oracle.envs import Env
 from oracle.normalise import normalise
 from oracle.paths import in_store, safe_name
-from oracle.worker_clients import AssetWorker, CutWorker, ProgramWorker
+from oracle.worker_clients import CutWorker, ProgramWorker
 
 HERE = Path(__file__).resolve().parent
 ORACLE = HERE.parents[1] / "oracle"
@@ -59,7 +59,7 @@ COMPARING = (HERE / "whole.py", ORACLE / "normalise.py", ORACLE / "compare.py")
 DRIFTING = (HERE / "drift.py",)
 # a run: the asset worker runs the asset on the stored inputs (whole.run only forwards them,
 # with the seed, which is in the key)
-RUNNING = (AssetWorker.script, ORACLE / "worker_io.py")
+RUNNING = (ORACLE / "asset_worker.py", ORACLE / "worker_io.py")
 # a region's cut: the cut worker decomposes as the program worker does and reads node names
 # and module paths as the detectors do
 CUTTING = (CutWorker.script, ORACLE / "worker.py", ORACLE / "worker_io.py",
@@ -149,9 +149,10 @@ def repeatable(record: dict[str, Any]) -> bool:
 
 def run_repeats(run: dict[str, Any]) -> bool:
     """A run that answered, or a runtime that refused the asset (an error it reported, or an
-    abort: coreai-core 1.0.0b2 aborts on every 0.4.0 asset), says the same next time: stored. A
-    timeout or a kill (out of memory) may not repeat: told, never stored."""
-    if machine_fault(run):
+    abort confirmed in a fresh process: coreai-core 1.0.0b2 aborts on every 0.4.0 asset), says
+    the same next time: stored. A timeout, a kill (out of memory) or a flaky abort may not
+    repeat: told, never stored."""
+    if machine_fault(run) or run.get("stage") == "flaky":
         return False
     if run.get("ok") or run.get("stage") != "worker":
         return True

@@ -186,7 +186,38 @@ def differing(pair: dict[str, Any], old: dict[str, Any], new: dict[str, Any], st
 
 def run(session: Session, env: Env, asset: str, build_dir: Path, out: Path,
         progress: Progress, label: str) -> dict[str, Any]:
-    """One asset run on one runtime, on the build's seeded inputs."""
+    """One asset run on one runtime, on the build's seeded inputs. A run whose process dies or
+    does not answer is tried again in a fresh process: a death that repeats is the runtime's
+    answer (stored, as a refusal); one that does not, or an abort after the outputs were
+    written, is `flaky` (stage), never stored, and the check inconclusive."""
+    first = _run_once(session, env, asset, build_dir, out, progress, label)
+    if first.get("ok") or first.get("stage") != "worker":
+        return first
+    progress(f"confirming in a fresh process: {label} on {env.runtime} ({first['error']})")
+    second = _run_once(session, env, asset, build_dir, out / "confirm", progress, label)
+    # a death after the runtime wrote its outputs: it ran, whatever ended it
+    wrote = any(not a.get("ok") and any(o.glob("*.outputs.safetensors"))
+                for o, a in ((out, first), (out / "confirm", second)))
+    attempts = [first["error"], second.get("error") or "ran"]
+    if not second.get("ok") and second.get("stage") == "worker" and not wrote \
+            and _death(first) == _death(second):
+        return {**first, "attempts": attempts}
+    why = ("after writing its outputs" if wrote and not second.get("ok") else
+           f"then {'ran' if second.get('ok') else second.get('error')} in a fresh process")
+    return {"ok": False, "runtime": env.runtime, "stage": "flaky",
+            "error": f"{first['error']} on the first attempt, {why}: no lasting answer",
+            "attempts": attempts, "seconds": first["seconds"] + second["seconds"]}
+
+
+def _death(record: dict[str, Any]) -> str:
+    """How a worker ended ("died of SIGABRT", "did not answer within"), without the details
+    that differ between attempts (its log's path)."""
+    error = str(record.get("error", ""))
+    return error.split(" (log:")[0]
+
+
+def _run_once(session: Session, env: Env, asset: str, build_dir: Path, out: Path,
+              progress: Progress, label: str) -> dict[str, Any]:
     pool = session.pool_of(AssetWorker, "asset")
     limit = settings.seconds(RUN_TIMEOUT)
     progress(f"running {label} on {env.runtime} (timeout {limit:g} s)")

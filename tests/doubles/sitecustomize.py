@@ -3,7 +3,8 @@ fault doubles when a fault variable is set, and does nothing otherwise."""
 
 import os
 
-if os.environ.get("INVENTORY_WORKER_FAULT") or os.environ.get("INVENTORY_FAULT"):
+if os.environ.get("INVENTORY_WORKER_FAULT") or os.environ.get("INVENTORY_FAULT") \
+        or os.environ.get("INVENTORY_ASSET_FAULT"):
     import faults
 
     faults.install()

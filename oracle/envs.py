@@ -85,24 +85,42 @@ def _holder(fd: int) -> str:
 # (`prefetch`), and a file lock does not keep two threads of one process apart reliably.
 _THREAD_LOCKS: dict[str, threading.Lock] = {}
 _THREAD_LOCKS_GUARD = threading.Lock()
+# A wait for another process's lock that timed out, per environment name, kept while the thread
+# lock passes on: a thread that waited for that thread answers with the same error at once,
+# instead of waiting (and saying so) a second time.
+_TIMED_OUT: dict[str, EnvError] = {}
+
+
+class LockTimeout(EnvError):
+    """Another process held an environment's lock longer than INVENTORY_LOCK_TIMEOUT."""
 
 
 @contextmanager
 def locked(name: str, progress: Progress = lambda _: None) -> Iterator[None]:
     """Serialise builds of one environment across threads and processes. A waiter says once
     who holds the lock, and gives up after `lock_timeout()` seconds with one line naming the
-    holder."""
+    holder. A thread waiting for another thread of this run waits for its outcome (that thread's
+    own wait is bounded): two clocks racing would give the run two different answers."""
     with _THREAD_LOCKS_GUARD:
         mine = _THREAD_LOCKS.setdefault(name, threading.Lock())
-    if not mine.acquire(blocking=False):
+    waited = not mine.acquire(blocking=False)
+    if waited:
         progress(f"waiting for environment {name}: another thread of this run builds it")
-        limit = lock_timeout()
-        if limit == 0 or not mine.acquire(timeout=limit):
-            raise EnvError(f"environment {name} is still being built by another thread after "
-                           f"{limit:g} s (INVENTORY_LOCK_TIMEOUT)")
+        mine.acquire()
     try:
-        with _file_locked(name, progress):
-            yield
+        earlier = _TIMED_OUT.get(name)
+        if waited and earlier is not None:
+            raise LockTimeout(str(earlier))
+        try:
+            with _file_locked(name, progress):
+                yield
+        except LockTimeout as exc:
+            _TIMED_OUT[name] = exc
+            raise
+        except BaseException:
+            _TIMED_OUT.pop(name, None)
+            raise
+        _TIMED_OUT.pop(name, None)
     finally:
         mine.release()
 
@@ -127,7 +145,7 @@ def _file_locked(name: str, progress: Progress) -> Iterator[None]:
                     break
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
-                        raise EnvError(
+                        raise LockTimeout(
                             f"environment {name} is still locked by {_holder(fd)} after "
                             f"{limit:g} s (INVENTORY_LOCK_TIMEOUT); wait for it to finish, or "
                             f"stop it") from None

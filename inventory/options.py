@@ -92,6 +92,12 @@ FullForm = Annotated[bool, typer.Option(
     "--full", help="Build each bundle's full target even where its registry entry states a "
                    "miniature (its verify form): every repeated layer, at the cost of "
                    "converting and running all of them.")]
+RecipeRoot = Annotated[Path | None, typer.Option(
+    "--recipe-root", help="A checkout of the recipe repository: build a recipe-traced bundle "
+                          "whole with its own builder, as `trace` does.")]
+AllowCode = Annotated[bool, typer.Option(
+    "--allow-code", help="Trust the registry as code: run a target or builder it names "
+                         "outside the project (by default refused).")]
 ExecutorName = Annotated[str, typer.Option(
     "--executor", envvar="INVENTORY_EXECUTOR", metavar="local|ray",
     help="Where conversions and measurements run: local (this machine's workers, the default) "

@@ -11,11 +11,13 @@ import typer
 from inventory.commands.common import ready, report
 from inventory.errors import ExitCode
 from inventory.options import (
+    AllowCode,
     FullForm,
     Json,
     Markdown,
     NoCache,
     Quiet,
+    RecipeRoot,
     Registry,
     RunBudget,
     check_budget,
@@ -51,9 +53,8 @@ def verify_cmd(
     as_json: Json = False,
     markdown: Markdown = False,
     no_cache: NoCache = False,
-    allow_code: Annotated[bool, typer.Option(
-        "--allow-code", help="Trust the registry as code: build a target it names outside the "
-                             "project's packages (by default refused).")] = False,
+    allow_code: AllowCode = False,
+    recipe_root: RecipeRoot = None,
     run_budget: RunBudget = 120.0,
     full: FullForm = False,
     quiet: Quiet = False,
@@ -99,7 +100,7 @@ def verify_cmd(
         lambda progress: verify(bundles, to, load_fixes(fixes), load_catalog(), load_policy(),
                                 weights=checkpoints, use_cache=not no_cache,
                                 allow_code=allow_code, progress=progress,
-                                run_budget=run_budget, full=full))
+                                run_budget=run_budget, full=full, recipe_root=recipe_root))
     if result.inconsistent or result.inconclusive:
         finish(ExitCode.INCONCLUSIVE)
     finish(ExitCode.FINDING if result.unrecorded else ExitCode.OK)

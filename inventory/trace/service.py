@@ -152,6 +152,15 @@ def _python(bundle: Bundle, catalog: Catalog, progress: Any) -> str:
     return extra.requirements_env(requirements, catalog, progress)
 
 
+def recipe_process(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: None
+                   ) -> tuple[str, str]:
+    """The interpreter a recipe's code runs with (the project's, or the environment its
+    `[recipe.environment]` pins) and the converter site-packages a trace appends to its path:
+    what `inventory verify` builds a recipe-traced bundle with too."""
+    env = _decomp_env(bundle, catalog, progress)
+    return _python(bundle, catalog, progress), str(site_packages(env.python))
+
+
 def _run_worker(bundle: Bundle, python: str, target: str, site: Path,
                 options: dict[str, Any], allow_code: bool) -> dict[str, Any]:
     """The trace worker (`inventory.trace.worker`), the supervisor of a builder's processes: its
@@ -198,12 +207,16 @@ def _instances(data: dict[str, Any], source: str) -> list[dict[str, Any]]:
 
 
 def trace_recipe(bundle: Bundle, root: Path, catalog: Catalog,
-                 progress: Any = lambda _: None, allow_code: bool = False) -> TraceResult:
-    """Trace the recipe's own module from a checkout of its repository."""
+                 progress: Any = lambda _: None, allow_code: bool = False,
+                 build: dict[str, Any] | None = None) -> TraceResult:
+    """Trace the recipe's own module from a checkout of its repository; `build`: keyword
+    arguments over the builder's (a verify form's miniature, stated as the builder's own)."""
     table = bundle.recipe.get("builder")
     if not table:
         raise TraceError(f"bundle {bundle.name!r}: the registry names no recipe builder "
                          f"([bundles.{bundle.name}.recipe.builder])")
+    if build:
+        table = {**table, "kwargs": {**table.get("kwargs", {}), **build}}
     try:
         builder = recipes.Builder.from_table(table)
         if builder.offline:

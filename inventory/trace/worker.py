@@ -33,7 +33,6 @@ import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 
@@ -51,15 +50,7 @@ def _target(target_ref: str, options: dict[str, Any]) -> Any:
             **options.get("build", {}))
     from inventory.trace import recipes
 
-    recipe = options["recipe"]
-    root = Path(recipe["root"])
-    builder = recipes.Builder.from_table(recipe["builder"])
-    recipes.check(builder, root, allow_code)
-    if not builder.adapter:
-        return recipes.contract(root, builder, recipe["dtype"])
-    mod_name, _, fn_name = builder.adapter.partition(":")
-    return getattr(importlib.import_module(mod_name), fn_name or "build")(
-        root, builder, recipe["dtype"])
+    return recipes.target(options["recipe"], allow_code)
 
 
 @contextlib.contextmanager

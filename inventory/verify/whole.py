@@ -54,7 +54,10 @@ def file_digest(path: Path) -> str:
 
 
 def target_source(form: Form) -> str:
-    """The target module's own source digest: a change to the module changes the program."""
+    """The target module's own source digest: a change to the module changes the program (a
+    recipe's file is digested where the form is made, `inventory.verify.forms`)."""
+    if form.recipe is not None:
+        return str(form.recipe["source"])
     module = form.target.partition(":")[0]
     path = PROJECT_ROOT / (module.replace(".", "/") + ".py")
     return file_digest(path)[:16] if path.is_file() else module
@@ -64,11 +67,25 @@ def target_source(form: Form) -> str:
 
 
 def build(bundle: Bundle, form: Form, out: Path, reference: bool, weights: Path | None,
-          allow_code: bool, python: str = sys.executable) -> dict[str, Any]:
-    """`python`: the interpreter with the `trace` extra (`inventory.trace.extra`)."""
-    options = {"target": form.target, "build": form.build, "seed": SEED,
-               "export": export_steps(bundle), "weights": str(weights) if weights else None,
-               "reference": reference, "out": str(out), "allow_code": allow_code}
+          allow_code: bool, python: str = sys.executable, recipe_root: Path | None = None,
+          site: str | None = None) -> dict[str, Any]:
+    """Build the form's module in a subprocess (`build_worker`), with `python`: the interpreter
+    with the `trace` extra (`inventory.trace.extra`) for a project target; for a recipe form,
+    built from the checkout `recipe_root` by the recipe's builder, the interpreter and the
+    converter site-packages (`site`) a trace of the recipe runs with
+    (`inventory.trace.service.recipe_process`)."""
+    options: dict[str, Any] = {
+        "target": form.target, "build": form.build, "seed": SEED,
+        "export": export_steps(bundle), "weights": str(weights) if weights else None,
+        "reference": reference, "out": str(out), "allow_code": allow_code}
+    if form.recipe is not None:
+        if recipe_root is None or site is None:
+            raise VerifyError(f"{bundle.name}: the {form.name} module is the recipe's own: "
+                              "--recipe-root names the checkout it is built from")
+        options["recipe"] = {"root": str(recipe_root.resolve()),
+                             "builder": {**bundle.recipe["builder"], "kwargs": form.build},
+                             "dtype": bundle.dtype, "inputs": form.recipe["inputs"]}
+        options["site"] = site
     start = time.perf_counter()
     proc = subprocess.run([python, "-m", "inventory.verify.build_worker",
                            json.dumps(options)], capture_output=True, text=True,

@@ -141,3 +141,9 @@ def check_budget(flag: str, value: float) -> None:
     """Seconds at least 0, or inf (no limit); NaN is refused."""
     if math.isnan(value) or value < 0:
         raise UsageError(f"{flag} must be a number of seconds >= 0 or inf, not {value:g}")
+
+
+def check_recipe_root(value: Path | None) -> None:
+    """A checkout that is not a folder is a mistake, said before anything runs."""
+    if value is not None and not value.is_dir():
+        raise UsageError(f"--recipe-root {value}: not a folder")

@@ -23,6 +23,7 @@ from inventory.options import (
     Registry,
     Runtimes,
     Tolerance,
+    check_recipe_root,
     complete_fix,
     complete_release,
     release_option,
@@ -97,6 +98,7 @@ def affected_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown)
     ready(("--to", to), tolerance=tolerance)
+    check_recipe_root(recipe_root)
     use_executor(executor, ray_address)
     records = load_fixes(fixes)
     the_fix = find_fix(fix, records, fixes)

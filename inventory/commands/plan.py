@@ -27,6 +27,7 @@ from inventory.options import (
     Runtimes,
     Tolerance,
     check_budget,
+    check_recipe_root,
     complete_release,
     release_option,
 )
@@ -100,6 +101,7 @@ def plan_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown)
     ready(("--to", to), tolerance=tolerance)
+    check_recipe_root(recipe_root)
     use_executor(executor, ray_address)
     check_budget("--run-budget", run_budget)
     if baseline is not None:

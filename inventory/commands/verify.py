@@ -21,6 +21,7 @@ from inventory.options import (
     Registry,
     RunBudget,
     check_budget,
+    check_recipe_root,
     complete_bundle,
     complete_release,
     release_option,
@@ -91,6 +92,7 @@ def verify_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown)
     ready(("--to", to))
+    check_recipe_root(recipe_root)
     check_budget("--run-budget", run_budget)
     all_bundles = load_registry(registry)
     bundles = select(all_bundles, bundle)

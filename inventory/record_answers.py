@@ -192,8 +192,6 @@ def _on_whole_program(analyzer: Analyzer, bundle: Bundle, fix: Fix, whole: Any,
     # the step's level as verify judges it: its model-level drift when run, else its regions'
     # drift at their own cuts (the reason says which), so this answer and verify's agree
     verdict = ProbeVerdict(Verdict(step["verdict"]), Reexport(step["reexport"]), step["reason"])
-    chain.append(f"the step's drift ({step['drift_source'] or 'not measured'}): "
-                 f"{verdict.reason}")
     if others:
         verdict = replace(verdict, reason=f"{verdict.reason}; the step also holds {len(others)}"
                           " lowering region(s) the pin does not explain, measured with it")

@@ -54,8 +54,11 @@ def own(tmp_path_factory, converter_envs) -> dict[str, Any]:
     cache = tmp / "cache"
     cache.mkdir()
     (cache / "envs").symlink_to(envs_dir())
-    return {"repo": repo, "commit": commit, "registry": registry, "tmp": tmp,
-            "env": {"INVENTORY_CACHE": str(cache)}, "ran": {}}
+    own = {"repo": repo, "commit": commit, "registry": registry, "tmp": tmp,
+           "env": {"INVENTORY_CACHE": str(cache)}}
+    trace, *_ = _commands()
+    own["traced"] = _run(own, trace)  # the paragraph's first command, once for every test
+    return own
 
 
 def _run(own: dict[str, Any], args: list[str]) -> Ran:
@@ -74,9 +77,9 @@ def _item(bundle: dict[str, Any], fix: str) -> tuple[str, dict[str, Any]]:
 
 
 def test_the_readme_paragraph_runs_as_written(own, json_schema):
-    trace, plan, verify, joined, weights = _commands()
+    _trace, plan, verify, joined, weights = _commands()
 
-    proc = _run(own, trace)
+    proc = own["traced"]
     assert proc.returncode == 0, proc.stderr
     assert {i["kind"] for i in tomllib.loads(own["registry"].read_text())["bundles"]["mine"][
         "instances"]} == {"batch_norm", "true_divide"}
@@ -150,8 +153,6 @@ def checkpoint(own: dict[str, Any]) -> None:
 
 
 def test_without_the_checkout_verify_says_it_needs_one(own):
-    trace, *_ = _commands()
-    _run(own, trace)
     proc = invoke("verify", "mine", "--to", "0.4.2", "--registry", str(own["registry"]), "-q",
                   **own["env"])
     assert proc.returncode == 2
@@ -177,8 +178,6 @@ def test_the_miniature_keeps_every_distinct_instance_of_the_recipes_module(own, 
 def test_a_pipeline_record_is_answered_on_the_recipes_own_program(own, json_schema):
     """`affected --verify --recipe-root`: core-b3 (0.4.3) on the recipe's own module, the check
     `verify mine --to 0.4.3` is (the miniature, built from the checkout)."""
-    trace, *_ = _commands()
-    _run(own, trace)
     proc = _run(own, ["affected", "--fix", "core-b3", "--bundle", "mine", "--verify",
                       "--recipe-root", "~/src/my-recipes"])
     assert proc.returncode in (0, 1), proc.stderr

@@ -1,7 +1,9 @@
 """Build one bundle module whole, with values, and save what both converters will read.
 
-Run as `python -m inventory.verify.build_worker OPTIONS_JSON` by the project's python (torch and
-the targets' upstream packages), outside every converter environment. OPTIONS_JSON:
+Run as `python -m inventory.verify.build_worker FOLDER` by the project's python (torch and the
+targets' upstream packages), outside every converter environment, under the trace's process rules
+(`inventory.trace.service.supervised`: the builder's processes supervised, ended past
+INVENTORY_TRACE_TIMEOUT; options and result in FOLDER). FOLDER/options.json:
 `target` (module:function), `build` (its keyword arguments; device is the CPU), `seed`,
 `export` (the recipe's steps around torch.export: grad, autocast), `weights` (a safetensors
 checkpoint or null), `reference` (also run the torch fp32 reference), `out`, `allow_code`.
@@ -24,7 +26,9 @@ Inputs: seeded normal values for floating inputs, except an input whose example 
 Writes to `out`: program.pt2 (`torch.export.save`, before any decomposition: each converter
 decomposes with its own table), main.inputs.safetensors (in the asset worker's stored-inputs
 layout: `main/input:<name>` with [dtype, shape] metadata), with `reference`:
-reference.safetensors (`out<i>`, fp32, in output order). Prints one JSON document on stdout.
+reference.safetensors (`out<i>`, fp32, in output order). Writes one JSON document to
+FOLDER/result.json; a checkpoint that matches nothing exits 2, any other failure 1, its line
+last on stderr.
 """
 
 from __future__ import annotations
@@ -206,9 +210,34 @@ def _built(options: dict[str, Any], allow_code: bool) -> Any:
 
 
 def main(argv: list[str]) -> int:
-    options = json.loads(argv[0])
-    protocol = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # whatever the models print must not reach the JSON stream
+    from inventory.trace.worker import OPTIONS, RESULT, supervise
+
+    folder = Path(argv[0])
+    options = json.loads((folder / OPTIONS).read_text())
+    return supervise(lambda: _job(options, folder / RESULT), options.get("timeout"))
+
+
+def _job(options: dict[str, Any], result: Path) -> int:
+    """The build, in the supervised child: 0 with its result written, else one line."""
+    os.dup2(2, 1)  # whatever the models print goes to the log, never into the result
+    try:
+        return _build(options, result)
+    except WeightsMismatch as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - one line for the caller, who reports it
+        from inventory.trace.recipes import RecipeError
+        from inventory.trace.trust import UntrustedCode
+
+        lines = str(exc).strip().splitlines()
+        # a recipe's own words (a builder that breaks the contract, code the registry may not
+        # run) are the line; anything else is named by its type
+        kind = "" if isinstance(exc, RecipeError | UntrustedCode) else f"{type(exc).__name__}: "
+        print(f"error: {kind}{lines[0] if lines else ''}", file=sys.stderr)
+        return 1
+
+
+def _build(options: dict[str, Any], result: Path) -> int:
     import torch
 
     from inventory.trace import trust
@@ -259,35 +288,22 @@ def main(argv: list[str]) -> int:
         start = time.perf_counter()
         outputs = _reference(module, args, kwargs, out / "reference.safetensors")
         seconds["reference"] = time.perf_counter() - start
-    json.dump({
-        "ok": True, "params": params, "norms_set": norms, "nonfinite_state": nonfinite,
-        "dtype": target.dtype, "inputs": [{"name": n, "values": h, "shape": list(v.shape),
-                                           "dtype": str(v.dtype).removeprefix("torch.")}
-                                          for n, h, v in zip(names, how, values, strict=True)],
-        "outputs": outputs, "weights": weights, "seconds": seconds, "peak_mb": peak_mb(),
-        "torch": torch.__version__,
-        "files": {"program": str(out / "program.pt2"),
-                  "inputs": str(out / "main.inputs.safetensors"),
-                  **({"reference": str(out / "reference.safetensors")} if outputs else {})},
-    }, protocol)
-    protocol.write("\n")
-    protocol.flush()
+    tmp = result.with_suffix(".tmp")
+    with tmp.open("w") as protocol:
+        json.dump({
+            "ok": True, "params": params, "norms_set": norms, "nonfinite_state": nonfinite,
+            "dtype": target.dtype, "inputs": [{"name": n, "values": h, "shape": list(v.shape),
+                                               "dtype": str(v.dtype).removeprefix("torch.")}
+                                              for n, h, v in zip(names, how, values, strict=True)],
+            "outputs": outputs, "weights": weights, "seconds": seconds, "peak_mb": peak_mb(),
+            "torch": torch.__version__,
+            "files": {"program": str(out / "program.pt2"),
+                      "inputs": str(out / "main.inputs.safetensors"),
+                      **({"reference": str(out / "reference.safetensors")} if outputs else {})},
+        }, protocol)
+    tmp.replace(result)
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except WeightsMismatch as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    except Exception as exc:  # noqa: BLE001 - one line for the caller, who reports it
-        from inventory.trace.recipes import RecipeError
-        from inventory.trace.trust import UntrustedCode
-
-        lines = str(exc).strip().splitlines()
-        # a recipe's own words (a builder that breaks the contract, code the registry may not
-        # run) are the line; anything else is named by its type
-        kind = "" if isinstance(exc, RecipeError | UntrustedCode) else f"{type(exc).__name__}: "
-        print(f"error: {kind}{lines[0] if lines else ''}", file=sys.stderr)
-        sys.exit(1)
+    sys.exit(main(sys.argv[1:]))

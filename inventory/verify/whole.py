@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 from inventory.errors import InventoryError
 from inventory.registry import Bundle
-from inventory.trace.service import PROJECT_ROOT, export_steps
+from inventory.trace.service import PROJECT_ROOT, export_steps, supervised
 from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Region, Side, regions
 from oracle import settings, store
@@ -87,17 +86,16 @@ def build(bundle: Bundle, form: Form, out: Path, reference: bool, weights: Path 
                              "dtype": bundle.dtype, "inputs": form.recipe["inputs"]}
         options["site"] = site
     start = time.perf_counter()
-    proc = subprocess.run([python, "-m", "inventory.verify.build_worker",
-                           json.dumps(options)], capture_output=True, text=True,
-                          cwd=PROJECT_ROOT)
+    # the trace's process rules: a supervisor ends every process the builder starts, at most
+    # INVENTORY_TRACE_TIMEOUT seconds, options and result in a scratch folder of the store
+    run = supervised(python, "inventory.verify.build_worker", [], options, allow_code)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "build.log").write_text(proc.stderr)
-    if proc.returncode != 0 or not proc.stdout.strip():
-        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-        detail = (lines[-1] if lines else f"exit code {proc.returncode}").removeprefix("error: ")
-        if proc.returncode == 2 and weights is not None:
+    (out / "build.log").write_text(run.log)
+    if run.result is None:
+        detail = run.detail
+        if run.code == 2 and weights is not None:
             raise WeightsError(f"{bundle.name}: --weights {detail}")
-        if "ModuleNotFoundError" in detail:
+        if "ModuleNotFoundError" in detail and form.recipe is None:
             # the shipped bundles' upstream packages (pocket_tts, transformers) are the trace
             # extra, which `python` has: a module it lacks is one the extra does not bring
             where = "this interpreter" if python == sys.executable else python
@@ -107,7 +105,7 @@ def build(bundle: Bundle, form: Form, out: Path, reference: bool, weights: Path 
         kept = _kept_log(bundle, out / "build.log")
         raise VerifyError(f"{bundle.name}: building the {form.name} module failed: {detail} "
                           f"(log: {kept})")
-    answer = json.loads(proc.stdout)
+    answer = run.result
     answer["wall_seconds"] = time.perf_counter() - start
     answer["form"] = form.to_json()
     return answer

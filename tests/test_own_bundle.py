@@ -1,6 +1,6 @@
-"""A user's own bundle, end to end, as the README's "A bundle of your own needs no tool code"
-paragraph says it: its registry entry and its commands, run as written on a recipe repository
-of the test's own (tests/test_recipe_root.py's recipe), with no project code for the bundle.
+"""A user's own bundle, end to end, as docs/registry.md's "Adding your own bundle" says it: its
+registry entry and its commands, run as written on a recipe repository of the test's own
+(tests/test_recipe_root.py's recipe), with no project code for the bundle.
 trace, plan, verify (a miniature stated as the builder's kwargs, a run form stated as inputs),
 plan joining the stored check, --weights; and the miniature held to the distinct-instance rule
 the shipped ones follow (tests/test_verify_forms.py)."""
@@ -27,9 +27,9 @@ LEVELS = ("required", "inconclusive", "optional", "not_affected")
 
 
 def _section() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("**A bundle of your own needs no tool code.**")
-    return text[start:text.index("**Stand-ins keep CI honest", start)]
+    text = (ROOT / "docs" / "registry.md").read_text()
+    start = text.index("## Adding your own bundle")
+    return text[start:text.index("\n## ", start + 1)]
 
 
 def _blocks(language: str) -> list[str]:
@@ -44,7 +44,7 @@ def _commands() -> list[list[str]]:
 
 @pytest.fixture(scope="module")
 def own(tmp_path_factory, converter_envs) -> dict[str, Any]:
-    """The README's registry entry (its commit the repository's), the recipe repository, a
+    """The page's registry entry (its commit the repository's), the recipe repository, a
     checkpoint for --weights, and a result store of the test's own."""
     tmp = tmp_path_factory.mktemp("own-bundle")
     repo, commit = recipe_repo(tmp)
@@ -62,7 +62,7 @@ def own(tmp_path_factory, converter_envs) -> dict[str, Any]:
 
 
 def _run(own: dict[str, Any], args: list[str]) -> Ran:
-    """One README command: its paths the test's, on the test's registry and store."""
+    """One command of the page: its paths the test's, on the test's registry and store."""
     args = [str(own["repo"]) if a == "~/src/my-recipes" else a for a in args]
     args = [a.replace("mine.safetensors", str(own["tmp"] / "mine.safetensors")) for a in args]
     extra = [] if args[0] == "trace" else ["--json"]
@@ -76,7 +76,7 @@ def _item(bundle: dict[str, Any], fix: str) -> tuple[str, dict[str, Any]]:
     return level, item
 
 
-def test_the_readme_paragraph_runs_as_written(own, json_schema):
+def test_the_page_runs_as_written(own, json_schema):
     _trace, plan, verify, joined, weights = _commands()
 
     proc = own["traced"]

@@ -93,8 +93,9 @@ FullForm = Annotated[bool, typer.Option(
                    "miniature (its verify form): every repeated layer, at the cost of "
                    "converting and running all of them.")]
 RecipeRoot = Annotated[Path | None, typer.Option(
-    "--recipe-root", help="A checkout of the recipe repository: build a recipe-traced bundle "
-                          "whole with its own builder, as `trace` does.")]
+    "--recipe-root", metavar="DIR",
+    help="A checkout of the recipe repository: build a recipe-traced bundle whole with its own "
+         "builder, as `trace` does.")]
 AllowCode = Annotated[bool, typer.Option(
     "--allow-code", help="Trust the registry as code: run a target or builder it names "
                          "outside the project (by default refused).")]

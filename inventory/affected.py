@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from inventory.answers import AffectedReport, BundleAnswer, ConditionFinding, ProbeAnswer
 from inventory.attribution import Step, locate, own_step, step_line
@@ -46,12 +47,21 @@ class Analyzer:
     def __init__(self, session: Session, policy: Policy, use_cache: bool = True,
                  weights: dict[str, Path] | None = None,
                  runtimes: tuple[str, ...] | None = None,
-                 fixes: list[Fix] | None = None, verify: bool = False) -> None:
+                 fixes: list[Fix] | None = None, verify: bool = False,
+                 checks: dict[str, Any] | None = None, recipe_root: Path | None = None,
+                 allow_code: bool = False) -> None:
         self.session = session
         # `--verify`: a pipeline record's step is measured on the bundle's whole program when
         # no check of it is stored (else a stored one is read, and the asset probe is the
         # fallback that says so)
         self.verify = verify
+        # bundle -> the whole-program check the caller holds (`plan`'s, of its target): a
+        # pipeline record of a step it covers is answered from it
+        self.checks = checks or {}
+        # `--recipe-root`: a recipe-traced bundle's whole module is built by its own builder
+        # from that checkout (`--allow-code`: code the registry names outside the project)
+        self.recipe_root = recipe_root
+        self.allow_code = allow_code
         # every record, to credit a change to the records of the step it happens in
         self.fixes = fixes if fixes is not None else load_fixes()
         self._steps: dict[tuple[str, str, str], tuple[Step, ...]] = {}
@@ -324,16 +334,20 @@ def affected(
     runtimes: tuple[str, ...] | None = None,
     fixes: list[Fix] | None = None,
     verify: bool = False,
+    recipe_root: Path | None = None,
+    allow_code: bool = False,
 ) -> AffectedReport:
     """`fixes`: the fix database (default: the shipped one) whose records explain a change.
     `verify`: a pipeline record's step is measured on each bundle's whole program when no check
-    of it is stored."""
+    of it is stored; `recipe_root`: a recipe-traced bundle's module is built by its own builder
+    from that checkout."""
     target = to or fix.ships_in
     check_target(fix, target, catalog)
     active, warnings = in_force(ignores or [])
     with Session(catalog, progress) as session:
         prefetch(session, bundles, target, fix)
-        analyzer = Analyzer(session, policy, use_cache, weights, runtimes, fixes, verify)
+        analyzer = Analyzer(session, policy, use_cache, weights, runtimes, fixes, verify,
+                            recipe_root=recipe_root, allow_code=allow_code)
         answers = []
         for bundle in bundles:
             progress(f"{bundle.name}: checking")

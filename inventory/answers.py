@@ -80,6 +80,9 @@ class BundleAnswer:
     # a pipeline record answered on the bundle's own whole program (its step's regions of the
     # optimizer stage and drift, `inventory.record_answers.whole_program`); None: the asset probe
     whole_program: dict | None = None
+    # why the bundle's own program was not checked for this record (a pipeline record the
+    # asset probe answered alone): "" when it was, or when the record is not a pipeline one
+    not_checked: str = ""
 
     @property
     def remedies(self) -> tuple[str, ...]:

@@ -92,6 +92,13 @@ FullForm = Annotated[bool, typer.Option(
     "--full", help="Build each bundle's full target even where its registry entry states a "
                    "miniature (its verify form): every repeated layer, at the cost of "
                    "converting and running all of them.")]
+RecipeRoot = Annotated[Path | None, typer.Option(
+    "--recipe-root", metavar="DIR",
+    help="A checkout of the recipe repository: build a recipe-traced bundle whole with its own "
+         "builder, as `trace` does.")]
+AllowCode = Annotated[bool, typer.Option(
+    "--allow-code", help="Trust the registry as code: run a target or builder it names "
+                         "outside the project (by default refused).")]
 ExecutorName = Annotated[str, typer.Option(
     "--executor", envvar="INVENTORY_EXECUTOR", metavar="local|ray",
     help="Where conversions and measurements run: local (this machine's workers, the default) "
@@ -135,3 +142,9 @@ def check_budget(flag: str, value: float) -> None:
     """Seconds at least 0, or inf (no limit); NaN is refused."""
     if math.isnan(value) or value < 0:
         raise UsageError(f"{flag} must be a number of seconds >= 0 or inf, not {value:g}")
+
+
+def check_recipe_root(value: Path | None) -> None:
+    """A checkout that is not a folder is a mistake, said before anything runs."""
+    if value is not None and not value.is_dir():
+        raise UsageError(f"--recipe-root {value}: not a folder")

@@ -135,6 +135,12 @@ class BundlePlan:
         return tuple(i for i in self.items if i.level == level)
 
     @property
+    def not_checked(self) -> tuple[PlanItem, ...]:
+        """The records answered without the bundle's own program (a pipeline record the asset
+        probe answered alone): `--verify` checks them."""
+        return tuple(i for i in self.items if i.answer.not_checked)
+
+    @property
     def load_explained_by(self) -> tuple[str, ...]:
         return tuple(i.fix.id for i in self.items if i.answer.load is not None)
 
@@ -174,16 +180,23 @@ class Plan:
 def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, policy: Policy,
          ignores: list[Ignore] | None = None, use_cache: bool = True,
          progress: Progress = lambda _: None,
-         runtimes: tuple[str, ...] | None = None, session: Session | None = None) -> Plan:
+         runtimes: tuple[str, ...] | None = None, session: Session | None = None,
+         checks: dict[str, Any] | None = None, recipe_root: Path | None = None,
+         allow_code: bool = False) -> Plan:
     """`session`: a caller's open session, whose stored results are then read once for several
-    plans (e.g. the same bundles under several fix databases)."""
+    plans (e.g. the same bundles under several fix databases). `checks`: each bundle's
+    whole-program check of `to` (`inventory.verify.service.verified`): it joins the bundle's
+    answer (one answer: a record it credits takes its step's level, its unrecorded changes
+    count); `recipe_root`: where a recipe-traced bundle's builder is, for its check."""
     catalog.release(to)
+    checks = checks or {}
     active, warnings = in_force(ignores or [])
     seen: set[tuple[str, str]] = set()
     out = []
     with opened(session, catalog, progress) as session:
         prefetch(session, bundles, to, None)
-        analyzer = Analyzer(session, policy, use_cache, runtimes=runtimes, fixes=fixes)
+        analyzer = Analyzer(session, policy, use_cache, runtimes=runtimes, fixes=fixes,
+                            checks=checks, recipe_root=recipe_root, allow_code=allow_code)
         answered = []
         for bundle in bundles:
             exporter, assumed = exporter_release(bundle.exporter, catalog)
@@ -196,11 +209,8 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
                 ignored = matching(active, ids, bundle.name)
                 seen.update((i, bundle.name) for i in ids)
                 items.append(PlanItem(fix, answer, ignored))
-            # Correctness first: what forces a re-export (an asset a runtime refuses before
-            # anything else), then what cannot be decided.
-            items.sort(key=lambda i: (rank(i.level), not i.load_failure,
-                                      version_key(i.fix.ships_in)))
-            answered.append((bundle, exporter, assumed, tuple(items), load))
+            answered.append((bundle, exporter, assumed,
+                             _ordered(joined(items, checks.get(bundle.name))), load))
         # After the records' probes, so a step where a worker already failed is not swept
         # (it would start a worker again for every instance), and is said so.
         ranges = {b.name: _range(b, to, catalog) for b in bundles}
@@ -212,16 +222,47 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
             warnings += [f"{bundle.name}: the registry sweep of {why}; a change no record "
                          f"explains cannot be ruled out there" for why in unswept]
             out.append(BundlePlan(bundle.name, exporter, assumed, items, load,
-                                  merged(found, unexplained_changes(items)), unswept))
+                                  merged(found, unexplained_changes(items)), unswept,
+                                  checks.get(bundle.name)))
     warnings += unmatched(active, seen)
     return Plan(to, tuple(out), tuple(warnings))
 
 
-def with_whole(p: Plan, checks: dict[str, Any], computed: bool) -> Plan:
-    """The plan with each bundle's whole-program check (`inventory.verify.service.verified`):
-    one answer, the same objects `verify` reports."""
-    bundles = tuple(replace(b, whole=checks.get(b.bundle)) for b in p.bundles)
-    return replace(p, bundles=bundles, verify_computed=computed)
+def _ordered(items: list[PlanItem]) -> tuple[PlanItem, ...]:
+    """Correctness first: what forces a re-export (an asset a runtime refuses before anything
+    else), then what cannot be decided."""
+    return tuple(sorted(items, key=lambda i: (rank(i.level), not i.load_failure,
+                                              version_key(i.fix.ships_in))))
+
+
+def joined(items: list[PlanItem], whole: Any) -> list[PlanItem]:
+    """Each record the whole-program check credits with regions of a step takes the level
+    verify gives that step (the drift it measured there: the model-level runs when they ran,
+    else the regions' own cuts, saying which), so the item and the check cannot disagree; what
+    the record's probes said stays in its chain. Records it credits with nothing keep their
+    own answer (a construct the built form lacks, a step it does not cover)."""
+    if whole is None or whole.record.get("error"):
+        return items
+    steps = {s["step"]: s for s in whole.steps}
+    out = []
+    for item in items:
+        credited = sorted({r["step"] for r in whole.regions if item.fix.id in r["explained_by"]})
+        step = steps.get(credited[-1]) if credited else None
+        answer = item.answer
+        if step is None or answer.load is not None or (
+                (answer.whole_program or {}).get("step") == step["step"]
+                and answer.reexport == step["reexport"]):
+            out.append(item)  # not credited, or already answered from this step's level
+            continue
+        form = whole.record["form"]["form"]
+        reason = (f"the whole {form} program in {step['step']} ({step['drift_source']}): "
+                  f"{step['reason']}")
+        chain = (*answer.chain, f"joined to the bundle's whole-program check: {reason} (before "
+                 f"it: {answer.verdict}, re-export {answer.reexport}: {answer.reason})")
+        out.append(replace(item, answer=replace(
+            answer, verdict=Verdict(step["verdict"]), reexport=Reexport(step["reexport"]),
+            reason=reason, chain=chain)))
+    return out
 
 
 def _range(bundle: Bundle, to: str, catalog: Catalog) -> list[tuple[str, str]]:
@@ -256,7 +297,8 @@ def plan_record(p: Plan) -> dict:
                  "chain": list(i.answer.chain),
                  "runtime": "; ".join(i.answer.runtimes) or None,
                  "remedies": list(i.answer.remedies), "evidence": evidence,
-                 "whole_program": whole_program(b, i.fix)}
+                 "whole_program": whole_program(b, i.fix),
+                 "not_checked": i.answer.not_checked or None}
         if i.ignored:
             entry["ignored"] = {"reason": i.ignored.reason,
                                 "expires": i.ignored.expires.isoformat()
@@ -283,8 +325,22 @@ def plan_record(p: Plan) -> dict:
                              "evidence": u.evidence}
                             for u in b.unexplained],
             "verify": bundle_record(b.whole) if b.whole is not None else None,
+            "not_checked": [i.fix.id for i in b.not_checked],
         } for b in p.bundles],
+        "suggest": suggestion(p),
     }
+
+
+def suggestion(p: Plan) -> str | None:
+    """One line when a record was answered without a bundle's own program: the command that
+    checks it."""
+    missing = [f"{b.bundle} ({', '.join(i.fix.label for i in b.not_checked)})"
+               for b in p.bundles if b.not_checked]
+    if not missing:
+        return None
+    return (f"not checked on their own programs: {'; '.join(missing)}: the asset probe "
+            f"answered alone; `inventory plan --to {p.to} --verify` checks each bundle's "
+            "whole program")
 
 
 def whole_program(b: BundlePlan, fix: Fix) -> list[dict]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from inventory.answers import BundleAnswer
 from inventory.attribution import own_step
 from inventory.registry import UNKNOWN, Bundle, Instance
-from inventory.verdict import Reexport, Verdict
+from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from oracle import asset_probe
 from oracle.fixes import Fix
 from oracle.releases import EnvError, version_key
@@ -57,7 +57,7 @@ def pipeline_answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, exporter: str,
         old_env, new_env = analyzer.session.env(old), analyzer.session.env(fix.ships_in)
     except EnvError as exc:
         return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
-    whole, why_not = whole_program(analyzer, bundle, old, fix)
+    whole, why_not = whole_program(analyzer, bundle, exporter, old, fix)
     if whole is not None:
         return _on_whole_program(analyzer, bundle, fix, whole, chain, done)
     chain.append(f"not answered on the bundle's own program: {why_not}; the asset probe "
@@ -68,8 +68,15 @@ def pipeline_answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, exporter: str,
                  f"dtype and pipeline): {answer.verdict.verdict} - {answer.verdict.reason}")
     m = answer.result.measurement if answer.result else None
     runtimes = (m.runtime,) if m is not None and m.ok else ()
-    return done(answer.verdict.verdict, answer.verdict.reexport, answer.verdict.reason,
-                (answer,), runtimes)
+    verdict = answer.verdict.verdict
+    if verdict == Verdict.SAME_PROGRAM:
+        # the generic probe's program is the same; the bundle's own may not be (sam3's moves
+        # in core-b2's step): never a bare same-program
+        verdict = Verdict.ASSET_PROBE_SAME_PROGRAM
+    reason = (f"answered by the asset probe alone, not on {bundle.name}'s own program "
+              f"({why_not}): {answer.verdict.verdict} - {answer.verdict.reason}")
+    return replace(done(verdict, answer.verdict.reexport, reason, (answer,), runtimes),
+                   not_checked=why_not)
 
 
 def asset_answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, target: str) -> BundleAnswer:
@@ -99,50 +106,67 @@ def asset_answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, target: str) -> B
                         load)
 
 
-def whole_program(analyzer: Analyzer, bundle: Bundle, old: str, fix: Fix
+def whole_program(analyzer: Analyzer, bundle: Bundle, exporter: str, old: str, fix: Fix
                   ) -> tuple[Any, str]:
-    """The bundle's whole-program check of the step `old -> fix.ships_in` (a
-    `inventory.verify.service.BundleVerify`), stored or (`--verify`) measured now; or None and
-    why not."""
+    """The bundle's whole-program check holding the step `old -> fix.ships_in` (a
+    `inventory.verify.service.BundleVerify`): the caller's own (`plan`'s check of its target,
+    `analyzer.checks`); else a stored `verify BUNDLE --to V`, V the record's release or the
+    first later one stored; else, with `--verify`, `verify BUNDLE --to <the record's
+    release>` measured now. Or None and why not."""
     from inventory.verify import chain as verify_chain
     from inventory.verify import forms, service
 
+    label = f"{old}->{fix.ships_in}"
+    given = analyzer.checks.get(bundle.name)
+    if given is not None and not given.record.get("error") and \
+            any(s["step"] == label for s in given.steps):
+        return given, ""
     try:
-        forms.compared_form(bundle)
-        forms.run_form(bundle)
+        forms.compared_form(bundle, recipe_root=analyzer.recipe_root)
+        forms.run_form(bundle, recipe_root=analyzer.recipe_root)
     except forms.FormError as exc:
         return None, f"no whole-bundle form ({exc})"
-    step = f"{old} -> {fix.ships_in}"
-    with Session(analyzer.catalog, analyzer.progress) as session:
-        try:
-            record, cached = service.measured(
-                bundle, session, old, fix.ships_in, analyzer.weights.get(bundle.name),
-                analyzer.use_cache, False, analyzer.progress, read_only=not analyzer.verify)
-        except verify_chain.Missing:
-            return None, (f"no whole-program check of {step} is stored (`inventory verify "
-                          f"{bundle.name} --to {fix.ships_in}`, or `affected --verify`)")
-    whole = service.assembled(bundle, old, False, fix.ships_in, record, cached,
-                              analyzer.fixes, analyzer.policy, {}, [])
-    if record.get("error"):
-        return None, f"the whole-program check of {step} failed: {record['error']}"
-    return whole, ""
+    later = [v for v in sorted(analyzer.catalog.releases, key=version_key)
+             if version_key(v) >= version_key(fix.ships_in)]
+    targets = [(to, True) for to in later]
+    if analyzer.verify:
+        targets = [(fix.ships_in, False)]
+    for to, read_only in targets:
+        with Session(analyzer.catalog, analyzer.progress) as session:
+            try:
+                record, cached = service.measured(
+                    bundle, session, exporter, to, analyzer.weights.get(bundle.name),
+                    analyzer.use_cache, analyzer.allow_code, analyzer.progress,
+                    read_only=read_only, recipe_root=analyzer.recipe_root)
+            except verify_chain.Missing:
+                continue
+        if record.get("error"):
+            return None, f"the whole-program check to {to} failed: {record['error']}"
+        return service.assembled(bundle, exporter, False, to, record, cached, analyzer.fixes,
+                                 analyzer.policy, {}, []), ""
+    return None, (f"no whole-program check holding {label} is stored (`inventory verify "
+                  f"{bundle.name} --to {fix.ships_in}`, or `--verify`)")
 
 
 def _on_whole_program(analyzer: Analyzer, bundle: Bundle, fix: Fix, whole: Any,
                       chain: list[str], done: Callable[..., BundleAnswer]) -> BundleAnswer:
-    from inventory.verify import explain
-
-    [step] = whole.steps
+    old, _ = own_step(analyzer.catalog, whole.exporter, fix)
+    label = f"{old}->{fix.ships_in}"
+    [step] = [s for s in whole.steps if s["step"] == label]
     form = whole.record["form"]["form"]
-    mine = [r for r in whole.regions if fix.id in r["explained_by"]]
-    others = [r for r in whole.regions if fix.id not in r["explained_by"]]
+    regions = [r for r in whole.regions if r["step"] == label]
+    mine = [r for r in regions if fix.id in r["explained_by"]]
+    others = [r for r in regions if fix.id not in r["explained_by"]]
     shipped = (step.get("shipped") or {}).get("identity")
     chain.append(f"answered on the bundle's own whole program ({form} form, "
-                 f"{whole.record['build'].get('params', 0):,} parameters): step "
-                 f"{step['step']}, shipped programs {shipped}")
-    summary = {"step": step["step"], "form": whole.record["form"], "shipped": shipped,
+                 f"{whole.record['build'].get('params', 0):,} parameters; the check "
+                 f"{whole.exporter} -> {whole.to}): step {step['step']}, shipped programs "
+                 f"{shipped}")
+    summary = {"step": step["step"], "to": whole.to, "form": whole.record["form"],
+               "shipped": shipped,
                "regions": mine, "other_regions": len(others), "drift": step.get("drift"),
-               "runtime": step.get("runtime"), "evidence": step.get("evidence")}
+               "drift_source": step.get("drift_source"), "runtime": step.get("runtime"),
+               "evidence": step.get("evidence")}
     if shipped == "identical":
         reason = (f"the whole {form} program is identical across {step['step']}: the pin "
                   "changes nothing this bundle ships")
@@ -165,14 +189,22 @@ def _on_whole_program(analyzer: Analyzer, bundle: Bundle, fix: Fix, whole: Any,
     if others:
         chain.append(f"{len(others)} other region(s) of the step are lowering changes "
                      "(their own records' or unrecorded): `inventory verify` lists them")
-    m = (whole.record.get("run") or {}).get("measurement") or {}
-    verdict = explain.judge_drift(step.get("drift"), step.get("runtime"),
-                                  analyzer.policy.tolerance_for(bundle.dtype),
-                                  m.get("error") or "; ".join(m.get("attempts", [])))
-    chain.append(f"step drift (the whole step, on one runtime): {verdict.reason}")
+    # the step's level as verify judges it: its model-level drift when run, else its regions'
+    # drift at their own cuts (the reason says which), so this answer and verify's agree
+    verdict = ProbeVerdict(Verdict(step["verdict"]), Reexport(step["reexport"]), step["reason"])
     if others:
         verdict = replace(verdict, reason=f"{verdict.reason}; the step also holds {len(others)}"
                           " lowering region(s) the pin does not explain, measured with it")
-    runtimes = (step["runtime"],) if step.get("runtime") else ()
+    runtimes = _runtimes(step, whole.regions)
     return replace(done(verdict.verdict, verdict.reexport, verdict.reason, (), runtimes),
                    whole_program=summary)
+
+
+def _runtimes(step: dict[str, Any], regions: Any) -> tuple[str, ...]:
+    """Where the step's level was measured: the model-level runs' runtime, else the runtimes
+    of its regions' cut runs."""
+    if step.get("runtime"):
+        return (step["runtime"],)
+    found = {(r.get("region_run") or {}).get("runtime") for r in regions
+             if r["step"] == step["step"]}
+    return tuple(sorted(r for r in found if r))

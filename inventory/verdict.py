@@ -15,6 +15,9 @@ class Verdict(StrEnum):
 
     NOT_AFFECTED = "not-affected"
     SAME_PROGRAM = "same-program"
+    # a pipeline record answered by the generic asset probe alone, which converts to the same
+    # program: the bundle's own program was not checked (`plan` lists it, `--verify` checks it)
+    ASSET_PROBE_SAME_PROGRAM = "asset-probe-same-program"
     VALUES_IDENTICAL = "values-identical"
     VALUES_MOVE = "values-move"
     SHAPE_CHANGE = "shape-change"

@@ -32,6 +32,18 @@ SCHEMAS = ROOT / "schemas"
 faults.install()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite computes its answers on result stores it controls: a test that makes no store
+    of its own writes to the suite's bare store (tests/golden/answers.py `stores`: never a
+    whole-program check, which would change `plan` and the pipeline records' answers), never to
+    the user's; the converter environments stay the user's, shared. Set before any test runs
+    (and inherited by xdist's workers and every process a test starts)."""
+    from golden import answers
+
+    os.environ["INVENTORY_CACHE"] = str(answers.stores()[answers.BARE])
+    os.environ.pop("INVENTORY_STORE", None)
+
+
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

@@ -427,12 +427,14 @@ class Tiled(torch.nn.Module):
 
 def test_repeat_static_and_symbolic():
     static = _found(Tiled(), torch.randn(3, 16))
-    assert [_probe(g) for g in static] == [({"batch": 3, "length": 16}, "float32", 1)]
-    assert static[0].params["repeats"] == [3, 1]
+    # a static repeat's probe is built with its own input shape and repeats
+    assert [_probe(g) for g in static] == [
+        ({"batch": 3, "length": 16, "input_shape": [1, 16], "repeats": [3, 1]}, "float32", 1)]
     symbolic = _found(Tiled(), torch.randn(3, 16),
                       dynamic_shapes=({0: torch.export.Dim("batch", min=2, max=16)},))
     assert [_probe(g) for g in symbolic] == [
-        ({"batch": 3, "length": 16, "dynamic_batch": [2, 16]}, "float32", 1)]
+        ({"batch": 3, "length": 16, "dynamic_batch": [2, 16], "input_shape": [1, 16],
+          "repeats": [3, 1]}, "float32", 1)]
     assert symbolic[0].params["sizes"] == "dynamic: example sizes"
 
 
@@ -446,15 +448,17 @@ def test_cat_static_is_the_control_dynamic_axes_are_recorded():
     static = _found(Cats(), x, y)
     assert [_probe(g) for g in static] == [  # every static cat of one dtype: one instance
         ({"mode": "sliced", "batch": 2, "length": 8, "channels": 12, "other_channels": 4,
-          "prefix": 8}, "float32", 2)]
+          "prefix": 8, "dim": 1, "input_shapes": [[2, 12, 8], [2, 4, 8]]}, "float32", 2)]
     assert static[0].params["shapes_seen"] == ["2x12x8 + 2x4x8", "2x4x8 + 2x4x8"]
     length = torch.export.Dim("length", min=8, max=64)
     dynamic = _found(Cats(), x, y, dynamic_shapes=({1: length}, None))
     assert [_probe(g) for g in dynamic] == [
         ({"mode": "along_dynamic", "batch": 2, "length": 12, "channels": 8, "prefix": 4,
-          "dynamic_length": [8, 64]}, "float32", 1),
+          "dynamic_length": [8, 64], "dim": 1, "input_shapes": [[2, 12, 8], [2, 4, 8]]},
+         "float32", 1),
         ({"mode": "sliced", "batch": 2, "length": 12, "channels": 8, "other_channels": 8,
-          "prefix": 4, "dynamic_length": [8, 64]}, "float32", 1),
+          "prefix": 4, "dynamic_length": [8, 64], "dim": 2,
+          "input_shapes": [[2, 4, 8], [2, 4, 8]]}, "float32", 1),
     ]
 
 
@@ -499,11 +503,15 @@ def test_data_dependent_sizes_of_a_static_graph_are_resolved_from_its_runtime_as
     found = _found(DataDependent(), torch.randn(1, 36), torch.tensor([[6, 6]]))
     note = "data-dependent (.item()): sizes taken as equal factors of a runtime-asserted product"
     aranges = _of(found, "arange")
+    # hw is an input: each size is a run-time one ("data"), which the probes rebuild so, the
+    # division's 0-dim int64 divisor included
     assert [_probe(g) for g in aranges] == [
-        ({"start": 0, "end": 6, "step": 1, "arange_dtype": "float32"}, "float32", 2)]
+        ({"start": 0, "end": 6, "step": 1, "arange_dtype": "float32", "end_source": "data"},
+         "float32", 2)]
     divisions = _of(found, "true_divide")
     assert [_probe(g) for g in divisions] == [
-        ({"form": "scalar", "operands": "float", "shape": [6]}, "float32", 2)]
+        ({"form": "scalar", "operands": "float", "shape": [6], "divisor_dtype": "int64",
+          "item_shape": ["u0"], "size_source": "data"}, "float32", 2)]
     assert divisions[0].params["operand_types"] == "float32 / 0-dim int64 tensor"
     views = _of(found, "view_dynamic")
     assert [(g.params["mode"], g.params["batch"], g.params["output_shape"]) for g in views] == [

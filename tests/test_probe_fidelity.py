@@ -6,7 +6,9 @@ graph, must find that instance again: same kind, same dtype, the same parameters
 the detector records of the node's signature (where a symbolic size comes from, operand dtypes,
 whether sizes are data-dependent). A construct no shipped bundle holds is held to its library
 regimes the same way. Torch export only (the default decompositions; the converters' tables need
-an environment), so it runs in the fast tier.
+an environment), so it runs in the fast tier, except for the kinds whose probe calls an op only a
+converter environment registers (quantize): those are built, exported and read back in one.
+There is no expected failure and no skip: a probe that does not hold its instance fails.
 
 Why: sam3's view_dynamic probes exported a dynamic input dim (torch.export.Dim) where the bundle's
 views take `.item()` of a constant in a static-shape graph. The probes changed under 0.4.0 ->
@@ -17,8 +19,10 @@ only after that; this test is what keeps a probe from drifting from its instance
 from __future__ import annotations
 
 import json
+import subprocess
 import warnings
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,34 +34,13 @@ from oracle import constructs, probes
 from oracle.constructs import _graph
 from oracle.regimes import load_regimes
 
+ROOT = Path(__file__).resolve().parent.parent
 # Parameters that describe the traced group rather than its first member (the probe is built from
 # the first member alone).
 GROUP_ONLY = ("shapes_seen",)
-# Known gaps found by this test, each with why: the probe's node is not its instance's. They fail
-# strictly: a fix makes the test say so, and the entry goes.
-STATIC_FOR_ITEM = ("the instance's sizes come from .item() in sam3's static graph; the probe takes "
-                   "plain ints (a SymInt operand in the bundle, an int in the probe)")
-GAPS: dict[str, str] = {
-    "arange-sam3-6": STATIC_FOR_ITEM,
-    "pad-sam3-4": STATIC_FOR_ITEM,
-    "true_divide-sam3-5": STATIC_FOR_ITEM,
-    "true_divide-sam3-4": STATIC_FOR_ITEM + "; and the divisor is a 0-dim int64 tensor, which "
-                          "the probe replaces by an int",
-    "cat_dynamic-sortformer-0": "the probe cats rank-3 inputs on dim 2 where the instance cats "
-                                "on dim 1 of its own layout",
-    "cat_dynamic-sam3-2": "the probe folds the instance's rank-5 inputs (dim 4) to rank 3",
-    "cat_dynamic-sam3-3": "the probe folds the instance's rank-5 inputs (dim 4) to rank 3",
-    "repeat_symbolic-sam3-0": "the probe repeats a [1, N] tensor [16, 1] times where the "
-                              "instance repeats [1, 1024, 24, 24] by [1, 1, 4, 4]",
-    "select_dynamic-regime-last-of-static-length": "a static select, the regime's contrast case: "
-                                                   "no select_dynamic by the detector's "
-                                                   "definition, yet not marked control",
-}
-# A library regime is no traced instance: only the parameters it states are compared (the rest
-# are its builder's defaults), and torch.export raises a dynamic dim's lower bound 1 to 2 (it
-# specialises sizes 0 and 1).
-NEEDS_CONVERTER = {"quantize": "the probe calls coreai_torch's own quantize op, registered only "
-                               "inside a converter environment"}
+# Constructs whose probe calls an op only a converter environment registers (coreai-torch's own
+# quantize ops): their regimes are built, exported and read back inside one (the slow tier).
+IN_ENVIRONMENT = ("quantize",)
 
 
 def _key(kind: str, dtype: str, params: dict[str, Any]) -> str:
@@ -79,27 +62,23 @@ def _instances() -> dict[str, list[tuple[str, str, dict[str, Any]]]]:
     return out
 
 
-def _cases() -> list[Any]:
+def _cases(in_environment: bool = False) -> list[Any]:
+    """Every distinct traced instance and, for a kind no bundle holds, every library regime
+    that is not a control; `in_environment`: those of the kinds built in a converter
+    environment only (the others otherwise)."""
     cases = []
     traced = _instances()
     for kind in constructs.kinds():
-        if not constructs.has_probe(kind):
+        if not constructs.has_probe(kind) or (kind in IN_ENVIRONMENT) != in_environment:
             continue
         if kind in traced:
             for n, (bundle, dtype, params) in enumerate(traced[kind]):
-                case = f"{kind}-{bundle}-{n}"
-                marks = [pytest.mark.xfail(reason=GAPS[case], strict=True)] if case in GAPS \
-                    else []
-                cases.append(pytest.param(kind, dtype, params, True, id=case, marks=marks))
+                cases.append(pytest.param(kind, dtype, params, True, id=f"{kind}-{bundle}-{n}"))
             continue
         for r in load_regimes():
             if r.construct == kind and not r.control:
-                case = f"{kind}-regime-{r.name}"
-                marks = [pytest.mark.skip(reason=NEEDS_CONVERTER[kind])] \
-                    if kind in NEEDS_CONVERTER else \
-                    [pytest.mark.xfail(reason=GAPS[case], strict=True)] if case in GAPS else []
                 cases.append(pytest.param(kind, r.spec.dtype, dict(r.spec.params), False,
-                                          id=case, marks=marks))
+                                          id=f"{kind}-regime-{r.name}"))
     return cases
 
 
@@ -115,6 +94,9 @@ def _export(kind: str, dtype: str, params: dict[str, Any]) -> list[torch.fx.Node
 
 
 def _regime_view(kind: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A library regime is no traced instance: only the parameters it states are compared (the
+    rest are its builder's defaults), and torch.export raises a dynamic dim's lower bound 1 to 2
+    (it specialises sizes 0 and 1)."""
     # a parameter that only picks input values is not in the graph the detector reads
     out = {k: v for k, v in constructs.probe_params(kind, params).items()
            if k not in constructs.get(kind).value_params}
@@ -124,22 +106,74 @@ def _regime_view(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _holds(kind: str, dtype: str, params: dict[str, Any], traced: bool,
+           found: list[tuple[str, str, dict[str, Any]]]) -> None:
+    """The detector's findings (kind, dtype, parameters) in the probe's own graph hold the
+    instance (or, for a regime, the parameters it states)."""
+    found = [f for f in found if f[0] == kind]
+    assert found, f"{kind}: the detector finds no {kind} in its own probe"
+    if traced:
+        wanted = _key(kind, dtype, params)
+        got = [_key(k, d, {n: v for n, v in p.items() if n not in GROUP_ONLY})
+               for k, d, p in found]
+    else:
+        wanted = _key(kind, dtype, _regime_view(kind, params))
+        got = [_key(k, d, {n: v for n, v in p.items() if n in params}) for k, d, p in found]
+    assert wanted in got, (f"{kind}: the probe is not its instance\n  recorded {wanted}\n"
+                           + "\n".join(f"  probe    {g}" for g in got))
+
+
 @pytest.mark.parametrize(("kind", "dtype", "params", "traced"), _cases())
 def test_the_probe_holds_its_instance(kind: str, dtype: str, params: dict[str, Any],
                                       traced: bool):
     nodes = _export(kind, dtype, params)
-    found = [f for f in detect(nodes, [kind]) if f.kind == kind]
-    assert found, f"{kind}: the detector finds no {kind} in its own probe"
-    if traced:
-        wanted = _key(kind, dtype, params)
-        got = [_key(f.kind, f.dtype, {k: v for k, v in f.params.items() if k not in GROUP_ONLY})
-               for f in found]
-    else:
-        wanted = _key(kind, dtype, _regime_view(kind, params))
-        got = [_key(f.kind, f.dtype, {k: v for k, v in f.params.items() if k in params})
-               for f in found]
-    assert wanted in got, (f"{kind}: the probe is not its instance\n  recorded {wanted}\n"
-                           + "\n".join(f"  probe    {g}" for g in got))
+    _holds(kind, dtype, params, traced,
+           [(f.kind, f.dtype, f.params) for f in detect(nodes, [kind])])
+
+
+_IN_ENVIRONMENT = """
+import json, sys, warnings
+warnings.filterwarnings("ignore")
+sys.path.insert(0, {root!r})
+import torch
+from inventory.trace.detect import detect
+from oracle import constructs, probes
+out = {{}}
+for key, (kind, dtype, params) in json.loads(sys.stdin.read()).items():
+    probe = probes.build({{"construct": kind, "params": constructs.probe_params(kind, params),
+                          "dtype": dtype, "seed": 0}})
+    ep = torch.export.export(probe.module, tuple(probe.inputs.values()))
+    nodes = list(ep.run_decompositions().graph.nodes)
+    out[key] = [[f.kind, f.dtype, f.params] for f in detect(nodes, [kind])]
+print(json.dumps(out))
+"""
+
+
+@cache
+def _found_in_environment(python: str) -> dict[str, Any]:
+    """What the detector reads back from each in-environment case's probe, all exported in one
+    subprocess of the environment (the way the worker builds them there)."""
+    wanted = {c.id: list(c.values[:3]) for c in _cases(in_environment=True)}
+    proc = subprocess.run([python, "-c", _IN_ENVIRONMENT.format(root=str(ROOT))],
+                          input=json.dumps(wanted), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(("kind", "dtype", "params", "traced"), _cases(in_environment=True))
+def test_the_probe_holds_its_instance_in_a_converter_environment(
+        kind: str, dtype: str, params: dict[str, Any], traced: bool, env, request):
+    found = _found_in_environment(str(env("0.4.2").python))[request.node.callspec.id]
+    _holds(kind, dtype, params, traced, [(k, d, p) for k, d, p in found])
+
+
+def test_every_case_is_checked_somewhere():
+    """No kind is left out of both lists (a kind built only in an environment is still held)."""
+    ids = [c.id for c in _cases()] + [c.id for c in _cases(in_environment=True)]
+    assert len(ids) == len(set(ids))
+    assert any(i.startswith("quantize-") for i in ids)
+    assert {i.split("-")[0] for i in ids} == {k for k in constructs.kinds()
+                                              if constructs.has_probe(k)}
 
 
 # The signatures of sam3's view_dynamic nodes, first member of each registry group, as measured in
@@ -168,3 +202,29 @@ def test_sam3_view_probes_have_the_whole_programs_node_signature(mode: str):
     # a static-shape program: no input of the probe has a dynamic size
     inputs = [n for n in nodes if n.op == "placeholder"]
     assert all("d" not in _graph.signature_of_value(n) for n in inputs)
+
+
+@pytest.mark.parametrize(("kind", "params"), [
+    ("arange", {"start": 0, "end": 6, "step": 1, "arange_dtype": "float32",
+                "end_source": "data"}),
+    ("true_divide", {"form": "scalar", "operands": "float", "shape": [6],
+                     "divisor_dtype": "int64", "item_shape": ["u0"], "size_source": "data"}),
+    ("pad", {"mode": "constant", "pads": [0, 0, 1, 0], "value": 0.0, "input_shape": [1, 4, 36],
+             "item_shape": [1, 4, "u0*u1"], "size_source": "data"}),
+])
+def test_a_size_read_from_an_input_is_rebuilt_from_an_input(kind: str, params: dict[str, Any]):
+    """No registry instance reads its `.item()` sizes from an input (sam3's read a constant),
+    but a recipe's may (tests/test_detect.py's DataDependent): its probe takes the size tensor
+    as an input, and the detector reads back the same instance, `size_source` "data"."""
+    probe = probes.build({"construct": kind, "params": params, "dtype": "float32", "seed": 0})
+    assert "hw" in probe.inputs
+    found = [(f.kind, f.dtype, f.params) for f in detect(_export_built(probe), [kind])]
+    assert any(k == kind and {n: p.get(n) for n in params} == params for k, _d, p in found), \
+        found
+
+
+def _export_built(probe: Any) -> list[torch.fx.Node]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ep = torch.export.export(probe.module, tuple(probe.inputs.values()))
+        return list(ep.run_decompositions().graph.nodes)

@@ -37,9 +37,9 @@ class Block(nn.Module):
 
 
 class Model(nn.Module):
-    def __init__(self, channels):
+    def __init__(self, channels, blocks):
         super().__init__()
-        self.blocks = nn.ModuleList([Block(channels) for _ in range(2)])
+        self.blocks = nn.ModuleList([Block(channels) for _ in range(blocks)])
 
     def forward(self, x):
         for block in self.blocks:
@@ -47,10 +47,10 @@ class Model(nn.Module):
         return x
 
 
-def trace_target(channels, length):
+def trace_target(channels, length, blocks=2):
     """The registry's builder contract: (module in the shipped dtype, example inputs)."""
     with torch.device("meta"):
-        model = Model(channels).eval()
+        model = Model(channels, blocks).eval()
     return model.to(torch.float16), {{"x": torch.zeros(1, channels, length, dtype=torch.float16)}}
 '''
 

@@ -340,13 +340,19 @@ def test_weights_are_loaded_by_name_and_a_checkpoint_matching_nothing_is_exit_2(
 
 def test_without_a_stored_check_a_pipeline_record_falls_back_to_the_asset_probe_and_says_so(
         matrix):
-    """The shipped registry on a store without sam3's whole-program check (CI's): core-b2 is
-    answered with the asset probe, and the chain says it holds none of sam3's own patterns.
-    (A stored check is read instead: test_a_pipeline_record_is_answered_on_the_bundles_own_...)"""
+    """The shipped registry on the suite's store without checks: core-b2 is answered with the
+    asset probe, its verdict says so (never a bare same-program: sam3's own program moves in
+    that step), and the chain says it holds none of sam3's own patterns. (A stored check is
+    read instead: tests/test_one_answer.py, test_a_pipeline_record_is_answered_on_the_...)"""
     data = matrix.run_cli(("affected", "--fix", "core-b2")).data
     sam3 = next(b for b in data["bundles"] if b["bundle"] == "sam3")
     assert sam3["whole_program"] is None
     assert [p["probe"] for p in sam3["probes"]] and sam3["probes"][0]["probe"].startswith(
         "asset_hierarchy")
-    assert any("no whole-program check of 0.4.0 -> 0.4.1 is stored" in line
-               and "the asset probe stands in" in line for line in sam3["chain"]), sam3["chain"]
+    assert sam3["probes"][0]["verdict"] == "same-program"
+    assert sam3["verdict"] == "asset-probe-same-program" and sam3["reexport"] == "no"
+    assert sam3["not_checked"].startswith("no whole-program check holding 0.4.0->0.4.1 is "
+                                          "stored")
+    assert sam3["reason"].startswith("answered by the asset probe alone, not on sam3's own "
+                                     "program")
+    assert any("the asset probe stands in" in line for line in sam3["chain"]), sam3["chain"]

@@ -10,6 +10,7 @@ import typer
 from inventory.commands.common import ready, report, use_executor
 from inventory.errors import exit_for_reexport
 from inventory.options import (
+    AllowCode,
     Bundles,
     ExecutorName,
     Ignore,
@@ -18,9 +19,11 @@ from inventory.options import (
     NoCache,
     Quiet,
     RayAddress,
+    RecipeRoot,
     Registry,
     Runtimes,
     Tolerance,
+    check_recipe_root,
     complete_fix,
     complete_release,
     release_option,
@@ -66,6 +69,8 @@ def affected_cmd(
                          "each bundle's whole program (inventory verify's parts) where none is "
                          "stored; without it a stored check is read, else the asset probe "
                          "stands in and the answer says so.")] = False,
+    recipe_root: RecipeRoot = None,
+    allow_code: AllowCode = False,
     quiet: Quiet = False,
 ) -> None:
     """Which shipped bundles does one converter fix change, and must they be re-exported?
@@ -93,6 +98,7 @@ def affected_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown)
     ready(("--to", to), tolerance=tolerance)
+    check_recipe_root(recipe_root)
     use_executor(executor, ray_address)
     records = load_fixes(fixes)
     the_fix = find_fix(fix, records, fixes)
@@ -107,6 +113,7 @@ def affected_cmd(
         lambda progress: affected(the_fix, bundles, catalog, load_policy(tolerance), to=to,
                                   use_cache=not no_cache, progress=progress, ignores=ignores,
                                   weights=checkpoints, runtimes=runtimes, fixes=records,
-                                  verify=verify),
+                                  verify=verify, recipe_root=recipe_root,
+                                  allow_code=allow_code),
         lambda r: r.warnings)
     finish(exit_for_reexport(result.reexport))

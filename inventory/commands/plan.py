@@ -3,6 +3,7 @@ shipped asset still loads where it ships."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +12,7 @@ import typer
 from inventory.commands.common import ready, report, use_executor
 from inventory.errors import ExitCode, exit_for_reexport
 from inventory.options import (
+    AllowCode,
     Bundles,
     ExecutorName,
     Ignore,
@@ -19,11 +21,13 @@ from inventory.options import (
     NoCache,
     Quiet,
     RayAddress,
+    RecipeRoot,
     Registry,
     RunBudget,
     Runtimes,
     Tolerance,
     check_budget,
+    check_recipe_root,
     complete_release,
     release_option,
 )
@@ -61,6 +65,8 @@ def plan_cmd(
                          "(inventory verify) and join it to the plan; without it, a stored "
                          "check is read. Exit 3 on an inconsistency.")] = False,
     run_budget: RunBudget = 120.0,
+    recipe_root: RecipeRoot = None,
+    allow_code: AllowCode = False,
     full: Annotated[bool, typer.Option(
         "--full", help="The whole-program check of each bundle's full target, even where its "
                        "registry entry states a miniature: measured with --verify, else read "
@@ -86,7 +92,7 @@ def plan_cmd(
     """
     from inventory.ignore import load_ignores
     from inventory.output import Renderer
-    from inventory.plan import Plan, plan, plan_record, read_baseline, since_baseline, with_whole
+    from inventory.plan import Plan, plan, plan_record, read_baseline, since_baseline
     from inventory.policy import load_policy
     from inventory.report.plan_report import plan_markdown, plan_table
     from inventory.runtimes import parse_overrides
@@ -95,6 +101,7 @@ def plan_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown)
     ready(("--to", to), tolerance=tolerance)
+    check_recipe_root(recipe_root)
     use_executor(executor, ray_address)
     check_budget("--run-budget", run_budget)
     if baseline is not None:
@@ -105,19 +112,18 @@ def plan_cmd(
     records = load_fixes(fixes)
 
     def work(progress: Progress) -> Plan:
-        # One answer: a stored whole-program check joins the plan, and --verify measures it
-        # first, so that the plan's pipeline records read the same stored steps.
+        # One answer: each bundle's whole-program check (stored, or measured by --verify) is
+        # had first, so that the records it credits, pipeline records included, are answered
+        # from the very steps it holds.
         checks = verified(bundles, to, records, catalog, load_policy(tolerance),
-                          use_cache=not no_cache, compute=True, progress=progress,
-                          run_budget=run_budget, full=full) if verify else None
+                          use_cache=not no_cache if verify else True, compute=verify,
+                          progress=progress, run_budget=run_budget, full=full,
+                          recipe_root=recipe_root, allow_code=allow_code)
         result = plan(to, bundles, records, catalog, load_policy(tolerance),
                       load_ignores(ignore), use_cache=not no_cache, progress=progress,
-                      runtimes=runtimes)
-        if checks is None:
-            checks = verified(bundles, to, records, catalog, load_policy(tolerance),
-                              use_cache=True, compute=False, progress=progress,
-                              run_budget=run_budget, full=full)
-        result = with_whole(result, checks, verify)
+                      runtimes=runtimes, checks=checks, recipe_root=recipe_root,
+                      allow_code=allow_code)
+        result = replace(result, verify_computed=verify)
         return since_baseline(result, baseline) if baseline is not None else result
 
     result = report(Renderer("plan", plan_record, plan_table, plan_markdown), fmt, quiet, work,

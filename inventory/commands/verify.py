@@ -11,14 +11,17 @@ import typer
 from inventory.commands.common import ready, report
 from inventory.errors import ExitCode
 from inventory.options import (
+    AllowCode,
     FullForm,
     Json,
     Markdown,
     NoCache,
     Quiet,
+    RecipeRoot,
     Registry,
     RunBudget,
     check_budget,
+    check_recipe_root,
     complete_bundle,
     complete_release,
     release_option,
@@ -51,9 +54,8 @@ def verify_cmd(
     as_json: Json = False,
     markdown: Markdown = False,
     no_cache: NoCache = False,
-    allow_code: Annotated[bool, typer.Option(
-        "--allow-code", help="Trust the registry as code: build a target it names outside the "
-                             "project's packages (by default refused).")] = False,
+    allow_code: AllowCode = False,
+    recipe_root: RecipeRoot = None,
     run_budget: RunBudget = 120.0,
     full: FullForm = False,
     quiet: Quiet = False,
@@ -90,6 +92,7 @@ def verify_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown)
     ready(("--to", to))
+    check_recipe_root(recipe_root)
     check_budget("--run-budget", run_budget)
     all_bundles = load_registry(registry)
     bundles = select(all_bundles, bundle)
@@ -99,7 +102,7 @@ def verify_cmd(
         lambda progress: verify(bundles, to, load_fixes(fixes), load_catalog(), load_policy(),
                                 weights=checkpoints, use_cache=not no_cache,
                                 allow_code=allow_code, progress=progress,
-                                run_budget=run_budget, full=full))
+                                run_budget=run_budget, full=full, recipe_root=recipe_root))
     if result.inconsistent or result.inconclusive:
         finish(ExitCode.INCONCLUSIVE)
     finish(ExitCode.FINDING if result.unrecorded else ExitCode.OK)

@@ -124,6 +124,7 @@ def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:
                         "reason": u.outcome.verdict.reason, "note": u.step.note or None,
                         "evidence": u.step.result.evidence} for u in b.unrecorded],
         "whole_program": b.whole_program,
+        "not_checked": b.not_checked or None,
     }
 
 

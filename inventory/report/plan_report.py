@@ -6,7 +6,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from inventory.plan import BundlePlan, Plan, PlanItem
+from inventory.plan import BundlePlan, Plan, PlanItem, suggestion
 
 _STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
           "inconclusive": "bold magenta", "ignored": "dim"}
@@ -54,6 +54,9 @@ def _lines(p: Plan, b: BundlePlan) -> list[tuple[str, str]]:
             out += [(f"  remedy: {r}", "") for r in i.answer.remedies]
         if i.ignored:
             out.append((f"{b.bundle} {i.fix.label}: ignored ({i.ignored.reason})", "dim"))
+        if i.answer.not_checked:
+            out.append((f"{b.bundle} {i.fix.label}: not checked on its own program "
+                        f"({i.answer.verdict}): {i.answer.not_checked}", ""))
     out += [(line, "bold") for line in _unexplained(b)]
     out += [(line, "bold red" if "INCONSISTENT" in line else "") for line in _verified(p, b)]
     return out
@@ -93,6 +96,8 @@ def plan_table(p: Plan) -> Group:
     lines += [Text(f"deployment runtimes: {d}") for d in deployments]
     for b in p.bundles:
         lines += [Text(text, style=style) for text, style in _lines(p, b)]
+    if (line := suggestion(p)) is not None:
+        lines.append(Text(line, style="yellow"))
     for w in p.warnings:
         lines.append(Text(f"warning: {w}", style="yellow"))
     return Group(*lines)
@@ -119,6 +124,11 @@ def plan_markdown(p: Plan) -> str:
                 out.append(f"- **{b.bundle} {i.fix.label}** ({i.answer.verdict}): "
                            f"{i.answer.reason}")
                 out += [f"  - remedy: {r}" for r in i.answer.remedies]
+            if i.answer.not_checked:
+                out.append(f"- {b.bundle} {i.fix.label}: not checked on its own program "
+                           f"({i.answer.verdict}): {i.answer.not_checked}")
+    if (line := suggestion(p)) is not None:
+        out.append(f"- {line}")
     out += [f"- warning: {w}" for w in p.warnings]
     checks = [line for b in p.bundles for line in _verified(p, b)]
     if checks:

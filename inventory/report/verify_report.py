@@ -111,7 +111,9 @@ def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
         lines.append(("step", f"{step['step']}: emitted {e.get('identity')}, shipped "
                               f"{sh.get('identity')}{n}"
                               f", {step['regions']} region(s), {step['unrecorded_regions']} "
-                              f"unrecorded; records {', '.join(step['records']) or 'none'}"))
+                              f"unrecorded; records {', '.join(step['records']) or 'none'}; "
+                              f"level {step['reexport']} ({step['verdict']}, "
+                              f"{step['drift_source'] or 'nothing to measure'})"))
     for stage in ("emitted", "shipped"):
         if rec.get(stage):
             st = rec[stage]

@@ -152,11 +152,42 @@ def _python(bundle: Bundle, catalog: Catalog, progress: Any) -> str:
     return extra.requirements_env(requirements, catalog, progress)
 
 
-def _run_worker(bundle: Bundle, python: str, target: str, site: Path,
-                options: dict[str, Any], allow_code: bool) -> dict[str, Any]:
-    """The trace worker (`inventory.trace.worker`), the supervisor of a builder's processes: its
-    own process group, its options and result in a scratch folder of the store (never on argv
-    or a pipe a forked child could hold open), at most INVENTORY_TRACE_TIMEOUT seconds."""
+def recipe_process(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: None
+                   ) -> tuple[str, str]:
+    """The interpreter a recipe's code runs with (the project's, or the environment its
+    `[recipe.environment]` pins) and the converter site-packages a trace appends to its path:
+    what `inventory verify` builds a recipe-traced bundle with too."""
+    env = _decomp_env(bundle, catalog, progress)
+    return _python(bundle, catalog, progress), str(site_packages(env.python))
+
+
+@dataclass(frozen=True)
+class Supervised:
+    """How a supervised worker ended: its exit code (None: the supervisor itself was stuck),
+    its result (FOLDER/result.json), its log and the limit it ran under."""
+
+    code: int | None
+    result: dict[str, Any] | None
+    log: str
+    limit: float
+
+    @property
+    def detail(self) -> str:
+        """One line saying why it gave no result."""
+        if self.code is None:
+            return (f"the builder did not answer within {self.limit:g} s "
+                    "(INVENTORY_TRACE_TIMEOUT)")
+        lines = [ln for ln in self.log.splitlines() if ln.strip()]
+        return (lines[-1] if lines else f"exit code {self.code}").removeprefix("error: ")
+
+
+def supervised(python: str, module: str, args: list[str], options: dict[str, Any],
+               allow_code: bool) -> Supervised:
+    """`python -m MODULE ARGS... FOLDER`, the supervisor of a builder's processes
+    (`inventory.trace.worker.supervise`): its own process group, its options and result in a
+    scratch folder of the store (never on argv or a pipe a forked child could hold open), at
+    most INVENTORY_TRACE_TIMEOUT seconds. A trace runs so, and so does `verify`'s build of a
+    bundle's module."""
     limit = seconds(TRACE_TIMEOUT)
     with scratch("trace") as folder:
         (folder / OPTIONS).write_text(json.dumps({**options, "allow_code": allow_code,
@@ -164,7 +195,7 @@ def _run_worker(bundle: Bundle, python: str, target: str, site: Path,
         log = folder / "trace.log"
         with log.open("wb") as err:
             proc = subprocess.Popen(
-                [python, "-m", "inventory.trace.worker", target, str(site), str(folder)],
+                [python, "-m", module, *args, str(folder)],
                 stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=PROJECT_ROOT,
                 start_new_session=True)
             try:
@@ -176,12 +207,18 @@ def _run_worker(bundle: Bundle, python: str, target: str, site: Path,
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         result = folder / RESULT
-        if code == 0 and result.is_file():
-            return json.loads(result.read_text())
-        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
-        detail = (f"the builder did not answer within {limit:g} s (INVENTORY_TRACE_TIMEOUT)"
-                  if code is None else lines[-1] if lines else f"exit code {code}")
-        raise TraceError(f"tracing {bundle.name} failed: {detail.removeprefix('error: ')}")
+        answer = json.loads(result.read_text()) if code == 0 and result.is_file() else None
+        return Supervised(code, answer, log.read_text(errors="replace"), limit)
+
+
+def _run_worker(bundle: Bundle, python: str, target: str, site: Path,
+                options: dict[str, Any], allow_code: bool) -> dict[str, Any]:
+    """The trace worker (`inventory.trace.worker`), supervised (`supervised`)."""
+    run = supervised(python, "inventory.trace.worker", [target, str(site)], options,
+                     allow_code)
+    if run.result is not None:
+        return run.result
+    raise TraceError(f"tracing {bundle.name} failed: {run.detail}")
 
 
 def _instances(data: dict[str, Any], source: str) -> list[dict[str, Any]]:
@@ -198,12 +235,16 @@ def _instances(data: dict[str, Any], source: str) -> list[dict[str, Any]]:
 
 
 def trace_recipe(bundle: Bundle, root: Path, catalog: Catalog,
-                 progress: Any = lambda _: None, allow_code: bool = False) -> TraceResult:
-    """Trace the recipe's own module from a checkout of its repository."""
+                 progress: Any = lambda _: None, allow_code: bool = False,
+                 build: dict[str, Any] | None = None) -> TraceResult:
+    """Trace the recipe's own module from a checkout of its repository; `build`: keyword
+    arguments over the builder's (a verify form's miniature, stated as the builder's own)."""
     table = bundle.recipe.get("builder")
     if not table:
         raise TraceError(f"bundle {bundle.name!r}: the registry names no recipe builder "
                          f"([bundles.{bundle.name}.recipe.builder])")
+    if build:
+        table = {**table, "kwargs": {**table.get("kwargs", {}), **build}}
     try:
         builder = recipes.Builder.from_table(table)
         if builder.offline:

@@ -31,7 +31,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -51,15 +51,7 @@ def _target(target_ref: str, options: dict[str, Any]) -> Any:
             **options.get("build", {}))
     from inventory.trace import recipes
 
-    recipe = options["recipe"]
-    root = Path(recipe["root"])
-    builder = recipes.Builder.from_table(recipe["builder"])
-    recipes.check(builder, root, allow_code)
-    if not builder.adapter:
-        return recipes.contract(root, builder, recipe["dtype"])
-    mod_name, _, fn_name = builder.adapter.partition(":")
-    return getattr(importlib.import_module(mod_name), fn_name or "build")(
-        root, builder, recipe["dtype"])
+    return recipes.target(options["recipe"], allow_code)
 
 
 @contextlib.contextmanager
@@ -200,16 +192,17 @@ def _wait(tracer: int, limit: float | None) -> int:
         time.sleep(0.02)
 
 
-def main(argv: list[str]) -> int:
-    target_ref, site, folder = argv[0], argv[1], Path(argv[2])
-    options = json.loads((folder / OPTIONS).read_text())
-    limit = options.get("timeout")
+def supervise(job: Callable[[], int], limit: float | None) -> int:
+    """Run `job` (the code that calls a builder) in a forked child of this process, its
+    supervisor: at most `limit` seconds, then every process the builder left is killed and
+    reaped; a job that raises answers at once in one line. Its exit code is the job's. Also how
+    `inventory verify` builds a recipe's module (`inventory.verify.build_worker`)."""
     _subreaper()
-    tracer = os.fork()
-    if tracer == 0:
+    child = os.fork()
+    if child == 0:
         code = 1
         try:
-            code = _trace(target_ref, site, options, folder / RESULT)
+            code = job()
         except BaseException as exc:  # noqa: BLE001 - the builder raised: one line, at once
             traceback.print_exc()
             detail = " ".join(str(exc).split())
@@ -219,9 +212,16 @@ def main(argv: list[str]) -> int:
             with contextlib.suppress(Exception):
                 sys.stderr.flush()
             os._exit(code)
-    code = _wait(tracer, float(limit) if limit else None)
+    code = _wait(child, float(limit) if limit else None)
     _end_descendants()
     return code
+
+
+def main(argv: list[str]) -> int:
+    target_ref, site, folder = argv[0], argv[1], Path(argv[2])
+    options = json.loads((folder / OPTIONS).read_text())
+    return supervise(lambda: _trace(target_ref, site, options, folder / RESULT),
+                     options.get("timeout"))
 
 
 if __name__ == "__main__":

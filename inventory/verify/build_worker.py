@@ -1,10 +1,19 @@
 """Build one bundle module whole, with values, and save what both converters will read.
 
-Run as `python -m inventory.verify.build_worker OPTIONS_JSON` by the project's python (torch and
-the targets' upstream packages), outside every converter environment. OPTIONS_JSON:
+Run as `python -m inventory.verify.build_worker FOLDER` by the project's python (torch and the
+targets' upstream packages), outside every converter environment, under the trace's process rules
+(`inventory.trace.service.supervised`: the builder's processes supervised, ended past
+INVENTORY_TRACE_TIMEOUT; options and result in FOLDER). FOLDER/options.json:
 `target` (module:function), `build` (its keyword arguments; device is the CPU), `seed`,
 `export` (the recipe's steps around torch.export: grad, autocast), `weights` (a safetensors
 checkpoint or null), `reference` (also run the torch fp32 reference), `out`, `allow_code`.
+A recipe-traced bundle built by its own builder (`verify --recipe-root`) has `recipe` instead
+of a target (`root`, `builder` with the form's kwargs, `dtype`, `inputs`: the form's inputs,
+which replace the builder's) and `site` (a converter's site-packages, appended to sys.path as
+the trace does, for a recipe that imports the converter), and runs with the python a trace of
+the recipe runs with (`[bundles.X.recipe.environment]`): the trace's process and trust rules.
+A module the builder makes on the meta device gets its values from each submodule's
+`reset_parameters()` (`inventory.trace.recipes.materialise`) before the values below.
 
 Values: the target is built under the seed, then given trained-looking values: linear and conv
 weights of a scale that keeps activations O(1), and in every norm layer a batch norm's
@@ -17,7 +26,9 @@ Inputs: seeded normal values for floating inputs, except an input whose example 
 Writes to `out`: program.pt2 (`torch.export.save`, before any decomposition: each converter
 decomposes with its own table), main.inputs.safetensors (in the asset worker's stored-inputs
 layout: `main/input:<name>` with [dtype, shape] metadata), with `reference`:
-reference.safetensors (`out<i>`, fp32, in output order). Prints one JSON document on stdout.
+reference.safetensors (`out<i>`, fp32, in output order). Writes one JSON document to
+FOLDER/result.json; a checkpoint that matches nothing exits 2, any other failure 1, its line
+last on stderr.
 """
 
 from __future__ import annotations
@@ -178,25 +189,70 @@ def _reference(module: Any, args: list[Any], kwargs: dict[str, Any], path: Path)
     return len(outs)
 
 
+def _built(options: dict[str, Any], allow_code: bool) -> Any:
+    """The target the options name, built on the CPU: a project target with `build` keyword
+    arguments, or the recipe's own module by its builder (`recipe`), the form's inputs in
+    place of the builder's."""
+    recipe = options.get("recipe")
+    if not recipe:
+        mod_name, _, fn_name = options["target"].partition(":")
+        return getattr(importlib.import_module(mod_name), fn_name or "build")(
+            **options.get("build", {}), device="cpu")
+    from inventory.trace import recipes
+
+    if options.get("site"):
+        sys.path.append(options["site"])
+    with recipes.with_values():
+        target = recipes.target(recipe, allow_code)
+    stated = recipes.example_inputs(recipes.Builder(call="-", inputs=recipe.get("inputs", {})))
+    target.kwargs = {**target.kwargs, **stated}
+    return target
+
+
 def main(argv: list[str]) -> int:
-    options = json.loads(argv[0])
-    protocol = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # whatever the models print must not reach the JSON stream
+    from inventory.trace.worker import OPTIONS, RESULT, supervise
+
+    folder = Path(argv[0])
+    options = json.loads((folder / OPTIONS).read_text())
+    return supervise(lambda: _job(options, folder / RESULT), options.get("timeout"))
+
+
+def _job(options: dict[str, Any], result: Path) -> int:
+    """The build, in the supervised child: 0 with its result written, else one line."""
+    os.dup2(2, 1)  # whatever the models print goes to the log, never into the result
+    try:
+        return _build(options, result)
+    except WeightsMismatch as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - one line for the caller, who reports it
+        from inventory.trace.recipes import RecipeError
+        from inventory.trace.trust import UntrustedCode
+
+        lines = str(exc).strip().splitlines()
+        # a recipe's own words (a builder that breaks the contract, code the registry may not
+        # run) are the line; anything else is named by its type
+        kind = "" if isinstance(exc, RecipeError | UntrustedCode) else f"{type(exc).__name__}: "
+        print(f"error: {kind}{lines[0] if lines else ''}", file=sys.stderr)
+        return 1
+
+
+def _build(options: dict[str, Any], result: Path) -> int:
     import torch
 
     from inventory.trace import trust
     from inventory.trace.worker import export_context
 
-    trust.check_target(options["target"], "verify target", bool(options.get("allow_code")))
+    allow_code = bool(options.get("allow_code"))
+    if not options.get("recipe"):
+        trust.check_target(options["target"], "verify target", allow_code)
     out = Path(options["out"])
     out.mkdir(parents=True, exist_ok=True)
     seconds: dict[str, float] = {}
     start = time.perf_counter()
     torch.manual_seed(int(options["seed"]))
     generator = torch.Generator().manual_seed(int(options["seed"]))
-    mod_name, _, fn_name = options["target"].partition(":")
-    target = getattr(importlib.import_module(mod_name), fn_name or "build")(
-        **options.get("build", {}), device="cpu")
+    target = _built(options, allow_code)
     module = target.module.eval()
     norms = _trained_looking(module, generator)
     weights = _load_weights(module, options["weights"]) if options.get("weights") else None
@@ -232,29 +288,22 @@ def main(argv: list[str]) -> int:
         start = time.perf_counter()
         outputs = _reference(module, args, kwargs, out / "reference.safetensors")
         seconds["reference"] = time.perf_counter() - start
-    json.dump({
-        "ok": True, "params": params, "norms_set": norms, "nonfinite_state": nonfinite,
-        "dtype": target.dtype, "inputs": [{"name": n, "values": h, "shape": list(v.shape),
-                                           "dtype": str(v.dtype).removeprefix("torch.")}
-                                          for n, h, v in zip(names, how, values, strict=True)],
-        "outputs": outputs, "weights": weights, "seconds": seconds, "peak_mb": peak_mb(),
-        "torch": torch.__version__,
-        "files": {"program": str(out / "program.pt2"),
-                  "inputs": str(out / "main.inputs.safetensors"),
-                  **({"reference": str(out / "reference.safetensors")} if outputs else {})},
-    }, protocol)
-    protocol.write("\n")
-    protocol.flush()
+    tmp = result.with_suffix(".tmp")
+    with tmp.open("w") as protocol:
+        json.dump({
+            "ok": True, "params": params, "norms_set": norms, "nonfinite_state": nonfinite,
+            "dtype": target.dtype, "inputs": [{"name": n, "values": h, "shape": list(v.shape),
+                                               "dtype": str(v.dtype).removeprefix("torch.")}
+                                              for n, h, v in zip(names, how, values, strict=True)],
+            "outputs": outputs, "weights": weights, "seconds": seconds, "peak_mb": peak_mb(),
+            "torch": torch.__version__,
+            "files": {"program": str(out / "program.pt2"),
+                      "inputs": str(out / "main.inputs.safetensors"),
+                      **({"reference": str(out / "reference.safetensors")} if outputs else {})},
+        }, protocol)
+    tmp.replace(result)
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except WeightsMismatch as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    except Exception as exc:  # noqa: BLE001 - one line for the caller, who reports it
-        lines = str(exc).strip().splitlines()
-        print(f"error: {type(exc).__name__}: {lines[0] if lines else ''}", file=sys.stderr)
-        sys.exit(1)
+    sys.exit(main(sys.argv[1:]))

@@ -25,6 +25,7 @@ from typing import Any
 
 from inventory.registry import Bundle
 from inventory.trace import extra
+from inventory.trace.service import recipe_process
 from inventory.verify import cuts, drift, forms, parts, whole
 from oracle.progress import Progress
 from oracle.releases import EnvError
@@ -46,11 +47,12 @@ class Missing(Exception):
 
 class _Parts:
     def __init__(self, bundle: Bundle, session: Session, weights: Path | None,
-                 use_cache: bool, allow_code: bool, progress: Progress, read_only: bool
-                 ) -> None:
+                 use_cache: bool, allow_code: bool, progress: Progress, read_only: bool,
+                 recipe_root: Path | None = None) -> None:
         self.bundle, self.session, self.weights = bundle, session, weights
         self.use_cache, self.allow_code, self.progress = use_cache, allow_code, progress
         self.read_only = read_only
+        self.recipe_root = recipe_root
         self.all_cached = True
 
     def part(self, folder: Path, make: parts.Make, keep: Callable[[dict[str, Any]], bool],
@@ -68,14 +70,19 @@ class _Parts:
         folder = parts.build_folder(self.bundle, form, self.weights, reference)
 
         def make(work: Path) -> dict[str, Any]:
-            try:  # the `trace` extra, installed on first use
-                python = extra.module_python(self.session.catalog, self.progress)
+            site = None
+            try:
+                if form.recipe is not None:  # as a trace of the recipe runs it
+                    python, site = recipe_process(self.bundle, self.session.catalog,
+                                                  self.progress)
+                else:  # the `trace` extra, installed on first use
+                    python = extra.module_python(self.session.catalog, self.progress)
             except EnvError as exc:
                 raise whole.VerifyError(f"{self.bundle.name}: the {form.name} module cannot be "
                                         f"built: {exc}") from None
             self.progress(f"{self.bundle.name}: building the whole module, {form.described()}")
             return whole.build(self.bundle, form, work, reference, self.weights,
-                               self.allow_code, python)
+                               self.allow_code, python, self.recipe_root, site)
         return {**self.part(folder, make, _always, parts.BUILDING), "folder": str(folder)}
 
     def sides(self, build: dict[str, Any], releases: list[str]) -> dict[str, dict[str, Any]]:
@@ -151,24 +158,28 @@ def _differs(pair: dict[str, Any]) -> bool:
 def measure(bundle: Bundle, session: Session, releases: list[str],
             weights: Path | None, use_cache: bool, allow_code: bool, progress: Progress,
             read_only: bool = False, run_budget: float | None = DEFAULT_RUN_BUDGET,
-            full: bool = False) -> dict[str, Any]:
+            full: bool = False, recipe_root: Path | None = None) -> dict[str, Any]:
     """The chain's record: its sides, steps, the exporter-to-target pair, the model-level runs
     (within `run_budget` seconds, None: whatever they cost) and the region runs of every step
     whose programs differ. `read_only`: only what is stored (raises Missing otherwise); `full`:
-    the full target even where the registry states a miniature."""
+    the full target even where the registry states a miniature; `recipe_root`: a recipe-traced
+    bundle is built by its own builder from that checkout."""
     start = time.perf_counter()
     if run_budget is not None and math.isinf(run_budget):
         run_budget = None  # no limit (`--run-budget inf`): JSON has no infinity
+    form = forms.compared_form(bundle, full, recipe_root)
+    run_form = forms.run_form(bundle, full, recipe_root)
     key = json.dumps([str(parts.store.results_root()), bundle.name, bundle.verify,
                       bundle.pipeline.decompositions, bundle.pipeline.optimize, releases,
-                      str(weights), run_budget, full], sort_keys=True, default=str)
+                      str(weights), run_budget, full, form.to_json(), run_form.to_json()],
+                     sort_keys=True, default=str)
     if use_cache and key in _READ:
         # read back whole earlier in this process (plan reads a chain once for its check and
         # again for each pipeline record): the same stored parts, not read again
         return _READ[key]
-    form, run_form = forms.compared_form(bundle, full), forms.run_form(bundle, full)
     same_form = run_form == form
-    p = _Parts(bundle, session, weights, use_cache, allow_code, progress, read_only)
+    p = _Parts(bundle, session, weights, use_cache, allow_code, progress, read_only,
+               recipe_root)
     record: dict[str, Any] = {"bundle": bundle.name, "releases": releases,
                               "form": form.to_json()}
     record["build"] = p.build(form, reference=same_form)

@@ -32,6 +32,7 @@ from inventory.policy import Policy
 from inventory.registry import Bundle, exporter_release
 from inventory.release_notes import Sweep, registry_regimes, sweep
 from inventory.trace import trust
+from inventory.trace.service import TraceError, vet
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify import chain, cuts, explain, forms, whole
 from oracle.fixes import Fix, between
@@ -234,13 +235,14 @@ def _overall_verdict(b_record: dict[str, Any], policy: Policy, dtype: str) -> Pr
     return _judged_at_regions(b_record, policy.tolerance_for(dtype), why)
 
 
-def _judged_at_regions(b_record: dict[str, Any], tolerance: float, why_not: str
-                       ) -> ProbeVerdict:
+def _judged_at_regions(b_record: dict[str, Any], tolerance: float, why_not: str,
+                       step: str | None = None) -> ProbeVerdict:
     """Without a model-level run, the level is the region runs' drift, every cut output of
-    every step, judged by the same policy; a region that was not measured at its cut (nothing
-    located, or no cut reproduces it) leaves the answer inconclusive, since its drift is
-    unknown."""
-    regions = [r for s in b_record.get("region_runs") or [] for r in s.get("regions", [])]
+    every step (`step`: of that step only), judged by the same policy; a region that was not
+    measured at its cut (nothing located, or no cut reproduces it) leaves the answer
+    inconclusive, since its drift is unknown."""
+    regions = [r for s in b_record.get("region_runs") or [] if step in (None, s.get("step"))
+               for r in s.get("regions", [])]
     unmeasured = [r for r in regions if not r.get("drift")]
     rows = [row for r in regions for row in r.get("drift") or []]
     if not rows or unmeasured:
@@ -256,24 +258,62 @@ def _judged_at_regions(b_record: dict[str, Any], tolerance: float, why_not: str
                         f"{verdict.reason}")
 
 
+# where a step's level comes from: the step's model-level runs, else its regions' own cuts
+MODEL_LEVEL, REGION_CUTS = "model-level run", "region cuts"
+
+
+def step_verdict(b_record: dict[str, Any], step: dict[str, Any], policy: Policy, dtype: str
+                 ) -> tuple[ProbeVerdict, str | None]:
+    """One release step's level, judged as the bundle's is: its drift in the model-level runs
+    when they ran, else its regions' drift at their own cuts; and which of the two it is (None
+    when nothing was measured: identical programs, or a side that does not convert). A record
+    answered from the whole program (a pipeline record, a lowering record its regions join)
+    takes this level for its step: one measurement, one answer."""
+    shipped = (step.get("shipped") or {}).get("identity")
+    if shipped == "identical":
+        return ProbeVerdict(Verdict.SAME_PROGRAM, Reexport.NO,
+                            f"identical shipped programs in {step['step']}"), None
+    if shipped != "differs":
+        return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
+                            f"the whole program cannot be compared across {step['step']} "
+                            f"({shipped})"), None
+    tolerance = policy.tolerance_for(dtype)
+    m = (b_record.get("run") or {}).get("measurement") or {}
+    why = m.get("error") or "; ".join(m.get("attempts", [])) or "not run"
+    if step.get("drift"):
+        verdict = explain.judge_drift(step["drift"], step.get("runtime"), tolerance)
+        return ProbeVerdict(verdict.verdict, verdict.reexport,
+                            f"{MODEL_LEVEL}: {verdict.reason}"), MODEL_LEVEL
+    return _judged_at_regions(b_record, tolerance, why, step["step"]), REGION_CUTS
+
+
+def _with_level(step: dict[str, Any], b_record: dict[str, Any], policy: Policy, dtype: str
+                ) -> None:
+    verdict, source = step_verdict(b_record, step, policy, dtype)
+    step.update(verdict=verdict.verdict, reexport=verdict.reexport, reason=verdict.reason,
+                drift_source=source)
+
+
 # ---- the measured part --------------------------------------------------------------------
 
 
 def measured(bundle: Bundle, session: Session, exporter: str, to: str, weights: Path | None,
              use_cache: bool, allow_code: bool, progress: Progress, read_only: bool = False,
-             run_budget: float | None = chain.DEFAULT_RUN_BUDGET, full: bool = False
-             ) -> tuple[dict[str, Any], bool]:
+             run_budget: float | None = chain.DEFAULT_RUN_BUDGET, full: bool = False,
+             recipe_root: Path | None = None) -> tuple[dict[str, Any], bool]:
     """The chain's record (measured now where a part is not stored), and whether every part
     was read back. `read_only`: raises chain.Missing unless every part is stored; `full`: the
-    full target even where the registry states a miniature."""
+    full target even where the registry states a miniature; `recipe_root`: a recipe-traced
+    bundle built by its own builder from that checkout."""
     releases = [exporter] + [b for _a, b in release_steps(session.catalog, exporter, to)]
     try:
         record = chain.measure(bundle, session, releases, weights, use_cache, allow_code,
                                progress, read_only=read_only, run_budget=run_budget,
-                               full=full)
+                               full=full, recipe_root=recipe_root)
     except whole.VerifyError as exc:
         # never stored: a failed build is told, and measured again next time
-        return {"error": str(exc), "form": forms.compared_form(bundle, full).to_json()}, False
+        form = forms.compared_form(bundle, full, recipe_root)
+        return {"error": str(exc), "form": form.to_json()}, False
     return record, bool(record.get("cached"))
 
 
@@ -292,6 +332,7 @@ def assembled(bundle: Bundle, exporter: str, assumed: bool, to: str, record: dic
     limitations: list[str] = []
     for pair in record["steps"]:
         summary, step_regions = _step(record, pair, fixes)
+        _with_level(summary, record, policy, bundle.dtype)
         if summary["step"] in step_probes:
             p, inc, lim = reconcile_step(summary, step_regions, step_probes[summary["step"]],
                                          present)
@@ -346,6 +387,12 @@ def _notes(bundle: Bundle, record: dict[str, Any], deviations: list[str]) -> lis
     if form.get("standin"):
         notes.append(f"the module is the stand-in {form['target']}, not the recipe's own: its "
                      f"stated differences are in [bundles.{bundle.name}.standin]")
+    recipe = form.get("recipe")
+    if recipe:
+        notes.append(f"the module is the recipe's own: {recipe['repository']} "
+                     f"{recipe['commit'][:12]} ({recipe['commit_source']}), {form['target']}, "
+                     "built by the registry's builder from --recipe-root"
+                     + ("; the checkout has local changes" if recipe["modified"] else ""))
     build = record.get("build", {})
     if build.get("torch"):
         notes.append(f"built and exported on torch {build['torch']} (the recipe's own torch "
@@ -354,26 +401,36 @@ def _notes(bundle: Bundle, record: dict[str, Any], deviations: list[str]) -> lis
 
 
 def _checked(bundles: list[Bundle], to: str, catalog: Catalog, allow_code: bool,
-             full: bool = False) -> None:
-    """A malformed form, a target the registry may not run, or a --to that is not later than
-    the exporter is refused before anything runs."""
+             full: bool = False, recipe_root: Path | None = None) -> None:
+    """A malformed form, a target or recipe builder the registry may not run (the trace's
+    trust rules), or a --to that is not later than the exporter is refused before anything
+    runs."""
     catalog.release(to)
+    if recipe_root is not None and not recipe_root.is_dir():
+        raise UsageError(f"--recipe-root {recipe_root}: not a folder")
     for bundle in bundles:
         exporter, _assumed = exporter_release(bundle.exporter, catalog)
         if version_key(exporter) >= version_key(to):
             raise UsageError(f"{bundle.name} was exported with coreai-torch {exporter}: "
                              f"--to must be a later release")
-        form = forms.compared_form(bundle, full)
-        forms.run_form(bundle, full)
+        form = forms.compared_form(bundle, full, recipe_root)
+        forms.run_form(bundle, full, recipe_root)
         try:
-            trust.check_target(form.target, f"[bundles.{bundle.name}] verify target", allow_code)
+            if form.recipe is not None:
+                vet(bundle, recipe_root, allow_code)
+            else:
+                trust.check_target(form.target, f"[bundles.{bundle.name}] verify target",
+                                   allow_code)
+        except TraceError as exc:  # names the bundle itself
+            raise forms.FormError(str(exc)) from None
         except trust.UntrustedCode as exc:
             raise forms.FormError(f"{bundle.name}: {exc}") from None
 
 
-def _checkable(bundle: Bundle, to: str, catalog: Catalog, full: bool = False) -> bool:
+def _checkable(bundle: Bundle, to: str, catalog: Catalog, full: bool = False,
+               recipe_root: Path | None = None, allow_code: bool = False) -> bool:
     try:
-        _checked([bundle], to, catalog, allow_code=False, full=full)
+        _checked([bundle], to, catalog, allow_code, full, recipe_root)
     except (forms.FormError, UsageError):
         return False
     return True
@@ -394,11 +451,12 @@ def verify(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog, p
            weights: dict[str, Path] | None = None, use_cache: bool = True,
            allow_code: bool = False, progress: Progress = lambda _: None,
            read_only: bool = False, run_budget: float | None = chain.DEFAULT_RUN_BUDGET,
-           full: bool = False) -> Verify:
+           full: bool = False, recipe_root: Path | None = None) -> Verify:
     """`read_only` (`plan` without --verify): only bundles whose every part is stored are
     answered; the others are left out. `full` (`--full`): each bundle's full target, even where
-    the registry states a miniature."""
-    _checked(bundles, to, catalog, allow_code, full)
+    the registry states a miniature. `recipe_root` (`--recipe-root`): a bundle whose recipe the
+    checkout holds is built by the recipe's own builder (`inventory.verify.forms`)."""
+    _checked(bundles, to, catalog, allow_code, full, recipe_root)
     out = []
     for bundle in bundles:
         exporter, assumed = exporter_release(bundle.exporter, catalog)
@@ -407,7 +465,8 @@ def verify(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog, p
                 record, cached = measured(bundle, session, exporter, to,
                                           (weights or {}).get(bundle.name), use_cache,
                                           allow_code, progress, read_only=read_only,
-                                          run_budget=run_budget, full=full)
+                                          run_budget=run_budget, full=full,
+                                          recipe_root=recipe_root)
             except chain.Missing:
                 continue
             if record.get("error"):
@@ -494,7 +553,8 @@ def region_line(g: dict[str, Any]) -> str:
 def verified(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog,
              policy: Policy, use_cache: bool = True, compute: bool = True,
              progress: Progress = lambda _: None,
-             run_budget: float | None = chain.DEFAULT_RUN_BUDGET, full: bool = False
+             run_budget: float | None = chain.DEFAULT_RUN_BUDGET, full: bool = False,
+             recipe_root: Path | None = None, allow_code: bool = False
              ) -> dict[str, BundleVerify]:
     """`plan`: each bundle's whole-program check, for the bundles exported before `to` (a bundle
     exported with `to` itself has nothing to compare). `compute=False` (plan without --verify):
@@ -503,7 +563,9 @@ def verified(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog,
              if version_key(exporter_release(b.exporter, catalog)[0]) < version_key(to)]
     if not compute:
         # reading only: a bundle without a form verify can build has nothing stored
-        later = [b for b in later if _checkable(b, to, catalog, full)]
+        later = [b for b in later
+                 if _checkable(b, to, catalog, full, recipe_root, allow_code)]
     result = verify(later, to, fixes, catalog, policy, use_cache=use_cache, progress=progress,
-                    read_only=not compute, run_budget=run_budget, full=full)
+                    read_only=not compute, run_budget=run_budget, full=full,
+                    allow_code=allow_code, recipe_root=recipe_root)
     return {b.bundle: b for b in result.bundles}

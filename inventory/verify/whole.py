@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 from inventory.errors import InventoryError
 from inventory.registry import Bundle
-from inventory.trace.service import PROJECT_ROOT, export_steps
+from inventory.trace.service import PROJECT_ROOT, export_steps, supervised
 from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Region, Side, regions
 from oracle import settings, store
@@ -54,7 +53,10 @@ def file_digest(path: Path) -> str:
 
 
 def target_source(form: Form) -> str:
-    """The target module's own source digest: a change to the module changes the program."""
+    """The target module's own source digest: a change to the module changes the program (a
+    recipe's file is digested where the form is made, `inventory.verify.forms`)."""
+    if form.recipe is not None:
+        return str(form.recipe["source"])
     module = form.target.partition(":")[0]
     path = PROJECT_ROOT / (module.replace(".", "/") + ".py")
     return file_digest(path)[:16] if path.is_file() else module
@@ -64,23 +66,36 @@ def target_source(form: Form) -> str:
 
 
 def build(bundle: Bundle, form: Form, out: Path, reference: bool, weights: Path | None,
-          allow_code: bool, python: str = sys.executable) -> dict[str, Any]:
-    """`python`: the interpreter with the `trace` extra (`inventory.trace.extra`)."""
-    options = {"target": form.target, "build": form.build, "seed": SEED,
-               "export": export_steps(bundle), "weights": str(weights) if weights else None,
-               "reference": reference, "out": str(out), "allow_code": allow_code}
+          allow_code: bool, python: str = sys.executable, recipe_root: Path | None = None,
+          site: str | None = None) -> dict[str, Any]:
+    """Build the form's module in a subprocess (`build_worker`), with `python`: the interpreter
+    with the `trace` extra (`inventory.trace.extra`) for a project target; for a recipe form,
+    built from the checkout `recipe_root` by the recipe's builder, the interpreter and the
+    converter site-packages (`site`) a trace of the recipe runs with
+    (`inventory.trace.service.recipe_process`)."""
+    options: dict[str, Any] = {
+        "target": form.target, "build": form.build, "seed": SEED,
+        "export": export_steps(bundle), "weights": str(weights) if weights else None,
+        "reference": reference, "out": str(out), "allow_code": allow_code}
+    if form.recipe is not None:
+        if recipe_root is None or site is None:
+            raise VerifyError(f"{bundle.name}: the {form.name} module is the recipe's own: "
+                              "--recipe-root names the checkout it is built from")
+        options["recipe"] = {"root": str(recipe_root.resolve()),
+                             "builder": {**bundle.recipe["builder"], "kwargs": form.build},
+                             "dtype": bundle.dtype, "inputs": form.recipe["inputs"]}
+        options["site"] = site
     start = time.perf_counter()
-    proc = subprocess.run([python, "-m", "inventory.verify.build_worker",
-                           json.dumps(options)], capture_output=True, text=True,
-                          cwd=PROJECT_ROOT)
+    # the trace's process rules: a supervisor ends every process the builder starts, at most
+    # INVENTORY_TRACE_TIMEOUT seconds, options and result in a scratch folder of the store
+    run = supervised(python, "inventory.verify.build_worker", [], options, allow_code)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "build.log").write_text(proc.stderr)
-    if proc.returncode != 0 or not proc.stdout.strip():
-        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-        detail = (lines[-1] if lines else f"exit code {proc.returncode}").removeprefix("error: ")
-        if proc.returncode == 2 and weights is not None:
+    (out / "build.log").write_text(run.log)
+    if run.result is None:
+        detail = run.detail
+        if run.code == 2 and weights is not None:
             raise WeightsError(f"{bundle.name}: --weights {detail}")
-        if "ModuleNotFoundError" in detail:
+        if "ModuleNotFoundError" in detail and form.recipe is None:
             # the shipped bundles' upstream packages (pocket_tts, transformers) are the trace
             # extra, which `python` has: a module it lacks is one the extra does not bring
             where = "this interpreter" if python == sys.executable else python
@@ -90,7 +105,7 @@ def build(bundle: Bundle, form: Form, out: Path, reference: bool, weights: Path 
         kept = _kept_log(bundle, out / "build.log")
         raise VerifyError(f"{bundle.name}: building the {form.name} module failed: {detail} "
                           f"(log: {kept})")
-    answer = json.loads(proc.stdout)
+    answer = run.result
     answer["wall_seconds"] = time.perf_counter() - start
     answer["form"] = form.to_json()
     return answer

@@ -291,6 +291,59 @@ def size_source(arg: Any) -> str:
     return "constant"
 
 
+def _origin(graph_of: Any, symbol: Any) -> Any:
+    """The node of `graph_of`'s graph whose value is the unbacked `symbol` itself (the
+    `.item()` that made it), or None."""
+    for n in graph_of.graph.nodes:
+        v = val(n)
+        if isinstance(v, torch.SymInt) and v.node.expr == symbol:
+            return n
+    return None
+
+
+def item_layout(x: Any) -> tuple[list[int | str], str] | None:
+    """A node's shape with each data-dependent size (from `.item()`) spelt over the unbacked
+    sizes it is made of, named in order of first appearance (`[1, 200, "u0", 2]`,
+    `[1, 8, 200, "u0*u1"]`; static and dynamic sizes as their values are resolved elsewhere:
+    0 here), and where those sizes come from (SIZE_SOURCES: "data" if any of them reads an
+    input); None when no size is data-dependent. A probe rebuilds such a shape from `.item()`
+    the same way (`_probe.item_expand`), so the converter sees the same kind of size."""
+    v = val(x)
+    if not isinstance(v, torch.Tensor):
+        return None
+    names: dict[Any, sympy.Symbol] = {}
+    layout: list[int | str] = []
+    for d in v.shape:
+        if not is_symbolic(d):
+            layout.append(0)
+            continue
+        examples = backed(d.node.shape_env)
+        free = sorted(d.node.expr.free_symbols, key=str)
+        unbacked = [f for f in free if f not in examples]
+        if not unbacked:
+            layout.append(0)
+            continue
+        for f in sorted(unbacked, key=lambda f: str(d.node.expr).find(str(f))):
+            names.setdefault(f, sympy.Symbol(f"u{len(names)}"))
+        layout.append(str(d.node.expr.xreplace(names)))
+    if not names:
+        return None
+    sources = [size_source(o) if (o := _origin(x, f)) is not None else "data" for f in names]
+    return layout, ("data" if "data" in sources else "constant")
+
+
+def with_layout(params: dict[str, Any], x: Any, shape: list[int]) -> None:
+    """Record a data-dependent shape's layout (`item_shape`: the shape's values, each
+    data-dependent size spelt as in `item_layout`) and its `size_source`."""
+    found = item_layout(x)
+    if found is None:
+        return
+    layout, source = found
+    params["item_shape"] = [d if isinstance(d, str) else int(s)
+                            for d, s in zip(layout, shape, strict=True)]
+    params["size_source"] = source
+
+
 def size_range(v: Any, value: int, at_least: int = 1) -> list[int]:
     """[min, max] for a probe's dynamic dim standing for a symbolic size: the symbol's own
     bounds where finite, else [at_least, max(64, 2 * value)]."""

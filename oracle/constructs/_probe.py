@@ -136,3 +136,98 @@ def plant(x: torch.Tensor, specials: list[float], gen: torch.Generator,
 def number(v: Any) -> float:
     """A TOML value as a number; an int stays an int (an int / int scalar division)."""
     return v if isinstance(v, int | float) else float(v)
+
+
+# ---- sizes from .item() (a data-dependent size in a static-shape graph) -------------------------
+# SAM 3's decoder reads its feature map's height and width with `.item()` of `spatial_shapes`,
+# a tensor of python ints made in forward: unbacked sizes the converter sees as such, which the
+# optimizer folds once the constant is known. A probe of such an instance builds its sizes the
+# same way: h, w from `.item()` of a [1, 2] int64 tensor (a constant made in forward, or for
+# size_source "data" a graph input), pinned only as a product, as SAM 3's attention pins h * w,
+# so the sizes stay symbolic and read back as the instance's did ("assumed" factors, an
+# "asserted" product).
+
+
+def item_values(layout: list[int | str], shape: list[int]) -> tuple[int, int]:
+    """The two sizes (h, w) a data-dependent layout (`item_shape`, recorded beside the shape
+    that holds its sizes' values) stands for: `u0` and `u1` at their values, a product of both
+    split into equal factors (the detector's own assumption)."""
+    import math
+
+    known: dict[str, int] = {}
+    products: list[int] = []
+    for entry, value in zip(layout, shape, strict=True):
+        if entry == "u0*u1":
+            products.append(int(value))
+        elif entry in ("u0", "u1"):
+            known[entry] = int(value)
+    for n in products:
+        root = math.isqrt(n)
+        known.setdefault("u0", root if root * root == n else n)
+        known.setdefault("u1", n // max(1, known["u0"]))
+    h = known.get("u0", 1)
+    return h, known.get("u1", h)
+
+
+def item_sizes(values: tuple[int, int], hw: torch.Tensor | None = None) -> tuple[Any, Any]:
+    """Inside forward: h and w read with `.item()` (from `hw`, a graph input, or from a constant
+    made here), pinned as the product of `values`."""
+    if hw is None:
+        hw = torch.tensor([list(values)], dtype=torch.long)
+    h, w = hw[0, 0].item(), hw[0, 1].item()
+    torch._check(h * w == values[0] * values[1])
+    return h, w
+
+
+def item_size(entry: int | str, h: Any, w: Any) -> Any:
+    """One size of a layout: an int as it is, `u0`, `u1` or `u0*u1` from the .item() sizes."""
+    if isinstance(entry, int):
+        return entry
+    sizes = {"u0": h, "u1": w}
+    out: Any = 1
+    for factor in entry.split("*"):
+        if factor not in sizes:
+            raise ValueError(f"item_shape entry {entry!r}: only products of u0 and u1 are built")
+        out = out * sizes[factor]
+    return out
+
+
+def item_static(layout: list[int | str]) -> list[int]:
+    """The static tensor a data-dependent layout is expanded from: 1 at each data-dependent
+    size."""
+    return [v if isinstance(v, int) else 1 for v in layout]
+
+
+def item_expand(x: torch.Tensor, layout: list[int | str], h: Any, w: Any) -> torch.Tensor:
+    """`x` (of `item_static(layout)`) expanded to the layout's sizes: the data-dependent ones
+    from the .item() sizes."""
+    return x.expand(*[item_size(v, h, w) for v in layout])
+
+
+class _ItemShaped(torch.nn.Module):
+    """`inner` on inputs expanded to a data-dependent layout: the sizes read with `.item()`
+    (from a constant made in forward, or from the last input `hw`), as the instance's were."""
+
+    def __init__(self, inner: torch.nn.Module, layout: list[int | str],
+                 values: tuple[int, int], from_input: bool) -> None:
+        super().__init__()
+        self.inner = inner
+        self.layout = layout
+        self.values = values
+        self.from_input = from_input
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        xs, hw = (args[:-1], args[-1]) if self.from_input else (args, None)
+        h, w = item_sizes(self.values, hw)
+        return self.inner(*[item_expand(x, self.layout, h, w) for x in xs])
+
+
+def item_shaped(inner: torch.nn.Module, layout: list[int | str], shape: list[int],
+                source: str, inputs: dict[str, torch.Tensor]) -> Built:
+    """A probe whose tensor inputs (each built at `item_static(layout)`) take the instance's
+    data-dependent layout inside forward (`_graph.item_layout`; `shape` holds its values)."""
+    values = item_values(layout, shape)
+    if source == "data":
+        inputs = {**inputs, "hw": torch.tensor([list(values)], dtype=torch.long)}
+    return Built(_ItemShaped(inner, layout, values, source == "data"), inputs,
+                 fixed_dtype=("hw",))

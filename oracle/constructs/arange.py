@@ -46,9 +46,28 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
                 return torch.arange(self.start, x.shape[1], self.step, dtype=dtype)
             return x + torch.arange(self.start, self.end, self.step, dtype=dtype)
 
+    class _ArangeItem(_Arange):
+        """x + arange(start, h, step, dtype) where h is `.item()` of a [1, 2] size tensor (a
+        constant made in forward, or the input `hw`), pinned as a product (sam3's decoder)."""
+
+        def forward(self, x: torch.Tensor, hw: torch.Tensor | None = None  # type: ignore[override]
+                    ) -> torch.Tensor:
+            dtype = x.dtype if self.dtype == "input" else (
+                p.DTYPES[self.dtype] if self.dtype else None)
+            h, _w = p.item_sizes((int(self.end), int(self.end)), hw)
+            return x + torch.arange(self.start, h, self.step, dtype=dtype)
+
     start, end = p.number(params.get("start", 0)), p.number(params["end"])
     step = p.number(params.get("step", 1))
-    from_input = params.get("end_source") == "input"
+    source = params.get("end_source", "")
+    if source in ("constant", "data"):
+        # the end is .item() of a size tensor in a static graph: the probe reads it so too
+        inputs = {"x": torch.randn([int(params.get("batch", 1)), 1], generator=gen)}
+        if source == "data":
+            inputs["hw"] = torch.tensor([[int(end), int(end)]], dtype=torch.long)
+        return p.Built(_ArangeItem(start, end, step, params.get("arange_dtype", "input"), False),
+                       inputs, fixed_dtype=("hw",))
+    from_input = source == "input"
     n = int(end) if from_input else len(torch.arange(start, end, step))
     x = torch.randn([int(params.get("batch", 1)), n], generator=gen)
     dynamic = {"x": {1: ("length", 1, max(64, 2 * n))}} if from_input else {}
@@ -90,10 +109,11 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
         values.append(g.FALLBACK_SIZE if v is None else v)
         hows.append(h)
     params: dict[str, Any] = {"start": values[0], "end": values[1], "step": values[2]}
-    if g.is_symbolic(bounds[1]) and g.size_source(bounds[1]) == "input":
-        # the end is a dynamic input dimension: the program reads it off the input's shape
-        # (get_shape, then a slice and a cast; #56 changed that cast)
-        params["end_source"] = "input"
+    if g.is_symbolic(bounds[1]):
+        # "input": the end is a dynamic input dimension, the program reads it off the input's
+        # shape (get_shape, then a slice and a cast; #56 changed that cast); "constant" or
+        # "data": `.item()` of a size tensor in a static graph (sam3's decoder)
+        params["end_source"] = g.size_source(bounds[1])
     arg = node.kwargs.get("dtype")
     params["arange_dtype"] = g.name(arg) if arg is not None else ""
     dtype = g.probe_dtype(val.dtype, params)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from oracle.constructs._construct import Construct, Reader, ScanSignature
+from oracle.constructs._construct import Construct, Reader, ScanSignature, dims, generic_label
 
 if TYPE_CHECKING:
     import torch
@@ -46,7 +46,26 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
                 return torch.cat([self.up(x), y], dim=2)
             raise ValueError(self.mode)
 
+    class _CatLayout(torch.nn.Module):
+        """The instance's own layout: torch.cat of its inputs, of their recorded shapes, on
+        its recorded dim (a static cat: rank, dim and sizes are what the converter sees)."""
+
+        def __init__(self, dim: int) -> None:
+            super().__init__()
+            self.dim = dim
+
+        def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+            return torch.cat(list(inputs), dim=self.dim)
+
     mode = params.get("mode", "sliced")
+    if params.get("input_shapes") and "dim" in params and mode == "sliced" and not (
+            params.get("dynamic_length") or params.get("dynamic_batch")):
+        # a traced static cat: its own inputs and dim, not the [B, T, C] layout below (which
+        # catted sortformer's [1, 188, 512] + [1, 190, 512] on dim 2 and folded sam3's rank-5
+        # inputs to rank 3)
+        inputs = {f"x{i}": torch.randn([int(v) for v in shape], generator=gen)
+                  for i, shape in enumerate(params["input_shapes"])}
+        return p.Built(_CatLayout(int(params["dim"])), inputs)
     batch, length = int(params.get("batch", 2)), int(params.get("length", 12))
     c, d = int(params.get("channels", 8)), int(params.get("other_channels", 4))
     prefix = int(params.get("prefix", 4))
@@ -155,14 +174,23 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     return g.Found("cat_dynamic", g.with_sizes(params, how), dtype, g.module_path(node))
 
 
+def label(params: dict[str, Any], short: str) -> str:
+    shapes = params.get("input_shapes")
+    if not shapes:  # a library regime: the probe's own [B, T, C] layout
+        return generic_label("cat_dynamic", params, short)
+    return (f"cat {' + '.join(dims(s) for s in shapes)} dim {params.get('dim')} "
+            f"{params.get('mode', 'sliced')} {short}")
+
+
 CONSTRUCT = Construct(
     kind="cat_dynamic",
     params=("mode", "batch", "length", "channels", "other_channels", "prefix", "dynamic_length",
-            "dynamic_batch"),
+            "dynamic_batch", "dim", "input_shapes"),
     build=build,
     readers=(Reader(("aten.cat.default",), detect),),
     scan=ScanSignature(unseen="every concatenation is a plain concat op; which of them met a "
                               "dynamic axis is not named"),
     representative=("input_shapes", "batch", "length", "channels", "other_channels", "prefix",
                     "dim", "dynamic_length", "dynamic_batch"),
+    label=label,
 )

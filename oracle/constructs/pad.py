@@ -33,6 +33,13 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
             return torch.nn.functional.pad(x, self.pads, self.mode)
 
     shape = [int(v) for v in params["input_shape"]]
+    layout = params.get("item_shape")
+    if layout:  # sizes from .item() in a static graph (sam3's decoder): built the same way
+        module = _Pad([int(v) for v in params["pads"]], params.get("mode", "reflect"),
+                      float(params.get("value", 0.0)))
+        x = torch.randn(p.item_static(layout), generator=gen)
+        return p.item_shaped(module, layout, shape, params.get("size_source", "constant"),
+                             {"x": x})
     x = torch.randn(shape, generator=gen)
     if values == "adversarial":
         # Distinct values by position: a wrong reflection or replication index shows.
@@ -107,6 +114,7 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     shape, how = sizes.concrete(x)
     params["input_shape"] = shape
     _batch(params, x, shape)
+    g.with_layout(params, x, shape)
     dtype = g.probe_dtype(g.val(x).dtype, params)
     return g.Found("pad", g.with_sizes(params, how), dtype, g.module_path(node))
 
@@ -172,7 +180,7 @@ def label(p: dict[str, Any], short: str) -> str:
 
 CONSTRUCT = Construct(
     kind="pad",
-    params=("mode", "pads", "input_shape", "value", "dynamic_batch"),
+    params=("mode", "pads", "input_shape", "value", "dynamic_batch", "item_shape", "size_source"),
     build=build,
     readers=(
         Reader(("aten.constant_pad_nd.default",) + tuple(

@@ -31,6 +31,25 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return x * self.w.repeat(x.shape[0], 1)
 
+    class _RepeatLayout(torch.nn.Module):
+        """The instance's own layout: a learned tensor of its input shape repeated by its
+        repeats (sam3 tiles a [1, 1024, 24, 24] position table by [1, 1, 4, 4])."""
+
+        def __init__(self, shape: list[int], repeats: list[int]) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(shape))
+            self.repeats = repeats
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * self.w.repeat(*self.repeats)
+
+    shape, repeats = params.get("input_shape"), params.get("repeats")
+    if shape and repeats and not params.get("dynamic_batch"):
+        # a traced static repeat: its own rank and repeats, not a [1, N] row tiled [B, 1]
+        layout = _RepeatLayout([int(v) for v in shape], [int(v) for v in repeats])
+        p.fill_trained(layout, gen, values)
+        out = [int(s) * int(r) for s, r in zip(shape, repeats, strict=True)]
+        return p.Built(layout, {"x": torch.randn(out, generator=gen)})
     length = int(params.get("length", 16))
     module = _Repeat(length)
     p.fill_trained(module, gen, values)
@@ -70,7 +89,7 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="repeat_symbolic",
-    params=("batch", "length", "dynamic_batch"),
+    params=("batch", "length", "dynamic_batch", "input_shape", "repeats"),
     build=build,
     readers=(Reader(("aten.repeat.default",), detect),),
     scan=ScanSignature(unseen="a repeat lowers to plain tile/broadcast ops; whether its size was "

@@ -26,10 +26,11 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         (torch.div(a, b, rounding_mode=None)), scalar (a / divisor), tensor_0dim_fp32
         (a / torch.tensor(divisor, dtype=float32): a 0-dim fp32 tensor, whatever a's dtype)."""
 
-        def __init__(self, form: str, divisor: float) -> None:
+        def __init__(self, form: str, divisor: float, divisor_dtype: str = "") -> None:
             super().__init__()
             self.form = form
             self.divisor = divisor
+            self.divisor_dtype = divisor_dtype
 
         def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             if self.form == "tensor":
@@ -42,6 +43,9 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 
     class _DivideScalar(_Divide):
         def forward(self, a: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+            if self.form == "scalar" and self.divisor_dtype:
+                # a 0-dim tensor of another dtype that takes no part in the result type
+                return a / torch.tensor(self.divisor, dtype=p.DTYPES[self.divisor_dtype])
             if self.form == "scalar":
                 return a / self.divisor
             if self.form == "tensor_0dim_fp32":
@@ -51,10 +55,15 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
     form = params.get("form", "tensor")
     operands = params.get("operands", "int32")
     shape = [int(v) for v in params.get("shape", [4, 16])]
+    layout = params.get("item_shape")
+    # sizes from .item() in a static graph (sam3's decoder): the operands are built static,
+    # then expanded to them inside forward
+    built_shape = p.item_static(layout) if layout else shape
     divisor = p.number(params.get("divisor", 7))  # an int stays an int: int / int scalar
     if operands == "int32":
-        a = p.int_operand(shape, gen, -1000, 1000)
-        b = p.int_operand(shape, gen, 1, 50) * (p.int_operand(shape, gen, 0, 2) * 2 - 1)
+        a = p.int_operand(built_shape, gen, -1000, 1000)
+        b = p.int_operand(built_shape, gen, 1, 50) * (p.int_operand(built_shape, gen, 0, 2) * 2
+                                                      - 1)
         if values == "adversarial":  # int32 extremes; integers beyond fp32's exact range
             a.view(-1)[:6] = torch.tensor([p.INT_MAX["int32"], p.INT_MIN["int32"], 2**24 + 1,
                                            -(2**24) - 1, 0, 7], dtype=torch.int32)
@@ -63,16 +72,21 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
             b.view(-1)[-3:] = 0
             a.view(-1)[-3:] = torch.tensor([5, -5, 0], dtype=torch.int32)
     elif operands == "float":
-        a = torch.randn(shape, generator=gen) * 3.0
-        b = torch.randn(shape, generator=gen).abs() + 0.5
+        a = torch.randn(built_shape, generator=gen) * 3.0
+        b = torch.randn(built_shape, generator=gen).abs() + 0.5
         if values == "adversarial":
             a = p.plant(a, [0.0, -0.0, math.inf, 6e4], gen, 0.1)
             b = p.plant(b, [0.0, -0.0, 1e-4, math.inf], gen, 0.1)
     else:
         raise ValueError(f"unknown operands {operands!r}")
-    if form in ("scalar", "tensor_0dim_fp32"):
-        return p.Built(_DivideScalar(form, divisor), {"a": a})
-    return p.Built(_Divide(form, divisor), {"a": a, "b": b})
+    scalar = form in ("scalar", "tensor_0dim_fp32")
+    module = _DivideScalar(form, divisor, params.get("divisor_dtype", "")) if scalar \
+        else _Divide(form, divisor)
+    inputs = {"a": a} if scalar else {"a": a, "b": b}
+    if layout:
+        return p.item_shaped(module, layout, shape, params.get("size_source", "constant"),
+                             inputs)
+    return p.Built(module, inputs)
 
 
 # ---- the detector ------------------------------------------------------------------------------
@@ -124,6 +138,9 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
         form = "tensor_0dim_fp32" if wider else "scalar"
         if not a_float and b_dtype.is_floating_point:
             params["divisor"] = 7.0  # a float divisor (its value is not in the graph)
+        if form == "scalar":
+            # the probe divides by a 0-dim tensor of this dtype too (sam3: by an int64 size)
+            params["divisor_dtype"] = g.name(b_dtype)
     else:  # a Python number, or a SymInt / SymFloat node
         value, value_how = sizes.number(b)
         kind = type(g.val(b)).__name__ if isinstance(b, torch.fx.Node) else type(b).__name__
@@ -136,6 +153,7 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
             params["divisor"] = 7.0  # a symbolic float: a float divisor stands in
     params = {"form": form, "operands": operands, "shape": shape, **params,
               "operand_types": described}
+    g.with_layout(params, node, shape)
     # integer operands: int32 inputs whatever the dtype, the result in torch's default float
     dtype = "float32" if operands == "int32" else g.probe_dtype(g.val(node).dtype, params)
     return g.Found("true_divide", g.with_sizes(params, how), dtype, g.module_path(node))
@@ -147,7 +165,8 @@ def label(p: dict[str, Any], short: str) -> str:
 
 CONSTRUCT = Construct(
     kind="true_divide",
-    params=("form", "operands", "shape", "divisor", "divide_by_zero"),
+    params=("form", "operands", "shape", "divisor", "divide_by_zero", "divisor_dtype",
+            "item_shape", "size_source"),
     build=build,
     readers=(Reader(tuple(_DIV_FORMS), detect),),
     scan=ScanSignature(unseen="a division lowers to plain div/cast ops; which operand types it "

@@ -2,14 +2,19 @@
 snapshot and the test that checks it.
 
 Each entry is one command run through the CLI exactly as a user runs it (a subprocess of
-`python -m inventory.cli ... --json -q` in the repository root, on the default result store):
+`python -m inventory.cli ... --json -q` in the repository root), on a result store of the
+suite's own (`stores()`: the environments are shared, the results are not the user's):
 
 - `affected/<fix>`: `affected --fix <fix>` for every fix record in `oracle/fixes.toml`;
 - `plan/<release>`: `plan --to <release>` for every release in `oracle/converters.toml` after the
   oldest;
 - `release-notes/<a>-<b>`: `release-notes --from <a> --to <b>` for each consecutive pair;
 - `plan/0.4.2-draft-no54`: `plan --to 0.4.2 --fixes tests/golden/drafts/no54.toml`, release day
-  with a draft database that lacks #54's record (its change still counts).
+  with a draft database that lacks #54's record (its change still counts);
+- `checked/...`: the plans and the pipeline records again, on a store that also holds every
+  bundle's whole-program check (`plan --to V --verify` for every V, run first): what a stored
+  check changes in the answer (it joins the plan, and answers a pipeline record on the
+  bundle's own program), pinned beside the answers without one.
 
 The test suite also computes, with these, `sweep --registry` per step and one library sweep
 (`lanes()`, `compute()`): not pinned here, read by other tests from the same runs.
@@ -71,14 +76,19 @@ def releases() -> list[str]:
     return sorted(tomllib.loads(CONVERTERS.read_text()).get("converters", {}), key=_version_key)
 
 
+BARE, CHECKED = "bare", "checked"  # the suite's two result stores (see `stores`)
+
+
 @dataclass(frozen=True)
 class Entry:
-    key: str  # "affected/40", "plan/0.4.2", "release-notes/0.4.1-0.4.2": also the file's path
+    key: str  # "affected/40", "plan/0.4.2", "checked/plan/0.4.1": also the file's path
     args: tuple[str, ...]  # the CLI arguments (without --json -q)
+    store: str = BARE  # which of the suite's stores it runs on
 
     @property
     def section(self) -> str:
-        return self.key.split("/", 1)[0]
+        """The command whose answer it is (its extraction)."""
+        return self.args[0]
 
     @property
     def file(self) -> Path:
@@ -96,7 +106,34 @@ def entries() -> list[Entry]:
     out += [Entry(f"release-notes/{a}-{b}", ("release-notes", "--from", a, "--to", b))
             for a, b in zip(rel, rel[1:], strict=False)]
     out += [Entry(f"affected/{f}", ("affected", "--fix", f)) for f in fix_ids()]
+    return out + checked_entries()
+
+
+def pipeline_ids() -> list[str]:
+    """The pipeline records' ids: the records a stored whole-program check answers."""
+    return [str(f["id"]) for f in tomllib.loads(FIXES.read_text()).get("fix", [])
+            if f.get("kind") == "pipeline"]
+
+
+def checked_entries() -> list[Entry]:
+    """The answers a stored check changes, on the store that holds every bundle's: each plan
+    (the check joins it) and each pipeline record's `affected` (answered on the bundle's own
+    program)."""
+    rel = releases()
+    out = [Entry(f"checked/plan/{v}", ("plan", "--to", v), CHECKED) for v in rel[1:]]
+    out.append(Entry("checked/plan/0.4.2-draft-no54", (
+        "plan", "--to", "0.4.2", "--fixes", "tests/golden/drafts/no54.toml"), CHECKED))
+    out += [Entry(f"checked/affected/{f}", ("affected", "--fix", f), CHECKED)
+            for f in pipeline_ids()]
     return out
+
+
+def check_runs() -> list[Entry]:
+    """What puts every bundle's whole-program check in the checked store: `plan --to V
+    --verify` for every V, the newest first (its chains hold most sides the others read).
+    Not pinned: the stored answers after them are."""
+    return [Entry(f"verify/{v}", ("plan", "--to", v, "--verify"), CHECKED)
+            for v in reversed(releases()[1:])]
 
 
 def sweep_entries() -> list[Entry]:
@@ -118,7 +155,8 @@ def lanes() -> list[list[Entry]]:
     3. the `affected` entries, answered from the store."""
     by_section: dict[str, list[Entry]] = {}
     for entry in entries():
-        by_section.setdefault(entry.section, []).append(entry)
+        if entry.store == BARE:
+            by_section.setdefault(entry.section, []).append(entry)
     # The library sweep of the step most fixes ship in: most of its regimes are converted by
     # that step's release notes just before it, in the same lane.
     library = [Entry("sweep/0.4.1-0.4.2", ("sweep", "--from", "0.4.1", "--to", "0.4.2"))]
@@ -128,24 +166,97 @@ def lanes() -> list[list[Entry]]:
 
 def compute(workers: int = 2) -> None:
     """Run every entry of the matrix once (each `run_cli` is cached for the process), in the
-    order of `lanes()`, `workers` runs at a time."""
+    order of `lanes()`, `workers` runs at a time, on the bare store; then the checked store is
+    given the bare one's results, every bundle's check (`check_runs`), and its entries run."""
     from concurrent.futures import ThreadPoolExecutor
 
     def lane(todo: list[Entry]) -> None:
         for entry in todo:
-            run_cli(entry.args)
+            run_entry(entry)
 
     steps, notes, plans, rest = lanes()
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for phase in ([[e] for e in steps], [notes, plans], [[e] for e in rest]):
             for done in [pool.submit(lane, todo) for todo in phase]:
                 done.result()
+    share_results(stores()[BARE], stores()[CHECKED])
+    for entry in check_runs():
+        run_entry(entry)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for done in [pool.submit(lane, [e]) for e in checked_entries()]:
+            done.result()
+
+
+# ---- the suite's own result stores ----------------------------------------------------------
+# A stored whole-program check changes answers by design (it joins `plan` and answers a
+# pipeline record), so answers computed on the user's store would depend on what else it holds.
+# The suite keeps two of its own under the user's cache, beside the shared environments:
+# `bare`, which never holds a check (any found there is removed before a run: the suite
+# controls it), and `checked`, which holds every bundle's check. Both persist, so a second
+# session reads what the first measured.
+SUITE = "suite"
+SUITE_ROOT = "INVENTORY_SUITE_ROOT"  # the user's cache the suite's stores live in
+CHECK_PARTS = "verify-"  # the stored parts of a whole-program check (inventory.verify.parts)
+
+
+def _user_cache() -> Path:
+    given = os.environ.get(SUITE_ROOT) or os.environ.get("INVENTORY_CACHE")
+    if given:
+        return Path(given).expanduser().resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return ((Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "inventory").resolve()
+
+
+@functools.cache
+def stores() -> dict[str, Path]:
+    """The suite's two stores (each a cache whose `envs` is the user's), made once per process;
+    checks left in the bare one are removed."""
+    root = _user_cache()
+    os.environ.setdefault(SUITE_ROOT, str(root))
+    (root / "envs").mkdir(parents=True, exist_ok=True)
+    out = {}
+    for name in (BARE, CHECKED):
+        cache = root / SUITE / name
+        cache.mkdir(parents=True, exist_ok=True)
+        if not (cache / "envs").is_symlink():
+            (cache / "envs").symlink_to(root / "envs")
+        out[name] = cache
+    import shutil
+
+    results = out[BARE] / "results"
+    for part in results.glob(f"{CHECK_PARTS}*") if results.is_dir() else []:
+        shutil.rmtree(part, ignore_errors=True)
+    return out
+
+
+def suite_env(store: str) -> dict[str, str]:
+    """The environment a CLI run on one of the suite's stores gets: its cache, no other
+    results store."""
+    env = {k: v for k, v in os.environ.items() if k != "INVENTORY_STORE"}
+    return {**env, "INVENTORY_CACHE": str(stores()[store])}
+
+
+def share_results(bare: Path, checked: Path) -> None:
+    """The bare store's results (probe comparisons, load checks: nothing of a check) in the
+    checked one too, as hard links (a stored result is never edited in place), so the checked
+    answers differ from the bare ones by the checks alone."""
+    source, target = bare / "results", checked / "results"
+    target.mkdir(parents=True, exist_ok=True)
+    for folder in source.iterdir() if source.is_dir() else []:
+        if folder.name.startswith((CHECK_PARTS, ".")) or (target / folder.name).exists():
+            continue
+        import shutil
+
+        try:
+            shutil.copytree(folder, target / folder.name, copy_function=os.link)
+        except OSError:
+            shutil.rmtree(target / folder.name, ignore_errors=True)  # measured there again
 
 
 def stored_keys() -> list[str]:
     """The entries the snapshot holds (whatever the sources say today)."""
     return sorted(str(p.relative_to(GOLDEN).with_suffix(""))
-                  for p in GOLDEN.glob("*/*.json"))
+                  for p in GOLDEN.glob("**/*.json") if p.parent != GOLDEN)
 
 
 # ---- running the CLI ------------------------------------------------------------------------
@@ -158,11 +269,16 @@ class Run:
     stderr: str
 
 
+def run_entry(entry: Entry) -> Run:
+    return run_cli(entry.args, entry.store)
+
+
 @functools.cache
-def run_cli(args: tuple[str, ...]) -> Run:
-    """One CLI run with --json, once per process (the tests and the schema checks share it)."""
+def run_cli(args: tuple[str, ...], store: str = BARE) -> Run:
+    """One CLI run with --json on one of the suite's stores, once per process (the tests and the
+    schema checks share it)."""
     proc = subprocess.run([sys.executable, "-m", "inventory.cli", *args, "--json", "-q"],
-                          capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
+                          capture_output=True, text=True, cwd=ROOT, env=suite_env(store))
     if "Traceback" in proc.stderr or not proc.stdout.strip():
         raise RuntimeError(f"inventory {' '.join(args)} --json failed (exit {proc.returncode}):"
                            f"\n{proc.stderr[-3000:]}")
@@ -220,6 +336,9 @@ def _affected(run: Run) -> dict[str, Any]:
                 "trained": {k: c["trained"][k] for k in ("verdict", "reexport")},
                 "if_met": {k: c["if_met"][k] for k in ("verdict", "reexport")},
             } for c in b["conditions"]],
+            **({"whole_program": {k: b["whole_program"][k] for k in
+                                  ("step", "to", "shipped", "drift_source")}}
+               if b["whole_program"] is not None else {}),
         } for b in d["bundles"]},
     }
 
@@ -255,8 +374,20 @@ def _plan(run: Run) -> dict[str, Any]:
                            for level in _PLAN_LEVELS for i in b[level] if i["changed_in"]},
             "unexplained": [f"{u['probe']} @ {u['step']}: {u['verdict']}, {u['reexport']}"
                             for u in b["unexplained"]],
+            "not_checked": b["not_checked"],
+            **({"verify": _check(b["verify"])} if b["verify"] is not None else {}),
         } for b in d["bundles"]},
     }
+
+
+def _check(v: dict[str, Any]) -> dict[str, Any]:
+    """A whole-program check as plan embeds it: its status and level, and each step's level
+    with the measurement it rests on (the drift's numbers are floats, left out)."""
+    return {"status": v["status"], "verdict": v["verdict"], "reexport": v["reexport"],
+            "steps": {s["step"]: f"{s['verdict']}, {s['reexport']} ({s['drift_source']})"
+                      for s in v["steps"]},
+            "regions": sorted({_credit(f"{r['step']} {r['stage']}", r["explained_by"])
+                               for r in v["regions"]})}
 
 
 def _notes(run: Run) -> dict[str, Any]:
@@ -287,7 +418,7 @@ def extract(entry: Entry, run: Run) -> dict[str, Any]:
 
 
 def fresh(entry: Entry) -> dict[str, Any]:
-    return extract(entry, run_cli(entry.args))
+    return extract(entry, run_entry(entry))
 
 
 def stored(entry: Entry) -> dict[str, Any] | None:
@@ -370,6 +501,7 @@ def dump(value: Any, indent: int = 0) -> str:
 
 def update() -> list[str]:
     """Rewrite the snapshot from a fresh run; return what changed."""
+    compute()  # in the matrix's order: the checked entries need every check stored first
     changes: list[str] = []
     wanted = entries()
     for entry in wanted:
@@ -396,6 +528,7 @@ def main(argv: list[str]) -> int:
         print("\n".join(changes) if changes else "no answer changed")
         print(f"snapshot: {GOLDEN.relative_to(ROOT)}/ ({len(entries())} entries)")
         return 0
+    compute()
     problems = [line for entry in entries() for line in check(entry)]
     known = {e.key for e in entries()}
     problems += [orphan(k) for k in stored_keys() if k not in known]

@@ -241,15 +241,66 @@ def example_inputs(builder: Builder, device: str = "cpu") -> dict[str, Any]:
     return out
 
 
+class _Values:
+    """Whether a module built on the meta device must also get values (verify runs it; a trace
+    never reads them). Set for one build by `with_values()`, in the build subprocess."""
+
+    wanted = False
+
+
+@contextmanager
+def with_values() -> Iterator[None]:
+    """Inside: `on_cpu` gives a meta-built module values (`materialise`), for `inventory verify`,
+    which runs what it builds."""
+    _Values.wanted = True
+    try:
+        yield
+    finally:
+        _Values.wanted = False
+
+
+def materialise(module: Any, meta: list[str]) -> None:
+    """Values for the tensors `meta` names, which were built on the meta device and now hold
+    uninitialised storage: each submodule's own `reset_parameters()` (the values its __init__
+    would have given, under the caller's seed). A tensor no reset reaches (a buffer computed in
+    __init__, a bare Parameter) cannot be given its values here: refused in one line, never
+    run with whatever the storage held."""
+    import torch
+
+    tensors = dict([*module.named_parameters(), *module.named_buffers()])
+    with torch.no_grad():
+        for name in meta:  # a marker no reset leaves behind
+            t = tensors[name]
+            if t.is_floating_point() or t.is_complex():
+                t.fill_(float("nan"))
+            elif t.dtype != torch.bool:
+                t.fill_(torch.iinfo(t.dtype).min)
+        for sub in module.modules():
+            reset = getattr(sub, "reset_parameters", None)
+            if callable(reset):
+                reset()
+    left = [n for n in meta if tensors[n].numel() and (tensors[n].dtype == torch.bool or bool(
+        (tensors[n].isnan() if tensors[n].is_floating_point() or tensors[n].is_complex()
+         else tensors[n] == torch.iinfo(tensors[n].dtype).min).all()))]
+    if left:
+        raise RecipeError(f"{len(left)} tensor(s) built on the meta device get no values from "
+                          f"any reset_parameters() ({', '.join(left[:3])}"
+                          f"{' ...' if len(left) > 3 else ''}): build the module on the CPU "
+                          "(random weights are fine) for it to be run")
+
+
 def on_cpu(module: Any, inputs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """A module built on the meta device, moved to uninitialised CPU storage (no init cost), and
     its inputs on the CPU: the recipes export CPU tensors, and some kernels' meta versions give
     other strides (extra clones in the graph). Values are never read: torch.export traces with
-    fake tensors."""
+    fake tensors (`with_values()`: they are, and the module gets them, `materialise`)."""
     import torch
 
-    if any(t.is_meta for t in [*module.parameters(), *module.buffers()]):
+    meta = [n for n, t in [*module.named_parameters(), *module.named_buffers()] if t.is_meta]
+    if meta:
         module = module.to_empty(device="cpu")
+        if _Values.wanted:
+            materialise(module, meta)
     cpu = {k: (torch.zeros_like(v, device="cpu") if isinstance(v, torch.Tensor) and v.is_meta
                else v) for k, v in inputs.items()}
     return module, cpu
@@ -272,3 +323,18 @@ def contract(root: Path, builder: Builder, dtype: str) -> Any:
              "uninitialised CPU storage if built on meta.")
     return TraceTarget(module=module, args=(), kwargs=inputs, dtype=dtype,
                        packages=builder.packages, notes=notes)
+
+
+def target(recipe: dict[str, Any], allow_code: bool) -> Any:
+    """The trace target a recipe's builder makes (`recipe`: the checkout's `root`, the
+    `builder` table, the bundle's `dtype`): the contract, or the adapter the registry names,
+    each checked first (the file inside the root, an adapter of this package unless
+    `allow_code`). In the trace subprocess, and in verify's build of a recipe-traced bundle."""
+    root = Path(recipe["root"])
+    builder = Builder.from_table(recipe["builder"])
+    check(builder, root, allow_code)
+    if not builder.adapter:
+        return contract(root, builder, recipe["dtype"])
+    mod_name, _, fn_name = builder.adapter.partition(":")
+    return getattr(importlib.import_module(mod_name), fn_name or "build")(
+        root, builder, recipe["dtype"])

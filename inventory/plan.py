@@ -302,7 +302,9 @@ def plan_record(p: Plan) -> dict:
         if i.ignored:
             entry["ignored"] = {"reason": i.ignored.reason,
                                 "expires": i.ignored.expires.isoformat()
-                                if i.ignored.expires else None}
+                                if i.ignored.expires else None,
+                                # the level the finding has without the ignore file
+                                "level": i.answer.reexport}
         return entry
 
     return {

@@ -57,6 +57,7 @@ def scan_dict(s: BundleScan) -> dict[str, Any]:
         "weights": s.weights,
         "notes": s.notes,
         "exporter": s.exporter,
+        "files": s.files,
         "loads": [{"core": o.core, "runtime": o.runtime, "outcome": o.outcome,
                    "stage": o.stage or None, "error": o.error or None,
                    "signal": o.signal or None, "log": o.files.get("log")} for o in s.loads],

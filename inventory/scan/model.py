@@ -84,6 +84,8 @@ class BundleScan:
     notes: list[str] = field(default_factory=list)
     exporter: str | None = None  # inferred from the producer stamp
     loads: list[RuntimeOutcome] = field(default_factory=list)  # per runtime tried
+    # every regular file of the bundle: {path (relative), bytes, sha256}, for a bill of materials
+    files: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

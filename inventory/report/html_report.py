@@ -90,9 +90,11 @@ class Report:
 
     @property
     def counts(self) -> dict[str, int]:
+        """Bundles per level (per status for a whole-program check), most urgent first."""
+        order = (*LEVELS[:3], "inconsistent", "consistent", "no")
+        found = {b.level for b in self.bundles}
         return {level: sum(b.level == level for b in self.bundles)
-                for level in (*LEVELS, "consistent", "inconsistent") if
-                any(b.level == level for b in self.bundles) or level in LEVELS}
+                for level in (*order, *sorted(found - set(order))) if level in found}
 
 
 def _finding(item: dict[str, Any], level: str, fix: str | None = None,

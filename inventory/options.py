@@ -78,6 +78,9 @@ RunBudget = Annotated[float, typer.Option(
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON (a versioned envelope).")]
 Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown.")]
+Details = Annotated[bool, typer.Option(
+    "--details", help="Everything the answer holds: each record that does not affect a bundle "
+                      "(folded to a count by default) and every probe's evidence.")]
 Tolerance = Annotated[float | None, typer.Option(
     "--tolerance", metavar="NUMBER",
     help="Relative error vs torch fp32 beyond which a shipped output is wrong "

@@ -23,6 +23,7 @@ from inventory.loads import LoadAnswer, load_answer_record
 from inventory.policy import Policy
 from inventory.registry import Bundle, exporter_release
 from inventory.release_notes import StepSweeps, Unrecorded, sweep_steps
+from inventory.summary import BundleLine, Summary, summarise
 from inventory.verdict import IGNORED, ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.fixes import Fix, between
 from oracle.inputfile import read_text
@@ -329,6 +330,36 @@ def plan_record(p: Plan) -> dict:
         } for b in p.bundles],
         "suggest": suggestion(p),
     }
+
+
+def setting(b: BundlePlan, level: str) -> list[str]:
+    """The findings of a bundle at one level: its records (with their verdicts and the release
+    steps they change in), a load failure no record explains, the changes no record explains,
+    a step the sweep could not cover, the whole-program check's unrecorded changes."""
+    cells = [f"{i.fix.label} ({i.answer.verdict}{_steps(i)})" for i in b.by_level(level)]
+    if b.load is not None and not b.load_explained_by and b.load.reexport == level \
+            and level != Reexport.NO:
+        cells.append(f"load ({b.load.verdict})")
+    cells += [f"unrecorded {u.construct} ({u.verdict.verdict}, changes in {u.step.label})"
+              for u in b.unexplained if u.verdict.reexport == level]
+    if level == Reexport.INCONCLUSIVE:
+        cells += [f"not swept: {why}" for why in b.unswept]
+    if b.whole is not None:
+        cells += [f"whole program: unrecorded change in {u['step']} {u['stage']}"
+                  for u in b.whole.unrecorded if u["reexport"] == level]
+    return cells
+
+
+def _steps(i: PlanItem) -> str:
+    """The release steps the item's probes change in, when the range has more than one."""
+    steps = sorted({s.label for p in i.answer.probes if len(p.steps) > 1 for s in p.changed_in})
+    return f", changes in {' '.join(steps)}" if steps else ""
+
+
+def plan_summary(p: Plan) -> Summary:
+    """Per bundle its level and the findings that set it; a bundle at `no` is set by none."""
+    return summarise(BundleLine(b.bundle, b.reexport, ", ".join(setting(b, b.reexport)) or "-")
+                     for b in p.bundles)
 
 
 def suggestion(p: Plan) -> str | None:

@@ -25,8 +25,21 @@ from oracle.settings import check_all
 # (no markup, no :emoji: codes), so styles are given as `style=` or `Text`, never as markup.
 _LITERAL = {"markup": False, "emoji": False}
 err = Console(stderr=True, **_LITERAL)
-# Piped output (CI logs, files) gets a readable width instead of rich's 80-column default.
-out = Console(**_LITERAL) if Console().is_terminal else Console(width=150, **_LITERAL)
+out = Console(**_LITERAL)
+PIPED_WIDTH = 150
+
+
+def fit_width() -> None:
+    """Piped output (CI logs, files) is as wide as COLUMNS says, else a readable 150 instead of
+    rich's 80-column default; a terminal is as wide as it is. Read at each answer, so the
+    width of this run is the one in force (not the one when the module was imported)."""
+    if out.is_terminal:
+        return
+    columns = os.environ.get("COLUMNS", "")
+    out.width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
+
+
+fit_width()
 # INVENTORY_DEBUG=1: an internal error also prints its traceback (still exit code 4).
 DEBUG_ENV = "INVENTORY_DEBUG"
 

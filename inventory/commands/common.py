@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from inventory.options import check_number, check_release
 from inventory.output import OutputFormat, Renderer
-from inventory.terminal import out, progress, warn
+from inventory.terminal import fit_width, out, progress, warn
 from oracle.envs import python_ok
 from oracle.progress import Progress
 
@@ -57,6 +57,7 @@ def show(renderer: Renderer[T], fmt: OutputFormat, result: T,
          warnings: Sequence[str] = (), error: str | None = None) -> T:
     """The result in `fmt` (its warnings, and an error that ends the run with exit 2, in the
     JSON envelope), then the warnings on stderr."""
+    fit_width()
     renderer.render(result, fmt, out, warnings, error)
     warn(warnings)
     return result

@@ -3,6 +3,7 @@ shipped asset still loads where it ships."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +15,7 @@ from inventory.errors import ExitCode, exit_for_reexport
 from inventory.options import (
     AllowCode,
     Bundles,
+    Details,
     ExecutorName,
     Ignore,
     Json,
@@ -50,6 +52,7 @@ def plan_cmd(
     registry: Registry = DEFAULT_REGISTRY,
     as_json: Json = False,
     markdown: Markdown = False,
+    details: Details = False,
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
@@ -126,7 +129,8 @@ def plan_cmd(
         result = replace(result, verify_computed=verify)
         return since_baseline(result, baseline) if baseline is not None else result
 
-    result = report(Renderer("plan", plan_record, plan_table, plan_markdown), fmt, quiet, work,
+    table = functools.partial(plan_table, details=details)
+    result = report(Renderer("plan", plan_record, table, plan_markdown), fmt, quiet, work,
                     lambda r: r.warnings)
     if any(not v.consistent or v.inconclusive for v in result.verified.values()):
         finish(ExitCode.INCONCLUSIVE)

@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-from rich.console import Group
-from rich.table import Table
+from rich.console import Group, RenderableType
 from rich.text import Text
 
-from inventory.plan import BundlePlan, Plan, PlanItem, suggestion
+from inventory.plan import BundlePlan, Plan, plan_summary, setting, suggestion
+from inventory.report.table_fit import Column, fitted_table
+from inventory.verdict import rank
 
 _STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
           "inconclusive": "bold magenta", "ignored": "dim"}
 
 
-def _steps(i: PlanItem) -> str:
-    """The release steps the item's probes change in, when the range has more than one."""
-    steps = sorted({s.label for p in i.answer.probes if len(p.steps) > 1 for s in p.changed_in})
-    return f", changes in {' '.join(steps)}" if steps else ""
-
-
 def _fixes(b: BundlePlan, level: str) -> str:
     """The records at this level, then the changes no record explains that set it."""
-    cells = [f"{i.fix.label} ({i.answer.verdict}{_steps(i)})" for i in b.by_level(level)]
-    cells += [f"unrecorded {u.construct} ({u.verdict.verdict}, changes in {u.step.label})"
-              for u in b.unexplained if u.verdict.reexport == level]
-    return ", ".join(cells) or "-"
+    return ", ".join(setting(b, level)) or "-"
 
 
 def _unexplained(b: BundlePlan) -> list[str]:
@@ -49,11 +41,13 @@ def _lines(p: Plan, b: BundlePlan) -> list[tuple[str, str]]:
         out.append((f"{b.bundle} (load, no record explains it): {b.load.reason}", ""))
         out += [(f"  remedy: {r}", "") for r in b.load.remedies]
     for i in b.items:
-        if i.level in ("required", "inconclusive"):
-            out.append((f"{b.bundle} {i.fix.label}: {i.answer.reason}", ""))
+        if i.level in ("required", "inconclusive", "optional"):
+            out.append((f"{b.bundle} {i.fix.label} ({i.level}): {i.answer.reason}", ""))
             out += [(f"  remedy: {r}", "") for r in i.answer.remedies]
         if i.ignored:
-            out.append((f"{b.bundle} {i.fix.label}: ignored ({i.ignored.reason})", "dim"))
+            expires = f", expires {i.ignored.expires.isoformat()}" if i.ignored.expires else ""
+            out.append((f"{b.bundle} {i.fix.label}: ignored ({i.ignored.reason}{expires}); "
+                        f"answered {i.answer.reexport} ({i.answer.verdict})", "dim"))
         if i.answer.not_checked:
             out.append((f"{b.bundle} {i.fix.label}: not checked on its own program "
                         f"({i.answer.verdict}): {i.answer.not_checked}", ""))
@@ -79,28 +73,46 @@ def _verified(p: Plan, b: BundlePlan) -> list[str]:
     return lines
 
 
-def plan_table(p: Plan) -> Group:
+def plan_table(p: Plan, details: bool = False) -> Group:
+    """Summary line first; one row per bundle, worst level first, with the findings that set
+    its level; the not-affected records folded to a count (`details`: listed)."""
+    summary = plan_summary(p)
     since = f", changes since {p.baseline}" if p.baseline else ""
-    table = Table(title=f"Re-export plan for coreai-torch {p.to}{since}", show_lines=True,
-                  title_justify="left")
-    for col in ("bundle", "exporter", "re-export", "loads (deployment runtimes)", "forces it",
-                "cannot tell", "suggests it", "not affected"):
-        table.add_column(col, overflow="fold")
-    for b in p.bundles:
-        exporter = f"{b.exporter} (assumed)" if b.exporter_assumed else b.exporter
-        table.add_row(b.bundle, exporter, Text(b.reexport, style=_STYLE[b.reexport]),
-                      _loads(b), _fixes(b, "required"), _fixes(b, "inconclusive"),
-                      _fixes(b, "optional"), _fixes(b, "no"))
-    lines: list[Text] = [table]
+    head = Text(f"Re-export plan for coreai-torch {p.to}{since}\n", style="bold")
+    head.append(summary.line())
+    order = {line.bundle: n for n, line in enumerate(summary.bundles)}
+    bundles = sorted(p.bundles, key=lambda b: order[b.bundle])
+    columns = [Column("bundle", 0, no_wrap=True), Column("re-export", 0, no_wrap=True),
+               Column("set by", 0), Column("not affected", 1),
+               Column("exporter", 2, no_wrap=True), Column("loads (deployment runtimes)", 3)]
+    rows = [{"bundle": b.bundle,
+             "re-export": Text(b.reexport, style=_STYLE[b.reexport]),
+             "set by": _fixes(b, b.reexport) if b.reexport != "no" else "-",
+             "not affected": _not_affected(b, details),
+             "exporter": f"{b.exporter} (assumed)" if b.exporter_assumed else b.exporter,
+             "loads (deployment runtimes)": _loads(b)} for b in bundles]
+    lines: list[RenderableType] = [head, fitted_table(columns, rows)]
+    others = [(b.bundle, level, _fixes(b, level)) for b in bundles
+              for level in ("inconclusive", "optional") if rank(level) > rank(b.reexport)
+              and _fixes(b, level) != "-"]
+    lines += [Text(f"{bundle} also {level}: {cells}") for bundle, level, cells in others]
     deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
     lines += [Text(f"deployment runtimes: {d}") for d in deployments]
-    for b in p.bundles:
+    for b in bundles:
         lines += [Text(text, style=style) for text, style in _lines(p, b)]
     if (line := suggestion(p)) is not None:
         lines.append(Text(line, style="yellow"))
     for w in p.warnings:
         lines.append(Text(f"warning: {w}", style="yellow"))
     return Group(*lines)
+
+
+def _not_affected(b: BundlePlan, details: bool) -> str:
+    """The records answered `no` for the bundle: a count, or (details) each with its verdict."""
+    items = b.by_level("no")
+    if details:
+        return ", ".join(f"{i.fix.label} ({i.answer.verdict})" for i in items) or "-"
+    return f"{len(items)} record{'' if len(items) == 1 else 's'}" if items else "-"
 
 
 def plan_markdown(p: Plan) -> str:
@@ -124,6 +136,12 @@ def plan_markdown(p: Plan) -> str:
                 out.append(f"- **{b.bundle} {i.fix.label}** ({i.answer.verdict}): "
                            f"{i.answer.reason}")
                 out += [f"  - remedy: {r}" for r in i.answer.remedies]
+            if i.ignored:
+                expires = (f", expires {i.ignored.expires.isoformat()}"
+                           if i.ignored.expires else "")
+                out.append(f"- {b.bundle} {i.fix.label}: ignored ({i.ignored.reason}{expires}); "
+                           f"answered {i.answer.reexport} ({i.answer.verdict}): "
+                           f"{i.answer.reason}")
             if i.answer.not_checked:
                 out.append(f"- {b.bundle} {i.fix.label}: not checked on its own program "
                            f"({i.answer.verdict}): {i.answer.not_checked}")

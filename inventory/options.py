@@ -76,8 +76,17 @@ RunBudget = Annotated[float, typer.Option(
          "registry's measured seconds per run); over it they are skipped, said so, and the "
          "region runs measure every region. 'inf': always run.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON (a versioned envelope).")]
-Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown.")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON, a versioned envelope (= "
+                                                 "--format json).")]
+Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown (= --format "
+                                                         "markdown).")]
+Format = Annotated[str | None, typer.Option(
+    "--format", "-f", metavar="table|json|markdown",
+    help="The answer's format: table (the terminal's, the default), json (a versioned "
+         "envelope) or markdown. --json and --markdown are its aliases; give one.")]
+OutputFile = Annotated[Path | None, typer.Option(
+    "--output", "-o", metavar="FILE",
+    help="Write the answer to FILE (in --format) instead of standard output.")]
 Details = Annotated[bool, typer.Option(
     "--details", help="Everything the answer holds: each record that does not affect a bundle "
                       "(folded to a count by default) and every probe's evidence.")]
@@ -151,3 +160,14 @@ def check_recipe_root(value: Path | None) -> None:
     """A checkout that is not a folder is a mistake, said before anything runs."""
     if value is not None and not value.is_dir():
         raise UsageError(f"--recipe-root {value}: not a folder")
+
+
+def check_output(path: Path | None) -> None:
+    """`--output FILE` is checked before the run, not after it: its folder exists and the path
+    is no folder."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise UsageError(f"--output {path}: a folder, not a file")
+    if not path.parent.is_dir():
+        raise UsageError(f"--output {path}: no folder {path.parent}")

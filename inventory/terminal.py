@@ -152,7 +152,9 @@ def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Calla
     def register(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def guarded(*args: object, **kwargs: object) -> object:
-            as_json = bool(kwargs.get("as_json", False))
+            chosen = kwargs.get("output_format")
+            as_json = bool(kwargs.get("as_json", False)) or (
+                isinstance(chosen, str) and chosen.strip().lower() == "json")
             with document_only() if as_json else nullcontext(), \
                     answering(full_name or name, as_json):
                 check_all()  # every environment variable, before any work

@@ -13,16 +13,19 @@ from inventory.options import (
     AllowCode,
     Bundles,
     ExecutorName,
+    Format,
     Ignore,
     Json,
     Markdown,
     NoCache,
+    OutputFile,
     Quiet,
     RayAddress,
     RecipeRoot,
     Registry,
     Runtimes,
     Tolerance,
+    check_output,
     check_recipe_root,
     complete_fix,
     complete_release,
@@ -47,6 +50,8 @@ def affected_cmd(
     registry: Registry = DEFAULT_REGISTRY,
     as_json: Json = False,
     markdown: Markdown = False,
+    output_format: Format = None,
+    output: OutputFile = None,
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
@@ -78,7 +83,7 @@ def affected_cmd(
     Examples:
     inventory affected --fix 40
     inventory affected --fix 54 --to v0.4.3 --bundle sam3 --markdown
-    inventory affected --fix core-b3 --verify --json
+    inventory affected --fix core-b3 --verify -f json -o b3.json
 
     Exit codes:
     0  no bundle needs re-exporting for this fix
@@ -96,7 +101,9 @@ def affected_cmd(
     from inventory.runtimes import parse_overrides
     from oracle.fixes import find_fix, load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown)
+    fmt = OutputFormat.choose(as_json, markdown, output_format)
+
+    check_output(output)
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
     use_executor(executor, ray_address)
@@ -115,5 +122,5 @@ def affected_cmd(
                                   weights=checkpoints, runtimes=runtimes, fixes=records,
                                   verify=verify, recipe_root=recipe_root,
                                   allow_code=allow_code),
-        lambda r: r.warnings)
+        lambda r: r.warnings, to=output)
     finish(exit_for_reexport(result.reexport))

@@ -17,10 +17,12 @@ from inventory.options import (
     Bundles,
     Details,
     ExecutorName,
+    Format,
     Ignore,
     Json,
     Markdown,
     NoCache,
+    OutputFile,
     Quiet,
     RayAddress,
     RecipeRoot,
@@ -29,6 +31,7 @@ from inventory.options import (
     Runtimes,
     Tolerance,
     check_budget,
+    check_output,
     check_recipe_root,
     complete_release,
     release_option,
@@ -52,6 +55,8 @@ def plan_cmd(
     registry: Registry = DEFAULT_REGISTRY,
     as_json: Json = False,
     markdown: Markdown = False,
+    output_format: Format = None,
+    output: OutputFile = None,
     details: Details = False,
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
@@ -83,7 +88,7 @@ def plan_cmd(
     Examples:
     inventory plan --to 0.4.3
     inventory plan --to 0.4.3 --verify --bundle mimi
-    inventory plan --to 0.4.3 --baseline last-plan.json --markdown
+    inventory plan --to 0.4.3 --baseline last.json -f markdown -o plan.md
 
     Exit codes:
     0  no bundle needs re-exporting
@@ -102,7 +107,9 @@ def plan_cmd(
     from inventory.verify.service import verified
     from oracle.fixes import load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown)
+    fmt = OutputFormat.choose(as_json, markdown, output_format)
+
+    check_output(output)
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
     use_executor(executor, ray_address)
@@ -131,7 +138,7 @@ def plan_cmd(
 
     table = functools.partial(plan_table, details=details)
     result = report(Renderer("plan", plan_record, table, plan_markdown), fmt, quiet, work,
-                    lambda r: r.warnings)
+                    lambda r: r.warnings, to=output)
     if any(not v.consistent or v.inconclusive for v in result.verified.values()):
         finish(ExitCode.INCONCLUSIVE)
     finish(exit_for_reexport(result.reexport))

@@ -11,14 +11,17 @@ import typer
 from inventory.commands.common import ready, report, use_executor
 from inventory.options import (
     ExecutorName,
+    Format,
     FromRelease,
     Json,
     Markdown,
     NoCache,
+    OutputFile,
     Quiet,
     RayAddress,
     Registry,
     ToRelease,
+    check_output,
 )
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry
@@ -31,6 +34,8 @@ def release_notes_cmd(
     new: ToRelease,
     markdown: Markdown = False,
     as_json: Json = False,
+    output_format: Format = None,
+    output: OutputFile = None,
     registry: Registry = DEFAULT_REGISTRY,
     fixes: Annotated[Path, typer.Option(
         "--fixes", metavar="FILE",
@@ -47,7 +52,7 @@ def release_notes_cmd(
     Examples:
     inventory release-notes --from 0.4.1 --to 0.4.2
     inventory release-notes --from v0.4.2 --to v0.4.3 --markdown
-    inventory release-notes --from 0.4.1 --to 0.4.3 --fixes draft.toml --json
+    inventory release-notes --from 0.4.1 --to 0.4.3 -f json -o notes.json
 
     Exit codes:
     0  the notes were written (what changes is in them, not in the code)
@@ -61,7 +66,9 @@ def release_notes_cmd(
     from oracle.fixes import load_fixes
     from oracle.regimes import load_regimes
 
-    fmt = OutputFormat.choose(as_json, markdown)
+    fmt = OutputFormat.choose(as_json, markdown, output_format)
+
+    check_output(output)
     ready(("--from", old), ("--to", new))
     use_executor(executor, ray_address)
     records = load_fixes(fixes)
@@ -69,4 +76,4 @@ def release_notes_cmd(
            lambda progress: release_notes(old, new, records, load_regimes(),
                                           load_registry(registry), load_catalog(),
                                           load_policy(), use_cache=not no_cache,
-                                          progress=progress))
+                                          progress=progress), to=output)

@@ -10,7 +10,16 @@ import typer
 
 from inventory.commands.common import ready, run, show
 from inventory.errors import ExitCode
-from inventory.options import Json, Quiet, Registry, Runtimes, release_option
+from inventory.options import (
+    Format,
+    Json,
+    OutputFile,
+    Quiet,
+    Registry,
+    Runtimes,
+    check_output,
+    release_option,
+)
 from inventory.output import OutputFormat, Renderer
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from inventory.terminal import err, fail, finish, labelled
@@ -32,6 +41,8 @@ def scan_cmd(
              "bundle's producer names, then the others).")] = None,
     runtime: Runtimes = None,
     as_json: Json = False,
+    output_format: Format = None,
+    output: OutputFile = None,
     quiet: Quiet = False,
 ) -> None:
     """Read shipped .aimodel bundles with coreai-core's own parser: metadata, entry points, op
@@ -42,7 +53,7 @@ def scan_cmd(
 
     Examples:
     inventory scan shipped/
-    inventory scan sam3_float16/sam3_float16.aimodel --json
+    inventory scan sam3_float16/sam3_float16.aimodel -f json -o scan.json
     inventory scan shipped/ --against-registry --runtime b3
 
     Exit codes:
@@ -58,6 +69,10 @@ def scan_cmd(
     from inventory.runtimes import parse_overrides
     from inventory.scan import scan
 
+    fmt = OutputFormat.choose(as_json, chosen=output_format)
+
+    check_output(output)
+    as_json = fmt is OutputFormat.JSON
     ready()
     catalog = load_catalog()
     runtimes = parse_overrides(runtime, catalog)
@@ -76,8 +91,8 @@ def scan_cmd(
     result.warnings.extend(w for w in flaky if w not in result.warnings)
     error = (f"{len(failed)} of {len(result.scans)} bundle(s) could not be read; the first: "
              f"{failed[0].error}") if failed else None
-    show(Renderer("scan", scan_record, scan_text), OutputFormat.choose(as_json), result,
-         result.warnings, error)
+    show(Renderer("scan", scan_record, scan_text), fmt, result, result.warnings, error,
+         to=output)
     for bad in failed:
         err.print(labelled("error:", "red", bad.error), highlight=False, soft_wrap=True)
     if failed:

@@ -10,7 +10,18 @@ import typer
 
 from inventory.commands.common import ready, registry_file_for, report, use_executor
 from inventory.errors import ExitCode
-from inventory.options import ExecutorName, FromRelease, Json, NoCache, Quiet, RayAddress, ToRelease
+from inventory.options import (
+    ExecutorName,
+    Format,
+    FromRelease,
+    Json,
+    NoCache,
+    OutputFile,
+    Quiet,
+    RayAddress,
+    ToRelease,
+    check_output,
+)
 from inventory.output import OutputFormat
 from inventory.registry import load_registry
 from inventory.terminal import finish
@@ -29,6 +40,8 @@ def sweep_cmd(
     old: FromRelease,
     new: ToRelease,
     as_json: Json = False,
+    output_format: Format = None,
+    output: OutputFile = None,
     fixes: Annotated[Path, typer.Option(
         "--fixes", metavar="FILE",
         help="The fix database whose records explain a change (e.g. a draft of "
@@ -52,7 +65,7 @@ def sweep_cmd(
     Examples:
     inventory sweep --from 0.4.1 --to 0.4.2
     inventory sweep --from 0.4.2 --to 0.4.3 --registry
-    inventory sweep --from 0.4.2 --to 0.4.3 --fixes draft.toml --json
+    inventory sweep --from 0.4.2 --to 0.4.3 --fixes draft.toml -f json
 
     Exit codes:
     0  every change is explained by a record of its release step
@@ -68,7 +81,9 @@ def sweep_cmd(
     from oracle.regimes import load_regimes
     from oracle.session import Session
 
-    fmt = OutputFormat.choose(as_json)
+    fmt = OutputFormat.choose(as_json, chosen=output_format)
+
+    check_output(output)
     ready(("--from", old), ("--to", new))
     registry_file = registry_file_for(shipped, registry_file)
     use_executor(executor, ray_address)
@@ -91,7 +106,8 @@ def sweep_cmd(
         return [f"{len(result.not_run)} probe(s) not run (their worker died, timed out or was "
                 "lost): the sweep is inconclusive for them"] if result.not_run else []
 
-    result = report(Renderer("sweep", sweep_record, sweep_table), fmt, quiet, work, said)
+    result = report(Renderer("sweep", sweep_record, sweep_table), fmt, quiet, work, said,
+                    to=output)
     if result.unexplained:
         finish(ExitCode.FINDING)
     finish(ExitCode.INCONCLUSIVE if result.not_run else ExitCode.OK)

@@ -12,15 +12,18 @@ from inventory.commands.common import ready, report
 from inventory.errors import ExitCode
 from inventory.options import (
     AllowCode,
+    Format,
     FullForm,
     Json,
     Markdown,
     NoCache,
+    OutputFile,
     Quiet,
     RecipeRoot,
     Registry,
     RunBudget,
     check_budget,
+    check_output,
     check_recipe_root,
     complete_bundle,
     complete_release,
@@ -53,6 +56,8 @@ def verify_cmd(
     ] = FIXES_FILE,
     as_json: Json = False,
     markdown: Markdown = False,
+    output_format: Format = None,
+    output: OutputFile = None,
     no_cache: NoCache = False,
     allow_code: AllowCode = False,
     recipe_root: RecipeRoot = None,
@@ -72,7 +77,7 @@ def verify_cmd(
     Examples:
     inventory verify mimi --to 0.4.2
     inventory verify sortformer parakeet --to v0.4.3 --markdown
-    inventory verify sam3 --to 0.4.3 --full --run-budget inf --json
+    inventory verify sam3 --to 0.4.3 --full -f json -o sam3.json
 
     Exit codes:
     0  every change is explained by a record of its step, and agrees with
@@ -90,7 +95,9 @@ def verify_cmd(
     from inventory.verify.service import verify
     from oracle.fixes import load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown)
+    fmt = OutputFormat.choose(as_json, markdown, output_format)
+
+    check_output(output)
     ready(("--to", to))
     check_recipe_root(recipe_root)
     check_budget("--run-budget", run_budget)
@@ -102,7 +109,8 @@ def verify_cmd(
         lambda progress: verify(bundles, to, load_fixes(fixes), load_catalog(), load_policy(),
                                 weights=checkpoints, use_cache=not no_cache,
                                 allow_code=allow_code, progress=progress,
-                                run_budget=run_budget, full=full, recipe_root=recipe_root))
+                                run_budget=run_budget, full=full, recipe_root=recipe_root),
+        to=output)
     if result.inconsistent or result.inconclusive:
         finish(ExitCode.INCONCLUSIVE)
     finish(ExitCode.FINDING if result.unrecorded else ExitCode.OK)

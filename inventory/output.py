@@ -7,6 +7,7 @@ format's renderer; nothing else in a command depends on the format.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import io
 import json
@@ -15,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Generic, TextIO, TypeVar
@@ -23,6 +24,7 @@ from typing import Any, Generic, TextIO, TypeVar
 from rich.console import Console, RenderableType
 
 from inventory.errors import UsageError
+from inventory.summary import Summary
 from inventory.version import version
 
 SCHEMA_VERSION = 1
@@ -117,14 +119,41 @@ class OutputFormat(StrEnum):
         return cls.TABLE
 
 
+TOOL = "inventory"
+# the project's root: an input file inside it is named relative to it (no machine path)
+_ROOT = Path(__file__).resolve().parent.parent
+
+
 def envelope(command: str, result: dict[str, Any] | None = None,
-             warnings: Sequence[str] = (), error: str | None = None) -> str:
-    """The JSON every command prints: `schema_version`, `version` (the tool's, from its package
-    metadata), `command`, `result`, `warnings`, `error`; the fields of `result` are repeated at
-    the top level (consumers read them there)."""
-    body = {"schema_version": SCHEMA_VERSION, "version": version(), "command": command,
-            "result": result, "warnings": list(warnings), "error": error}
+             warnings: Sequence[str] = (), error: str | None = None,
+             summary: dict[str, Any] | None = None,
+             inputs: dict[str, Any] | None = None) -> str:
+    """The JSON every command prints: `schema_version`, `version` and `tool` (name and version,
+    read from the package metadata), `command`, `inputs` (each data file the answer read, with
+    its SHA-256), `summary` (counts per level, per bundle its level and top reason; null for a
+    command whose answer is not per bundle), `result`, `warnings`, `error`; the fields of
+    `result` are also repeated at the top level (existing consumers read them there)."""
+    body = {"schema_version": SCHEMA_VERSION, "version": version(),
+            "tool": {"name": TOOL, "version": version()}, "command": command,
+            "inputs": inputs or {}, "summary": summary, "result": result,
+            "warnings": list(warnings), "error": error}
     return json.dumps(_strict({**(result or {}), **body}), indent=2, allow_nan=False)
+
+
+def input_files(**files: Path | None) -> dict[str, Any]:
+    """name -> {file, sha256} of the data files an answer read: the registry, the fix database,
+    the release catalog (always), so two answers can be told to rest on the same inputs."""
+    from oracle.releases import CATALOG_FILE
+
+    out = {}
+    for name, path in {**files, "catalog": CATALOG_FILE}.items():
+        if path is None or not Path(path).is_file():
+            continue
+        resolved = Path(path).resolve()
+        shown = resolved.relative_to(_ROOT) if resolved.is_relative_to(_ROOT) else Path(path)
+        out[name] = {"file": str(shown),
+                     "sha256": hashlib.sha256(resolved.read_bytes()).hexdigest()}
+    return out
 
 
 @dataclass(frozen=True)
@@ -135,6 +164,8 @@ class Renderer(Generic[T]):
     record: Callable[[T], dict[str, Any]]  # the JSON `result`
     table: Callable[[T], RenderableType]
     markdown: Callable[[T], str] | None = None
+    summary: Callable[[T], Summary] | None = None  # per bundle: its level and top reason
+    inputs: dict[str, Any] = field(default_factory=dict)  # `input_files(...)`
 
     def render(self, value: T, fmt: OutputFormat, console: Console,
                warnings: Sequence[str] = (), error: str | None = None,
@@ -169,12 +200,17 @@ class Document(Generic[T]):
     def record(self) -> dict[str, Any]:
         return self.renderer.record(self.value)
 
+    def summary(self) -> Summary | None:
+        return self.renderer.summary(self.value) if self.renderer.summary else None
+
 
 Written = str | RenderableType
 
 
 def _json(d: Document[Any]) -> str:
-    return envelope(d.command, d.record(), d.warnings, d.error)
+    summary = d.summary()
+    return envelope(d.command, d.record(), d.warnings, d.error,
+                    summary.to_json() if summary else None, d.renderer.inputs)
 
 
 def _markdown(d: Document[Any]) -> str:

@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from inventory.verdict import REEXPORT_ORDER, rank
+from inventory.verdict import IGNORED, REEXPORT_ORDER, rank
 
 
 @dataclass(frozen=True)
 class BundleLine:
     bundle: str
-    level: str  # a re-export level (required, inconclusive, optional, no)
+    level: str  # a re-export level (required, inconclusive, optional, no), or ignored (an
+    # accepted risk: its answer is in the reason)
     reason: str  # the findings that set the level ("#28 (does-not-load)"), "-" when none
 
 
@@ -24,9 +25,12 @@ class Summary:
 
     @property
     def counts(self) -> dict[str, int]:
-        """Bundles per level, every level present (0 included), worst first."""
-        return {str(level): sum(1 for b in self.bundles if b.level == level)
-                for level in REEXPORT_ORDER}
+        """Bundles per level, every re-export level present (0 included), worst first; then
+        the bundles whose answer is an accepted risk, when there are any."""
+        counts = {str(level): sum(1 for b in self.bundles if b.level == level)
+                  for level in REEXPORT_ORDER}
+        ignored = sum(1 for b in self.bundles if b.level == IGNORED)
+        return {**counts, IGNORED: ignored} if ignored else counts
 
     def line(self, unit: str = "bundle") -> str:
         """`1 required, 1 inconclusive, 2 optional, 1 no of 5 bundles`."""

@@ -94,10 +94,10 @@ def affected_cmd(
     """
     from inventory.affected import affected, parse_weights
     from inventory.ignore import load_ignores
-    from inventory.output import Renderer
+    from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
     from inventory.report.json_report import affected_record
-    from inventory.report.table import affected_markdown, affected_table
+    from inventory.report.table import affected_markdown, affected_summary, affected_table
     from inventory.runtimes import parse_overrides
     from oracle.fixes import find_fix, load_fixes
 
@@ -116,7 +116,8 @@ def affected_cmd(
     catalog = load_catalog()
     runtimes = parse_overrides(runtime, catalog)
     result = report(
-        Renderer("affected", affected_record, affected_table, affected_markdown), fmt, quiet,
+        Renderer("affected", affected_record, affected_table, affected_markdown,
+                 affected_summary, input_files(registry=registry, fixes=fixes)), fmt, quiet,
         lambda progress: affected(the_fix, bundles, catalog, load_policy(tolerance), to=to,
                                   use_cache=not no_cache, progress=progress, ignores=ignores,
                                   weights=checkpoints, runtimes=runtimes, fixes=records,

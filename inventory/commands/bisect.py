@@ -77,7 +77,7 @@ def bisect_cmd(
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory.bisect import Bisection, bisect
-    from inventory.output import Renderer
+    from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
     from inventory.registry import load_registry
     from inventory.report.bisect_report import bisect_record, bisect_table
@@ -99,5 +99,6 @@ def bisect_cmd(
                       only=frozenset(only or ()), every_commit=every_commit,
                       allow_code=allow_code)
 
-    result = report(Renderer("bisect", bisect_record, bisect_table), fmt, quiet, work, to=output)
+    result = report(Renderer("bisect", bisect_record, bisect_table, inputs=input_files(
+        registry=registry_file if registry else None, fixes=fixes)), fmt, quiet, work, to=output)
     finish(ExitCode.FINDING if result.unattributed else ExitCode.OK)

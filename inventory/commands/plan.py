@@ -99,8 +99,16 @@ def plan_cmd(
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory.ignore import load_ignores
-    from inventory.output import Renderer
-    from inventory.plan import Plan, plan, plan_record, read_baseline, since_baseline
+    from inventory.output import Renderer, input_files
+    from inventory.plan import (
+        Plan,
+        baseline_reexport,
+        plan,
+        plan_record,
+        plan_summary,
+        read_baseline,
+        since_baseline,
+    )
     from inventory.policy import load_policy
     from inventory.report.plan_report import plan_markdown, plan_table
     from inventory.runtimes import parse_overrides
@@ -137,8 +145,12 @@ def plan_cmd(
         return since_baseline(result, baseline) if baseline is not None else result
 
     table = functools.partial(plan_table, details=details)
-    result = report(Renderer("plan", plan_record, table, plan_markdown), fmt, quiet, work,
+    renderer = Renderer("plan", plan_record, table, plan_markdown, plan_summary,
+                        input_files(registry=registry, fixes=fixes))
+    result = report(renderer, fmt, quiet, work,
                     lambda r: r.warnings, to=output)
     if any(not v.consistent or v.inconclusive for v in result.verified.values()):
         finish(ExitCode.INCONCLUSIVE)
-    finish(exit_for_reexport(result.reexport))
+    # since a baseline, the exit code follows what changed (nothing changed: 0)
+    finish(exit_for_reexport(baseline_reexport(result) if baseline is not None
+                             else result.reexport))

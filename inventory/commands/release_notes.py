@@ -59,7 +59,7 @@ def release_notes_cmd(
     2  usage or configuration error
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
-    from inventory.output import Renderer
+    from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
     from inventory.release_notes import release_notes
     from inventory.report.notes_report import notes_markdown, notes_record, notes_table
@@ -72,7 +72,8 @@ def release_notes_cmd(
     ready(("--from", old), ("--to", new))
     use_executor(executor, ray_address)
     records = load_fixes(fixes)
-    report(Renderer("release-notes", notes_record, notes_table, notes_markdown), fmt, quiet,
+    report(Renderer("release-notes", notes_record, notes_table, notes_markdown,
+                    inputs=input_files(registry=registry, fixes=fixes)), fmt, quiet,
            lambda progress: release_notes(old, new, records, load_regimes(),
                                           load_registry(registry), load_catalog(),
                                           load_policy(), use_cache=not no_cache,

@@ -20,7 +20,7 @@ from inventory.options import (
     check_output,
     release_option,
 )
-from inventory.output import OutputFormat, Renderer
+from inventory.output import OutputFormat, Renderer, input_files
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from inventory.terminal import err, fail, finish, labelled
 from oracle.releases import load_catalog
@@ -91,7 +91,8 @@ def scan_cmd(
     result.warnings.extend(w for w in flaky if w not in result.warnings)
     error = (f"{len(failed)} of {len(result.scans)} bundle(s) could not be read; the first: "
              f"{failed[0].error}") if failed else None
-    show(Renderer("scan", scan_record, scan_text), fmt, result, result.warnings, error,
+    show(Renderer("scan", scan_record, scan_text, inputs=input_files(
+        registry=registry if against_registry else None)), fmt, result, result.warnings, error,
          to=output)
     for bad in failed:
         err.print(labelled("error:", "red", bad.error), highlight=False, soft_wrap=True)

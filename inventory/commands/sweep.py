@@ -73,7 +73,7 @@ def sweep_cmd(
     2  usage or configuration error
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
-    from inventory.output import Renderer
+    from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
     from inventory.release_notes import Sweep, registry_regimes, sweep
     from inventory.report.notes_report import sweep_record, sweep_table
@@ -106,7 +106,8 @@ def sweep_cmd(
         return [f"{len(result.not_run)} probe(s) not run (their worker died, timed out or was "
                 "lost): the sweep is inconclusive for them"] if result.not_run else []
 
-    result = report(Renderer("sweep", sweep_record, sweep_table), fmt, quiet, work, said,
+    result = report(Renderer("sweep", sweep_record, sweep_table, inputs=input_files(
+        registry=registry_file if shipped else None, fixes=fixes)), fmt, quiet, work, said,
                     to=output)
     if result.unexplained:
         finish(ExitCode.FINDING)

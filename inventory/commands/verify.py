@@ -89,9 +89,14 @@ def verify_cmd(
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory.affected import parse_weights
-    from inventory.output import Renderer
+    from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
-    from inventory.report.verify_report import verify_markdown, verify_record, verify_table
+    from inventory.report.verify_report import (
+        verify_markdown,
+        verify_record,
+        verify_summary,
+        verify_table,
+    )
     from inventory.verify.service import verify
     from oracle.fixes import load_fixes
 
@@ -105,7 +110,8 @@ def verify_cmd(
     bundles = select(all_bundles, bundle)
     checkpoints = parse_weights(weights, all_bundles)
     result = report(
-        Renderer("verify", verify_record, verify_table, verify_markdown), fmt, quiet,
+        Renderer("verify", verify_record, verify_table, verify_markdown, verify_summary,
+                 input_files(registry=registry, fixes=fixes)), fmt, quiet,
         lambda progress: verify(bundles, to, load_fixes(fixes), load_catalog(), load_policy(),
                                 weights=checkpoints, use_cache=not no_cache,
                                 allow_code=allow_code, progress=progress,

@@ -7,6 +7,7 @@ from rich.text import Text
 
 from inventory.plan import BundlePlan, Plan, plan_summary, setting, suggestion
 from inventory.report.table_fit import Column, fitted_table
+from inventory.report.text import md_cell
 from inventory.verdict import rank
 
 _STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
@@ -73,9 +74,30 @@ def _verified(p: Plan, b: BundlePlan) -> list[str]:
     return lines
 
 
+def _changes_table(p: Plan) -> Group:
+    """Since a baseline: one line if nothing changed, else each change with both sides."""
+    head = Text(f"Re-export plan for coreai-torch {p.to}, changes since {p.baseline}",
+                style="bold")
+    if not p.changes:
+        compared = sum(len(b.items) for b in p.bundles)
+        return Group(head, Text(f"no change since the baseline ({compared} answers compared)"))
+    columns = [Column("bundle", 0, no_wrap=True), Column("record", 0, no_wrap=True),
+               Column("baseline", 0, no_wrap=True), Column("now", 0, no_wrap=True),
+               Column("reason now", 1)]
+    rows = [{"bundle": c.bundle, "record": c.item.fix.label, "baseline": c.before or "absent",
+             "now": Text(c.now, style=_STYLE[c.now]), "reason now": c.item.answer.reason}
+            for c in sorted(p.changes, key=lambda c: rank(c.now))]
+    n = len(p.changes)
+    return Group(head, Text(f"{n} answer{'' if n == 1 else 's'} changed since the baseline"),
+                 fitted_table(columns, rows))
+
+
 def plan_table(p: Plan, details: bool = False) -> Group:
     """Summary line first; one row per bundle, worst level first, with the findings that set
-    its level; the not-affected records folded to a count (`details`: listed)."""
+    its level; the not-affected records folded to a count (`details`: listed). Since a
+    baseline: only what changed."""
+    if p.baseline is not None:
+        return _changes_table(p)
     summary = plan_summary(p)
     since = f", changes since {p.baseline}" if p.baseline else ""
     head = Text(f"Re-export plan for coreai-torch {p.to}{since}\n", style="bold")
@@ -115,9 +137,21 @@ def _not_affected(b: BundlePlan, details: bool) -> str:
     return f"{len(items)} record{'' if len(items) == 1 else 's'}" if items else "-"
 
 
+def _changes_markdown(p: Plan) -> str:
+    out = [f"# Re-export plan for coreai-torch {p.to}, changes since `{p.baseline}`", ""]
+    if not p.changes:
+        return "\n".join(out + ["No change since the baseline."]) + "\n"
+    out += ["| bundle | record | baseline | now | reason now |", "|---|---|---|---|---|"]
+    out += [f"| {c.bundle} | {c.item.fix.label} | {c.before or 'absent'} | **{c.now}** | "
+            f"{md_cell(c.item.answer.reason)} |"
+            for c in sorted(p.changes, key=lambda c: rank(c.now))]
+    return "\n".join(out) + "\n"
+
+
 def plan_markdown(p: Plan) -> str:
-    since = f" (changes since `{p.baseline}`)" if p.baseline else ""
-    out = [f"# Re-export plan for coreai-torch {p.to}{since}", ""]
+    if p.baseline is not None:
+        return _changes_markdown(p)
+    out = [f"# Re-export plan for coreai-torch {p.to}", ""]
     deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
     out += [f"Deployment runtimes: {d}." for d in deployments] + [""]
     out += ["| bundle | exporter | re-export | loads | forces it | cannot tell | suggests it |",

@@ -8,6 +8,8 @@ from rich.text import Text
 
 from inventory.answers import AffectedReport, BundleAnswer
 from inventory.report.text import md_cell
+from inventory.summary import BundleLine, Summary, summarise
+from inventory.verdict import IGNORED
 from oracle.constructs import label
 
 _STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
@@ -55,6 +57,18 @@ def _found(b: BundleAnswer) -> str:
     # Probes of one instance measured module by module (--weights) repeat: count them.
     counted = {line: lines.count(line) for line in lines}
     return "\n".join(f"{n}x {line}" if n > 1 else line for line, n in counted.items())
+
+
+def affected_summary(report: AffectedReport) -> Summary:
+    """Per bundle its level and what set it: the verdict, or the accepted risk and its reason."""
+    def line(b: BundleAnswer) -> BundleLine:
+        if b.bundle in report.ignored:
+            return BundleLine(b.bundle, IGNORED, f"{report.fix.label} ignored "
+                              f"({report.ignored[b.bundle].reason}); answered {b.reexport} "
+                              f"({b.verdict})")
+        return BundleLine(b.bundle, b.reexport, f"{report.fix.label} ({b.verdict})")
+
+    return summarise(line(b) for b in report.bundles)
 
 
 def affected_table(report: AffectedReport) -> Group:

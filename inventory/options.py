@@ -75,7 +75,20 @@ RunBudget = Annotated[float, typer.Option(
     help="Seconds the model-level runs of a whole-program check may cost (estimated from the "
          "registry's measured seconds per run); over it they are skipped, said so, and the "
          "region runs measure every region. 'inf': always run.")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines (= --progress "
+                                                           "off).")]
+
+
+def _progress_mode(value: str | None) -> str | None:
+    from inventory.terminal import progress_mode
+
+    return progress_mode(value)
+
+
+ProgressMode = Annotated[str | None, typer.Option(
+    "--progress", metavar="auto|on|off", callback=_progress_mode,
+    help="Progress on stderr: auto (a transient status on a terminal; piped, one line per "
+         "phase with its counts), on (those lines even on a terminal), off.")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON, a versioned envelope (= "
                                                  "--format json).")]
 Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown (= --format "

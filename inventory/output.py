@@ -216,7 +216,9 @@ def _json(d: Document[Any]) -> str:
 def _markdown(d: Document[Any]) -> str:
     if d.renderer.markdown is None:
         raise UsageError(f"{d.command} has no markdown form (--format table or json)")
-    return d.renderer.markdown(d.value)
+    from inventory.report.text import for_release_page
+
+    return for_release_page(d.renderer.markdown(d.value))
 
 
 def _table(d: Document[Any]) -> Written:

@@ -27,7 +27,7 @@ from inventory.summary import BundleLine, Summary, summarise
 from inventory.verdict import IGNORED, ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.fixes import Fix, between
 from oracle.inputfile import read_text
-from oracle.progress import Progress
+from oracle.progress import Progress, Routine
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.session import Session, opened
@@ -219,7 +219,7 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
             load = analyzer.load_answer(bundle, to)
             items = []
             for fix in between(fixes, exporter, to):
-                progress(f"{bundle.name}: fix {fix.label}")
+                progress(Routine(f"{bundle.name}: fix {fix.label}"))
                 answer = analyzer.answer(bundle, fix, to)
                 ids = {fix.id, *fix.aliases}
                 ignored = matching(active, ids, bundle.name)

@@ -76,3 +76,24 @@ def test_plan_at_80_columns_splits_no_bundle_or_level_and_prints_every_caveat(ma
             for item in b[level]:
                 assert " ".join(item["reason"].split()) in flat, (b["bundle"], item["fix"])
     assert "running_var" in flat
+
+
+def test_piped_progress_is_one_line_per_phase_with_its_counts():
+    from inventory.terminal import PhaseLines
+    from oracle.progress import Routine, Tally
+
+    written: list[str] = []
+    lines = PhaseLines(written.append)
+    lines.update(Routine("parakeet: fix #23"))
+    lines.update(Routine("dwconv k9 -> BatchNorm1d 1024 var=tiny params fp16 fp16: locating the "
+                      "change, 0.4.1 -> 0.4.2"))  # a probe's own label: the phase in course
+    for _ in range(3):
+        lines.tally(Tally.STORED)
+    lines.tally(Tally.CONVERTED)
+    lines.update(Routine("parakeet: fix #24"))
+    lines.update(Routine("sweep 0.4.1->0.4.2 [1/47]: layer_norm/parakeet:layer_norm"))
+    lines.update(Routine("sweep 0.4.1->0.4.2 [2/47]: pad/parakeet:pad"))
+    lines.tally(Tally.STORED)
+    lines.close()
+    assert written == ["parakeet: 3 steps; 4 probes: 3 stored, 1 converted",
+                       "sweep 0.4.1->0.4.2: 2 steps; 1 probe: 1 stored, 0 converted"]

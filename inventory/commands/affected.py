@@ -19,6 +19,7 @@ from inventory.options import (
     Markdown,
     NoCache,
     OutputFile,
+    ProgressMode,
     Quiet,
     RayAddress,
     RecipeRoot,
@@ -77,6 +78,7 @@ def affected_cmd(
     recipe_root: RecipeRoot = None,
     allow_code: AllowCode = False,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
 ) -> None:
     """Which shipped bundles does one converter fix change, and must they be re-exported?
 

@@ -16,6 +16,7 @@ from inventory.options import (
     Json,
     NoCache,
     OutputFile,
+    ProgressMode,
     Quiet,
     ToRelease,
     check_output,
@@ -59,6 +60,7 @@ def bisect_cmd(
                              "converts the probes (its files are copied, never built).")] = False,
     no_cache: NoCache = False,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
 ) -> None:
     """Per probe that changes from --from to --to: convert it at the commits between the two
     releases (binary search over the first-parent history, each commit built with the pins of

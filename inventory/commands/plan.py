@@ -23,6 +23,7 @@ from inventory.options import (
     Markdown,
     NoCache,
     OutputFile,
+    ProgressMode,
     Quiet,
     RayAddress,
     RecipeRoot,
@@ -80,6 +81,7 @@ def plan_cmd(
                        "registry entry states a miniature: measured with --verify, else read "
                        "if stored.")] = False,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
 ) -> None:
     """Every fix between each bundle's exporter and --to, and whether each shipped asset still
     loads where it ships: what forces a re-export (a load failure first), what merely suggests

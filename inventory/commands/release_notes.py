@@ -17,6 +17,7 @@ from inventory.options import (
     Markdown,
     NoCache,
     OutputFile,
+    ProgressMode,
     Quiet,
     RayAddress,
     Registry,
@@ -45,6 +46,7 @@ def release_notes_cmd(
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
 ) -> None:
     """Per fix between two releases, per probe regime: does the program change, do values move?
     And every shipped instance's change in each release step that no record of it explains.

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from inventory.errors import USER_ERRORS, ExitCode, UsageError
-from inventory.options import Json, Quiet
+from inventory.options import Json, ProgressMode, Quiet
 from inventory.output import emit, envelope
 from inventory.terminal import err, labelled, out, progress
 from oracle.envs import python_ok
@@ -30,6 +30,7 @@ def repair_cmd(
         help="The report's format: table (the default) or json (= --json). Its -o is the "
              "repaired bundle.")] = None,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
 ) -> None:
     """Repair a coreai-torch 0.4.0 asset in place of a re-export: rewrite its debug locations
     with the oldest core, re-save it with the next, and write OUT only once it is verified to

@@ -14,6 +14,7 @@ from inventory.options import (
     Format,
     Json,
     OutputFile,
+    ProgressMode,
     Quiet,
     Registry,
     Runtimes,
@@ -44,6 +45,7 @@ def scan_cmd(
     output_format: Format = None,
     output: OutputFile = None,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
 ) -> None:
     """Read shipped .aimodel bundles with coreai-core's own parser: metadata, entry points, op
     histogram with composites resolved, dynamic shapes, weights fingerprint, the exporter its

@@ -17,6 +17,7 @@ from inventory.options import (
     Json,
     NoCache,
     OutputFile,
+    ProgressMode,
     Quiet,
     RayAddress,
     ToRelease,
@@ -57,6 +58,7 @@ def sweep_cmd(
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
 ) -> None:
     """Every probe in the library (or, with --registry, every shipped instance), no changelog:
     which shipped programs change, and does a fix record of the release step where each

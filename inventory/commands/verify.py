@@ -18,6 +18,7 @@ from inventory.options import (
     Markdown,
     NoCache,
     OutputFile,
+    ProgressMode,
     Quiet,
     RecipeRoot,
     Registry,
@@ -64,6 +65,7 @@ def verify_cmd(
     run_budget: RunBudget = 120.0,
     full: FullForm = False,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
 ) -> None:
     """The whole bundle, step by step: build each bundle's module (full size, or the miniature
     its registry entry states), convert it whole under every release from its exporter to --to,

@@ -151,7 +151,11 @@ def _changes_markdown(p: Plan) -> str:
 def plan_markdown(p: Plan) -> str:
     if p.baseline is not None:
         return _changes_markdown(p)
-    out = [f"# Re-export plan for coreai-torch {p.to}", ""]
+    summary = plan_summary(p)
+    out = [f"# Re-export plan for coreai-torch {p.to}", "",
+           f"**{summary.line()}**", "", "| bundle | re-export | set by |", "|---|---|---|"]
+    out += [f"| {b.bundle} | **{b.level}** | {md_cell(b.reason)} |" for b in summary.bundles]
+    out.append("")
     deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
     out += [f"Deployment runtimes: {d}." for d in deployments] + [""]
     out += ["| bundle | exporter | re-export | loads | forces it | cannot tell | suggests it |",
@@ -161,7 +165,7 @@ def plan_markdown(p: Plan) -> str:
         out.append(f"| {b.bundle} | {exporter} | **{b.reexport}** | {_loads(b)} | "
                    f"{_fixes(b, 'required')} | {_fixes(b, 'inconclusive')} | "
                    f"{_fixes(b, 'optional')} |")
-    out.append("")
+    out += ["", "<details><summary>Each finding: reasons, caveats, remedies</summary>", ""]
     for b in p.bundles:
         if b.load is not None and b.load.reexport != "no" and not b.load_explained_by:
             out.append(f"- **{b.bundle} (load)** ({b.load.verdict}): {b.load.reason}")
@@ -182,6 +186,7 @@ def plan_markdown(p: Plan) -> str:
     if (line := suggestion(p)) is not None:
         out.append(f"- {line}")
     out += [f"- warning: {w}" for w in p.warnings]
+    out += ["", "</details>"]
     checks = [line for b in p.bundles for line in _verified(p, b)]
     if checks:
         out += ["", "## Whole-program checks", ""] + [f"- {c}" for c in checks]

@@ -114,7 +114,8 @@ def affected_markdown(report: AffectedReport) -> str:
            "|---|---|---|---|---|---|"]
     for b in report.bundles:
         exporter = _exporter(b)
-        inst = "; ".join(f"{i.count}x {i.kind}" for i in b.instances) or "none traced"
+        inst = "; ".join(f"{i.count}x {label(i.kind, i.params, i.dtype)}"
+                         for i in b.instances) or "none traced"
         out.append(f"| {b.bundle} | {exporter} | {inst} | {b.verdict} | **{b.reexport}** | "
                    f"{md_cell(b.reason)} |")
     out.append("")

@@ -59,9 +59,11 @@ def scan_cmd(
     inventory scan shipped/ --against-registry --runtime b3
 
     Exit codes:
-    0  every bundle read (with --against-registry: no disagreement)
-    1  a disagreement with the registry (a bundle that does not load where
-       the registry expects it to is one)
+    0  every bundle read and loaded on its deployment runtimes (with
+       --against-registry: no disagreement)
+    1  a bundle does not load on a deployment runtime (--runtime, else every
+       runtime from the core its exporter pins), or a disagreement with the
+       registry
     2  usage error, or a bundle that cannot be read (one line each)
     3  a runtime gave no lasting answer (it aborted once, not again in a
        fresh process: flaky)
@@ -100,6 +102,6 @@ def scan_cmd(
         err.print(labelled("error:", "red", bad.error), highlight=False, soft_wrap=True)
     if failed:
         finish(ExitCode.USAGE)
-    if result.disagreements:
+    if result.disagreements or result.not_loading:
         finish(ExitCode.FINDING)
     finish(ExitCode.INCONCLUSIVE if flaky else ExitCode.OK)

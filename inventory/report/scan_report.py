@@ -82,6 +82,11 @@ def scan_record(report: ScanReport) -> dict[str, Any]:
         else None,
         "disagreements": report.disagreements,
         "errors": [s.error for s in report.errors],
+        "not_loading": [{"bundle": s.name, "path": s.path, "deployment": list(s.deployment),
+                         "deployment_source": s.deployment_source,
+                         "runtimes": [{"core": o.core, "outcome": o.outcome}
+                                      for o in s.not_loading]}
+                        for s in report.not_loading],
     }
 
 
@@ -195,6 +200,14 @@ def scan_text(report: ScanReport) -> Group:
             parts += [link_block(link), Text("")]
     ok = sum(1 for s in report.scans if s.ok)
     summary = f"{ok} of {len(report.scans)} bundle(s) read"
+    for s in report.not_loading:
+        parts.append(Text(f"{s.name} does not load on a deployment runtime ("
+                          f"{s.deployment_source}): " + ", ".join(
+                              f"coreai-core {o.core} {o.outcome}" for o in s.not_loading),
+                          style="bold red"))
+    if report.scans:
+        summary += (f"; {len(report.not_loading)} of them not loading on a deployment "
+                    "runtime")
     if report.links is not None:
         summary += f"; {report.disagreements} disagreement(s) with the registry"
     parts.append(Text(summary))

@@ -186,6 +186,8 @@ def plan_markdown(p: Plan) -> str:
     if (line := suggestion(p)) is not None:
         out.append(f"- {line}")
     out += [f"- warning: {w}" for w in p.warnings]
+    out += [f"- {b.bundle}: not affected: {_not_affected(b, details=True)}"
+            for b in p.bundles if b.by_level("no")]
     out += ["", "</details>"]
     checks = [line for b in p.bundles for line in _verified(p, b)]
     if checks:

@@ -10,7 +10,7 @@ def md_cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-# `#54` in prose: GitHub links it to the *host* repository's issue 54, so a document pasted into
+# `#N` in prose: GitHub links it to the *host* repository's own tracker, so a document pasted into
 # a release page names the converter's own pull request instead
 _REF = re.compile(r"(?<![\w/\[#&])#(\d+)\b")
 

@@ -79,8 +79,13 @@ def affected_table(report: AffectedReport) -> Group:
     for col, ratio in (("bundle", 1), ("exporter", 1), ("instances traced", 4),
                        ("probe per instance / load check", 2), ("re-export", 1),
                        ("reason", 3)):
-        table.add_column(col, overflow="fold", ratio=ratio)
-    for b in report.bundles:
+        # a bundle's name and its level are never split mid-word
+        table.add_column(col, overflow="fold", ratio=ratio,
+                         no_wrap=col in ("bundle", "re-export"))
+    summary = affected_summary(report)
+    order = {line.bundle: n for n, line in enumerate(summary.bundles)}
+    bundles = sorted(report.bundles, key=lambda b: order[b.bundle])  # worst level first
+    for b in bundles:
         exporter = _exporter(b)
         level = Text(b.reexport, style=_STYLE.get(b.reexport, ""))
         if b.bundle in report.ignored:
@@ -88,7 +93,7 @@ def affected_table(report: AffectedReport) -> Group:
                          style="dim")
         table.add_row(b.bundle, exporter, _instances(b), _found(b), level, b.reason)
     details = [Text("")]
-    for b in report.bundles:
+    for b in bundles:
         details.append(Text(f"{b.bundle}: {b.verdict}", style="bold"))
         for step in b.chain:
             details.append(Text(f"  - {step}"))
@@ -100,7 +105,8 @@ def affected_table(report: AffectedReport) -> Group:
     details.append(Text(f"measured on: {runtimes}"))
     for deployment in sorted({b.deployment.describe() for b in report.bundles if b.deployment}):
         details.append(Text(f"deployment runtimes: {deployment}"))
-    return Group(table, *details)
+    head = Text(f"{fix.label}: {summary.line()}", style="bold")
+    return Group(head, table, *details)
 
 
 def affected_markdown(report: AffectedReport) -> str:

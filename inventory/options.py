@@ -96,7 +96,8 @@ Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown (= --
 Format = Annotated[str | None, typer.Option(
     "--format", "-f", metavar="table|json|markdown",
     help="The answer's format: table (the terminal's, the default), json (a versioned "
-         "envelope) or markdown. --json and --markdown are its aliases; give one.")]
+         "envelope) or markdown (bisect: table or json). --json and --markdown are its "
+         "aliases; give one.")]
 OutputFile = Annotated[Path | None, typer.Option(
     "--output", "-o", metavar="FILE",
     help="Write the answer to FILE (in --format) instead of standard output.")]

@@ -69,3 +69,15 @@ def test_repair_has_no_markdown():
     ran = invoke(*COMMANDS["repair"], "-f", "markdown")
     assert ran.returncode == 2
     assert "table or json" in one_line(ran)
+
+
+def test_envs_list_in_json_is_the_listing_the_table_prints(json_schema):
+    data = json.loads(invoke("envs", "list", "-f", "json").stdout)
+    json_schema(data)
+    assert data["command"] == "envs list"
+    table = invoke("envs", "list", COLUMNS="400").stdout
+    for env in data["result"]["envs"]:
+        assert f"{env['name']}: " in table and env["record"] in table
+    if not data["result"]["envs"] and not data["result"]["damaged"]:
+        assert "no converter environments yet" in table
+    assert invoke("envs", "list", "--json", "-f", "json").returncode == 2

@@ -516,3 +516,18 @@ def test_a_fifo_is_never_opened(tmp_path):
     os.mkfifo(bundle / "main.mlirb")
     proc = run_scan(str(bundle))
     assert proc.returncode == 2 and "not a regular file" in one_clean_line(proc)
+
+
+@pytest.mark.slow
+def test_scan_in_markdown_holds_what_the_json_holds(bundles):
+    """Every bundle with each runtime's answer, and each one not loading where it is deployed,
+    is in the markdown as in the JSON (the one document, two formats)."""
+    data = scan_json(str(bundles / "0.4.0"))
+    proc = run_scan(str(bundles / "0.4.0"), "-f", "markdown")
+    assert proc.returncode == data["_exit"] == 1, proc.stderr
+    md = proc.stdout
+    for b in data["result"]["bundles"]:
+        loads = "; ".join(f"{o['core']} {o['outcome']}" for o in b["loads"])
+        assert f"| {b['name']} |" in md and loads in md, b["name"]
+    for f in data["result"]["not_loading"]:
+        assert f"**{f['bundle']}** does not load on a deployment runtime" in md

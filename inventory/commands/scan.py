@@ -69,7 +69,7 @@ def scan_cmd(
        fresh process: flaky)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
-    from inventory.report.scan_report import scan_record, scan_text
+    from inventory.report.scan_report import scan_markdown, scan_record, scan_text
     from inventory.runtimes import parse_overrides
     from inventory.scan import scan
 
@@ -95,7 +95,7 @@ def scan_cmd(
     result.warnings.extend(w for w in flaky if w not in result.warnings)
     error = (f"{len(failed)} of {len(result.scans)} bundle(s) could not be read; the first: "
              f"{failed[0].error}") if failed else None
-    show(Renderer("scan", scan_record, scan_text, inputs=input_files(
+    show(Renderer("scan", scan_record, scan_text, scan_markdown, inputs=input_files(
         registry=registry if against_registry else None)), fmt, result, result.warnings, error,
          to=output)
     for bad in failed:

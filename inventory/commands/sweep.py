@@ -78,7 +78,7 @@ def sweep_cmd(
     from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
     from inventory.release_notes import Sweep, registry_regimes, sweep
-    from inventory.report.notes_report import sweep_record, sweep_table
+    from inventory.report.notes_report import sweep_markdown, sweep_record, sweep_table
     from oracle.fixes import load_fixes
     from oracle.regimes import load_regimes
     from oracle.session import Session
@@ -108,7 +108,7 @@ def sweep_cmd(
         return [f"{len(result.not_run)} probe(s) not run (their worker died, timed out or was "
                 "lost): the sweep is inconclusive for them"] if result.not_run else []
 
-    result = report(Renderer("sweep", sweep_record, sweep_table, inputs=input_files(
+    result = report(Renderer("sweep", sweep_record, sweep_table, sweep_markdown, inputs=input_files(
         registry=registry_file if shipped else None, fixes=fixes)), fmt, quiet, work, said,
                     to=output)
     if result.unexplained:

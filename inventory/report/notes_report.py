@@ -249,3 +249,29 @@ def sweep_table(sw: Sweep) -> Group:
                           "releases (a standing limitation, not a change):"))
         lines += [Text(f"  {o.regime.id}: {o.result.old.error}") for o in sw.failing_both]
     return Group(*lines)
+
+
+def sweep_markdown(sw: Sweep) -> str:
+    """For a ticket: each probe whose shipped program changes, with its verdict and the records
+    that explain it (none: said loudly), then the probes failing the same way on both sides."""
+    from inventory.report.text import md_cell
+
+    what = "shipped instances" if sw.source == "registry" else "probes"
+    out = [f"# Sweep of coreai-torch {sw.old} → {sw.new}", "",
+           f"**{len(sw.changed)} of {sw.probed} {what} change the shipped program; "
+           f"{len(sw.unexplained)} explained by no fix record**", "",
+           "| probe | shipped | outputs | verdict | explained by |", "|---|---|---|---|---|"]
+    for f in sw.changed:
+        o = f.outcome
+        explained = ", ".join(f"#{i}" if i.isdigit() else i for i in f.explained_by)
+        if f.steps:
+            explained = step_line(f.steps).removeprefix("changes in ")
+        if f.unexplained and not f.steps:
+            explained = "**no fix record**"
+        out.append(f"| `{o.regime.id}` | {o.result.shipped} | {o.result.outputs} | "
+                   f"{o.verdict.verdict} | {md_cell(explained)} |")
+    if sw.failing_both:
+        out += ["", f"{len(sw.failing_both)} probe(s) fail the same way under both releases (a "
+                "standing limitation, not a change):", ""]
+        out += [f"- `{o.regime.id}`: {md_cell(o.result.old.error)}" for o in sw.failing_both]
+    return "\n".join(out) + "\n"

@@ -3,6 +3,7 @@ does the program change, do values move?"""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,7 @@ import typer
 
 from inventory.commands.common import ready, report, use_executor
 from inventory.options import (
+    Details,
     ExecutorName,
     Format,
     FromRelease,
@@ -37,6 +39,7 @@ def release_notes_cmd(
     as_json: Json = False,
     output_format: Format = None,
     output: OutputFile = None,
+    details: Details = False,
     registry: Registry = DEFAULT_REGISTRY,
     fixes: Annotated[Path, typer.Option(
         "--fixes", metavar="FILE",
@@ -74,7 +77,8 @@ def release_notes_cmd(
     ready(("--from", old), ("--to", new))
     use_executor(executor, ray_address)
     records = load_fixes(fixes)
-    report(Renderer("release-notes", notes_record, notes_table, notes_markdown,
+    markdown_form = functools.partial(notes_markdown, details=details)
+    report(Renderer("release-notes", notes_record, notes_table, markdown_form,
                     inputs=input_files(registry=registry, fixes=fixes)), fmt, quiet,
            lambda progress: release_notes(old, new, records, load_regimes(),
                                           load_registry(registry), load_catalog(),

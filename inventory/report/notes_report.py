@@ -149,8 +149,31 @@ def _finding(o: RegimeOutcome) -> str:
     return o.verdict.reason
 
 
-def notes_markdown(notes: ReleaseNotes) -> str:
+def _headline(notes: ReleaseNotes) -> list[str]:
+    """The summary table first: per record, how many probes it has and what they found."""
+    out = ["| record | probes | shipped program changes | verdicts |", "|---|---|---|---|"]
+    for f in notes.fixes:
+        if f.loads:
+            out.append(f"| {f.fix.label} | {len(f.loads)} asset probe(s) | load check | "
+                       + "; ".join(f"{a.exporter}: {_loads(a)}, {b.exporter}: {_loads(b)}"
+                                   for a, b in f.loads) + " |")
+            continue
+        changed = sum(1 for o in f.outcomes if o.result.shipped != Identity.IDENTICAL)
+        verdicts: dict[str, int] = {}
+        for o in f.outcomes:
+            verdicts[o.verdict.verdict] = verdicts.get(o.verdict.verdict, 0) + 1
+        counted = ", ".join(f"{n} {v}" for v, n in verdicts.items()) or "no probe yet"
+        out.append(f"| {f.fix.label} | {len(f.outcomes)} | {changed} | {counted} |")
+    unexplained = len(notes.unexplained)
+    return out + ["", f"Changes no fix record explains: {unexplained}.", ""]
+
+
+def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
+    """For a release page: the summary table first, then each record's probes. The shipped IR
+    diff of each changing probe is named by its evidence folder; `details` also quotes an
+    excerpt of each (the size of a page grows with them: 115 KB for 0.4.1 -> 0.4.2)."""
     out = [f"# coreai-torch {notes.old} → {notes.new}: what changes in converted programs", ""]
+    out += _headline(notes)
     out.append(f"Measured on: {'; '.join(notes.runtimes) or 'no run needed'}. Every row comes "
                "from a conversion under both releases; evidence folders hold the IR, the "
                "normalised diff and the tensors.")
@@ -191,7 +214,13 @@ def notes_markdown(notes: ReleaseNotes) -> str:
                        f"| {_num(s.maxabs_old_new) if s else '-'} | "
                        f"{md_cell(_finding(o))} |")
         out.append("")
-        for o in f.outcomes:
+        diffs = [o for o in f.outcomes if (Path(o.result.evidence) / "shipped.diff").exists()]
+        if diffs and not details:
+            out += ["<details><summary>Shipped IR diffs (evidence folders; --details quotes "
+                    "them)</summary>", ""]
+            out += [f"- `{o.regime.name}`: `{o.result.evidence}/shipped.diff`" for o in diffs]
+            out += ["", "</details>", ""]
+        for o in f.outcomes if details else ():
             excerpt = _excerpt(o.result.evidence)
             if excerpt:
                 out.append(f"<details><summary>{o.regime.name}: shipped IR diff "

@@ -3,12 +3,16 @@ coreai-torch release."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Group
+from rich.text import Text
 
-from inventory.options import complete_release, release_list
+from inventory.errors import UsageError
+from inventory.options import Json, complete_release, release_list
 from inventory.terminal import out, progress
 from oracle.envs import (
     damaged_envs,
@@ -64,7 +68,9 @@ def envs_build(
             out.print(f"  deviation: {deviation}", highlight=False, soft_wrap=True)
 
 
-def envs_list() -> None:
+def envs_list(as_json: Json = False, output_format: Annotated[str | None, typer.Option(
+        "--format", "-f", metavar="table|json",
+        help="table (the default) or json (= --json).")] = None) -> None:
     """List the converter environments that are ready, with their exact versions, the
     installer that built each, what its build recorded (every distribution and the sha256 of
     every file) and whether its files are still as built (one that changed is rebuilt before it
@@ -72,29 +78,59 @@ def envs_list() -> None:
 
     Examples:
     inventory envs list
+    inventory envs list -f json
 
     Exit codes:
     0  listed (none yet is said so)
     2  a configuration error (INVENTORY_CACHE)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
-    envs = installed_envs()
+    from inventory.commands.common import show
+    from inventory.output import OutputFormat, Renderer
+
+    fmt = OutputFormat.choose(as_json, chosen=output_format)
+    if fmt is OutputFormat.MARKDOWN:
+        raise UsageError("envs list --format markdown: envs list is table or json")
     catalog = load_catalog()
-    damaged = damaged_envs()
-    if not envs and not damaged:
-        out.print("no converter environments yet (inventory envs build)")
-    for line in damaged:
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
-    for env in envs:
-        pkgs = ", ".join(f"{k} {env.packages[k]}" for k in
-                         ("coreai-torch", "coreai-core", "torch", "numpy") if k in env.packages)
-        out.print(f"{env.name}: {pkgs}", highlight=False)
-        out.print(f"  {record_line(env.path)}", highlight=False, soft_wrap=True)
-        for deviation in deviations_with_evidence(env, catalog):
-            out.print(f"  deviation: {deviation}", highlight=False, soft_wrap=True)
-    for torch in torch_installs():
-        out.print(f"{torch.name} (shared through .pth files): {record_line(torch)}",
-                  highlight=False, soft_wrap=True)
+    listing = EnvListing(
+        tuple({"name": env.name, "path": str(env.path),
+               "packages": dict(env.packages), "record": record_line(env.path),
+               "deviations": deviations_with_evidence(env, catalog)}
+              for env in installed_envs()),
+        tuple(damaged_envs()),
+        tuple({"name": t.name, "path": str(t), "record": record_line(t)}
+              for t in torch_installs()))
+    show(Renderer("envs list", EnvListing.record, EnvListing.table), fmt, listing)
+
+
+@dataclass(frozen=True)
+class EnvListing:
+    """The converter environments of the cache, those whose manifest cannot be read, and the
+    shared torch installs."""
+
+    envs: tuple[dict, ...]
+    damaged: tuple[str, ...]
+    torches: tuple[dict, ...]
+
+    def record(self) -> dict:
+        return {"envs": list(self.envs), "damaged": list(self.damaged),
+                "torch": list(self.torches)}
+
+    def table(self) -> Group:
+        lines: list[Text] = []
+        if not self.envs and not self.damaged:
+            lines.append(Text("no converter environments yet (inventory envs build)"))
+        lines += [Text(line) for line in self.damaged]
+        for env in self.envs:
+            pkgs = ", ".join(f"{k} {env['packages'][k]}" for k in
+                             ("coreai-torch", "coreai-core", "torch", "numpy")
+                             if k in env["packages"])
+            lines.append(Text(f"{env['name']}: {pkgs}"))
+            lines.append(Text(f"  {env['record']}"))
+            lines += [Text(f"  deviation: {d}") for d in env["deviations"]]
+        lines += [Text(f"{t['name']} (shared through .pth files): {t['record']}")
+                  for t in self.torches]
+        return Group(*lines)
 
 
 def _build_from_source(versions: list[str] | None, tree: Path | None, name: str | None,

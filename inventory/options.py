@@ -94,10 +94,11 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON, a versioned enve
 Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown (= --format "
                                                          "markdown).")]
 Format = Annotated[str | None, typer.Option(
-    "--format", "-f", metavar="table|json|markdown",
+    "--format", "-f", metavar="table|json|markdown|html|cyclonedx",
     help="The answer's format: table (the terminal's, the default), json (a versioned "
-         "envelope) or markdown (bisect: table or json). --json and --markdown are its "
-         "aliases; give one.")]
+         "envelope), markdown (for a release page; bisect: table or json), html (a "
+         "self-contained report: plan, affected, verify) or cyclonedx (CycloneDX 1.6 with "
+         "VEX: scan, plan, affected). --json and --markdown are its aliases; give one.")]
 OutputFile = Annotated[Path | None, typer.Option(
     "--output", "-o", metavar="FILE",
     help="Write the answer to FILE (in --format) instead of standard output.")]

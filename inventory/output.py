@@ -96,12 +96,22 @@ class OutputFormat(StrEnum):
     TABLE = "table"  # the terminal rendering (rich)
     JSON = "json"  # the versioned envelope
     MARKDOWN = "markdown"
+    HTML = "html"  # inventory/report/html_report.py: plan, affected, verify
+    CYCLONEDX = "cyclonedx"  # inventory/report/cyclonedx_report.py: scan, plan, affected
 
     @classmethod
     def choose(cls, as_json: bool = False, markdown: bool = False,
-               chosen: str | None = None) -> OutputFormat:
+               chosen: str | None = None, command: str | None = None) -> OutputFormat:
         """The one format of a run: `--format`, or its aliases `--json` and `--markdown`; two of
-        them together are a usage error (never one silently winning)."""
+        them together are a usage error (never one silently winning), and so is a format
+        `command` has no form in (checked here, before the run)."""
+        fmt = cls._chosen(as_json, markdown, chosen)
+        if command is not None:
+            check_supported(command, fmt)
+        return fmt
+
+    @classmethod
+    def _chosen(cls, as_json: bool, markdown: bool, chosen: str | None) -> OutputFormat:
         given = [flag for flag, on in (("--json", as_json), ("--markdown", markdown),
                                        (f"--format {chosen}", chosen is not None)) if on]
         if len(given) > 1:
@@ -227,6 +237,18 @@ def _table(d: Document[Any]) -> Written:
 
 _BUILT_IN: dict[OutputFormat, Callable[[Document[Any]], Written]] = {
     OutputFormat.TABLE: _table, OutputFormat.JSON: _json, OutputFormat.MARKDOWN: _markdown}
+
+
+def check_supported(command: str, fmt: OutputFormat) -> None:
+    """A format the command cannot render (html, cyclonedx) is a usage error before the run."""
+    if fmt in (OutputFormat.TABLE, OutputFormat.JSON, OutputFormat.MARKDOWN):
+        return
+    module = importlib.import_module(f"inventory.report.{fmt.value}_report")
+    if not module.supports(command.split()[0]):
+        able = ", ".join(c for c in ("affected", "plan", "scan", "verify")
+                         if module.supports(c))
+        raise UsageError(f"--format {fmt.value}: {command} has no {fmt.value} form "
+                         f"(commands with one: {able})")
 
 
 def writer_for(fmt: OutputFormat) -> Callable[[Document[Any]], Written]:

@@ -103,7 +103,7 @@ def affected_cmd(
     from inventory.runtimes import parse_overrides
     from oracle.fixes import find_fix, load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format)
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="affected")
 
     check_output(output)
     ready(("--to", to), tolerance=tolerance)

@@ -87,7 +87,7 @@ def bisect_cmd(
     from oracle.regimes import load_regimes
     from oracle.releases import load_catalog
 
-    fmt = OutputFormat.choose(as_json, chosen=output_format)
+    fmt = OutputFormat.choose(as_json, chosen=output_format, command="bisect")
 
     check_output(output)
     ready(("--from", old), ("--to", new))

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from inventory.options import check_number, check_release
-from inventory.output import OutputFormat, Renderer
+from inventory.output import OutputFormat, Renderer, check_supported
 from inventory.terminal import fit_width, out, progress, warn
 from oracle.envs import python_ok
 from oracle.progress import Progress
@@ -58,6 +58,7 @@ def show(renderer: Renderer[T], fmt: OutputFormat, result: T,
     """The result in `fmt` (its warnings, and an error that ends the run with exit 2, in the
     JSON envelope), on standard output or written to `to` (`--output`), then the warnings on
     stderr."""
+    check_supported(renderer.command, fmt)
     fit_width()
     renderer.render(result, fmt, out, warnings, error, to=to)
     warn(warnings)

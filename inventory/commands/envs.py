@@ -88,7 +88,7 @@ def envs_list(as_json: Json = False, output_format: Annotated[str | None, typer.
     from inventory.commands.common import show
     from inventory.output import OutputFormat, Renderer
 
-    fmt = OutputFormat.choose(as_json, chosen=output_format)
+    fmt = OutputFormat.choose(as_json, chosen=output_format, command="envs list")
     if fmt is OutputFormat.MARKDOWN:
         raise UsageError("envs list --format markdown: envs list is table or json")
     catalog = load_catalog()

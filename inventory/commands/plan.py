@@ -117,7 +117,7 @@ def plan_cmd(
     from inventory.verify.service import verified
     from oracle.fixes import load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format)
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="plan")
 
     check_output(output)
     ready(("--to", to), tolerance=tolerance)

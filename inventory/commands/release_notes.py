@@ -71,7 +71,7 @@ def release_notes_cmd(
     from oracle.fixes import load_fixes
     from oracle.regimes import load_regimes
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format)
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="release-notes")
 
     check_output(output)
     ready(("--from", old), ("--to", new))

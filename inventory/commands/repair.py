@@ -52,7 +52,7 @@ def repair_cmd(
     from inventory.repair import repair
     from inventory.report.repair_report import repair_text
 
-    fmt = OutputFormat.choose(as_json, chosen=output_format)
+    fmt = OutputFormat.choose(as_json, chosen=output_format, command="repair")
     if fmt is OutputFormat.MARKDOWN:
         raise UsageError("repair --format markdown: repair reports as table or json")
     as_json = fmt is OutputFormat.JSON

@@ -73,7 +73,7 @@ def scan_cmd(
     from inventory.runtimes import parse_overrides
     from inventory.scan import scan
 
-    fmt = OutputFormat.choose(as_json, chosen=output_format)
+    fmt = OutputFormat.choose(as_json, chosen=output_format, command="scan")
 
     check_output(output)
     as_json = fmt is OutputFormat.JSON

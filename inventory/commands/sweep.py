@@ -83,7 +83,7 @@ def sweep_cmd(
     from oracle.regimes import load_regimes
     from oracle.session import Session
 
-    fmt = OutputFormat.choose(as_json, chosen=output_format)
+    fmt = OutputFormat.choose(as_json, chosen=output_format, command="sweep")
 
     check_output(output)
     ready(("--from", old), ("--to", new))

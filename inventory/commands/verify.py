@@ -102,7 +102,7 @@ def verify_cmd(
     from inventory.verify.service import verify
     from oracle.fixes import load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format)
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="verify")
 
     check_output(output)
     ready(("--to", to))

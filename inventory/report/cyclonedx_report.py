@@ -263,10 +263,19 @@ def supports(command: str) -> bool:
     return command in BUILDERS
 
 
-def render_cyclonedx(command: str, result: dict[str, Any]) -> str:
-    """The command's answer as a CycloneDX 1.6 JSON document, validated before it is given."""
-    text = JsonV1Dot6(BUILDERS[command](result)).output_as_string(indent=2)
+def render_cyclonedx(command: str, result: dict[str, Any], warnings: Iterable[str] = ()) -> str:
+    """The command's answer as a CycloneDX 1.6 JSON document, validated before it is given; the
+    run's warnings as `inventory:warning` properties of its metadata."""
+    bom = BUILDERS[command](result)
+    for w in warnings:
+        bom.metadata.properties.add(Property(name="inventory:warning", value=w))
+    text = JsonV1Dot6(bom).output_as_string(indent=2)
     error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
     if error is not None:
         raise BomError(f"the CycloneDX document does not validate: {error}")
     return text + "\n"
+
+
+def write(document: Any) -> str:
+    """The `-f cyclonedx` writer (inventory/output.py)."""
+    return render_cyclonedx(document.command, document.record(), document.warnings)

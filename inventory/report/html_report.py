@@ -303,10 +303,18 @@ def supports(command: str) -> bool:
     return command in BUILDERS
 
 
-def render_html(command: str, result: dict[str, Any]) -> str:
+def render_html(command: str, result: dict[str, Any], warnings: Iterable[str] = ()) -> str:
+    """The self-contained page of one answer; the run's warnings among its summary's notes (a
+    warning the page dropped would make it a different answer)."""
     import jinja2
 
     report = BUILDERS[command](result)
+    report.notes += [f"warning: {w}" for w in warnings]
     env = jinja2.Environment(loader=jinja2.PackageLoader("inventory.report", "templates"),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
     return env.get_template("report.html.j2").render(r=report, levels=LEVELS, version=version())
+
+
+def write(document: Any) -> str:
+    """The `-f html` writer (inventory/output.py): the page of the command's document."""
+    return render_html(document.command, document.record(), document.warnings)

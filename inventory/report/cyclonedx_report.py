@@ -240,6 +240,15 @@ def plan_bom(result: dict[str, Any]) -> Bom:
         for item in b.get("ignored") or []:  # measured at its own level, ignored by the user
             _finding(bom, model, str(item["fix"]), item.get("title", ""),
                      item["ignored"]["level"], item, item["ignored"]["reason"])
+        load = b.get("load") or {}
+        if load.get("reexport") not in (None, "no") and not b.get("load_explained_by"):
+            # the asset does not load where it ships, and no record explains it: still a finding
+            _finding(bom, model, "asset-load", "the shipped asset on its deployment runtimes",
+                     load["reexport"], load, None)
+        for u in b.get("unexplained") or []:  # a change no fix record explains: still a finding
+            _finding(bom, model, f"unrecorded:{u['probe']}@{u['step']}",
+                     f"{u['construct']} changes in {u['step']} (no fix record explains it)",
+                     u["reexport"], u, None)
     return bom
 
 

@@ -91,6 +91,7 @@ COMMANDS = (
     (app, "trace", trace.trace_cmd),
     (envs_app, "build", envs.envs_build),
     (envs_app, "list", envs.envs_list),
+    (envs_app, "discover", envs.envs_discover),
     (app, "scan", scan.scan_cmd),
     (app, "repair", repair.repair_cmd),
     (app, "verify", verify.verify_cmd),

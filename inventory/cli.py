@@ -29,6 +29,7 @@ from inventory.commands import (
     affected,
     bisect,
     cache,
+    draft,
     envs,
     fixes,
     plan,
@@ -96,6 +97,7 @@ COMMANDS = (
     (app, "repair", repair.repair_cmd),
     (app, "verify", verify.verify_cmd),
     (app, "bisect", bisect.bisect_cmd),
+    (app, "draft", draft.draft_cmd),
 )
 GROUPS = {envs_app: "envs", cache_app: "cache"}  # a subcommand's envelope name: `cache du`
 for group, name, function in COMMANDS:

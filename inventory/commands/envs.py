@@ -19,7 +19,7 @@ from oracle.envs import (
     record_line,
     torch_installs,
 )
-from oracle.releases import PACKAGED, Catalog, load_catalog
+from oracle.releases import PACKAGED, Catalog, load_catalog, version_key
 
 
 def envs_build(
@@ -56,15 +56,16 @@ def envs_build(
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     python_ok()
-    catalog = load_catalog()
+    known = load_catalog()  # with --catalog's releases and the discovered ones
     if from_source is not None or name is not None:
-        _build_from_source(versions, from_source, name, catalog, allow_code)
+        _build_from_source(versions, from_source, name, known, allow_code)
         return
-    for version in versions or sorted(catalog.releases):
+    for version in versions or sorted(known.releases, key=version_key):
         with progress(True) as report_progress:
-            env = ensure_env(version, catalog, report_progress)
-        out.print(f"{env.name}: ready ({env.runtime}) at {env.path}", highlight=False)
-        for deviation in deviations_with_evidence(env, catalog):
+            env = ensure_env(version, known, report_progress)
+        out.print(f"{env.name}: ready ({env.runtime}) at {env.path}{_source(version, known)}",
+                  highlight=False, soft_wrap=True)
+        for deviation in deviations_with_evidence(env, known):
             out.print(f"  deviation: {deviation}", highlight=False, soft_wrap=True)
 
 

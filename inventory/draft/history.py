@@ -11,9 +11,7 @@ release (whose asset the runtime refuses) and the new one (whose asset loads).
 from __future__ import annotations
 
 import re
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from inventory.bisect import WHEEL_SAME, Bisection, _Envs
 from inventory.errors import UsageError
@@ -21,6 +19,7 @@ from inventory.gitrepo import Commit, Repo
 from oracle.envs import Env
 from oracle.load_check import LoadCheck, load_check
 from oracle.progress import Progress
+from oracle.scratch import scratch
 from oracle.session import Session
 from oracle.spec import ProbeSpec
 
@@ -79,8 +78,8 @@ def asset_commit(repo: Repo, bisection: Bisection, session: Session, spec: Probe
                 if bisection.wheel_check.get(r) == WHEEL_SAME}
     tested: list[tuple[str, bool, str]] = []
     lo, hi = 0, len(line) - 1
-    with tempfile.TemporaryDirectory(prefix="inventory-draft-") as tmp:
-        commit_env = _Envs(repo, session, Path(tmp), releases, progress)
+    with scratch("draft-asset") as folder:  # each commit's tree lies there while it is built
+        commit_env = _Envs(repo, session, folder, releases, progress)
         while hi - lo > 1:
             mid = (lo + hi) // 2
             commit = line[mid]

@@ -136,7 +136,8 @@ def observe(old: str, new: str, library: list[Regime], bundles: list[Bundle],
         sw = sweep(old, new, [], [r for r, _ in chosen], catalog, policy, use_cache, progress,
                    "draft", session)
     bisection = (bisect(old, new, repo_path, [], library, catalog, policy, bundles, use_cache,
-                        progress, only=only) if repo_path is not None else None)
+                        progress, only=only, allow_code=allow_code)
+                 if repo_path is not None else None)
     found = {p.regime.spec.key(): p for p in (bisection.probes if bisection else ())}
     changes = []
     for f in sw.changed:

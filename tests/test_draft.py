@@ -245,3 +245,36 @@ def test_without_history_changes_are_grouped_by_construct_and_stage(env, tmp_pat
     plan = invoke("plan", "--to", "0.4.3", "--fixes", str(out), "--bundle", "mimi", "--json",
                   "-q")
     assert plan.returncode == 0 and json.loads(plan.stdout)["bundles"][0]["reexport"] == "no"
+
+
+def _region(stage: str, constructs: list[str], ops: list[str]) -> dict:
+    return {"graph": "main", "composite": None, "changed_lines": 4, "constructs": constructs,
+            "modules": ["encoder.layers.0"], "module_count": 1, "ops": ops,
+            "coreai_ops": ["coreai.cast"], "stage": stage, "step": "0.4.1->0.4.2",
+            "evidence": "/store/results/verify-pair-sortformer-0.4.1-0.4.2-0123456789abcdef0123"}
+
+
+def test_whole_program_regions_join_records_by_construct_and_stage():
+    """A region of the optimizer stage joins the pipeline record; one of a construct no probe
+    saw change makes that construct's record, saying so, with the aten targets its detector
+    reads as touches; one no detector names is a note, never a record."""
+    from inventory.draft.records import group
+
+    regions = (("sortformer", _region("optimizer", [], [])),
+               ("sortformer", _region("lowering", ["batch_norm"],
+                                      ["aten._native_batch_norm_legit_no_training.default",
+                                       "aten.add.Tensor"])),
+               ("mimi", _region("lowering", [], ["aten.squeeze.dims"])))
+    observed = Observed("0.4.1", "0.4.2", 0, (), (), (), None, None, (), regions,
+                        ("mimi", "sortformer"))
+    draft = group(observed)
+    by = {r.id: r for r in draft.records}
+    assert set(by) == {"draft-0.4.1-0.4.2-pipeline", "draft-0.4.1-0.4.2-batch_norm"}
+    pipeline, norm = by["draft-0.4.1-0.4.2-pipeline"], by["draft-0.4.1-0.4.2-batch_norm"]
+    assert pipeline.kind == "pipeline" and "1 whole-program region(s) (sortformer)" in \
+        pipeline.reaches
+    assert norm.touches == ("aten._native_batch_norm_legit_no_training.default",)
+    assert any("no probe of it does" in c for c in norm.conditions)
+    assert norm.evidence == ("verify-pair-sortformer-0.4.1-0.4.2-0123456789abcdef0123",)
+    [note] = draft.notes
+    assert note.startswith("not drafted: mimi @main") and "aten.squeeze.dims" in note

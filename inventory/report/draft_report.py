@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from inventory.draft.against import Comparison, Score
+from inventory.draft.records import Drafted
 from inventory.draft.service import Draft, text
 from oracle.portable import portable
 
@@ -28,6 +29,17 @@ def _against(c: Comparison) -> dict[str, Any]:
             "step_constructs": _score(c.constructs)}
 
 
+def _record(r: Drafted) -> dict[str, Any]:
+    """The `[[fix]]` table, its kind always said (after `ships_in`, as the table would): the
+    table leaves out the default, lowering, which a reader of the JSON should not need to know."""
+    out: dict[str, Any] = {}
+    for key, value in portable(r.table()).items():
+        out[key] = value
+        if key == "ships_in":
+            out["kind"] = r.kind
+    return out
+
+
 def draft_record(d: Draft) -> dict[str, Any]:
     return {
         "from": d.old, "to": d.new, "repo": d.repo or None, "output": d.output,
@@ -36,7 +48,7 @@ def draft_record(d: Draft) -> dict[str, Any]:
                    "probed": s.observed.probed, "changed": len(s.observed.changes),
                    "regions": len(s.observed.regions),
                    "checked_bundles": list(s.observed.checked),
-                   "records": [portable(r.table()) for r in s.records],
+                   "records": [_record(r) for r in s.records],
                    "notes": [portable(n) for n in s.notes]} for s in d.steps],
         "against": _against(d.against) if d.against is not None else None,
         "toml": text(d),

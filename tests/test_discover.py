@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from cli import invoke
 
 from oracle import package_index, pip_config
 from oracle.discovery import discover
+from oracle.installer import python_with_pip
 from oracle.paths import cache_root, envs_dir, store_root
 from oracle.pip_config import Sources
 from oracle.releases import CATALOG_FILE, DISCOVERED, USER, EnvError, load_catalog, recorded
@@ -207,7 +207,8 @@ def published_wheels(catalog) -> Path:
     for version in sorted(catalog.releases):
         if any(folder.glob(f"coreai_torch-{version}-*.whl")):
             continue
-        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps",
+        # an environment built by uv has no pip: the interpreter it was made from has
+        proc = subprocess.run([python_with_pip(), "-m", "pip", "download", "--no-deps",
                                "--only-binary", ":all:", "-q", "-d", str(folder),
                                f"coreai-torch=={version}"], capture_output=True, text=True)
         if proc.returncode != 0:

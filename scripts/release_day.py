@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from inventory.draft.against import prs_of  # noqa: E402
 from oracle.fixes import FIXES_FILE, load_fixes  # noqa: E402
 from oracle.paths import envs_dir, store_root  # noqa: E402
-from oracle.portable import portable  # noqa: E402
+from oracle.portable import absolute_paths, portable  # noqa: E402
 from oracle.releases import CATALOG_FILE, load_catalog, version_key  # noqa: E402
 
 OUT = ROOT / "evidence" / "release-day"
@@ -91,10 +92,24 @@ def compared(curated: dict[str, Any], drafted: dict[str, Any], by_pr: bool) -> d
             if by_pr else None}
 
 
+# A local package source pip's configuration names (`file:///srv/simple`), or the interpreter
+# whose configuration was read: under no root `portable` knows, and only this machine's.
+FILE_URL = re.compile(r"file://(/[^\s\"'(),;]+)")
+
+
+def machine_free(text: str) -> str:
+    """`text` with the paths only this machine has (local package sources, its interpreter)
+    written as `<machine path>`: the evidence says that a local source was read, not where."""
+    text = FILE_URL.sub("file://<machine path>", text)
+    for path in sorted(set(absolute_paths(text)), key=len, reverse=True):
+        text = text.replace(path, "<machine path>")
+    return text
+
+
 def write(name: str, doc: dict[str, Any], named: dict[Path, str]) -> Path:
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / name
-    path.write_text(json.dumps(portable(doc, named), indent=1) + "\n")
+    path.write_text(machine_free(json.dumps(portable(doc, named), indent=1)) + "\n")
     return path
 
 
@@ -121,7 +136,8 @@ def discover(args: argparse.Namespace) -> int:
             plans[name] = {"exit": p_code, "seconds": p_took, "bundles": plan["bundles"]}
         named = {Path(tmp): "<scratch>"}
     same = plans["packaged"]["bundles"] == plans["copy"]["bundles"]
-    doc = {"removed": newest, "discover": {"exit": code, "seconds": took, "result": found},
+    doc = {"removed": newest,
+           "discover": {"exit": code, "seconds": took, "result": found.get("result")},
            "envs_list": [ln for ln in listed.splitlines()
                          if ln.startswith(f"coreai-torch-{newest}:")],
            "plans": {k: {"exit": v["exit"], "seconds": v["seconds"],
@@ -145,13 +161,14 @@ def draft(args: argparse.Namespace) -> int:
         plans[name] = (p_code, plan, p_took, fixes)
     result = compared(setting(plans["curated"][1], FIXES_FILE),
                       setting(plans["draft"][1], toml), by_pr=bool(args.repo))
+    drafted = drafted.get("result") or {}
     drafted.pop("toml", None)  # kept beside it, as the file itself
     named = {args.repo: args.repo_name} if args.repo else {}
     doc = {"from": a, "to": b, "history": bool(args.repo),
            "draft": {"exit": code, "seconds": took, "result": drafted},
            "plans": {k: {"exit": v[0], "seconds": v[2]} for k, v in plans.items()},
            "comparison": result}
-    toml.write_text(portable(toml.read_text(), named))
+    toml.write_text(machine_free(portable(toml.read_text(), named)))
     path = write(f"draft-{a}-{b}.json", doc, named)
     print(f"wrote {path} and {toml}: every level same: {result['every_level_same']}; records "
           f"by pull request same: {result['every_record_set_same_by_pr']}")

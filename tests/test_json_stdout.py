@@ -34,6 +34,8 @@ def _inputs(tmp: Path) -> dict[str, tuple[str, ...]]:
         "affected": ("affected", "--fix", "40", "--registry", str(empty)),
         "bisect": ("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", str(tmp)),
         "cache": ("cache", "list"),
+        "draft": ("draft", "--from", "0.4.1", "--to", "0.4.2", "--repo", str(tmp)),
+        "envs": ("envs", "discover", "--catalog", str(empty)),
         "fixes": ("fixes",),
         "plan": ("plan", "--to", "0.4.2", "--registry", str(empty)),
         "release-notes": ("release-notes", "--from", "0.4.1", "--to", "0.4.2", "--fixes",
@@ -62,8 +64,9 @@ def test_every_json_command_is_run_under_the_noise(tmp_path):
     assert set(_inputs(tmp_path)) == _json_commands()
 
 
-@pytest.mark.parametrize("command", ["affected", "bisect", "cache", "fixes", "plan",
-                                     "release-notes", "repair", "scan", "sweep", "verify"])
+@pytest.mark.parametrize("command", ["affected", "bisect", "cache", "draft", "envs", "fixes",
+                                     "plan", "release-notes", "repair", "scan", "sweep",
+                                     "verify"])
 def test_stdout_is_the_json_document_whatever_else_prints(command, tmp_path):
     args = _inputs(tmp_path)[command]
     quiet = () if command in ("cache", "fixes") else ("-q",)  # they print no progress

@@ -12,6 +12,7 @@ from inventory.errors import exit_for_reexport
 from inventory.options import (
     AllowCode,
     Bundles,
+    CatalogFile,
     ExecutorName,
     Ignore,
     Json,
@@ -72,6 +73,7 @@ def affected_cmd(
     recipe_root: RecipeRoot = None,
     allow_code: AllowCode = False,
     quiet: Quiet = False,
+    catalog: CatalogFile = None,
 ) -> None:
     """Which shipped bundles does one converter fix change, and must they be re-exported?
 

@@ -10,7 +10,7 @@ import typer
 
 from inventory.commands.common import ready, registry_file_for, report
 from inventory.errors import ExitCode
-from inventory.options import FromRelease, Json, NoCache, Quiet, ToRelease
+from inventory.options import CatalogFile, FromRelease, Json, NoCache, Quiet, ToRelease
 from inventory.output import OutputFormat
 from inventory.terminal import finish
 from oracle.fixes import FIXES_FILE
@@ -48,6 +48,7 @@ def bisect_cmd(
                              "converts the probes (its files are copied, never built).")] = False,
     no_cache: NoCache = False,
     quiet: Quiet = False,
+    catalog: CatalogFile = None,
 ) -> None:
     """Per probe that changes from --from to --to: convert it at the commits between the two
     releases (binary search over the first-parent history, each commit built with the pins of

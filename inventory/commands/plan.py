@@ -14,6 +14,7 @@ from inventory.errors import ExitCode, exit_for_reexport
 from inventory.options import (
     AllowCode,
     Bundles,
+    CatalogFile,
     ExecutorName,
     Ignore,
     Json,
@@ -72,6 +73,7 @@ def plan_cmd(
                        "registry entry states a miniature: measured with --verify, else read "
                        "if stored.")] = False,
     quiet: Quiet = False,
+    catalog: CatalogFile = None,
 ) -> None:
     """Every fix between each bundle's exporter and --to, and whether each shipped asset still
     loads where it ships: what forces a re-export (a load failure first), what merely suggests

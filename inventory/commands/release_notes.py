@@ -10,6 +10,7 @@ import typer
 
 from inventory.commands.common import ready, report, use_executor
 from inventory.options import (
+    CatalogFile,
     ExecutorName,
     FromRelease,
     Json,
@@ -40,6 +41,7 @@ def release_notes_cmd(
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
     quiet: Quiet = False,
+    catalog: CatalogFile = None,
 ) -> None:
     """Per fix between two releases, per probe regime: does the program change, do values move?
     And every shipped instance's change in each release step that no record of it explains.

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from inventory.errors import USER_ERRORS, ExitCode
-from inventory.options import Json, Quiet
+from inventory.options import CatalogFile, Json, Quiet
 from inventory.output import emit, envelope
 from inventory.terminal import err, labelled, out, progress
 from oracle.envs import python_ok
@@ -26,6 +26,7 @@ def repair_cmd(
                                               "exist).")],
     as_json: Json = False,
     quiet: Quiet = False,
+    catalog: CatalogFile = None,
 ) -> None:
     """Repair a coreai-torch 0.4.0 asset in place of a re-export: rewrite its debug locations
     with the oldest core, re-save it with the next, and write OUT only once it is verified to

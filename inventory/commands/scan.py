@@ -10,7 +10,7 @@ import typer
 
 from inventory.commands.common import ready, run, show
 from inventory.errors import ExitCode
-from inventory.options import Json, Quiet, Registry, Runtimes, release_option
+from inventory.options import CatalogFile, Json, Quiet, Registry, Runtimes, release_option
 from inventory.output import OutputFormat, Renderer
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from inventory.terminal import err, fail, finish, labelled
@@ -33,6 +33,7 @@ def scan_cmd(
     runtime: Runtimes = None,
     as_json: Json = False,
     quiet: Quiet = False,
+    catalog: CatalogFile = None,
 ) -> None:
     """Read shipped .aimodel bundles with coreai-core's own parser: metadata, entry points, op
     histogram with composites resolved, dynamic shapes, weights fingerprint, the exporter its

@@ -10,7 +10,16 @@ import typer
 
 from inventory.commands.common import ready, registry_file_for, report, use_executor
 from inventory.errors import ExitCode
-from inventory.options import ExecutorName, FromRelease, Json, NoCache, Quiet, RayAddress, ToRelease
+from inventory.options import (
+    CatalogFile,
+    ExecutorName,
+    FromRelease,
+    Json,
+    NoCache,
+    Quiet,
+    RayAddress,
+    ToRelease,
+)
 from inventory.output import OutputFormat
 from inventory.registry import load_registry
 from inventory.terminal import finish
@@ -44,6 +53,7 @@ def sweep_cmd(
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
     quiet: Quiet = False,
+    catalog: CatalogFile = None,
 ) -> None:
     """Every probe in the library (or, with --registry, every shipped instance), no changelog:
     which shipped programs change, and does a fix record of the release step where each

@@ -29,6 +29,7 @@ from inventory.commands import (
     affected,
     bisect,
     cache,
+    draft,
     envs,
     fixes,
     plan,
@@ -91,10 +92,12 @@ COMMANDS = (
     (app, "trace", trace.trace_cmd),
     (envs_app, "build", envs.envs_build),
     (envs_app, "list", envs.envs_list),
+    (envs_app, "discover", envs.envs_discover),
     (app, "scan", scan.scan_cmd),
     (app, "repair", repair.repair_cmd),
     (app, "verify", verify.verify_cmd),
     (app, "bisect", bisect.bisect_cmd),
+    (app, "draft", draft.draft_cmd),
 )
 GROUPS = {envs_app: "envs", cache_app: "cache"}  # a subcommand's envelope name: `cache du`
 for group, name, function in COMMANDS:

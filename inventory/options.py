@@ -66,6 +66,12 @@ def complete_fix(incomplete: str) -> list[str]:
     return [n for n in names if n.startswith(incomplete)]
 
 
+# Read by `inventory.terminal.command`, which sets INVENTORY_CATALOG for the command's run.
+CatalogFile = Annotated[Path | None, typer.Option(
+    "--catalog", metavar="FILE",
+    help="A release catalog over the packaged one, in converters.toml's format (default: "
+         "INVENTORY_CATALOG): with a torch table it replaces it, else its converters."
+         "VERSION tables add or override releases.")]
 Registry = Annotated[Path, typer.Option("--registry", metavar="FILE",
                                         help="The bundle registry (TOML).")]
 NoCache = Annotated[bool, typer.Option(

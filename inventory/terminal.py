@@ -19,7 +19,7 @@ from inventory.errors import USER_ERRORS, ExitCode
 from inventory.help import HelpCommand, HelpGroup, split_doc
 from inventory.output import document_only, emit, envelope
 from oracle.progress import Notice, Progress, Routine, Tally
-from oracle.settings import check_all
+from oracle.settings import CATALOG_VAR, check_all
 
 # Bundle names, notes, fix ids and error messages are user text: rich must print them literally
 # (no markup, no :emoji: codes), so styles are given as `style=` or `Text`, never as markup.
@@ -221,6 +221,32 @@ def finish(code: ExitCode) -> None:
         raise typer.Exit(code)
 
 
+@contextmanager
+def user_catalog(path: object) -> Iterator[None]:
+    """`--catalog FILE`: INVENTORY_CATALOG for the command's run (every read of the catalog,
+    the processes it starts included), as it was before once it ends."""
+    if path is None:
+        yield
+        return
+    from pathlib import Path
+
+    from inventory.errors import UsageError
+
+    file = Path(str(path)).expanduser()
+    if not file.is_file():
+        why = "not a regular file" if file.exists() else "no such file"
+        raise UsageError(f"--catalog {path}: {why}")
+    before = os.environ.get(CATALOG_VAR)
+    os.environ[CATALOG_VAR] = str(file.resolve())
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CATALOG_VAR, None)
+        else:
+            os.environ[CATALOG_VAR] = before
+
+
 def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Callable], Callable]:
     """Register a command with its docstring as help (the prose reflowed, its examples and exit
     codes kept line by line: `inventory.help`); whatever escapes it (rendering included) goes
@@ -235,7 +261,8 @@ def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Calla
                 isinstance(chosen, str) and chosen.strip().lower() == "json")
             try:
                 with document_only() if as_json else nullcontext(), \
-                        answering(full_name or name, as_json):
+                        answering(full_name or name, as_json), \
+                        user_catalog(kwargs.get("catalog")):
                     check_all()  # every environment variable, before any work
                     return fn(*args, **kwargs)
             finally:

@@ -33,7 +33,7 @@ from oracle import env_files, installer
 from oracle.atomic import write_text_atomic
 from oracle.installer import Installer, cuda_torch, run_step
 from oracle.paths import envs_dir
-from oracle.progress import Progress
+from oracle.progress import Notice, Progress
 from oracle.releases import Catalog, EnvError, Release, base_version, load_catalog
 from oracle.settings import seconds
 
@@ -427,14 +427,15 @@ def ensure_env(
     catalog = catalog or load_catalog()
     release = catalog.release(version)
     path = env_path(version)
-    env = read_manifest(path)
+    env = _fitting(read_manifest(path), release, progress)
     if env is not None:
         env = _repointed(env, catalog, progress)
         if env is not None:
             return env
     torch_site = shared_torch(catalog, progress)
     with locked(path.name, progress):
-        env = read_manifest(path)  # another process may have built it while we waited
+        # another process may have built it while we waited
+        env = _fitting(read_manifest(path), release, lambda _: None)
         if env is not None:
             env = _repointed(env, catalog, progress)
             if env is not None:
@@ -442,6 +443,17 @@ def ensure_env(
             progress(f"{path.name} cannot import the shared torch: rebuilding it")
         shutil.rmtree(path, ignore_errors=True)  # a half-built leftover is never used
         return _build(release, catalog, path, torch_site, progress)
+
+
+def _fitting(env: Env | None, release: Release, progress: Progress) -> Env | None:
+    """The environment if it was built with the coreai-core the catalog's entry pins now (a
+    user's catalog can pin another for the same release); else None, said once (it is rebuilt:
+    the environment is named by the release alone)."""
+    if env is None or env.core == release.core:
+        return env
+    progress(Notice(f"{env.name} was built with coreai-core {env.core}; the catalog's entry "
+                    f"({release.source}: {release.origin}) pins {release.core}: rebuilding it"))
+    return None
 
 
 def _build(

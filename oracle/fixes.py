@@ -23,6 +23,20 @@ _TOUCHES = re.compile(r"aten\.[A-Za-z_]\w*(\.[A-Za-z_]\w*)?|coreai\.[A-Za-z_][\w
 
 
 @dataclass(frozen=True)
+class DraftNote:
+    """What `inventory draft` measured for a drafted record (`[fix.draft]`): never read to
+    answer (outcomes are measured again), shown beside the record for its review."""
+
+    step: str  # the release step it was drafted from ("0.4.1->0.4.2")
+    stage: str  # lowering, optimizer, load
+    grouped_by: str  # how its changes were grouped (a bisected commit, a construct, the pin)
+    reaches: str
+    values: str
+    conditions: tuple[str, ...]
+    evidence: tuple[str, ...]  # the stored results it rests on, by id
+
+
+@dataclass(frozen=True)
 class Fix:
     id: str
     title: str
@@ -36,6 +50,7 @@ class Fix:
     # rewrites, read off the upstream diff like `checked`: a region of the whole program whose
     # ops it lists is explained by it, where no construct detector names the region
     touches: tuple[str, ...] = ()
+    draft: DraftNote | None = None  # a drafted record's measurements (`checked = "drafted"`)
 
     @property
     def record_kind(self) -> RecordKind:
@@ -54,7 +69,9 @@ class Fix:
 
 
 _KEYS = ("id", "title", "ships_in", "kind", "upstream", "constructs", "aliases", "checked",
-         "touches")
+         "touches", "draft")
+_DRAFT_TEXT = ("step", "stage", "grouped_by", "reaches", "values")
+_DRAFT_LISTS = ("conditions", "evidence")
 
 
 def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
@@ -93,10 +110,22 @@ def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
         fixes.append(Fix(fix_id, fields.line(entry, "title", where),
                          fields.release(entry, "ships_in", where, releases),
                          fields.text(entry, "upstream", where, ""), constructs, aliases,
-                         fields.text(entry, "checked", where, ""), kind, tuple(touches)))
+                         fields.text(entry, "checked", where, ""), kind, tuple(touches),
+                         _draft(fields, entry, where)))
     unique(fields, ((f"fix record {i} ({f.id})", name) for i, f in enumerate(fixes, start=1)
                     for name in (f.id, *f.aliases)), "id")
     return fixes
+
+
+def _draft(fields: Fields, entry: dict, where: str) -> DraftNote | None:
+    if "draft" not in entry:
+        return None
+    table = fields.table(entry, "draft", where)
+    at = f"{where} draft"
+    fields.keys(table, (*_DRAFT_TEXT, *_DRAFT_LISTS), at)
+    text = [fields.text(table, k, at, "") for k in _DRAFT_TEXT]
+    lists = [fields.strings(table, k, at, blank=True) for k in _DRAFT_LISTS]
+    return DraftNote(*text, *lists)
 
 
 def _list(fields: Fields, entry: dict, key: str, where: str) -> list:

@@ -185,6 +185,12 @@ def chosen() -> Installer:
     return Installer("uv", version, uv)
 
 
+def package_sources() -> pip_config.Sources:
+    """Where the installers look for packages on this machine: pip's configuration, the one
+    every environment is built from (release discovery reads the same indexes and links)."""
+    return pip_config.read().sources()
+
+
 def _pip_version() -> str:
     try:
         from importlib.metadata import version

@@ -45,6 +45,8 @@ _COSMETIC = {
     "upgrade-strategy", "compile", "no-compile", "require-virtualenv", "isolated",
 }
 _TRUE = {"1", "true", "yes", "on"}
+# pip's index when its configuration names none
+DEFAULT_INDEX = "https://pypi.org/simple"
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,24 @@ class PipConfig:
                 skipped.append(key)
         return UvConfig(tuple(args), env, tuple(skipped), self.source)
 
+    def sources(self) -> Sources:
+        """Where `pip install` looks for a distribution on this machine: its indexes (pip's
+        default unless `index-url` names another; none with `no-index`), its find-links
+        (folders or pages), and how it reaches them (certificate bundle, proxy, timeout)."""
+        no_index = self.values.get("no-index", "").strip().lower() in _TRUE
+        indexes: list[str] = []
+        if not no_index:
+            indexes.append(self.values.get("index-url", "").strip() or DEFAULT_INDEX)
+            indexes += self.values.get("extra-index-url", "").split()
+        timeout = self.values.get("timeout") or self.values.get("default-timeout") or "15"
+        try:
+            seconds = float(timeout)
+        except ValueError:
+            seconds = 15.0
+        return Sources(tuple(indexes), tuple(self.values.get("find-links", "").split()),
+                       self.values.get("cert", "").strip() or None,
+                       self.values.get("proxy", "").strip() or None, seconds, self.source)
+
 
 @dataclass(frozen=True)
 class UvConfig:
@@ -92,6 +112,22 @@ class UvConfig:
         if self.skipped:
             said += f"; not translated (uv has no counterpart): {', '.join(self.skipped)}"
         return said
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The package sources of pip's configuration (PipConfig.sources)."""
+
+    indexes: tuple[str, ...]  # simple-API roots, in pip's order
+    find_links: tuple[str, ...]  # folders, file:// URLs or pages listing distribution files
+    cert: str | None = None  # a CA bundle to verify https with
+    proxy: str | None = None
+    timeout: float = 15.0
+    source: str = ""  # how the configuration was read
+
+    def describe(self) -> str:
+        said = [f"index {i}" for i in self.indexes] + [f"find-links {f}" for f in self.find_links]
+        return f"{'; '.join(said) or 'no package source'} (pip configuration: {self.source})"
 
 
 def parse(listing: str) -> dict[str, str]:

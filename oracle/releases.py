@@ -2,6 +2,13 @@
 coreai-core each pins, the one shared torch and its measured deviations; and release ordering
 (`version_key`: "0.4.10" after "0.4.9"). Building an environment for a release is
 `oracle/envs.py`'s.
+
+The catalog an answer uses is the packaged file, a user's catalog over it (`INVENTORY_CATALOG`,
+or a command's `--catalog FILE`), and the releases `inventory envs discover` found on the package
+index and recorded in the store (`oracle/discovery.py`), for releases the two files lack. A
+user's file holding a `[torch]` table is a whole catalog and replaces the packaged one (a copy
+with a release removed, say); one holding only `[converters."V"]` tables adds those releases or
+overrides the packaged entries of the same name. Both are read through the same schema.
 """
 
 from __future__ import annotations
@@ -10,10 +17,21 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracle.paths import cache_root
 from oracle.schema import Fields
+from oracle.settings import user_catalog
 from oracle.tomlfile import read_toml
 
 CATALOG_FILE = Path(__file__).with_name("converters.toml")
+# Where a release's entry comes from (`Release.source`; `envs list` says which).
+PACKAGED, USER, DISCOVERED = "catalog", "user catalog", "discovered"
+# A discovered release's record (`oracle/discovery.py` writes it): its folder in the cache,
+# beside `envs/`, holds the entry and the wheel METADATA it was derived from.
+DISCOVERED_ENTRY, DISCOVERED_METADATA = "entry.toml", "METADATA"
+
+
+def discovered_folder() -> Path:
+    return cache_root() / "discovered"
 
 
 class EnvError(Exception):
@@ -26,6 +44,8 @@ class Release:
     converter: str
     core: str
     extra: tuple[str, ...]
+    source: str = PACKAGED  # PACKAGED, USER or DISCOVERED
+    origin: str = ""  # the file or store record the entry was read from
 
 
 def base_version(version: str) -> str:
@@ -72,19 +92,25 @@ class Catalog:
         try:
             return self.releases[version]
         except KeyError:
-            known = ", ".join(sorted(self.releases))
+            known = ", ".join(sorted(self.releases, key=version_key))
             raise EnvError(
-                f"coreai-torch {version} is not a supported release (known: {known})"
+                f"coreai-torch {version} is not a supported release (known: {known}); "
+                f"`inventory envs discover` finds the releases on the package index the "
+                f"catalog lacks"
             ) from None
 
 
-def load_catalog(path: Path = CATALOG_FILE) -> Catalog:
-    """The releases the oracle can build, each value checked (oracle.schema): a release named
-    other than as digits and dots, a missing core or a value of the wrong type is one line."""
+def read_catalog(path: Path, source: str = PACKAGED, partial: bool = False) -> Catalog:
+    """One catalog file, each value checked (oracle.schema): a release named other than as
+    digits and dots, a missing core or a value of the wrong type is one line. `partial`: a
+    user's file of `[converters."V"]` tables only (no `[torch]`), laid over another catalog."""
     data = read_toml(path, EnvError)
     fields = Fields(path, EnvError)
-    fields.keys(data, ("torch", "converters"), "the file")
-    torch = fields.table(data, "torch", "", required=True)
+    if partial:
+        fields.keys(data, ("converters",), "a catalog without [torch]")
+    else:
+        fields.keys(data, ("torch", "converters"), "the file")
+    torch = {} if partial else fields.table(data, "torch", "", required=True)
     fields.keys(torch, ("version", "checked"), "[torch]")
     releases: dict[str, Release] = {}
     for version, entry in fields.table(data, "converters", "", required=True).items():
@@ -96,7 +122,7 @@ def load_catalog(path: Path = CATALOG_FILE) -> Catalog:
             fields.fail("", where, "a table", entry)
         fields.keys(entry, ("core", "extra"), where)
         releases[version] = Release(version, fields.line(entry, "core", where),
-                                    fields.strings(entry, "extra", where))
+                                    fields.strings(entry, "extra", where), source, str(path))
     if not releases:
         fields.problem("no [converters.\"<release>\"] tables")
     checked = []
@@ -112,5 +138,57 @@ def load_catalog(path: Path = CATALOG_FILE) -> Catalog:
             fields.integer(entry, "probes", where, None, 0, 1_000_000),
             fields.integer(entry, "identical", where, None, 0, 1_000_000),
             fields.text(entry, "evidence", where)))
-    return Catalog(torch=fields.line(torch, "version", "[torch]"), releases=releases,
-                   checked=tuple(checked))
+    return Catalog(torch="" if partial else fields.line(torch, "version", "[torch]"),
+                   releases=releases, checked=tuple(checked))
+
+
+def load_catalog(path: Path | None = None, discovered: bool = True) -> Catalog:
+    """The catalog answers use: `path` alone when given; else the packaged file, a user's
+    catalog over it (INVENTORY_CATALOG, set by `--catalog`), then (unless not `discovered`)
+    every release discovered on the package index and recorded in the store that neither file
+    names."""
+    if path is not None:
+        return read_catalog(path)
+    catalog = read_catalog(CATALOG_FILE)
+    user = user_catalog()
+    if user is not None:
+        data = read_toml(user, EnvError)
+        if "torch" in data:
+            catalog = read_catalog(user, USER)
+        else:
+            over = read_catalog(user, USER, partial=True)
+            catalog = Catalog(catalog.torch, {**catalog.releases, **over.releases},
+                              catalog.checked)
+    if not discovered:
+        return catalog
+    found = {v: r for v, r in recorded().items() if v not in catalog.releases}
+    if not found:
+        return catalog
+    return Catalog(catalog.torch, {**catalog.releases, **found}, catalog.checked)
+
+
+def recorded() -> dict[str, Release]:
+    """Every release `inventory envs discover` recorded, its entry read through this schema and
+    checked against the METADATA it was derived from (oracle/wheel_metadata.py)."""
+    from oracle.wheel_metadata import derive
+
+    root = discovered_folder()
+    if not root.is_dir():
+        return {}
+    out: dict[str, Release] = {}
+    for path in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        entry = read_catalog(path / DISCOVERED_ENTRY, DISCOVERED, partial=True)
+        try:
+            derived = derive((path / DISCOVERED_METADATA).read_text(errors="replace"))
+        except OSError as exc:
+            raise EnvError(f"{path / DISCOVERED_METADATA}: cannot read: {exc.strerror or exc}; "
+                           "discover the release again (inventory envs discover)") from None
+        for version, release in entry.releases.items():
+            if derived.problem or (derived.version, derived.core) != (version, release.core):
+                said = derived.problem or f"{derived.version} pins {derived.core}"
+                raise EnvError(f"{path / DISCOVERED_ENTRY}: [converters.\"{version}\"] core = "
+                               f"{release.core!r} does not follow from the METADATA beside it "
+                               f"({said}); discover the release again (inventory envs "
+                               "discover)")
+            out[version] = Release(version, release.core, release.extra, DISCOVERED, str(path))
+    return out

@@ -33,6 +33,8 @@ TIMEOUTS: dict[str, tuple[float, bool]] = {
 # Which installer builds environments: uv (the default; pip when uv cannot be had) or pip.
 INSTALLER_VAR = "INVENTORY_INSTALLER"
 INSTALLERS = ("uv", "pip")
+# A user's release catalog over the packaged one (`--catalog FILE` sets it for one command).
+CATALOG_VAR = "INVENTORY_CATALOG"
 # Pseudo file systems: a store there is never a folder the tool can keep results in.
 _NOT_A_STORE = (Path("/proc"), Path("/sys"), Path("/dev"))
 
@@ -66,6 +68,21 @@ def installer_choice() -> str:
     return raw
 
 
+def user_catalog() -> Path | None:
+    """INVENTORY_CATALOG: a user's release catalog (oracle/releases.py reads it), or None."""
+    raw = os.environ.get(CATALOG_VAR, "").strip()
+    return Path(raw).expanduser() if raw else None
+
+
+def check_catalog() -> None:
+    """INVENTORY_CATALOG names a regular file (its content is checked when it is read)."""
+    path = user_catalog()
+    if path is not None and not path.is_file():
+        why = "no such file" if not path.exists() else "not a regular file"
+        raise SettingError(f"{CATALOG_VAR}={os.environ[CATALOG_VAR]!r}: {why} (a release "
+                           f"catalog in converters.toml's format)")
+
+
 def check_cache(root: Path, name: str | None = None) -> None:
     """The store folder is a folder the tool can create and write: not a file, not under a
     pseudo file system such as /proc."""
@@ -89,6 +106,7 @@ def check_all() -> None:
     for name in TIMEOUTS:
         seconds(name)
     installer_choice()
+    check_catalog()
     check_cache(cache_root())
     if os.environ.get("INVENTORY_STORE"):
         check_cache(store_root(), "INVENTORY_STORE")

@@ -119,7 +119,7 @@ def test_a_ships_in_the_catalog_does_not_know_is_exit_2_not_a_dropped_record(tmp
     ({"upstream": 54}, f"fix record {NO['54']} (54) upstream must be a string, not 54"),
     ({"shipsin": "0.4.2"}, f"fix record {NO['54']} (54) has an unknown key 'shipsin' (known: id, "
                            "title, ships_in, kind, upstream, constructs, aliases, checked, "
-                           "touches)"),
+                           "touches, draft)"),
     ({"id": "40"}, f"fix record {NO['54']} (40): id '40' is already used by fix record "
                    f"{NO['40']} (40)"),
     ({"aliases": ["13"]}, f"fix record {NO['54']} (54): id '13' is already used by fix record "

@@ -12,6 +12,7 @@ from inventory.errors import exit_for_reexport
 from inventory.options import (
     AllowCode,
     Bundles,
+    CatalogFile,
     ExecutorName,
     Format,
     Ignore,
@@ -79,6 +80,7 @@ def affected_cmd(
     allow_code: AllowCode = False,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
+    catalog: CatalogFile = None,
 ) -> None:
     """Which shipped bundles does one converter fix change, and must they be re-exported?
 

@@ -11,6 +11,7 @@ import typer
 from inventory.commands.common import ready, registry_file_for, report
 from inventory.errors import ExitCode
 from inventory.options import (
+    CatalogFile,
     Format,
     FromRelease,
     Json,
@@ -61,6 +62,7 @@ def bisect_cmd(
     no_cache: NoCache = False,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
+    catalog: CatalogFile = None,
 ) -> None:
     """Per probe that changes from --from to --to: convert it at the commits between the two
     releases (binary search over the first-parent history, each commit built with the pins of

@@ -12,7 +12,7 @@ from rich.console import Group
 from rich.text import Text
 
 from inventory.errors import UsageError
-from inventory.options import Json, complete_release, release_list
+from inventory.options import CatalogFile, Json, Quiet, complete_release, release_list
 from inventory.terminal import out, progress
 from oracle.envs import (
     damaged_envs,
@@ -23,7 +23,7 @@ from oracle.envs import (
     record_line,
     torch_installs,
 )
-from oracle.releases import Catalog, load_catalog
+from oracle.releases import PACKAGED, Catalog, load_catalog, version_key
 
 
 def envs_build(
@@ -42,9 +42,13 @@ def envs_build(
         "--allow-code", help="With --from-source: consent to run the tree's build code, which a "
                              "tree that is not pure Python needs (a pure-Python tree is "
                              "installed by copying its files: nothing of it runs).")] = False,
+    catalog: CatalogFile = None,
 ) -> None:
     """Build converter environments ahead of time (needs the package registry once), or one
     from a source tree (--from-source: the release's environment with the tree's converter).
+
+    A release the catalog lacks is built once `inventory envs discover` has found it on the
+    package index (its entry derived from the wheel's metadata).
 
     Examples:
     inventory envs build
@@ -56,25 +60,28 @@ def envs_build(
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     python_ok()
-    catalog = load_catalog()
+    known = load_catalog()  # with --catalog's releases and the discovered ones
     if from_source is not None or name is not None:
-        _build_from_source(versions, from_source, name, catalog, allow_code)
+        _build_from_source(versions, from_source, name, known, allow_code)
         return
-    for version in versions or sorted(catalog.releases):
+    for version in versions or sorted(known.releases, key=version_key):
         with progress(True) as report_progress:
-            env = ensure_env(version, catalog, report_progress)
-        out.print(f"{env.name}: ready ({env.runtime}) at {env.path}", highlight=False)
-        for deviation in deviations_with_evidence(env, catalog):
+            env = ensure_env(version, known, report_progress)
+        out.print(f"{env.name}: ready ({env.runtime}) at {env.path}{_source(version, known)}",
+                  highlight=False, soft_wrap=True)
+        for deviation in deviations_with_evidence(env, known):
             out.print(f"  deviation: {deviation}", highlight=False, soft_wrap=True)
 
 
 def envs_list(as_json: Json = False, output_format: Annotated[str | None, typer.Option(
         "--format", "-f", metavar="table|json",
-        help="table (the default) or json (= --json).")] = None) -> None:
+        help="table (the default) or json (= --json).")] = None,
+        catalog: CatalogFile = None) -> None:
     """List the converter environments that are ready, with their exact versions, the
     installer that built each, what its build recorded (every distribution and the sha256 of
     every file) and whether its files are still as built (one that changed is rebuilt before it
-    is used).
+    is used); a release whose catalog entry was discovered on the package index is marked
+    `discovered`, with the record it was derived from.
 
     Examples:
     inventory envs list
@@ -91,11 +98,12 @@ def envs_list(as_json: Json = False, output_format: Annotated[str | None, typer.
     fmt = OutputFormat.choose(as_json, chosen=output_format, command="envs list")
     if fmt is OutputFormat.MARKDOWN:
         raise UsageError("envs list --format markdown: envs list is table or json")
-    catalog = load_catalog()
+    known = load_catalog()
     listing = EnvListing(
         tuple({"name": env.name, "path": str(env.path),
-               "packages": dict(env.packages), "record": record_line(env.path),
-               "deviations": deviations_with_evidence(env, catalog)}
+               "packages": dict(env.packages), "source": _source(env.converter, known) or None,
+               "record": record_line(env.path),
+               "deviations": deviations_with_evidence(env, known)}
               for env in installed_envs()),
         tuple(damaged_envs()),
         tuple({"name": t.name, "path": str(t), "record": record_line(t)}
@@ -125,12 +133,58 @@ class EnvListing:
             pkgs = ", ".join(f"{k} {env['packages'][k]}" for k in
                              ("coreai-torch", "coreai-core", "torch", "numpy")
                              if k in env["packages"])
-            lines.append(Text(f"{env['name']}: {pkgs}"))
+            source = f"; {env['source']}" if env.get("source") else ""
+            lines.append(Text(f"{env['name']}: {pkgs}{source}"))
             lines.append(Text(f"  {env['record']}"))
             lines += [Text(f"  deviation: {d}") for d in env["deviations"]]
         lines += [Text(f"{t['name']} (shared through .pth files): {t['record']}")
                   for t in self.torches]
         return Group(*lines)
+
+
+def _source(version: str, catalog: Catalog) -> str:
+    """`discovered (...)` for a release whose entry the package index gave, `user catalog
+    (...)` for one a user's catalog gives; nothing for the packaged catalog's."""
+    release = catalog.releases.get(version)
+    if release is None or release.source == PACKAGED:
+        return ""
+    return f"{release.source} ({release.origin})"
+
+
+def envs_discover(
+    as_json: Json = False,
+    catalog: CatalogFile = None,
+    quiet: Quiet = False,
+) -> None:
+    """List the coreai-torch releases on the package index (pip's configuration: its indexes
+    and find-links) that the catalog lacks, each with the coreai-core it pins and the torch and
+    other requirements its wheel's metadata declares (Requires-Dist), read from the wheel,
+    never guessed; each one whose entry follows is recorded in the store beside the
+    environments, and plan, sweep, verify and envs build accept it from then on.
+
+    Examples:
+    inventory envs discover
+    inventory envs discover --catalog my-converters.toml --json
+
+    Exit codes:
+    0  listed (none new is said so)
+    1  a release on the index whose catalog entry cannot be derived (said why)
+    2  no package source could be read, or a catalog that cannot be read
+    4  internal error (INVENTORY_DEBUG=1 prints the traceback)
+    """
+    from inventory.commands.common import report
+    from inventory.errors import ExitCode
+    from inventory.output import OutputFormat, Renderer
+    from inventory.report.envs_report import discovery_record, discovery_table
+    from inventory.terminal import finish
+    from oracle.discovery import Discovery, discover
+
+    known = load_catalog(discovered=False)
+    result: Discovery = report(Renderer("envs discover", discovery_record, discovery_table),
+                               OutputFormat.choose(as_json), quiet,
+                               lambda progress: discover(known, progress),
+                               lambda d: d.problems)
+    finish(ExitCode.FINDING if any(f.derived.problem for f in result.found) else ExitCode.OK)
 
 
 def _build_from_source(versions: list[str] | None, tree: Path | None, name: str | None,

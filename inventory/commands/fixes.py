@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from inventory.options import Json
+from inventory.options import CatalogFile, Json
 from inventory.output import OutputFormat
 from oracle.fixes import FIXES_FILE
 
@@ -18,6 +18,7 @@ def fixes_cmd(
         help="The fix database to list (e.g. a draft of the next release's records).")
     ] = FIXES_FILE,
     as_json: Json = False,
+    catalog: CatalogFile = None,
 ) -> None:
     """The fix database: each record's id (what --fix takes), its aliases, the release step it
     ships in, its kind (lowering, asset or pipeline), the constructs it touches and its title.

@@ -15,6 +15,7 @@ from inventory.errors import ExitCode, exit_for_reexport
 from inventory.options import (
     AllowCode,
     Bundles,
+    CatalogFile,
     Details,
     ExecutorName,
     Format,
@@ -82,6 +83,7 @@ def plan_cmd(
                        "if stored.")] = False,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
+    catalog: CatalogFile = None,
 ) -> None:
     """Every fix between each bundle's exporter and --to, and whether each shipped asset still
     loads where it ships: what forces a re-export (a load failure first), what merely suggests

@@ -11,6 +11,7 @@ import typer
 
 from inventory.commands.common import ready, report, use_executor
 from inventory.options import (
+    CatalogFile,
     Details,
     ExecutorName,
     Format,
@@ -50,6 +51,7 @@ def release_notes_cmd(
     ray_address: RayAddress = None,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
+    catalog: CatalogFile = None,
 ) -> None:
     """Per fix between two releases, per probe regime: does the program change, do values move?
     And every shipped instance's change in each release step that no record of it explains.

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from inventory.errors import USER_ERRORS, ExitCode, UsageError
-from inventory.options import Json, ProgressMode, Quiet
+from inventory.options import CatalogFile, Json, ProgressMode, Quiet
 from inventory.output import emit, envelope
 from inventory.terminal import err, labelled, out, progress
 from oracle.envs import python_ok
@@ -31,6 +31,7 @@ def repair_cmd(
              "repaired bundle.")] = None,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
+    catalog: CatalogFile = None,
 ) -> None:
     """Repair a coreai-torch 0.4.0 asset in place of a re-export: rewrite its debug locations
     with the oldest core, re-save it with the next, and write OUT only once it is verified to

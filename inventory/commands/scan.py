@@ -11,6 +11,7 @@ import typer
 from inventory.commands.common import ready, run, show
 from inventory.errors import ExitCode
 from inventory.options import (
+    CatalogFile,
     Format,
     Json,
     OutputFile,
@@ -46,6 +47,7 @@ def scan_cmd(
     output: OutputFile = None,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
+    catalog: CatalogFile = None,
 ) -> None:
     """Read shipped .aimodel bundles with coreai-core's own parser: metadata, entry points, op
     histogram with composites resolved, dynamic shapes, weights fingerprint, the exporter its

@@ -11,6 +11,7 @@ import typer
 from inventory.commands.common import ready, registry_file_for, report, use_executor
 from inventory.errors import ExitCode
 from inventory.options import (
+    CatalogFile,
     ExecutorName,
     Format,
     FromRelease,
@@ -59,6 +60,7 @@ def sweep_cmd(
     ray_address: RayAddress = None,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
+    catalog: CatalogFile = None,
 ) -> None:
     """Every probe in the library (or, with --registry, every shipped instance), no changelog:
     which shipped programs change, and does a fix record of the release step where each

@@ -12,6 +12,7 @@ from inventory.commands.common import ready, report
 from inventory.errors import ExitCode
 from inventory.options import (
     AllowCode,
+    CatalogFile,
     Format,
     FullForm,
     Json,
@@ -66,6 +67,7 @@ def verify_cmd(
     full: FullForm = False,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
+    catalog: CatalogFile = None,
 ) -> None:
     """The whole bundle, step by step: build each bundle's module (full size, or the miniature
     its registry entry states), convert it whole under every release from its exporter to --to,

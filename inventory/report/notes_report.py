@@ -60,11 +60,28 @@ def notes_record(notes: ReleaseNotes) -> dict[str, Any]:
                    "bundles": list(f.bundles),
                    "held_by": [{"bundle": b, "instance": label, "count": count}
                                for b, label, count in f.held_by],
-                   "summary": _summary_json(f)} for f in notes.fixes],
+                   "summary": _summary_json(f), "draft": _draft_json(f)}
+                  for f in notes.fixes],
         "unexplained": [{"probe": o.regime.id, "step": s.label, "verdict": o.verdict.verdict,
                          "note": s.note or None, "evidence": s.result.evidence}
                         for o, s in notes.unexplained],
     }
+
+
+def _draft_json(f: FixNotes) -> dict[str, Any] | None:
+    """A drafted record's measurements as `inventory draft` wrote them (`[fix.draft]`)."""
+    d = f.fix.draft
+    if d is None:
+        return None
+    return {"step": d.step, "grouped_by": d.grouped_by, "conditions": list(d.conditions)}
+
+
+def _drafted_line(f: FixNotes) -> list[str]:
+    d = f.fix.draft
+    if d is None:
+        return []
+    return [f"Drafted ({f.fix.checked}): {md_cell(d.grouped_by)}. Conditions measured for the "
+            f"draft: {md_cell('; '.join(d.conditions) or 'none')}.", ""]
 
 
 def _summary_json(f: FixNotes) -> dict[str, Any] | None:
@@ -190,6 +207,7 @@ def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
                     f"{f.fix.ships_in} ({', '.join(f.bundles) or 'none in the registry'}).")
         out.append(f"Upstream: {f.fix.upstream or 'not public'}. {held}")
         out.append("")
+        out += _drafted_line(f)
         if f.loads:
             out.append("| asset probe | old asset on each runtime | new asset on each runtime |")
             out.append("|---|---|---|")

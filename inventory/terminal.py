@@ -256,6 +256,7 @@ def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Calla
     def register(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def guarded(*args: object, **kwargs: object) -> object:
+            fit_width()  # this run's width, whatever an earlier command of this process set
             chosen = kwargs.get("output_format")
             as_json = bool(kwargs.get("as_json", False)) or (
                 isinstance(chosen, str) and chosen.strip().lower() == "json")

@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(*args: str, **env: str) -> Ran:
-    proc = invoke(*args, **env)
+    # lines are read whole: a width of their own, not one another test's run left behind
+    proc = invoke(*args, **{"COLUMNS": "200", **env})
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 

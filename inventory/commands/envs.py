@@ -139,6 +139,8 @@ class EnvListing:
             lines += [Text(f"  deviation: {d}") for d in env["deviations"]]
         lines += [Text(f"{t['name']} (shared through .pth files): {t['record']}")
                   for t in self.torches]
+        for line in lines:  # one line each, as wide as it is: a reader splits them by line
+            line.no_wrap, line.overflow = True, "ignore"
         return Group(*lines)
 
 

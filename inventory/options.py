@@ -100,7 +100,7 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON, a versioned enve
 Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown (= --format "
                                                          "markdown).")]
 Format = Annotated[str | None, typer.Option(
-    "--format", "-f", metavar="table|json|markdown|html|cyclonedx",
+    "--format", "-f", metavar="FORMAT",
     help="The answer's format: table (the terminal's, the default), json (a versioned "
          "envelope), markdown (for a release page; bisect: table or json), html (a "
          "self-contained report: plan, affected, verify) or cyclonedx (CycloneDX 1.6 with "

@@ -35,8 +35,10 @@ def _loads(b: BundlePlan) -> str:
     return ", ".join(f"{o.core} {o.outcome}" for o in own.outcomes()) or own.summary()
 
 
-def _lines(p: Plan, b: BundlePlan) -> list[tuple[str, str]]:
-    """(text, style) lines under the table: what forces or blocks a decision, load first."""
+def _lines(p: Plan, b: BundlePlan, details: bool = True) -> list[tuple[str, str]]:
+    """(text, style) lines under the table: what forces or blocks a decision, load first; each
+    record answered without the bundle's own program only with `details` (else the one
+    suggestion line names them all)."""
     out: list[tuple[str, str]] = []
     if b.load is not None and b.load.reexport != "no" and not b.load_explained_by:
         out.append((f"{b.bundle} (load, no record explains it): {b.load.reason}", ""))
@@ -49,7 +51,7 @@ def _lines(p: Plan, b: BundlePlan) -> list[tuple[str, str]]:
             expires = f", expires {i.ignored.expires.isoformat()}" if i.ignored.expires else ""
             out.append((f"{b.bundle} {i.fix.label}: ignored ({i.ignored.reason}{expires}); "
                         f"answered {i.answer.reexport} ({i.answer.verdict})", "dim"))
-        if i.answer.not_checked:
+        if i.answer.not_checked and details:
             out.append((f"{b.bundle} {i.fix.label}: not checked on its own program "
                         f"({i.answer.verdict}): {i.answer.not_checked}", ""))
     out += [(line, "bold") for line in _unexplained(b)]
@@ -121,11 +123,14 @@ def plan_table(p: Plan, details: bool = False) -> Group:
     deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
     lines += [Text(f"deployment runtimes: {d}") for d in deployments]
     for b in bundles:
-        lines += [Text(text, style=style) for text, style in _lines(p, b)]
+        lines += [Text(text, style=style) for text, style in _lines(p, b, details)]
     if (line := suggestion(p)) is not None:
         lines.append(Text(line, style="yellow"))
     for w in p.warnings:
         lines.append(Text(f"warning: {w}", style="yellow"))
+    # the answer again where a terminal's last screen shows it, after the reasons
+    lines.append(Text("answer: " + ", ".join(f"{b.bundle} {b.level}" for b in summary.bundles)
+                      + f" ({summary.line()})", style="bold"))
     return Group(*lines)
 
 

@@ -211,7 +211,7 @@ def test_envs_list_names_exact_versions_and_deviations(converter_envs, catalog, 
     for line in proc.stdout.splitlines():
         if line.startswith("  deviation: "):
             listed[list(listed)[-1]].append(line.removeprefix("  deviation: "))
-        else:
+        elif not line.startswith("  "):  # an environment (its other lines: what it recorded)
             listed[line] = []
     for version, env in converter_envs.items():
         (line,) = [ln for ln in listed if ln.startswith(f"coreai-torch-{version}: ")]

@@ -16,8 +16,10 @@ matrix (bundle x runtime).
 from __future__ import annotations
 
 import difflib
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -77,6 +79,10 @@ class BundleView:
     probes: list[ProbeView] = field(default_factory=list)
     drift_plots: list[str] = field(default_factory=list)
     tree: list[dict[str, Any]] = field(default_factory=list)
+    # a whole-program check's steps: (step, emitted, shipped, verdict, re-export, reason)
+    steps: list[tuple[str, ...]] = field(default_factory=list)
+    # (step, unified diff excerpt) of emitted programs the optimizer makes the same again
+    emitted_diffs: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -273,9 +279,37 @@ def _whole_program(view: BundleView, b: dict[str, Any]) -> None:
              "|old - new|": [g["region_run"]["drift"].get("maxabs_old_new")
                              for g in measured]}))
     view.tree = module_tree(regions)
+    for s in steps:
+        emitted, shipped = s.get("emitted") or {}, s.get("shipped") or {}
+        view.steps.append((str(s.get("step")), _identity(emitted), _identity(shipped),
+                           str(s.get("verdict") or "-"), str(s.get("reexport") or "-"),
+                           str(s.get("reason") or "")))
+        if emitted.get("identity") == "differs" and shipped.get("identity") == "identical":
+            excerpt = _diff_excerpt(emitted.get("diff"))
+            if excerpt:
+                view.emitted_diffs.append((str(s.get("step")), excerpt))
     for s in steps:  # the shipped programs of each step that changes them, side by side
         if (s.get("shipped") or {}).get("identity") == "differs" and s.get("evidence"):
             view.probes.append(_probe_view(f"{s['step']} whole program", s["evidence"]))
+
+
+def _identity(side: dict[str, Any]) -> str:
+    identity = str(side.get("identity") or "-")
+    lines = side.get("changed_lines")
+    return f"{identity} ({lines} lines)" if identity == "differs" and lines else identity
+
+
+_EXCERPT_LINES = 120
+
+
+def _diff_excerpt(path: str | None) -> str:
+    """The first lines of a stored unified diff (the whole file is in the evidence folder)."""
+    if not path or not Path(path).is_file():
+        return ""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        lines = [line.rstrip("\n") for line in itertools.islice(handle, _EXCERPT_LINES + 1)]
+    more = len(lines) > _EXCERPT_LINES
+    return "\n".join(lines[:_EXCERPT_LINES]) + ("\n..." if more else "")
 
 
 def module_tree(regions: list[dict[str, Any]]) -> list[dict[str, Any]]:

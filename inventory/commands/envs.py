@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Group
-from rich.text import Text
 
 from inventory.errors import UsageError
 from inventory.options import CatalogFile, Json, Quiet, complete_release, release_list
@@ -124,24 +122,24 @@ class EnvListing:
         return {"envs": list(self.envs), "damaged": list(self.damaged),
                 "torch": list(self.torches)}
 
-    def table(self) -> Group:
-        lines: list[Text] = []
+    def table(self) -> str:
+        """Plain lines, each as long as it is (never wrapped or cropped: a reader splits them
+        by line, and a deviation's evidence is a path to copy)."""
+        lines: list[str] = []
         if not self.envs and not self.damaged:
-            lines.append(Text("no converter environments yet (inventory envs build)"))
-        lines += [Text(line) for line in self.damaged]
+            lines.append("no converter environments yet (inventory envs build)")
+        lines += list(self.damaged)
         for env in self.envs:
             pkgs = ", ".join(f"{k} {env['packages'][k]}" for k in
                              ("coreai-torch", "coreai-core", "torch", "numpy")
                              if k in env["packages"])
             source = f"; {env['source']}" if env.get("source") else ""
-            lines.append(Text(f"{env['name']}: {pkgs}{source}"))
-            lines.append(Text(f"  {env['record']}"))
-            lines += [Text(f"  deviation: {d}") for d in env["deviations"]]
-        lines += [Text(f"{t['name']} (shared through .pth files): {t['record']}")
+            lines.append(f"{env['name']}: {pkgs}{source}")
+            lines.append(f"  {env['record']}")
+            lines += [f"  deviation: {d}" for d in env["deviations"]]
+        lines += [f"{t['name']} (shared through .pth files): {t['record']}"
                   for t in self.torches]
-        for line in lines:  # one line each, as wide as it is: a reader splits them by line
-            line.no_wrap, line.overflow = True, "ignore"
-        return Group(*lines)
+        return "\n".join(lines)
 
 
 def _source(version: str, catalog: Catalog) -> str:

@@ -32,7 +32,7 @@ from oracle.envs import Env
 from oracle.fixes import Fix, load_fixes
 from oracle.inputfile import regular_file
 from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
-from oracle.progress import Progress
+from oracle.progress import Progress, Routine
 from oracle.record_kinds import CONSTRUCT_REGIMES, LOAD_CHECKS
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
@@ -85,7 +85,7 @@ class Analyzer:
         spec = asset_spec(bundle)
         key = (release, spec.key())
         if key not in self._load_checks:
-            self.progress(f"{bundle.name}: load check of a coreai-torch {release} asset")
+            self.progress(Routine(f"{bundle.name}: load check of a coreai-torch {release} asset"))
             try:
                 exporter = self.session.env(release)
             except EnvError as exc:
@@ -227,8 +227,8 @@ class Analyzer:
               ) -> ProbeAnswer:
         spec = spec or instance_spec(bundle, instance, condition.params if condition else None)
         values = f"values: {condition.name}" if condition else "trained-looking values"
-        self.progress(f"{bundle.name}: {spec.label()} ({values}) under "
-                      f"{old_env.converter} and {new_env.converter}")
+        self.progress(Routine(f"{bundle.name}: {spec.label()} ({values}) under "
+                              f"{old_env.converter} and {new_env.converter}"))
         result = self.session.compare(spec, old_env, new_env, use_cache=self.use_cache)
         return ProbeAnswer(instance, spec, result, judge(result, self.policy),
                            steps=self._located(spec, old_env, new_env, result))
@@ -279,8 +279,8 @@ class Analyzer:
                                        f"{bundle.name}'s {instance.kind} at {module}")
             spec = replace(instance_spec(bundle, instance), values="checkpoint", tensors=tensors,
                            checkpoint=str(weights.resolve()))
-            self.progress(f"{bundle.name}: {spec.label()} with {module}'s own tensors under "
-                          f"{old_env.converter} and {new_env.converter}")
+            self.progress(Routine(f"{bundle.name}: {spec.label()} with {module}'s own tensors "
+                                  f"under {old_env.converter} and {new_env.converter}"))
             result = self.session.compare(spec, old_env, new_env, use_cache=self.use_cache)
             answers.append(ProbeAnswer(instance, spec, result, judge(result, self.policy),
                                        module, self._located(spec, old_env, new_env, result)))
@@ -350,7 +350,7 @@ def affected(
                             recipe_root=recipe_root, allow_code=allow_code)
         answers = []
         for bundle in bundles:
-            progress(f"{bundle.name}: checking")
+            progress(Routine(f"{bundle.name}: checking"))
             answers.append(analyzer.answer(bundle, fix, target))
         steps = {b.name: step for b in bundles if (step := _own_step(b, fix, catalog))}
         wanted: dict[tuple[str, str], list[Bundle]] = {}

@@ -20,6 +20,7 @@ from pathlib import Path
 from inventory.bisected import narrowed
 from oracle import asset_probe
 from oracle.fixes import Fix, between
+from oracle.progress import Routine
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import Identity, ProbeResult, Side
 from oracle.session import Session
@@ -195,7 +196,7 @@ def locate(session: Session, spec: ProbeSpec, old: str, new: str, whole: ProbeRe
             env_a, env_b = session.env(a), session.env(b)
         except EnvError:
             return ()
-        session.progress(f"{spec.label()}: locating the change, {a} -> {b}")
+        session.progress(Routine(f"{spec.label()}: locating the change, {a} -> {b}"))
         result = session.compare(spec, env_a, env_b, use_cache=use_cache)
         steps.append(step_between(fixes, spec, a, b, result))
     return tuple(steps)

@@ -81,9 +81,36 @@ RunBudget = Annotated[float, typer.Option(
     help="Seconds the model-level runs of a whole-program check may cost (estimated from the "
          "registry's measured seconds per run); over it they are skipped, said so, and the "
          "region runs measure every region. 'inf': always run.")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON (a versioned envelope).")]
-Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines (= --progress "
+                                                           "off).")]
+
+
+def _progress_mode(value: str | None) -> str | None:
+    from inventory.terminal import progress_mode
+
+    return progress_mode(value)
+
+
+ProgressMode = Annotated[str | None, typer.Option(
+    "--progress", metavar="auto|on|off", callback=_progress_mode,
+    help="Progress on stderr: auto (a transient status on a terminal; piped, one line per "
+         "phase with its counts), on (those lines even on a terminal), off.")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON, a versioned envelope (= "
+                                                 "--format json).")]
+Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown (= --format "
+                                                         "markdown).")]
+Format = Annotated[str | None, typer.Option(
+    "--format", "-f", metavar="FORMAT",
+    help="The answer's format: table (the terminal's, the default), json (a versioned "
+         "envelope), markdown (for a release page; bisect: table or json), html (a "
+         "self-contained report: plan, affected, verify) or cyclonedx (CycloneDX 1.6 with "
+         "VEX: scan, plan, affected). --json and --markdown are its aliases; give one.")]
+OutputFile = Annotated[Path | None, typer.Option(
+    "--output", "-o", metavar="FILE",
+    help="Write the answer to FILE (in --format) instead of standard output.")]
+Details = Annotated[bool, typer.Option(
+    "--details", help="Everything the answer holds: each record that does not affect a bundle "
+                      "(folded to a count by default) and every probe's evidence.")]
 Tolerance = Annotated[float | None, typer.Option(
     "--tolerance", metavar="NUMBER",
     help="Relative error vs torch fp32 beyond which a shipped output is wrong "
@@ -154,3 +181,14 @@ def check_recipe_root(value: Path | None) -> None:
     """A checkout that is not a folder is a mistake, said before anything runs."""
     if value is not None and not value.is_dir():
         raise UsageError(f"--recipe-root {value}: not a folder")
+
+
+def check_output(path: Path | None) -> None:
+    """`--output FILE` is checked before the run, not after it: its folder exists and the path
+    is no folder."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise UsageError(f"--output {path}: a folder, not a file")
+    if not path.parent.is_dir():
+        raise UsageError(f"--output {path}: no folder {path.parent}")

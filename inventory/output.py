@@ -7,18 +7,24 @@ format's renderer; nothing else in a command depends on the format.
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import io
 import json
 import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Generic, TextIO, TypeVar
 
 from rich.console import Console, RenderableType
 
+from inventory.errors import UsageError
+from inventory.summary import Summary
 from inventory.version import version
 
 SCHEMA_VERSION = 1
@@ -83,12 +89,39 @@ def document_only() -> Iterator[None]:
 
 
 class OutputFormat(StrEnum):
+    """One member per format. A new format is one member here and one module,
+    `inventory/report/<value>_report.py`, whose `write(document: Document) -> str` renders any
+    command's document (`writer_for` finds it); the three below are written here."""
+
     TABLE = "table"  # the terminal rendering (rich)
     JSON = "json"  # the versioned envelope
     MARKDOWN = "markdown"
+    HTML = "html"  # inventory/report/html_report.py: plan, affected, verify
+    CYCLONEDX = "cyclonedx"  # inventory/report/cyclonedx_report.py: scan, plan, affected
 
     @classmethod
-    def choose(cls, as_json: bool = False, markdown: bool = False) -> OutputFormat:
+    def choose(cls, as_json: bool = False, markdown: bool = False,
+               chosen: str | None = None, command: str | None = None) -> OutputFormat:
+        """The one format of a run: `--format`, or its aliases `--json` and `--markdown`; two of
+        them together are a usage error (never one silently winning), and so is a format
+        `command` has no form in (checked here, before the run)."""
+        fmt = cls._chosen(as_json, markdown, chosen)
+        if command is not None:
+            check_supported(command, fmt)
+        return fmt
+
+    @classmethod
+    def _chosen(cls, as_json: bool, markdown: bool, chosen: str | None) -> OutputFormat:
+        given = [flag for flag, on in (("--json", as_json), ("--markdown", markdown),
+                                       (f"--format {chosen}", chosen is not None)) if on]
+        if len(given) > 1:
+            raise UsageError(f"{' and '.join(given)}: give one output format")
+        if chosen is not None:
+            try:
+                return cls(chosen.strip().lower())
+            except ValueError:
+                raise UsageError(f"--format {chosen}: not a format (one of "
+                                 f"{', '.join(f.value for f in cls)})") from None
         if as_json:
             return cls.JSON
         if markdown:
@@ -96,14 +129,41 @@ class OutputFormat(StrEnum):
         return cls.TABLE
 
 
+TOOL = "inventory"
+# the project's root: an input file inside it is named relative to it (no machine path)
+_ROOT = Path(__file__).resolve().parent.parent
+
+
 def envelope(command: str, result: dict[str, Any] | None = None,
-             warnings: Sequence[str] = (), error: str | None = None) -> str:
-    """The JSON every command prints: `schema_version`, `version` (the tool's, from its package
-    metadata), `command`, `result`, `warnings`, `error`; the fields of `result` are repeated at
-    the top level (consumers read them there)."""
-    body = {"schema_version": SCHEMA_VERSION, "version": version(), "command": command,
-            "result": result, "warnings": list(warnings), "error": error}
+             warnings: Sequence[str] = (), error: str | None = None,
+             summary: dict[str, Any] | None = None,
+             inputs: dict[str, Any] | None = None) -> str:
+    """The JSON every command prints: `schema_version`, `version` and `tool` (name and version,
+    read from the package metadata), `command`, `inputs` (each data file the answer read, with
+    its SHA-256), `summary` (counts per level, per bundle its level and top reason; null for a
+    command whose answer is not per bundle), `result`, `warnings`, `error`; the fields of
+    `result` are also repeated at the top level (existing consumers read them there)."""
+    body = {"schema_version": SCHEMA_VERSION, "version": version(),
+            "tool": {"name": TOOL, "version": version()}, "command": command,
+            "inputs": inputs or {}, "summary": summary, "result": result,
+            "warnings": list(warnings), "error": error}
     return json.dumps(_strict({**(result or {}), **body}), indent=2, allow_nan=False)
+
+
+def input_files(**files: Path | None) -> dict[str, Any]:
+    """name -> {file, sha256} of the data files an answer read: the registry, the fix database,
+    the release catalog (always), so two answers can be told to rest on the same inputs."""
+    from oracle.releases import CATALOG_FILE
+
+    out = {}
+    for name, path in {**files, "catalog": CATALOG_FILE}.items():
+        if path is None or not Path(path).is_file():
+            continue
+        resolved = Path(path).resolve()
+        shown = resolved.relative_to(_ROOT) if resolved.is_relative_to(_ROOT) else Path(path)
+        out[name] = {"file": str(shown),
+                     "sha256": hashlib.sha256(resolved.read_bytes()).hexdigest()}
+    return out
 
 
 @dataclass(frozen=True)
@@ -114,12 +174,101 @@ class Renderer(Generic[T]):
     record: Callable[[T], dict[str, Any]]  # the JSON `result`
     table: Callable[[T], RenderableType]
     markdown: Callable[[T], str] | None = None
+    summary: Callable[[T], Summary] | None = None  # per bundle: its level and top reason
+    inputs: dict[str, Any] = field(default_factory=dict)  # `input_files(...)`
 
     def render(self, value: T, fmt: OutputFormat, console: Console,
-               warnings: Sequence[str] = (), error: str | None = None) -> None:
-        if fmt is OutputFormat.JSON:
-            emit(envelope(self.command, self.record(value), warnings, error))
-        elif fmt is OutputFormat.MARKDOWN and self.markdown is not None:
-            emit(self.markdown(value), end="")
+               warnings: Sequence[str] = (), error: str | None = None,
+               to: Path | None = None) -> None:
+        """The document in `fmt`, on standard output (the table through `console`) or, `to`,
+        written to that file (the table as plain text at the console's width)."""
+        document = Document(self, value, tuple(warnings), error)
+        written = writer_for(fmt)(document)
+        if to is not None:
+            text = written if isinstance(written, str) else _plain(written, console.width)
+            write_file(to, text)
+        elif isinstance(written, str):
+            emit(written, end="" if written.endswith("\n") else "\n")
         else:
-            console.print(self.table(value))
+            console.print(written)
+
+
+@dataclass(frozen=True)
+class Document(Generic[T]):
+    """What a writer renders: the command's answer, its renderer (the command's own record,
+    table and markdown), and the run's warnings and error."""
+
+    renderer: Renderer[T]
+    value: T
+    warnings: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def command(self) -> str:
+        return self.renderer.command
+
+    def record(self) -> dict[str, Any]:
+        return self.renderer.record(self.value)
+
+    def summary(self) -> Summary | None:
+        return self.renderer.summary(self.value) if self.renderer.summary else None
+
+
+Written = str | RenderableType
+
+
+def _json(d: Document[Any]) -> str:
+    summary = d.summary()
+    return envelope(d.command, d.record(), d.warnings, d.error,
+                    summary.to_json() if summary else None, d.renderer.inputs)
+
+
+def _markdown(d: Document[Any]) -> str:
+    if d.renderer.markdown is None:
+        raise UsageError(f"{d.command} has no markdown form (--format table or json)")
+    from inventory.report.text import for_release_page
+
+    return for_release_page(d.renderer.markdown(d.value))
+
+
+def _table(d: Document[Any]) -> Written:
+    return d.renderer.table(d.value)
+
+
+_BUILT_IN: dict[OutputFormat, Callable[[Document[Any]], Written]] = {
+    OutputFormat.TABLE: _table, OutputFormat.JSON: _json, OutputFormat.MARKDOWN: _markdown}
+
+
+def check_supported(command: str, fmt: OutputFormat) -> None:
+    """A format the command cannot render (html, cyclonedx) is a usage error before the run."""
+    if fmt in (OutputFormat.TABLE, OutputFormat.JSON, OutputFormat.MARKDOWN):
+        return
+    module = importlib.import_module(f"inventory.report.{fmt.value}_report")
+    if not module.supports(command.split()[0]):
+        able = ", ".join(c for c in ("affected", "plan", "scan", "verify")
+                         if module.supports(c))
+        raise UsageError(f"--format {fmt.value}: {command} has no {fmt.value} form "
+                         f"(commands with one: {able})")
+
+
+def writer_for(fmt: OutputFormat) -> Callable[[Document[Any]], Written]:
+    """The writer of a format: built in, or the `write` of inventory/report/<fmt>_report.py."""
+    if fmt in _BUILT_IN:
+        return _BUILT_IN[fmt]
+    module = importlib.import_module(f"inventory.report.{fmt.value}_report")
+    return module.write
+
+
+def _plain(renderable: RenderableType, width: int) -> str:
+    """A terminal rendering as the text a file holds (no colour codes)."""
+    console = Console(width=width, file=io.StringIO(), record=True, markup=False, emoji=False)
+    console.print(renderable)
+    return console.export_text()
+
+
+def write_file(path: Path, text: str) -> None:
+    """The document written whole, or one line saying why it cannot be."""
+    try:
+        path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--output {path}: cannot write it ({exc.strerror or exc})") from None

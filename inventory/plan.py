@@ -23,10 +23,11 @@ from inventory.loads import LoadAnswer, load_answer_record
 from inventory.policy import Policy
 from inventory.registry import Bundle, exporter_release
 from inventory.release_notes import StepSweeps, Unrecorded, sweep_steps
+from inventory.summary import BundleLine, Summary, summarise
 from inventory.verdict import IGNORED, ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.fixes import Fix, between
 from oracle.inputfile import read_text
-from oracle.progress import Progress
+from oracle.progress import Progress, Routine
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.session import Session, opened
@@ -160,12 +161,27 @@ class BundlePlan:
 
 
 @dataclass(frozen=True)
+class BaselineChange:
+    """A record whose level for a bundle differs from a previous plan's: both sides."""
+
+    bundle: str
+    item: PlanItem  # the answer now
+    before: str | None  # the baseline's level (None: the baseline did not have the record)
+
+    @property
+    def now(self) -> str:
+        return self.item.level
+
+
+@dataclass(frozen=True)
 class Plan:
     to: str
     bundles: tuple[BundlePlan, ...]
     warnings: tuple[str, ...]
     baseline: str | None = None  # the baseline file, when only changes since it are kept
     verify_computed: bool = False  # `--verify`: every whole-program check measured now
+    # with a baseline: each (bundle, record) whose level differs from the baseline's
+    changes: tuple[BaselineChange, ...] = ()
 
     @property
     def verified(self) -> dict[str, Any]:
@@ -203,7 +219,7 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
             load = analyzer.load_answer(bundle, to)
             items = []
             for fix in between(fixes, exporter, to):
-                progress(f"{bundle.name}: fix {fix.label}")
+                progress(Routine(f"{bundle.name}: fix {fix.label}"))
                 answer = analyzer.answer(bundle, fix, to)
                 ids = {fix.id, *fix.aliases}
                 ignored = matching(active, ids, bundle.name)
@@ -302,8 +318,16 @@ def plan_record(p: Plan) -> dict:
         if i.ignored:
             entry["ignored"] = {"reason": i.ignored.reason,
                                 "expires": i.ignored.expires.isoformat()
-                                if i.ignored.expires else None}
+                                if i.ignored.expires else None,
+                                # the level the finding has without the ignore file
+                                "level": i.answer.reexport}
         return entry
+
+    changed = {(c.bundle, c.item.fix.id) for c in p.changes}
+
+    def keep(b: BundlePlan, i: PlanItem) -> bool:
+        """With a baseline, only the answers that changed since it are listed."""
+        return p.baseline is None or (b.bundle, i.fix.id) in changed
 
     return {
         "to": p.to,
@@ -317,7 +341,8 @@ def plan_record(p: Plan) -> dict:
             "deployment": b.load.deployment.to_json() if b.load else None,
             "load": load_answer_record(b.load),
             "load_explained_by": list(b.load_explained_by),
-            **{key: [item(i, b) for i in b.by_level(level)] for level, key in LEVEL_KEYS},
+            **{key: [item(i, b) for i in b.by_level(level) if keep(b, i)]
+               for level, key in LEVEL_KEYS},
             "unexplained": [{"probe": u.probe, "construct": u.construct,
                              "step": u.step.label, "verdict": u.verdict.verdict,
                              "reexport": u.verdict.reexport, "reason": u.reason,
@@ -328,7 +353,45 @@ def plan_record(p: Plan) -> dict:
             "not_checked": [i.fix.id for i in b.not_checked],
         } for b in p.bundles],
         "suggest": suggestion(p),
+        "changes": [{"bundle": c.bundle, "fix": c.item.fix.id, "before": c.before,
+                     "now": c.now} for c in p.changes],
     }
+
+
+def setting(b: BundlePlan, level: str) -> list[str]:
+    """The findings of a bundle at one level: its records (with their verdicts and the release
+    steps they change in), a load failure no record explains, the changes no record explains,
+    a step the sweep could not cover, the whole-program check's unrecorded changes."""
+    cells = [f"{i.fix.label} ({i.answer.verdict}{_steps(i)})" for i in b.by_level(level)]
+    if b.load is not None and not b.load_explained_by and b.load.reexport == level \
+            and level != Reexport.NO:
+        cells.append(f"load ({b.load.verdict})")
+    cells += [f"unrecorded {u.construct} ({u.verdict.verdict}, changes in {u.step.label})"
+              for u in b.unexplained if u.verdict.reexport == level]
+    if level == Reexport.INCONCLUSIVE:
+        cells += [f"not swept: {why}" for why in b.unswept]
+    if b.whole is not None:
+        cells += [f"whole program: unrecorded change in {u['step']} {u['stage']}"
+                  for u in b.whole.unrecorded if u["reexport"] == level]
+    return cells
+
+
+def _steps(i: PlanItem) -> str:
+    """The release steps the item's probes change in, when the range has more than one."""
+    steps = sorted({s.label for p in i.answer.probes if len(p.steps) > 1 for s in p.changed_in})
+    return f", changes in {' '.join(steps)}" if steps else ""
+
+
+def plan_summary(p: Plan) -> Summary:
+    """Per bundle its level and the findings that set it (a bundle at `no`: how many records
+    it was checked against)."""
+    def reason(b: BundlePlan) -> str:
+        if b.reexport == Reexport.NO:
+            n = len(b.by_level(Reexport.NO))
+            return f"{n} record{'' if n == 1 else 's'} in range, none affects it"
+        return ", ".join(setting(b, b.reexport)) or "-"
+
+    return summarise(BundleLine(b.bundle, b.reexport, reason(b)) for b in p.bundles)
 
 
 def suggestion(p: Plan) -> str | None:
@@ -383,13 +446,19 @@ def changed_in(answer: BundleAnswer) -> list[dict]:
 
 
 def since_baseline(p: Plan, baseline: Path) -> Plan:
-    """Keep only the (bundle, fix) answers whose level differs from a previous plan's JSON."""
+    """The plan whole (its levels are the plan's), with each (bundle, record) answer whose
+    level differs from a previous plan's JSON as a change holding both sides."""
     before = read_baseline(baseline)
-    kept = []
-    for b in p.bundles:
-        items = tuple(i for i in b.items if before.get((b.bundle, i.fix.id)) != i.level)
-        kept.append(replace(b, items=items))
-    return replace(p, bundles=tuple(kept), baseline=str(baseline))
+    changes = tuple(BaselineChange(b.bundle, i, before.get((b.bundle, i.fix.id)))
+                    for b in p.bundles for i in b.items
+                    if before.get((b.bundle, i.fix.id)) != i.level)
+    return replace(p, baseline=str(baseline), changes=changes)
+
+
+def baseline_reexport(p: Plan) -> Reexport:
+    """With a baseline, what the exit code follows: the worst level a change comes to (no
+    change: no)."""
+    return worst(c.now for c in p.changes if c.now != IGNORED)
 
 
 def read_baseline(baseline: Path) -> dict[tuple[str, str], str]:

@@ -33,7 +33,7 @@ from oracle import asset_probe
 from oracle.constructs import has_probe
 from oracle.fixes import Fix, between
 from oracle.load_check import LoadCheck, load_check
-from oracle.progress import Progress
+from oracle.progress import Progress, Routine
 from oracle.record_kinds import ASSET_PROBE, CONSTRUCT_REGIMES, HOLDERS, LOAD_CHECKS
 from oracle.regimes import Regime, for_constructs
 from oracle.releases import Catalog, EnvError, version_key
@@ -230,7 +230,7 @@ def _run(regimes: list[Regime], old: str, new: str, catalog: Catalog, policy: Po
     with opened(session, catalog, progress) as session:
         old_env, new_env = session.env(old), session.env(new)
         for i, regime in enumerate(regimes, start=1):
-            progress(f"sweep {old}->{new} [{i}/{len(regimes)}]: {regime.id}")
+            progress(Routine(f"sweep {old}->{new} [{i}/{len(regimes)}]: {regime.id}"))
             result = session.compare(regime.spec, old_env, new_env, use_cache=use_cache)
             tuned = Policy(policy.tolerance, policy.override if policy.override is not None
                            else regime.tolerance)

@@ -18,15 +18,28 @@ from rich.text import Text
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.help import HelpCommand, HelpGroup, split_doc
 from inventory.output import document_only, emit, envelope
-from oracle.progress import Notice, Progress
+from oracle.progress import Notice, Progress, Routine, Tally
 from oracle.settings import CATALOG_VAR, check_all
 
 # Bundle names, notes, fix ids and error messages are user text: rich must print them literally
 # (no markup, no :emoji: codes), so styles are given as `style=` or `Text`, never as markup.
 _LITERAL = {"markup": False, "emoji": False}
 err = Console(stderr=True, **_LITERAL)
-# Piped output (CI logs, files) gets a readable width instead of rich's 80-column default.
-out = Console(**_LITERAL) if Console().is_terminal else Console(width=150, **_LITERAL)
+out = Console(**_LITERAL)
+PIPED_WIDTH = 150
+
+
+def fit_width() -> None:
+    """Piped output (CI logs, files) is as wide as COLUMNS says, else a readable 150 instead of
+    rich's 80-column default; a terminal is as wide as it is. Read at each answer, so the
+    width of this run is the one in force (not the one when the module was imported)."""
+    if out.is_terminal:
+        return
+    columns = os.environ.get("COLUMNS", "")
+    out.width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
+
+
+fit_width()
 # INVENTORY_DEBUG=1: an internal error also prints its traceback (still exit code 4).
 DEBUG_ENV = "INVENTORY_DEBUG"
 
@@ -76,10 +89,30 @@ def answering(command: str, as_json: bool = False) -> Iterator[None]:
         internal_error(exc, as_json, command)
 
 
+# `--progress auto|on|off` (every command that reports progress): set while the command line is
+# parsed, read when the work starts, back to auto when the command ends
+PROGRESS_MODES = ("auto", "on", "off")
+_progress_mode = "auto"
+
+
+def progress_mode(value: str | None) -> str | None:
+    """The typer callback of `--progress`: a mode, or one line and exit 2."""
+    global _progress_mode
+    if value is None:
+        return value
+    mode = value.strip().lower()
+    if mode not in PROGRESS_MODES:
+        raise typer.BadParameter(f"{value!r}: one of {', '.join(PROGRESS_MODES)}")
+    _progress_mode = mode
+    return mode
+
+
 @contextmanager
 def progress(enabled: bool) -> Iterator[Progress]:
-    """A one-line status on stderr while environments build and probes convert (plain lines
-    when stderr is not a terminal)."""
+    """What the work is doing, on stderr: on a terminal a transient status (the latest line of
+    each phase); piped (a CI log, a file) one line per phase with its counts, never a line per
+    result. `--progress off` (or `-q`) prints nothing but notices; `--progress on` prints the
+    piped lines even on a terminal."""
     def notice(msg: str) -> bool:
         """A Notice (an environment rebuilt) stays on screen, even in a quiet run."""
         if isinstance(msg, Notice):
@@ -87,14 +120,72 @@ def progress(enabled: bool) -> Iterator[Progress]:
             return True
         return False
 
-    if not enabled or not err.is_terminal:
-        yield lambda msg: notice(msg) or (
-            err.print(msg, style="dim", highlight=False) if enabled else None)
+    mode = _progress_mode
+    if not enabled or mode == "off":
+        yield lambda msg: None if isinstance(msg, Tally) else notice(msg) and None
+        return
+    if mode == "on" or not err.is_terminal:
+        lines = PhaseLines(lambda line: err.print(line, style="dim", highlight=False,
+                                                  soft_wrap=True))
+        try:
+            yield lambda msg: lines.tally(msg) if isinstance(msg, Tally) else (
+                notice(msg) or (lines.update(msg) if isinstance(msg, Routine) else
+                                err.print(msg, style="dim", highlight=False)))
+        finally:
+            lines.close()
         return
     phases = Phases()
     with err.status("starting") as status:
         # a str status is parsed as markup by rich's spinner whatever the console says
-        yield lambda msg: notice(msg) or status.update(phases.update(msg))
+        yield lambda msg: None if isinstance(msg, Tally) else (
+            notice(msg) or status.update(phases.update(msg)))
+
+
+class PhaseLines:
+    """Piped progress: one line when a phase of routine steps (`Routine`: a bundle's records, a
+    sweep) ends, with
+    how many steps it took and how many probe comparisons were read from the store or made
+    now (`parakeet: 14 steps; 23 probes: 23 stored, 0 converted`). A phase is what a line names
+    before its first `: `, when that is short; a longer one (a probe's own label) belongs to the
+    phase in course."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
+        self.phase: str | None = None
+        self.steps = 0
+        self.counts = {Tally.STORED: 0, Tally.CONVERTED: 0}
+        self._lock = threading.Lock()
+
+    def tally(self, kind: str) -> bool:
+        with self._lock:
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+        return False  # never a line of its own
+
+    def update(self, msg: str) -> None:
+        head, sep, _ = msg.partition(": ")
+        key = _COUNTER.sub("", head) if sep and len(head) <= 40 else None
+        with self._lock:
+            if key is not None and key != self.phase:
+                self._flush()
+                self.phase = key
+            elif self.phase is None:
+                self.phase = _COUNTER.sub("", head)[:40]
+            self.steps += 1
+
+    def _flush(self) -> None:
+        if self.phase is None:
+            return
+        stored, made = self.counts[Tally.STORED], self.counts[Tally.CONVERTED]
+        probes = stored + made
+        counts = f"; {probes} probe{'' if probes == 1 else 's'}: {stored} stored, {made} " \
+                 "converted" if probes else ""
+        self.write(f"{self.phase}: {self.steps} step{'' if self.steps == 1 else 's'}{counts}")
+        self.phase, self.steps = None, 0
+        self.counts = {Tally.STORED: 0, Tally.CONVERTED: 0}
+
+    def close(self) -> None:
+        with self._lock:
+            self._flush()
 
 
 _COUNTER = re.compile(r"\s*\[\d+/\d+\]")
@@ -165,11 +256,18 @@ def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Calla
     def register(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def guarded(*args: object, **kwargs: object) -> object:
-            as_json = bool(kwargs.get("as_json", False))
-            with document_only() if as_json else nullcontext(), \
-                    answering(full_name or name, as_json), user_catalog(kwargs.get("catalog")):
-                check_all()  # every environment variable, before any work
-                return fn(*args, **kwargs)
+            fit_width()  # this run's width, whatever an earlier command of this process set
+            chosen = kwargs.get("output_format")
+            as_json = bool(kwargs.get("as_json", False)) or (
+                isinstance(chosen, str) and chosen.strip().lower() == "json")
+            try:
+                with document_only() if as_json else nullcontext(), \
+                        answering(full_name or name, as_json), \
+                        user_catalog(kwargs.get("catalog")):
+                    check_all()  # every environment variable, before any work
+                    return fn(*args, **kwargs)
+            finally:
+                progress_mode("auto")  # the next command of this process starts from auto
 
         text, epilog = split_doc(fn.__doc__)
         return app.command(name, help=text, epilog=epilog, cls=HelpCommand)(guarded)

@@ -24,7 +24,7 @@ from oracle.envs import Env, ensure_env, ready_env
 from oracle.executors import open_oracle
 from oracle.oracle_api import Oracle
 from oracle.paths import cache_root
-from oracle.progress import Progress
+from oracle.progress import Progress, Tally
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.spec import ProbeSpec
@@ -180,6 +180,7 @@ class Session:
             self._conversions_ahead()
         result = self.oracle.compare(spec, old, new, use_cache=use_cache)
         self._results[key] = (result, not result.cached)
+        self.progress(Tally(Tally.STORED if result.cached else Tally.CONVERTED))
         for side in (result.old, result.new):
             if not side.ok and side.stage == "worker":
                 self.worker_failures.setdefault(side.converter, side.error)

@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(*args: str, **env: str) -> Ran:
-    proc = invoke(*args, **env)
+    # lines are read whole: a width of their own, not one another test's run left behind
+    proc = invoke(*args, **{"COLUMNS": "200", **env})
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -127,6 +128,9 @@ def test_the_library_sweep_explains_every_change_of_0_4_2_and_exits_1_without_a_
 
 
 # ---- release-notes, --markdown, --tolerance -----------------------------------------------------
+L28 = "[apple/coreai-torch#28](https://github.com/apple/coreai-torch/pull/28)"
+L54 = "[apple/coreai-torch#54](https://github.com/apple/coreai-torch/pull/54)"
+L79 = "[apple/coreai-torch#79](https://github.com/apple/coreai-torch/pull/79)"
 
 
 def test_release_notes_as_table_and_markdown(converter_envs):
@@ -140,7 +144,9 @@ def test_release_notes_as_table_and_markdown(converter_envs):
     assert proc.returncode == 0, proc.stderr
     md = proc.stdout
     assert md.startswith("# coreai-torch 0.4.2 → 0.4.3: what changes in converted programs")
-    assert "## #79 conv transpose rejects output_padding >= stride and >= dilation" in md
+    # an upstream reference links to the converter's pull request, not the host's issue
+    assert (f"## {L79} conv transpose rejects output_padding >= stride and >= dilation"
+            in md)
     assert "| `1d-op-eq-stride` | new-cannot-convert | new-cannot-convert | not-run | - |" in md
     assert "Shipped bundles holding conv_transpose: mimi, sam3." in md
 
@@ -152,8 +158,10 @@ def test_affected_and_plan_in_markdown(converter_envs):
     proc = run("affected", "--fix", "54", "--bundle", "sortformer", "--markdown", "-q")
     assert proc.returncode == 0, proc.stderr
     md = proc.stdout
-    assert md.startswith("# Fix #54 Compute fp16 batch norm in fp32")
-    assert "| sortformer | 0.4.1 | 17x batch_norm | values-move | **optional** |" in md
+    assert md.startswith(f"# Fix {L54} Compute fp16 batch norm in fp32")
+    # each instance with its parameters, as the terminal gives it
+    assert ("| sortformer | 0.4.1 | 17x dwconv k9 -> BatchNorm1d 512 var=default params fp16 "
+            "fp16 | values-move | **optional** |") in md
     assert "max\\|old-new\\|" in md  # pipes in a cell are escaped, the table stays whole
 
     proc = run("plan", "--to", "0.4.2", "--markdown", "-q")
@@ -163,9 +171,11 @@ def test_affected_and_plan_in_markdown(converter_envs):
     assert "Deployment runtimes: coreai-core 1.0.0b2, 1.0.0b3 (default:" in md
     assert "| mimi | 0.4.1 | **no** | 1.0.0b2 loads, 1.0.0b3 loads | - | - | - |" in md
     assert ("| lfm_audio | 0.4.0 (assumed) | **inconclusive** | depends on the exporter | - | "
-            "#28 (depends-on-exporter) | #54 (values-move, changes in 0.4.1->0.4.2) |") in md
+            f"{L28} (depends-on-exporter) | {L54} (values-move, changes in 0.4.1->0.4.2) |") in md
     assert ("| sam3 | 0.4.0 | **required** | 1.0.0b2 crashes, 1.0.0b3 crashes | "
-            "#28 (does-not-load) | - | - |") in md
+            f"{L28} (does-not-load) | - | - |") in md
+    # the summary table comes first, worst level first
+    assert md.index("| sam3 | **required** |") < md.index("| bundle | exporter |")
 
 
 def test_tolerance_turns_an_optional_move_into_a_required_one(converter_envs, json_schema):
@@ -201,7 +211,7 @@ def test_envs_list_names_exact_versions_and_deviations(converter_envs, catalog, 
     for line in proc.stdout.splitlines():
         if line.startswith("  deviation: "):
             listed[list(listed)[-1]].append(line.removeprefix("  deviation: "))
-        else:
+        elif not line.startswith("  "):  # an environment (its other lines: what it recorded)
             listed[line] = []
     for version, env in converter_envs.items():
         (line,) = [ln for ln in listed if ln.startswith(f"coreai-torch-{version}: ")]

@@ -88,9 +88,17 @@ def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_cha
 
     baseline = tmp_path / "plan.json"
     baseline.write_text(json.dumps(plan))
-    same = json.loads(run("plan", "--to", "0.4.2", "--json", "--baseline", str(baseline)).stdout)
+    ran_same = run("plan", "--to", "0.4.2", "--json", "--baseline", str(baseline))
+    same = json.loads(ran_same.stdout)
     assert all(not b[k] for b in same["bundles"]
                for k in ("required", "inconclusive", "optional", "not_affected"))
+    # nothing changed: said in one line, exit 0, and every bundle keeps the plan's level
+    assert same["changes"] == [] and ran_same.returncode == 0
+    assert {b["bundle"]: b["reexport"] for b in same["bundles"]} == {
+        b["bundle"]: b["reexport"] for b in plan["bundles"]}
+    said = run("plan", "--to", "0.4.2", "--baseline", str(baseline))
+    assert "no change since the baseline" in said.stdout and said.returncode == 0
+    assert "mimi" not in said.stdout
     # pretend fix 40 used to be required for mimi: the plan now reports it as changed
     edited = json.loads(json.dumps(plan["result"]))  # the bare record is a baseline too
     mimi = next(b for b in edited["bundles"] if b["bundle"] == "mimi")
@@ -105,3 +113,9 @@ def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_cha
     listed = {i["fix"] for k in ("required", "inconclusive", "optional", "not_affected")
               for i in mimi_now[k]}
     assert listed == {"40"}
+    (change,) = changed["changes"]
+    assert change == {"bundle": "mimi", "fix": "40", "before": "required",
+                      "now": mimi_now["reexport"]}
+    shown = run("plan", "--to", "0.4.2", "--baseline", str(baseline))
+    row = next(line for line in shown.stdout.splitlines() if "mimi" in line)
+    assert "#40" in row and "required" in row and "sam3" not in shown.stdout

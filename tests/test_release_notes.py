@@ -43,7 +43,11 @@ def test_release_notes_answer_each_regime_with_evidence(env, conv_regimes):
         assert {**{k: probe[k] for k in ("emitted", "shipped", "outputs", "verdict", "runtime")},
                 **alone_entry(probe)} == measured[probe["probe"]], probe["probe"]
     text = notes_markdown(notes)
-    assert "## #40 Fix conv transpose lowering" in text and "```diff" in text
+    # the summary table first; each shipped IR diff named by its evidence folder, quoted only
+    # with details (a release page stays readable)
+    assert text.index("| record | probes |") < text.index("## #40 Fix conv transpose lowering")
+    assert "```diff" not in text and "/shipped.diff`" in text
+    assert "```diff" in notes_markdown(notes, details=True)
 
 
 def test_sweep_surfaces_a_change_that_no_fix_record_explains(env, conv_regimes):

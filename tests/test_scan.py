@@ -154,7 +154,15 @@ def bundles(tmp_path_factory, env) -> Path:
 def scanned(bundles, json_schema) -> dict[tuple[str, str], dict]:
     """One scan of the whole folder of folders: (version, name) -> the bundle's JSON."""
     data = scan_json(str(bundles))
-    assert data["_exit"] == 0, data["_stderr"]
+    # the 0.4.0 bundles (no producer stamp: the 1.0.0b1 era, deployed from it on) crash on
+    # 1.0.0b2 and b3: each is counted as not loading on a deployment runtime, exit 1; every
+    # later release's bundle loads where it is deployed
+    assert data["_exit"] == 1, data["_stderr"]
+    failing = data["result"]["not_loading"]
+    assert failing and all(Path(f["path"]).parent.name == "0.4.0" for f in failing), failing
+    assert len(failing) == sum(1 for b in data["result"]["bundles"]
+                               if Path(b["path"]).parent.name == "0.4.0")
+    assert all({r["core"] for r in f["runtimes"]} == {"1.0.0b2", "1.0.0b3"} for f in failing)
     json_schema({k: v for k, v in data.items() if not k.startswith("_")})
     assert data["schema_version"] == 1 and data["command"] == "scan"
     out = {}
@@ -508,3 +516,18 @@ def test_a_fifo_is_never_opened(tmp_path):
     os.mkfifo(bundle / "main.mlirb")
     proc = run_scan(str(bundle))
     assert proc.returncode == 2 and "not a regular file" in one_clean_line(proc)
+
+
+@pytest.mark.slow
+def test_scan_in_markdown_holds_what_the_json_holds(bundles):
+    """Every bundle with each runtime's answer, and each one not loading where it is deployed,
+    is in the markdown as in the JSON (the one document, two formats)."""
+    data = scan_json(str(bundles / "0.4.0"))
+    proc = run_scan(str(bundles / "0.4.0"), "-f", "markdown")
+    assert proc.returncode == data["_exit"] == 1, proc.stderr
+    md = proc.stdout
+    for b in data["result"]["bundles"]:
+        loads = "; ".join(f"{o['core']} {o['outcome']}" for o in b["loads"])
+        assert f"| {b['name']} |" in md and loads in md, b["name"]
+    for f in data["result"]["not_loading"]:
+        assert f"**{f['bundle']}** does not load on a deployment runtime" in md

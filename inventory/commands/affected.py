@@ -14,16 +14,20 @@ from inventory.options import (
     Bundles,
     CatalogFile,
     ExecutorName,
+    Format,
     Ignore,
     Json,
     Markdown,
     NoCache,
+    OutputFile,
+    ProgressMode,
     Quiet,
     RayAddress,
     RecipeRoot,
     Registry,
     Runtimes,
     Tolerance,
+    check_output,
     check_recipe_root,
     complete_fix,
     complete_release,
@@ -48,6 +52,8 @@ def affected_cmd(
     registry: Registry = DEFAULT_REGISTRY,
     as_json: Json = False,
     markdown: Markdown = False,
+    output_format: Format = None,
+    output: OutputFile = None,
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
@@ -73,6 +79,7 @@ def affected_cmd(
     recipe_root: RecipeRoot = None,
     allow_code: AllowCode = False,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
 ) -> None:
     """Which shipped bundles does one converter fix change, and must they be re-exported?
@@ -80,7 +87,7 @@ def affected_cmd(
     Examples:
     inventory affected --fix 40
     inventory affected --fix 54 --to v0.4.3 --bundle sam3 --markdown
-    inventory affected --fix core-b3 --verify --json
+    inventory affected --fix core-b3 --verify -f json -o b3.json
 
     Exit codes:
     0  no bundle needs re-exporting for this fix
@@ -91,14 +98,16 @@ def affected_cmd(
     """
     from inventory.affected import affected, parse_weights
     from inventory.ignore import load_ignores
-    from inventory.output import Renderer
+    from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
     from inventory.report.json_report import affected_record
-    from inventory.report.table import affected_markdown, affected_table
+    from inventory.report.table import affected_markdown, affected_summary, affected_table
     from inventory.runtimes import parse_overrides
     from oracle.fixes import find_fix, load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown)
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="affected")
+
+    check_output(output)
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
     use_executor(executor, ray_address)
@@ -111,11 +120,12 @@ def affected_cmd(
     catalog = load_catalog()
     runtimes = parse_overrides(runtime, catalog)
     result = report(
-        Renderer("affected", affected_record, affected_table, affected_markdown), fmt, quiet,
+        Renderer("affected", affected_record, affected_table, affected_markdown,
+                 affected_summary, input_files(registry=registry, fixes=fixes)), fmt, quiet,
         lambda progress: affected(the_fix, bundles, catalog, load_policy(tolerance), to=to,
                                   use_cache=not no_cache, progress=progress, ignores=ignores,
                                   weights=checkpoints, runtimes=runtimes, fixes=records,
                                   verify=verify, recipe_root=recipe_root,
                                   allow_code=allow_code),
-        lambda r: r.warnings)
+        lambda r: r.warnings, to=output)
     finish(exit_for_reexport(result.reexport))

@@ -10,7 +10,18 @@ import typer
 
 from inventory.commands.common import ready, registry_file_for, report
 from inventory.errors import ExitCode
-from inventory.options import CatalogFile, FromRelease, Json, NoCache, Quiet, ToRelease
+from inventory.options import (
+    CatalogFile,
+    Format,
+    FromRelease,
+    Json,
+    NoCache,
+    OutputFile,
+    ProgressMode,
+    Quiet,
+    ToRelease,
+    check_output,
+)
 from inventory.output import OutputFormat
 from inventory.terminal import finish
 from oracle.fixes import FIXES_FILE
@@ -26,6 +37,8 @@ def bisect_cmd(
              "https://github.com/apple/coreai-torch) holding both releases' commits: a tag vX, "
              "or the commit that sets the version.")],
     as_json: Json = False,
+    output_format: Format = None,
+    output: OutputFile = None,
     registry: Annotated[bool, typer.Option(
         "--registry", help="Also bisect every distinct traced instance of the shipped "
                            "bundles that changes, beside the library's regimes.")] = False,
@@ -48,6 +61,7 @@ def bisect_cmd(
                              "converts the probes (its files are copied, never built).")] = False,
     no_cache: NoCache = False,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
 ) -> None:
     """Per probe that changes from --from to --to: convert it at the commits between the two
@@ -58,7 +72,7 @@ def bisect_cmd(
 
     Examples:
     inventory bisect --from 0.4.0 --to 0.4.1 --repo coreai-torch --allow-code
-    inventory bisect --from 0.4.1 --to 0.4.2 --repo src --allow-code --probe pad
+    inventory bisect --from 0.4.1 --to 0.4.2 --repo src --allow-code -f json
 
     Exit codes:
     0  every changing probe was attributed to a commit
@@ -67,7 +81,7 @@ def bisect_cmd(
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory.bisect import Bisection, bisect
-    from inventory.output import Renderer
+    from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
     from inventory.registry import load_registry
     from inventory.report.bisect_report import bisect_record, bisect_table
@@ -75,7 +89,9 @@ def bisect_cmd(
     from oracle.regimes import load_regimes
     from oracle.releases import load_catalog
 
-    fmt = OutputFormat.choose(as_json)
+    fmt = OutputFormat.choose(as_json, chosen=output_format, command="bisect")
+
+    check_output(output)
     ready(("--from", old), ("--to", new))
     registry_file = registry_file_for(registry, registry_file)
     records = load_fixes(fixes)
@@ -87,5 +103,6 @@ def bisect_cmd(
                       only=frozenset(only or ()), every_commit=every_commit,
                       allow_code=allow_code)
 
-    result = report(Renderer("bisect", bisect_record, bisect_table), fmt, quiet, work)
+    result = report(Renderer("bisect", bisect_record, bisect_table, inputs=input_files(
+        registry=registry_file if registry else None, fixes=fixes)), fmt, quiet, work, to=output)
     finish(ExitCode.FINDING if result.unattributed else ExitCode.OK)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from inventory.options import check_number, check_release
-from inventory.output import OutputFormat, Renderer
-from inventory.terminal import out, progress, warn
+from inventory.output import OutputFormat, Renderer, check_supported
+from inventory.terminal import fit_width, out, progress, warn
 from oracle.envs import python_ok
 from oracle.progress import Progress
 
@@ -54,16 +54,19 @@ def run(quiet: bool, work: Callable[[Progress], T]) -> T:
 
 
 def show(renderer: Renderer[T], fmt: OutputFormat, result: T,
-         warnings: Sequence[str] = (), error: str | None = None) -> T:
+         warnings: Sequence[str] = (), error: str | None = None, to: Path | None = None) -> T:
     """The result in `fmt` (its warnings, and an error that ends the run with exit 2, in the
-    JSON envelope), then the warnings on stderr."""
-    renderer.render(result, fmt, out, warnings, error)
+    JSON envelope), on standard output or written to `to` (`--output`), then the warnings on
+    stderr."""
+    check_supported(renderer.command, fmt)
+    fit_width()
+    renderer.render(result, fmt, out, warnings, error, to=to)
     warn(warnings)
     return result
 
 
 def report(renderer: Renderer[T], fmt: OutputFormat, quiet: bool, work: Callable[[Progress], T],
-           warnings: Callable[[T], Sequence[str]] = lambda _: ()) -> T:
+           warnings: Callable[[T], Sequence[str]] = lambda _: (), to: Path | None = None) -> T:
     """`run` then `show`: the result is returned for the exit code."""
     result = run(quiet, work)
-    return show(renderer, fmt, result, warnings(result))
+    return show(renderer, fmt, result, warnings(result), to=to)

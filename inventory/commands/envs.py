@@ -3,11 +3,13 @@ coreai-torch release."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from inventory.errors import UsageError
 from inventory.options import CatalogFile, Json, Quiet, complete_release, release_list
 from inventory.terminal import out, progress
 from oracle.envs import (
@@ -69,7 +71,10 @@ def envs_build(
             out.print(f"  deviation: {deviation}", highlight=False, soft_wrap=True)
 
 
-def envs_list(catalog: CatalogFile = None) -> None:
+def envs_list(as_json: Json = False, output_format: Annotated[str | None, typer.Option(
+        "--format", "-f", metavar="table|json",
+        help="table (the default) or json (= --json).")] = None,
+        catalog: CatalogFile = None) -> None:
     """List the converter environments that are ready, with their exact versions, the
     installer that built each, what its build recorded (every distribution and the sha256 of
     every file) and whether its files are still as built (one that changed is rebuilt before it
@@ -78,39 +83,72 @@ def envs_list(catalog: CatalogFile = None) -> None:
 
     Examples:
     inventory envs list
+    inventory envs list -f json
 
     Exit codes:
     0  listed (none yet is said so)
     2  a configuration error (INVENTORY_CACHE)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
-    envs = installed_envs()
+    from inventory.commands.common import show
+    from inventory.output import OutputFormat, Renderer
+
+    fmt = OutputFormat.choose(as_json, chosen=output_format, command="envs list")
+    if fmt is OutputFormat.MARKDOWN:
+        raise UsageError("envs list --format markdown: envs list is table or json")
     known = load_catalog()
-    damaged = damaged_envs()
-    if not envs and not damaged:
-        out.print("no converter environments yet (inventory envs build)")
-    for line in damaged:
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
-    for env in envs:
-        pkgs = ", ".join(f"{k} {env.packages[k]}" for k in
-                         ("coreai-torch", "coreai-core", "torch", "numpy") if k in env.packages)
-        out.print(f"{env.name}: {pkgs}{_source(env.converter, known)}", highlight=False,
-                  soft_wrap=True)
-        out.print(f"  {record_line(env.path)}", highlight=False, soft_wrap=True)
-        for deviation in deviations_with_evidence(env, known):
-            out.print(f"  deviation: {deviation}", highlight=False, soft_wrap=True)
-    for torch in torch_installs():
-        out.print(f"{torch.name} (shared through .pth files): {record_line(torch)}",
-                  highlight=False, soft_wrap=True)
+    listing = EnvListing(
+        tuple({"name": env.name, "path": str(env.path),
+               "packages": dict(env.packages), "source": _source(env.converter, known) or None,
+               "record": record_line(env.path),
+               "deviations": deviations_with_evidence(env, known)}
+              for env in installed_envs()),
+        tuple(damaged_envs()),
+        tuple({"name": t.name, "path": str(t), "record": record_line(t)}
+              for t in torch_installs()))
+    show(Renderer("envs list", EnvListing.record, EnvListing.table), fmt, listing)
+
+
+@dataclass(frozen=True)
+class EnvListing:
+    """The converter environments of the cache, those whose manifest cannot be read, and the
+    shared torch installs."""
+
+    envs: tuple[dict, ...]
+    damaged: tuple[str, ...]
+    torches: tuple[dict, ...]
+
+    def record(self) -> dict:
+        return {"envs": list(self.envs), "damaged": list(self.damaged),
+                "torch": list(self.torches)}
+
+    def table(self) -> str:
+        """Plain lines, each as long as it is (never wrapped or cropped: a reader splits them
+        by line, and a deviation's evidence is a path to copy)."""
+        lines: list[str] = []
+        if not self.envs and not self.damaged:
+            lines.append("no converter environments yet (inventory envs build)")
+        lines += list(self.damaged)
+        for env in self.envs:
+            pkgs = ", ".join(f"{k} {env['packages'][k]}" for k in
+                             ("coreai-torch", "coreai-core", "torch", "numpy")
+                             if k in env["packages"])
+            source = f"; {env['source']}" if env.get("source") else ""
+            lines.append(f"{env['name']}: {pkgs}{source}")
+            lines.append(f"  {env['record']}")
+            lines += [f"  deviation: {d}" for d in env["deviations"]]
+        lines += [f"{t['name']} (shared through .pth files): {t['record']}"
+                  for t in self.torches]
+        return "\n".join(lines)
 
 
 def _source(version: str, catalog: Catalog) -> str:
-    """`; discovered (...)` for a release whose entry the package index gave, `; user catalog
+    """`discovered (...)` for a release whose entry the package index gave, `user catalog
     (...)` for one a user's catalog gives; nothing for the packaged catalog's."""
     release = catalog.releases.get(version)
     if release is None or release.source == PACKAGED:
         return ""
-    return f"; {release.source} ({release.origin})"
+    return f"{release.source} ({release.origin})"
 
 
 def envs_discover(

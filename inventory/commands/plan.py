@@ -3,6 +3,7 @@ shipped asset still loads where it ships."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -15,11 +16,15 @@ from inventory.options import (
     AllowCode,
     Bundles,
     CatalogFile,
+    Details,
     ExecutorName,
+    Format,
     Ignore,
     Json,
     Markdown,
     NoCache,
+    OutputFile,
+    ProgressMode,
     Quiet,
     RayAddress,
     RecipeRoot,
@@ -28,6 +33,7 @@ from inventory.options import (
     Runtimes,
     Tolerance,
     check_budget,
+    check_output,
     check_recipe_root,
     complete_release,
     release_option,
@@ -51,6 +57,9 @@ def plan_cmd(
     registry: Registry = DEFAULT_REGISTRY,
     as_json: Json = False,
     markdown: Markdown = False,
+    output_format: Format = None,
+    output: OutputFile = None,
+    details: Details = False,
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
@@ -73,6 +82,7 @@ def plan_cmd(
                        "registry entry states a miniature: measured with --verify, else read "
                        "if stored.")] = False,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
 ) -> None:
     """Every fix between each bundle's exporter and --to, and whether each shipped asset still
@@ -82,7 +92,7 @@ def plan_cmd(
     Examples:
     inventory plan --to 0.4.3
     inventory plan --to 0.4.3 --verify --bundle mimi
-    inventory plan --to 0.4.3 --baseline last-plan.json --markdown
+    inventory plan --to 0.4.3 --baseline last.json -f markdown -o plan.md
 
     Exit codes:
     0  no bundle needs re-exporting
@@ -93,15 +103,25 @@ def plan_cmd(
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory.ignore import load_ignores
-    from inventory.output import Renderer
-    from inventory.plan import Plan, plan, plan_record, read_baseline, since_baseline
+    from inventory.output import Renderer, input_files
+    from inventory.plan import (
+        Plan,
+        baseline_reexport,
+        plan,
+        plan_record,
+        plan_summary,
+        read_baseline,
+        since_baseline,
+    )
     from inventory.policy import load_policy
     from inventory.report.plan_report import plan_markdown, plan_table
     from inventory.runtimes import parse_overrides
     from inventory.verify.service import verified
     from oracle.fixes import load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown)
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="plan")
+
+    check_output(output)
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
     use_executor(executor, ray_address)
@@ -128,8 +148,13 @@ def plan_cmd(
         result = replace(result, verify_computed=verify)
         return since_baseline(result, baseline) if baseline is not None else result
 
-    result = report(Renderer("plan", plan_record, plan_table, plan_markdown), fmt, quiet, work,
-                    lambda r: r.warnings)
+    table = functools.partial(plan_table, details=details)
+    renderer = Renderer("plan", plan_record, table, plan_markdown, plan_summary,
+                        input_files(registry=registry, fixes=fixes))
+    result = report(renderer, fmt, quiet, work,
+                    lambda r: r.warnings, to=output)
     if any(not v.consistent or v.inconclusive for v in result.verified.values()):
         finish(ExitCode.INCONCLUSIVE)
-    finish(exit_for_reexport(result.reexport))
+    # since a baseline, the exit code follows what changed (nothing changed: 0)
+    finish(exit_for_reexport(baseline_reexport(result) if baseline is not None
+                             else result.reexport))

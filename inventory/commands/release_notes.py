@@ -3,6 +3,7 @@ does the program change, do values move?"""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Annotated
 
@@ -11,15 +12,20 @@ import typer
 from inventory.commands.common import ready, report, use_executor
 from inventory.options import (
     CatalogFile,
+    Details,
     ExecutorName,
+    Format,
     FromRelease,
     Json,
     Markdown,
     NoCache,
+    OutputFile,
+    ProgressMode,
     Quiet,
     RayAddress,
     Registry,
     ToRelease,
+    check_output,
 )
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry
@@ -32,6 +38,9 @@ def release_notes_cmd(
     new: ToRelease,
     markdown: Markdown = False,
     as_json: Json = False,
+    output_format: Format = None,
+    output: OutputFile = None,
+    details: Details = False,
     registry: Registry = DEFAULT_REGISTRY,
     fixes: Annotated[Path, typer.Option(
         "--fixes", metavar="FILE",
@@ -41,6 +50,7 @@ def release_notes_cmd(
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
 ) -> None:
     """Per fix between two releases, per probe regime: does the program change, do values move?
@@ -49,26 +59,30 @@ def release_notes_cmd(
     Examples:
     inventory release-notes --from 0.4.1 --to 0.4.2
     inventory release-notes --from v0.4.2 --to v0.4.3 --markdown
-    inventory release-notes --from 0.4.1 --to 0.4.3 --fixes draft.toml --json
+    inventory release-notes --from 0.4.1 --to 0.4.3 -f json -o notes.json
 
     Exit codes:
     0  the notes were written (what changes is in them, not in the code)
     2  usage or configuration error
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
-    from inventory.output import Renderer
+    from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
     from inventory.release_notes import release_notes
     from inventory.report.notes_report import notes_markdown, notes_record, notes_table
     from oracle.fixes import load_fixes
     from oracle.regimes import load_regimes
 
-    fmt = OutputFormat.choose(as_json, markdown)
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="release-notes")
+
+    check_output(output)
     ready(("--from", old), ("--to", new))
     use_executor(executor, ray_address)
     records = load_fixes(fixes)
-    report(Renderer("release-notes", notes_record, notes_table, notes_markdown), fmt, quiet,
+    markdown_form = functools.partial(notes_markdown, details=details)
+    report(Renderer("release-notes", notes_record, notes_table, markdown_form,
+                    inputs=input_files(registry=registry, fixes=fixes)), fmt, quiet,
            lambda progress: release_notes(old, new, records, load_regimes(),
                                           load_registry(registry), load_catalog(),
                                           load_policy(), use_cache=not no_cache,
-                                          progress=progress))
+                                          progress=progress), to=output)

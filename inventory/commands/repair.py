@@ -10,8 +10,8 @@ from typing import Annotated
 
 import typer
 
-from inventory.errors import USER_ERRORS, ExitCode
-from inventory.options import CatalogFile, Json, Quiet
+from inventory.errors import USER_ERRORS, ExitCode, UsageError
+from inventory.options import CatalogFile, Json, ProgressMode, Quiet
 from inventory.output import emit, envelope
 from inventory.terminal import err, labelled, out, progress
 from oracle.envs import python_ok
@@ -25,7 +25,12 @@ def repair_cmd(
                                          help="Where to write the repaired bundle (must not "
                                               "exist).")],
     as_json: Json = False,
+    output_format: Annotated[str | None, typer.Option(
+        "--format", "-f", metavar="table|json",
+        help="The report's format: table (the default) or json (= --json). Its -o is the "
+             "repaired bundle.")] = None,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
 ) -> None:
     """Repair a coreai-torch 0.4.0 asset in place of a re-export: rewrite its debug locations
@@ -35,7 +40,7 @@ def repair_cmd(
 
     Examples:
     inventory repair sam3_float16.aimodel -o sam3_float16.repaired.aimodel
-    inventory repair old.aimodel --out fixed.aimodel --json
+    inventory repair old.aimodel --out fixed.aimodel -f json
 
     Exit codes:
     0  repaired and verified (the output written)
@@ -44,9 +49,14 @@ def repair_cmd(
     3  inconclusive: a runtime aborted once and not again (flaky)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
+    from inventory.output import OutputFormat
     from inventory.repair import repair
     from inventory.report.repair_report import repair_text
 
+    fmt = OutputFormat.choose(as_json, chosen=output_format, command="repair")
+    if fmt is OutputFormat.MARKDOWN:
+        raise UsageError("repair --format markdown: repair reports as table or json")
+    as_json = fmt is OutputFormat.JSON
     try:
         python_ok()
         with progress(not quiet and not as_json) as report_progress:

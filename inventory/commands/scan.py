@@ -10,8 +10,19 @@ import typer
 
 from inventory.commands.common import ready, run, show
 from inventory.errors import ExitCode
-from inventory.options import CatalogFile, Json, Quiet, Registry, Runtimes, release_option
-from inventory.output import OutputFormat, Renderer
+from inventory.options import (
+    CatalogFile,
+    Format,
+    Json,
+    OutputFile,
+    ProgressMode,
+    Quiet,
+    Registry,
+    Runtimes,
+    check_output,
+    release_option,
+)
+from inventory.output import OutputFormat, Renderer, input_files
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from inventory.terminal import err, fail, finish, labelled
 from oracle.releases import load_catalog
@@ -32,7 +43,10 @@ def scan_cmd(
              "bundle's producer names, then the others).")] = None,
     runtime: Runtimes = None,
     as_json: Json = False,
+    output_format: Format = None,
+    output: OutputFile = None,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
 ) -> None:
     """Read shipped .aimodel bundles with coreai-core's own parser: metadata, entry points, op
@@ -43,22 +57,28 @@ def scan_cmd(
 
     Examples:
     inventory scan shipped/
-    inventory scan sam3_float16/sam3_float16.aimodel --json
+    inventory scan sam3_float16/sam3_float16.aimodel -f json -o scan.json
     inventory scan shipped/ --against-registry --runtime b3
 
     Exit codes:
-    0  every bundle read (with --against-registry: no disagreement)
-    1  a disagreement with the registry (a bundle that does not load where
-       the registry expects it to is one)
+    0  every bundle read and loaded on its deployment runtimes (with
+       --against-registry: no disagreement)
+    1  a bundle does not load on a deployment runtime (--runtime, else every
+       runtime from the core its exporter pins), or a disagreement with the
+       registry
     2  usage error, or a bundle that cannot be read (one line each)
     3  a runtime gave no lasting answer (it aborted once, not again in a
        fresh process: flaky)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
-    from inventory.report.scan_report import scan_record, scan_text
+    from inventory.report.scan_report import scan_markdown, scan_record, scan_text
     from inventory.runtimes import parse_overrides
     from inventory.scan import scan
 
+    fmt = OutputFormat.choose(as_json, chosen=output_format, command="scan")
+
+    check_output(output)
+    as_json = fmt is OutputFormat.JSON
     ready()
     catalog = load_catalog()
     runtimes = parse_overrides(runtime, catalog)
@@ -77,12 +97,13 @@ def scan_cmd(
     result.warnings.extend(w for w in flaky if w not in result.warnings)
     error = (f"{len(failed)} of {len(result.scans)} bundle(s) could not be read; the first: "
              f"{failed[0].error}") if failed else None
-    show(Renderer("scan", scan_record, scan_text), OutputFormat.choose(as_json), result,
-         result.warnings, error)
+    show(Renderer("scan", scan_record, scan_text, scan_markdown, inputs=input_files(
+        registry=registry if against_registry else None)), fmt, result, result.warnings, error,
+         to=output)
     for bad in failed:
         err.print(labelled("error:", "red", bad.error), highlight=False, soft_wrap=True)
     if failed:
         finish(ExitCode.USAGE)
-    if result.disagreements:
+    if result.disagreements or result.not_loading:
         finish(ExitCode.FINDING)
     finish(ExitCode.INCONCLUSIVE if flaky else ExitCode.OK)

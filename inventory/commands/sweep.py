@@ -13,12 +13,16 @@ from inventory.errors import ExitCode
 from inventory.options import (
     CatalogFile,
     ExecutorName,
+    Format,
     FromRelease,
     Json,
     NoCache,
+    OutputFile,
+    ProgressMode,
     Quiet,
     RayAddress,
     ToRelease,
+    check_output,
 )
 from inventory.output import OutputFormat
 from inventory.registry import load_registry
@@ -38,6 +42,8 @@ def sweep_cmd(
     old: FromRelease,
     new: ToRelease,
     as_json: Json = False,
+    output_format: Format = None,
+    output: OutputFile = None,
     fixes: Annotated[Path, typer.Option(
         "--fixes", metavar="FILE",
         help="The fix database whose records explain a change (e.g. a draft of "
@@ -53,6 +59,7 @@ def sweep_cmd(
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
 ) -> None:
     """Every probe in the library (or, with --registry, every shipped instance), no changelog:
@@ -62,7 +69,7 @@ def sweep_cmd(
     Examples:
     inventory sweep --from 0.4.1 --to 0.4.2
     inventory sweep --from 0.4.2 --to 0.4.3 --registry
-    inventory sweep --from 0.4.2 --to 0.4.3 --fixes draft.toml --json
+    inventory sweep --from 0.4.2 --to 0.4.3 --fixes draft.toml -f json
 
     Exit codes:
     0  every change is explained by a record of its release step
@@ -70,15 +77,17 @@ def sweep_cmd(
     2  usage or configuration error
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
-    from inventory.output import Renderer
+    from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
     from inventory.release_notes import Sweep, registry_regimes, sweep
-    from inventory.report.notes_report import sweep_record, sweep_table
+    from inventory.report.notes_report import sweep_markdown, sweep_record, sweep_table
     from oracle.fixes import load_fixes
     from oracle.regimes import load_regimes
     from oracle.session import Session
 
-    fmt = OutputFormat.choose(as_json)
+    fmt = OutputFormat.choose(as_json, chosen=output_format, command="sweep")
+
+    check_output(output)
     ready(("--from", old), ("--to", new))
     registry_file = registry_file_for(shipped, registry_file)
     use_executor(executor, ray_address)
@@ -101,7 +110,9 @@ def sweep_cmd(
         return [f"{len(result.not_run)} probe(s) not run (their worker died, timed out or was "
                 "lost): the sweep is inconclusive for them"] if result.not_run else []
 
-    result = report(Renderer("sweep", sweep_record, sweep_table), fmt, quiet, work, said)
+    result = report(Renderer("sweep", sweep_record, sweep_table, sweep_markdown, inputs=input_files(
+        registry=registry_file if shipped else None, fixes=fixes)), fmt, quiet, work, said,
+                    to=output)
     if result.unexplained:
         finish(ExitCode.FINDING)
     finish(ExitCode.INCONCLUSIVE if result.not_run else ExitCode.OK)

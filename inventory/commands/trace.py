@@ -9,7 +9,7 @@ import typer
 from rich.text import Text
 
 from inventory.errors import ExitCode, UsageError
-from inventory.options import CatalogFile, Quiet, Registry, complete_bundle
+from inventory.options import CatalogFile, ProgressMode, Quiet, Registry, complete_bundle
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import err, finish, out, progress
 from oracle.envs import python_ok
@@ -40,6 +40,7 @@ def trace_cmd(
                              "adapter it names outside the project's packages (by default "
                              "refused).")] = False,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
 ) -> None:
     """Trace bundles' export recipes: torch.export the module, read constructs off the graph.

@@ -13,15 +13,19 @@ from inventory.errors import ExitCode
 from inventory.options import (
     AllowCode,
     CatalogFile,
+    Format,
     FullForm,
     Json,
     Markdown,
     NoCache,
+    OutputFile,
+    ProgressMode,
     Quiet,
     RecipeRoot,
     Registry,
     RunBudget,
     check_budget,
+    check_output,
     check_recipe_root,
     complete_bundle,
     complete_release,
@@ -54,12 +58,15 @@ def verify_cmd(
     ] = FIXES_FILE,
     as_json: Json = False,
     markdown: Markdown = False,
+    output_format: Format = None,
+    output: OutputFile = None,
     no_cache: NoCache = False,
     allow_code: AllowCode = False,
     recipe_root: RecipeRoot = None,
     run_budget: RunBudget = 120.0,
     full: FullForm = False,
     quiet: Quiet = False,
+    progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
 ) -> None:
     """The whole bundle, step by step: build each bundle's module (full size, or the miniature
@@ -74,7 +81,7 @@ def verify_cmd(
     Examples:
     inventory verify mimi --to 0.4.2
     inventory verify sortformer parakeet --to v0.4.3 --markdown
-    inventory verify sam3 --to 0.4.3 --full --run-budget inf --json
+    inventory verify sam3 --to 0.4.3 --full -f json -o sam3.json
 
     Exit codes:
     0  every change is explained by a record of its step, and agrees with
@@ -86,13 +93,20 @@ def verify_cmd(
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory.affected import parse_weights
-    from inventory.output import Renderer
+    from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
-    from inventory.report.verify_report import verify_markdown, verify_record, verify_table
+    from inventory.report.verify_report import (
+        verify_markdown,
+        verify_record,
+        verify_summary,
+        verify_table,
+    )
     from inventory.verify.service import verify
     from oracle.fixes import load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown)
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="verify")
+
+    check_output(output)
     ready(("--to", to))
     check_recipe_root(recipe_root)
     check_budget("--run-budget", run_budget)
@@ -100,11 +114,13 @@ def verify_cmd(
     bundles = select(all_bundles, bundle)
     checkpoints = parse_weights(weights, all_bundles)
     result = report(
-        Renderer("verify", verify_record, verify_table, verify_markdown), fmt, quiet,
+        Renderer("verify", verify_record, verify_table, verify_markdown, verify_summary,
+                 input_files(registry=registry, fixes=fixes)), fmt, quiet,
         lambda progress: verify(bundles, to, load_fixes(fixes), load_catalog(), load_policy(),
                                 weights=checkpoints, use_cache=not no_cache,
                                 allow_code=allow_code, progress=progress,
-                                run_budget=run_budget, full=full, recipe_root=recipe_root))
+                                run_budget=run_budget, full=full, recipe_root=recipe_root),
+        to=output)
     if result.inconsistent or result.inconclusive:
         finish(ExitCode.INCONCLUSIVE)
     finish(ExitCode.FINDING if result.unrecorded else ExitCode.OK)

@@ -166,8 +166,31 @@ def _finding(o: RegimeOutcome) -> str:
     return o.verdict.reason
 
 
-def notes_markdown(notes: ReleaseNotes) -> str:
+def _headline(notes: ReleaseNotes) -> list[str]:
+    """The summary table first: per record, how many probes it has and what they found."""
+    out = ["| record | probes | shipped program changes | verdicts |", "|---|---|---|---|"]
+    for f in notes.fixes:
+        if f.loads:
+            out.append(f"| {f.fix.label} | {len(f.loads)} asset probe(s) | load check | "
+                       + "; ".join(f"{a.exporter}: {_loads(a)}, {b.exporter}: {_loads(b)}"
+                                   for a, b in f.loads) + " |")
+            continue
+        changed = sum(1 for o in f.outcomes if o.result.shipped != Identity.IDENTICAL)
+        verdicts: dict[str, int] = {}
+        for o in f.outcomes:
+            verdicts[o.verdict.verdict] = verdicts.get(o.verdict.verdict, 0) + 1
+        counted = ", ".join(f"{n} {v}" for v, n in verdicts.items()) or "no probe yet"
+        out.append(f"| {f.fix.label} | {len(f.outcomes)} | {changed} | {counted} |")
+    unexplained = len(notes.unexplained)
+    return out + ["", f"Changes no fix record explains: {unexplained}.", ""]
+
+
+def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
+    """For a release page: the summary table first, then each record's probes. The shipped IR
+    diff of each changing probe is named by its evidence folder; `details` also quotes an
+    excerpt of each (the size of a page grows with them: 115 KB for 0.4.1 -> 0.4.2)."""
     out = [f"# coreai-torch {notes.old} → {notes.new}: what changes in converted programs", ""]
+    out += _headline(notes)
     out.append(f"Measured on: {'; '.join(notes.runtimes) or 'no run needed'}. Every row comes "
                "from a conversion under both releases; evidence folders hold the IR, the "
                "normalised diff and the tensors.")
@@ -209,7 +232,13 @@ def notes_markdown(notes: ReleaseNotes) -> str:
                        f"| {_num(s.maxabs_old_new) if s else '-'} | "
                        f"{md_cell(_finding(o))} |")
         out.append("")
-        for o in f.outcomes:
+        diffs = [o for o in f.outcomes if (Path(o.result.evidence) / "shipped.diff").exists()]
+        if diffs and not details:
+            out += ["<details><summary>Shipped IR diffs (evidence folders; --details quotes "
+                    "them)</summary>", ""]
+            out += [f"- `{o.regime.name}`: `{o.result.evidence}/shipped.diff`" for o in diffs]
+            out += ["", "</details>", ""]
+        for o in f.outcomes if details else ():
             excerpt = _excerpt(o.result.evidence)
             if excerpt:
                 out.append(f"<details><summary>{o.regime.name}: shipped IR diff "
@@ -267,3 +296,29 @@ def sweep_table(sw: Sweep) -> Group:
                           "releases (a standing limitation, not a change):"))
         lines += [Text(f"  {o.regime.id}: {o.result.old.error}") for o in sw.failing_both]
     return Group(*lines)
+
+
+def sweep_markdown(sw: Sweep) -> str:
+    """For a ticket: each probe whose shipped program changes, with its verdict and the records
+    that explain it (none: said loudly), then the probes failing the same way on both sides."""
+    from inventory.report.text import md_cell
+
+    what = "shipped instances" if sw.source == "registry" else "probes"
+    out = [f"# Sweep of coreai-torch {sw.old} → {sw.new}", "",
+           f"**{len(sw.changed)} of {sw.probed} {what} change the shipped program; "
+           f"{len(sw.unexplained)} explained by no fix record**", "",
+           "| probe | shipped | outputs | verdict | explained by |", "|---|---|---|---|---|"]
+    for f in sw.changed:
+        o = f.outcome
+        explained = ", ".join(f"#{i}" if i.isdigit() else i for i in f.explained_by)
+        if f.steps:
+            explained = step_line(f.steps).removeprefix("changes in ")
+        if f.unexplained and not f.steps:
+            explained = "**no fix record**"
+        out.append(f"| `{o.regime.id}` | {o.result.shipped} | {o.result.outputs} | "
+                   f"{o.verdict.verdict} | {md_cell(explained)} |")
+    if sw.failing_both:
+        out += ["", f"{len(sw.failing_both)} probe(s) fail the same way under both releases (a "
+                "standing limitation, not a change):", ""]
+        out += [f"- `{o.regime.id}`: {md_cell(o.result.old.error)}" for o in sw.failing_both]
+    return "\n".join(out) + "\n"

@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-from rich.console import Group
-from rich.table import Table
+from rich.console import Group, RenderableType
 from rich.text import Text
 
-from inventory.plan import BundlePlan, Plan, PlanItem, suggestion
+from inventory.plan import BundlePlan, Plan, plan_summary, setting, suggestion
+from inventory.report.table_fit import Column, fitted_table
+from inventory.report.text import md_cell
+from inventory.verdict import rank
 
 _STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
           "inconclusive": "bold magenta", "ignored": "dim"}
 
 
-def _steps(i: PlanItem) -> str:
-    """The release steps the item's probes change in, when the range has more than one."""
-    steps = sorted({s.label for p in i.answer.probes if len(p.steps) > 1 for s in p.changed_in})
-    return f", changes in {' '.join(steps)}" if steps else ""
-
-
 def _fixes(b: BundlePlan, level: str) -> str:
     """The records at this level, then the changes no record explains that set it."""
-    cells = [f"{i.fix.label} ({i.answer.verdict}{_steps(i)})" for i in b.by_level(level)]
-    cells += [f"unrecorded {u.construct} ({u.verdict.verdict}, changes in {u.step.label})"
-              for u in b.unexplained if u.verdict.reexport == level]
-    return ", ".join(cells) or "-"
+    return ", ".join(setting(b, level)) or "-"
 
 
 def _unexplained(b: BundlePlan) -> list[str]:
@@ -42,19 +35,23 @@ def _loads(b: BundlePlan) -> str:
     return ", ".join(f"{o.core} {o.outcome}" for o in own.outcomes()) or own.summary()
 
 
-def _lines(p: Plan, b: BundlePlan) -> list[tuple[str, str]]:
-    """(text, style) lines under the table: what forces or blocks a decision, load first."""
+def _lines(p: Plan, b: BundlePlan, details: bool = True) -> list[tuple[str, str]]:
+    """(text, style) lines under the table: what forces or blocks a decision, load first; each
+    record answered without the bundle's own program only with `details` (else the one
+    suggestion line names them all)."""
     out: list[tuple[str, str]] = []
     if b.load is not None and b.load.reexport != "no" and not b.load_explained_by:
         out.append((f"{b.bundle} (load, no record explains it): {b.load.reason}", ""))
         out += [(f"  remedy: {r}", "") for r in b.load.remedies]
     for i in b.items:
-        if i.level in ("required", "inconclusive"):
-            out.append((f"{b.bundle} {i.fix.label}: {i.answer.reason}", ""))
+        if i.level in ("required", "inconclusive", "optional"):
+            out.append((f"{b.bundle} {i.fix.label} ({i.level}): {i.answer.reason}", ""))
             out += [(f"  remedy: {r}", "") for r in i.answer.remedies]
         if i.ignored:
-            out.append((f"{b.bundle} {i.fix.label}: ignored ({i.ignored.reason})", "dim"))
-        if i.answer.not_checked:
+            expires = f", expires {i.ignored.expires.isoformat()}" if i.ignored.expires else ""
+            out.append((f"{b.bundle} {i.fix.label}: ignored ({i.ignored.reason}{expires}); "
+                        f"answered {i.answer.reexport} ({i.answer.verdict})", "dim"))
+        if i.answer.not_checked and details:
             out.append((f"{b.bundle} {i.fix.label}: not checked on its own program "
                         f"({i.answer.verdict}): {i.answer.not_checked}", ""))
     out += [(line, "bold") for line in _unexplained(b)]
@@ -79,33 +76,91 @@ def _verified(p: Plan, b: BundlePlan) -> list[str]:
     return lines
 
 
-def plan_table(p: Plan) -> Group:
+def _changes_table(p: Plan) -> Group:
+    """Since a baseline: one line if nothing changed, else each change with both sides."""
+    head = Text(f"Re-export plan for coreai-torch {p.to}, changes since {p.baseline}",
+                style="bold")
+    if not p.changes:
+        compared = sum(len(b.items) for b in p.bundles)
+        return Group(head, Text(f"no change since the baseline ({compared} answers compared)"))
+    columns = [Column("bundle", 0, no_wrap=True), Column("record", 0, no_wrap=True),
+               Column("baseline", 0, no_wrap=True), Column("now", 0, no_wrap=True),
+               Column("reason now", 1)]
+    rows = [{"bundle": c.bundle, "record": c.item.fix.label, "baseline": c.before or "absent",
+             "now": Text(c.now, style=_STYLE[c.now]), "reason now": c.item.answer.reason}
+            for c in sorted(p.changes, key=lambda c: rank(c.now))]
+    n = len(p.changes)
+    return Group(head, Text(f"{n} answer{'' if n == 1 else 's'} changed since the baseline"),
+                 fitted_table(columns, rows))
+
+
+def plan_table(p: Plan, details: bool = False) -> Group:
+    """Summary line first; one row per bundle, worst level first, with the findings that set
+    its level; the not-affected records folded to a count (`details`: listed). Since a
+    baseline: only what changed."""
+    if p.baseline is not None:
+        return _changes_table(p)
+    summary = plan_summary(p)
     since = f", changes since {p.baseline}" if p.baseline else ""
-    table = Table(title=f"Re-export plan for coreai-torch {p.to}{since}", show_lines=True,
-                  title_justify="left")
-    for col in ("bundle", "exporter", "re-export", "loads (deployment runtimes)", "forces it",
-                "cannot tell", "suggests it", "not affected"):
-        table.add_column(col, overflow="fold")
-    for b in p.bundles:
-        exporter = f"{b.exporter} (assumed)" if b.exporter_assumed else b.exporter
-        table.add_row(b.bundle, exporter, Text(b.reexport, style=_STYLE[b.reexport]),
-                      _loads(b), _fixes(b, "required"), _fixes(b, "inconclusive"),
-                      _fixes(b, "optional"), _fixes(b, "no"))
-    lines: list[Text] = [table]
+    head = Text(f"Re-export plan for coreai-torch {p.to}{since}\n", style="bold")
+    head.append(summary.line())
+    order = {line.bundle: n for n, line in enumerate(summary.bundles)}
+    bundles = sorted(p.bundles, key=lambda b: order[b.bundle])
+    columns = [Column("bundle", 0, no_wrap=True), Column("re-export", 0, no_wrap=True),
+               Column("set by", 0), Column("not affected", 1),
+               Column("exporter", 2, no_wrap=True), Column("loads (deployment runtimes)", 3)]
+    rows = [{"bundle": b.bundle,
+             "re-export": Text(b.reexport, style=_STYLE[b.reexport]),
+             "set by": _fixes(b, b.reexport) if b.reexport != "no" else "-",
+             "not affected": _not_affected(b, details),
+             "exporter": f"{b.exporter} (assumed)" if b.exporter_assumed else b.exporter,
+             "loads (deployment runtimes)": _loads(b)} for b in bundles]
+    lines: list[RenderableType] = [head, fitted_table(columns, rows)]
+    others = [(b.bundle, level, _fixes(b, level)) for b in bundles
+              for level in ("inconclusive", "optional") if rank(level) > rank(b.reexport)
+              and _fixes(b, level) != "-"]
+    lines += [Text(f"{bundle} also {level}: {cells}") for bundle, level, cells in others]
     deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
     lines += [Text(f"deployment runtimes: {d}") for d in deployments]
-    for b in p.bundles:
-        lines += [Text(text, style=style) for text, style in _lines(p, b)]
+    for b in bundles:
+        lines += [Text(text, style=style) for text, style in _lines(p, b, details)]
     if (line := suggestion(p)) is not None:
         lines.append(Text(line, style="yellow"))
     for w in p.warnings:
         lines.append(Text(f"warning: {w}", style="yellow"))
+    # the answer again where a terminal's last screen shows it, after the reasons
+    lines.append(Text("answer: " + ", ".join(f"{b.bundle} {b.level}" for b in summary.bundles)
+                      + f" ({summary.line()})", style="bold"))
     return Group(*lines)
 
 
+def _not_affected(b: BundlePlan, details: bool) -> str:
+    """The records answered `no` for the bundle: a count, or (details) each with its verdict."""
+    items = b.by_level("no")
+    if details:
+        return ", ".join(f"{i.fix.label} ({i.answer.verdict})" for i in items) or "-"
+    return f"{len(items)} record{'' if len(items) == 1 else 's'}" if items else "-"
+
+
+def _changes_markdown(p: Plan) -> str:
+    out = [f"# Re-export plan for coreai-torch {p.to}, changes since `{p.baseline}`", ""]
+    if not p.changes:
+        return "\n".join(out + ["No change since the baseline."]) + "\n"
+    out += ["| bundle | record | baseline | now | reason now |", "|---|---|---|---|---|"]
+    out += [f"| {c.bundle} | {c.item.fix.label} | {c.before or 'absent'} | **{c.now}** | "
+            f"{md_cell(c.item.answer.reason)} |"
+            for c in sorted(p.changes, key=lambda c: rank(c.now))]
+    return "\n".join(out) + "\n"
+
+
 def plan_markdown(p: Plan) -> str:
-    since = f" (changes since `{p.baseline}`)" if p.baseline else ""
-    out = [f"# Re-export plan for coreai-torch {p.to}{since}", ""]
+    if p.baseline is not None:
+        return _changes_markdown(p)
+    summary = plan_summary(p)
+    out = [f"# Re-export plan for coreai-torch {p.to}", "",
+           f"**{summary.line()}**", "", "| bundle | re-export | set by |", "|---|---|---|"]
+    out += [f"| {b.bundle} | **{b.level}** | {md_cell(b.reason)} |" for b in summary.bundles]
+    out.append("")
     deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
     out += [f"Deployment runtimes: {d}." for d in deployments] + [""]
     out += ["| bundle | exporter | re-export | loads | forces it | cannot tell | suggests it |",
@@ -115,7 +170,7 @@ def plan_markdown(p: Plan) -> str:
         out.append(f"| {b.bundle} | {exporter} | **{b.reexport}** | {_loads(b)} | "
                    f"{_fixes(b, 'required')} | {_fixes(b, 'inconclusive')} | "
                    f"{_fixes(b, 'optional')} |")
-    out.append("")
+    out += ["", "<details><summary>Each finding: reasons, caveats, remedies</summary>", ""]
     for b in p.bundles:
         if b.load is not None and b.load.reexport != "no" and not b.load_explained_by:
             out.append(f"- **{b.bundle} (load)** ({b.load.verdict}): {b.load.reason}")
@@ -124,12 +179,21 @@ def plan_markdown(p: Plan) -> str:
                 out.append(f"- **{b.bundle} {i.fix.label}** ({i.answer.verdict}): "
                            f"{i.answer.reason}")
                 out += [f"  - remedy: {r}" for r in i.answer.remedies]
+            if i.ignored:
+                expires = (f", expires {i.ignored.expires.isoformat()}"
+                           if i.ignored.expires else "")
+                out.append(f"- {b.bundle} {i.fix.label}: ignored ({i.ignored.reason}{expires}); "
+                           f"answered {i.answer.reexport} ({i.answer.verdict}): "
+                           f"{i.answer.reason}")
             if i.answer.not_checked:
                 out.append(f"- {b.bundle} {i.fix.label}: not checked on its own program "
                            f"({i.answer.verdict}): {i.answer.not_checked}")
     if (line := suggestion(p)) is not None:
         out.append(f"- {line}")
     out += [f"- warning: {w}" for w in p.warnings]
+    out += [f"- {b.bundle}: not affected: {_not_affected(b, details=True)}"
+            for b in p.bundles if b.by_level("no")]
+    out += ["", "</details>"]
     checks = [line for b in p.bundles for line in _verified(p, b)]
     if checks:
         out += ["", "## Whole-program checks", ""] + [f"- {c}" for c in checks]

@@ -57,6 +57,7 @@ def scan_dict(s: BundleScan) -> dict[str, Any]:
         "weights": s.weights,
         "notes": s.notes,
         "exporter": s.exporter,
+        "files": s.files,
         "loads": [{"core": o.core, "runtime": o.runtime, "outcome": o.outcome,
                    "stage": o.stage or None, "error": o.error or None,
                    "signal": o.signal or None, "log": o.files.get("log")} for o in s.loads],
@@ -82,6 +83,11 @@ def scan_record(report: ScanReport) -> dict[str, Any]:
         else None,
         "disagreements": report.disagreements,
         "errors": [s.error for s in report.errors],
+        "not_loading": [{"bundle": s.name, "path": s.path, "deployment": list(s.deployment),
+                         "deployment_source": s.deployment_source,
+                         "runtimes": [{"core": o.core, "outcome": o.outcome}
+                                      for o in s.not_loading]}
+                        for s in report.not_loading],
     }
 
 
@@ -195,7 +201,63 @@ def scan_text(report: ScanReport) -> Group:
             parts += [link_block(link), Text("")]
     ok = sum(1 for s in report.scans if s.ok)
     summary = f"{ok} of {len(report.scans)} bundle(s) read"
+    for s in report.not_loading:
+        parts.append(Text(f"{s.name} does not load on a deployment runtime ("
+                          f"{s.deployment_source}): " + ", ".join(
+                              f"coreai-core {o.core} {o.outcome}" for o in s.not_loading),
+                          style="bold red"))
+    if report.scans:
+        summary += (f"; {len(report.not_loading)} of them not loading on a deployment "
+                    "runtime")
     if report.links is not None:
         summary += f"; {report.disagreements} disagreement(s) with the registry"
     parts.append(Text(summary))
     return Group(*parts)
+
+
+def scan_markdown(report: ScanReport) -> str:
+    """For a ticket: one row per bundle (producer, exporter, weights, each runtime's answer),
+    what does not load where it is deployed, the registry's disagreements; each bundle's whole
+    reading (entry points, ops, composites) behind `<details>`, as the terminal prints it."""
+    from inventory.report.text import md_cell
+
+    ok = sum(1 for s in report.scans if s.ok)
+    out = ["# Scan of shipped bundles", "",
+           f"**{ok} of {len(report.scans)} bundle(s) read; {len(report.not_loading)} not loading "
+           f"on a deployment runtime**", "",
+           "| bundle | producer | exporter | weights | loads |", "|---|---|---|---|---|"]
+    for s in report.scans:
+        if not s.ok:
+            out.append(f"| {s.name} | - | - | - | error: {md_cell(s.error or '')} |")
+            continue
+        loads = "; ".join(f"{o.core} {o.outcome}" for o in s.loads) or "not tried"
+        out.append(f"| {s.name} | {md_cell(s.producer or 'none (coreai-core 1.0.0b1 era)')} | "
+                   f"{md_cell(s.exporter or '-')} | `{s.weights.get('fingerprint')}` | "
+                   f"{md_cell(loads)} |")
+    out.append("")
+    out += [f"- **{s.name}** does not load on a deployment runtime ({s.deployment_source}): "
+            + ", ".join(f"coreai-core {o.core} {md_cell(o.describe())}" for o in s.not_loading)
+            for s in report.not_loading]
+    if report.links is not None:
+        out += ["", f"## Against the registry `{report.registry}`", "",
+                f"{report.disagreements} disagreement(s).", "",
+                "| bundle | status | subject | traced / recorded | scanned | why |",
+                "|---|---|---|---|---|---|"]
+        for link in report.links:
+            name = link.bundle or ", ".join(link.scans)
+            out += [f"| {name} | {f.status} | {md_cell(f.subject)} | {md_cell(f.traced)} | "
+                    f"{md_cell(f.scanned)} | {md_cell(f.reason)} |" for f in link.findings]
+    for s in report.scans:
+        out += ["", f"<details><summary>{s.name}</summary>", "", "```",
+                _plain(scan_block(s)).rstrip(), "```", "", "</details>"]
+    return "\n".join(out) + "\n"
+
+
+def _plain(renderable: Any) -> str:
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=120, file=io.StringIO(), record=True, markup=False, emoji=False)
+    console.print(renderable)
+    return "\n".join(line.rstrip() for line in console.export_text().splitlines())

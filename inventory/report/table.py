@@ -8,6 +8,8 @@ from rich.text import Text
 
 from inventory.answers import AffectedReport, BundleAnswer
 from inventory.report.text import md_cell
+from inventory.summary import BundleLine, Summary, summarise
+from inventory.verdict import IGNORED
 from oracle.constructs import label
 
 _STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
@@ -57,6 +59,18 @@ def _found(b: BundleAnswer) -> str:
     return "\n".join(f"{n}x {line}" if n > 1 else line for line, n in counted.items())
 
 
+def affected_summary(report: AffectedReport) -> Summary:
+    """Per bundle its level and what set it: the verdict, or the accepted risk and its reason."""
+    def line(b: BundleAnswer) -> BundleLine:
+        if b.bundle in report.ignored:
+            return BundleLine(b.bundle, IGNORED, f"{report.fix.label} ignored "
+                              f"({report.ignored[b.bundle].reason}); answered {b.reexport} "
+                              f"({b.verdict})")
+        return BundleLine(b.bundle, b.reexport, f"{report.fix.label} ({b.verdict})")
+
+    return summarise(line(b) for b in report.bundles)
+
+
 def affected_table(report: AffectedReport) -> Group:
     fix = report.fix
     title = (f"Fix {fix.label} {fix.title} (ships in coreai-torch {fix.ships_in}); "
@@ -65,8 +79,13 @@ def affected_table(report: AffectedReport) -> Group:
     for col, ratio in (("bundle", 1), ("exporter", 1), ("instances traced", 4),
                        ("probe per instance / load check", 2), ("re-export", 1),
                        ("reason", 3)):
-        table.add_column(col, overflow="fold", ratio=ratio)
-    for b in report.bundles:
+        # a bundle's name and its level are never split mid-word
+        table.add_column(col, overflow="fold", ratio=ratio,
+                         no_wrap=col in ("bundle", "re-export"))
+    summary = affected_summary(report)
+    order = {line.bundle: n for n, line in enumerate(summary.bundles)}
+    bundles = sorted(report.bundles, key=lambda b: order[b.bundle])  # worst level first
+    for b in bundles:
         exporter = _exporter(b)
         level = Text(b.reexport, style=_STYLE.get(b.reexport, ""))
         if b.bundle in report.ignored:
@@ -74,7 +93,7 @@ def affected_table(report: AffectedReport) -> Group:
                          style="dim")
         table.add_row(b.bundle, exporter, _instances(b), _found(b), level, b.reason)
     details = [Text("")]
-    for b in report.bundles:
+    for b in bundles:
         details.append(Text(f"{b.bundle}: {b.verdict}", style="bold"))
         for step in b.chain:
             details.append(Text(f"  - {step}"))
@@ -86,7 +105,8 @@ def affected_table(report: AffectedReport) -> Group:
     details.append(Text(f"measured on: {runtimes}"))
     for deployment in sorted({b.deployment.describe() for b in report.bundles if b.deployment}):
         details.append(Text(f"deployment runtimes: {deployment}"))
-    return Group(table, *details)
+    head = Text(f"{fix.label}: {summary.line()}", style="bold")
+    return Group(head, table, *details)
 
 
 def affected_markdown(report: AffectedReport) -> str:
@@ -100,7 +120,8 @@ def affected_markdown(report: AffectedReport) -> str:
            "|---|---|---|---|---|---|"]
     for b in report.bundles:
         exporter = _exporter(b)
-        inst = "; ".join(f"{i.count}x {i.kind}" for i in b.instances) or "none traced"
+        inst = "; ".join(f"{i.count}x {label(i.kind, i.params, i.dtype)}"
+                         for i in b.instances) or "none traced"
         out.append(f"| {b.bundle} | {exporter} | {inst} | {b.verdict} | **{b.reexport}** | "
                    f"{md_cell(b.reason)} |")
     out.append("")

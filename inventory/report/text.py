@@ -2,7 +2,46 @@
 
 from __future__ import annotations
 
+import re
+
 
 def md_cell(text: str) -> str:
     """Text safe inside a markdown table cell."""
     return text.replace("|", "\\|")
+
+
+# `#N` in prose: GitHub links it to the *host* repository's own tracker, so a document pasted into
+# a release page names the converter's own pull request instead
+_REF = re.compile(r"(?<![\w/\[#&])#(\d+)\b")
+
+
+def link_upstream(text: str, upstream: dict[str, str]) -> str:
+    """Every `#N` of a fix record as `[apple/coreai-torch#N](its pull request)`; a number no
+    record names as `coreai-torch#N` (never a bare `#N`)."""
+    def link(m: re.Match[str]) -> str:
+        url = upstream.get(m[1], "")
+        parts = url.removeprefix("https://github.com/").split("/")
+        if url.startswith("https://github.com/") and len(parts) >= 2:
+            return f"[{parts[0]}/{parts[1]}#{m[1]}]({url})"
+        return f"coreai-torch#{m[1]}"
+
+    return _REF.sub(link, text)
+
+
+def upstream_links() -> dict[str, str]:
+    """fix id -> its upstream URL, from the fix database (none when it cannot be read)."""
+    from oracle.fixes import FixError, load_fixes
+
+    try:
+        return {f.id: f.upstream for f in load_fixes() if f.upstream}
+    except FixError:
+        return {}
+
+
+def for_release_page(markdown: str) -> str:
+    """Markdown as pasted into a release page or a ticket: upstream references linked to the
+    converter's repository, evidence named relative to the store (`$INVENTORY_STORE/...`),
+    never by this machine's absolute paths."""
+    from oracle.portable import portable
+
+    return link_upstream(portable(markdown), upstream_links())

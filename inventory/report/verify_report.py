@@ -8,10 +8,12 @@ from rich.console import Group
 from rich.text import Text
 
 from inventory.report.text import md_cell
+from inventory.summary import BundleLine, Summary, summarise
+from inventory.verdict import Reexport
 from inventory.verify.record import bundle_record, overall_rows, verify_record
 from inventory.verify.service import BundleVerify, Verify, region_line, status
 
-__all__ = ["bundle_record", "verify_record", "verify_markdown", "verify_table"]
+__all__ = ["bundle_record", "verify_record", "verify_markdown", "verify_summary", "verify_table"]
 
 _STATUS_STYLE = {"consistent": "green", "inconsistent": "bold red", "inconclusive": "magenta"}
 
@@ -197,3 +199,17 @@ def verify_markdown(v: Verify) -> str:
                     f"{_num(r['maxabs_old_new'])} |" for r in rows]
             out.append("")
     return "\n".join(out)
+
+
+def verify_summary(v: Verify) -> Summary:
+    """Per bundle: the level of its whole program (inconclusive when it could not be measured
+    or disagrees with the probes) and what the check found."""
+    def line(b: BundleVerify) -> BundleLine:
+        level = b.verdict.reexport if b.verdict is not None else Reexport.INCONCLUSIVE
+        if not b.consistent:
+            level = Reexport.INCONCLUSIVE
+        found = b.verdict.verdict if b.verdict is not None else "not measured"
+        unrecorded = f", {len(b.unrecorded)} unrecorded change(s)" if b.unrecorded else ""
+        return BundleLine(b.bundle, level, f"{status(b)}: {found}{unrecorded}")
+
+    return summarise(line(b) for b in v.bundles)

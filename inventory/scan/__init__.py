@@ -39,6 +39,22 @@ from inventory.scan.model import (
 from inventory.scan.readers import Readers, scan_bundle
 from oracle.progress import Progress
 from oracle.releases import Catalog, EnvError
+from oracle.runtimes import at_or_above, cores
+
+
+def deployed_on(s: BundleScan, catalog: Catalog, runtimes: tuple[str, ...] | None
+                ) -> tuple[tuple[str, ...], str]:
+    """The runtimes a scanned bundle must load on, and why those: --runtime, else every runtime
+    from the core its producer stamp names (none: the oldest core's era, as its exporter is
+    inferred), else every runtime tried."""
+    if runtimes:
+        return tuple(runtimes), "--runtime"
+    core = s.producer_core or cores(catalog)[0]
+    if core in cores(catalog):
+        why = "its producer" if s.producer_core else "no producer stamp: the oldest core's era"
+        return (tuple(at_or_above(catalog, core)),
+                f"every runtime at or above coreai-core {core}, {why}")
+    return tuple(o.core for o in s.loads), "every runtime tried (its producer core is unknown)"
 
 
 def scan(paths: list[Path], catalog: Catalog, *, reader: str | None = None,
@@ -69,6 +85,8 @@ def scan(paths: list[Path], catalog: Catalog, *, reader: str | None = None,
             s.exporter = inferred_exporter(s.producer_core, catalog, s.metadata)
     if loads:
         check_loads(scans, catalog, runtimes, progress)
+        for s in scans:
+            s.deployment, s.deployment_source = deployed_on(s, catalog, runtimes)
     links = None
     if registry is not None:
         links = link_registry(scans, registry[1], registry[0], catalog, runtimes)

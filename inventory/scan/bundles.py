@@ -234,3 +234,22 @@ def check_program(bundle: Path) -> str:
                           f"truncated or modified")
     return f"main.mlirb matches main.hash (sha256 {digest.hexdigest()[:16]}..., {size} bytes)"
 
+
+def file_digests(bundle: Path) -> list[dict[str, Any]]:
+    """Each regular file of a (contained) bundle with its size and SHA-256, in path order; a
+    symlink inside the bundle is digested once, where it lies."""
+    out = []
+    for root, dirs, files in os.walk(bundle):  # never descends into a symlinked folder
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(root) / name
+            if not path.is_file():
+                continue
+            digest, size = hashlib.sha256(), 0
+            with open(path, "rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+                    size += len(chunk)
+            out.append({"path": path.relative_to(bundle).as_posix(), "bytes": size,
+                        "sha256": digest.hexdigest()})
+    return out

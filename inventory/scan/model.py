@@ -84,6 +84,19 @@ class BundleScan:
     notes: list[str] = field(default_factory=list)
     exporter: str | None = None  # inferred from the producer stamp
     loads: list[RuntimeOutcome] = field(default_factory=list)  # per runtime tried
+    # every regular file of the bundle: {path (relative), bytes, sha256}, for a bill of materials
+    files: list[dict[str, Any]] = field(default_factory=list)
+    # the runtimes it must load on: --runtime, else every runtime from the core its producer
+    # stamp names (a 0.4.0 asset, stamped with none, from 1.0.0b1 on)
+    deployment: tuple[str, ...] = ()
+    deployment_source: str = ""
+
+    @property
+    def not_loading(self) -> list[RuntimeOutcome]:
+        """The deployment runtimes that refuse it or crash on it (a runtime not tried, or one
+        with no lasting answer, is neither)."""
+        return [o for o in self.loads if o.core in self.deployment and not o.loads
+                and o.outcome not in ("not-run", "flaky")]
 
     @property
     def ok(self) -> bool:
@@ -127,6 +140,11 @@ class ScanReport:
     @property
     def errors(self) -> list[BundleScan]:
         return [s for s in self.scans if not s.ok]
+
+    @property
+    def not_loading(self) -> list[BundleScan]:
+        """The bundles a deployment runtime does not load (exit 1)."""
+        return [s for s in self.scans if s.ok and s.not_loading]
 
     @property
     def disagreements(self) -> int:

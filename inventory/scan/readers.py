@@ -13,6 +13,7 @@ from inventory.scan.bundles import (
     check_contained,
     check_program,
     core_of_producer,
+    file_digests,
     iso_date,
     read_metadata,
 )
@@ -129,6 +130,7 @@ def scan_bundle(bundle: Path, readers: Readers) -> BundleScan:
         check_contained(bundle)  # before any file is read here or by a core
         scan.metadata = read_metadata(bundle)
         scan.integrity = check_program(bundle)
+        scan.files = file_digests(bundle)
     except BundleError as exc:
         scan.error = str(exc)
         return scan

@@ -1,0 +1,83 @@
+"""`-f/--format` and `-o/--output` on every answering command: one format per run (two format
+flags are a usage error, never one silently winning), an unknown format or an unwritable output
+refused in one line before any work."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli import invoke, one_line
+
+from inventory.errors import UsageError
+from inventory.output import OutputFormat
+
+# each answering command with the arguments it requires (none of them is run: the format flags
+# are refused before anything is read)
+COMMANDS = {
+    "affected": ("affected", "--fix", "40"),
+    "plan": ("plan", "--to", "0.4.3"),
+    "release-notes": ("release-notes", "--from", "0.4.1", "--to", "0.4.2"),
+    "sweep": ("sweep", "--from", "0.4.1", "--to", "0.4.2"),
+    "verify": ("verify", "mimi", "--to", "0.4.3"),
+    "scan": ("scan", "nothing.aimodel"),
+    "bisect": ("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", "src"),
+    "repair": ("repair", "old.aimodel", "-o", "new.aimodel"),
+}
+
+
+def test_the_format_is_chosen_once():
+    assert OutputFormat.choose() is OutputFormat.TABLE
+    assert OutputFormat.choose(as_json=True) is OutputFormat.JSON
+    assert OutputFormat.choose(markdown=True) is OutputFormat.MARKDOWN
+    assert OutputFormat.choose(chosen=" Markdown ") is OutputFormat.MARKDOWN
+    with pytest.raises(UsageError, match="--json and --markdown"):
+        OutputFormat.choose(as_json=True, markdown=True)
+    with pytest.raises(UsageError, match="--json and --format json"):
+        OutputFormat.choose(as_json=True, chosen="json")
+    with pytest.raises(UsageError, match="not a format"):
+        OutputFormat.choose(chosen="xml")
+
+
+@pytest.mark.parametrize("args", COMMANDS.values(), ids=COMMANDS.keys())
+def test_two_format_flags_are_a_usage_error_on_every_command(args):
+    ran = invoke(*args, "--json", "-f", "table")
+    assert ran.returncode == 2
+    assert "give one output format" in one_line(ran)
+    # JSON was asked for: the refusal is also a JSON error envelope on stdout
+    assert "give one output format" in json.loads(ran.stdout)["error"]
+
+
+@pytest.mark.parametrize("args", COMMANDS.values(), ids=COMMANDS.keys())
+def test_an_unknown_format_is_refused_on_every_command(args):
+    ran = invoke(*args, "--format", "xml")
+    assert ran.returncode == 2
+    assert "--format xml: not a format" in one_line(ran)
+
+
+@pytest.mark.parametrize("name", [n for n in COMMANDS if n != "repair"])
+def test_an_output_file_that_cannot_be_written_is_refused_before_the_run(name, tmp_path):
+    ran = invoke(*COMMANDS[name], "-f", "json", "-o", str(tmp_path / "no" / "such" / "x.json"))
+    assert ran.returncode == 2
+    assert "no folder" in one_line(ran)
+    ran = invoke(*COMMANDS[name], "-o", str(tmp_path))
+    assert ran.returncode == 2
+    assert "a folder, not a file" in one_line(ran)
+
+
+def test_repair_has_no_markdown():
+    ran = invoke(*COMMANDS["repair"], "-f", "markdown")
+    assert ran.returncode == 2
+    assert "table or json" in one_line(ran)
+
+
+def test_envs_list_in_json_is_the_listing_the_table_prints(json_schema):
+    data = json.loads(invoke("envs", "list", "-f", "json").stdout)
+    json_schema(data)
+    assert data["command"] == "envs list"
+    table = invoke("envs", "list", COLUMNS="400").stdout
+    for env in data["result"]["envs"]:
+        assert f"{env['name']}: " in table and env["record"] in table
+    if not data["result"]["envs"] and not data["result"]["damaged"]:
+        assert "no converter environments yet" in table
+    assert invoke("envs", "list", "--json", "-f", "json").returncode == 2

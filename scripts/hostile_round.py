@@ -10,7 +10,9 @@ no process left behind, within the case's bound.
 
 Writes OUT_DIR/results.json (one record per case) and prints a summary. `--slow` adds the cases
 that build or convert (a source environment, bisect, trace builders); they need the converter
-environments of 0.4.0-0.4.2 in INVENTORY_CACHE. The Ray cases are `scripts/hostile-ray`.
+environments of 0.4.0-0.4.2 in INVENTORY_CACHE. The Ray refusals are
+the `ray/` cases; Ray under faults (an agent, a node or the head lost, Ctrl-C) is
+tests/test_executor_ray.py.
 """
 
 from __future__ import annotations

@@ -69,7 +69,8 @@ def examples(paths: list[Path] | None = None, root: Path = ROOT) -> list[Example
 
 
 def normalise(line: str) -> str:
-    line = _HEX.sub("<hex>", _NUMBER.sub("<n>", line.replace(" (stored)", "")))
+    # hashes first: a short hash such as 3e15cdf would otherwise read as the number 3e15
+    line = _NUMBER.sub("<n>", _HEX.sub("<hex>", line.replace(" (stored)", "")))
     return " ".join(line.split())
 
 

@@ -45,6 +45,9 @@ def load_bisected(folder: Path = EVIDENCE) -> dict[tuple[str, str, str], Attribu
             continue  # evidence that cannot be read attributes nothing
         if not isinstance(doc, dict) or doc.get("command") != "bisect":
             continue
+        doc = doc.get("result")  # the envelope's answer
+        if not isinstance(doc, dict):
+            continue
         for probe in doc.get("probes", []):
             commits = probe.get("commits") or []
             if not commits or not probe.get("key"):

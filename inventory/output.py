@@ -141,13 +141,13 @@ def envelope(command: str, result: dict[str, Any] | None = None,
     """The JSON every command prints: `schema_version`, `version` and `tool` (name and version,
     read from the package metadata), `command`, `inputs` (each data file the answer read, with
     its SHA-256), `summary` (counts per level, per bundle its level and top reason; null for a
-    command whose answer is not per bundle), `result`, `warnings`, `error`; the fields of
-    `result` are also repeated at the top level (existing consumers read them there)."""
+    command whose answer is not per bundle), `result`, `warnings`, `error`. Those keys and no
+    other: the command's answer is under `result` alone, never repeated at the top level."""
     body = {"schema_version": SCHEMA_VERSION, "version": version(),
             "tool": {"name": TOOL, "version": version()}, "command": command,
             "inputs": inputs or {}, "summary": summary, "result": result,
             "warnings": list(warnings), "error": error}
-    return json.dumps(_strict({**(result or {}), **body}), indent=2, allow_nan=False)
+    return json.dumps(_strict(body), indent=2, allow_nan=False)
 
 
 def input_files(**files: Path | None) -> dict[str, Any]:

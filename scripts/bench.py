@@ -121,7 +121,7 @@ def verify_line(bundle: str, to: str, full: bool, store: Path) -> None:
     cmd = [str(ROOT / ".venv" / "bin" / "inventory"), "verify", bundle, "--to", to, "--json",
            "-q", *(["--full"] if full else [])]
     wall, out = timed(cmd, env={**os.environ, "INVENTORY_CACHE": str(store)})
-    [b] = json.loads(out)["bundles"]
+    [b] = json.loads(out)["result"]["bundles"]
     if b.get("error"):
         print(f"verify {bundle} --to {to}: {b['error']}")
         return
@@ -200,7 +200,7 @@ def main() -> None:
         verify_lines(args.verify, args.verify_to, args.full)
         print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
         return
-    data = json.loads(out)
+    data = json.loads(out)["result"]
     by_side: dict[str, list[dict]] = {}
     for b in data["bundles"]:
         for p in b["probes"]:
@@ -220,7 +220,7 @@ def main() -> None:
              "0.4.3", "--json", "-q"]
     sweep_cold, out = timed(sweep + ["--no-cache"])
     sweep_warm, _ = timed(sweep)
-    probed = json.loads(out)["probed"]
+    probed = json.loads(out)["result"]["probed"]
     probes = sum(len(b["probes"]) for b in data["bundles"])
     print(f"probes converted per side: {probes} (exporter sides: "
           f"{', '.join(sorted(v for v in by_side if v != data['to']))}; new side {data['to']})")

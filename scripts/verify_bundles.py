@@ -54,8 +54,8 @@ def agree(to: str, bundles: list[str], fixes: list[str]) -> int:
     (OUT / f"plan-{to}-verify{suffix}.json").write_text(
         json.dumps(portable(plan), indent=1) + "\n")
     differing = 0
-    checked = {b["bundle"]: b for b in verify["bundles"]}
-    for b in plan["bundles"]:
+    checked = {b["bundle"]: b for b in verify["result"]["bundles"]}
+    for b in plan["result"]["bundles"]:
         diffs = _differences(b["verify"], checked.get(b["bundle"]))
         differing += bool(diffs)
         print(f"{b['bundle']}: plan {b['reexport']}, verify {b['verify']['status']} "
@@ -101,7 +101,7 @@ def main(argv: list[str]) -> int:
             continue
         (OUT / f"{bundle}-{to}{suffix}.json").write_text(
             json.dumps(portable(data), indent=1) + "\n")
-        for b in data.get("bundles", []):
+        for b in (data.get("result") or {}).get("bundles", []):
             print(f"{pair}: exit {proc.returncode}, {b['status']}: {b['answer']}")
             print(f"  wall {wall:.0f} s (measured once: {b['seconds'] or 0:.0f} s), peak "
                   f"{(b['peak_mb'] or 0) / 1024:.2f} GB per process (largest child so far "

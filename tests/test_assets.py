@@ -29,7 +29,7 @@ def run(*args: str) -> Ran:
 
 def answer(*args: str) -> tuple[dict, Ran]:
     proc = run(*args, "--json")
-    return json.loads(proc.stdout), proc
+    return json.loads(proc.stdout)["result"], proc
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def test_a_040_asset_that_b2_and_b3_refuse_is_reported_and_the_run_goes_on(env, 
 
 def test_affected_fix_28_requires_sam3_for_its_load_failure_with_both_remedies(matrix):
     ran = matrix.run_cli(("affected", "--fix", "28"))
-    data = ran.data
+    data = ran.data["result"]
     assert data["kind"] == "asset" and data["to"] == "0.4.1"
     by = {b["bundle"]: b for b in data["bundles"]}
     sam3 = by["sam3"]
@@ -128,7 +128,7 @@ def test_a_runtime_override_changes_whose_loading_decides(matrix):
 
 def test_plan_puts_a_load_failure_first_and_names_both_remedies(matrix):
     ran = matrix.run_cli(("plan", "--to", "0.4.2"))
-    plan = ran.data
+    plan = ran.data["result"]
     by = {b["bundle"]: b for b in plan["bundles"]}
     sam3 = by["sam3"]
     assert sam3["reexport"] == "required"

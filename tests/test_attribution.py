@@ -126,8 +126,9 @@ def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(converter_envs
                                                                  dynamic_views):
     proc = run("affected", "--fix", "13", "--to", "0.4.3", "-b", "sam3", "--registry",
                dynamic_views, "--json", "-q")
-    data = json.loads(proc.stdout)
-    json_schema(data)
+    document = json.loads(proc.stdout)
+    json_schema(document)
+    data = document["result"]
     views = _view_probes(data)
     assert len(views) == 2
     for p in views:
@@ -142,8 +143,9 @@ def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(converter_envs
 
     proc = run("affected", "--fix", "56", "--to", "0.4.3", "-b", "sam3", "--registry",
                dynamic_views, "--json", "-q")
-    data = json.loads(proc.stdout)
-    json_schema(data)
+    document = json.loads(proc.stdout)
+    json_schema(document)
+    data = document["result"]
     for p in _view_probes(data):
         assert (p["verdict"], p["reexport"]) == ("values-identical", "optional")
         assert p["elsewhere"] is None and _changed(p) == [("0.4.1->0.4.2", ["56"])]
@@ -152,7 +154,7 @@ def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(converter_envs
 def test_plan_names_the_step_and_lists_a_change_no_record_explains_apart(
         matrix, json_schema, tmp_path, dynamic_views):
     # the shipped sam3: its views change in no step, so neither #13 nor #56 is a reason
-    shipped = matrix.run_cli(("plan", "--to", "0.4.3")).data
+    shipped = matrix.run_cli(("plan", "--to", "0.4.3")).data["result"]
     (sam3,) = [b for b in shipped["bundles"] if b["bundle"] == "sam3"]
     items = {i["fix"]: i for level in ("required", "inconclusive", "optional", "not_affected")
              for i in sam3[level]}
@@ -161,8 +163,9 @@ def test_plan_names_the_step_and_lists_a_change_no_record_explains_apart(
 
     proc = run("plan", "--to", "0.4.3", "-b", "sam3", "--registry", dynamic_views, "--json",
                "-q")
-    data = json.loads(proc.stdout)
-    json_schema(data)
+    document = json.loads(proc.stdout)
+    json_schema(document)
+    data = document["result"]
     (sam3,) = data["bundles"]
     items = {i["fix"]: i for level in ("required", "inconclusive", "optional", "not_affected")
              for i in sam3[level]}
@@ -185,8 +188,9 @@ def test_plan_names_the_step_and_lists_a_change_no_record_explains_apart(
     fixes.write_text(tomli_w.dumps({"fix": old_56}))
     proc = run("plan", "--to", "0.4.3", "-b", "sam3", "--registry", dynamic_views, "--json", "-q",
                "--fixes", str(fixes))
-    data = json.loads(proc.stdout)
-    json_schema(data)
+    document = json.loads(proc.stdout)
+    json_schema(document)
+    data = document["result"]
     (sam3,) = data["bundles"]
     unexplained = [u for u in sam3["unexplained"] if u["construct"] == "view_dynamic"]
     assert {u["step"] for u in unexplained} == {"0.4.1->0.4.2"} and len(unexplained) == 2
@@ -211,13 +215,14 @@ def test_sweep_over_the_shipped_instances_explains_every_change_of_0_4_2(
     def sweep(*extra: str) -> tuple[int, dict]:
         proc = run("sweep", "--registry", "--from", "0.4.1", "--to", "0.4.2", "--json", "-q",
                    *extra)
-        data = json.loads(proc.stdout)
-        json_schema(data)
+        document = json.loads(proc.stdout)
+        json_schema(document)
+        data = document["result"]
         return proc.returncode, data
 
     ran = matrix.run_cli(("sweep", "--registry", "--from", "0.4.1", "--to", "0.4.2"))
-    code, data = ran.exit, ran.data
-    json_schema(data)
+    json_schema(ran.data)
+    code, data = ran.exit, ran.data["result"]
     assert code == 0 and data["source"] == "registry" and data["unexplained"] == []
     changed = {c["probe"].split(":")[0]: c["explained_by"] for c in data["changed"]}
     assert changed == {"batch_norm/parakeet": ["54"], "batch_norm/lfm_audio": ["54"],

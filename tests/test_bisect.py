@@ -103,8 +103,9 @@ def test_bisect_names_the_commit_that_changes_a_probe(env, tmp_path, json_schema
                  "-q", "--probe", "max_pool2d/functional-no-stride",
                  "--probe", "max_pool2d/functional-explicit-stride")
     assert ran.returncode == 0, ran.stderr
-    doc = json.loads(ran.stdout)
-    json_schema(doc)
+    document = json.loads(ran.stdout)
+    json_schema(document)
+    doc = document["result"]
     assert doc["repo"] == "coreai-torch"  # by name: the evidence names no path of this machine
     assert doc["from_commit"]["sha"] == base and doc["from_commit"]["found_by"] == "tag v0.4.1"
     assert doc["to_commit"]["sha"] == bump and "version bump" in doc["to_commit"]["found_by"]
@@ -152,8 +153,9 @@ def test_every_commit_finds_a_change_undone_between_two_commits_a_binary_search_
                      "--allow-code",
                      "-q", "--probe", "max_pool2d/functional-no-stride", *extra)
         assert ran.returncode == 0, ran.stderr
-        doc = json.loads(ran.stdout)
-        json_schema(doc)
+        document = json.loads(ran.stdout)
+        json_schema(document)
+        doc = document["result"]
         return doc
 
     binary = bisected()
@@ -177,10 +179,10 @@ def test_release_notes_credit_a_change_to_the_record_bisection_names(tmp_path):
 
     arange = [r for r in load_regimes() if r.construct == "arange"]
     moved, kept = arange[0], arange[1]
-    doc = {"command": "bisect", "from": "0.4.0", "to": "0.4.1", "probes": [
+    doc = {"command": "bisect", "result": {"from": "0.4.0", "to": "0.4.1", "probes": [
         {"regime": moved.id, "key": moved.spec.key(),
          "commits": [{"sha": "53d6bdd" + "0" * 33, "pr": "13"}]},
-        {"regime": kept.id, "key": kept.spec.key(), "commits": []}]}
+        {"regime": kept.id, "key": kept.spec.key(), "commits": []}]}}
     (tmp_path / "0.4.0-0.4.1.json").write_text(json.dumps(doc))
     (tmp_path / "notes.json").write_text(json.dumps({"command": "sweep"}))  # not bisect: unread
     bisected = load_bisected(tmp_path)
@@ -240,7 +242,7 @@ def test_bisect_converts_the_to_release_tree_when_its_wheel_is_not_that_tree(env
                  "--allow-code",
                  "-q", "--probe", "max_pool2d/functional-no-stride")
     assert ran.returncode == 0, ran.stderr
-    doc = json.loads(ran.stdout)
+    doc = json.loads(ran.stdout)["result"]
     assert doc["to_commit"]["wheel"].startswith("coreai_torch/ of ") and bump in \
         doc["environments"]
     (probe,) = doc["probes"]

@@ -70,8 +70,9 @@ def _du(*paths: Path) -> int:
 def test_cache_list_counts_results_by_kind_and_age(store, json_schema):
     proc = invoke("cache", "list", "--json", **store)
     assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    json_schema(data)
+    document = json.loads(proc.stdout)
+    json_schema(document)
+    data = document["result"]
     kinds = {k["kind"]: k for k in data["kinds"]}
     assert {k: v["count"] for k, v in kinds.items()} == {
         "probe": 3, "load": 1, "verify": 2, "repair": 1, "temp": 1}
@@ -96,8 +97,9 @@ def test_cache_list_of_an_empty_store_says_so(tmp_path):
 def test_cache_du_agrees_with_du(store, json_schema):
     proc = invoke("cache", "du", "--json", **store)
     assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    json_schema(data)
+    document = json.loads(proc.stdout)
+    json_schema(document)
+    data = document["result"]
     parts = {p["name"]: p for p in data["parts"]}
     cache, results = Path(store["INVENTORY_CACHE"]), Path(store["INVENTORY_STORE"]) / "results"
     assert parts["results"]["bytes"] == _du(results)
@@ -193,7 +195,7 @@ def test_du_of_an_environment_is_its_folder_and_log_only(tmp_path):
     (envs / "a.build.log").write_text("1" * 5000)
     (envs / "b.build.log").write_text("2" * 5000)
     data = json.loads(invoke("cache", "du", "--json", INVENTORY_CACHE=str(tmp_path),
-                             INVENTORY_STORE=str(tmp_path)).stdout)
+                             INVENTORY_STORE=str(tmp_path)).stdout)["result"]
     (environments,) = [p for p in data["parts"] if p["name"] == "environments"]
     assert {i["name"] for i in environments["items"]} == {"a", "b.build.log"}
     shutil.rmtree(envs)

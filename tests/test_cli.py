@@ -73,9 +73,9 @@ def test_affected_fix_40_json_on_the_shipped_registry(matrix, json_schema):
     """Fix #40's answer, and that every claim in it is backed by the stored evidence."""
     ran = matrix.run_cli(("affected", "--fix", "40"))
     assert ran.exit == 0, ran.stderr
-    data = ran.data
-    json_schema(data)
-    assert data["schema_version"] == 1 and data["fix"] == "40" and data["to"] == "0.4.2"
+    json_schema(ran.data)
+    data = ran.data["result"]
+    assert ran.data["schema_version"] == 1 and data["fix"] == "40" and data["to"] == "0.4.2"
     assert data["reexport"] == "no"
     bundles = {b["bundle"]: b for b in data["bundles"]}
     assert set(bundles) == {"parakeet", "lfm_audio", "sortformer", "mimi", "sam3"}
@@ -120,7 +120,7 @@ def test_without_a_checkpoint_a_value_condition_is_reported_as_a_condition(matri
     make it worse are reported as a condition, with how to decide it."""
     ran = matrix.run_cli(("affected", "--fix", "54"))
     assert ran.exit == 0, ran.stderr
-    (bundle,) = [b for b in ran.data["bundles"] if b["bundle"] == "sortformer"]
+    (bundle,) = [b for b in ran.data["result"]["bundles"] if b["bundle"] == "sortformer"]
     (tiny,) = bundle["conditions"]
     # trained-looking values: optional; a running_var below fp16's smallest normal makes the
     # 0.4.1 program return NaN/inf where 0.4.2 does not: required

@@ -45,8 +45,9 @@ def test_an_injected_worker_crash_is_inconclusive_and_exit_3(converter_envs, tmp
     proc = run("affected", "--fix", "40", "--bundle", "parakeet", "--bundle", "sam3", "--json",
                "-q", "--no-cache", INVENTORY_CACHE=str(cache), INVENTORY_WORKER_FAULT="crash")
     assert proc.returncode == 3, proc.stderr
-    data = json.loads(proc.stdout)
-    json_schema(data)
+    document = json.loads(proc.stdout)
+    json_schema(document)
+    data = document["result"]
     assert data["reexport"] == "inconclusive"
     by = {b["bundle"]: b for b in data["bundles"]}
     # the rest of the run goes on: parakeet is still answered (it holds no conv transpose)
@@ -71,7 +72,7 @@ def test_a_hung_worker_is_killed_after_the_timeout_the_environment_sets(converte
                  "-q", INVENTORY_CACHE=str(cache), INVENTORY_WORKER_TIMEOUT="3",
                  **fault_env(INVENTORY_WORKER_FAULT="hang"))
     assert proc.returncode == 3, proc.stderr
-    (probe,) = json.loads(proc.stdout)["bundles"][0]["probes"]
+    (probe,) = json.loads(proc.stdout)["result"]["bundles"][0]["probes"]
     assert probe["verdict"] == "inconclusive"
     for side in ("old", "new"):
         assert "worker did not answer within 3 s; killed" in probe[side]["error"]
@@ -98,8 +99,8 @@ def test_the_library_sweep_explains_every_change_of_0_4_2_and_exits_1_without_a_
     explains every change; with #56's old record the eight dynamic-shape changes are
     unexplained, exit 1 (a second run, answered from the store)."""
     ran = matrix.run_cli(("sweep", "--from", "0.4.1", "--to", "0.4.2"))
-    real = ran.data
-    json_schema(real)
+    json_schema(ran.data)
+    real = ran.data["result"]
     assert ran.exit == 0 and real["unexplained"] == [] and real["source"] == "library"
     dynamic = {c["probe"]: c for c in real["changed"] if c["probe"] in DYNAMIC_0_4_2}
     assert sorted(dynamic) == sorted(DYNAMIC_0_4_2)
@@ -118,8 +119,9 @@ def test_the_library_sweep_explains_every_change_of_0_4_2_and_exits_1_without_a_
     proc = run("sweep", "--from", "0.4.1", "--to", "0.4.2", "--json", "-q", "--fixes",
                str(old_56))
     assert proc.returncode == 1
-    lacking = json.loads(proc.stdout)
-    json_schema(lacking)
+    document = json.loads(proc.stdout)
+    json_schema(document)
+    lacking = document["result"]
     assert lacking["unexplained"] == DYNAMIC_0_4_2
 
     proc = run("sweep", "--from", "0.4.1", "--to", "0.4.2", "--fixes", str(tmp_path / "none"),
@@ -184,12 +186,13 @@ def test_tolerance_turns_an_optional_move_into_a_required_one(converter_envs, js
     base = ("--bundle", "sortformer", "--json", "-q")
     proc = run("affected", "--fix", "54", *base)
     assert proc.returncode == 0
-    assert json.loads(proc.stdout)["bundles"][0]["reexport"] == "optional"
+    assert json.loads(proc.stdout)["result"]["bundles"][0]["reexport"] == "optional"
 
     proc = run("affected", "--fix", "54", "--tolerance", "0.0009", *base)
     assert proc.returncode == 1, proc.stderr
-    data = json.loads(proc.stdout)
-    json_schema(data)
+    document = json.loads(proc.stdout)
+    json_schema(document)
+    data = document["result"]
     (probe,) = data["bundles"][0]["probes"]
     assert (probe["verdict"], probe["reexport"]) == ("values-move", "required")
     assert probe["reason"].startswith("shipped outputs wrong") and "tolerance 0.0009" in \
@@ -197,7 +200,7 @@ def test_tolerance_turns_an_optional_move_into_a_required_one(converter_envs, js
 
     proc = run("plan", "--to", "0.4.2", "--tolerance", "0.0009", *base)
     assert proc.returncode == 1, proc.stderr
-    (bundle,) = json.loads(proc.stdout)["bundles"]
+    (bundle,) = json.loads(proc.stdout)["result"]["bundles"]
     assert [i["fix"] for i in bundle["required"]] == ["54"]
 
 

@@ -302,7 +302,7 @@ def test_the_head_node_lost_mid_run_is_inconclusive_in_one_line_and_stores_nothi
         reader.join(timeout=10)
     assert run.returncode == 3, "".join(lines)
     doc = _answer(stdout, store)
-    assert doc["changed"] == [] and len(doc["failing_both"]) == len(CHANNELS)
+    assert doc["result"]["changed"] == [] and len(doc["result"]["failing_both"]) == len(CHANNELS)
     gone = [ln for ln in lines if ln.startswith("warning: ray: ") and "head" in ln]
     assert len(gone) == 1 and "is gone" in gone[0], "".join(lines)
     assert not (store / "results").exists() or not list((store / "results").iterdir())

@@ -70,7 +70,7 @@ def test_plan_verify_checks_mimi_whole_from_a_fresh_clone(tmp_path, converter_en
     assert "No module named" not in proc.stdout + said
 
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (mimi,) = json.loads(proc.stdout)["bundles"]
+    (mimi,) = json.loads(proc.stdout)["result"]["bundles"]
     whole = mimi["verify"]
     assert whole is not None and not whole.get("error"), whole
     assert whole["status"] != "inconclusive" and whole["consistent"], whole

@@ -22,8 +22,9 @@ DRAFT = ROOT / "tests" / "golden" / "drafts" / "no54.toml"
 def test_fixes_json_lists_every_record_with_its_release_step(json_schema):
     proc = invoke("fixes", "--json")
     assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    json_schema(data)
+    document = json.loads(proc.stdout)
+    json_schema(document)
+    data = document["result"]
     records = load_fixes()
     assert sorted(f["id"] for f in data["fixes"]) == sorted(r.id for r in records)
     by = {f["id"]: f for f in data["fixes"]}
@@ -44,7 +45,7 @@ def test_fixes_lists_each_id_and_reads_another_database():
     assert table.returncode == 0
     rows = {ln.split()[0] for ln in table.stdout.splitlines()[2:] if ln.strip()}
     assert {r.id for r in load_fixes()} <= rows
-    draft = json.loads(invoke("fixes", "--fixes", str(DRAFT), "--json").stdout)
+    draft = json.loads(invoke("fixes", "--fixes", str(DRAFT), "--json").stdout)["result"]
     assert "54" not in {f["id"] for f in draft["fixes"]} and "40" in {f["id"] for f in
                                                                      draft["fixes"]}
 

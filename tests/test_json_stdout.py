@@ -98,5 +98,5 @@ def test_an_answer_whose_conversions_crash_keeps_stdout_to_the_document(env, tmp
     doc = json.loads(ran.stdout)
     assert doc["command"] == "affected" and NOISE not in ran.stdout
     assert ran.stderr.count(NOISE) >= 6, ran.stderr
-    assert doc["reexport"] == "inconclusive"
-    assert "worker died of SIGABRT" in doc["bundles"][0]["probes"][0]["old"]["error"]
+    assert doc["result"]["reexport"] == "inconclusive"
+    assert "worker died of SIGABRT" in doc["result"]["bundles"][0]["probes"][0]["old"]["error"]

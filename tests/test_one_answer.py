@@ -30,7 +30,7 @@ def test_every_record_a_stored_check_credits_has_verifys_level_for_its_step(entr
     """For every bundle and every record its stored check credits with a region, the plan's
     item for the record is at the level `verify` gives that record's step, with its verdict:
     the item and the whole-program line cannot disagree."""
-    data = matrix.run_entry(entry).data
+    data = matrix.run_entry(entry).data["result"]
     checked = [b for b in data["bundles"] if b["verify"] is not None]
     assert checked, f"{entry.key}: no bundle's check was read from the checked store"
     credited = 0
@@ -59,11 +59,11 @@ def test_a_pipeline_record_is_answered_on_the_bundles_own_program_with_verifys_d
     """On the store holding every check, a pipeline record is answered on each bundle's own
     program: the level and the drift source of the step `verify BUNDLE --to <its release>`
     gives (the plan of that release embeds exactly that check)."""
-    data = matrix.run_entry(entry).data
+    data = matrix.run_entry(entry).data["result"]
     fix = entry.args[2]
     plan = matrix.run_entry(answers.Entry(f"checked/plan/{data['ships_in']}",
                                           ("plan", "--to", data["ships_in"]),
-                                          answers.CHECKED)).data
+                                          answers.CHECKED)).data["result"]
     checks = {b["bundle"]: b["verify"] for b in plan["bundles"]}
     answered = [b for b in data["bundles"] if b["verdict"] != "not-affected"]
     assert answered
@@ -85,12 +85,12 @@ def test_sam3s_core_b2_reads_the_drift_at_its_regions_cuts(matrix):
     for want of a run the cuts already replace."""
     data = matrix.run_entry(answers.Entry("checked/affected/core-b2",
                                           ("affected", "--fix", "core-b2"),
-                                          answers.CHECKED)).data
+                                          answers.CHECKED)).data["result"]
     sam3 = next(b for b in data["bundles"] if b["bundle"] == "sam3")
     assert sam3["whole_program"]["drift_source"] == "region cuts"
     assert sam3["verdict"] == "values-move" and sam3["reexport"] == "optional"
     assert "region(s)' own cuts" in sam3["reason"]
-    bare = matrix.run_cli(("affected", "--fix", "core-b2")).data
+    bare = matrix.run_cli(("affected", "--fix", "core-b2")).data["result"]
     assert next(b for b in bare["bundles"] if b["bundle"] == "sam3")["verdict"] == \
         "asset-probe-same-program"
 
@@ -99,7 +99,7 @@ def test_sam3s_core_b2_reads_the_drift_at_its_regions_cuts(matrix):
 def test_a_plan_without_checks_lists_the_records_not_checked_on_their_own_program(to, matrix):
     """Without a stored check every pipeline record in range is answered by the asset probe:
     the plan lists it per bundle and ends with one line saying how to check them."""
-    data = matrix.run_cli(("plan", "--to", to)).data
+    data = matrix.run_cli(("plan", "--to", to)).data["result"]
     listed = {b["bundle"]: b["not_checked"] for b in data["bundles"]}
     pipeline = set(answers.pipeline_ids())
     for b in data["bundles"]:

@@ -10,7 +10,7 @@ import pytest
 from cli import invoke, one_line
 
 from inventory.errors import UsageError
-from inventory.output import OutputFormat
+from inventory.output import OutputFormat, envelope
 
 # each answering command with the arguments it requires (none of them is run: the format flags
 # are refused before anything is read)
@@ -24,6 +24,12 @@ COMMANDS = {
     "bisect": ("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", "src"),
     "repair": ("repair", "old.aimodel", "-o", "new.aimodel"),
 }
+# the JSON envelope's own keys: the only ones at the top of a document (the answer is `result`)
+ENVELOPE = {"schema_version", "version", "tool", "command", "inputs", "summary", "result",
+            "warnings", "error"}
+# a bundle exported with 0.4.2: `affected --fix 40` answers it without converting anything
+EXPORTED_WITH_0_4_2 = ('[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
+                       '[bundles.a.exporter]\nconverter = "0.4.2"\nsource = "test"\n')
 
 
 def test_the_format_is_chosen_once():
@@ -81,3 +87,34 @@ def test_envs_list_in_json_is_the_listing_the_table_prints(json_schema):
     if not data["result"]["envs"] and not data["result"]["damaged"]:
         assert "no converter environments yet" in table
     assert invoke("envs", "list", "--json", "-f", "json").returncode == 2
+
+
+def test_the_envelope_holds_the_result_once_under_result():
+    answer = {"to": "0.4.3", "reexport": "no", "bundles": []}
+    document = json.loads(envelope("plan", answer, summary=None))
+    assert set(document) == ENVELOPE
+    assert document["result"] == answer
+
+
+@pytest.mark.parametrize("args", [("fixes",), ("cache", "list"), ("cache", "du"),
+                                  ("envs", "list"), ("affected", "--fix", "40", "-q")],
+                         ids=lambda args: " ".join(args[:2]))
+def test_no_field_of_the_result_is_repeated_at_the_top_of_the_document(args, tmp_path,
+                                                                       json_schema):
+    """A field of the answer is in `result` and nowhere else: repeated at the top level it
+    doubled every document (a plan's 102 KB printed as 205 KB). The command's schema refuses a
+    document that repeats them."""
+    registry = tmp_path / "recipes.toml"
+    registry.write_text(EXPORTED_WITH_0_4_2)
+    extra = ("--registry", str(registry)) if args[0] == "affected" else ()
+    store = str(tmp_path / "store")
+    ran = invoke(*args, *extra, "--json", INVENTORY_CACHE=store, INVENTORY_STORE=store)
+    assert ran.returncode == 0, ran.stderr
+    document = json.loads(ran.stdout)
+    json_schema(document)
+    assert set(document) == ENVELOPE
+    result = document["result"]
+    assert isinstance(result, dict) and result, result
+    assert set(result).isdisjoint(document), set(result) & set(document)
+    with pytest.raises(AssertionError, match="Additional properties are not allowed"):
+        json_schema({**result, **document})

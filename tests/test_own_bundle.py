@@ -88,7 +88,7 @@ def test_the_page_runs_as_written(own, json_schema):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     json_schema(data)
-    [b] = data["bundles"]
+    [b] = data["result"]["bundles"]
     assert b["verify"] is None  # nothing stored yet, and no checkout named to build it from
     level, item = _item(b, "54")
     assert (level, item["verdict"]) == ("optional", "values-move")
@@ -97,7 +97,7 @@ def test_the_page_runs_as_written(own, json_schema):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     json_schema(data)
-    [v] = data["bundles"]
+    [v] = data["result"]["bundles"]
     form = v["form"]
     assert form["form"] == "miniature" and form["build"] == {"channels": 8, "length": 32,
                                                              "blocks": 1}
@@ -120,8 +120,8 @@ def test_the_page_runs_as_written(own, json_schema):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     json_schema(data)
-    [b] = data["bundles"]
-    again = json.loads(_run(own, verify).stdout)["bundles"][0]
+    [b] = data["result"]["bundles"]
+    again = json.loads(_run(own, verify).stdout)["result"]["bundles"][0]
     assert b["verify"] == again and again["cached"] is True
     level, item = _item(b, "54")
     assert (level, item["verdict"]) == (step["reexport"], step["verdict"])
@@ -133,7 +133,7 @@ def test_the_page_runs_as_written(own, json_schema):
     checkpoint(own)
     proc = _run(own, weights)
     assert proc.returncode == 0, proc.stderr
-    [w] = json.loads(proc.stdout)["bundles"]
+    [w] = json.loads(proc.stdout)["result"]["bundles"]
     assert w["cached"] is False and w["build"]["weights"]["loaded"] == 5  # blocks.0's tensors
     assert w["build"]["evidence"] != v["build"]["evidence"]
 
@@ -183,7 +183,7 @@ def test_a_pipeline_record_is_answered_on_the_recipes_own_program(own, json_sche
     assert proc.returncode in (0, 1), proc.stderr
     data = json.loads(proc.stdout)
     json_schema(data)
-    [b] = data["bundles"]
+    [b] = data["result"]["bundles"]
     assert b["whole_program"] is not None and b["not_checked"] is None
     assert b["whole_program"]["to"] == "0.4.3" and b["whole_program"]["step"] == "0.4.2->0.4.3"
     assert b["whole_program"]["form"]["recipe"]["commit"] == own["commit"]

@@ -22,7 +22,7 @@ def affected(fix: str, *extra: str) -> tuple[dict, Ran]:
 @pytest.mark.parametrize(("fix", "reexport"), [("40", "no"), ("54", "optional"), ("55", "no")])
 def test_each_fix_answers_every_bundle_and_the_exit_code_follows(fix, reexport, matrix):
     ran = matrix.run_cli(("affected", "--fix", fix))
-    data = ran.data
+    data = ran.data["result"]
     assert len(data["bundles"]) == 5
     for b in data["bundles"]:
         assert b["chain"] and b["reason"]
@@ -35,7 +35,7 @@ def test_each_fix_answers_every_bundle_and_the_exit_code_follows(fix, reexport, 
 
 
 def test_an_unknown_exporter_is_answered_as_the_oldest_release_and_says_so(matrix):
-    data = matrix.run_cli(("affected", "--fix", "54")).data
+    data = matrix.run_cli(("affected", "--fix", "54")).data["result"]
     (b,) = [b for b in data["bundles"] if b["bundle"] == "lfm_audio"]
     assert b["exporter_recorded"] == "unknown" and b["exporter"] == "0.4.0"
     assert "assumed the oldest supported release" in b["chain"][0]
@@ -48,11 +48,12 @@ def test_the_ignore_file_accepts_a_risk_and_warns_about_stale_entries(tmp_path, 
         'expires = "2999-01-01"\n'
         '[[ignore]]\nfix = "54"\nbundle = "ghost"\nreason = "typo"\n'
         '[[ignore]]\nfix = "54"\nbundle = "parakeet"\nreason = "old"\nexpires = "2001-01-01"\n')
-    data, proc = affected("54", "--ignore", str(ignore))
+    document, proc = affected("54", "--ignore", str(ignore))
+    data = document["result"]
     by = {b["bundle"]: b for b in data["bundles"]}
     assert by["sortformer"]["ignored"]["reason"] == "accepted: retrain due"
     assert by["parakeet"]["ignored"] is None  # expired: no longer applies
-    warnings = " ".join(data["warnings"])
+    warnings = " ".join(document["warnings"])
     assert "ghost matches nothing" in warnings and "expired on 2001-01-01" in warnings
     # parakeet and lfm_audio stay optional (the measured #54 answer); sortformer is ignored
     assert {b["bundle"]: b["reexport"] for b in data["bundles"] if not b["ignored"]} == {
@@ -63,7 +64,8 @@ def test_the_ignore_file_accepts_a_risk_and_warns_about_stale_entries(tmp_path, 
 def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_changes(
         tmp_path, matrix):
     ran = matrix.run_cli(("plan", "--to", "0.4.2"))
-    plan = ran.data
+    document = ran.data
+    plan = document["result"]
     assert plan["to"] == "0.4.2"
     by = {b["bundle"]: b for b in plan["bundles"]}
     assert by["lfm_audio"]["exporter_assumed"] is True
@@ -87,9 +89,9 @@ def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_cha
     assert thirteen["verdict"] == "same-program"
 
     baseline = tmp_path / "plan.json"
-    baseline.write_text(json.dumps(plan))
+    baseline.write_text(json.dumps(document))  # the whole envelope is a baseline
     ran_same = run("plan", "--to", "0.4.2", "--json", "--baseline", str(baseline))
-    same = json.loads(ran_same.stdout)
+    same = json.loads(ran_same.stdout)["result"]
     assert all(not b[k] for b in same["bundles"]
                for k in ("required", "inconclusive", "optional", "not_affected"))
     # nothing changed: said in one line, exit 0, and every bundle keeps the plan's level
@@ -100,7 +102,7 @@ def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_cha
     assert "no change since the baseline" in said.stdout and said.returncode == 0
     assert "mimi" not in said.stdout
     # pretend fix 40 used to be required for mimi: the plan now reports it as changed
-    edited = json.loads(json.dumps(plan["result"]))  # the bare record is a baseline too
+    edited = json.loads(json.dumps(plan))  # the bare record is a baseline too
     mimi = next(b for b in edited["bundles"] if b["bundle"] == "mimi")
     for key in ("not_affected", "optional", "inconclusive"):
         moved = [i for i in mimi[key] if i["fix"] == "40"]
@@ -108,7 +110,7 @@ def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_cha
         mimi["required"] += moved
     baseline.write_text(json.dumps(edited))
     changed = json.loads(run("plan", "--to", "0.4.2", "--json", "--baseline",
-                             str(baseline)).stdout)
+                             str(baseline)).stdout)["result"]
     mimi_now = next(b for b in changed["bundles"] if b["bundle"] == "mimi")
     listed = {i["fix"] for k in ("required", "inconclusive", "optional", "not_affected")
               for i in mimi_now[k]}

@@ -33,7 +33,7 @@ def test_release_notes_answer_each_regime_with_evidence(env, conv_regimes):
     (fix,) = notes.fixes
     assert len(fix.outcomes) == len(conv_regimes)
     assert set(fix.bundles) == {"mimi", "sam3"}  # the registry's traced holders
-    data = json.loads(notes_json(notes))
+    data = json.loads(notes_json(notes))["result"]
     # each regime's answer is the one measured and reviewed in the golden release notes (the
     # same conversions, through the CLI): the service gives it field for field
     golden = json.loads((GOLDEN / "release-notes" / "0.4.1-0.4.2.json").read_text())
@@ -60,7 +60,7 @@ def test_sweep_surfaces_a_change_that_no_fix_record_explains(env, conv_regimes):
     explained = sweep("0.4.1", "0.4.2", every, conv_regimes, load_catalog(), load_policy())
     assert not explained.unexplained
     assert all(f.explained_by == ("40",) for f in explained.changed)
-    assert json.loads(sweep_json(explained))["unexplained"] == []
+    assert json.loads(sweep_json(explained))["result"]["unexplained"] == []
 
 
 def test_release_notes_answer_asset_and_pipeline_records_with_the_asset_probe(env):
@@ -86,7 +86,7 @@ def test_release_notes_answer_asset_and_pipeline_records_with_the_asset_probe(en
     # release notes 0.4.0 -> 0.4.1 pin the same answer through the CLI)
     assert [(o.result.emitted, o.result.shipped) for o in pin.outcomes] == [
         ("identical", "identical")] * 2
-    data = json.loads(notes_json(notes))
+    data = json.loads(notes_json(notes))["result"]
     (entry,) = [f for f in data["fixes"] if f["fix"] == "28"]
     assert entry["kind"] == "asset"
     assert "expected AICode versioned location" in entry["loads"][0]["old"]["outcomes"][1]["error"]

@@ -81,7 +81,7 @@ def test_two_concurrent_runs_share_environments_and_store(env, tmp_path):
     runs = [_inventory(*args, cache=cache) for _ in range(2)]
     outs = [r.communicate(timeout=600) for r in runs]
     assert [r.returncode for r in runs] == [1, 1], [o[1] for o in outs]
-    answers = [json.loads(o[0])["bundles"][0]["probes"][0] for o in outs]
+    answers = [json.loads(o[0])["result"]["bundles"][0]["probes"][0] for o in outs]
     assert answers[0]["evidence"] == answers[1]["evidence"]
     assert answers[0]["shipped"] == answers[1]["shipped"] == "differs"
     stored = [p for p in (cache / "results").iterdir()]

@@ -106,7 +106,7 @@ def test_scan_json_of_a_corrupt_bundle_says_the_error_in_the_envelope(tmp_path):
     doc = json.loads(ran.stdout)
     assert doc["error"].startswith("1 of 1 bundle(s) could not be read; the first: "
                                    f"{bundle / 'metadata.json'}: not valid JSON")
-    assert doc["bundles"][0]["error"] in doc["error"]
+    assert doc["result"]["bundles"][0]["error"] in doc["error"]
 
 
 def test_affected_warns_of_an_ignore_entry_naming_no_fix(tmp_path):
@@ -151,7 +151,7 @@ def test_a_sweep_whose_workers_die_is_inconclusive_not_a_standing_failure(env, t
                 INVENTORY_STORE=str(store), **fault_env(INVENTORY_WORKER_FAULT="crash"))
     assert ran.returncode == 3, ran.stderr
     doc = json.loads(ran.stdout)
-    assert doc["changed"] == [] and len(doc["failing_both"]) == 1
+    assert doc["result"]["changed"] == [] and len(doc["result"]["failing_both"]) == 1
     assert doc["warnings"] == ["1 probe(s) not run (their worker died, timed out or was lost): "
                                "the sweep is inconclusive for them"]
 

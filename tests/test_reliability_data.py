@@ -81,7 +81,7 @@ def test_metadata_symlinked_out_of_the_bundle_is_not_echoed(tmp_path):
         secret_file(tmp_path, ".json", json.dumps({"producer": SECRET})))
     proc = run("scan", str(bundle), "--json", "-q")
     assert proc.returncode == 2 and SECRET not in proc.stdout + proc.stderr
-    (scanned,) = json.loads(proc.stdout)["bundles"]
+    (scanned,) = json.loads(proc.stdout)["result"]["bundles"]
     assert scanned["error"].endswith("metadata.json: is a symlink out of the bundle; a bundle is "
                                      "read only from its own folder")
     assert scanned["metadata"] == {}
@@ -159,7 +159,7 @@ def test_hostile_metadata_is_one_line_for_that_bundle(tmp_path, text, says):
     assert says in one_clean_line(proc)
     proc = run("scan", str(bundle), "--json", "-q")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    (scanned,) = json.loads(proc.stdout)["bundles"]
+    (scanned,) = json.loads(proc.stdout)["result"]["bundles"]
     assert says in scanned["error"]
 
 
@@ -222,7 +222,7 @@ def test_bad_bundles_beside_a_good_one_are_each_one_line_and_the_good_one_is_rea
     proc = run("scan", str(folder), "--runtime", "1.0.0b1", "--json", "-q")
     document = json.loads(proc.stdout)
     json_schema(document)
-    by_name = {b["name"]: b for b in document["bundles"]}
+    by_name = {b["name"]: b for b in document["result"]["bundles"]}
     assert sorted(by_name) == ["date.aimodel", "deep.aimodel", "good.aimodel", "linked.aimodel",
                                "meta.aimodel", "shadow.aimodel"]
     good = by_name["good.aimodel"]

@@ -109,7 +109,7 @@ def test_scan_of_a_runtime_that_aborts_once_is_inconclusive(env, store, tmp_path
     ran = invoke("scan", str(folder), "--json", "-q", "--runtime", "b2")
     assert ran.returncode == 3, ran.stderr
     doc = json.loads(ran.stdout)
-    outcomes = [o["outcome"] for b in doc["bundles"] for o in b["loads"]]
+    outcomes = [o["outcome"] for b in doc["result"]["bundles"] for o in b["loads"]]
     assert outcomes.count("flaky") == 1 and set(outcomes) <= {"flaky", "loads"}
     assert any("flaky" in w and "inconclusive: scan again" in w for w in doc["warnings"])
     _fault(monkeypatch, tmp_path, "abort:0")

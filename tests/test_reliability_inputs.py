@@ -341,7 +341,7 @@ def test_a_repeated_bundle_is_listed_once_in_the_order_given(tmp_path):
     proc = run("affected", "--fix", "40", "-b", "b", "-b", "a[/x]", "-b", "b",
                "--registry", str(registry), "--json", "-q")
     assert proc.returncode == ExitCode.INCONCLUSIVE, proc.stderr
-    assert [b["bundle"] for b in json.loads(proc.stdout)["bundles"]] == ["b", "a[/x]"]
+    assert [b["bundle"] for b in json.loads(proc.stdout)["result"]["bundles"]] == ["b", "a[/x]"]
 
 
 # 5. Property-based fuzzing of the parsers: a value or the one-line user error, nothing else.

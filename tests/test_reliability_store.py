@@ -48,7 +48,7 @@ def _affected(registry: Path, cache: Path, *extra: str, **env: str):
 
 
 def _probe(document: dict) -> dict:
-    return document["bundles"][0]["probes"][0]
+    return document["result"]["bundles"][0]["probes"][0]
 
 
 def _stored(cache: Path) -> list[Path]:
@@ -395,7 +395,7 @@ def test_a_held_environment_lock_names_its_holder_and_times_out(tmp_path):
     # `affected` answers what it can: that bundle is inconclusive, with the reason
     assert answer.returncode == 3, answer.stderr
     assert answer.stderr.splitlines().count(waiting) == 1, answer.stderr
-    bundle = json.loads(answer.stdout)["bundles"][0]
+    bundle = json.loads(answer.stdout)["result"]["bundles"][0]
     assert bundle["reexport"] == "inconclusive" and bundle["reason"] == timed_out
 
 

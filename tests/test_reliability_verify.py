@@ -91,7 +91,7 @@ def test_a_failed_build_points_at_a_log_that_outlives_it(tmp_path):
     cache = tmp_path / "cache"
     proc = invoke("verify", "mimi", "--to", "0.4.2", "--registry", str(registry), "--json",
                   "-q", INVENTORY_CACHE=str(cache))
-    b = json.loads(proc.stdout)["bundles"][0]
+    b = json.loads(proc.stdout)["result"]["bundles"][0]
     assert proc.returncode == 3 and b["status"] == "inconclusive"
     log = Path(b["error"].rsplit("(log: ", 1)[1].rstrip(")"))
     assert log.is_file() and log.parent == cache / "logs"
@@ -117,7 +117,7 @@ def test_a_missing_upstream_package_names_the_extra_that_brings_it(tmp_path, mon
     proc = invoke("verify", "mimi", "--to", "0.4.2", "--registry", str(registry), "--json",
                   "-q", "--allow-code", INVENTORY_CACHE=str(tmp_path / "cache"),
                   PYTHONPATH=path)
-    b = json.loads(proc.stdout)["bundles"][0]
+    b = json.loads(proc.stdout)["result"]["bundles"][0]
     assert proc.returncode == 3
     assert "No module named 'not_installed_upstream_pkg'" in b["error"]
     assert "the `trace` extra" in b["error"]

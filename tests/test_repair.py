@@ -60,9 +60,10 @@ def test_repair_makes_a_040_asset_load_on_b3_with_the_same_weights_and_outputs(
     out = tmp_path / "repaired.aimodel"
     proc = run("repair", str(asset_040), "-o", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
-    json_schema(report)
-    assert report["command"] == "repair" and report["producer"] == "coreai-core 1.0.0b2"
+    document = json.loads(proc.stdout)
+    json_schema(document)
+    report = document["result"]
+    assert document["command"] == "repair" and report["producer"] == "coreai-core 1.0.0b2"
     assert tree_digest(asset_040) == before, "the input was written to"
     assert json.loads((out / "metadata.json").read_text())["producer"] == "coreai-core 1.0.0b2"
     assert report["locations"]["locations_after"] == {"debuginfo": report["locations"]["ops"]}
@@ -97,7 +98,7 @@ def test_repair_makes_a_040_asset_load_on_b3_with_the_same_weights_and_outputs(
 
     # The repaired asset is told apart from a re-export by scan.
     scan = json.loads(run("scan", str(out), "--json").stdout)
-    assert "repaired by `inventory repair`" in scan["bundles"][0]["exporter"]
+    assert "repaired by `inventory repair`" in scan["result"]["bundles"][0]["exporter"]
 
 
 @pytest.mark.slow

@@ -166,7 +166,7 @@ def scanned(bundles, json_schema) -> dict[tuple[str, str], dict]:
     json_schema({k: v for k, v in data.items() if not k.startswith("_")})
     assert data["schema_version"] == 1 and data["command"] == "scan"
     out = {}
-    for b in data["bundles"]:
+    for b in data["result"]["bundles"]:
         path = Path(b["path"])
         out[(path.parent.name, path.name.removesuffix(".aimodel"))] = b
     assert len(out) == len(VERSIONS) * len(JOBS)
@@ -296,7 +296,7 @@ def test_a_bad_bundle_does_not_stop_the_others(bundles, tmp_path, json_schema):
     data = scan_json(str(tmp_path))
     assert data["_exit"] == 2
     json_schema({k: v for k, v in data.items() if not k.startswith("_")})
-    by_name = {b["name"]: b for b in data["bundles"]}
+    by_name = {b["name"]: b for b in data["result"]["bundles"]}
     assert by_name["good.aimodel"]["error"] is None
     assert "not valid JSON" in by_name["bad.aimodel"]["error"]
 
@@ -350,7 +350,7 @@ def _registry(tmp_path: Path, fingerprint: str, converter: str, core: str) -> Pa
 
 
 def _findings(data: dict, bundle: str) -> dict[str, dict]:
-    (link,) = [link for link in data["links"] if link["bundle"] == bundle]
+    (link,) = [link for link in data["result"]["links"] if link["bundle"] == bundle]
     return {f["subject"]: f for f in link["findings"]} | {"_link": link}
 
 

@@ -42,10 +42,10 @@ def run(*args: str, **env: str) -> Ran:
 
 def verify_json(*args: str, json_schema=None, **env: str) -> tuple[int, dict]:
     proc = run("verify", *args, "--json", "-q", **env)
-    data = json.loads(proc.stdout)
+    document = json.loads(proc.stdout)
     if json_schema is not None:
-        json_schema(data)
-    return proc.returncode, data
+        json_schema(document)
+    return proc.returncode, document["result"]
 
 
 def mini_sortformer(raw: dict) -> None:
@@ -218,9 +218,9 @@ def test_plan_and_verify_give_one_answer(sortformer_mini, json_schema):
         for flag in (["--verify"], []):
             proc = run("plan", "--to", "0.4.2", "-b", "sortformer", "--registry",
                        str(registry), *extra, *flag, "--json", "-q")
-            data = json.loads(proc.stdout)
-            json_schema(data)
-            [b] = data["bundles"]
+            document = json.loads(proc.stdout)
+            json_schema(document)
+            [b] = document["result"]["bundles"]
             assert b["verify"] == checked["bundles"][0], (fixes, flag)
             if fixes:
                 [u] = b["verify"]["unrecorded"]
@@ -248,7 +248,7 @@ def test_a_pipeline_record_is_answered_on_the_bundles_own_program(sortformer_min
                "--json", "-q")
     out = json.loads(proc.stdout)
     json_schema(out)
-    [b] = out["bundles"]
+    [b] = out["result"]["bundles"]
     whole = b["whole_program"]
     step = data["bundles"][0]["steps"][0]
     assert whole["step"] == step["step"] == "0.4.0->0.4.1"
@@ -268,7 +268,7 @@ def test_a_run_that_exceeds_the_timeout_is_inconclusive_not_stored(sortformer_mi
     # judge the level without the model-level run)
     proc = spawn("verify", "sortformer", "--to", "0.4.2", "--registry", str(registry), "--json",
                  "-q", INVENTORY_CACHE=str(cache), INVENTORY_VERIFY_RUN_TIMEOUT="0.001")
-    code, data = proc.returncode, json.loads(proc.stdout)
+    code, data = proc.returncode, json.loads(proc.stdout)["result"]
     b = data["bundles"][0]
     assert code == 3 and b["status"] == "inconclusive"
     assert "did not answer within" in " ".join(b["run"]["attempts"])
@@ -301,13 +301,13 @@ def test_plan_verify_adds_the_whole_bundle_check_to_the_plan(converter_envs, jso
     proc = run("plan", "--to", "0.4.2", "-b", "mimi", "--verify", "--json", "-q", **own_store)
     data = json.loads(proc.stdout)
     json_schema(data)
-    [b] = data["bundles"]
+    [b] = data["result"]["bundles"]
     assert b["verify"]["status"] == "consistent" and b["verify"]["form"]["form"] == "full"
     assert b["verify"]["answer"].startswith("identical shipped programs")
     assert proc.returncode == 0
     # without --verify the stored check is read: the same answer
     plain = run("plan", "--to", "0.4.2", "-b", "mimi", "--json", "-q", **own_store)
-    assert json.loads(plain.stdout)["bundles"][0]["verify"] == b["verify"]
+    assert json.loads(plain.stdout)["result"]["bundles"][0]["verify"] == b["verify"]
 
 
 def test_weights_are_loaded_by_name_and_a_checkpoint_matching_nothing_is_exit_2(
@@ -344,7 +344,7 @@ def test_without_a_stored_check_a_pipeline_record_falls_back_to_the_asset_probe_
     asset probe, its verdict says so (never a bare same-program: sam3's own program moves in
     that step), and the chain says it holds none of sam3's own patterns. (A stored check is
     read instead: tests/test_one_answer.py, test_a_pipeline_record_is_answered_on_the_...)"""
-    data = matrix.run_cli(("affected", "--fix", "core-b2")).data
+    data = matrix.run_cli(("affected", "--fix", "core-b2")).data["result"]
     sam3 = next(b for b in data["bundles"] if b["bundle"] == "sam3")
     assert sam3["whole_program"] is None
     assert [p["probe"] for p in sam3["probes"]] and sam3["probes"][0]["probe"].startswith(

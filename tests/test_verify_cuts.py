@@ -43,8 +43,9 @@ def sortformer(converter_envs, tmp_path_factory, json_schema) -> tuple[dict, Pat
     proc = invoke("verify", "sortformer", "--to", "0.4.2", "--registry", str(registry),
                   "--run-budget", "60", "--json", "-q")
     assert "Traceback" not in proc.stderr, proc.stderr
-    data = json.loads(proc.stdout)
-    json_schema(data)
+    document = json.loads(proc.stdout)
+    json_schema(document)
+    data = document["result"]
     return data, registry
 
 
@@ -88,8 +89,9 @@ def test_with_both_the_region_and_the_model_level_run_agree(sortformer, json_sch
     _data, registry = sortformer
     proc = invoke("verify", "sortformer", "--to", "0.4.2", "--registry", str(registry),
                   "--run-budget", "inf", "--json", "-q")
-    data = json.loads(proc.stdout)
-    json_schema(data)
+    document = json.loads(proc.stdout)
+    json_schema(document)
+    data = document["result"]
     [b] = data["bundles"]
     assert b["run"]["ok"] and not b["run"]["skipped"]
     assert b["disagreements"] == []

@@ -163,7 +163,7 @@ def test_verify_full_builds_the_full_target_and_says_so(stopped_chain, flag, jso
     proc = invoke("verify", "parakeet", "--to", "0.4.2", *flag, "--json", "-q")
     data = json.loads(proc.stdout)
     json_schema(data)  # the same record: --full adds no field, the form says which it is
-    [b] = data["bundles"]
+    [b] = data["result"]["bundles"]
     assert proc.returncode == 3 and "stopped by the test" in b["error"]
     assert stopped_chain == [bool(flag)]
     expected = forms.compared_form(_by_name("parakeet"), full=bool(flag))

@@ -127,7 +127,7 @@ def test_one_tiny_running_var_layer_is_measured_and_reported_the_others_as_ordin
     assert proc.returncode == 1, proc.stderr  # a re-export is required
     document = json.loads(proc.stdout)
     json_schema(document)  # per-module probes: "module", spec "tensors" and "checkpoint"
-    bundle = document["bundles"][0]
+    bundle = document["result"]["bundles"][0]
     probes = bundle["probes"]
     assert [p["module"] for p in probes] == [f"layers.{i}.conv.norm" for i in range(24)]
     assert bundle["conditions"] == []  # measured, not inferred from a threshold

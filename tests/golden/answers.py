@@ -320,7 +320,7 @@ def _credit(step: str, explained_by: list[str]) -> str:
 
 
 def _affected(run: Run) -> dict[str, Any]:
-    d = run.data
+    d = run.data["result"]
     return {
         "exit": run.exit, "to": d["to"], "reexport": d["reexport"], "runtime": d["runtime"],
         "bundles": {b["bundle"]: {
@@ -361,7 +361,7 @@ _PLAN_LEVELS = ("required", "inconclusive", "optional", "not_affected", "ignored
 
 
 def _plan(run: Run) -> dict[str, Any]:
-    d = run.data
+    d = run.data["result"]
     return {
         "exit": run.exit, "to": d["to"], "reexport": d["reexport"],
         "bundles": {b["bundle"]: {
@@ -391,7 +391,7 @@ def _check(v: dict[str, Any]) -> dict[str, Any]:
 
 
 def _notes(run: Run) -> dict[str, Any]:
-    d = run.data
+    d = run.data["result"]
     return {
         "exit": run.exit, "from": d["from"], "to": d["to"], "runtime": d["runtime"],
         "fixes": {f["fix"]: {

@@ -50,6 +50,7 @@ LEVEL_KEYS = {"required": "required", "inconclusive": "inconclusive", "optional"
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], float]:
+    """Exit code, the JSON envelope (the answer under `result`) and seconds."""
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "inventory.cli", *args, "--json", "-q"],
                           capture_output=True, text=True, cwd=ROOT,
@@ -133,7 +134,8 @@ def discover(args: argparse.Namespace) -> int:
         plans = {}
         for name, extra in (("packaged", ()), ("copy", ("--catalog", str(copy)))):
             p_code, plan, p_took = cli("plan", "--to", newest, *extra, env=env)
-            plans[name] = {"exit": p_code, "seconds": p_took, "bundles": plan["bundles"]}
+            plans[name] = {"exit": p_code, "seconds": p_took,
+                           "bundles": plan["result"]["bundles"]}
         named = {Path(tmp): "<scratch>"}
     same = plans["packaged"]["bundles"] == plans["copy"]["bundles"]
     doc = {"removed": newest,
@@ -159,8 +161,8 @@ def draft(args: argparse.Namespace) -> int:
     for name, fixes in (("curated", FIXES_FILE), ("draft", toml)):
         p_code, plan, p_took = cli("plan", "--to", b, "--fixes", str(fixes))
         plans[name] = (p_code, plan, p_took, fixes)
-    result = compared(setting(plans["curated"][1], FIXES_FILE),
-                      setting(plans["draft"][1], toml), by_pr=bool(args.repo))
+    result = compared(setting(plans["curated"][1]["result"], FIXES_FILE),
+                      setting(plans["draft"][1]["result"], toml), by_pr=bool(args.repo))
     drafted = drafted.get("result") or {}
     drafted.pop("toml", None)  # kept beside it, as the file itself
     named = {args.repo: args.repo_name} if args.repo else {}

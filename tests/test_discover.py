@@ -235,8 +235,9 @@ def test_a_release_removed_from_the_catalog_is_discovered_and_plans_the_same(
     finally:
         pip_config.read.cache_clear()
     assert found.returncode == 0, found.stderr
-    doc = json.loads(found.stdout)
-    json_schema(doc)
+    envelope = json.loads(found.stdout)
+    json_schema(envelope)
+    doc = envelope["result"]
     assert [f["release"] for f in doc["found"]] == ["0.4.3"]
     [f] = doc["found"]
     assert (f["core"], f["torch"]) == ("1.0.0b3", "torch>=2.8.0") and "numpy<2.5" in f["bounded"]
@@ -247,5 +248,5 @@ def test_a_release_removed_from_the_catalog_is_discovered_and_plans_the_same(
     plans = [invoke("plan", "--to", "0.4.3", "--bundle", "mimi", "--bundle", "sam3", "--json",
                     "-q", *extra, **sources) for extra in ((), ("--catalog", str(copy)))]
     assert [p.returncode for p in plans] == [1, 1], [p.stderr for p in plans]
-    packaged, discovered = (json.loads(p.stdout)["bundles"] for p in plans)
+    packaged, discovered = (json.loads(p.stdout)["result"]["bundles"] for p in plans)
     assert packaged == discovered

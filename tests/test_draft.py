@@ -150,6 +150,7 @@ def test_a_commit_that_changes_a_probe_becomes_a_record_with_its_pull_request(
     doc = _draft("--from", "0.4.1", "--to", "0.4.2", "--repo", str(repo), "--allow-code",
                  *probes, "-o", str(out))
     json_schema(doc)
+    doc = doc["result"]  # the envelope validated whole; the draft under result
     [step] = doc["steps"]
     assert (step["step"], step["history"], step["probed"], step["changed"]) == (
         "0.4.1->0.4.2", True, 2, 1)
@@ -176,7 +177,7 @@ def test_a_commit_that_changes_a_probe_becomes_a_record_with_its_pull_request(
     plan = invoke("plan", "--to", "0.4.2", "--fixes", str(out), "--bundle", "mimi", "--json",
                   "-q")
     assert plan.returncode == 0, plan.stderr
-    assert json.loads(plan.stdout)["bundles"][0]["reexport"] == "no"
+    assert json.loads(plan.stdout)["result"]["bundles"][0]["reexport"] == "no"
 
 
 def test_the_pin_commit_is_a_pipeline_record_and_the_asset_change_an_asset_record(
@@ -203,6 +204,7 @@ def test_the_pin_commit_is_a_pipeline_record_and_the_asset_change_an_asset_recor
     doc = _draft("--from", "0.4.0", "--to", "0.4.1", "--repo", str(repo), "--allow-code",
                  "--probe", "asset_hierarchy", "-o", str(out))
     json_schema(doc)
+    doc = doc["result"]  # the envelope validated whole; the draft under result
     assert doc["repo"] == "apple/coreai-torch"
     by = {r["kind"]: r for r in doc["steps"][0]["records"]}
     pipeline, asset = by["pipeline"], by["asset"]
@@ -215,7 +217,7 @@ def test_the_pin_commit_is_a_pipeline_record_and_the_asset_change_an_asset_recor
                for c in asset["draft"]["conditions"])
     plan = invoke("plan", "--to", "0.4.1", "--fixes", str(out), "--bundle", "sam3", "--json",
                   "-q")
-    sam3 = json.loads(plan.stdout)["bundles"][0]
+    sam3 = json.loads(plan.stdout)["result"]["bundles"][0]
     assert plan.returncode == 1 and sam3["reexport"] == "required"
     assert [i["fix"] for i in sam3["required"]] == ["28"]
 
@@ -232,6 +234,7 @@ def test_without_history_changes_are_grouped_by_construct_and_stage(env, tmp_pat
     doc = _draft("--from", "0.4.2", "--to", "0.4.3", *probes, "-o", str(out), "--against",
                  str(FIXES_FILE))
     json_schema(doc)
+    doc = doc["result"]  # the envelope validated whole; the draft under result
     records = {r["id"]: r for r in doc["steps"][0]["records"]}
     assert set(records) == {"core-1.0.0b3", "draft-0.4.2-0.4.3-conv_transpose"}
     lowering = records["draft-0.4.2-0.4.3-conv_transpose"]
@@ -244,7 +247,8 @@ def test_without_history_changes_are_grouped_by_construct_and_stage(env, tmp_pat
     assert against["prs"]["recall"] == 0.0 and against["step_constructs"]["recall"] == 1.0
     plan = invoke("plan", "--to", "0.4.3", "--fixes", str(out), "--bundle", "mimi", "--json",
                   "-q")
-    assert plan.returncode == 0 and json.loads(plan.stdout)["bundles"][0]["reexport"] == "no"
+    assert plan.returncode == 0
+    assert json.loads(plan.stdout)["result"]["bundles"][0]["reexport"] == "no"
 
 
 def _region(stage: str, constructs: list[str], ops: list[str]) -> dict:

@@ -276,9 +276,9 @@ def test_a_failure_reads_alike_across_location_formats_and_the_sides_own_folders
 
     message = ("RuntimeError: Failed to apply passes to module: at {loc}:  shrink dimension 1 "
                "has dynamic dimension length in input tensor. at {loc}: see current operation")
-    fused = ('loc(fused<{call_stack = ["Consumed$1"]}>["/work/a/conv.py":81:0, '
+    fused = ('loc(fused<{call_stack = ["Consumed$1"]}>["/src/a/conv.py":81:0, '
              '"coreai"("op_id":46:0)])')
-    debuginfo = ('#debuginfo.location<loc("/work/b/conv.py":81:0) in @main metadata = '
+    debuginfo = ('#debuginfo.location<loc("/src/b/conv.py":81:0) in @main metadata = '
                  '[<"op_id": {type = "torch", value = 4 : ui64}>]>')
 
     def side(release: str, loc: str) -> Side:

@@ -1,8 +1,10 @@
 """One error hierarchy, and the one place that maps errors and outcomes to exit codes.
 
 Every error a user can cause (bad input, a malformed data file, an environment that cannot be
-built) is one line on stderr and exit code 2, never a traceback. The oracle's own errors
-(`oracle/`, which never imports this package) are listed here beside the inventory's.
+built) is one line on stderr and exit code 2, never a traceback. There are two roots, and the
+mapping reads only them: `InventoryError` here, and the oracle's `OracleUserError`
+(`oracle/errors.py`; `oracle/` never imports this package). A new user error derives from one of
+them; `tests/test_error_roots.py` makes every exception class of both packages say which it is.
 
 Anything else that escapes a command is a defect in inventory, not an answer: one line on stderr,
 `error: internal error (<ExceptionType>): <message>` (in `--json` mode also the envelope with
@@ -14,13 +16,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from oracle.checkpoint import WeightsError
-from oracle.fixes import FixError
-from oracle.paths import StorePathError
-from oracle.regimes import RegimeError
-from oracle.releases import EnvError
-from oracle.schema import DataFileError
-from oracle.settings import SettingError
+from oracle.errors import OracleUserError
 
 
 class ExitCode(IntEnum):
@@ -37,7 +33,8 @@ class ExitCode(IntEnum):
 
 
 class InventoryError(Exception):
-    """The request cannot be answered as asked; the message is one line for the user."""
+    """The root of the inventory's user errors: the request cannot be answered as asked (bad
+    input, something the user can fix); the message is one line for the user (exit code 2)."""
 
 
 class UsageError(InventoryError):
@@ -52,10 +49,8 @@ class InputFileError(InventoryError):
     """A file the user passes (an ignore file, a baseline) cannot be read or is malformed."""
 
 
-# Everything a command turns into one line and exit code 2.
-USER_ERRORS: tuple[type[Exception], ...] = (InventoryError, EnvError, FixError, RegimeError,
-                                            WeightsError, DataFileError, StorePathError,
-                                            SettingError)
+# Everything a command turns into one line and exit code 2: the two roots, never a list of classes.
+USER_ERRORS: tuple[type[Exception], ...] = (InventoryError, OracleUserError)
 
 
 def exit_for_reexport(level: str) -> ExitCode:

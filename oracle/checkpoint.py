@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from oracle.errors import OracleUserError
 
-class WeightsError(Exception):
+
+class WeightsError(OracleUserError):
     """A checkpoint cannot be read, or lacks what a probe needs; one line for the user."""
 
 

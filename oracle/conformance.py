@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from oracle.errors import OracleUserError
 from oracle.schema import Fields
 from oracle.tomlfile import read_toml
 
@@ -27,7 +28,7 @@ TABLES = ("default", "coreai")
 PROGRAMS = ("shipped", "emitted")
 
 
-class ConformanceError(Exception):
+class ConformanceError(OracleUserError):
     """The conformance file is malformed; one line naming the file and the key."""
 
 

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracle.errors import OracleUserError
 from oracle.record_kinds import KINDS, RecordKind
 from oracle.releases import load_catalog, version_key
 from oracle.schema import Fields, construct_kinds, unique
@@ -15,7 +16,7 @@ from oracle.tomlfile import read_toml
 FIXES_FILE = Path(__file__).with_name("fixes.toml")
 
 
-class FixError(Exception):
+class FixError(OracleUserError):
     """The fix database is malformed or a fix id is unknown; the message is one line."""
 
 # What a record's `touches` may name: an aten target or a Core AI op, as the programs print them.

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+from oracle.errors import OracleUserError
 from oracle.pip_config import Sources
 
 PROJECT = "coreai-torch"
@@ -34,7 +35,7 @@ _WHEEL = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^
 _JSON = "application/vnd.pypi.simple.v1+json"
 
 
-class SourceError(Exception):
+class SourceError(OracleUserError):
     """A package source cannot be read: one line naming it."""
 
 

@@ -13,6 +13,8 @@ import os
 import re
 from pathlib import Path
 
+from oracle.errors import OracleUserError
+
 # What a name from data keeps; anything else becomes "_". 80 characters keep a folder name
 # (name, releases, a 20-digit key) under any file system's 255-byte limit.
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
@@ -20,7 +22,7 @@ _NAME_MAX = 80
 TEMP = "tmp"  # the store's folder of temp folders (workers', scratch), each named by its pid
 
 
-class StorePathError(Exception):
+class StorePathError(OracleUserError):
     """A path built from data would leave the store (a defect guarded against, or a hostile
     registry); one line for the user, nothing written."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracle.errors import OracleUserError
 from oracle.schema import DECOMPOSITIONS, SHAPES, VALUES, Fields
 from oracle.spec import Pipeline, ProbeSpec
 from oracle.tomlfile import read_toml
@@ -16,7 +17,7 @@ from oracle.tomlfile import read_toml
 REGIMES_FILE = Path(__file__).with_name("regimes.toml")
 
 
-class RegimeError(Exception):
+class RegimeError(OracleUserError):
     """The regimes file is malformed; one line naming the file and the problem."""
 
 

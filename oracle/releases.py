@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracle.errors import OracleUserError
 from oracle.paths import cache_root
 from oracle.schema import Fields
 from oracle.settings import user_catalog
@@ -34,7 +35,7 @@ def discovered_folder() -> Path:
     return cache_root() / "discovered"
 
 
-class EnvError(Exception):
+class EnvError(OracleUserError):
     """A converter release cannot be had: not in the catalog, a catalog that cannot be read, or
     an environment that could not be built or used (`oracle/envs.py`); one line for the user."""
 

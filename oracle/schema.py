@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from oracle.errors import OracleUserError
+
 # The dtypes a probe (and so a bundle, an instance, a regime) is built in; the policy has a
 # tolerance for each. Equal to oracle.constructs._graph.PROBE_DTYPES (tests/test_schema.py).
 PROBE_DTYPES = ("float32", "float16", "bfloat16")
@@ -30,7 +32,7 @@ VALUES = ("init", "trained", "adversarial")
 _SHOWN = 60
 
 
-class DataFileError(Exception):
+class DataFileError(OracleUserError):
     """A project data file (conditions, policy) is malformed: one line naming the file, the key
     path and what was expected."""
 

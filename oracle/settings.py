@@ -13,6 +13,8 @@ import math
 import os
 from pathlib import Path
 
+from oracle.errors import OracleUserError
+
 # name -> (default seconds, whether 0 is allowed)
 TIMEOUTS: dict[str, tuple[float, bool]] = {
     # one call to a worker (a probe's conversion or run)
@@ -39,7 +41,7 @@ CATALOG_VAR = "INVENTORY_CATALOG"
 _NOT_A_STORE = (Path("/proc"), Path("/sys"), Path("/dev"))
 
 
-class SettingError(Exception):
+class SettingError(OracleUserError):
     """An environment variable holds a value the tool cannot use; one line naming it."""
 
 

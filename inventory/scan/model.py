@@ -31,7 +31,7 @@ class ScanError(InventoryError):
     """The scan cannot start (a path is missing, nothing to scan); one line for the user."""
 
 
-class BundleError(Exception):
+class BundleError(InventoryError):
     """One bundle cannot be read; the message is one line naming the file and the problem."""
 
 

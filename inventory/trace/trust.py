@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from inventory.errors import InventoryError
+
 TARGETS_PACKAGE = "inventory.trace.targets"
 ADAPTERS_PACKAGE = "inventory.trace.recipes"
 # A requirement from the package index: a name, optional extras, optional version specifiers.
@@ -27,7 +29,7 @@ _INDEX_REQUIREMENT = re.compile(
     r"\s*[A-Za-z0-9.*+!_-]+)*)?")
 
 
-class UntrustedCode(Exception):
+class UntrustedCode(InventoryError):
     """A registry key names code outside the project's packages; one line for the user."""
 
 

@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from inventory.errors import InventoryError
 from oracle.memory import peak_mb
 
 
@@ -89,7 +90,7 @@ def _trained_looking(module: Any, generator: Any) -> int:
     return done
 
 
-class WeightsMismatch(Exception):
+class WeightsMismatch(InventoryError):
     """The checkpoint cannot be read or holds nothing the module takes (exit 2: bad input)."""
 
 

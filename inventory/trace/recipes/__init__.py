@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inventory.errors import InventoryError
 from inventory.trace import trust
 
 ADAPTERS_PACKAGE = __name__  # inventory.trace.recipes
@@ -41,7 +42,7 @@ COMMIT_FILE = ".commit"
 TORCH_DTYPES = ("float32", "float16", "bfloat16", "int64", "int32", "int8", "bool")
 
 
-class RecipeError(Exception):
+class RecipeError(InventoryError):
     """The recipe cannot be imported or built as the registry says; one line for the user."""
 
 

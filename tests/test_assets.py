@@ -146,5 +146,5 @@ def test_plan_puts_a_load_failure_first_and_names_both_remedies(matrix):
         assert b["reexport"] != "required", name
     assert ran.exit == 1
     text = run("plan", "--to", "0.4.2").stdout
-    assert "sam3 #28: its asset does not load on coreai-core 1.0.0b2, 1.0.0b3" in \
+    assert "sam3 #28 (required): its asset does not load on coreai-core 1.0.0b2, 1.0.0b3" in \
         " ".join(text.split())

@@ -217,6 +217,15 @@ def _programs(prog) -> tuple[str, str]:
     return emitted, str(prog)
 
 
+def _takes_names(module) -> bool:
+    """Whether the module's forward can take its inputs by name (the recipe's keyword
+    passing); one that takes `*inputs` cannot."""
+    import inspect
+
+    return not any(p.kind is inspect.Parameter.VAR_POSITIONAL
+                   for p in inspect.signature(module.forward).parameters.values())
+
+
 def pipeline(spec: dict, steps: dict, out: Path) -> dict:
     """Does a recipe's export pipeline change what the converter sees of a probe? The probe is
     exported as `convert` does (positional inputs, grad on) and as the recipe's steps do
@@ -250,8 +259,12 @@ def pipeline(spec: dict, steps: dict, out: Path) -> dict:
                 if steps.get("autocast"):
                     stack.enter_context(torch.autocast("cpu", dtype=getattr(
                         torch, steps["autocast"])))
-                ep = torch.export.export(module, args=(), kwargs=dict(probe.inputs),
-                                         dynamic_shapes=dyn)
+                if _takes_names(module):
+                    ep = torch.export.export(module, args=(), kwargs=dict(probe.inputs),
+                                             dynamic_shapes=dyn)
+                else:  # a forward of *inputs (a traced cat of its own N inputs) has no names
+                    ep = torch.export.export(module, tuple(probe.inputs.values()),
+                                             dynamic_shapes=dyn)
             return _decomposed(ep, pipe)
 
         ep_b = recipe_export(probe.module)

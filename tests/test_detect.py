@@ -616,6 +616,20 @@ def _as_traced(regime) -> tuple[dict, str]:
         params.setdefault("stride", params["kernel"])  # nn.MaxPool2d passes stride = kernel
     if regime.construct == "cat_dynamic" and "dynamic_length" not in params:
         params["length"] = params["prefix"]  # the cat sees x[:, :prefix], not x
+    # the instance's own layout, which the graph gives and a probe is built with: a cat's dim
+    # and input shapes, a repeat's input shape and repeats (at the example sizes)
+    if regime.construct == "cat_dynamic" and params.get("mode") == "sliced":
+        b, p = params["batch"], params["prefix"]
+        params.setdefault("dim", 2)
+        params.setdefault("input_shapes", [[b, p, params["channels"]],
+                                           [b, p, params["other_channels"]]])
+    if regime.construct == "cat_dynamic" and params.get("mode") == "along_dynamic":
+        b, c = params["batch"], params["channels"]
+        params.setdefault("dim", 1)
+        params.setdefault("input_shapes", [[b, params["length"], c], [b, params["prefix"], c]])
+    if regime.construct == "repeat_symbolic":
+        params.setdefault("input_shape", [1, params["length"]])
+        params.setdefault("repeats", [params["batch"], 1])
     for key in ("dynamic_batch", "dynamic_length"):
         if key in params:  # torch.export specializes sizes 0 and 1: a dim's minimum is 2
             params[key] = [max(2, params[key][0]), params[key][1]]

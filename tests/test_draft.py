@@ -171,7 +171,9 @@ def test_a_commit_that_changes_a_probe_becomes_a_record_with_its_pull_request(
     notes = invoke("release-notes", "--from", "0.4.1", "--to", "0.4.2", "--fixes", str(out),
                    "--markdown", "-q")
     assert notes.returncode == 0, notes.stderr
-    assert "## #36 Bug fix: max_pool2d uses default stride value" in notes.stdout
+    # the pull request linked to the converter's repository (a release page's own #36 is not it)
+    assert ("## [apple/coreai-torch#36](https://github.com/apple/coreai-torch/pull/36) Bug fix: "
+            "max_pool2d uses default stride value") in notes.stdout
     assert "Drafted (drafted): commit" in notes.stdout and "functional-explicit-stride" in \
         notes.stdout
     plan = invoke("plan", "--to", "0.4.2", "--fixes", str(out), "--bundle", "mimi", "--json",

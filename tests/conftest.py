@@ -27,13 +27,6 @@ from oracle.releases import EnvError, load_catalog, version_key
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "schemas"
 
-# pytest-xdist's workers set COLUMNS=80 (and LINES=24); the CLI reads COLUMNS for the width of a
-# pipe, so every in-process answer of a worker would be 80 columns wide where a plain pipe's is
-# 150 (and a page's example, measured at a pipe's width, would not match). A test that wants a
-# width passes COLUMNS itself.
-os.environ.pop("COLUMNS", None)
-os.environ.pop("LINES", None)
-
 # The fault doubles (tests/doubles/faults.py): INVENTORY_FAULT and INVENTORY_WORKER_FAULT, read by
 # test code only, act in this process; a process a test starts gets them with `faults.fault_env`.
 faults.install()

@@ -23,9 +23,13 @@ from cli import invoke
 from docs_examples import Example, examples, missing
 from gitrepos import max_pool2d_history
 
+from inventory.terminal import PIPED_WIDTH
 from oracle.store import results_root
 
 MATRIX_COMMANDS = ("affected", "plan", "release-notes", "sweep")
+# the pages show what a pipe prints, as wide as a pipe is without COLUMNS (pytest-xdist's
+# workers set COLUMNS=80, which the CLI would honour)
+PIPE = str(PIPED_WIDTH)
 EXAMPLES = examples()
 
 
@@ -39,7 +43,7 @@ def _check(ex: Example, returncode: int, stdout: str, stderr: str) -> None:
 @pytest.mark.parametrize("ex", [e for e in EXAMPLES if e.args[0] in MATRIX_COMMANDS],
                          ids=lambda e: e.id)
 def test_an_answer_on_the_shipped_registry_matches_its_page(ex, matrix):
-    ran = invoke(*ex.args)
+    ran = invoke(*ex.args, COLUMNS=PIPE)
     _check(ex, ran.returncode, ran.stdout, ran.stderr)
 
 
@@ -64,7 +68,7 @@ def inputs(env, tmp_path_factory) -> dict[str, Path]:
 def test_an_example_with_its_own_inputs_matches_its_page(ex, inputs, tmp_path):
     folder = inputs["asset_040"].parent
     args = [a.format(**{k: str(v) for k, v in inputs.items()}) for a in ex.args]
-    env = dict(os.environ)
+    env = {**os.environ, "COLUMNS": PIPE}
     if ex.args[0] == "cache":
         env["INVENTORY_STORE"] = str(tmp_path / "store")  # a store of its own: nothing to prune
     shutil.rmtree(inputs["out"], ignore_errors=True)  # repair never writes over its output

@@ -105,9 +105,10 @@ def cache_prune(
     pruned = prune(older_than, everything, failures, dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"
     for line in pruned.removed:
-        out.print(f"{verb} {line}", highlight=False, markup=False)
+        out.print(f"{verb} {line}", highlight=False, markup=False, soft_wrap=True)
     for name in pruned.in_use:
-        out.print(f"kept {name}: in use by a running run", highlight=False, markup=False)
+        out.print(f"kept {name}: in use by a running run", highlight=False, markup=False,
+                  soft_wrap=True)
     # a live run's folder is kept too, and counted so
     counts = f"{len(pruned.removed)} {verb}, {pruned.kept + len(pruned.in_use)} kept"
     out.print(f"{counts} (dry run: nothing removed)" if dry_run else counts)

@@ -140,6 +140,13 @@ RayAddress = Annotated[str | None, typer.Option(
     "--ray-address", envvar="RAY_ADDRESS", metavar="HOST:PORT",
     help="The Ray cluster --executor ray runs on: the address `ray start --head` prints, or "
          "auto (the cluster started on this machine).")]
+StoreUrl = Annotated[str | None, typer.Option(
+    "--store", envvar="INVENTORY_STORE", metavar="PATH|URL",
+    help="Where results are kept: a local folder (default: the cache's results), or a URL, "
+         "file:///PATH or s3://BUCKET/PREFIX (the s3 extra), a remote tier behind the local "
+         "store: a result missing here is fetched from it, each file verified against its "
+         "manifest; a result computed here is published to it, its files first, the manifest "
+         "last. Credentials come from the environment or the AWS config files.")]
 FromRelease = Annotated[str, typer.Option(
     "--from", metavar="VERSION", callback=release_option, autocompletion=complete_release,
     help="The release upgraded from (e.g. 0.4.1 or v0.4.1).")]

@@ -18,6 +18,7 @@ from rich.text import Text
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.help import HelpCommand, HelpGroup, split_doc
 from inventory.output import document_only, emit, envelope
+from oracle import store_location
 from oracle.progress import Notice, Progress, Routine, Tally
 from oracle.settings import CATALOG_VAR, check_all
 
@@ -268,6 +269,7 @@ def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Calla
                     return fn(*args, **kwargs)
             finally:
                 progress_mode("auto")  # the next command of this process starts from auto
+                store_location.reset()  # and from the environment's store
 
         text, epilog = split_doc(fn.__doc__)
         return app.command(name, help=text, epilog=epilog, cls=HelpCommand)(guarded)

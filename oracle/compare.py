@@ -167,7 +167,7 @@ def compare(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool,
             use_cache: bool = True) -> ProbeResult:
     final = store.result_dir(spec, old_env, new_env)
     if use_cache:
-        cached = store.load_result(final)
+        cached = store.stored(final, store.load_result)  # here, else the remote tier's
         if cached is not None:
             return cached
     # Built in a temp folder and renamed into place: a reader never sees half a result.

@@ -435,7 +435,7 @@ class RayOracle(Oracle):
             final = store.result_dir(spec, old, new)
             if final.name in self._made or final.name in jobs:
                 continue
-            if use_cache and store.load_result(final) is not None:
+            if use_cache and store.stored(final, store.load_result) is not None:
                 continue  # read (and counted) when the caller asks for it
             jobs[final.name] = Job(spec, old.converter, new.converter, final.name)
         return list(jobs.values())
@@ -450,7 +450,7 @@ class RayOracle(Oracle):
         if final.name in self._made:
             return self._made[final.name]
         if use_cache:
-            cached = store.load_result(final)
+            cached = store.stored(final, store.load_result)
             if cached is not None:
                 _ledger["from_store"] += 1
                 return cached

@@ -294,7 +294,7 @@ def load_check(spec: ProbeSpec, exporter: Env, cores: list[str], session: Sessio
             runtime_ids[core] = {"unavailable": str(exc)}
     final = check_dir(spec, exporter, runtime_ids)
     if use_cache:
-        stored = load_stored(final)
+        stored = store.stored(final, load_stored)  # here, else the remote tier's
         if stored is not None:
             return stored
     with store.building(final) as work:

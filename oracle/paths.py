@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from oracle.errors import OracleUserError
+from oracle.store_location import local_setting
 
 # What a name from data keeps; anything else becomes "_". 80 characters keep a folder name
 # (name, releases, a 20-digit key) under any file system's 255-byte limit.
@@ -47,10 +48,12 @@ def cache_root() -> Path:
 
 
 def store_root() -> Path:
-    """Where results live: INVENTORY_STORE when set (a folder several drivers share, e.g. on a
-    shared file system: each publishes by rename under a lock, so two writers keep one result),
-    else the cache itself. Environments, logs and runs stay in the cache."""
-    override = os.environ.get("INVENTORY_STORE")
+    """Where results live: the folder `--store` or INVENTORY_STORE names (a folder several
+    drivers share, e.g. on a shared file system: each publishes by rename under a lock, so two
+    writers keep one result), else the cache itself, also when they name a URL (the remote tier
+    stands behind the cache's results: `oracle/remote_store.py`). Environments, logs and runs
+    stay in the cache."""
+    override = local_setting()
     if override:
         return _resolved(override, "INVENTORY_STORE")
     return cache_root()

@@ -176,7 +176,9 @@ class Session:
         known = self._results.get(key)
         if known is not None and (use_cache or known[1]):
             return known[0]
-        if not self._warm.is_set() and (not use_cache or not (key / RESULT_FILE).exists()):
+        if not self._warm.is_set() and (not use_cache or not (key / RESULT_FILE).exists()
+                                        and store.stored(key, store.load_result) is None):
+            # nothing to read, here or (taken in now) from the remote tier: converting starts
             self._conversions_ahead()
         result = self.oracle.compare(spec, old, new, use_cache=use_cache)
         self._results[key] = (result, not result.cached)

@@ -104,11 +104,12 @@ def check_cache(root: Path, name: str | None = None) -> None:
 def check_all() -> None:
     """Every setting, before a command does any work."""
     from oracle.paths import cache_root, store_root
+    from oracle.store_location import local_setting
 
     for name in TIMEOUTS:
         seconds(name)
     installer_choice()
     check_catalog()
     check_cache(cache_root())
-    if os.environ.get("INVENTORY_STORE"):
+    if local_setting():  # a URL is checked when the command connects to it (`--store`)
         check_cache(store_root(), "INVENTORY_STORE")

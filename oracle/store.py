@@ -8,6 +8,11 @@ two processes can share the store. Every evidence file's sha256 is recorded in `
 recomputed, never trusted. Paths inside `result.json` are relative to its folder, so the store
 can move. A run holds a lock on each temp folder it builds in (`locks/`), and `cache prune`
 removes only temp folders whose lock it can take.
+
+When `--store` names a URL, a remote tier stands behind this store (`oracle/remote_store.py`):
+a result missing here is fetched from it, verified, and taken in as if made here (`stored`); a
+result made here is published to it once in place (`install`). The local store's code is the
+same either way.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from oracle import store_location
 from oracle.envs import Env
 from oracle.paths import in_store, safe_name, store_root
 from oracle.releases import EnvError
@@ -166,6 +172,46 @@ def load_result(path: Path) -> ProbeResult | None:
                    cached=True)
 
 
+def stored(final: Path, read: Callable[[Path], T | None]) -> T | None:
+    """The entry at `final` as `read` reads it (`load_result`, a load check's reader): from
+    this store, else from the remote tier, every file verified against the remote manifest and
+    the entry checked by `read` before it is renamed into this store; None: neither holds it
+    whole (then it is made, and published)."""
+    found = read(final)
+    remote = store_location.remote()
+    if found is not None or remote is None:
+        return found
+    with building(final) as work:
+        try:
+            fetched = remote.fetch(final.name, work) and read(work) is not None
+        except Exception as exc:  # noqa: BLE001 - a failing backend costs a recomputation only
+            store_location.notice(f"--store {remote.url}: {final.name} not fetched "
+                                  f"({type(exc).__name__}: {exc}); computing it here")
+            fetched = False
+        if not fetched:
+            shutil.rmtree(work, ignore_errors=True)
+            return None
+        # stamped as this store's, never published back
+        theirs = install(work, final, read, replace_stored=False, publish_remote=False)
+    return theirs if theirs is not None else read(final)
+
+
+def _published(final: Path, replace_stored: bool) -> None:
+    """A result just put in place, published to the remote tier (if any): every file but the
+    local verification stamps, then the manifest. A backend that fails costs the remote copy
+    only: the answer stands, from this store, and the user is told."""
+    remote = store_location.remote()
+    if remote is None:
+        return
+    files = {str(p.relative_to(final)): p for root, _, names in os.walk(final)
+             for p in (Path(root, n) for n in names) if not p.name.startswith(VERIFIED)}
+    try:
+        remote.publish(final.name, files, replace=replace_stored)
+    except Exception as exc:  # noqa: BLE001 - see above
+        store_location.notice(f"--store {remote.url}: {final.name} not published "
+                              f"({type(exc).__name__}: {exc})")
+
+
 def stored_code(path: Path) -> str | None:
     """The oracle code digest a stored result says it was made with (read without the integrity
     check, so that an entry of older code is told apart from a damaged one)."""
@@ -266,11 +312,20 @@ def building(final: Path) -> Iterator[Path]:
 
 
 def install(work: Path, final: Path, read: Callable[[Path], T | None],
-            replace_stored: bool) -> T | None:
+            replace_stored: bool, publish_remote: bool = True) -> T | None:
     """Rename the finished `work` into place. If a valid entry is already there, keep it and
     return it (another process got there first), unless `replace_stored` (--no-cache: the
     fresh result replaces it: the old one is renamed aside, the new one renamed in, the old one
-    removed). A damaged entry in the way is always replaced. None: ours is in place."""
+    removed). A damaged entry in the way is always replaced. None: ours is in place, and
+    published to the remote tier when there is one (`publish_remote`)."""
+    placed = _placed(work, final, read, replace_stored)
+    if placed is None and publish_remote:
+        _published(final, replace_stored)
+    return placed
+
+
+def _placed(work: Path, final: Path, read: Callable[[Path], T | None],
+            replace_stored: bool) -> T | None:
     for _ in range(5):
         try:
             work.rename(final)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, report, use_executor
+from inventory.commands.common import ready, report, use_executor, use_store
 from inventory.errors import exit_for_reexport
 from inventory.options import (
     AllowCode,
@@ -26,6 +26,7 @@ from inventory.options import (
     RecipeRoot,
     Registry,
     Runtimes,
+    StoreUrl,
     Tolerance,
     check_output,
     check_recipe_root,
@@ -57,6 +58,7 @@ def affected_cmd(
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
+    store: StoreUrl = None,
     tolerance: Tolerance = None,
     ignore: Ignore = None,
     weights: Annotated[list[str] | None, typer.Option(
@@ -111,6 +113,7 @@ def affected_cmd(
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
     use_executor(executor, ray_address)
+    use_store(store)
     records = load_fixes(fixes)
     the_fix = find_fix(fix, records, fixes)
     all_bundles = load_registry(registry)

@@ -47,6 +47,20 @@ def use_executor(name: str, address: str | None) -> None:
            notice=lambda line: warn([line]))
 
 
+def use_store(value: str | None) -> None:
+    """The result store every session of this run uses (`--store`, INVENTORY_STORE), checked
+    now: a local folder that cannot be one, a URL of another scheme, a missing extra or a
+    bucket that cannot be reached is one line and exit 2, before any work. What the remote tier
+    fails at mid-run (a fetch, a publish) is a warning line on stderr, even with `-q`."""
+    from oracle import store_location
+    from oracle.paths import store_root
+    from oracle.settings import check_cache
+
+    store_location.choose(value, on_notice=lambda line: warn([line]))
+    if store_location.local_setting():
+        check_cache(store_root(), "--store")
+
+
 def run(quiet: bool, work: Callable[[Progress], T]) -> T:
     """`work` with a progress line on stderr (none when `quiet`)."""
     with progress(not quiet) as report_progress:

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, report, use_executor
+from inventory.commands.common import ready, report, use_executor, use_store
 from inventory.errors import ExitCode, exit_for_reexport
 from inventory.options import (
     AllowCode,
@@ -31,6 +31,7 @@ from inventory.options import (
     Registry,
     RunBudget,
     Runtimes,
+    StoreUrl,
     Tolerance,
     check_budget,
     check_output,
@@ -63,6 +64,7 @@ def plan_cmd(
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
+    store: StoreUrl = None,
     tolerance: Tolerance = None,
     runtime: Runtimes = None,
     fixes: Annotated[Path, typer.Option(
@@ -125,6 +127,7 @@ def plan_cmd(
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
     use_executor(executor, ray_address)
+    use_store(store)
     check_budget("--run-budget", run_budget)
     if baseline is not None:
         read_baseline(baseline)  # a malformed baseline fails before the run, not after it

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, report, use_executor
+from inventory.commands.common import ready, report, use_executor, use_store
 from inventory.options import (
     CatalogFile,
     Details,
@@ -24,6 +24,7 @@ from inventory.options import (
     Quiet,
     RayAddress,
     Registry,
+    StoreUrl,
     ToRelease,
     check_output,
 )
@@ -49,6 +50,7 @@ def release_notes_cmd(
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
+    store: StoreUrl = None,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
@@ -78,6 +80,7 @@ def release_notes_cmd(
     check_output(output)
     ready(("--from", old), ("--to", new))
     use_executor(executor, ray_address)
+    use_store(store)
     records = load_fixes(fixes)
     markdown_form = functools.partial(notes_markdown, details=details)
     report(Renderer("release-notes", notes_record, notes_table, markdown_form,

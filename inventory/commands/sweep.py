@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, registry_file_for, report, use_executor
+from inventory.commands.common import ready, registry_file_for, report, use_executor, use_store
 from inventory.errors import ExitCode
 from inventory.options import (
     CatalogFile,
@@ -21,6 +21,7 @@ from inventory.options import (
     ProgressMode,
     Quiet,
     RayAddress,
+    StoreUrl,
     ToRelease,
     check_output,
 )
@@ -58,6 +59,7 @@ def sweep_cmd(
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
+    store: StoreUrl = None,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
@@ -91,6 +93,7 @@ def sweep_cmd(
     ready(("--from", old), ("--to", new))
     registry_file = registry_file_for(shipped, registry_file)
     use_executor(executor, ray_address)
+    use_store(store)
     records = load_fixes(fixes)
 
     def work(progress: Progress) -> Sweep:

@@ -1,6 +1,7 @@
 """`inventory --version` and `--help` start without what the work needs: no torch, no converter,
-no numpy, no cluster engine is imported in the command line's own process for them (a warm
-answer's time is mostly start-up; each command imports its service when it runs)."""
+no numpy, no cluster engine, no object-store client is imported in the command line's own
+process for them (a warm answer's time is mostly start-up; each command imports its service
+when it runs)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ try:
     runpy.run_module("inventory.cli", run_name="__main__")
 except SystemExit:
     pass
-heavy = {"torch", "coreai", "coreai_torch", "numpy", "safetensors", "ray", "transformers"}
+heavy = {"torch", "coreai", "coreai_torch", "numpy", "safetensors", "ray", "transformers",
+         "fsspec", "s3fs", "botocore"}
 print("IMPORTED", sorted({m.split(".")[0] for m in sys.modules} & heavy))
 """
 

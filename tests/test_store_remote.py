@@ -1,0 +1,264 @@
+"""`--store URL`: the result store's remote tier (`oracle/remote_store.py`), against an
+S3-compatible server on 127.0.0.1 (moto's server mode, a cloud bucket's stand-in; no other
+address is reached) and a `file://` folder.
+
+A result exists remotely only through a complete manifest whose every file matches: a writer
+killed before its manifest, a truncated manifest, a file gone or edited is a miss, never half a
+result taken in; two writers of one key keep the first complete manifest. The slow test runs
+`sweep` in separate processes with separate local stores through one bucket: the answer is a
+local store's, the second driver reads what the first published, and what was damaged in the
+bucket is recomputed and published again.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import s3fs
+from cli import spawn
+from s3_server import make_bucket, s3_server
+
+from oracle import store, store_location
+from oracle.paths import envs_dir
+from oracle.remote_store import MANIFEST, RemoteStore
+from oracle.store import results_root
+from tests.cli import invoke, one_line
+
+BUCKET = "inventory-results"
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory) -> Iterator[dict[str, str]]:
+    """The server, its bucket, and the environment a process needs to reach it."""
+    with s3_server(tmp_path_factory.mktemp("aws")) as env:
+        make_bucket(BUCKET)
+        yield env
+
+
+@pytest.fixture
+def tier(s3, tmp_path, monkeypatch, request) -> Iterator[RemoteStore]:
+    """A local store of this test's own with the bucket behind it, under a prefix of its own."""
+    monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path / "local"))
+    monkeypatch.delenv("INVENTORY_STORE", raising=False)
+    store_location.choose(f"s3://{BUCKET}/{request.node.name}")
+    remote = store_location.remote()
+    assert remote is not None
+    yield remote
+    store_location.reset()
+
+
+def _made(folder: Path, verdict: str) -> Path:
+    """A result folder as the store writes one (`store.write_record`): evidence, then the
+    record with every file's sha256 and its own."""
+    (folder / "old-0.4.1").mkdir(parents=True)
+    (folder / "old-0.4.1" / "shipped.mlir").write_text(f"module {{ // {verdict}\n}}\n")
+    store.write_record(folder, {"verdict": verdict, "key": folder.name})
+    return folder
+
+
+def _published(name: str, verdict: str) -> Path:
+    """A result built in the local store and put in place, so published to the remote tier."""
+    final = results_root() / name
+    with store.building(final) as work:
+        _made(work, verdict)
+        assert store.install(work, final, store.read_record, replace_stored=False) is None
+    return final
+
+
+def _fetched(name: str) -> dict[str, Any] | None:
+    """What a driver with an empty local store reads for `name` (and leaves behind)."""
+    final = results_root() / name
+    shutil.rmtree(final, ignore_errors=True)
+    found = store.stored(final, store.read_record)
+    left = [p.name for p in results_root().iterdir() if p.name.startswith(".")]
+    assert left == [], f"temp folders left: {left}"
+    assert (found is None) == (not final.exists()), "a miss must leave nothing in place"
+    return found
+
+
+def _objects(tier: RemoteStore, name: str) -> list[str]:
+    return sorted(tier.fs.find(f"{tier.root}/results/{name}"))
+
+
+def test_a_result_exists_remotely_only_through_a_complete_matching_manifest(tier):
+    _published("whole", "same-program")
+    _published("killed", "values-move")
+    _published("truncated", "values-move")
+    _published("file-gone", "values-move")
+    _published("edited", "values-move")
+    base = f"{tier.root}/results"
+    # a writer killed after its files, before its manifest: objects no reader follows
+    tier.fs.rm(f"{base}/killed/{MANIFEST}")
+    manifest = tier.fs.cat_file(f"{base}/truncated/{MANIFEST}")
+    tier.fs.pipe_file(f"{base}/truncated/{MANIFEST}", manifest[: len(manifest) // 2])
+    token = json.loads(tier.fs.cat_file(f"{base}/file-gone/{MANIFEST}"))["token"]
+    tier.fs.rm(f"{base}/file-gone/{token}/old-0.4.1/shipped.mlir")
+    # an edited verdict whose record digest is recomputed: only the manifest can tell
+    token = json.loads(tier.fs.cat_file(f"{base}/edited/{MANIFEST}"))["token"]
+    record = json.loads(tier.fs.cat_file(f"{base}/edited/{token}/{store.RESULT_FILE}"))
+    record["verdict"] = "same-program"
+    record[store.RECORD_DIGEST] = store.record_digest(record)
+    tier.fs.pipe_file(f"{base}/edited/{token}/{store.RESULT_FILE}", json.dumps(record).encode())
+
+    whole = _fetched("whole")
+    assert whole is not None and whole["verdict"] == "same-program"
+    assert (results_root() / "whole" / "old-0.4.1" / "shipped.mlir").read_text() \
+        == "module { // same-program\n}\n"
+    for name in ("killed", "truncated", "file-gone", "edited"):
+        assert _fetched(name) is None, name
+    # made again (here: the same record) and published over what was there: read whole again
+    for name in ("truncated", "file-gone", "edited"):
+        _published(name, "values-move")
+        again = _fetched(name)
+        assert again is not None and again["verdict"] == "values-move", name
+
+
+def test_of_two_writers_of_one_key_the_first_complete_manifest_wins(tier, tmp_path):
+    first = _made(tmp_path / "first", "first")
+    second = _made(tmp_path / "second", "second")
+
+    def files(folder: Path) -> dict[str, Path]:
+        return {str(p.relative_to(folder)): p for p in folder.rglob("*") if p.is_file()}
+
+    assert tier.publish("key", files(first)) is True
+    before = _objects(tier, "key")
+    assert tier.publish("key", files(second)) is False
+    assert _objects(tier, "key") == before  # the second writer's prefix is removed
+    assert _fetched("key")["verdict"] == "first"
+    # --no-cache: the fresh result replaces it, and the prefix the old manifest named goes
+    assert tier.publish("key", files(second), replace=True) is True
+    assert len(_objects(tier, "key")) == len(before)
+    assert not set(_objects(tier, "key")) & (set(before) - {f"{tier.root}/results/key/"
+                                                            f"{MANIFEST}"})
+    assert _fetched("key")["verdict"] == "second"
+
+
+def test_a_file_url_is_the_same_protocol_in_a_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path / "local"))
+    shared = tmp_path / "shared"
+    store_location.choose(f"file://{shared}")
+    try:
+        _published("r", "same-program")
+        [manifest] = shared.glob(f"results/r/{MANIFEST}")
+        assert json.loads(manifest.read_text())["files"].keys() \
+            == {store.RESULT_FILE, "old-0.4.1/shipped.mlir"}
+        assert _fetched("r")["verdict"] == "same-program"
+    finally:
+        store_location.reset()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("url, aws, said", [
+    ("ftp://host/results", {}, "a store is a local path, file:///PATH or s3://BUCKET/PREFIX, "
+                               "not ftp://"),
+    (f"s3://no-such-{BUCKET}/p", {}, f"no bucket no-such-{BUCKET}"),
+    (f"s3://{BUCKET}/p", {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{_closed_port()}"},
+     f"cannot reach bucket {BUCKET}: EndpointConnectionError"),
+], ids=["scheme", "no-bucket", "unreachable"])
+def test_a_store_that_cannot_be_used_is_one_line_and_exit_2_before_any_work(
+        s3, tmp_path, url, aws, said):
+    ran = invoke("affected", "--fix", "40", "--store", url,
+                 INVENTORY_CACHE=str(tmp_path), **aws)
+    assert ran.returncode == 2
+    line = one_line(ran)
+    assert said in line and "testing" not in line  # never a credential
+    assert not (tmp_path / "results").exists()
+
+
+# ---- through the command line, with real converters ------------------------------------------
+CHANNELS = (3, 5, 7)  # three probes: one read back whole, one edited, one whose writer died
+SWEEP = ("sweep", "--registry", "--from", "0.4.1", "--to", "0.4.2", "--json", "-q")
+
+
+def _registry(folder: Path) -> Path:
+    path = folder / "three.toml"
+    text = ('[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
+            '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n')
+    for c in CHANNELS:
+        text += ('[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\n'
+                 f'source = "test"\nparams = {{ dim = 1, in_channels = {c}, out_channels = 2, '
+                 'kernel = [4], stride = [2], padding = [0], output_padding = [1], '
+                 f'input_shape = [1, {c}, 11] }}\n')
+    path.write_text(text)
+    return path
+
+
+def _cache(tmp: Path, name: str) -> Path:
+    """A local cache of its own that borrows the built environments."""
+    cache = tmp / name
+    cache.mkdir()
+    (cache / "envs").symlink_to(envs_dir())
+    return cache
+
+
+def _answer(stdout: str, cache: Path) -> Any:
+    return json.loads(stdout.replace(str(cache), "<store>"))
+
+
+def _without(data: Any, key: str) -> Any:
+    if isinstance(data, dict):
+        return {k: _without(v, key) for k, v in data.items() if k != key}
+    if isinstance(data, list):
+        return [_without(v, key) for v in data]
+    return data
+
+
+def _cached(data: Any) -> list[bool]:
+    """Every `cached` flag of the document, in its order."""
+    if isinstance(data, dict):
+        return ([data["cached"]] if "cached" in data else []) + \
+            [f for v in data.values() for f in _cached(v)]
+    if isinstance(data, list):
+        return [f for v in data for f in _cached(v)]
+    return []
+
+
+def test_two_drivers_through_one_bucket_answer_as_a_local_store(env, s3, tmp_path):
+    env("0.4.1"), env("0.4.2")
+    registry = _registry(tmp_path)
+    args = (*SWEEP, "--registry-file", str(registry))
+    local_cache = _cache(tmp_path, "local")
+    local = spawn(*args, INVENTORY_CACHE=str(local_cache))
+    assert local.returncode == 0, local.stderr
+    local_answer = _without(_answer(local.stdout, local_cache), "cached")
+
+    url = f"s3://{BUCKET}/two-drivers"
+    first_cache = _cache(tmp_path, "first")
+    first = spawn(*args, "--store", url, INVENTORY_CACHE=str(first_cache), **s3)
+    assert first.returncode == 0, first.stderr
+    assert _without(_answer(first.stdout, first_cache), "cached") == local_answer
+    fs = s3fs.S3FileSystem(skip_instance_cache=True)
+    names = sorted(p.rsplit("/", 1)[1] for p in fs.ls(f"{BUCKET}/two-drivers/results"))
+    assert names == sorted(p.name for p in (first_cache / "results").iterdir()
+                           if not p.name.startswith("."))
+    assert len(names) == len(CHANNELS)
+    tier = RemoteStore(url, fs, f"{BUCKET}/two-drivers")
+    whole, edited, killed = names
+    body = tier.manifest(edited)
+    assert body is not None
+    shipped = next(rel for rel in body["files"] if rel.endswith("shipped.mlir"))
+    path = f"{BUCKET}/two-drivers/results/{edited}/{body['token']}/{shipped}"
+    fs.pipe_file(path, fs.cat_file(path).replace(b"%", b"#", 1))  # one byte changed
+    fs.rm(f"{BUCKET}/two-drivers/results/{killed}/{MANIFEST}")  # its writer died before it
+
+    second_cache = _cache(tmp_path, "second")
+    second = spawn(*args, INVENTORY_CACHE=str(second_cache), INVENTORY_STORE=url, **s3)
+    assert second.returncode == 0, second.stderr
+    second_answer = _answer(second.stdout, second_cache)
+    assert _without(second_answer, "cached") == local_answer
+    # read back: the whole one; computed again: the edited one and the one without manifest
+    assert sorted(_cached(second_answer)) == [False, False, True]
+    for name in names:  # and what was damaged is published whole again
+        assert tier.manifest(name) is not None
+        assert tier.fetch(name, tmp_path / "check" / name), name

@@ -40,7 +40,8 @@ class RemoteStoreError(OracleUserError):
     bucket that does not exist or cannot be reached): one line for the user, exit 2."""
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
+    """An error of the backend as one line for the user (its type and its words)."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"[:300]
 
@@ -213,7 +214,7 @@ def _s3(url: str, rest: str) -> RemoteStore:
                                "come from the environment or the AWS config files)") from None
     except Exception as exc:  # noqa: BLE001 - botocore's errors (no credentials, no endpoint)
         raise RemoteStoreError(f"--store {url}: cannot reach bucket {bucket}: "
-                               f"{_one_line(exc)}") from None
+                               f"{one_line(exc)}") from None
     return RemoteStore(url, fs, rest.rstrip("/"))
 
 
@@ -229,7 +230,7 @@ def _file(url: str, rest: str) -> RemoteStore:
         if not os.access(root, os.W_OK):
             raise PermissionError("not writable")
     except OSError as exc:
-        raise RemoteStoreError(f"--store {url}: cannot be a store ({_one_line(exc)})") from None
+        raise RemoteStoreError(f"--store {url}: cannot be a store ({one_line(exc)})") from None
     return RemoteStore(url, LocalFileSystem(auto_mkdir=True), str(root).rstrip("/") or "/")
 
 

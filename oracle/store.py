@@ -34,6 +34,7 @@ from oracle import store_location
 from oracle.envs import Env
 from oracle.paths import in_store, safe_name, store_root
 from oracle.releases import EnvError
+from oracle.remote_store import one_line
 from oracle.results import ProbeResult, from_json, to_json
 from oracle.spec import ProbeSpec
 
@@ -186,7 +187,7 @@ def stored(final: Path, read: Callable[[Path], T | None]) -> T | None:
             fetched = remote.fetch(final.name, work) and read(work) is not None
         except Exception as exc:  # noqa: BLE001 - a failing backend costs a recomputation only
             store_location.notice(f"--store {remote.url}: {final.name} not fetched "
-                                  f"({type(exc).__name__}: {exc}); computing it here")
+                                  f"({one_line(exc)}); computing it here")
             fetched = False
         if not fetched:
             shutil.rmtree(work, ignore_errors=True)
@@ -209,7 +210,7 @@ def _published(final: Path, replace_stored: bool) -> None:
         remote.publish(final.name, files, replace=replace_stored)
     except Exception as exc:  # noqa: BLE001 - see above
         store_location.notice(f"--store {remote.url}: {final.name} not published "
-                              f"({type(exc).__name__}: {exc})")
+                              f"({one_line(exc)})")
 
 
 def stored_code(path: Path) -> str | None:

@@ -153,6 +153,23 @@ def test_a_file_url_is_the_same_protocol_in_a_folder(tmp_path, monkeypatch):
         store_location.reset()
 
 
+def test_a_bucket_gone_mid_run_costs_the_remote_copy_only_and_says_so(tier, monkeypatch):
+    """The network gone after the command connected: a fetch is a miss and a publish is skipped,
+    each said in one line; the result is made and kept in the local store all the same."""
+    said: list[str] = []
+    gone = s3fs.S3FileSystem(skip_instance_cache=True, use_listings_cache=False,
+                             endpoint_url=f"http://127.0.0.1:{_closed_port()}",
+                             config_kwargs={"retries": {"max_attempts": 1}})
+    monkeypatch.setattr(tier, "fs", gone)
+    monkeypatch.setattr(store_location, "notice", said.append)
+    assert _fetched("r") is None
+    final = _published("r", "same-program")
+    assert store.read_record(final)["verdict"] == "same-program"
+    assert [line.split(" (")[0] for line in said] == [
+        f"--store {tier.url}: r not fetched", f"--store {tier.url}: r not published"]
+    assert all("\n" not in line and "EndpointConnectionError" in line for line in said)
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

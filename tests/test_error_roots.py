@@ -11,14 +11,14 @@ import pkgutil
 
 import pytest
 import typer
+from cli import invoke, one_line
+from test_layering import COREAI_ALLOWED
 
 import inventory
 import oracle
 from inventory.errors import USER_ERRORS, ExitCode, InventoryError
 from inventory.terminal import answering
 from oracle.errors import OracleUserError
-from tests.cli import invoke, one_line
-from tests.test_layering import COREAI_ALLOWED
 
 ROOTS = (InventoryError, OracleUserError)
 

@@ -12,12 +12,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from cli import invoke, one_line
 
 from inventory.terminal import Phases
 from oracle import env_files, installer, pip_config
 from oracle.envs import MANIFEST, _checked_build, files_changed
 from oracle.releases import EnvError
-from tests.cli import invoke, one_line
 
 LISTING = """\
 :env:.find-links='/srv/wheels'

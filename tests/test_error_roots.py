@@ -106,7 +106,7 @@ def test_the_walk_sees_the_classes_it_must():
         assert name in CLASSES, name
 
 
-def _answered(exc: Exception) -> int:
+def _answered(exc: BaseException) -> int:
     try:
         with answering("plan"):
             raise exc

@@ -296,8 +296,8 @@ def _run_rounds(searches: list[_Search], line: list[Commit], envs: _Envs, sessio
                 asks.setdefault(last, []).append((s, s.ref))
                 continue
             if not s.checking_final and s.hi - s.lo <= 1:
-                _found(s, line)
-                if s.done:
+                done = _found(s, line)
+                if done:
                     continue
             want = (s.hi, last) if s.checking_final else (s.ref, (s.lo + s.hi) // 2)
             asks.setdefault(want[1], []).append((s, want[0]))
@@ -362,9 +362,9 @@ def _tested(commit: str, reference: str, result: ProbeResult) -> Tested:
                   result.evidence, *_errors(result))
 
 
-def _found(s: _Search, line: list[Commit]) -> None:
+def _found(s: _Search, line: list[Commit]) -> bool:
     """`hi` is the commit that changes the probe (its neighbour `lo` does not): record it, then
-    ask whether its program is B's."""
+    ask whether its program is B's. True when the search is done (`hi` is the last commit)."""
     last = len(line) - 1
     ref, at = line[s.ref].sha, line[s.hi].sha
     tested = next((t for t in reversed(s.tested) if t.commit == at and t.reference == ref),
@@ -378,3 +378,4 @@ def _found(s: _Search, line: list[Commit]) -> None:
         s.done = True
     else:
         s.checking_final = True
+    return s.done

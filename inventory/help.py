@@ -9,10 +9,12 @@ command has both, that each example parses, and that no Python type is shown.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
+
+if TYPE_CHECKING:
+    from typer._click.core import Context as ClickContext  # the click typer vendors
 
 # `-h` beside `--help`, for every command: a context setting the subcommands inherit.
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -85,7 +87,8 @@ class _PlainHelp:
     """The parameters as help shows them: typer adds some after a group is made (the completion
     options) and the help option when asked, so they are made plain when they are listed."""
 
-    def get_params(self, ctx: typer.Context) -> list[Any]:
+    def get_params(self, ctx: ClickContext) -> list[Any]:
+        # a mixin: the command class after it in the MRO has get_params, `object` has not
         params = super().get_params(ctx)  # type: ignore[misc]
         _plain(params)
         return params

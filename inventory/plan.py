@@ -217,7 +217,7 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
         for bundle in bundles:
             exporter, assumed = exporter_release(bundle.exporter, catalog)
             load = analyzer.load_answer(bundle, to)
-            items = []
+            items: list[PlanItem] = []
             for fix in between(fixes, exporter, to):
                 progress(Routine(f"{bundle.name}: fix {fix.label}"))
                 answer = analyzer.answer(bundle, fix, to)
@@ -231,14 +231,14 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
         # (it would start a worker again for every instance), and is said so.
         ranges = {b.name: _range(b, to, catalog) for b in bundles}
         swept = _sweep(bundles, ranges, fixes, catalog, policy, use_cache, progress, session)
-        for bundle, exporter, assumed, items, load in answered:
+        for bundle, exporter, assumed, ordered, load in answered:
             found = swept_changes(session, swept.of(bundle.name, ranges[bundle.name]), exporter,
                                   to, policy, use_cache)
             unswept = swept.unswept(ranges[bundle.name])
             warnings += [f"{bundle.name}: the registry sweep of {why}; a change no record "
                          f"explains cannot be ruled out there" for why in unswept]
-            out.append(BundlePlan(bundle.name, exporter, assumed, items, load,
-                                  merged(found, unexplained_changes(items)), unswept,
+            out.append(BundlePlan(bundle.name, exporter, assumed, ordered, load,
+                                  merged(found, unexplained_changes(ordered)), unswept,
                                   checks.get(bundle.name)))
     warnings += unmatched(active, seen)
     return Plan(to, tuple(out), tuple(warnings))
@@ -307,7 +307,7 @@ def plan_record(p: Plan) -> dict:
         evidence = [pr.result.evidence for pr in i.answer.probes if pr.result]
         if i.answer.load is not None:
             evidence += list(i.answer.load.evidence)
-        entry = {"fix": i.fix.id, "kind": i.fix.kind, "title": i.fix.title,
+        entry: dict[str, Any] = {"fix": i.fix.id, "kind": i.fix.kind, "title": i.fix.title,
                  "verdict": i.answer.verdict, "reason": i.answer.reason,
                  "changed_in": changed_in(i.answer),
                  "chain": list(i.answer.chain),
@@ -427,7 +427,7 @@ def drift(result: ProbeResult | None) -> dict | None:
     """How far a change moves the outputs (exporter -> target, on one runtime), when both
     programs were run: the numbers the verdict applies the policy to."""
     m = result.measurement if result is not None else None
-    if m is None or not m.ok or m.stats is None:
+    if result is None or m is None or not m.ok or m.stats is None:
         return None
     s = m.stats
     return {"runtime": m.runtime, "maxabs_old_new": s.maxabs_old_new,

@@ -56,7 +56,7 @@ class Bundle:
     dtype: str
     exporter: Exporter
     pipeline: Pipeline
-    recipe: dict[str, str]
+    recipe: dict[str, Any]  # strings, and the `builder` table
     trace: dict[str, Any]
     instances: tuple[Instance, ...]
     note: str = ""
@@ -177,7 +177,7 @@ def _fingerprints(fields: Fields, raw: dict[str, Any], where: str) -> frozenset[
         value = raw.get(key)
         if value is None:
             continue
-        found = ([value] if isinstance(value, str) else value if isinstance(value, list)
+        found: list[Any] = ([value] if isinstance(value, str) else value if isinstance(value, list)
                  else list(value.values()) if isinstance(value, dict) else [None])
         if not all(isinstance(v, str) for v in found):
             fields.fail(where, key, "a string, a list of strings or a table of strings", value)

@@ -10,6 +10,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -22,9 +23,12 @@ from oracle import store_location
 from oracle.progress import Notice, Progress, Routine, Tally
 from oracle.settings import CATALOG_VAR, check_all
 
+if TYPE_CHECKING:
+    from typer._click.core import Context as ClickContext  # the click typer vendors
+
 # Bundle names, notes, fix ids and error messages are user text: rich must print them literally
 # (no markup, no :emoji: codes), so styles are given as `style=` or `Text`, never as markup.
-_LITERAL = {"markup": False, "emoji": False}
+_LITERAL: dict[str, Any] = {"markup": False, "emoji": False}
 err = Console(stderr=True, **_LITERAL)
 out = Console(**_LITERAL)
 PIPED_WIDTH = 150
@@ -123,23 +127,36 @@ def progress(enabled: bool) -> Iterator[Progress]:
 
     mode = _progress_mode
     if not enabled or mode == "off":
-        yield lambda msg: None if isinstance(msg, Tally) else notice(msg) and None
+        def quiet(msg: str) -> None:
+            if not isinstance(msg, Tally):
+                notice(msg)
+        yield quiet
         return
     if mode == "on" or not err.is_terminal:
         lines = PhaseLines(lambda line: err.print(line, style="dim", highlight=False,
                                                   soft_wrap=True))
+
+        def piped(msg: str) -> None:
+            if isinstance(msg, Tally):
+                lines.tally(msg)
+            elif notice(msg):
+                pass
+            elif isinstance(msg, Routine):
+                lines.update(msg)
+            else:
+                err.print(msg, style="dim", highlight=False)
         try:
-            yield lambda msg: lines.tally(msg) if isinstance(msg, Tally) else (
-                notice(msg) or (lines.update(msg) if isinstance(msg, Routine) else
-                                err.print(msg, style="dim", highlight=False)))
+            yield piped
         finally:
             lines.close()
         return
     phases = Phases()
     with err.status("starting") as status:
-        # a str status is parsed as markup by rich's spinner whatever the console says
-        yield lambda msg: None if isinstance(msg, Tally) else (
-            notice(msg) or status.update(phases.update(msg)))
+        def spinner(msg: str) -> None:
+            # a str status is parsed as markup by rich's spinner whatever the console says
+            if not isinstance(msg, Tally) and not notice(msg):
+                status.update(phases.update(msg))
+        yield spinner
 
 
 class PhaseLines:
@@ -283,16 +300,16 @@ class JsonErrorGroup(HelpGroup):
     one line on stderr, exit 2, like every other usage error; without `--json`, typer's usage
     message is unchanged."""
 
-    def make_context(self, info_name: str | None, args: list[str], parent: object = None,
-                     **extra: object) -> typer.Context:
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: ClickContext | None = None, **extra: Any) -> ClickContext:
         self._argv = list(args)
         try:
-            return super().make_context(info_name, args, parent, **extra)  # type: ignore[arg-type]
+            return super().make_context(info_name, args, parent, **extra)
         except typer.TyperException as exc:
             self._json_error(exc)
             raise
 
-    def invoke(self, ctx: typer.Context) -> object:
+    def invoke(self, ctx: ClickContext) -> object:
         try:
             return super().invoke(ctx)
         except typer.TyperException as exc:

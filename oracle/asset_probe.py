@@ -76,6 +76,8 @@ def build(spec: dict[str, Any]) -> Probe:
     with torch.no_grad():
         for module in original.modules():
             if isinstance(module, torch.nn.BatchNorm1d):
+                # _hierarchy's norms track running statistics: these are never None
+                assert module.running_mean is not None and module.running_var is not None
                 module.running_mean.copy_(torch.randn(channels, generator=gen) * 0.2)
                 module.running_var.copy_(0.5 + torch.rand(channels, generator=gen))
     dtype = DTYPES[spec.get("dtype", "float32")]

@@ -32,6 +32,10 @@ import sys
 import traceback
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # The shared helpers sit beside this file; import them without the rest of the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -59,7 +63,7 @@ def _versions() -> dict[str, str]:
 # ---- arrays: seeded inputs, stored with their exact dtypes ----------------------------------
 
 
-def _numpy_dtype(name: str):
+def _numpy_dtype(name: str) -> np.dtype:
     import numpy as np
 
     if name == "bfloat16":
@@ -69,7 +73,7 @@ def _numpy_dtype(name: str):
     return np.dtype({"bool": "bool"}.get(name, name))
 
 
-def _seeded(name: str, descriptor, rng):
+def _seeded(name: str, descriptor: Any, rng: np.random.Generator) -> np.ndarray:
     """An array for one input or state: normal floats, small non-negative integers, booleans."""
     import numpy as np
 
@@ -187,7 +191,7 @@ async def _run(asset_path: Path, out: Path, seed: int, execute: bool,
 def run(asset: Path, out: Path, seed: int, execute: bool, inputs: str | None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     with logged(out / "run.log"):
-        stored = None
+        stored: dict | None = None
         if inputs:  # an earlier run's folder: feed exactly the inputs it fed
             stored = {}
             for path in sorted(Path(inputs).glob("*.inputs.safetensors")):
@@ -201,7 +205,7 @@ def run(asset: Path, out: Path, seed: int, execute: bool, inputs: str | None) ->
 # ---- strip: every location becomes a debuginfo location -------------------------------------
 
 
-def _kind(location) -> str:
+def _kind(location: Any) -> str:
     text = str(location)
     for prefix, kind in (("#debuginfo.location", "debuginfo"), ("loc(fused", "fused"),
                          ("loc(unknown", "unknown"), ("loc(callsite", "callsite")):
@@ -214,7 +218,7 @@ def _kind(location) -> str:
     return "other"
 
 
-def _coreai_op_id(location) -> int | None:
+def _coreai_op_id(location: Any) -> int | None:
     """The `"coreai"("op_id":N:0)` a 0.4.0 location carries (inside a fused one or alone), so a
     repaired op keeps the id the converter's debugging tools know it by."""
     pending = [location]
@@ -256,7 +260,7 @@ def strip(asset_path: Path, out: Path, log: Path) -> dict:
                 nowhere = Location.file("", 0, 0)
                 unit = UnitAttr.get()
 
-                def visit(op):
+                def visit(op: Any) -> Any:
                     kind = _kind(op.location)
                     before[kind] = before.get(kind, 0) + 1
                     op_id = _coreai_op_id(op.location)
@@ -277,7 +281,7 @@ def strip(asset_path: Path, out: Path, log: Path) -> dict:
 
                 module.operation.walk(visit)
 
-                def check(op):
+                def check(op: Any) -> Any:
                     kind = _kind(op.location)
                     after[kind] = after.get(kind, 0) + 1
                     return WalkResult.ADVANCE

@@ -191,7 +191,7 @@ class Worker:
                 raise WorkerFailure(f"{self.env.name} worker stopped: the run was interrupted")
             if self._proc is None or self._proc.poll() is not None:
                 self._proc = self._start()
-                if self._stopped:  # kill() ran while this process started: it missed it
+                if self.killed():  # kill() ran while this process started: it missed it
                     self._reap()
                     raise WorkerFailure(f"{self.env.name} worker stopped: the run was "
                                         "interrupted")
@@ -240,6 +240,11 @@ class Worker:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+    def killed(self) -> bool:
+        """Whether kill() has run, read afresh: another thread sets it at any time (a type
+        checker reading `self._stopped` twice in a row takes it to be unchanged)."""
+        return self._stopped
 
     def kill(self) -> None:
         """Stop at once, even while another thread waits in call() (so without its lock): the

@@ -37,6 +37,12 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+    from torch.export import ExportedProgram
+    from torch.fx import Graph, GraphModule, Node
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -47,13 +53,13 @@ from oracle.worker_io import logged, one_line, serve  # noqa: E402
 _HALF = ("float16", "bfloat16")
 
 
-def _halves():
+def _halves() -> tuple[torch.dtype, ...]:
     import torch
 
     return (torch.float16, torch.bfloat16)
 
 
-def _raised(value):
+def _raised(value: Any) -> Any:
     """A graph argument with every half-precision dtype raised to fp32 (the reference run)."""
     import torch
 
@@ -66,7 +72,7 @@ def _raised(value):
     return value
 
 
-def _fp32_graph(gm):
+def _fp32_graph(gm: GraphModule) -> GraphModule:
     """A copy of a graph module computing in fp32 wherever it computed in half precision."""
     raised = copy.deepcopy(gm)
     for node in raised.graph.nodes:
@@ -76,7 +82,7 @@ def _fp32_graph(gm):
     return raised
 
 
-def _up(value):
+def _up(value: Any) -> Any:
     import torch
 
     if isinstance(value, torch.Tensor) and value.dtype in _halves():
@@ -84,7 +90,7 @@ def _up(value):
     return value
 
 
-def _user_inputs(ep, path: str) -> list:
+def _user_inputs(ep: ExportedProgram, path: str) -> list:
     """The whole program's user inputs from the build's stored inputs, by name (in order where a
     name is missing: the decomposition keeps the placeholders' names)."""
     import numpy as np
@@ -105,12 +111,12 @@ def _user_inputs(ep, path: str) -> list:
     return [stored.get(n, values[i] if i < len(values) else None) for i, n in enumerate(names)]
 
 
-def _placeholder_values(ep, users: list) -> dict[str, object]:
+def _placeholder_values(ep: ExportedProgram, users: list) -> dict[str, Any]:
     """Every placeholder of the graph with its value: parameters, buffers, lifted constants,
     user inputs."""
     from torch.export.graph_signature import InputKind
 
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}
     user = iter(users)
     for spec in ep.graph_signature.input_specs:
         name = spec.arg.name
@@ -124,14 +130,14 @@ def _placeholder_values(ep, users: list) -> dict[str, object]:
     return values
 
 
-def _user_placeholders(ep) -> set[str]:
+def _user_placeholders(ep: ExportedProgram) -> set[str]:
     from torch.export.graph_signature import InputKind
 
     return {s.arg.name for s in ep.graph_signature.input_specs
             if s.kind == InputKind.USER_INPUT}
 
 
-def _variable(graph, users: set[str]) -> set[str]:
+def _variable(graph: Graph, users: set[str]) -> set[str]:
     """The nodes whose value depends on a user input (the rest is computed from the program's
     own constants)."""
     out: set[str] = set()
@@ -144,13 +150,13 @@ def _variable(graph, users: set[str]) -> set[str]:
     return out
 
 
-def _is_tensor_node(node) -> bool:
+def _is_tensor_node(node: Node) -> bool:
     import torch
 
     return isinstance(node.meta.get("val"), torch.Tensor)
 
 
-def _select(graph, region: set[str], hops: int, variable: set[str]) -> set[str]:
+def _select(graph: Graph, region: set[str], hops: int, variable: set[str]) -> set[str]:
     """The cut's nodes: the region, `hops` rings of producers and consumers, every constant-only
     producer, and the tuple producers and item getters that keep a cut whole."""
     import operator
@@ -189,14 +195,14 @@ def _select(graph, region: set[str], hops: int, variable: set[str]) -> set[str]:
 class _Capture:
     """One fp32 run of the whole graph, keeping only the values some cut reads from outside."""
 
-    def __init__(self, gm, wanted: set[str]) -> None:
+    def __init__(self, gm: GraphModule, wanted: set[str]) -> None:
         import torch.fx
 
-        self.values: dict[str, object] = {}
+        self.values: dict[str, Any] = {}
         wanted_ = wanted
 
         class _Keeping(torch.fx.Interpreter):
-            def run_node(inner, node):  # noqa: N805, ANN001, ANN202 - fx's own signature
+            def run_node(inner, node: Node) -> Any:  # noqa: N805 - fx's own signature
                 value = super().run_node(node)
                 if node.name in wanted_:
                     self.values[node.name] = value
@@ -211,8 +217,9 @@ class _Capture:
             self._interpreter.run(*args)
 
 
-def _cut_module(graph, keep: set[str], placeholders: dict[str, object],
-                captured: dict[str, object], region: set[str]):
+def _cut_module(graph: Graph, keep: set[str], placeholders: dict[str, Any],
+                captured: dict[str, Any], region: set[str]
+                ) -> tuple[GraphModule, list[tuple[str, Any]], list[str]]:
     """The cut as a graph module: its inputs (the outside activations, in the dtype the program
     has there), its constants (the bundle's own), its outputs and their labels."""
     import torch
@@ -222,12 +229,12 @@ def _cut_module(graph, keep: set[str], placeholders: dict[str, object],
 
     root = torch.nn.Module()
     new = torch.fx.Graph()
-    env: dict[str, object] = {}
-    inputs: list[tuple[str, object]] = []
+    env: dict[str, Any] = {}  # fx nodes of the cut, or constants computed outside
+    inputs: list[tuple[str, Any]] = []
     consts = 0
     order = [n for n in graph.nodes if n.name in keep]
 
-    def outside(a):  # noqa: ANN001, ANN202
+    def outside(a: Node) -> Any:
         nonlocal consts
         if a.name in env:
             return env[a.name]
@@ -265,7 +272,7 @@ def _cut_module(graph, keep: set[str], placeholders: dict[str, object],
     return gm, inputs, labels
 
 
-def _reaches(graph, region: set[str]) -> list[int]:
+def _reaches(graph: Graph, region: set[str]) -> list[int]:
     """The whole program's outputs (indices) that depend on the region's nodes."""
     reached = set(region)
     for node in graph.nodes:
@@ -291,7 +298,8 @@ def _save_inputs(names: list[str], values: list, path: Path) -> None:
     save_file(data, str(path), metadata=meta)
 
 
-def _write_cut(gm, inputs: list[tuple[str, object]], labels: list[str], out: Path) -> dict:
+def _write_cut(gm: GraphModule, inputs: list[tuple[str, Any]], labels: list[str],
+               out: Path) -> dict:
     """Export the cut (the program both releases convert), save its inputs and its fp32
     reference."""
     import numpy as np
@@ -323,10 +331,10 @@ def _write_cut(gm, inputs: list[tuple[str, object]], labels: list[str], out: Pat
                       "reference": str(out / "reference.safetensors")}}
 
 
-_LOADED: dict[str, object] = {}  # the last program decomposed: a wider cut reuses it
+_LOADED: dict[str, Any] = {}  # the last program decomposed: a wider cut reuses it
 
 
-def _loaded(program: str, pipeline: dict, inputs: str):
+def _loaded(program: str, pipeline: dict, inputs: str) -> dict[str, Any]:
     """The decomposed whole program, its fp32 twin and its placeholders' values, kept for the
     next request on the same program (a cut that did not reproduce is cut again wider)."""
     import torch

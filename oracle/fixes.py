@@ -124,9 +124,10 @@ def _draft(fields: Fields, entry: dict, where: str) -> DraftNote | None:
     table = fields.table(entry, "draft", where)
     at = f"{where} draft"
     fields.keys(table, (*_DRAFT_TEXT, *_DRAFT_LISTS), at)
-    text = [fields.text(table, k, at, "") for k in _DRAFT_TEXT]
-    lists = [fields.strings(table, k, at, blank=True) for k in _DRAFT_LISTS]
-    return DraftNote(*text, *lists)
+    step, stage, grouped_by, reaches, values = (fields.text(table, k, at, "")
+                                                for k in _DRAFT_TEXT)
+    conditions, evidence = (fields.strings(table, k, at, blank=True) for k in _DRAFT_LISTS)
+    return DraftNote(step, stage, grouped_by, reaches, values, conditions, evidence)
 
 
 def _list(fields: Fields, entry: dict, key: str, where: str) -> list:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def kind_of(location: str) -> str:
     return next((kind for kind, mark in _KINDS if mark in location), "other")
 
 
-def _operations(op: Any):  # noqa: ANN401 - an MLIR operation of the environment's bindings
+def _operations(op: Any) -> Iterator[Any]:  # noqa: ANN401 - an MLIR operation of the environment's bindings
     for region in op.regions:
         for block in region.blocks:
             for inner in block.operations:

@@ -32,6 +32,10 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -69,7 +73,7 @@ class _DigestingWriter:
         self._file.close()
 
 
-def _print(prog, path: Path, located: bool) -> None:
+def _print(prog: Any, path: Path, located: bool) -> None:
     writer = _DigestingWriter(path)
     try:
         # The module's own printer, streamed: never one string of the whole program.
@@ -89,8 +93,8 @@ class _PreRewrite:
     def __init__(self, out: Path) -> None:
         self.out = out
         self.captured = False
-        self._owner = None
-        self._original = None
+        self._owner: Any = None  # coreai's authoring module, once patched
+        self._original: Any = None
 
     def __enter__(self) -> _PreRewrite:
         try:
@@ -101,7 +105,7 @@ class _PreRewrite:
         if original is None:
             return self
 
-        def printed_first(*, module):  # noqa: ANN001, ANN202 - the compiler's own signature
+        def printed_first(*, module: Any) -> Any:  # the compiler's own signature
             for located in (False, True):
                 path = self.out / ("emitted.located.mlir" if located else "emitted.mlir")
                 writer = _DigestingWriter(path)
@@ -121,7 +125,7 @@ class _PreRewrite:
             self._owner.run_pre_compilation_rewrite = self._original
 
 
-def _nodes(ep) -> dict[str, dict]:
+def _nodes(ep: ExportedProgram) -> dict[str, dict]:
     """Each aten node of the decomposed graph the converter sees: its op, module path and, where
     a construct's detector recognises it, the construct kind (the detectors `trace` runs)."""
     from oracle import constructs

@@ -27,6 +27,7 @@ import re
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 _CALLEE = re.compile(r'@("(?:[^"\\]|\\.)*"|[\w$.\-]+)')
 _COMPOSITE = re.compile(r'composite_declaration<"([^"]+)"')
@@ -50,14 +51,16 @@ def _versions() -> dict[str, str]:
 
 
 # ---- IR helpers --------------------------------------------------------------------------------
+# `ir` is coreai's MLIR module and the values are its bindings' objects: no types outside the
+# converter environment, so they are Any here.
 
 
-def _attr(op, name: str):
+def _attr(op: Any, name: str) -> Any:
     attrs = op.attributes
     return attrs[name] if name in attrs else None  # noqa: SIM401 - the map has no get()
 
 
-def _tensor(ir, type_, name: str | None) -> dict:
+def _tensor(ir: Any, type_: Any, name: str | None) -> dict:
     """Name, shape (`?` for a dynamic axis) and element type of one value type."""
     out: dict = {"name": name, "type": str(type_)}
     try:
@@ -74,7 +77,7 @@ def _tensor(ir, type_, name: str | None) -> dict:
     return out
 
 
-def _io_names(attr) -> list[str | None]:
+def _io_names(attr: Any) -> list[str | None]:
     names: list[str | None] = []
     if attr is None:
         return names
@@ -85,7 +88,7 @@ def _io_names(attr) -> list[str | None]:
     return names
 
 
-def _is_dynamic(ir, type_) -> bool:
+def _is_dynamic(ir: Any, type_: Any) -> bool:
     try:
         shaped = ir.ShapedType(type_)
     except Exception:  # noqa: BLE001
@@ -95,7 +98,7 @@ def _is_dynamic(ir, type_) -> bool:
     return any(shaped.is_dynamic_dim(i) for i in range(shaped.rank))
 
 
-def _numel(ir, type_) -> int | None:
+def _numel(ir: Any, type_: Any) -> int | None:
     try:
         shaped = ir.ShapedType(type_)
     except Exception:  # noqa: BLE001
@@ -120,13 +123,13 @@ class _ResourceHasher:
         self.tail = ""
         self.buf = ""
         self.key = ""
-        self.hasher = None
+        self.hasher = hashlib.sha256()  # a new one for each blob
         self.pending = ""
         self.skip = 0
         self.size = 0
         self.digests: dict[str, tuple[str, int]] = {}
 
-    def write(self, chunk) -> None:
+    def write(self, chunk: str | bytes) -> None:
         if isinstance(chunk, bytes):
             chunk = chunk.decode("utf-8", "replace")
         while chunk:
@@ -177,7 +180,7 @@ class _ResourceHasher:
         return None
 
 
-def _is_weight(ir, attr) -> bool:
+def _is_weight(ir: Any, attr: Any) -> bool:
     """A stored tensor that is a weight: scalars and 1-D integer constants (axes, permutations,
     paddings, shapes) are program structure, everything else counts."""
     if _RESOURCE.search(str(attr)[:200]):
@@ -193,7 +196,7 @@ def _is_weight(ir, attr) -> bool:
     return not (shaped.rank == 1 and element not in FLOAT_TYPES)
 
 
-def _walk_graph(ir, graph, inline: list, resources: list) -> dict:
+def _walk_graph(ir: Any, graph: Any, inline: list, resources: list) -> dict:
     attrs = graph.attributes
     sym = _attr(graph, "sym_name")
     name = ir.StringAttr(sym).value if sym is not None else "?"
@@ -217,7 +220,7 @@ def _walk_graph(ir, graph, inline: list, resources: list) -> dict:
     dynamic_results = 0
     result_dtypes: dict[str, int] = {}
 
-    def visit(block) -> None:
+    def visit(block: Any) -> None:
         nonlocal dynamic_results
         for child in block.operations:
             op = child.operation
@@ -267,7 +270,7 @@ def _walk_graph(ir, graph, inline: list, resources: list) -> dict:
     }
 
 
-def _graphs(ir, block, inline: list, resources: list) -> list[dict]:
+def _graphs(ir: Any, block: Any, inline: list, resources: list) -> list[dict]:
     """Every `coreai.graph`, also inside namespaces."""
     found = []
     for child in block.operations:
@@ -281,7 +284,7 @@ def _graphs(ir, block, inline: list, resources: list) -> list[dict]:
     return found
 
 
-def _inline_digest(value) -> tuple[str, int]:
+def _inline_digest(value: Any) -> tuple[str, int]:
     """sha256 of a dense constant's raw bytes; its printed form where no buffer is exposed
     (splats, element types without a buffer format)."""
     try:
@@ -292,7 +295,7 @@ def _inline_digest(value) -> tuple[str, int]:
         return hashlib.sha256(b"text:" + text).hexdigest(), 0
 
 
-def _weights(module, inline: list, resources: list) -> dict:
+def _weights(module: Any, inline: list, resources: list) -> dict:
     per_constant = []
     total = 0
     dtypes: dict[str, int] = {}
@@ -320,7 +323,7 @@ def _weights(module, inline: list, resources: list) -> dict:
             "unresolved_resources": missing}
 
 
-def _metadata(asset) -> dict:
+def _metadata(asset: Any) -> dict:
     meta = asset.metadata
     out: dict = {}
     for key, attr in (("producer", "_producer"), ("author", "author"), ("license", "license"),

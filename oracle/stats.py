@@ -105,11 +105,11 @@ def output_stats(old: Path, new: Path, reference: Path) -> OutputStats:
 
     o, n, r = load_file(str(old)), load_file(str(new)), load_file(str(reference))
     names = sorted(r)
-    olds = [o.get(k) for k in names]
-    news = [n.get(k) for k in names]
-    refs = [r[k] for k in names]
-    if any(a is None for a in olds + news):
+    if any(k not in o or k not in n for k in names):
         raise ValueError("an output is missing from a side's tensors")
+    olds = [o[k] for k in names]
+    news = [n[k] for k in names]
+    refs = [r[k] for k in names]
     bit_identical = all(a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
                         for a, b in zip(olds, news, strict=True))
     fits_old = [_representable(a, c) for a, c in zip(olds, refs, strict=True)]
@@ -141,10 +141,10 @@ def side_stats(outputs: Path, reference: Path) -> SideStats:
 
     o, r = load_file(str(outputs)), load_file(str(reference))
     names = sorted(r)
-    outs = [o.get(k) for k in names]
-    refs = [r[k] for k in names]
-    if any(a is None for a in outs):
+    if any(k not in o for k in names):
         raise ValueError("an output is missing from the side's tensors")
+    outs = [o[k] for k in names]
+    refs = [r[k] for k in names]
     fits = [_representable(a, c) for a, c in zip(outs, refs, strict=True)]
     return SideStats(
         shapes=[list(a.shape) for a in outs],

@@ -27,6 +27,14 @@ import shutil
 import sys
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+    from torch.export import ExportedProgram
+
+    from oracle.probes import Probe
 
 # The probe library sits beside this file; import it without the rest of the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -50,7 +58,7 @@ def _fail(stage: str, exc: BaseException, out: Path) -> dict:
             "traceback": str(out / f"{stage}.traceback.txt")}
 
 
-def _build(spec: dict):
+def _build(spec: dict) -> Probe:
     """A probe from the library, or the asset probe (nested modules, for load checks)."""
     from oracle import asset_probe, probes
 
@@ -131,7 +139,7 @@ async def _run_asset(path: str, inputs: dict) -> dict:
         return {name: result[name].numpy().copy() for name in order}
 
 
-def _storable(array):
+def _storable(array: np.ndarray) -> np.ndarray:
     """safetensors stores numpy's own dtypes; bfloat16 (ml_dtypes) is widened losslessly."""
     import numpy as np
 
@@ -189,7 +197,7 @@ def measure(spec: dict, assets: dict[str, str], out: Path) -> dict:
     }
 
 
-def _decomposed(ep, pipeline: dict):
+def _decomposed(ep: ExportedProgram, pipeline: dict) -> ExportedProgram:
     """The exported program decomposed with the pipeline's table: coreai-torch's own or torch's
     default, minus the overloads the pipeline keeps whole (`keep`), as a user's export or the
     converter's own tests (their `remove_decomps`) do."""
@@ -209,7 +217,7 @@ def _decomposed(ep, pipeline: dict):
     return ep.run_decompositions(table)
 
 
-def _programs(prog) -> tuple[str, str]:
+def _programs(prog: Any) -> tuple[str, str]:
     emitted = str(prog)
     if hasattr(prog, "optimize"):
         result = prog.optimize()
@@ -217,7 +225,7 @@ def _programs(prog) -> tuple[str, str]:
     return emitted, str(prog)
 
 
-def _takes_names(module) -> bool:
+def _takes_names(module: torch.nn.Module) -> bool:
     """Whether the module's forward can take its inputs by name (the recipe's keyword
     passing); one that takes `*inputs` cannot."""
     import inspect
@@ -252,7 +260,7 @@ def pipeline(spec: dict, steps: dict, out: Path) -> dict:
         ep_a = _decomposed(torch.export.export(probe.module, tuple(probe.inputs.values()),
                                                dynamic_shapes=dyn), pipe)
 
-        def recipe_export(module):
+        def recipe_export(module: torch.nn.Module) -> ExportedProgram:
             with contextlib.ExitStack() as stack:
                 if steps.get("grad") == "no_grad":
                     stack.enter_context(torch.no_grad())

@@ -12,8 +12,9 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 
 def one_line(exc: BaseException) -> str:
@@ -23,7 +24,7 @@ def one_line(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def logged(path: Path):
+def logged(path: Path) -> Iterator[None]:
     """Send fd 1 and fd 2 (Python and native writes alike) to a log file for one request."""
     path.parent.mkdir(parents=True, exist_ok=True)
     sys.stdout.flush()
@@ -61,7 +62,7 @@ def serve(handle: Callable[[dict], dict]) -> None:
         protocol.write(json.dumps(answer) + "\n")
 
 
-def mlir_module(program):
+def mlir_module(program: Any) -> Any:  # the environment's AIProgram and MLIR module
     """The MLIR module under an AIProgram: `_mlir_module` up to 1.0.0b2, `_module` from b3."""
     module = getattr(program, "_mlir_module", None)
     if module is None:

@@ -93,8 +93,9 @@ def ray_lines(jobs: int, record: Path | None, shipped: bool = False) -> dict[str
         local = store(folder, "local")
         out["local_cold_s"], local_answer = sweep(reg, local)
         out["local_warm_s"], _ = sweep(reg, local)
-        node = {"num_cpus": 1, "include_dashboard": False, "node_ip_address": "127.0.0.1",
-                "object_store_memory": 100 * 1024**2}
+        node: dict[str, Any] = {"num_cpus": 1, "include_dashboard": False,
+                                "node_ip_address": "127.0.0.1",
+                                "object_store_memory": 100 * 1024**2}
         start = time.perf_counter()
         cluster = Cluster(initialize_head=True, connect=False,
                           head_node_args={**node, "temp_dir": str(folder / "ray-tmp")})

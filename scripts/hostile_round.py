@@ -164,6 +164,11 @@ def _socket(path: Path) -> None:
     s.bind(str(path))
 
 
+def _env(var: str, value: str) -> Callable[[Path], dict[str, str]]:
+    """A case's setup that only sets one variable."""
+    return lambda _folder: {var: value}
+
+
 def git_cases() -> list[Case]:
     def evil_config(marker: Path) -> Callable[[Path], None]:
         def configure(repo: Path) -> None:
@@ -190,7 +195,7 @@ def git_cases() -> list[Case]:
                 git(repo, "config", key, value)
         return configure
 
-    mutations: dict[str, Callable[[Path], None]] = {
+    mutations: dict[str, Callable[[Path], object]] = {
         "symlink-abs": lambda r: (r / "coreai_torch" / "etc").symlink_to("/etc"),
         "symlink-rel-out": lambda r: (r / "coreai_torch" / "x").symlink_to("../../../outside"),
         "symlink-version-dev-zero": lambda r: ((r / "coreai_torch" / "__version__.py").unlink(),
@@ -220,14 +225,14 @@ def git_cases() -> list[Case]:
                        ("missing", ["--repo", "{folder}/nope"]),
                        ("file", ["--repo", "{folder}/file"]),
                        ("fifo", ["--repo", "{folder}/fifo"])):
-        def setup(folder: Path) -> dict[str, str]:
+        def odd_repos(folder: Path) -> dict[str, str]:
             (folder / "file").write_text("x")
             os.mkfifo(folder / "fifo")
             return {}
         for consent in ([], ["--allow-code"]):
             out.append(Case(f"git/{name}{'/consent' if consent else ''}",
                             ["bisect", "--from", "0.4.1", "--to", "0.4.2", *args, "-q",
-                             *consent], setup))
+                             *consent], odd_repos))
     return out
 
 
@@ -262,7 +267,7 @@ def store_cases() -> list[Case]:
                 "INVENTORY_RAY_JOB_TIMEOUT"):
         for value in ("abc", "-1", "0", "nan", "inf", "1e999", " "):
             out.append(Case(f"settings/{var}/{value!r}", ["envs", "list"],
-                            lambda f, var=var, value=value: {var: value}))
+                            _env(var, value)))
     return out
 
 
@@ -293,7 +298,7 @@ def input_cases() -> list[Case]:
         "constructs-unknown": 'constructs = ["nope"]', "upstream-int": "upstream = 5",
     }
     for dname, line in drafts.items():
-        def setup(folder: Path, line: str = line) -> dict[str, str]:
+        def draft(folder: Path, line: str = line) -> dict[str, str]:
             text = FIXES.read_text()
             key = line.split("=")[0].strip()
             import re
@@ -306,7 +311,7 @@ def input_cases() -> list[Case]:
         # a whole plan, so the case is slow
         accepted = dname == "id-dotdot"
         out.append(Case(f"draft/{dname}", ["plan", "--to", "0.4.2", "-q", "--fixes",
-                                            "{folder}/draft.toml"], setup,
+                                            "{folder}/draft.toml"], draft,
                         exits=(0, 1, 2, 3) if accepted else (2,), bound=1800 if accepted else 120,
                         slow=accepted))
     out.append(Case("sweep/registry-file-alone",
@@ -439,7 +444,7 @@ def ray_cases() -> list[Case]:
         for value in ("abc", "0", "-3", "nan"):
             out.append(Case(f"ray/{var}/{value}", ["sweep", "--from", "0.4.1", "--to", "0.4.2",
                                                    "-q", "--executor", "ray"],
-                            lambda f, var=var, value=value: {var: value}))
+                            _env(var, value)))
     return out
 
 

@@ -76,9 +76,9 @@ def main(argv: list[str]) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     if argv[:1] == ["--agree"]:
         rest = argv[2:]
-        fixes = rest[rest.index("--fixes"):rest.index("--fixes") + 2] if "--fixes" in rest \
+        chosen = rest[rest.index("--fixes"):rest.index("--fixes") + 2] if "--fixes" in rest \
             else []
-        return agree(argv[1], [b for b in rest if b not in fixes], fixes)
+        return agree(argv[1], [b for b in rest if b not in chosen], chosen)
     fixes: list[str] = []
     suffix = ""
     if argv[:1] == ["--fixes"]:

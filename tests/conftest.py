@@ -93,7 +93,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not _fast_session(session.config):
         return
-    built = sorted(_envs_now() - session.config.stash[_ENVS_BEFORE])
+    before = session.config.stash[_ENVS_BEFORE]
+    built = sorted(_envs_now() - before)
     if built:
         session.config.get_terminal_writer().line(
             f"fast tier: a test not marked slow built converter environments ({', '.join(built)}"

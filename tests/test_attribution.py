@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tomli_w
@@ -87,12 +88,12 @@ def test_a_step_is_explained_only_by_lowering_records_of_that_step_naming_the_co
 
 
 def _step_result(emitted: str, shipped: str = "differs"):
-    from oracle.results import ProbeResult, Side
+    from oracle.results import Identity, ProbeResult, Side
     from oracle.spec import ProbeSpec
 
-    ok = {"packages": {}, "ok": True}
+    ok: dict[str, Any] = {"packages": {}, "ok": True}
     return ProbeResult(ProbeSpec("batch_norm", {}), Side("0.4.0", **ok), Side("0.4.1", **ok),
-                       emitted, shipped, None, "")
+                       Identity(emitted), Identity(shipped), None, "")
 
 
 def test_a_change_the_optimizer_alone_made_is_the_pipeline_records_never_the_lowerings():
@@ -247,7 +248,7 @@ def _both_fail(old_error: str, new_error: str):
     from oracle.results import Identity, ProbeResult, Side
     from oracle.spec import ProbeSpec
 
-    side = {"packages": {}, "ok": False, "stage": "worker"}
+    side: dict[str, Any] = {"packages": {}, "ok": False, "stage": "worker"}
     return ProbeResult(ProbeSpec("pad", {}), Side("0.4.1", error=old_error, **side),
                        Side("0.4.2", error=new_error, **side), Identity.BOTH_CANNOT_CONVERT,
                        Identity.BOTH_CANNOT_CONVERT, None, "")
@@ -294,7 +295,7 @@ def test_a_failure_reads_alike_across_location_formats_and_the_sides_own_folders
 
     assert not program_changed(both(side("0.4.0", fused), side("0.4.1", debuginfo)))
     persist = "save: RuntimeError: failed to persist mlasset to /r/.q-{0}.ab12/{1}/model.aimodel"
-    plain = {"packages": {}, "ok": False, "stage": "save"}
+    plain: dict[str, Any] = {"packages": {}, "ok": False, "stage": "save"}
     assert not program_changed(both(Side("0.4.0", error=persist.format("1", "old-0.4.0"), **plain),
                                     Side("0.4.1", error=persist.format("2", "new-0.4.1"),
                                          **plain)))

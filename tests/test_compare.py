@@ -30,6 +30,7 @@ def test_1d_output_padding_above_padding_changes_shape_0_4_1_to_0_4_2(env, pool)
     m = result.measurement
     assert m is not None and m.ok and m.runtime == "linux-cpu, coreai-core 1.0.0b2"
     s = m.stats
+    assert s is not None
     # k4 s2 p0 op1 on length 6: torch gives (6-1)*2 + 4 + 1 = 15; 0.4.1 pre-pads and ships 16.
     assert s.shapes_ref == s.shapes_new == [[1, 4, 15]]
     assert s.shapes_old == [[1, 4, 16]]
@@ -51,7 +52,9 @@ def test_1d_output_padding_below_padding_is_measured_against_torch(env, pool):
     # shape; re-exporting is optional.
     assert (result.emitted, result.shipped, result.outputs) == ("differs", "differs",
                                                                  "bit-identical")
+    assert result.measurement is not None
     s = result.measurement.stats
+    assert s is not None
     assert s.shapes_old == s.shapes_new == s.shapes_ref == [[1, 4, 11]]
     assert s.maxabs_old_new == 0.0
     verdict = judge(result, load_policy())

@@ -123,8 +123,8 @@ def _script():
 
     path = Path(__file__).resolve().parent.parent / "scripts" / "conformance.py"
     spec = importlib.util.spec_from_file_location("conformance_script", path)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
     spec.loader.exec_module(module)
     return module
 

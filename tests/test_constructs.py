@@ -63,6 +63,7 @@ def test_construct_is_complete(kind: str):
     assert c.params, f"{kind}: the probe takes no parameter"
     # a construct whose probe takes a checkpoint's tensors (--weights) also takes `tensors`
     takes = ["params", "gen", "values"] + (["tensors"] if c.checkpoint else [])
+    assert c.build is not None
     assert list(inspect.signature(c.build).parameters) == takes
     for reader in c.readers:
         assert reader.ops and all(isinstance(op, str) and "." in op for op in reader.ops)

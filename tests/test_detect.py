@@ -157,6 +157,7 @@ def _table(path: Path) -> dict:
     that needs only torch); `path` is the environment's folder."""
     (file,) = sorted(path.glob("lib/python*/site-packages/coreai_torch/_decomp.py"))
     spec = importlib.util.spec_from_file_location(f"_decomp_{path.name.replace('.', '_')}", file)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.get_decomp_table()

@@ -65,6 +65,7 @@ def _commands() -> dict[str, list[str]]:
             pages.setdefault(name, []).append(name)
         else:
             (parent,) = [g.name for g in app.registered_groups if g.typer_instance is group]
+            assert parent is not None
             pages.setdefault(parent, []).append(f"{parent} {name}")
     return pages
 

@@ -95,7 +95,8 @@ def test_a_manifest_is_what_makes_an_environment_ready(tmp_path, monkeypatch):
     (path / "inventory-env.json").write_text(json.dumps(
         {"converter": "0.4.2", "core": "1.0.0b2", "packages": {"coreai-core": "1.0.0b2"},
          "deviations": []}))
-    assert ready_env("0.4.2").runtime == "linux-cpu, coreai-core 1.0.0b2"
+    ready = ready_env("0.4.2")
+    assert ready is not None and ready.runtime == "linux-cpu, coreai-core 1.0.0b2"
 
 
 def test_an_environment_that_cannot_be_built_fails_under_ci_and_skips_elsewhere(monkeypatch):

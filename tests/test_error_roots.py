@@ -11,14 +11,14 @@ import pkgutil
 
 import pytest
 import typer
+from cli import invoke, one_line
+from test_layering import COREAI_ALLOWED
 
 import inventory
 import oracle
 from inventory.errors import USER_ERRORS, ExitCode, InventoryError
 from inventory.terminal import answering
 from oracle.errors import OracleUserError
-from tests.cli import invoke, one_line
-from tests.test_layering import COREAI_ALLOWED
 
 ROOTS = (InventoryError, OracleUserError)
 
@@ -106,7 +106,7 @@ def test_the_walk_sees_the_classes_it_must():
         assert name in CLASSES, name
 
 
-def _answered(exc: Exception) -> int:
+def _answered(exc: BaseException) -> int:
     try:
         with answering("plan"):
             raise exc

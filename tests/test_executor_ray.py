@@ -75,8 +75,8 @@ def _two_nodes() -> Iterator[Any]:
     here = {**RAY_ENV, "RAY_TMPDIR": str(temp)}
     saved = {k: os.environ.get(k) for k in here}
     os.environ.update(here)
-    node = {"num_cpus": 1, "include_dashboard": False, "node_ip_address": "127.0.0.1",
-            "object_store_memory": 100 * 1024**2}
+    node: dict[str, Any] = {"num_cpus": 1, "include_dashboard": False,
+                            "node_ip_address": "127.0.0.1", "object_store_memory": 100 * 1024**2}
     made = Cluster(initialize_head=True, connect=False,
                    head_node_args={**node, "temp_dir": str(temp)})
     try:
@@ -228,7 +228,9 @@ def _sweep_on(cluster: str, registry: Path, store: Path, *extra: str
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={**os.environ, **RAY_ENV, "INVENTORY_CACHE": str(store), "COLUMNS": "400"})
     lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(run.stderr.readline, "")),
+    stderr = run.stderr
+    assert stderr is not None and run.stdout is not None  # both piped
+    reader = threading.Thread(target=lambda: lines.extend(iter(stderr.readline, "")),
                               daemon=True)
     reader.start()
     return run, lines, reader
@@ -239,6 +241,7 @@ def test_a_node_agent_killed_mid_run_its_jobs_run_elsewhere(cluster, local, tmp_
     store = _store(tmp_path, "killed")
     run, lines, reader = _sweep_on(cluster, registry, store)
     killed = _kill_an_agent_once_both_work(cluster, run, lines)
+    assert run.stdout is not None
     stdout = run.stdout.read()  # not communicate(): it would race the reader for stderr
     run.wait(timeout=600)
     reader.join(timeout=10)
@@ -271,6 +274,7 @@ def test_a_node_lost_mid_run_leaves_stdout_the_json_document(env, local, tmp_pat
         _wait_for_both_in_flight(run, lines)
         [second] = [n for n in made.list_all_nodes() if n is not made.head_node]
         made.remove_node(second, allow_graceful=False)
+        assert run.stdout is not None
         stdout = run.stdout.read()  # not communicate(): it would race the reader for stderr
         run.wait(timeout=600)
         reader.join(timeout=10)
@@ -297,6 +301,7 @@ def test_the_head_node_lost_mid_run_is_inconclusive_in_one_line_and_stores_nothi
         run, lines, reader = _sweep_on(made.address, registry, store, "--no-cache")
         _wait_for_both_in_flight(run, lines)
         made.remove_node(made.head_node, allow_graceful=False)
+        assert run.stdout is not None
         stdout = run.stdout.read()
         run.wait(timeout=600)
         reader.join(timeout=10)

@@ -11,6 +11,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -27,7 +28,7 @@ WIDTH = 76
 
 
 def _commands() -> list[tuple[tuple[str, ...], typer.core.TyperCommand]]:
-    out = []
+    out: list[tuple[tuple[str, ...], Any]] = []
 
     def walk(command: object, path: tuple[str, ...]) -> None:
         subcommands = getattr(command, "commands", None)

@@ -12,12 +12,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from cli import invoke, one_line
 
 from inventory.terminal import Phases
 from oracle import env_files, installer, pip_config
 from oracle.envs import MANIFEST, _checked_build, files_changed
 from oracle.releases import EnvError
-from tests.cli import invoke, one_line
 
 LISTING = """\
 :env:.find-links='/srv/wheels'
@@ -97,8 +97,8 @@ def test_a_cuda_torch_is_told_apart_from_the_cpu_wheel(tmp_path):
     _dist_info(tmp_path / "cu", "torch", "2.13.0", "Requires-Dist: nvidia-cublas==13.4.1.3")
     _dist_info(tmp_path / "label", "torch", "2.13.0+cu130")
     assert installer.cuda_torch(tmp_path / "cpu") is None
-    assert "nvidia-cublas" in installer.cuda_torch(tmp_path / "cu")
-    assert "CUDA build" in installer.cuda_torch(tmp_path / "label")
+    assert "nvidia-cublas" in (installer.cuda_torch(tmp_path / "cu") or "")
+    assert "CUDA build" in (installer.cuda_torch(tmp_path / "label") or "")
 
 
 def _record_hash(data: bytes) -> str:

@@ -8,6 +8,7 @@ import inspect
 import json
 import math
 import subprocess
+from typing import Any
 
 import pytest
 import torch
@@ -24,6 +25,7 @@ REGIMES = load_regimes()
 
 def _state(probe: probes.Probe) -> dict[str, torch.Tensor]:
     """The values as the builder made them (fp32), before the recipe's cast."""
+    assert probe.original is not None
     return dict(probe.original.state_dict())
 
 
@@ -53,9 +55,10 @@ def _values_batch_norm(r: Regime, probe: probes.Probe) -> None:
         assert tiny.any() and huge.any() and (~tiny & ~huge).any()
     assert probe.inputs["x"].dtype == probes.DTYPES[r.spec.dtype]
     pd = probes.DTYPES[r.spec.params.get("param_dtype", r.spec.dtype)]
-    assert probe.module.bn.running_var.dtype == pd
+    module: Any = probe.module  # the construct's own module: its parts are typed as Modules
+    assert module.bn.running_var.dtype == pd
     if r.spec.params.get("depthwise_kernel"):
-        assert probe.module.conv.weight.dtype == probes.DTYPES[r.spec.dtype]
+        assert module.conv.weight.dtype == probes.DTYPES[r.spec.dtype]
 
 
 def _values_atan2(r: Regime, probe: probes.Probe) -> None:

@@ -122,6 +122,7 @@ def coreai_table(env_path: Path) -> dict:
     file that needs only torch, and every environment shares the main venv's torch)."""
     (file,) = sorted(env_path.glob("lib/python*/site-packages/coreai_torch/_decomp.py"))
     spec = importlib.util.spec_from_file_location("_coreai_torch_decomp", file)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.get_decomp_table()

@@ -105,7 +105,7 @@ def registry(tmp_path: Path, commit: str, path: str = "export/export_mine.py",
     return reg
 
 
-def one_line(proc: subprocess.CompletedProcess[str]) -> str:
+def one_line(proc: subprocess.CompletedProcess[str] | Ran) -> str:
     assert "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, proc.stderr

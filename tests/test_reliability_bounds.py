@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli import Ran, invoke, one_line, spawn
@@ -274,7 +275,7 @@ def test_an_input_file_past_the_size_cap_is_one_line(tmp_path):
 # ---- cosmetics ----------------------------------------------------------------------------
 
 
-def _commands() -> list[tuple[tuple[str, ...], object]]:
+def _commands() -> list[tuple[tuple[str, ...], Any]]:
     import typer
 
     from inventory.cli import app

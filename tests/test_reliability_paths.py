@@ -99,7 +99,7 @@ def store_paths_of_registry(path: Path) -> list[Path]:
         except USER_ERRORS:
             continue  # a verify form the data cannot make is refused before any path
         build = parts.build_folder(bundle, form, None, True)
-        sides = [parts.side_folder(bundle, build, e) for e in (old, new)]
+        sides = (parts.side_folder(bundle, build, old), parts.side_folder(bundle, build, new))
         out += [build, *sides, parts.pair_folder(bundle, *sides, old.converter, new.converter),
                 parts.run_folder(bundle, "0" * 20, build.name, new),
                 parts.cut_folder(bundle, build, new, f"{old.converter}->{new.converter}", [], 0),

@@ -437,7 +437,8 @@ def test_a_moved_store_answers_from_what_it_stored(env, tmp_path):
     probe = _probe(document)
     assert probe["cached"] is True and probe["shipped"] == "differs"
     assert Path(probe["evidence"]) == moved / "results" / stored.name
-    assert load_result(Path(probe["evidence"])).old.files["asset"].startswith(str(moved))
+    loaded = load_result(Path(probe["evidence"]))
+    assert loaded is not None and loaded.old.files["asset"].startswith(str(moved))
     torch_site = moved / "envs" / f"torch-{load_catalog().torch}" / "site"
     for version in ("0.4.1", "0.4.2"):  # re-pointed at the moved store's own torch
         assert (_site(moved, version) / SHARED_TORCH_PTH).read_text().strip() == str(torch_site)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli import spawn
+from cli import Ran, spawn
 from test_reliability_data import evil_registry, one_clean_line
 
 BUILDERS = '''\
@@ -60,7 +60,7 @@ def builders(env, tmp_path) -> dict[str, str]:
     return {"PYTHONPATH": str(tmp_path), "HOSTILE_PIDS": str(tmp_path / "pids")}
 
 
-def _trace(tmp_path: Path, builder: str, extra: dict[str, str]) -> tuple[object, list[int]]:
+def _trace(tmp_path: Path, builder: str, extra: dict[str, str]) -> tuple[Ran, list[int]]:
     registry = evil_registry(tmp_path, f'[bundles.evil.trace]\ntarget = '
                                        f'"hostile_builders:{builder}"')
     ran = spawn("trace", "evil", "--registry", str(registry), "--allow-code", "-q", **extra)

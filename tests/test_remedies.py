@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -46,7 +47,7 @@ def _run_in_shell(command: str, folder: Path, tmp_path: Path) -> list[list[str]]
 
 def _parses(argv: list[str]) -> None:
     """The arguments are a valid command line of the real CLI (parsed, nothing run)."""
-    root = typer.main.get_command(app)
+    root: Any = typer.main.get_command(app)  # a group: it has commands
     command = root.commands[argv[0]]
     with command.make_context(f"inventory {argv[0]}", argv[1:]):
         pass

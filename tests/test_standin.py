@@ -7,6 +7,8 @@ registry's stated differences.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from inventory.registry import load_registry
@@ -19,7 +21,7 @@ DIV = {"kind": "true_divide", "count": 17, "dtype": "float16",
 NORM = {"kind": "batch_norm", "count": 17, "dtype": "float16", "params": {"channels": 512}}
 FACTS = {"aten_ops": 2975, "softmax": {"float16": 35}}
 STANDIN_FACTS = {"aten_ops": 3212, "softmax": {"float16": 18, "float32": 17}}
-STATED = {
+STATED: dict[str, Any] = {
     "differences": [{"why": "the recipe divides", "recipe_only": [DIV], "standin_only": []}],
     "facts": {"aten_ops": {"standin": 3212, "recipe": 2975},
               "softmax": {"standin": {"float16": 18, "float32": 17},

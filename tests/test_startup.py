@@ -9,8 +9,7 @@ import subprocess
 import sys
 
 import pytest
-
-from tests.cli import ROOT
+from cli import ROOT
 
 # Runs the command line as `inventory ARGS` does, then lists what it imported of the heavy ones.
 _SCRIPT = """

@@ -21,15 +21,19 @@ def stored(tmp_path):
 
 def test_a_second_read_of_unchanged_files_hashes_nothing(tmp_path, monkeypatch):
     folder = stored(tmp_path)
-    assert store.read_record(folder)["verdict"] == "same-program"
+    assert (store.read_record(folder) or {}).get("verdict") == "same-program"
     assert (folder / store.VERIFIED).is_file()
     hashed = []
-    monkeypatch.setattr(store, "manifest", lambda f: hashed.append(f) or {})
-    assert store.read_record(folder)["verdict"] == "same-program"
+
+    def manifest(f):
+        hashed.append(f)
+        return {}
+    monkeypatch.setattr(store, "manifest", manifest)
+    assert (store.read_record(folder) or {}).get("verdict") == "same-program"
     assert hashed == []
     # the stamp is never evidence: the manifest of the folder is what was stored
     monkeypatch.undo()
-    assert store.manifest(folder) == store.read_record(folder)["files_sha256"]
+    assert store.manifest(folder) == (store.read_record(folder) or {}).get("files_sha256")
 
 
 def test_an_edited_file_is_hashed_again_and_found_damaged(tmp_path):

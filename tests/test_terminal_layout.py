@@ -10,7 +10,7 @@ from cli import invoke
 from rich.console import Console
 from rich.text import Text
 
-from inventory.report.table_fit import Column, fitted_table, names
+from inventory.report.table_fit import Cell, Column, fitted_table, names
 
 LEVELS = ("required", "inconclusive", "optional", "no")
 
@@ -24,6 +24,7 @@ def _render(table, width: int) -> str:
 def test_a_narrow_table_leaves_out_the_least_important_columns_and_says_so():
     columns = [Column("bundle", 0, no_wrap=True), Column("level", 0, no_wrap=True),
                Column("why", 0), Column("extra", 2), Column("more", 1)]
+    rows: list[dict[str, Cell]]
     rows = [{"bundle": "a_long_bundle_name", "level": Text("inconclusive"),
              "why": "several words that may wrap", "extra": "x" * 30, "more": "y" * 20}]
     table = fitted_table(columns, rows)

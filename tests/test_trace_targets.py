@@ -9,6 +9,7 @@ against the recorded recipe trace.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # A small Mimi: 3 upsampling ratios like the shipped one, 4 steps per frame, a 6-step attention
 # context in a 12-slot ring so that a few frames already wrap it.
-MIMI_SMALL = {
+MIMI_SMALL: dict[str, Any] = {
     "sample_rate": 960, "frame_rate": 10.0, "inner_dim": 8, "outer_dim": 16,
     "seanet": {"dimension": 16, "n_filters": 4, "ratios": [4, 3, 2]},
     "transformer": {"d_model": 16, "num_heads": 2, "num_layers": 1, "context": 6,
@@ -29,7 +30,7 @@ MIMI_SMALL = {
 }
 MIMI_SMALL_RING = 12
 
-CONFORMER_SMALL = {"hidden": 32, "layers": 2, "heads": 2, "ff": 64, "mels": 16,
+CONFORMER_SMALL: dict[str, Any] = {"hidden": 32, "layers": 2, "heads": 2, "ff": 64, "mels": 16,
                    "sub_channels": 8}
 
 SAM3_SMALL = {
@@ -97,7 +98,7 @@ def test_mimi_step_reproduces_pocket_tts_streaming_decode():
     from pocket_tts.modules.stateful_module import StatefulModule, increment_steps, init_states
 
     torch.manual_seed(0)
-    model = mimi.load_mimi(overrides=MIMI_SMALL, device="cpu").eval()
+    model: Any = mimi.load_mimi(overrides=MIMI_SMALL, device="cpu").eval()  # pocket-tts's
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0, 0.3)

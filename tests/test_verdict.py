@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from inventory.policy import load_policy
 from inventory.verdict import judge, worst
-from oracle.results import Alone, Measurement, ProbeResult, Side
+from oracle.results import Alone, Identity, Measurement, ProbeResult, Side
 from oracle.spec import ProbeSpec
 from oracle.stats import OutputStats, SideStats
 
@@ -14,7 +16,7 @@ NEW = Side("0.4.2", {}, True)
 
 
 def _stats(**kw) -> OutputStats:
-    base = dict(bit_identical=False, shapes_old=[[1, 4]], shapes_new=[[1, 4]],
+    base: dict[str, Any] = dict(bit_identical=False, shapes_old=[[1, 4]], shapes_new=[[1, 4]],
                 shapes_ref=[[1, 4]], maxabs_old_new=0.1, maxabs_old_ref=0.1,
                 maxabs_new_ref=0.001, ref_magnitude=1.0, nonfinite_old=0, nonfinite_new=0)
     base.update(kw)
@@ -23,7 +25,7 @@ def _stats(**kw) -> OutputStats:
 
 def _result(stats: OutputStats | None, shipped: str = "differs", old: Side = OK) -> ProbeResult:
     m = Measurement("linux-cpu, coreai-core 1.0.0b2", [], True, stats=stats) if stats else None
-    return ProbeResult(SPEC, old, NEW, shipped, shipped, m, "/evidence")
+    return ProbeResult(SPEC, old, NEW, Identity(shipped), Identity(shipped), m, "/evidence")
 
 
 def test_wrong_where_the_new_one_is_right_is_required_and_names_the_runtime():
@@ -65,7 +67,7 @@ def test_a_failed_run_is_never_a_pass():
     failed = Side("0.4.1", {}, False, "worker", "worker died of SIGABRT")
     assert judge(_result(None, shipped="old-cannot-convert", old=failed),
                  load_policy()).reexport == "inconclusive"
-    unmeasured = ProbeResult(SPEC, OK, NEW, "differs", "differs",
+    unmeasured = ProbeResult(SPEC, OK, NEW, Identity.DIFFERS, Identity.DIFFERS,
                              Measurement("none", ["b2: aborted"], False, "no runtime"), "/e")
     assert judge(unmeasured, load_policy()).verdict == "inconclusive"
     assert worst(["no", "inconclusive", "optional"]) == "inconclusive"
@@ -87,12 +89,13 @@ def _alone(stats: SideStats | None, side: str = "new") -> ProbeResult:
     shipped = "old-cannot-convert" if side == "new" else "new-cannot-convert"
     alone = Alone(side, "linux-cpu, coreai-core 1.0.0b2", stats is not None,
                   "" if stats else "aborted", stats)
-    return ProbeResult(SPEC, old, new, shipped, shipped, None, "/evidence", alone=alone)
+    return ProbeResult(SPEC, old, new, Identity(shipped), Identity(shipped), None, "/evidence",
+                       alone=alone)
 
 
 def _side(**kw) -> SideStats:
-    base = dict(shapes=[[1, 4]], shapes_ref=[[1, 4]], maxabs_ref=1e-5, ref_magnitude=1.0,
-                nonfinite=0)
+    base: dict[str, Any] = dict(shapes=[[1, 4]], shapes_ref=[[1, 4]], maxabs_ref=1e-5,
+                                ref_magnitude=1.0, nonfinite=0)
     base.update(kw)
     return SideStats(**base)
 
@@ -122,5 +125,6 @@ def test_a_side_that_could_not_run_alone_is_not_run_never_right():
     v = judge(_alone(None), load_policy())
     assert v.alone == "not-run" and "could not be checked against torch fp32: aborted" in v.reason
     stored_before = ProbeResult(SPEC, Side("0.4.1", {}, False, "convert", "x"), NEW,
-                                "old-cannot-convert", "old-cannot-convert", None, "/e")
+                                Identity.OLD_CANNOT_CONVERT, Identity.OLD_CANNOT_CONVERT, None,
+                                "/e")
     assert judge(stored_before, load_policy()).alone == "not-run"

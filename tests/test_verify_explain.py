@@ -4,6 +4,8 @@ runs here: tests/test_verify.py measures them end to end."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from inventory.verify.explain import (
     LOWERING,
     OPTIMIZER,
@@ -91,7 +93,8 @@ def fix(id_: str, kind: str = "lowering", constructs: tuple[str, ...] = (),
 
 
 def as_json(stage: str, **kw) -> dict:
-    base = {"constructs": [], "composite": None, "ops": [], "coreai_ops": [], "stage": stage}
+    base: dict[str, Any] = {"constructs": [], "composite": None, "ops": [], "coreai_ops": [],
+                            "stage": stage}
     return {**base, **kw}
 
 

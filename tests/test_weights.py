@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -105,13 +106,14 @@ def test_a_probe_built_from_a_checkpoint_holds_those_tensors(tmp_path):
             "pipeline": {"decompositions": "coreai", "optimize": True, "shapes": "static"},
             "tensors": tensors, "checkpoint": str(path)}
     probe = probes.build(spec)
-    bn = probe.module.bn
+    module: Any = probe.module  # the construct's own module: its parts are typed as Modules
+    bn = module.bn
     want = ckpt.read("layers.0.conv.norm.running_var")
     assert bn.running_var.dtype.is_floating_point and bn.running_var.numpy().tobytes() == \
         want.tobytes()  # fp16 in the checkpoint, fp16 in the module: the same values
-    assert (probe.module.conv.weight.detach().numpy() == ckpt.read(
+    assert (module.conv.weight.detach().numpy() == ckpt.read(
         "layers.0.conv.depthwise_conv.weight")).all()
-    assert float(probe.module.conv.bias.detach().abs().max()) == 0.0  # no bias in the file
+    assert float(module.conv.bias.detach().abs().max()) == 0.0  # no bias in the file
     assert (bn.running_var.float() < FP16_TINY).sum() == 2
 
 

@@ -120,12 +120,12 @@ def affected_cmd(
     bundles = select(all_bundles, bundle)
     ignores = load_ignores(ignore)
     checkpoints = parse_weights(weights, all_bundles)
-    catalog = load_catalog()
-    runtimes = parse_overrides(runtime, catalog)
+    known = load_catalog()  # with --catalog's releases (set for the run by `command`)
+    runtimes = parse_overrides(runtime, known)
     result = report(
         Renderer("affected", affected_record, affected_table, affected_markdown,
                  affected_summary, input_files(registry=registry, fixes=fixes)), fmt, quiet,
-        lambda progress: affected(the_fix, bundles, catalog, load_policy(tolerance), to=to,
+        lambda progress: affected(the_fix, bundles, known, load_policy(tolerance), to=to,
                                   use_cache=not no_cache, progress=progress, ignores=ignores,
                                   weights=checkpoints, runtimes=runtimes, fixes=records,
                                   verify=verify, recipe_root=recipe_root,

@@ -131,8 +131,8 @@ def plan_cmd(
     check_budget("--run-budget", run_budget)
     if baseline is not None:
         read_baseline(baseline)  # a malformed baseline fails before the run, not after it
-    catalog = load_catalog()
-    runtimes = parse_overrides(runtime, catalog)
+    known = load_catalog()  # with --catalog's releases (set for the run by `command`)
+    runtimes = parse_overrides(runtime, known)
     bundles = select(load_registry(registry), bundle)
     records = load_fixes(fixes)
 
@@ -140,11 +140,11 @@ def plan_cmd(
         # One answer: each bundle's whole-program check (stored, or measured by --verify) is
         # had first, so that the records it credits, pipeline records included, are answered
         # from the very steps it holds.
-        checks = verified(bundles, to, records, catalog, load_policy(tolerance),
+        checks = verified(bundles, to, records, known, load_policy(tolerance),
                           use_cache=not no_cache if verify else True, compute=verify,
                           progress=progress, run_budget=run_budget, full=full,
                           recipe_root=recipe_root, allow_code=allow_code)
-        result = plan(to, bundles, records, catalog, load_policy(tolerance),
+        result = plan(to, bundles, records, known, load_policy(tolerance),
                       load_ignores(ignore), use_cache=not no_cache, progress=progress,
                       runtimes=runtimes, checks=checks, recipe_root=recipe_root,
                       allow_code=allow_code)

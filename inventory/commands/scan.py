@@ -80,12 +80,12 @@ def scan_cmd(
     check_output(output)
     as_json = fmt is OutputFormat.JSON
     ready()
-    catalog = load_catalog()
-    runtimes = parse_overrides(runtime, catalog)
+    known = load_catalog()  # with --catalog's releases (set for the run by `command`)
+    runtimes = parse_overrides(runtime, known)
     linked = (registry, load_registry(registry)) if against_registry else None
     try:
         result = run(quiet or as_json,
-                     lambda progress: scan(list(paths or []), catalog, reader=reader,
+                     lambda progress: scan(list(paths or []), known, reader=reader,
                                            registry=linked, progress=progress,
                                            runtimes=runtimes))
     except OSError as exc:
@@ -101,7 +101,7 @@ def scan_cmd(
         registry=registry if against_registry else None)), fmt, result, result.warnings, error,
          to=output)
     for bad in failed:
-        err.print(labelled("error:", "red", bad.error), highlight=False, soft_wrap=True)
+        err.print(labelled("error:", "red", bad.error or ""), highlight=False, soft_wrap=True)
     if failed:
         finish(ExitCode.USAGE)
     if result.disagreements or result.not_loading:

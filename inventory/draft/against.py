@@ -93,7 +93,12 @@ def _subjects(kind: str, constructs: Iterable[str]) -> tuple[str, ...]:
 
 def compare(steps: tuple[StepDraft, ...], curated: list[Fix], source: str) -> Comparison:
     diffs: list[RecordDiff] = []
-    pr_d, pr_c, pair_d, pair_c, con_d, con_c = [], [], [], [], [], []
+    pr_d: list[str] = []
+    pr_c: list[str] = []
+    pair_d: list[str] = []
+    pair_c: list[str] = []
+    con_d: list[str] = []
+    con_c: list[str] = []
     for sd in steps:
         o = sd.observed
         mine = [f for f in curated if f.ships_in == o.new]

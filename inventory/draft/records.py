@@ -145,8 +145,7 @@ def group(observed: Observed, repo_url: str = "") -> StepDraft:
         _place_region(bundle, region, groups, get, pipeline_key, notes)
     if observed.asset is not None:
         search = observed.asset.search
-        commit = search.commit if search is not None else None
-        get("asset", ASSET, commit)
+        get("asset", ASSET, search.commit if search is not None else None)
     if observed.pin is not None:
         get("pin", PIPELINE, observed.pin.commit)
     records = [_record(g, observed, groups, repo_url) for g in _ordered(groups)]
@@ -293,7 +292,7 @@ def _asset_record(g: _Group, observed: Observed, repo_url: str) -> Drafted:
     search = change.search
     commit = search.commit if search is not None else None
     step = f"{observed.old}-{observed.new}"
-    if commit is not None:
+    if search is not None and commit is not None:
         rid = commit.pr or f"commit-{commit.short}"
         title = _SUBJECT_PR.sub("", commit.subject) or commit.short
         grouped = (f"commit {commit.label()} of {observed.repo}: the first whose asset probe "

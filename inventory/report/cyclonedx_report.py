@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from cyclonedx.model import HashAlgorithm, HashType, Property
+from cyclonedx.model import HashAlgorithm, HashType, Property, XsUri
 from cyclonedx.model.bom import Bom
 from cyclonedx.model.component import Component, ComponentType
 from cyclonedx.model.impact_analysis import (
@@ -188,7 +188,7 @@ def _finding(bom: Bom, bundle: Component, fix: str, title: str, level: str, item
     bom.vulnerabilities.add(Vulnerability(
         bom_ref=f"{upstream_ref(fix)}/{bundle.bom_ref.value}",
         id=upstream_ref(fix), description=title,
-        source=VulnerabilitySource(name=UPSTREAM, url=url) if url else None,
+        source=VulnerabilitySource(name=UPSTREAM, url=XsUri(url)) if url else None,
         recommendation="; ".join(item.get("remedies") or []) or None,
         analysis=VulnerabilityAnalysis(state=_STATE[level], justification=justification,
                                        responses=responses, detail=detail),

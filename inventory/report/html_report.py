@@ -151,7 +151,7 @@ def _probe_view(label: str, ref: str) -> ProbeView:
 
 
 def _views(findings: Iterable[Finding], budget: list[int]) -> list[ProbeView]:
-    out = []
+    out: list[ProbeView] = []
     for f in findings:
         for ref in f.evidence:
             if budget[0] <= 0:

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from inventory.plan import BundlePlan, Plan, plan_summary, setting, suggestion
-from inventory.report.table_fit import Column, fitted_table
+from inventory.report.table_fit import Cell, Column, fitted_table
 from inventory.report.text import md_cell
 from inventory.verdict import rank
 
@@ -86,6 +86,7 @@ def _changes_table(p: Plan) -> Group:
     columns = [Column("bundle", 0, no_wrap=True), Column("record", 0, no_wrap=True),
                Column("baseline", 0, no_wrap=True), Column("now", 0, no_wrap=True),
                Column("reason now", 1)]
+    rows: list[dict[str, Cell]]
     rows = [{"bundle": c.bundle, "record": c.item.fix.label, "baseline": c.before or "absent",
              "now": Text(c.now, style=_STYLE[c.now]), "reason now": c.item.answer.reason}
             for c in sorted(p.changes, key=lambda c: rank(c.now))]
@@ -109,6 +110,7 @@ def plan_table(p: Plan, details: bool = False) -> Group:
     columns = [Column("bundle", 0, no_wrap=True), Column("re-export", 0, no_wrap=True),
                Column("set by", 0), Column("not affected", 1),
                Column("exporter", 2, no_wrap=True), Column("loads (deployment runtimes)", 3)]
+    rows: list[dict[str, Cell]]
     rows = [{"bundle": b.bundle,
              "re-export": Text(b.reexport, style=_STYLE[b.reexport]),
              "set by": _fixes(b, b.reexport) if b.reexport != "no" else "-",

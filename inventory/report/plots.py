@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _POINTS = 256  # elements drawn per output: enough to see a pattern, small enough to inline
 
 
-def _figure(width: float = 7.0, height: float = 2.6):  # noqa: ANN202 (matplotlib's types)
+def _figure(width: float = 7.0, height: float = 2.6) -> tuple[ModuleType, Figure, Any]:
     import matplotlib
 
     matplotlib.use("Agg")  # no display here, and the report must not need one
@@ -25,7 +30,7 @@ def _figure(width: float = 7.0, height: float = 2.6):  # noqa: ANN202 (matplotli
     return plt, fig, axes
 
 
-def _svg(plt, fig) -> str:  # noqa: ANN001
+def _svg(plt: ModuleType, fig: Figure) -> str:
     out = io.StringIO()
     fig.tight_layout()
     fig.savefig(out, format="svg")

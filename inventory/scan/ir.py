@@ -55,7 +55,8 @@ def resolve_entry(entry: dict[str, Any], graphs: dict[str, dict[str, Any]]) -> E
     uses: dict[str, dict[str, Any]] = {}
     dynamic_results = 0
 
-    def walk(graph: dict[str, Any], mult: int, in_composite: bool, stack: tuple[str, ...]):
+    def walk(graph: dict[str, Any], mult: int, in_composite: bool,
+             stack: tuple[str, ...]) -> None:
         nonlocal dynamic_results
         for op, n in graph["ops"].items():
             if op.endswith(".invoke"):

@@ -68,19 +68,21 @@ def _trained_looking(module: Any, generator: Any) -> int:
                           else math.prod(w.shape[1:]))
                 w.copy_((torch.randn(w.shape, generator=generator) / math.sqrt(max(fan_in, 1)))
                         .to(w.dtype))
-                if getattr(layer, "bias", None) is not None:
-                    b = layer.bias
+                b = layer.bias
+                if b is not None:
                     b.copy_((0.02 * torch.randn(b.shape, generator=generator)).to(b.dtype))
                 done += 1
                 continue
             if not isinstance(layer, norms):
                 continue
-            if getattr(layer, "running_var", None) is not None:
-                n = layer.running_var.numel()
+            running_var = getattr(layer, "running_var", None)  # batch norms only
+            running_mean = getattr(layer, "running_mean", None)
+            if running_var is not None and running_mean is not None:
+                n = running_var.numel()
                 var = torch.exp(torch.randn(n, generator=generator) - 0.7).clamp(1e-3, 50.0)
-                layer.running_var.copy_(var.to(layer.running_var.dtype))
-                layer.running_mean.copy_((torch.randn(n, generator=generator) * 0.5)
-                                         .to(layer.running_mean.dtype))
+                running_var.copy_(var.to(running_var.dtype))
+                running_mean.copy_((torch.randn(n, generator=generator) * 0.5)
+                                   .to(running_mean.dtype))
             for name, scale, centre in (("weight", 0.2, 1.0), ("bias", 0.1, 0.0)):
                 tensor = getattr(layer, name, None)
                 if tensor is not None:

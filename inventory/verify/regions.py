@@ -215,9 +215,9 @@ def regions(old: Side, new: Side) -> list[Region]:
                 region = found.setdefault(key, Region(g, composite(g)))
                 (region.lines_old if side == "old" else region.lines_new).append(n + 1)
     for region in found.values():
-        for side, lines in ((old, region.lines_old), (new, region.lines_new)):
-            for n in lines:
-                m = _COREAI_OP.search(side.normalised[n - 1])
+        for program, numbers in ((old, region.lines_old), (new, region.lines_new)):
+            for n in numbers:
+                m = _COREAI_OP.search(program.normalised[n - 1])
                 if m and m.group(1) not in region.coreai_ops:
                     region.coreai_ops.append(m.group(1))
         if region.graph == MAIN:

@@ -70,7 +70,9 @@ def shape(node: Any) -> list[int | str]:
 
 def dtype(node: Any) -> str:
     v = node.meta.get("val") if hasattr(node, "meta") else None
-    return DTYPE_NAMES.get(getattr(v, "dtype", None), str(getattr(v, "dtype", "?")))
+    dt = getattr(v, "dtype", None)
+    return DTYPE_NAMES.get(dt, str(dt)) if isinstance(dt, torch.dtype) else str(
+        getattr(v, "dtype", "?"))
 
 
 def module_path(node: Any) -> str:
@@ -313,7 +315,8 @@ def item_layout(x: Any) -> tuple[list[int | str], str] | None:
         return None
     names: dict[Any, sympy.Symbol] = {}
     layout: list[int | str] = []
-    for d in v.shape:
+    dims: list[Any] = list(v.shape)  # SymInts where symbolic (torch types a Size as ints)
+    for d in dims:
         if not is_symbolic(d):
             layout.append(0)
             continue

@@ -50,7 +50,7 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         """x + arange(start, h, step, dtype) where h is `.item()` of a [1, 2] size tensor (a
         constant made in forward, or the input `hw`), pinned as a product (sam3's decoder)."""
 
-        def forward(self, x: torch.Tensor, hw: torch.Tensor | None = None  # type: ignore[override]
+        def forward(self, x: torch.Tensor, hw: torch.Tensor | None = None
                     ) -> torch.Tensor:
             dtype = x.dtype if self.dtype == "input" else (
                 p.DTYPES[self.dtype] if self.dtype else None)

@@ -106,6 +106,9 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str,
         mean = y.mean(dim=(0, 2)) + torch.randn(c, generator=gen) * 0.05
         if regime == "spread":  # as trained: the statistics of what the conv produces
             var = y.var(dim=(0, 2)) * p.log_uniform(c, 0.5, 2.0, gen)
+    # the norm tracks running statistics (its defaults): these buffers are never None
+    assert bn.running_mean is not None and bn.running_var is not None
+    assert bn.num_batches_tracked is not None
     with torch.no_grad():
         bn.running_mean.copy_(mean)
         bn.running_var.copy_(var)
@@ -164,7 +167,7 @@ def _producer_depthwise(node: Any, channels: Any) -> tuple[int, str] | None:
     from oracle.constructs import _graph as g
 
     src = node.args[0] if node.args else None
-    if getattr(src, "op", "") != "call_function" or \
+    if src is None or getattr(src, "op", "") != "call_function" or \
             g.target_name(src) != "aten.convolution.default":
         return None
     args = list(src.args) + [None] * (9 - len(src.args))

@@ -42,7 +42,7 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
                 return torch.cat([x[:, : self.prefix], y], dim=2)
             if self.mode == "reshaped":
                 return torch.cat([x.reshape(x.shape[0], -1), y], dim=0)
-            if self.mode == "upsampled":
+            if self.mode == "upsampled" and self.up is not None:
                 return torch.cat([self.up(x), y], dim=2)
             raise ValueError(self.mode)
 

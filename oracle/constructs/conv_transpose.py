@@ -30,7 +30,8 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
     from oracle.constructs import _probe as p
 
     dim = int(params["dim"])
-    cls = {1: torch.nn.ConvTranspose1d, 2: torch.nn.ConvTranspose2d}[dim]
+    # torch types ConvTranspose1d's sizes as ints; both take the recorded tuples
+    cls: Any = {1: torch.nn.ConvTranspose1d, 2: torch.nn.ConvTranspose2d}[dim]
     inner = cls(
         int(params["in_channels"]),
         int(params["out_channels"]),
@@ -102,7 +103,7 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
         return None
     wshape = g.shape(w)
     groups = int(groups or 1)
-    params = {
+    params: dict[str, Any] = {
         "dim": len(wshape) - 2,
         "in_channels": wshape[0],
         "out_channels": wshape[1] * groups if isinstance(wshape[1], int) else wshape[1],

@@ -33,8 +33,11 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
             self.stride = stride
             self.padding = padding
             self.ceil_mode = ceil_mode
-            self.pool = torch.nn.MaxPool2d(kernel, stride=stride, padding=padding,
-                                           ceil_mode=ceil_mode)
+            # torch takes any int sequence (typed as tuples); the recorded lists are kept as
+            # they are so the probe's module is the one every stored result was made from
+            self.pool = torch.nn.MaxPool2d(
+                kernel, stride=stride, padding=padding,  # type: ignore[arg-type]
+                ceil_mode=ceil_mode)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             if self.form == "module":

@@ -45,7 +45,7 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
     if int_name:
         lo, hi = p.INT_MIN[int_name], p.INT_MAX[int_name]
         x = p.int_operand(shape, gen, max(lo + 1, -100), min(hi, 100))
-        minimum = lo if values == "adversarial" else max(lo + 1, -100) - 1
+        minimum: float = lo if values == "adversarial" else max(lo + 1, -100) - 1
     else:
         x = torch.randn(shape, generator=gen) * 3.0
         minimum = -math.inf if values == "adversarial" else -50.0

@@ -11,7 +11,7 @@ constant's `.item()` and ships a static reshape. The `constant` probe does too.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from oracle.constructs._construct import Construct, Reader, ScanSignature
 
@@ -104,7 +104,8 @@ def _from_item(params: dict[str, Any], gen: torch.Generator, mode: str, source: 
         def forward(self, x: torch.Tensor, hw: torch.Tensor | None = None) -> torch.Tensor:
             if hw is None:
                 hw = torch.tensor([[size, size]], dtype=torch.long, device=x.device)
-            h, w = hw[0, 0].item(), hw[0, 1].item()
+            # a long tensor's items: ints (unbacked SymInts under export), never floats
+            h, w = cast(int, hw[0, 0].item()), cast(int, hw[0, 1].item())
             torch._check(h * w == size * size)
             if mode == "merge":
                 t = torch.arange(h, dtype=x.dtype).view(1, 1, -1, 1) + x
@@ -152,11 +153,11 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     shape, how = sizes.concrete(x)
     out, out_how = sizes.concrete(node)
     how = g.worst([how, out_how])
-    sym = g.val(symbolic[0]) if isinstance(symbolic[0], torch.fx.Node) else symbolic[0]
+    sym: Any = g.val(symbolic[0]) if isinstance(symbolic[0], torch.fx.Node) else symbolic[0]
     source = g.size_source(symbolic[0])
     expr = sym.node.expr
     free = sorted(expr.free_symbols, key=str)
-    lead = g.val(x).shape[0] if g.val(x).dim() else None
+    lead: Any = g.val(x).shape[0] if g.val(x).dim() else None
     if g.is_symbolic(lead) and lead.node.expr in free:  # the input's batch, if it is one of them
         free.insert(0, lead.node.expr)
     static = [int(s) for s in target if isinstance(s, int) and s != -1]

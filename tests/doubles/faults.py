@@ -100,12 +100,14 @@ def install() -> None:
     except ImportError:
         return
     if not isinstance(client.Worker.__dict__["script"], _ProbeWorkerScript):
-        client.Worker.script = _ProbeWorkerScript(client.Worker.__dict__["script"])
+        # a descriptor in the class's Path attribute: reading it still gives a Path
+        client.Worker.script = _ProbeWorkerScript(  # type: ignore[assignment]
+            client.Worker.__dict__["script"])
     from oracle import worker_clients
 
     asset = worker_clients.AssetWorker
     if not isinstance(asset.__dict__["script"], _AssetWorkerScript):
-        asset.script = _AssetWorkerScript(asset.__dict__["script"])
+        asset.script = _AssetWorkerScript(asset.__dict__["script"])  # type: ignore[assignment]
     try:
         from inventory import terminal
     except ImportError:

@@ -46,7 +46,7 @@ def build(mel_len: int = MEL_LEN, device: str = "meta", dtype: torch.dtype = tor
           **overrides: Any) -> TraceTarget:
     from transformers import ParakeetEncoder
 
-    values = dict(hidden=512, layers=17, heads=8, ff=2048, mels=128, kernel=9,
+    values: dict[str, Any] = dict(hidden=512, layers=17, heads=8, ff=2048, mels=128, kernel=9,
                   sub_channels=256, conv_bias=True, linear_bias=True, scale_input=False)
     values.update(overrides)
     cfg = encoder_config(**values)

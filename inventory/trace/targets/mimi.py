@@ -47,14 +47,16 @@ def _history(conv: nn.Conv1d) -> int:
     return (conv.kernel_size[0] - 1) * conv.dilation[0] + 1 - conv.stride[0]
 
 
-def _streaming_conv(conv: nn.Conv1d, x: torch.Tensor, prev: torch.Tensor | None):
+def _streaming_conv(conv: nn.Conv1d, x: torch.Tensor,
+                    prev: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
     if prev is None:
         return conv(x), None
     joined = torch.cat([prev, x], dim=-1)
     return conv(joined), joined[..., joined.shape[-1] - prev.shape[-1]:]
 
 
-def _overlap_add(y: torch.Tensor, partial: torch.Tensor, bias: torch.Tensor | None):
+def _overlap_add(y: torch.Tensor, partial: torch.Tensor,
+                 bias: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """Add the carried partial onto the head of a transposed-conv output; split off the tail."""
     keep = y.shape[-1] - partial.shape[-1]
     head = y[..., : partial.shape[-1]] + partial
@@ -72,7 +74,12 @@ class MimiDecodeStep(nn.Module):
     with its next value (copy_), as the `--graph-state` export does.
     """
 
-    def __init__(self, mimi: nn.Module, steps: int, ring: int = RING) -> None:
+    emb_std: torch.Tensor  # buffers (register_buffer)
+    emb_mean: torch.Tensor
+
+    # pocket-tts ships no type information: its modules are Any here (an nn.Module's attribute
+    # reads as `Tensor | Module` to a type checker)
+    def __init__(self, mimi: Any, steps: int, ring: int = RING) -> None:
         super().__init__()
         from pocket_tts.modules.conv import StreamingConv1d, StreamingConvTranspose1d
         from pocket_tts.modules.seanet import SEANetResnetBlock
@@ -139,7 +146,7 @@ class MimiDecodeStep(nn.Module):
                      for shape, dt in self.state_shapes.values())
 
     # -- decoder transformer with a shift-register KV cache --
-    def _attention(self, layer: nn.Module, x: torch.Tensor, cache: torch.Tensor,
+    def _attention(self, layer: Any, x: torch.Tensor, cache: torch.Tensor,
                    offset: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         from pocket_tts.modules.attention import _build_attention_mask
         from pocket_tts.modules.rope import apply_rope
@@ -191,9 +198,10 @@ class MimiDecodeStep(nn.Module):
                 z = elu(z)
             elif kind == "conv":
                 z, prev = _streaming_conv(layer.conv, z, st[name] if name else None)
-                if name:
+                if name and prev is not None:
                     new[name] = prev
             elif kind == "convtr":
+                assert name is not None  # every streaming convtr keeps a state (__init__)
                 z, new[name] = _overlap_add(layer.convtr(z), st[name], layer.convtr.bias)
             else:  # resblock: ELU, conv(k, history), ELU, conv(k=1), residual add
                 v, j = z, 0
@@ -234,7 +242,7 @@ def load_mimi(config: str = DEFAULT_CONFIG, overrides: dict[str, Any] | None = N
         return build_mimi(mimi_cfg)
 
 
-def step_for(mimi: nn.Module, ring: int = RING) -> MimiDecodeStep:
+def step_for(mimi: Any, ring: int = RING) -> MimiDecodeStep:
     steps = mimi.encoder_frame_rate / mimi.frame_rate
     if steps != int(steps):
         raise ValueError(f"non-integer upsampling {steps}")

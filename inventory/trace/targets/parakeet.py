@@ -31,7 +31,7 @@ def subsampled_length(mel_len: int, stages: int = 3) -> int:
 
 def encoder_config(*, hidden: int, layers: int, heads: int, ff: int, mels: int, kernel: int,
                    sub_channels: int, conv_bias: bool, linear_bias: bool, scale_input: bool,
-                   **extra: Any):
+                   **extra: Any) -> Any:
     """A transformers ParakeetEncoderConfig with the recipe's values.
 
     Attention is "eager" (matmul + softmax): the recipes write attention out by hand, with no SDPA.
@@ -43,10 +43,12 @@ def encoder_config(*, hidden: int, layers: int, heads: int, ff: int, mels: int, 
         intermediate_size=ff, num_mel_bins=mels, conv_kernel_size=kernel,
         subsampling_conv_channels=sub_channels, subsampling_factor=8,
         convolution_bias=conv_bias, attention_bias=linear_bias, scale_input=scale_input,
-        attn_implementation="eager", **extra)
+        # taken through PreTrainedConfig's keyword arguments at run time; the dataclass
+        # signature transformers types it with does not list it
+        attn_implementation="eager", **extra)  # type: ignore[call-arg]
 
 
-def relative_positions(config, frames: int, dtype: torch.dtype, device: str) -> torch.Tensor:
+def relative_positions(config: Any, frames: int, dtype: torch.dtype, device: str) -> torch.Tensor:
     """The [1, 2T-1, hidden] relative-position table, computed once by transformers' own
     ParakeetEncoderRelPositionalEncoding (on CPU) so it can be baked as a constant, as the
     recipes bake theirs instead of computing it in the graph."""
@@ -67,7 +69,11 @@ class ConformerStack(nn.Module):
     xscale -> blocks; dropout is identity in eval and the position table is a buffer.
     """
 
-    def __init__(self, encoder: nn.Module, frames: int, dtype: torch.dtype, device: str) -> None:
+    pos_emb: torch.Tensor  # a buffer (register_buffer)
+
+    # transformers' ParakeetEncoder: Any, since an nn.Module's attribute reads as
+    # `Tensor | Module` to a type checker
+    def __init__(self, encoder: Any, frames: int, dtype: torch.dtype, device: str) -> None:
         super().__init__()
         self.encoder = encoder
         self.register_buffer(
@@ -118,7 +124,7 @@ def build(mel_len: int = MEL_LEN, device: str = "meta", dtype: torch.dtype = tor
           **overrides: Any) -> TraceTarget:
     from transformers import ParakeetForTDT, ParakeetTDTConfig
 
-    values = dict(hidden=1024, layers=24, heads=8, ff=4096, mels=128, kernel=9,
+    values: dict[str, Any] = dict(hidden=1024, layers=24, heads=8, ff=4096, mels=128, kernel=9,
                   sub_channels=256, conv_bias=False, linear_bias=False, scale_input=False)
     values.update(overrides)
     enc_cfg = encoder_config(**values)

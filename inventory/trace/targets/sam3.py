@@ -33,12 +33,12 @@ class Sam3Export(nn.Module):
         self._model = model
         self.autocast = autocast
 
-    def _run(self, pixel_values: torch.Tensor, input_ids: torch.Tensor):
+    def _run(self, pixel_values: torch.Tensor, input_ids: torch.Tensor) -> tuple[Any, ...]:
         out = self._model(pixel_values=pixel_values, input_ids=input_ids)
         return (out.pred_masks, out.pred_boxes, out.pred_logits, out.presence_logits,
                 out.semantic_seg)
 
-    def forward(self, pixel_values: torch.Tensor, input_ids: torch.Tensor):
+    def forward(self, pixel_values: torch.Tensor, input_ids: torch.Tensor) -> tuple[Any, ...]:
         if self.autocast:
             with torch.autocast(device_type="cpu", dtype=torch.float16):
                 return self._run(pixel_values, input_ids)

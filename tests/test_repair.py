@@ -140,6 +140,6 @@ def test_outputs_that_differ_by_one_bit_are_not_bit_identical(tmp_path):
         return RuntimeOutcome("1.0.0b1", "loads",
                               files={"main.outputs": str(tmp_path / f"{name}.safetensors")})
 
-    assert compare_outputs(outcome("a"), outcome("c"))["identical"] is True
+    assert compare_outputs(outcome("a"), outcome("c")).identical is True
     found = compare_outputs(outcome("a"), outcome("b"))
-    assert found["identical"] is False and found["differ"] == 1
+    assert found.identical is False and found.differ == 1

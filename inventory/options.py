@@ -102,7 +102,7 @@ Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown (= --
 Format = Annotated[str | None, typer.Option(
     "--format", "-f", metavar="FORMAT",
     help="The answer's format: table (the terminal's, the default), json (a versioned "
-         "envelope), markdown (for a release page; bisect: table or json), html (a "
+         "envelope), markdown (for a release page or a ticket), html (a "
          "self-contained report: plan, affected, verify) or cyclonedx (CycloneDX 1.6 with "
          "VEX: scan, plan, affected). --json and --markdown are its aliases; give one.")]
 OutputFile = Annotated[Path | None, typer.Option(
@@ -190,12 +190,12 @@ def check_recipe_root(value: Path | None) -> None:
         raise UsageError(f"--recipe-root {value}: not a folder")
 
 
-def check_output(path: Path | None) -> None:
+def check_output(path: Path | None, option: str = "--output") -> None:
     """`--output FILE` is checked before the run, not after it: its folder exists and the path
     is no folder."""
     if path is None:
         return
     if path.is_dir():
-        raise UsageError(f"--output {path}: a folder, not a file")
+        raise UsageError(f"{option} {path}: a folder, not a file")
     if not path.parent.is_dir():
-        raise UsageError(f"--output {path}: no folder {path.parent}")
+        raise UsageError(f"{option} {path}: no folder {path.parent}")

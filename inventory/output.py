@@ -176,6 +176,8 @@ class Renderer(Generic[T]):
     markdown: Callable[[T], str] | None = None
     summary: Callable[[T], Summary] | None = None  # per bundle: its level and top reason
     inputs: dict[str, Any] = field(default_factory=dict)  # `input_files(...)`
+    # the fix records the answer read (`--fixes`): the markdown links each `#N` as they say
+    fixes: Path | None = None
 
     def render(self, value: T, fmt: OutputFormat, console: Console,
                warnings: Sequence[str] = (), error: str | None = None,
@@ -228,7 +230,7 @@ def _markdown(d: Document[Any]) -> str:
         raise UsageError(f"{d.command} has no markdown form (--format table or json)")
     from inventory.report.text import for_release_page
 
-    return for_release_page(d.renderer.markdown(d.value))
+    return for_release_page(d.renderer.markdown(d.value), d.renderer.fixes)
 
 
 def _table(d: Document[Any]) -> Written:

@@ -26,7 +26,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,19 +64,99 @@ def _no_flaky(outcomes: list[RuntimeOutcome], what: str) -> None:
             + " (inconclusive: nothing repaired on a one-off abort; run repair again)")
 
 
-@dataclass
+@dataclass(frozen=True)
+class Locations:
+    """What the reader's core rewrote: op and block-argument locations, counted by kind before
+    and after, and the coreai op ids kept."""
+
+    locations_before: dict[str, int]
+    locations_after: dict[str, int]
+    ops: int
+    block_args: int
+    op_ids_kept: int
+
+
+@dataclass(frozen=True)
+class Weights:
+    """One asset's weights as a core reads them (the fingerprint `scan` computes)."""
+
+    fingerprint: str
+    constants: int
+    bytes: int
+    dtypes: dict[str, int]
+    inline: int
+    resources: int
+    unresolved_resources: int
+
+    @classmethod
+    def of(cls, answer: dict[str, Any]) -> Weights:
+        return cls(answer["fingerprint"], answer["constants"], answer["bytes"],
+                   dict(answer.get("dtypes") or {}), answer.get("inline", 0),
+                   answer.get("resources", 0), answer.get("unresolved_resources", 0))
+
+
+@dataclass(frozen=True)
+class WeightsCheck:
+    identical: bool
+    original: Weights
+    repaired: Weights
+    read_with: str
+
+
+@dataclass(frozen=True)
+class OutputsCheck:
+    """Every output array of every function, byte for byte, on one runtime from one seed."""
+
+    identical: bool
+    arrays: int
+    differ: int
+    functions: tuple[str, ...]
+    why: str
+    runtime: str = ""
+    seed: int = SEED
+
+
+@dataclass(frozen=True)
 class RepairReport:
+    """The answer of a repair that held: what was rewritten, and what shows nothing else
+    changed (the document every format renders)."""
+
     source: str
     out: str
     evidence: str
     reader: str  # the core that parsed the original and rewrote its locations
     stamper: str  # the core that re-saved it (its producer stamp)
-    locations: dict[str, Any] = field(default_factory=dict)
+    locations: Locations
+    original: tuple[RuntimeOutcome, ...]
+    repaired: tuple[RuntimeOutcome, ...]
+    weights: WeightsCheck
+    outputs: OutputsCheck
+    producer: str | None
+
+
+@dataclass
+class _Found:
+    """What a run has found so far: kept as evidence when the repair is refused half-way (the
+    store's record of a refusal), frozen into a `RepairReport` only when every check held."""
+
+    source: str
+    out: str
+    evidence: str
+    reader: str
+    stamper: str
+    locations: Locations | None = None
     original: list[RuntimeOutcome] = field(default_factory=list)
     repaired: list[RuntimeOutcome] = field(default_factory=list)
-    weights: dict[str, Any] = field(default_factory=dict)
-    outputs: dict[str, Any] = field(default_factory=dict)
+    weights: WeightsCheck | None = None
+    outputs: OutputsCheck | None = None
     producer: str | None = None
+
+    def report(self) -> RepairReport:
+        # reached only after every check held, so every part is there
+        assert self.locations and self.weights and self.outputs
+        return RepairReport(self.source, self.out, self.evidence, self.reader, self.stamper,
+                            self.locations, tuple(self.original), tuple(self.repaired),
+                            self.weights, self.outputs, self.producer)
 
 
 # What a repair writes: the program, its hash and the metadata, as coreai-core re-saves them. A
@@ -165,26 +245,26 @@ def _arrays(path: Path) -> dict[str, tuple[str, tuple[int, ...], bytes]]:
     return out
 
 
-def compare_outputs(before: RuntimeOutcome, after: RuntimeOutcome) -> dict[str, Any]:
+def compare_outputs(before: RuntimeOutcome, after: RuntimeOutcome) -> OutputsCheck:
     """Every output array of every function, byte for byte (dtype and shape included)."""
     keys = sorted(k for k in before.files if k.endswith(".outputs"))
     if not keys or keys != sorted(k for k in after.files if k.endswith(".outputs")):
-        return {"identical": False, "why": "the two runs did not store the same functions",
-                "functions": keys}
+        return OutputsCheck(False, 0, 0, tuple(keys),
+                            "the two runs did not store the same functions")
     arrays = differ = 0
     for key in keys:
         a, b = _arrays(Path(before.files[key])), _arrays(Path(after.files[key]))
         if sorted(a) != sorted(b):
-            return {"identical": False, "why": f"{key}: different output names",
-                    "functions": keys}
+            return OutputsCheck(False, arrays, differ, tuple(keys),
+                                f"{key}: different output names")
         arrays += len(a)
         differ += sum(1 for name in a if a[name] != b[name])
-    return {"identical": differ == 0 and arrays > 0, "arrays": arrays, "differ": differ,
-            "functions": [k.removesuffix(".outputs") for k in keys],
-            "why": "" if arrays else "no output array to compare"}
+    return OutputsCheck(differ == 0 and arrays > 0, arrays, differ,
+                        tuple(k.removesuffix(".outputs") for k in keys),
+                        "" if arrays else "no output array to compare")
 
 
-def _weights(session: Session, env: Env, bundle: Path, log_dir: Path) -> dict[str, Any]:
+def _weights(session: Session, env: Env, bundle: Path, log_dir: Path) -> Weights:
     """The weights fingerprint `scan` computes, read by `env`'s coreai-core."""
     log_dir.mkdir(parents=True, exist_ok=True)
     worker = session.pool_of(ScanWorker, "scan-worker").worker(env)
@@ -193,7 +273,7 @@ def _weights(session: Session, env: Env, bundle: Path, log_dir: Path) -> dict[st
     if not answer.get("ok"):
         raise RuntimeError(f"coreai-core {env.core} cannot read {bundle.name}: "
                            f"{answer.get('error')}")
-    return answer["weights"]
+    return Weights.of(answer["weights"])
 
 
 def repair(source: Path, out: Path, catalog: Catalog,
@@ -207,7 +287,7 @@ def repair(source: Path, out: Path, catalog: Catalog,
     root = results_root()
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"repair-{_digest(source)}"
-    report = RepairReport(str(source), str(out), str(final), reader, stamper)
+    report = _Found(str(source), str(out), str(final), reader, stamper)
     # The store's own temp folder: locked while this run holds it (so `cache prune` leaves a
     # live repair alone) and removed if the run dies.
     with building(final) as work:
@@ -223,10 +303,10 @@ def repair(source: Path, out: Path, catalog: Catalog,
             _publish(work, final, report, refused=str(exc))
             raise type(exc)(f"{exc} (evidence: {final})") from None  # inconclusive stays so
         _publish(work, final, report, refused=None)
-    return report
+    return report.report()
 
 
-def _run(source: Path, out: Path, report: RepairReport, session: Session, reader_env: Env,
+def _run(source: Path, out: Path, report: _Found, session: Session, reader_env: Env,
          stamper_env: Env, order: list[str], work: Path) -> None:
     progress = session.progress
     runners = asset_workers(session)
@@ -253,8 +333,8 @@ def _run(source: Path, out: Path, report: RepairReport, session: Session, reader
     if not answer.get("ok"):
         raise RepairError(f"coreai-core {report.reader} could not rewrite the locations "
                           f"({answer.get('stage')}: {answer.get('error')})")
-    report.locations = {k: answer[k] for k in ("locations_before", "locations_after", "ops",
-                                               "block_args", "op_ids_kept")}
+    report.locations = Locations(*(answer[k] for k in (
+        "locations_before", "locations_after", "ops", "block_args", "op_ids_kept")))
     left = {k: v for k, v in answer["locations_after"].items() if k != "debuginfo"}
     if left:
         raise RepairError(f"locations left that are not debuginfo locations: {left}")
@@ -282,19 +362,19 @@ def _run(source: Path, out: Path, report: RepairReport, session: Session, reader
         after = _weights(session, reader_env, repaired, work / "weights")
     except RuntimeError as exc:
         raise RepairError(f"weights cannot be compared: {exc}") from None
-    same = before["fingerprint"] == after["fingerprint"] and \
-        before["constants"] == after["constants"] and before["bytes"] == after["bytes"]
-    report.weights = {"identical": same, "original": before, "repaired": after,
-                      "read_with": f"coreai-core {report.reader}"}
-    if not same or before.get("unresolved_resources"):
+    same = (before.fingerprint, before.constants, before.bytes) == \
+        (after.fingerprint, after.constants, after.bytes)
+    report.weights = WeightsCheck(same, before, after, f"coreai-core {report.reader}")
+    if not same or before.unresolved_resources:
         raise RepairError(f"weights differ or cannot all be read: original "
-                          f"{before['fingerprint']} ({before['constants']} tensors), repaired "
-                          f"{after['fingerprint']} ({after['constants']} tensors)")
-    report.outputs = {**compare_outputs(base, report.repaired[0]),
-                      "runtime": f"coreai-core {base.core}", "seed": SEED}
-    if not report.outputs["identical"]:
+                          f"{before.fingerprint} ({before.constants} tensors), repaired "
+                          f"{after.fingerprint} ({after.constants} tensors)")
+    outputs = replace(compare_outputs(base, report.repaired[0]),
+                      runtime=f"coreai-core {base.core}", seed=SEED)
+    report.outputs = outputs
+    if not outputs.identical:
         raise RepairError(f"outputs on coreai-core {base.core} are not bit-identical: "
-                          f"{report.outputs.get('why') or report.outputs}")
+                          f"{outputs.why or f'{outputs.differ} of {outputs.arrays} arrays differ'}")
     # Nothing the original holds is lost (checked before the repair; what it wrote, now).
     lost = sorted({p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()}
                   - {p.relative_to(repaired).as_posix() for p in repaired.rglob("*")})
@@ -309,7 +389,7 @@ def _run(source: Path, out: Path, report: RepairReport, session: Session, reader
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _publish(work: Path, final: Path, report: RepairReport, refused: str | None) -> None:
+def _publish(work: Path, final: Path, report: _Found, refused: str | None) -> None:
     """Keep this run's evidence (verified or refused) under its content address."""
     shutil.rmtree(work / "workers", ignore_errors=True)
     data = json.loads(json.dumps(asdict(report), default=str).replace(str(work), str(final)))

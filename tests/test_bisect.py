@@ -125,6 +125,20 @@ def test_bisect_names_the_commit_that_changes_a_probe(env, tmp_path, json_schema
     manifest = json.loads((old.path.parent / built[fix] / "inventory-env.json").read_text())
     assert manifest["core"] == old.core and manifest["source"]["version"] == "0.4.1"
 
+    # every format says the same (the stored conversions read back): the probe, its release
+    # step and the commit with its pull request; the probe that does not change in none
+    args = ran.args[:ran.args.index("--json")] + ran.args[ran.args.index("--json") + 1:]
+    table = invoke(*args, COLUMNS="200").stdout
+    markdown = invoke(*args, "-f", "markdown").stdout
+    said = f"{fix[:7]} (#36)"
+    assert f"max_pool2d/functional-no-stride │ {probe['release_shipped']} │ {said}" in table
+    from inventory.report.text import for_release_page
+
+    assert f"| max_pool2d/functional-no-stride | {probe['release_shipped']} | " \
+           f"{for_release_page(said)} |" in markdown
+    for text in (table, markdown):
+        assert "1 of 2 probes change" in text and "functional-explicit-stride" not in text
+
 
 def test_every_commit_finds_a_change_undone_between_two_commits_a_binary_search_tests(
         env, tmp_path, json_schema):

@@ -71,10 +71,19 @@ def test_an_output_file_that_cannot_be_written_is_refused_before_the_run(name, t
     assert "a folder, not a file" in one_line(ran)
 
 
-def test_repair_has_no_markdown():
-    ran = invoke(*COMMANDS["repair"], "-f", "markdown")
+@pytest.mark.parametrize("fmt", ["html", "cyclonedx"])
+def test_a_format_a_command_has_no_form_in_is_refused_before_the_run(fmt):
+    for name in ("repair", "bisect", "sweep", "release-notes"):
+        ran = invoke(*COMMANDS[name], "-f", fmt)
+        assert ran.returncode == 2, name
+        assert f"{name} has no {fmt} form" in one_line(ran), name
+
+
+def test_the_report_of_a_repair_goes_to_report_not_to_its_output_bundle(tmp_path):
+    # -o is the repaired bundle; the report's file is --report, checked before the run
+    ran = invoke(*COMMANDS["repair"], "--report", str(tmp_path / "no" / "such" / "r.md"))
     assert ran.returncode == 2
-    assert "table or json" in one_line(ran)
+    assert one_line(ran).startswith("error: --report ") and "no folder" in one_line(ran)
 
 
 def test_envs_list_in_json_is_the_listing_the_table_prints(json_schema):
@@ -118,3 +127,29 @@ def test_no_field_of_the_result_is_repeated_at_the_top_of_the_document(args, tmp
     assert set(result).isdisjoint(document), set(result) & set(document)
     with pytest.raises(AssertionError, match="Additional properties are not allowed"):
         json_schema({**result, **document})
+
+
+def test_markdown_links_each_fix_as_the_answers_own_records_name_it(tmp_path):
+    """A release page links `#54` to the pull request the fix records the answer read name
+    (`--fixes`), not to the packaged database's."""
+    from rich.console import Console
+
+    from inventory.output import Renderer
+    from oracle.fixes import FIXES_FILE
+
+    packaged = "https://github.com/apple/coreai-torch/pull/54"
+    fork = "https://github.com/example/coreai-torch-fork/pull/54"
+    text = FIXES_FILE.read_text()
+    assert packaged in text
+    own = tmp_path / "fixes.toml"
+    own.write_text(text.replace(packaged, fork))
+
+    def page(fixes):
+        renderer = Renderer("plan", lambda v: {}, lambda v: "", lambda v: "#54 moves values",
+                            fixes=fixes)
+        out = tmp_path / "page.md"
+        renderer.render(None, OutputFormat.MARKDOWN, Console(), to=out)
+        return out.read_text()
+
+    assert page(None).strip() == f"[apple/coreai-torch#54]({packaged}) moves values"
+    assert page(own).strip() == f"[example/coreai-torch-fork#54]({fork}) moves values"

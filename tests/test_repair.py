@@ -96,6 +96,20 @@ def test_repair_makes_a_040_asset_load_on_b3_with_the_same_weights_and_outputs(
     assert fingerprints[0]["fingerprint"] == fingerprints[1]["fingerprint"]
     assert report["weights"]["original"]["fingerprint"] == fingerprints[0]["fingerprint"]
 
+    # The report in markdown (to --report FILE) says what the JSON says, and so does the table.
+    md = tmp_path / "repair.md"
+    again = run("repair", str(asset_040), "-o", str(tmp_path / "again.aimodel"), "-f",
+                "markdown", "--report", str(md))
+    assert again.returncode == 0 and again.stdout == "", again.stderr
+    table = run("repair", str(asset_040), "-o", str(tmp_path / "third.aimodel")).stdout
+    w, o, loc = report["weights"]["original"], report["outputs"], report["locations"]
+    for said in (f"{loc['ops']} op and {loc['block_args']} block-argument locations",
+                 f"{report['producer']} (re-saved with coreai-core {report['stamper']})",
+                 f"byte-identical: {w['fingerprint']} ({w['constants']} tensors",
+                 f"bit-identical on {o['runtime']}: {o['arrays']} array(s)",
+                 *(f"{x['core']} {x['outcome']}" for x in report["original"] + report["repaired"])):
+        assert said in md.read_text() and said in " ".join(table.split()), said
+
     # The repaired asset is told apart from a re-export by scan.
     scan = json.loads(run("scan", str(out), "--json").stdout)
     assert "repaired by `inventory repair`" in scan["result"]["bundles"][0]["exporter"]
@@ -140,6 +154,6 @@ def test_outputs_that_differ_by_one_bit_are_not_bit_identical(tmp_path):
         return RuntimeOutcome("1.0.0b1", "loads",
                               files={"main.outputs": str(tmp_path / f"{name}.safetensors")})
 
-    assert compare_outputs(outcome("a"), outcome("c"))["identical"] is True
+    assert compare_outputs(outcome("a"), outcome("c")).identical is True
     found = compare_outputs(outcome("a"), outcome("b"))
-    assert found["identical"] is False and found["differ"] == 1
+    assert found.identical is False and found.differ == 1

@@ -124,7 +124,8 @@ def affected_cmd(
     runtimes = parse_overrides(runtime, known)
     result = report(
         Renderer("affected", affected_record, affected_table, affected_markdown,
-                 affected_summary, input_files(registry=registry, fixes=fixes)), fmt, quiet,
+                 affected_summary, input_files(registry=registry, fixes=fixes), fixes),
+        fmt, quiet,
         lambda progress: affected(the_fix, bundles, known, load_policy(tolerance), to=to,
                                   use_cache=not no_cache, progress=progress, ignores=ignores,
                                   weights=checkpoints, runtimes=runtimes, fixes=records,

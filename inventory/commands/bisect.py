@@ -15,6 +15,7 @@ from inventory.options import (
     Format,
     FromRelease,
     Json,
+    Markdown,
     NoCache,
     OutputFile,
     ProgressMode,
@@ -37,6 +38,7 @@ def bisect_cmd(
              "https://github.com/apple/coreai-torch) holding both releases' commits: a tag vX, "
              "or the commit that sets the version.")],
     as_json: Json = False,
+    markdown: Markdown = False,
     output_format: Format = None,
     output: OutputFile = None,
     registry: Annotated[bool, typer.Option(
@@ -84,12 +86,12 @@ def bisect_cmd(
     from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
     from inventory.registry import load_registry
-    from inventory.report.bisect_report import bisect_record, bisect_table
+    from inventory.report.bisect_report import bisect_markdown, bisect_record, bisect_table
     from oracle.fixes import load_fixes
     from oracle.regimes import load_regimes
     from oracle.releases import load_catalog
 
-    fmt = OutputFormat.choose(as_json, chosen=output_format, command="bisect")
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="bisect")
 
     check_output(output)
     ready(("--from", old), ("--to", new))
@@ -103,6 +105,8 @@ def bisect_cmd(
                       only=frozenset(only or ()), every_commit=every_commit,
                       allow_code=allow_code)
 
-    result = report(Renderer("bisect", bisect_record, bisect_table, inputs=input_files(
-        registry=registry_file if registry else None, fixes=fixes)), fmt, quiet, work, to=output)
+    result = report(Renderer("bisect", bisect_record, bisect_table, bisect_markdown,
+                             inputs=input_files(registry=registry_file if registry else None,
+                                                fixes=fixes), fixes=fixes),
+                    fmt, quiet, work, to=output)
     finish(ExitCode.FINDING if result.unattributed else ExitCode.OK)

@@ -153,7 +153,7 @@ def plan_cmd(
 
     table = functools.partial(plan_table, details=details)
     renderer = Renderer("plan", plan_record, table, plan_markdown, plan_summary,
-                        input_files(registry=registry, fixes=fixes))
+                        input_files(registry=registry, fixes=fixes), fixes)
     result = report(renderer, fmt, quiet, work,
                     lambda r: r.warnings, to=output)
     if any(not v.consistent or v.inconclusive for v in result.verified.values()):

@@ -84,7 +84,7 @@ def release_notes_cmd(
     records = load_fixes(fixes)
     markdown_form = functools.partial(notes_markdown, details=details)
     report(Renderer("release-notes", notes_record, notes_table, markdown_form,
-                    inputs=input_files(registry=registry, fixes=fixes)), fmt, quiet,
+                    inputs=input_files(registry=registry, fixes=fixes), fixes=fixes), fmt, quiet,
            lambda progress: release_notes(old, new, records, load_regimes(),
                                           load_registry(registry), load_catalog(),
                                           load_policy(), use_cache=not no_cache,

@@ -3,17 +3,15 @@ codes: the command's docstring, which is its --help)."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from inventory.errors import USER_ERRORS, ExitCode, UsageError
-from inventory.options import CatalogFile, Json, ProgressMode, Quiet
+from inventory.errors import USER_ERRORS, ExitCode
+from inventory.options import CatalogFile, Json, Markdown, ProgressMode, Quiet
 from inventory.output import emit, envelope
-from inventory.terminal import err, labelled, out, progress
+from inventory.terminal import err, labelled, progress
 from oracle.envs import python_ok
 from oracle.releases import load_catalog
 
@@ -25,10 +23,15 @@ def repair_cmd(
                                          help="Where to write the repaired bundle (must not "
                                               "exist).")],
     as_json: Json = False,
+    markdown: Markdown = False,
     output_format: Annotated[str | None, typer.Option(
-        "--format", "-f", metavar="table|json",
-        help="The report's format: table (the default) or json (= --json). Its -o is the "
-             "repaired bundle.")] = None,
+        "--format", "-f", metavar="table|json|markdown",
+        help="The report's format: table (the default), json (= --json) or markdown (= "
+             "--markdown). Its -o is the repaired bundle; --report FILE writes the report.")
+    ] = None,
+    report_file: Annotated[Path | None, typer.Option(
+        "--report", metavar="FILE",
+        help="Write the report (in --format) to FILE instead of standard output.")] = None,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
@@ -41,6 +44,7 @@ def repair_cmd(
     Examples:
     inventory repair sam3_float16.aimodel -o sam3_float16.repaired.aimodel
     inventory repair old.aimodel --out fixed.aimodel -f json
+    inventory repair old.aimodel -o fixed.aimodel -f markdown --report repair.md
 
     Exit codes:
     0  repaired and verified (the output written)
@@ -49,14 +53,17 @@ def repair_cmd(
     3  inconclusive: a runtime aborted once and not again (flaky)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
-    from inventory.output import OutputFormat
+    from inventory.commands.common import show
+    from inventory.options import check_output
+    from inventory.output import OutputFormat, Renderer, input_files
     from inventory.repair import repair
-    from inventory.report.repair_report import repair_text
+    from inventory.report.repair_report import repair_markdown, repair_record, repair_table
 
-    fmt = OutputFormat.choose(as_json, chosen=output_format, command="repair")
-    if fmt is OutputFormat.MARKDOWN:
-        raise UsageError("repair --format markdown: repair reports as table or json")
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="repair")
+    check_output(report_file, "--report")
     as_json = fmt is OutputFormat.JSON
+    renderer = Renderer("repair", repair_record, repair_table, repair_markdown,
+                        inputs=input_files())
     try:
         python_ok()
         with progress(not quiet and not as_json) as report_progress:
@@ -72,8 +79,4 @@ def repair_cmd(
         err.print(labelled("inconclusive:" if flaky else "refused:", "red", str(exc)),
                   highlight=False, soft_wrap=True)
         raise typer.Exit(ExitCode.INCONCLUSIVE if flaky else ExitCode.USAGE) from None
-    if as_json:
-        emit(envelope("repair", json.loads(json.dumps(asdict(report), default=str))))
-    else:
-        for line in repair_text(report):
-            out.print(line, highlight=False, soft_wrap=True)
+    show(renderer, fmt, report, to=report_file)

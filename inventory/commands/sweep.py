@@ -113,9 +113,10 @@ def sweep_cmd(
         return [f"{len(result.not_run)} probe(s) not run (their worker died, timed out or was "
                 "lost): the sweep is inconclusive for them"] if result.not_run else []
 
-    result = report(Renderer("sweep", sweep_record, sweep_table, sweep_markdown, inputs=input_files(
-        registry=registry_file if shipped else None, fixes=fixes)), fmt, quiet, work, said,
-                    to=output)
+    result = report(Renderer("sweep", sweep_record, sweep_table, sweep_markdown,
+                             inputs=input_files(registry=registry_file if shipped else None,
+                                                fixes=fixes), fixes=fixes),
+                    fmt, quiet, work, said, to=output)
     if result.unexplained:
         finish(ExitCode.FINDING)
     finish(ExitCode.INCONCLUSIVE if result.not_run else ExitCode.OK)

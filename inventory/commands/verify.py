@@ -115,7 +115,7 @@ def verify_cmd(
     checkpoints = parse_weights(weights, all_bundles)
     result = report(
         Renderer("verify", verify_record, verify_table, verify_markdown, verify_summary,
-                 input_files(registry=registry, fixes=fixes)), fmt, quiet,
+                 input_files(registry=registry, fixes=fixes), fixes), fmt, quiet,
         lambda progress: verify(bundles, to, load_fixes(fixes), load_catalog(), load_policy(),
                                 weights=checkpoints, use_cache=not no_cache,
                                 allow_code=allow_code, progress=progress,

@@ -27,6 +27,7 @@ import numpy as np
 from inventory.report import plots
 from inventory.report.cyclonedx_report import upstream_ref, upstream_url
 from inventory.report.evidence import evidence_dir, evidence_id, measured_tensors, normalised_ir
+from inventory.report.verify_report import unrecorded_line
 from inventory.version import version
 
 LEVELS = ("required", "inconclusive", "optional", "no")
@@ -248,6 +249,12 @@ def verify_report(result: dict[str, Any]) -> Report:
             view.notes.append(f"re-export {b['reexport']}: {b.get('reason')}")
         view.notes += [f"INCONSISTENT: {i}" for i in b.get("inconsistencies") or []]
         view.notes += [f"limitation: {i}" for i in b.get("limitations") or []]
+        # what the table and the markdown say of the check besides its level: each change no
+        # record explains, each disagreement of region and model-level runs, each note (an
+        # environment deviation, a stand-in module)
+        view.notes += [f"UNRECORDED: {unrecorded_line(u)}" for u in b.get("unrecorded") or []]
+        view.notes += [f"DISAGREE: {d}" for d in b.get("disagreements") or []]
+        view.notes += [f"note: {n}" for n in b.get("notes") or []]
         _whole_program(view, b)
         bundles.append(view)
     return Report("verify", f"Whole-program check to coreai-torch {result.get('to')}",

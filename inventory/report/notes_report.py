@@ -222,14 +222,15 @@ def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
             continue
         if f.fix.record_kind.names_constructs:
             out += _summary_lines(f) + [""]
-        out.append("| probe | emitted | shipped | outputs | max abs old-new | finding |")
-        out.append("|---|---|---|---|---|---|")
+        out.append("| probe | emitted | shipped | outputs | max abs old-new | verdict | "
+                   "finding |")
+        out.append("|---|---|---|---|---|---|---|")
         for o in f.outcomes:
             r = o.result
             s = r.measurement.stats if r.measurement and r.measurement.ok else None
             control = " (control)" if o.regime.control else ""
             out.append(f"| `{o.regime.name}`{control} | {r.emitted} | {r.shipped} | {r.outputs} "
-                       f"| {_num(s.maxabs_old_new) if s else '-'} | "
+                       f"| {_num(s.maxabs_old_new) if s else '-'} | {o.verdict.verdict} | "
                        f"{md_cell(_finding(o))} |")
         out.append("")
         diffs = [o for o in f.outcomes if (Path(o.result.evidence) / "shipped.diff").exists()]
@@ -272,8 +273,22 @@ def notes_table(notes: ReleaseNotes) -> Group:
         for o in f.outcomes:
             table.add_row(f.fix.label, o.regime.name, o.result.emitted, o.result.shipped,
                           o.result.outputs, o.verdict.verdict)
+    lines: list = [table]
+    # which shipped bundles each record concerns, as the markdown says it (a finding the
+    # terminal dropped would make it a different answer)
+    for f in notes.fixes:
+        if f.held_by:
+            lines.append(Text(f"{f.fix.label} held by: " + "; ".join(
+                f"{b} {label} x{count}" for b, label, count in f.held_by)))
+        elif f.bundles:
+            lines.append(Text(f"{f.fix.label} concerns: {', '.join(f.bundles)}"))
+    for o, s in notes.unexplained:
+        lines.append(Text(f"unexplained: {o.regime.id} changes in {s.label} "
+                          f"({o.verdict.verdict}); no record of {s.label} names "
+                          f"{o.regime.construct}" + (f" ({s.note})" if s.note else ""),
+                          style="bold red"))
     runtimes = "; ".join(notes.runtimes) or "no run needed"
-    return Group(table, Text(f"measured on: {runtimes}"))
+    return Group(*lines, Text(f"measured on: {runtimes}"))
 
 
 def sweep_table(sw: Sweep) -> Group:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 
 def md_cell(text: str) -> str:
@@ -28,20 +29,21 @@ def link_upstream(text: str, upstream: dict[str, str]) -> str:
     return _REF.sub(link, text)
 
 
-def upstream_links() -> dict[str, str]:
-    """fix id -> its upstream URL, from the fix database (none when it cannot be read)."""
-    from oracle.fixes import FixError, load_fixes
+def upstream_links(fixes: Path | None = None) -> dict[str, str]:
+    """fix id -> its upstream URL, from the fix records the answer read (`--fixes`; the
+    packaged database when None); none when they cannot be read."""
+    from oracle.fixes import FIXES_FILE, FixError, load_fixes
 
     try:
-        return {f.id: f.upstream for f in load_fixes() if f.upstream}
+        return {f.id: f.upstream for f in load_fixes(fixes or FIXES_FILE) if f.upstream}
     except FixError:
         return {}
 
 
-def for_release_page(markdown: str) -> str:
-    """Markdown as pasted into a release page or a ticket: upstream references linked to the
-    converter's repository, evidence named relative to the store (`$INVENTORY_STORE/...`),
-    never by this machine's absolute paths."""
+def for_release_page(markdown: str, fixes: Path | None = None) -> str:
+    """Markdown as pasted into a release page or a ticket: upstream references linked as the
+    answer's own fix records (`fixes`) name them, evidence named relative to the store
+    (`$INVENTORY_STORE/...`), never by this machine's absolute paths."""
     from oracle.portable import portable
 
-    return link_upstream(portable(markdown), upstream_links())
+    return link_upstream(portable(markdown), upstream_links(fixes))

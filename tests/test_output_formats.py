@@ -5,6 +5,7 @@ refused in one line before any work."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from cli import invoke, one_line
@@ -144,9 +145,9 @@ def test_markdown_links_each_fix_as_the_answers_own_records_name_it(tmp_path):
     own = tmp_path / "fixes.toml"
     own.write_text(text.replace(packaged, fork))
 
-    def page(fixes):
-        renderer = Renderer("plan", lambda v: {}, lambda v: "", lambda v: "#54 moves values",
-                            fixes=fixes)
+    def page(fixes: Path | None) -> str:
+        renderer: Renderer[None] = Renderer("plan", lambda v: {}, lambda v: "",
+                                            lambda v: "#54 moves values", fixes=fixes)
         out = tmp_path / "page.md"
         renderer.render(None, OutputFormat.MARKDOWN, Console(), to=out)
         return out.read_text()

@@ -21,14 +21,13 @@ from typing import Any
 
 import pytest
 import s3fs
-from cli import spawn
+from cli import invoke, one_line, spawn
 from s3_server import make_bucket, s3_server
 
 from oracle import store, store_location
 from oracle.paths import envs_dir
 from oracle.remote_store import MANIFEST, RemoteStore
 from oracle.store import results_root
-from tests.cli import invoke, one_line
 
 BUCKET = "inventory-results"
 
@@ -82,6 +81,13 @@ def _fetched(name: str) -> dict[str, Any] | None:
     return found
 
 
+def _verdict(name: str) -> str:
+    """The verdict of the result a driver with an empty local store reads (a hit, asserted)."""
+    found = _fetched(name)
+    assert found is not None, f"{name}: a miss"
+    return str(found["verdict"])
+
+
 def _objects(tier: RemoteStore, name: str) -> list[str]:
     return sorted(tier.fs.find(f"{tier.root}/results/{name}"))
 
@@ -130,13 +136,13 @@ def test_of_two_writers_of_one_key_the_first_complete_manifest_wins(tier, tmp_pa
     before = _objects(tier, "key")
     assert tier.publish("key", files(second)) is False
     assert _objects(tier, "key") == before  # the second writer's prefix is removed
-    assert _fetched("key")["verdict"] == "first"
+    assert _verdict("key") == "first"
     # --no-cache: the fresh result replaces it, and the prefix the old manifest named goes
     assert tier.publish("key", files(second), replace=True) is True
     assert len(_objects(tier, "key")) == len(before)
     assert not set(_objects(tier, "key")) & (set(before) - {f"{tier.root}/results/key/"
                                                             f"{MANIFEST}"})
-    assert _fetched("key")["verdict"] == "second"
+    assert _verdict("key") == "second"
 
 
 def test_a_file_url_is_the_same_protocol_in_a_folder(tmp_path, monkeypatch):
@@ -148,7 +154,7 @@ def test_a_file_url_is_the_same_protocol_in_a_folder(tmp_path, monkeypatch):
         [manifest] = shared.glob(f"results/r/{MANIFEST}")
         assert json.loads(manifest.read_text())["files"].keys() \
             == {store.RESULT_FILE, "old-0.4.1/shipped.mlir"}
-        assert _fetched("r")["verdict"] == "same-program"
+        assert _verdict("r") == "same-program"
     finally:
         store_location.reset()
 
@@ -164,7 +170,8 @@ def test_a_bucket_gone_mid_run_costs_the_remote_copy_only_and_says_so(tier, monk
     monkeypatch.setattr(store_location, "notice", said.append)
     assert _fetched("r") is None
     final = _published("r", "same-program")
-    assert store.read_record(final)["verdict"] == "same-program"
+    kept = store.read_record(final)
+    assert kept is not None and kept["verdict"] == "same-program"
     assert [line.split(" (")[0] for line in said] == [
         f"--store {tier.url}: r not fetched", f"--store {tier.url}: r not published"]
     assert all("\n" not in line and "EndpointConnectionError" in line for line in said)

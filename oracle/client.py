@@ -20,6 +20,8 @@ import signal
 import subprocess
 import threading
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from oracle.env_check import verified
@@ -276,10 +278,20 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
             proc.kill()
 
 
+_killed = threading.Event()  # set by kill_all: the run is stopping
+
+
 def kill_all() -> None:
     """Stop every live worker of this process now (SIGTERM: `inventory.signals`)."""
+    _killed.set()
     for worker in list(_LIVE):
         worker.kill()
+
+
+def stopping() -> bool:
+    """The run is being stopped (SIGTERM): a comparison finishing in a background thread now
+    holds failures of killed workers, never the converter's, and must not be stored."""
+    return _killed.is_set()
 
 
 def reclaim_temp(dry_run: bool = False) -> list[str]:
@@ -309,42 +321,93 @@ def _alive(pid: int) -> bool:
 
 
 class Pool:
-    """One worker per environment, shared by every probe of a run. `worker` is the Worker class
-    (its `script` the in-environment script); its log is `<env>.<log_suffix>.log`."""
+    """Workers per environment, shared by every probe of a run. `worker` is the Worker class
+    (its `script` the in-environment script); its log is `<env>.<log_suffix>.log` (a second
+    worker's `<env>.<log_suffix>-2.log`).
+
+    `size`: how many workers one environment may have at once (`--jobs`): a comparison leases
+    one (`lease`) for each call, so comparisons running side by side each have their own, and a
+    second one is started only when two comparisons need the same environment at the same time.
+    Each worker is a process holding torch and the converter (`docs/measurements.md` says how
+    much memory), so the size is the run's concurrency, never more. `worker(env)` is the first
+    one, for callers that run one call at a time (load checks, scan, repair)."""
 
     def __init__(self, log_dir: Path, worker: type[Worker] = Worker,
-                 log_suffix: str = "worker", progress: Progress = lambda _: None) -> None:
+                 log_suffix: str = "worker", progress: Progress = lambda _: None,
+                 size: int = 1) -> None:
         self.log_dir = log_dir
         self.progress = progress
         self.worker_type = worker
         self.log_suffix = log_suffix
-        self._workers: dict[str, Worker] = {}
+        self.size = max(1, size)
+        self._workers: dict[str, list[Worker]] = {}  # env -> its workers, oldest first
+        self._idle: dict[str, list[Worker]] = {}  # env -> those not leased
         # (runtime core, asset cores) -> why that runtime could not run such assets
         self.failures: dict[tuple[str, frozenset[str]], str] = {}
         self._stopped = False
         self._lock = threading.Lock()
+        self._free = threading.Condition(self._lock)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def _new(self, env: Env) -> Worker:
+        """A further worker of `env` (the lock held)."""
+        workers = self._workers.setdefault(env.name, [])
+        n = len(workers) + 1
+        name = f"{env.name}.{self.log_suffix}{f'-{n}' if n > 1 else ''}.log"
+        worker = self.worker_type(env, self.log_dir / name, progress=self.progress)
+        if self._stopped:
+            worker.kill()
+        workers.append(worker)
+        return worker
 
     def worker(self, env: Env) -> Worker:
         with self._lock:  # asked from several threads (a session starts workers ahead)
-            if env.name not in self._workers:
-                worker = self.worker_type(env, self.log_dir / f"{env.name}.{self.log_suffix}.log",
-                                          progress=self.progress)
-                if self._stopped:
-                    worker.kill()
-                self._workers[env.name] = worker
-            return self._workers[env.name]
+            if not self._workers.get(env.name):
+                self._idle.setdefault(env.name, []).append(self._new(env))
+            return self._workers[env.name][0]
+
+    @contextmanager
+    def lease(self, env: Env) -> Iterator[Worker]:
+        """A worker of `env` no other comparison is using, for one call: the oldest idle one
+        (already started, torch imported), else a new one while the environment has fewer than
+        `size`, else the first to be handed back."""
+        with self._free:
+            while True:
+                idle = self._idle.setdefault(env.name, [])
+                if idle:
+                    worker = idle.pop(0)
+                    break
+                if len(self._workers.get(env.name, [])) < self.size:
+                    worker = self._new(env)
+                    break
+                self._free.wait()
+        try:
+            yield worker
+        finally:
+            with self._free:
+                idle = self._idle.setdefault(env.name, [])
+                idle.append(worker)
+                order = self._workers[env.name]
+                idle.sort(key=order.index)  # the oldest first: fewest processes kept busy
+                self._free.notify()
 
     def stop(self) -> None:
         """After an interrupt: kill every worker now, calls in progress included, so nothing
         goes on writing into a folder that is about to be removed."""
         self._stopped = True
-        for worker in list(self._workers.values()):
-            worker.kill()
+        for workers in list(self._workers.values()):
+            for worker in list(workers):
+                worker.kill()
 
     def close(self) -> None:
-        for worker in self._workers.values():
-            worker.close()
+        for workers in self._workers.values():
+            for worker in workers:
+                worker.close()
         self._workers.clear()
+        self._idle.clear()
 
     def __enter__(self) -> Pool:
         return self

@@ -16,6 +16,7 @@ from inventory.options import (
     ExecutorName,
     Format,
     Ignore,
+    Jobs,
     Json,
     Markdown,
     NoCache,
@@ -57,6 +58,7 @@ def affected_cmd(
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
+    jobs: Jobs = None,
     tolerance: Tolerance = None,
     ignore: Ignore = None,
     weights: Annotated[list[str] | None, typer.Option(
@@ -110,7 +112,7 @@ def affected_cmd(
     check_output(output)
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
-    use_executor(executor, ray_address)
+    use_executor(executor, ray_address, jobs)
     records = load_fixes(fixes)
     the_fix = find_fix(fix, records, fixes)
     all_bundles = load_registry(registry)

@@ -20,6 +20,7 @@ from inventory.options import (
     ExecutorName,
     Format,
     Ignore,
+    Jobs,
     Json,
     Markdown,
     NoCache,
@@ -63,6 +64,7 @@ def plan_cmd(
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
+    jobs: Jobs = None,
     tolerance: Tolerance = None,
     runtime: Runtimes = None,
     fixes: Annotated[Path, typer.Option(
@@ -124,7 +126,7 @@ def plan_cmd(
     check_output(output)
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
-    use_executor(executor, ray_address)
+    use_executor(executor, ray_address, jobs)
     check_budget("--run-budget", run_budget)
     if baseline is not None:
         read_baseline(baseline)  # a malformed baseline fails before the run, not after it

@@ -11,8 +11,10 @@ workers (`Pool.lease`): each job converts its two sides in two worker processes,
 threads keep up to `2 * jobs` of them busy, which is what `--jobs` bounds.
 
 What ran, when and after what is kept in a ledger per session, `runs/local/<time>-<pid>-<n>.json`
-in the cache: each batch's size, each job's key, batch, the job it followed, when it was queued,
-started and ended (seconds from the session's start), and whether it was read from the store.
+in the cache: each batch's size, each job's key, batch (none: asked for outside any batch), the
+job it followed, when it was queued, started and ended (seconds from the session's start),
+whether a thread was free for it when queued, the jobs that ended while it waited, and whether
+it was read from the store.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class _Job:
     batch: int | None  # None: asked for, not part of a batch
     after: str | None  # the job whose result called for this one
     future: Future[ProbeResult] = field(default_factory=Future)
+    asked: bool = False  # the command waits for it: run even where it would be skipped
     entry: dict[str, Any] = field(default_factory=dict)  # its line of the ledger
 
 
@@ -73,6 +76,8 @@ class LocalOracle(Oracle):
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._failed: set[str] = set()  # releases one of whose workers failed in a job
+        self._running = 0
+        self._ended: list[str] = []  # keys of the jobs ended, in order
         self._t0 = time.monotonic()
         self._batches = 0
         self.ledger: dict[str, Any] = {"executor": "local", "jobs": self.jobs, "batches": [],
@@ -90,17 +95,27 @@ class LocalOracle(Oracle):
         if known is not None:
             return known
         job = _Job(comparison, key, use_cache, landed, batch, after)
+        ahead = self._running + (0 if front else len(self._queue))
         job.entry = {"key": key, "batch": batch, "after": after, "queued": self._now(),
-                     "old": comparison.old.converter, "new": comparison.new.converter}
+                     "old": comparison.old.converter, "new": comparison.new.converter,
+                     # a thread was free for it: it must start before any other job ends
+                     "slot_free": ahead < self.jobs, "_ended_at_queue": len(self._ended)}
         self.ledger["runs"].append(job.entry)
         self._known[key] = job
         if front:
-            self._queue.appendleft(job)
+            self._to_front(job)
         else:
             self._queue.append(job)
         self._start_threads()
         self._cond.notify()
         return job
+
+    def _to_front(self, job: _Job) -> None:
+        """Ahead of every queued job (the condition held); each is told it was overtaken, so
+        the ledger says why it may wait longer than its place in the queue."""
+        for other in self._queue:
+            other.entry["overtaken"] = other.entry.get("overtaken", 0) + 1
+        self._queue.appendleft(job)
 
     def _start_threads(self) -> None:
         while len(self._threads) < self.jobs:
@@ -134,25 +149,36 @@ class LocalOracle(Oracle):
                     return
                 job = self._queue.popleft()
                 c = job.comparison
-                if c.optional and {c.old.converter, c.new.converter} & self._failed:
+                if c.optional and not job.asked and \
+                        {c.old.converter, c.new.converter} & self._failed:
                     # made when asked, if it is asked at all: drop it from what is known
                     del self._known[job.key]
+                    job.entry.pop("_ended_at_queue", None)
                     job.entry["skipped"] = "a worker of its releases failed earlier"
                     job.future.cancel()
                     continue
                 job.entry["started"] = self._now()
                 job.entry["thread"] = threading.current_thread().name
+                # the jobs that ended while it waited: it waited on them for a thread only
+                job.entry["waited_for"] = self._ended[job.entry.pop("_ended_at_queue"):]
+                self._running += 1
             self._run(job)
+
+    def _ran(self, job: _Job, **entry: Any) -> None:
+        with self._cond:
+            job.entry.update(ended=self._now(), **entry)
+            self._running -= 1
+            self._ended.append(job.key)
 
     def _run(self, job: _Job) -> None:
         c = job.comparison
         try:
             result = compare(c.spec, c.old, c.new, self.pool, use_cache=job.use_cache)
         except BaseException as exc:  # noqa: BLE001 - re-raised where the command asks for it
-            job.entry.update(ended=self._now(), error=type(exc).__name__)
+            self._ran(job, error=type(exc).__name__)
             job.future.set_exception(exc)
             return
-        job.entry.update(ended=self._now(), stored=result.cached)
+        self._ran(job, stored=result.cached)
         with self._cond:
             for side in (result.old, result.new):
                 if not side.ok and side.stage == "worker":
@@ -173,14 +199,21 @@ class LocalOracle(Oracle):
         key = store.result_dir(spec, old, new).name
         with self._cond:
             job = self._known.get(key)
-            if job is not None and job in self._queue:
+            if self._closed and (job is None or not job.future.done()
+                                 or job.future.cancelled()):
+                job = None  # no thread is left to run it: made here, below
+            elif job is not None and job in self._queue:
                 # asked for before its turn: it goes first
                 self._queue.remove(job)
-                self._queue.appendleft(job)
+                self._to_front(job)
                 job.entry["hurried"] = self._now()
             elif job is None or job.future.cancelled():
                 job = self._queue_job(Comparison(spec, old, new), use_cache, no_follow_ups, None,
                                       None, True)
+            if job is not None:
+                job.asked = True
+        if job is None:
+            return compare(spec, old, new, self.pool, use_cache=use_cache)
         return job.future.result()
 
     def close(self) -> None:
@@ -190,6 +223,7 @@ class LocalOracle(Oracle):
             self._closed = True
             while self._queue:
                 job = self._queue.popleft()
+                job.entry.pop("_ended_at_queue", None)
                 job.entry["skipped"] = "not asked for before the session closed"
                 job.future.cancel()
             self._cond.notify_all()

@@ -179,21 +179,22 @@ class LocalOracle(Oracle):
             job.future.set_exception(exc)
             return
         self._ran(job, stored=result.cached)
-        with self._cond:
-            for side in (result.old, result.new):
-                if not side.ok and side.stage == "worker":
-                    self._failed.add(side.converter)
-        job.future.set_result(result)
         try:
             follow = job.landed(c, result)
         except Exception as exc:  # noqa: BLE001 - a follow-up not queued is made when asked
             job.entry["follow_up_error"] = f"{type(exc).__name__}: {exc}"[:200]
-            return
+            follow = ()
         with self._cond:
+            for side in (result.old, result.new):
+                if not side.ok and side.stage == "worker":
+                    self._failed.add(side.converter)
             if not self._closed:
                 for more in follow:
                     # at the front: it is what the job it follows was waiting to say
                     self._queue_job(more, job.use_cache, job.landed, job.batch, job.key, True)
+        # only now: the command, woken by this result, asks for its follow-ups next, and must
+        # find them queued (else each would be asked for outside the batch)
+        job.future.set_result(result)
 
     def compare(self, spec: ProbeSpec, old: Env, new: Env, use_cache: bool = True) -> ProbeResult:
         key = store.result_dir(spec, old, new).name

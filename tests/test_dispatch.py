@@ -41,32 +41,39 @@ def _ledgers(pid: int) -> list[dict]:
 
 
 def test_affected_dispatches_its_jobs_in_one_batch_and_none_waits_on_another(env, tmp_path):
+    """#54 from sortformer's exporter (0.4.1) to 0.4.3 spans two release steps: each changed
+    probe is located step by step, follow-ups of the batch dispatched as their parent lands."""
     env("0.4.1")
     env("0.4.2")
+    env("0.4.3")
     # a result store of its own and empty: every job converts
-    proc = start(*AFFECTED, "--jobs", "2", INVENTORY_STORE=str(tmp_path / "store"))
-    out, err = proc.communicate(timeout=1800)
+    proc = start("affected", "--fix", "54", "--bundle", "sortformer", "--to", "0.4.3", "--json",
+                 "-q", "--jobs", "2", INVENTORY_STORE=str(tmp_path / "store"))
+    out, err = proc.communicate(timeout=3600)
     assert proc.returncode == 0, err
-    assert json.loads(out)["result"]["bundles"]
+    [answer] = json.loads(out)["result"]["bundles"]
+    assert answer["reexport"] == "optional"
     [ledger] = [d for d in _ledgers(proc.pid) if d["runs"]]
     assert ledger["jobs"] == 2
     runs = ledger["runs"]
-    # one batch, and every comparison the answer made was in it: none asked for one by one
+    # one batch, and every comparison the answer made was in it (a follow-up too): none was
+    # asked for one by one
     assert [b["batch"] for b in ledger["batches"]] == [1]
-    assert len(runs) == ledger["batches"][0]["size"] > 2
-    assert all(r["batch"] == 1 and r["after"] is None for r in runs), runs
+    assert all(r["batch"] == 1 for r in runs), [r for r in runs if r["batch"] != 1]
     assert not any(r["stored"] for r in runs)  # converted in this run, not read back
+    # the changes located step by step: each follow-up queued once its parent ended
+    ended = {r["key"]: r["ended"] for r in runs}
+    follow = [r for r in runs if r["after"] is not None]
+    assert {(r["old"], r["new"]) for r in follow} == {("0.4.1", "0.4.2"), ("0.4.2", "0.4.3")}
+    assert all(ended[r["after"]] <= r["queued"] for r in follow)
     # no job waited on another it does not depend on: a job a thread was free for started
-    # before any other job ended (unless one the answer asked for first went ahead of it)
+    # before any other job ended (unless one the answer asked for first went ahead of it),
+    # and a job that waited, waited for a thread only
     free = [r for r in runs if r["slot_free"] and not r.get("overtaken")]
     assert len(free) >= 2
     assert all(r["waited_for"] == [] for r in free), free
-    # and each later one waited only for a thread: two threads, so it waited for at most as
-    # many jobs to end as were ahead of it
-    ended = {r["key"]: r["ended"] for r in runs}
-    for r in runs:
-        assert all(ended[k] <= r["started"] for k in r["waited_for"])
-    # side by side: the two threads each ran jobs
+    assert all(ended[k] <= r["started"] for r in runs for k in r["waited_for"])
+    # side by side: both threads ran jobs
     assert {r["thread"] for r in runs} == {"local-job-1", "local-job-2"}
 
 

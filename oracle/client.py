@@ -363,11 +363,19 @@ class Pool:
         workers.append(worker)
         return worker
 
-    def worker(self, env: Env) -> Worker:
+    def first(self, env: Env) -> Worker:
+        """The environment's first worker, made (not started) if it has none."""
         with self._lock:  # asked from several threads (a session starts workers ahead)
             if not self._workers.get(env.name):
                 self._idle.setdefault(env.name, []).append(self._new(env))
             return self._workers[env.name][0]
+
+    def worker(self, env: Env) -> Workers:
+        """The environment's workers, used as one worker: each call runs in one no other
+        comparison is using (`lease`), so callers written for one worker per environment
+        (`compare.py`, load checks, scan) run side by side unchanged."""
+        self.first(env)
+        return Workers(self, env)
 
     @contextmanager
     def lease(self, env: Env) -> Iterator[Worker]:
@@ -394,6 +402,10 @@ class Pool:
                 idle.sort(key=order.index)  # the oldest first: fewest processes kept busy
                 self._free.notify()
 
+    def of(self, env: Env) -> list[Worker]:
+        with self._lock:
+            return list(self._workers.get(env.name, []))
+
     def stop(self) -> None:
         """After an interrupt: kill every worker now, calls in progress included, so nothing
         goes on writing into a folder that is about to be removed."""
@@ -414,3 +426,36 @@ class Pool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class Workers:
+    """One environment's workers in a pool, used as one worker (`Pool.worker`): a call leases
+    one for its duration; the rest is the first worker's (its environment, log, the check of
+    its environment) or all of them (close, kill)."""
+
+    def __init__(self, pool: Pool, env: Env) -> None:
+        self.pool = pool
+        self.env = env
+
+    @property
+    def first(self) -> Worker:
+        return self.pool.first(self.env)
+
+    @property
+    def log(self) -> Path:
+        return self.first.log
+
+    def call(self, request: dict, timeout: float | None = None) -> dict:
+        with self.pool.lease(self.env) as worker:
+            return worker.call(request, timeout)
+
+    def environment_fault(self) -> str | None:
+        return self.first.environment_fault()
+
+    def close(self) -> None:
+        for worker in self.pool.of(self.env):
+            worker.close()
+
+    def kill(self) -> None:
+        for worker in self.pool.of(self.env):
+            worker.kill()

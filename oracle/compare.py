@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from oracle import store
-from oracle.client import EnvironmentFault, Pool, WorkerFailure, stopping
+from oracle.client import EnvironmentFault, Pool, WorkerFailure
 from oracle.envs import Env
 from oracle.normalise import compare_normalised, normalise
 from oracle.results import Alone, Identity, Measurement, ProbeResult, Side
@@ -34,8 +34,7 @@ def _not_the_environment(pool: Pool, env: Env) -> None:
 
 def _convert(pool: Pool, env: Env, spec: ProbeSpec, out: Path) -> Side:
     try:
-        with pool.lease(env) as worker:  # its own worker: comparisons may run side by side
-            answer = worker.call({"op": "convert", "spec": spec.to_json(), "out": str(out)})
+        answer = pool.worker(env).call({"op": "convert", "spec": spec.to_json(), "out": str(out)})
     except WorkerFailure as exc:
         _not_the_environment(pool, env)
         return Side(env.converter, store.env_identity(env), False, "worker", str(exc))
@@ -85,9 +84,9 @@ def _measure(pool: Pool, old_env: Env, new_env: Env, spec: ProbeSpec, old: Side,
             continue
         target = out / f"measure-{env.packages.get('coreai-core', env.core)}"
         try:
-            with pool.lease(env) as worker:
-                answer = worker.call({"op": "measure", "spec": spec.to_json(),
-                                      "assets": assets, "out": str(target)})
+            answer = pool.worker(env).call(
+                {"op": "measure", "spec": spec.to_json(), "assets": assets, "out": str(target)}
+            )
         except WorkerFailure as exc:
             _not_the_environment(pool, env)
             attempts.append(f"{env.runtime}: {exc}")
@@ -114,10 +113,9 @@ def _alone(pool: Pool, env: Env, spec: ProbeSpec, which: str, side: Side, out: P
     is right."""
     target = out / f"alone-{which}-{env.packages.get('coreai-core', env.core)}"
     try:
-        with pool.lease(env) as worker:
-            answer = worker.call({"op": "measure", "spec": spec.to_json(),
-                                  "assets": {which: side.files["asset"]},
-                                  "out": str(target)})
+        answer = pool.worker(env).call({"op": "measure", "spec": spec.to_json(),
+                                        "assets": {which: side.files["asset"]},
+                                        "out": str(target)})
     except WorkerFailure as exc:
         _not_the_environment(pool, env)
         return Alone(which, env.runtime, False, str(exc))
@@ -175,9 +173,5 @@ def compare(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool,
     # Built in a temp folder and renamed into place: a reader never sees half a result.
     with store.building(final) as work:
         result = compute(spec, old_env, new_env, pool, work)
-        if pool.stopped or stopping():
-            # stopped while it ran (in a background thread of a batch, which no interrupt
-            # reaches): its failures are the killed workers', never stored as the converter's
-            raise WorkerFailure("the run was stopped before this comparison finished")
         # --no-cache asked for a fresh answer: it replaces what is stored, and is what is told.
         return store.publish(result, work, final, replace_stored=not use_cache)

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oracle import store
-from oracle.client import Pool
-from oracle.compare import compare
+from oracle.client import Pool, WorkerFailure, stopping
+from oracle.compare import compare, compute
 from oracle.envs import Env
 from oracle.oracle_api import Comparison, Landed, Oracle, no_follow_ups
 from oracle.paths import runs_dir
@@ -170,10 +170,26 @@ class LocalOracle(Oracle):
             self._running -= 1
             self._ended.append(job.key)
 
+    def _made(self, c: Comparison, use_cache: bool) -> ProbeResult:
+        """`compare.compare` in a thread of its own: read from the store, or computed in a temp
+        folder and published; but never published once the run is being stopped (no interrupt
+        reaches this thread, so its failures would be the killed workers', stored as the
+        converter's)."""
+        final = store.result_dir(c.spec, c.old, c.new)
+        if use_cache:
+            cached = store.load_result(final)
+            if cached is not None:
+                return cached
+        with store.building(final) as work:
+            result = compute(c.spec, c.old, c.new, self.pool, work)
+            if self.pool.stopped or stopping():
+                raise WorkerFailure("the run was stopped before this comparison finished")
+            return store.publish(result, work, final, replace_stored=not use_cache)
+
     def _run(self, job: _Job) -> None:
         c = job.comparison
         try:
-            result = compare(c.spec, c.old, c.new, self.pool, use_cache=job.use_cache)
+            result = self._made(c, job.use_cache)
         except BaseException as exc:  # noqa: BLE001 - re-raised where the command asks for it
             self._ran(job, error=type(exc).__name__)
             job.future.set_exception(exc)

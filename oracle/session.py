@@ -19,7 +19,7 @@ from pathlib import Path
 
 from oracle import store
 from oracle.cache import reclaim
-from oracle.client import Pool, Worker
+from oracle.client import Pool, Worker, Workers
 from oracle.envs import Env, ensure_env, ready_env
 from oracle.executors import chosen, open_oracle
 from oracle.oracle_api import Comparison, Oracle
@@ -172,7 +172,7 @@ class Session:
             self._core_envs[core] = self.env(ready)  # through ensure_env: re-pointed if moved
         return self._core_envs[core]
 
-    def worker(self, env: Env) -> Worker:
+    def worker(self, env: Env) -> Workers:
         return self.pool.worker(env)
 
     def compare(self, spec: ProbeSpec, old: Env, new: Env, use_cache: bool = True) -> ProbeResult:

@@ -119,6 +119,7 @@ def test_the_pool_gives_each_comparison_its_own_worker_up_to_its_size(tmp_path):
         for _ in range(3):
             with pool.lease(e) as again:
                 assert again is a
-        assert pool.worker(e) is a  # the first worker is the one other callers share
+        # callers written for one worker per environment get all of them as one
+        assert pool.worker(e).first is a and pool.of(e) == [a, b]
     with Pool(tmp_path) as single, single.lease(e) as only:  # size 1: one worker, as before
-        assert single.worker(e) is only
+        assert single.worker(e).first is only and single.of(e) == [only]

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from pathlib import Path
 
 from oracle import store
@@ -77,7 +78,7 @@ class Session:
     def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         if kind is not None and issubclass(kind, KeyboardInterrupt | SystemExit):
             # interrupted: the jobs running in the background are stopped with their workers,
-            # not waited for (nothing they finish is stored: `compare.compare`)
+            # not waited for (nothing they finish is stored: `executor_local`)
             self.pool.stop()
         self.close()
 
@@ -206,7 +207,10 @@ class Session:
         for c in batch:
             key = store.result_dir(c.spec, c.old, c.new)
             known = self._results.get(key)
-            if key in out or known is not None and (use_cache or known[1]):
+            if known is not None and (use_cache or known[1]):
+                continue
+            if key in out:  # asked for twice (a record's probe, a sweep's): one job, both asks
+                out[key] = _merged(out[key], c)
                 continue
             if use_cache and c.then is None and (key / RESULT_FILE).exists():
                 continue
@@ -231,6 +235,17 @@ class Session:
             return self._wanted(c.then(result), use_cache) if c.then is not None else ()
 
         self.oracle.dispatch(wanted, use_cache, landed)
+
+
+def _merged(a: Comparison, b: Comparison) -> Comparison:
+    """One job for two asks of the same comparison: the follow-ups of both, and optional only
+    if both are."""
+    thens = [t for t in (a.then, b.then) if t is not None]
+
+    def then(result: ProbeResult) -> Sequence[Comparison]:
+        return [more for t in thens for more in t(result)]
+
+    return replace(a, then=then if thens else None, optional=a.optional and b.optional)
 
 
 @contextmanager

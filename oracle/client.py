@@ -363,6 +363,13 @@ class Pool:
         workers.append(worker)
         return worker
 
+    def add(self, worker: Worker) -> None:
+        """A worker the caller made (its own timeout, its own log) as one more of its
+        environment's, leased like the others."""
+        with self._lock:
+            self._workers.setdefault(worker.env.name, []).append(worker)
+            self._idle.setdefault(worker.env.name, []).append(worker)
+
     def first(self, env: Env) -> Worker:
         """The environment's first worker, made (not started) if it has none."""
         with self._lock:  # asked from several threads (a session starts workers ahead)

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from inventory import batch
 from inventory.answers import AffectedReport, BundleAnswer, ConditionFinding, ProbeAnswer
 from inventory.attribution import Step, locate, own_step, step_line
 from inventory.errors import UsageError
@@ -19,7 +20,7 @@ from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.instances import instance_spec, probed_keys
 from inventory.loads import LoadAnswer, answer_load
 from inventory.policy import Policy
-from inventory.record_answers import asset_answer, asset_spec, pipeline_answer
+from inventory.record_answers import asset_answer, asset_spec, pipeline_answer, whole_program
 from inventory.registry import Bundle, Instance, exporter_release
 from inventory.release_notes import StepSweeps, sweep_steps
 from inventory.runtimes import Deployment, deployment
@@ -75,6 +76,14 @@ class Analyzer:
         self.runtime_override = runtimes  # --runtime
         self._load_checks: dict[tuple[str, str], LoadCheck] = {}
         self._load_answers: dict[tuple[str, str], LoadAnswer] = {}
+        self._wholes: dict[tuple[str, str, str, str], tuple[Any, str]] = {}
+
+    def whole(self, bundle: Bundle, exporter: str, old: str, fix: Fix) -> tuple[Any, str]:
+        """`record_answers.whole_program`, once per run: the batch plan asks it first."""
+        key = (bundle.name, exporter, old, fix.id)
+        if key not in self._wholes:
+            self._wholes[key] = whole_program(self, bundle, exporter, old, fix)
+        return self._wholes[key]
 
     def deployment(self, bundle: Bundle, target: str) -> Deployment:
         return deployment(bundle, self.catalog, target, self.runtime_override)
@@ -348,15 +357,18 @@ def affected(
         prefetch(session, bundles, target, fix)
         analyzer = Analyzer(session, policy, use_cache, weights, runtimes, fixes, verify,
                             recipe_root=recipe_root, allow_code=allow_code)
-        answers = []
-        for bundle in bundles:
-            progress(Routine(f"{bundle.name}: checking"))
-            answers.append(analyzer.answer(bundle, fix, target))
         steps = {b.name: step for b in bundles if (step := _own_step(b, fix, catalog))}
         wanted: dict[tuple[str, str], list[Bundle]] = {}
         for b in bundles:
             if b.name in steps:
                 wanted.setdefault(steps[b.name], []).append(b)
+        # every comparison below, handed to the executor at once; answered in order after
+        session.dispatch(batch.affected(analyzer, bundles, fix, target, wanted, analyzer.fixes),
+                         use_cache)
+        answers = []
+        for bundle in bundles:
+            progress(Routine(f"{bundle.name}: checking"))
+            answers.append(analyzer.answer(bundle, fix, target))
         swept = sweep_steps(wanted, analyzer.fixes, catalog, policy, use_cache, progress,
                             session)
     answers = [_with_unrecorded(a, fix, steps.get(a.bundle), swept, target) for a in answers]

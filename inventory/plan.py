@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from inventory import batch
 from inventory.affected import Analyzer, prefetch
 from inventory.answers import BundleAnswer
 from inventory.attribution import Step, release_steps
@@ -213,6 +214,10 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
         prefetch(session, bundles, to, None)
         analyzer = Analyzer(session, policy, use_cache, runtimes=runtimes, fixes=fixes,
                             checks=checks, recipe_root=recipe_root, allow_code=allow_code)
+        ranges = {b.name: _range(b, to, catalog) for b in bundles}
+        # every comparison below (records, the sweep of every step, the follow-ups their
+        # results call for), handed to the executor at once; the plan is assembled after
+        session.dispatch(batch.plan(analyzer, bundles, fixes, to, ranges), use_cache)
         answered = []
         for bundle in bundles:
             exporter, assumed = exporter_release(bundle.exporter, catalog)
@@ -229,7 +234,6 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
                              _ordered(joined(items, checks.get(bundle.name))), load))
         # After the records' probes, so a step where a worker already failed is not swept
         # (it would start a worker again for every instance), and is said so.
-        ranges = {b.name: _range(b, to, catalog) for b in bundles}
         swept = _sweep(bundles, ranges, fixes, catalog, policy, use_cache, progress, session)
         for bundle, exporter, assumed, ordered, load in answered:
             found = swept_changes(session, swept.of(bundle.name, ranges[bundle.name]), exporter,

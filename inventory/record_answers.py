@@ -57,7 +57,7 @@ def pipeline_answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, exporter: str,
         old_env, new_env = analyzer.session.env(old), analyzer.session.env(fix.ships_in)
     except EnvError as exc:
         return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
-    whole, why_not = whole_program(analyzer, bundle, exporter, old, fix)
+    whole, why_not = analyzer.whole(bundle, exporter, old, fix)
     if whole is not None:
         return _on_whole_program(analyzer, bundle, fix, whole, chain, done)
     chain.append(f"not answered on the bundle's own program: {why_not}; the asset probe "

@@ -265,9 +265,10 @@ def _regimes_of(fix: Fix, regimes: list[Regime]) -> list[Regime]:
 
 
 def _load_checks(old: str, new: str, catalog: Catalog, use_cache: bool,
-                 progress: Progress) -> tuple[tuple[LoadCheck, LoadCheck], ...]:
+                 progress: Progress, session: Session | None = None
+                 ) -> tuple[tuple[LoadCheck, LoadCheck], ...]:
     out = []
-    with Session(catalog, progress) as session:
+    with opened(session, catalog, progress) as session:
         envs = (session.env(old), session.env(new))
         for regime in asset_regimes():
             progress(f"load checks of {regime.name} written by {old} and {new}")
@@ -280,25 +281,25 @@ def _load_checks(old: str, new: str, catalog: Catalog, use_cache: bool,
 def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
                   bundles: list[Bundle], catalog: Catalog, policy: Policy,
                   use_cache: bool = True,
-                  progress: Progress = lambda _: None) -> ReleaseNotes:
+                  progress: Progress = lambda _: None,
+                  session: Session | None = None) -> ReleaseNotes:
+    """`session`: the caller's, which may already hold the notes' comparisons (dispatched at
+    once: `inventory.batch.release_notes`)."""
     _check_pair(old, new, catalog)
     pairs = release_steps(catalog, old, new)
-    # what `plan` lists as unexplained for these steps: a step that cannot be swept fails the
-    # notes (an environment error), never leaves the section silently empty
-    swept = sweep_steps({s: bundles for s in pairs}, fixes, catalog, policy, use_cache,
-                        progress, after_worker_failure=True)
-    if swept.failed:
-        raise EnvError(next(iter(swept.failed.values())))
-    chosen = between(fixes, old, new)
-    wanted: list[Regime] = []
-    for fix in chosen:
-        for regime in _regimes_of(fix, regimes):
-            if regime not in wanted:
-                wanted.append(regime)
-    outcomes = _run(wanted, old, new, catalog, policy, use_cache, progress)
-    loads = (_load_checks(old, new, catalog, use_cache, progress)
-             if any(f.record_kind.probe == LOAD_CHECKS for f in chosen) else ())
-    steps = _located(outcomes, old, new, fixes, catalog, use_cache, progress)
+    with opened(session, catalog, progress) as session:
+        # what `plan` lists as unexplained for these steps: a step that cannot be swept fails
+        # the notes (an environment error), never leaves the section silently empty
+        swept = sweep_steps({s: bundles for s in pairs}, fixes, catalog, policy, use_cache,
+                            progress, session, after_worker_failure=True)
+        if swept.failed:
+            raise EnvError(next(iter(swept.failed.values())))
+        chosen = between(fixes, old, new)
+        wanted = regimes_of_notes(chosen, regimes)
+        outcomes = _run(wanted, old, new, catalog, policy, use_cache, progress, session)
+        loads = (_load_checks(old, new, catalog, use_cache, progress, session)
+                 if any(f.record_kind.probe == LOAD_CHECKS for f in chosen) else ())
+        steps = _located(outcomes, old, new, fixes, catalog, use_cache, progress, session)
     bisected = load_bisected()
     notes = tuple(
         FixNotes(fix, tuple(outcomes[r.id] for r in _regimes_of(fix, regimes)),
@@ -312,6 +313,16 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
         for fix in chosen
     )
     return ReleaseNotes(old, new, notes, tuple(u for s in pairs for u in swept.found[s]))
+
+
+def regimes_of_notes(chosen: list[Fix], regimes: list[Regime]) -> list[Regime]:
+    """The regimes the notes of these records probe, each once, in the records' order."""
+    wanted: list[Regime] = []
+    for fix in chosen:
+        for regime in _regimes_of(fix, regimes):
+            if regime not in wanted:
+                wanted.append(regime)
+    return wanted
 
 
 def _elsewhere(fix: Fix, regimes: list[Regime], old: str, catalog: Catalog,
@@ -328,14 +339,14 @@ def _elsewhere(fix: Fix, regimes: list[Regime], old: str, catalog: Catalog,
 
 
 def _located(outcomes: dict[str, RegimeOutcome], old: str, new: str, fixes: list[Fix],
-             catalog: Catalog, use_cache: bool,
-             progress: Progress) -> dict[str, tuple[Step, ...]]:
+             catalog: Catalog, use_cache: bool, progress: Progress,
+             session: Session | None = None) -> dict[str, tuple[Step, ...]]:
     """Over a range of several release steps, each changed regime compared step by step, so a
     change is credited only to the records of the step it happens in."""
     changed = [o for o in outcomes.values() if program_changed(o.result)]
     if len(release_steps(catalog, old, new)) < 2 or not changed:
         return {}
-    with Session(catalog, progress) as session:
+    with opened(session, catalog, progress) as session:
         return {o.regime.id: locate(session, o.regime.spec, old, new, o.result, fixes,
                                     use_cache) for o in changed}
 
@@ -366,7 +377,7 @@ def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: 
     _check_pair(old, new, catalog)
     outcomes = _run(regimes, old, new, catalog, policy, use_cache, progress, session)
     changed_outcomes = [o for o in outcomes.values() if program_changed(o.result)]
-    steps = _located(outcomes, old, new, fixes, catalog, use_cache, progress)
+    steps = _located(outcomes, old, new, fixes, catalog, use_cache, progress, session)
     changed = []
     for o in changed_outcomes:
         located = steps.get(o.regime.id, ())

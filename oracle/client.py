@@ -20,6 +20,8 @@ import signal
 import subprocess
 import threading
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from oracle.env_check import verified
@@ -281,10 +283,20 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
             proc.kill()
 
 
+_killed = threading.Event()  # set by kill_all: the run is stopping
+
+
 def kill_all() -> None:
     """Stop every live worker of this process now (SIGTERM: `inventory.signals`)."""
+    _killed.set()
     for worker in list(_LIVE):
         worker.kill()
+
+
+def stopping() -> bool:
+    """The run is being stopped (SIGTERM): a comparison finishing in a background thread now
+    holds failures of killed workers, never the converter's, and must not be stored."""
+    return _killed.is_set()
 
 
 def reclaim_temp(dry_run: bool = False) -> list[str]:
@@ -314,45 +326,148 @@ def _alive(pid: int) -> bool:
 
 
 class Pool:
-    """One worker per environment, shared by every probe of a run. `worker` is the Worker class
-    (its `script` the in-environment script); its log is `<env>.<log_suffix>.log`."""
+    """Workers per environment, shared by every probe of a run. `worker` is the Worker class
+    (its `script` the in-environment script); its log is `<env>.<log_suffix>.log` (a second
+    worker's `<env>.<log_suffix>-2.log`).
+
+    `size`: how many workers one environment may have at once (`--jobs`): a comparison leases
+    one (`lease`) for each call, so comparisons running side by side each have their own, and a
+    second one is started only when two comparisons need the same environment at the same time.
+    Each worker is a process holding torch and the converter (`docs/measurements.md` says how
+    much memory), so the size is the run's concurrency, never more. `worker(env)` is the first
+    one, for callers that run one call at a time (load checks, scan, repair)."""
 
     def __init__(self, log_dir: Path, worker: type[Worker] = Worker,
-                 log_suffix: str = "worker", progress: Progress = lambda _: None) -> None:
+                 log_suffix: str = "worker", progress: Progress = lambda _: None,
+                 size: int = 1) -> None:
         self.log_dir = log_dir
         self.progress = progress
         self.worker_type = worker
         self.log_suffix = log_suffix
-        self._workers: dict[str, Worker] = {}
+        self.size = max(1, size)
+        self._workers: dict[str, list[Worker]] = {}  # env -> its workers, oldest first
+        self._idle: dict[str, list[Worker]] = {}  # env -> those not leased
         # (runtime core, asset cores) -> why that runtime could not run such assets
         self.failures: dict[tuple[str, frozenset[str]], str] = {}
         self._stopped = False
         self._lock = threading.Lock()
+        self._free = threading.Condition(self._lock)
 
-    def worker(self, env: Env) -> Worker:
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def _new(self, env: Env) -> Worker:
+        """A further worker of `env` (the lock held)."""
+        workers = self._workers.setdefault(env.name, [])
+        n = len(workers) + 1
+        name = f"{env.name}.{self.log_suffix}{f'-{n}' if n > 1 else ''}.log"
+        worker = self.worker_type(env, self.log_dir / name, progress=self.progress)
+        if self._stopped:
+            worker.kill()
+        workers.append(worker)
+        return worker
+
+    def add(self, worker: Worker) -> None:
+        """A worker the caller made (its own timeout, its own log) as one more of its
+        environment's, leased like the others."""
+        with self._lock:
+            self._workers.setdefault(worker.env.name, []).append(worker)
+            self._idle.setdefault(worker.env.name, []).append(worker)
+
+    def first(self, env: Env) -> Worker:
+        """The environment's first worker, made (not started) if it has none."""
         with self._lock:  # asked from several threads (a session starts workers ahead)
-            if env.name not in self._workers:
-                worker = self.worker_type(env, self.log_dir / f"{env.name}.{self.log_suffix}.log",
-                                          progress=self.progress)
-                if self._stopped:
-                    worker.kill()
-                self._workers[env.name] = worker
-            return self._workers[env.name]
+            if not self._workers.get(env.name):
+                self._idle.setdefault(env.name, []).append(self._new(env))
+            return self._workers[env.name][0]
+
+    def worker(self, env: Env) -> Workers:
+        """The environment's workers, used as one worker: each call runs in one no other
+        comparison is using (`lease`), so callers written for one worker per environment
+        (`compare.py`, load checks, scan) run side by side unchanged."""
+        self.first(env)
+        return Workers(self, env)
+
+    @contextmanager
+    def lease(self, env: Env) -> Iterator[Worker]:
+        """A worker of `env` no other comparison is using, for one call: the oldest idle one
+        (already started, torch imported), else a new one while the environment has fewer than
+        `size`, else the first to be handed back."""
+        with self._free:
+            while True:
+                idle = self._idle.setdefault(env.name, [])
+                if idle:
+                    worker = idle.pop(0)
+                    break
+                if len(self._workers.get(env.name, [])) < self.size:
+                    worker = self._new(env)
+                    break
+                self._free.wait()
+        try:
+            yield worker
+        finally:
+            with self._free:
+                idle = self._idle.setdefault(env.name, [])
+                idle.append(worker)
+                order = self._workers[env.name]
+                idle.sort(key=order.index)  # the oldest first: fewest processes kept busy
+                self._free.notify()
+
+    def of(self, env: Env) -> list[Worker]:
+        with self._lock:
+            return list(self._workers.get(env.name, []))
 
     def stop(self) -> None:
         """After an interrupt: kill every worker now, calls in progress included, so nothing
         goes on writing into a folder that is about to be removed."""
         self._stopped = True
-        for worker in list(self._workers.values()):
-            worker.kill()
+        for workers in list(self._workers.values()):
+            for worker in list(workers):
+                worker.kill()
 
     def close(self) -> None:
-        for worker in self._workers.values():
-            worker.close()
+        for workers in self._workers.values():
+            for worker in workers:
+                worker.close()
         self._workers.clear()
+        self._idle.clear()
 
     def __enter__(self) -> Pool:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class Workers:
+    """One environment's workers in a pool, used as one worker (`Pool.worker`): a call leases
+    one for its duration; the rest is the first worker's (its environment, log, the check of
+    its environment) or all of them (close, kill)."""
+
+    def __init__(self, pool: Pool, env: Env) -> None:
+        self.pool = pool
+        self.env = env
+
+    @property
+    def first(self) -> Worker:
+        return self.pool.first(self.env)
+
+    @property
+    def log(self) -> Path:
+        return self.first.log
+
+    def call(self, request: dict, timeout: float | None = None) -> dict:
+        with self.pool.lease(self.env) as worker:
+            return worker.call(request, timeout)
+
+    def environment_fault(self) -> str | None:
+        return self.first.environment_fault()
+
+    def close(self) -> None:
+        for worker in self.pool.of(self.env):
+            worker.close()
+
+    def kill(self) -> None:
+        for worker in self.pool.of(self.env):
+            worker.kill()

@@ -31,13 +31,14 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from oracle import store
 from oracle.client import EnvironmentFault, Pool
 from oracle.envs import Env
-from oracle.oracle_api import ExecutorError, Oracle
+from oracle.oracle_api import Comparison, ExecutorError, Landed, Oracle, no_follow_ups
 from oracle.paths import runs_dir
 from oracle.progress import Progress
 from oracle.ray_node import Job, NodeAgent, tool_digest, unpack
@@ -223,6 +224,7 @@ class RayOracle(Oracle):
         self.address = connect(address)
         self.ray = _import_ray()
         self._made: dict[str, ProbeResult] = {}  # result folder name -> made in this session
+        self._asked: dict[str, Comparison] = {}  # result folder name -> its comparison
 
     # -- the agents ------------------------------------------------------------------------
     def _make_agents(self) -> None:
@@ -292,10 +294,12 @@ class RayOracle(Oracle):
         agent.checked |= set(envs)
 
     # -- the jobs --------------------------------------------------------------------------
-    def _dispatch(self, jobs: list[Job], old: Env, new: Env, use_cache: bool) -> None:
-        """Run the jobs on the cluster and publish each result; every job ends answered."""
+    def _dispatch(self, jobs: list[Job], envs: dict[str, Env], use_cache: bool,
+                  landed: Landed = no_follow_ups) -> None:
+        """Run the jobs on the cluster and publish each result; every job ends answered. `envs`:
+        the driver's environment of every release the jobs name."""
         with _dispatching:
-            self._dispatch_now(jobs, old, new, use_cache)
+            self._dispatch_now(jobs, envs, use_cache, landed)
 
     def _head_alive(self) -> bool:
         """The cluster's GCS still accepts connections (checked while jobs wait)."""
@@ -308,22 +312,23 @@ class RayOracle(Oracle):
         except OSError:
             return False
 
-    def _head_lost(self, jobs: list[Job], old: Env, new: Env) -> int:
+    def _head_lost(self, jobs: list[Job], envs: dict[str, Env]) -> int:
         global _head_gone
         _head_gone = f"the cluster's head at {self.address} is gone"
         _ledger["head_lost"] = True
         self.notice(f"ray: {_head_gone}: {len(jobs)} job(s) not answered are inconclusive, "
                     "none stored; no more jobs are sent")
         for job in jobs:
-            self._lost(job, old, new, _head_gone)
+            self._lost(job, envs, _head_gone)
         return len(jobs)
 
-    def _dispatch_now(self, jobs: list[Job], old: Env, new: Env, use_cache: bool) -> None:
+    def _dispatch_now(self, jobs: list[Job], envs: dict[str, Env], use_cache: bool,
+                      landed: Landed) -> None:
         if _head_gone:
             for job in jobs:
-                self._lost(job, old, new, _head_gone)
+                self._lost(job, envs, _head_gone)
             return
-        agents = dict(self._ready({old.converter: old, new.converter: new}))
+        agents = dict(self._ready(envs))
         queue = deque(jobs)
         tries: dict[str, int] = {}
         flying: dict[Any, tuple[Job, str, float]] = {}
@@ -334,7 +339,7 @@ class RayOracle(Oracle):
             live = {n: a for n, a in agents.items() if a.alive}
             if not live and not flying:
                 for job in queue:
-                    self._lost(job, old, new, "no agent of the cluster is left to run it")
+                    self._lost(job, envs, "no agent of the cluster is left to run it")
                     done += 1
                 queue.clear()
                 break
@@ -351,7 +356,7 @@ class RayOracle(Oracle):
             if not ready and time.monotonic() - checked > 2:
                 if not self._head_alive():
                     done += self._head_lost([j for j, _, _ in flying.values()] + list(queue),
-                                            old, new)
+                                            envs)
                     flying.clear()
                     queue.clear()
                     break
@@ -366,12 +371,17 @@ class RayOracle(Oracle):
                         self.ray.exceptions.ActorUnavailableError) as exc:
                     if agent.alive:
                         self._drop(name, f"died ({_why(exc)}); its jobs go to the others")
-                    done += self._again(job, queue, tries, old, new, _why(exc))
+                    done += self._again(job, queue, tries, envs, _why(exc))
                     continue
                 except self.ray.exceptions.RayTaskError as exc:
                     raise ExecutorError(f"{agent.label}: {_why(exc)}") from None
-                self._publish(job, payload, agent, old, new, use_cache)
+                self._publish(job, payload, agent, envs, use_cache)
                 done += 1
+                # what its result calls for (a change located step by step) joins the queue
+                # now, where every release it names is one these agents are ready for
+                more = self._follow_ups(job, envs, use_cache, landed)
+                queue.extendleft(reversed(more))
+                total += len(more)
             now = time.monotonic()
             for _job, name, deadline in list(flying.values()):
                 if now > deadline and agents[name].alive:
@@ -383,20 +393,21 @@ class RayOracle(Oracle):
                 self.progress(line)
                 said = line
 
-    def _again(self, job: Job, queue: deque[Job], tries: dict[str, int], old: Env, new: Env,
+    def _again(self, job: Job, queue: deque[Job], tries: dict[str, int], envs: dict[str, Env],
                why: str) -> int:
         """A job whose agent was lost: sent again (to another agent), or after ATTEMPTS tries
         answered inconclusive. Returns 1 when it is answered."""
         tries[job.key] = tries.get(job.key, 1) + 1
         if tries[job.key] > ATTEMPTS:
-            self._lost(job, old, new, f"{ATTEMPTS} agents were lost running it ({why})")
+            self._lost(job, envs, f"{ATTEMPTS} agents were lost running it ({why})")
             return 1
         _ledger["retried"] += 1
         queue.appendleft(job)
         return 0
 
-    def _publish(self, job: Job, payload: dict[str, Any], agent: _Agent, old: Env, new: Env,
+    def _publish(self, job: Job, payload: dict[str, Any], agent: _Agent, envs: dict[str, Env],
                  use_cache: bool) -> None:
+        old, new = envs[job.old], envs[job.new]
         if not payload.get("ok"):
             kind, error = payload.get("kind"), payload.get("error", "?")
             if kind == "environment":
@@ -417,8 +428,9 @@ class RayOracle(Oracle):
         _ledger["jobs"].append({"key": final.name, "node": agent.node,
                                 "seconds": round(payload.get("seconds", 0.0), 3)})
 
-    def _lost(self, job: Job, old: Env, new: Env, why: str) -> None:
+    def _lost(self, job: Job, envs: dict[str, Env], why: str) -> None:
         """Answered, never dropped: a worker failure on both sides (inconclusive), not stored."""
+        old, new = envs[job.old], envs[job.new]
         _ledger["lost"] += 1
         # one text for both sides: they fail alike, a probe not run, never a change
         sides = [Side(env.converter, store.env_identity(env), False, "worker",
@@ -428,22 +440,45 @@ class RayOracle(Oracle):
                                           Identity.BOTH_CANNOT_CONVERT, None, "")
 
     # -- the Oracle interface ---------------------------------------------------------------
-    def _wanted(self, specs: list[ProbeSpec], old: Env, new: Env,
-                use_cache: bool) -> list[Job]:
+    def _wanted(self, batch: list[Comparison], use_cache: bool
+                ) -> tuple[list[Job], dict[str, Comparison]]:
+        """The jobs of a batch not made in this session nor stored, and each job's comparison
+        by key (its follow-ups). A stored result whose follow-ups are wanted is read now and
+        they are added to the batch."""
         jobs: dict[str, Job] = {}
-        for spec in specs:
-            final = store.result_dir(spec, old, new)
+        asked: dict[str, Comparison] = {}
+        todo = list(batch)
+        while todo:
+            c = todo.pop(0)
+            final = store.result_dir(c.spec, c.old, c.new)
             if final.name in self._made or final.name in jobs:
                 continue
-            if use_cache and store.stored(final, store.load_result) is not None:
-                continue  # read (and counted) when the caller asks for it
-            jobs[final.name] = Job(spec, old.converter, new.converter, final.name)
-        return list(jobs.values())
+            cached = store.stored(final, store.load_result) if use_cache else None
+            if cached is not None:
+                # read (and counted) when the caller asks for it; its follow-ups join now
+                todo += c.then(cached) if c.then is not None else []
+                continue
+            jobs[final.name] = Job(c.spec, c.old.converter, c.new.converter, final.name)
+            asked[final.name] = c
+        self._asked.update(asked)
+        return list(jobs.values()), asked
 
-    def prefetch(self, specs: Any, old: Env, new: Env, use_cache: bool = True) -> None:
-        jobs = self._wanted(list(specs), old, new, use_cache)
+    def _follow_ups(self, job: Job, envs: dict[str, Env], use_cache: bool,
+                    landed: Landed) -> list[Job]:
+        c = self._asked.get(job.key)
+        result = self._made.get(job.key)
+        if c is None or result is None:
+            return []
+        more = [m for m in landed(c, result)
+                if m.old.converter in envs and m.new.converter in envs]
+        return self._wanted(more, use_cache)[0]
+
+    def dispatch(self, batch: Sequence[Comparison], use_cache: bool = True,
+                 landed: Landed = no_follow_ups) -> None:
+        jobs, asked = self._wanted(list(batch), use_cache)
         if jobs:
-            self._dispatch(jobs, old, new, use_cache)
+            envs = {e.converter: e for c in asked.values() for e in (c.old, c.new)}
+            self._dispatch(jobs, envs, use_cache, landed)
 
     def compare(self, spec: ProbeSpec, old: Env, new: Env, use_cache: bool = True) -> ProbeResult:
         final = store.result_dir(spec, old, new)
@@ -454,8 +489,8 @@ class RayOracle(Oracle):
             if cached is not None:
                 _ledger["from_store"] += 1
                 return cached
-        self._dispatch([Job(spec, old.converter, new.converter, final.name)], old, new,
-                       use_cache)
+        self._dispatch([Job(spec, old.converter, new.converter, final.name)],
+                       {old.converter: old, new.converter: new}, use_cache)
         return self._made[final.name]
 
     def close(self) -> None:

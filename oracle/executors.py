@@ -1,5 +1,6 @@
-"""Which executor a run's sessions use: chosen once by the command line (`--executor`,
-`INVENTORY_EXECUTOR`), read by every `Session` the run opens.
+"""Which executor a run's sessions use, and how many comparisons the local one runs at once:
+chosen once by the command line (`--executor`, `INVENTORY_EXECUTOR`; `--jobs`,
+`INVENTORY_JOBS`), read by every `Session` the run opens.
 
 `local` never imports a cluster engine; `ray` is imported only when chosen, and is checked
 when chosen (its extra installed, its cluster reachable), before any work starts.
@@ -14,12 +15,23 @@ from oracle.oracle_api import ExecutorError, Oracle
 from oracle.progress import Progress
 
 EXECUTORS = ("local", "ray")
+# Far above any machine's cores: a typo of 1000 would start a thousand torch processes per
+# environment (each holds its own memory), so it is refused rather than tried.
+MAX_JOBS = 256
 
 
 @dataclass(frozen=True)
 class ExecutorChoice:
     name: str = "local"
     address: str | None = None  # the Ray cluster (`--ray-address`, RAY_ADDRESS)
+    # comparisons the local executor runs at once (None: the cores this process may use)
+    jobs: int | None = None
+
+    @property
+    def local_jobs(self) -> int:
+        from oracle.executor_local import default_jobs
+
+        return self.jobs if self.jobs is not None else default_jobs()
 
 
 _chosen = ExecutorChoice()
@@ -32,8 +44,16 @@ def _silent(_: str) -> None:
 _notice: Progress = _silent
 
 
+def check_jobs(jobs: int | None) -> None:
+    """--jobs is a whole number from 1 to MAX_JOBS (None: the default); ExecutorError, one line,
+    otherwise."""
+    if jobs is not None and not 1 <= jobs <= MAX_JOBS:
+        raise ExecutorError(f"--jobs must be a whole number from 1 to {MAX_JOBS} (comparisons "
+                            f"run at once), not {jobs}")
+
+
 def choose(name: str, address: str | None = None,
-           notice: Progress | None = None) -> ExecutorChoice:
+           notice: Progress | None = None, jobs: int | None = None) -> ExecutorChoice:
     """Check and keep the executor for the rest of the process; ExecutorError (one line) if it
     cannot be used."""
     global _chosen, _notice
@@ -41,11 +61,12 @@ def choose(name: str, address: str | None = None,
         _notice = notice
     if name not in EXECUTORS:
         raise ExecutorError(f"--executor must be one of {', '.join(EXECUTORS)}, not {name!r}")
+    check_jobs(jobs)
     if name == "ray":
         from oracle.executor_ray import connect
 
         connect(address)
-    _chosen = ExecutorChoice(name, address)
+    _chosen = ExecutorChoice(name, address, jobs)
     return _chosen
 
 
@@ -61,4 +82,4 @@ def open_oracle(pool: Pool, progress: Progress) -> Oracle:
         return RayOracle(pool, progress, _chosen.address, _notice)
     from oracle.executor_local import LocalOracle
 
-    return LocalOracle(pool)
+    return LocalOracle(pool, _chosen.local_jobs)

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oracle import store
-from oracle.client import EnvironmentFault, Pool, Worker, WorkerFailure
+from oracle.client import EnvironmentFault, Pool, Worker, WorkerFailure, Workers
 from oracle.envs import Env
 from oracle.paths import cache_root, in_store, safe_name
 from oracle.releases import EnvError
@@ -213,7 +213,7 @@ def _attempt(asset: Path, core: str, env: Env, session: Session, out: Path, exec
     return RuntimeOutcome(core, "fails-to-load", stage, error, files=files)
 
 
-def _not_the_environment(worker: Worker) -> None:
+def _not_the_environment(worker: Worker | Workers) -> None:
     """After a failure: raise if the environment cannot run the worker at all (then it is not
     the asset's outcome, and nothing is stored)."""
     fault = worker.environment_fault()

@@ -12,7 +12,8 @@ variables read by shipped code.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from oracle.envs import Env
 from oracle.releases import EnvError
@@ -23,6 +24,32 @@ from oracle.spec import ProbeSpec
 class ExecutorError(EnvError):
     """The chosen executor cannot run the work (its extra is not installed, its cluster cannot
     be reached, a node runs other code): one line for the user, exit 2."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One job: `spec` compared under `old` and `new`, as a command will ask for it.
+
+    `then`: the comparisons its result calls for (a change located step by step), dispatched as
+    soon as it lands, so a job waits only on the one it depends on. `optional`: not started
+    once a worker of one of its releases failed in this run (the registry sweep's jobs: the
+    answer skips such a step, and each job would start a dead worker again); if the answer asks
+    for it after all, it is made when asked."""
+
+    spec: ProbeSpec
+    old: Env
+    new: Env
+    then: Callable[[ProbeResult], Sequence[Comparison]] | None = None
+    optional: bool = False
+
+
+# Called by an executor as each result of a batch lands (from any thread): the follow-ups the
+# caller wants dispatched now (already filtered against what is stored or known).
+Landed = Callable[[Comparison, ProbeResult], Sequence[Comparison]]
+
+
+def no_follow_ups(_: Comparison, __: ProbeResult) -> Sequence[Comparison]:
+    return ()
 
 
 class Oracle(ABC):
@@ -36,11 +63,19 @@ class Oracle(ABC):
         """One probe converted under `old` and `new` (and measured when the shipped programs
         differ), from the store when it holds it and `use_cache`."""
 
+    def dispatch(self, batch: Sequence[Comparison], use_cache: bool = True,
+                 landed: Landed = no_follow_ups) -> None:
+        """Every comparison a command will ask for next, across any release pairs, handed over
+        at once: the executor runs them side by side as far as it can (the local one up to
+        `--jobs` at once, in the background; a cluster on its nodes) and keeps each result for
+        the `compare` that asks for it. An executor that cannot (a test double) runs each when
+        asked."""
+        del batch, use_cache, landed
+
     def prefetch(self, specs: Sequence[ProbeSpec], old: Env, new: Env,
                  use_cache: bool = True) -> None:
-        """A batch the caller will ask for next, one `compare` each: an executor that can run
-        several at once starts them all now. The local executor runs each when asked."""
-        del specs, old, new, use_cache
+        """One release pair's batch (`dispatch`)."""
+        self.dispatch([Comparison(spec, old, new) for spec in specs], use_cache)
 
     def close(self) -> None:
         """Release what the executor holds (a cluster's actors); the session's workers are the

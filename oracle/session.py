@@ -15,14 +15,15 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from pathlib import Path
 
 from oracle import store
 from oracle.cache import reclaim
-from oracle.client import Pool, Worker
+from oracle.client import Pool, Worker, Workers
 from oracle.envs import Env, ensure_env, ready_env
-from oracle.executors import open_oracle
-from oracle.oracle_api import Oracle
+from oracle.executors import chosen, open_oracle
+from oracle.oracle_api import Comparison, Oracle
 from oracle.paths import cache_root
 from oracle.progress import Progress, Tally
 from oracle.releases import Catalog, EnvError, version_key
@@ -46,7 +47,10 @@ class Session:
         self.catalog = catalog
         self.progress = progress
         self.log_dir = log_dir or cache_root() / "logs"
-        self.pool = Pool(self.log_dir, worker, log_suffix, progress)
+        # up to --jobs workers per environment: the local executor runs that many comparisons
+        # at once (a cluster's driver converts nothing itself)
+        size = chosen().local_jobs if oracle is None and chosen().name == "local" else 1
+        self.pool = Pool(self.log_dir, worker, log_suffix, progress, size)
         # where comparisons run: the executor the run chose (executors.choose), or a test's
         self.oracle = oracle if oracle is not None else open_oracle(self.pool, progress)
         self._pools: dict[type[Worker], Pool] = {}
@@ -71,7 +75,11 @@ class Session:
     def __enter__(self) -> Session:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if kind is not None and issubclass(kind, KeyboardInterrupt | SystemExit):
+            # interrupted: the jobs running in the background are stopped with their workers,
+            # not waited for (nothing they finish is stored: `executor_local`)
+            self.pool.stop()
         self.close()
 
     def close(self) -> None:
@@ -165,7 +173,7 @@ class Session:
             self._core_envs[core] = self.env(ready)  # through ensure_env: re-pointed if moved
         return self._core_envs[core]
 
-    def worker(self, env: Env) -> Worker:
+    def worker(self, env: Env) -> Workers:
         return self.pool.worker(env)
 
     def compare(self, spec: ProbeSpec, old: Env, new: Env, use_cache: bool = True) -> ProbeResult:
@@ -190,9 +198,56 @@ class Session:
 
     def prefetch(self, specs: Sequence[ProbeSpec], old: Env, new: Env,
                  use_cache: bool = True) -> None:
-        """Comparisons the caller asks for next, one by one: an executor that runs several at
-        once (a cluster) starts them all now; the local one runs each when asked."""
-        self.oracle.prefetch(specs, old, new, use_cache)
+        """One release pair's comparisons the caller asks for next (`dispatch`)."""
+        self.dispatch([Comparison(spec, old, new) for spec in specs], use_cache)
+
+    def _wanted(self, batch: Iterable[Comparison], use_cache: bool) -> list[Comparison]:
+        """The comparisons not yet had, each once: none this session made or read, none stored
+        (unless its result calls for follow-ups: it is read in the batch, so that they are
+        dispatched; without the cache, every one)."""
+        out: dict[Path, Comparison] = {}
+        for c in batch:
+            key = store.result_dir(c.spec, c.old, c.new)
+            known = self._results.get(key)
+            if known is not None and (use_cache or known[1]):
+                continue
+            if key in out:  # asked for twice (a record's probe, a sweep's): one job, both asks
+                out[key] = _merged(out[key], c)
+                continue
+            if use_cache and c.then is None and (key / RESULT_FILE).exists():
+                continue
+            out[key] = c
+        return list(out.values())
+
+    def dispatch(self, batch: Iterable[Comparison], use_cache: bool = True) -> None:
+        """Every comparison the caller will ask for next, across release pairs, planned before
+        any is asked: deduplicated by key against this session and the store, and handed to the
+        executor at once, which runs them side by side (the local one up to `--jobs`, a
+        cluster on its nodes) while the caller goes on to ask for each in turn. A job's
+        follow-ups (`Comparison.then`) are dispatched as its result lands."""
+        wanted = self._wanted(batch, use_cache)
+        if not wanted:
+            return
+        if not self._warm.is_set() and any(
+                not use_cache or not (store.result_dir(c.spec, c.old, c.new) / RESULT_FILE)
+                .exists() for c in wanted):
+            self._conversions_ahead()
+
+        def landed(c: Comparison, result: ProbeResult) -> Sequence[Comparison]:
+            return self._wanted(c.then(result), use_cache) if c.then is not None else ()
+
+        self.oracle.dispatch(wanted, use_cache, landed)
+
+
+def _merged(a: Comparison, b: Comparison) -> Comparison:
+    """One job for two asks of the same comparison: the follow-ups of both, and optional only
+    if both are."""
+    thens = [t for t in (a.then, b.then) if t is not None]
+
+    def then(result: ProbeResult) -> Sequence[Comparison]:
+        return [more for t in thens for more in t(result)]
+
+    return replace(a, then=then if thens else None, optional=a.optional and b.optional)
 
 
 @contextmanager

@@ -34,7 +34,7 @@ def test_a_hung_worker_is_killed_after_its_timeout(env, tmp_path, monkeypatch):
     monkeypatch.setenv("INVENTORY_WORKER_FAULT", "hang")
     pool = Pool(tmp_path)
     for version in ("0.4.1", "0.4.2"):
-        pool._workers[env(version).name] = Worker(env(version), tmp_path / "w.log", timeout=3)
+        pool.add(Worker(env(version), tmp_path / "w.log", timeout=3))
     result = compare(conv_t(kernel=[6]), env("0.4.1"), env("0.4.2"), pool, use_cache=False)
     pool.close()
     assert not result.old.ok and "did not answer within 3 s" in result.old.error

@@ -217,8 +217,9 @@ def test_a_symlink_loop_under_the_recipe_root_is_one_line(tmp_path):
     (("affected", "--fix", "40", "--tolerance", "abc", "--json"), "affected",
      "Invalid value for '--tolerance': Input should be a valid number, unable to parse string "
      "as a number"),
+    # click names the option it takes for a typo (`--jobs` is as close as it looks for)
     (("sweep", "--from", "0.4.1", "--to", "0.4.2", "--bogus", "--json"), "sweep",
-     "No such option: --bogus"),
+     "No such option: --bogus (Possible options: --jobs)"),
     (("repair", "x.aimodel", "--json"), "repair", "Missing option '--out' / '-o'."),
     (("release-notes", "--json", "--to", "0.4.2"), "release-notes", "Missing option '--from'."),
     (("verify", "--json", "--to", "0.4.2"), "verify", "Missing argument 'BUNDLE'."),

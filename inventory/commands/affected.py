@@ -16,6 +16,7 @@ from inventory.options import (
     ExecutorName,
     Format,
     Ignore,
+    Jobs,
     Json,
     Markdown,
     NoCache,
@@ -59,6 +60,7 @@ def affected_cmd(
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
     store: StoreUrl = None,
+    jobs: Jobs = None,
     tolerance: Tolerance = None,
     ignore: Ignore = None,
     weights: Annotated[list[str] | None, typer.Option(
@@ -112,7 +114,7 @@ def affected_cmd(
     check_output(output)
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
-    use_executor(executor, ray_address)
+    use_executor(executor, ray_address, jobs)
     use_store(store)
     records = load_fixes(fixes)
     the_fix = find_fix(fix, records, fixes)

@@ -37,14 +37,15 @@ def registry_file_for(registry: bool, registry_file: Path | None) -> Path:
     return registry_file or DEFAULT_REGISTRY
 
 
-def use_executor(name: str, address: str | None) -> None:
-    """The executor every session of this run uses (`--executor`), checked now: a missing
-    extra or an unreachable cluster is one line and exit 2, before any work. What befalls the
-    run's machinery (a cluster node lost) is a warning line on stderr, even with `-q`."""
+def use_executor(name: str, address: str | None, jobs: int | None = None) -> None:
+    """The executor every session of this run uses (`--executor`, and `--jobs` for the local
+    one), checked now: a missing extra, an unreachable cluster or a `--jobs` below 1 is one line
+    and exit 2, before any work. What befalls the run's machinery (a cluster node lost) is a
+    warning line on stderr, even with `-q`."""
     from oracle.executors import choose
 
     choose(name.strip().lower(), (address or "").strip() or None,
-           notice=lambda line: warn([line]))
+           notice=lambda line: warn([line]), jobs=jobs)
 
 
 def use_store(value: str | None) -> None:

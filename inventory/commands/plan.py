@@ -20,6 +20,7 @@ from inventory.options import (
     ExecutorName,
     Format,
     Ignore,
+    Jobs,
     Json,
     Markdown,
     NoCache,
@@ -65,6 +66,7 @@ def plan_cmd(
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
     store: StoreUrl = None,
+    jobs: Jobs = None,
     tolerance: Tolerance = None,
     runtime: Runtimes = None,
     fixes: Annotated[Path, typer.Option(
@@ -126,7 +128,7 @@ def plan_cmd(
     check_output(output)
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
-    use_executor(executor, ray_address)
+    use_executor(executor, ray_address, jobs)
     use_store(store)
     check_budget("--run-budget", run_budget)
     if baseline is not None:

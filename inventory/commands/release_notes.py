@@ -16,6 +16,7 @@ from inventory.options import (
     ExecutorName,
     Format,
     FromRelease,
+    Jobs,
     Json,
     Markdown,
     NoCache,
@@ -31,6 +32,7 @@ from inventory.options import (
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from oracle.fixes import FIXES_FILE
+from oracle.progress import Progress
 from oracle.releases import load_catalog
 
 
@@ -51,6 +53,7 @@ def release_notes_cmd(
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
     store: StoreUrl = None,
+    jobs: Jobs = None,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
@@ -68,24 +71,33 @@ def release_notes_cmd(
     2  usage or configuration error
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
+    from inventory import batch
     from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
-    from inventory.release_notes import release_notes
+    from inventory.release_notes import ReleaseNotes, release_notes
     from inventory.report.notes_report import notes_markdown, notes_record, notes_table
     from oracle.fixes import load_fixes
     from oracle.regimes import load_regimes
+    from oracle.session import Session
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="release-notes")
 
     check_output(output)
     ready(("--from", old), ("--to", new))
-    use_executor(executor, ray_address)
+    use_executor(executor, ray_address, jobs)
     use_store(store)
     records = load_fixes(fixes)
     markdown_form = functools.partial(notes_markdown, details=details)
+
+    def work(progress: Progress) -> ReleaseNotes:
+        catalog, regimes, bundles = load_catalog(), load_regimes(), load_registry(registry)
+        with Session(catalog, progress) as session:
+            # every comparison of the notes, handed to the executor at once
+            session.dispatch(batch.release_notes(session, old, new, records, regimes, bundles),
+                             use_cache=not no_cache)
+            return release_notes(old, new, records, regimes, bundles, catalog, load_policy(),
+                                 use_cache=not no_cache, progress=progress, session=session)
+
     report(Renderer("release-notes", notes_record, notes_table, markdown_form,
-                    inputs=input_files(registry=registry, fixes=fixes), fixes=fixes), fmt, quiet,
-           lambda progress: release_notes(old, new, records, load_regimes(),
-                                          load_registry(registry), load_catalog(),
-                                          load_policy(), use_cache=not no_cache,
-                                          progress=progress), to=output)
+                    inputs=input_files(registry=registry, fixes=fixes), fixes=fixes),
+           fmt, quiet, work, to=output)

@@ -15,6 +15,7 @@ from inventory.options import (
     ExecutorName,
     Format,
     FromRelease,
+    Jobs,
     Json,
     NoCache,
     OutputFile,
@@ -60,6 +61,7 @@ def sweep_cmd(
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
     store: StoreUrl = None,
+    jobs: Jobs = None,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
@@ -79,6 +81,7 @@ def sweep_cmd(
     2  usage or configuration error
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
+    from inventory import batch
     from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
     from inventory.release_notes import Sweep, registry_regimes, sweep
@@ -92,7 +95,7 @@ def sweep_cmd(
     check_output(output)
     ready(("--from", old), ("--to", new))
     registry_file = registry_file_for(shipped, registry_file)
-    use_executor(executor, ray_address)
+    use_executor(executor, ray_address, jobs)
     use_store(store)
     records = load_fixes(fixes)
 
@@ -101,10 +104,10 @@ def sweep_cmd(
         catalog = load_catalog()
         with Session(catalog, progress) as session:
             if later(catalog, old, new):  # else `sweep` says what is wrong with the pair
-                # every comparison the sweep asks for, one by one, handed over at once: a
-                # cluster runs them side by side (the local executor runs each when asked)
-                session.prefetch([r.spec for r in regimes], session.env(old),
-                                 session.env(new), use_cache=not no_cache)
+                # every comparison the sweep asks for, handed over at once (each change located
+                # step by step as it lands): run side by side, up to --jobs or on a cluster
+                session.dispatch(batch.regimes(session, regimes, old, new),
+                                 use_cache=not no_cache)
             return sweep(old, new, records, regimes, catalog, load_policy(),
                          use_cache=not no_cache, progress=progress,
                          source="registry" if shipped else "library", session=session)

@@ -19,7 +19,7 @@ from inventory.scan.bundles import (
 )
 from inventory.scan.ir import absorb
 from inventory.scan.model import BundleError, BundleScan
-from oracle.client import Worker, WorkerFailure
+from oracle.client import WorkerFailure, Workers
 from oracle.envs import Env
 from oracle.paths import cache_root
 from oracle.progress import Progress
@@ -73,7 +73,7 @@ class Readers:
                 continue
             yield env, env.packages.get("coreai-core", env.core), why
 
-    def worker(self, env: Env) -> Worker:
+    def worker(self, env: Env) -> Workers:
         return self.session.worker(env)
 
     def read(self, bundle: Path, env: Env) -> dict[str, Any]:

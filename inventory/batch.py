@@ -1,0 +1,197 @@
+"""Every comparison a command will ask for, planned before it asks for any, so that the executor
+gets them at once (`Session.dispatch`) instead of one at a time.
+
+Each function here follows the path of the answer it plans for (`Analyzer.answer`, the registry
+sweep, the release notes) with the same spec builders, and asks for nothing: it only lists
+comparisons. What an answer asks for only after a result (a change located release step by
+step; the registry sweep's unexplained change judged from a bundle's exporter to the target) is
+a comparison's follow-up (`Comparison.then`), dispatched as soon as that result lands. The
+answers are then assembled exactly as before, reading each result as it comes; a comparison
+this plan missed is still made when asked, only not in the batch, so a plan can cost time but
+never change an answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from inventory.attribution import explained_by, own_step, program_changed, release_steps
+from inventory.instances import instance_spec, probed_keys
+from inventory.record_answers import asset_spec
+from inventory.registry import Bundle, exporter_release
+from inventory.release_notes import regimes_of_notes, registry_regimes
+from oracle.constructs import get as construct_of
+from oracle.constructs import has_probe
+from oracle.envs import Env
+from oracle.fixes import Fix, between
+from oracle.oracle_api import Comparison
+from oracle.record_kinds import LOAD_CHECKS
+from oracle.regimes import Regime
+from oracle.releases import EnvError, version_key
+from oracle.results import ProbeResult
+from oracle.session import Session
+from oracle.spec import ProbeSpec
+
+if TYPE_CHECKING:
+    from inventory.affected import Analyzer
+
+Step = tuple[str, str]
+# plan: per bundle, its (exporter, target) and the release steps between
+Judged = dict[str, tuple[Step, list[Step]]]
+
+
+def _envs(session: Session, *versions: str) -> list[Env] | None:
+    """The environments of these releases (built or waited for now), or None when one cannot
+    be had: the answer says why when it asks, and nothing is planned for it."""
+    try:
+        return [session.env(v) for v in versions]
+    except (EnvError, KeyError):
+        return None
+
+
+def located(session: Session, spec: ProbeSpec, old: str, new: str
+            ) -> Callable[[ProbeResult], Sequence[Comparison]] | None:
+    """`attribution.locate`'s comparisons, as a follow-up: when the program changes over a range
+    of several steps, the probe under each step."""
+    steps = release_steps(session.catalog, old, new)
+    if len(steps) <= 1:
+        return None
+    envs = [_envs(session, a, b) for a, b in steps]
+    if any(e is None for e in envs):
+        return None  # locate attributes nothing then, and asks for nothing
+    pairs = [(e[0], e[1]) for e in envs if e is not None]
+
+    def then(result: ProbeResult) -> Sequence[Comparison]:
+        if not program_changed(result):
+            return ()
+        return [Comparison(spec, a, b) for a, b in pairs]
+    return then
+
+
+def answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, target: str) -> list[Comparison]:
+    """What `Analyzer.answer(bundle, fix, target)` compares: a lowering record's probes of each
+    traced instance (trained-looking values and each condition's), a pipeline record's asset
+    probe at its own step when no whole-program check answers it. Load checks are no
+    comparisons; a probe with a checkpoint's own tensors is made when asked."""
+    session, catalog = analyzer.session, analyzer.catalog
+    if fix.record_kind.probe == LOAD_CHECKS:
+        return []
+    exporter, _ = exporter_release(bundle.exporter, catalog)
+    if exporter not in catalog.releases or version_key(exporter) >= version_key(fix.ships_in):
+        return []
+    if fix.record_kind.changes_optimizer:
+        old, _ = own_step(catalog, exporter, fix)
+        envs = _envs(session, old, fix.ships_in)
+        if envs is None or analyzer.verify:
+            return []  # --verify measures the whole program first: asked when needed
+        whole, _ = analyzer.whole(bundle, exporter, old, fix)
+        return [] if whole is not None else [Comparison(asset_spec(bundle), *envs)]
+    instances = [i for i in bundle.instances if i.kind in fix.constructs]
+    if not instances or any(not has_probe(i.kind) for i in instances):
+        return []
+    envs = _envs(session, exporter, target)
+    if envs is None:
+        return []
+    out = []
+    for instance in instances:
+        if bundle.name in analyzer.weights and construct_of(instance.kind).checkpoint:
+            continue
+        specs = [instance_spec(bundle, instance)] + [
+            instance_spec(bundle, instance, c.params)
+            for c in analyzer.conditions.get(instance.kind, [])]
+        out += [Comparison(s, *envs, then=located(session, s, exporter, target)) for s in specs]
+    return out
+
+
+def registry_sweep(session: Session, wanted: dict[Step, list[Bundle]], fixes: list[Fix],
+                   after_worker_failure: bool = False,
+                   judged: Judged | None = None
+                   ) -> list[Comparison]:
+    """What `release_notes.sweep_steps(wanted, ...)` compares: every traced instance of the
+    bundles crossing each step, under that step. `after_worker_failure` False: a job is
+    optional (not started once a worker of its releases failed: the sweep skips such a step).
+
+    `judged` (plan): per bundle, its (exporter, target) and its steps; a change of a step that
+    no record of it explains is then judged from each such bundle's exporter to the target
+    (`plan.swept_changes`), a follow-up of the step's comparison."""
+    bundles = list({b.name: b for crossing in wanted.values() for b in crossing}.values())
+    regimes = registry_regimes(bundles)
+    keys = {b.name: probed_keys(b) for b in bundles}
+    out: list[Comparison] = []
+    for (old, new), crossing in wanted.items():
+        mine = frozenset().union(*(keys[b.name] for b in crossing))
+        envs = _envs(session, old, new) if mine else None
+        if envs is None:
+            continue
+        for regime in (r for r in regimes if r.spec.key() in mine):
+            then = _judged(session, regime, (old, new), fixes, keys, judged or {})
+            out.append(Comparison(regime.spec, *envs, then=then,
+                                  optional=not after_worker_failure))
+    return out
+
+
+def _judged(session: Session, regime: Regime, step: Step, fixes: list[Fix],
+            keys: dict[str, frozenset[str]], judged: Judged
+            ) -> Callable[[ProbeResult], Sequence[Comparison]] | None:
+    spans = {span: True for bundle, (span, steps) in judged.items()
+             if regime.spec.key() in keys.get(bundle, frozenset()) and step in steps}
+    pairs = [e for span in spans if (e := _envs(session, *span)) is not None]
+    if not pairs:
+        return None
+
+    def then(result: ProbeResult) -> Sequence[Comparison]:
+        if not program_changed(result) or explained_by(fixes, regime.spec, *step, result):
+            return ()
+        return [Comparison(regime.spec, a, b) for a, b in pairs]
+    return then
+
+
+def affected(analyzer: Analyzer, bundles: list[Bundle], fix: Fix, target: str,
+             steps: dict[Step, list[Bundle]], fixes: list[Fix]) -> list[Comparison]:
+    """`affected --fix`: each bundle's answer, then the registry sweep of the fix's own step."""
+    out = [c for b in bundles for c in answer(analyzer, b, fix, target)]
+    return out + registry_sweep(analyzer.session, steps, fixes)
+
+
+def plan(analyzer: Analyzer, bundles: list[Bundle], fixes: list[Fix], to: str,
+         ranges: dict[str, list[Step]]) -> list[Comparison]:
+    """`plan --to`: every record in each bundle's range, answered; the registry sweep of every
+    step of each range, each unexplained change judged exporter -> target."""
+    catalog = analyzer.catalog
+    out = []
+    judged: Judged = {}
+    wanted: dict[Step, list[Bundle]] = {}
+    for bundle in bundles:
+        exporter, _ = exporter_release(bundle.exporter, catalog)
+        for fix in between(fixes, exporter, to):
+            out += answer(analyzer, bundle, fix, to)
+        judged[bundle.name] = ((exporter, to), ranges[bundle.name])
+        for step in ranges[bundle.name]:
+            wanted.setdefault(step, []).append(bundle)
+    return out + registry_sweep(analyzer.session, wanted, fixes, judged=judged)
+
+
+def regimes(session: Session, regimes: list[Regime], old: str, new: str
+            ) -> list[Comparison]:
+    """The release notes' (and `sweep`'s) regimes under `old -> new`, each changed one located
+    step by step when the range has several."""
+    envs = _envs(session, old, new)
+    if envs is None:
+        return []
+    return [Comparison(r.spec, *envs, then=located(session, r.spec, old, new)) for r in regimes]
+
+
+def release_notes(session: Session, old: str, new: str, fixes: list[Fix],
+                  regimes_: list[Regime], bundles: list[Bundle]) -> list[Comparison]:
+    """`release-notes --from --to`: the registry sweep of every step between (a step is swept
+    whatever failed before it), then the records' regimes under the pair, each changed one
+    located step by step. Nothing for a pair the notes refuse (they say why)."""
+    catalog = session.catalog
+    if old not in catalog.releases or new not in catalog.releases \
+            or version_key(new) <= version_key(old):
+        return []
+    steps = release_steps(catalog, old, new)
+    return (registry_sweep(session, {s: bundles for s in steps}, fixes,
+                           after_worker_failure=True)
+            + regimes(session, regimes_of_notes(between(fixes, old, new), regimes_), old, new))

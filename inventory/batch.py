@@ -41,11 +41,11 @@ Step = tuple[str, str]
 Judged = dict[str, tuple[Step, list[Step]]]
 
 
-def _envs(session: Session, *versions: str) -> list[Env] | None:
-    """The environments of these releases (built or waited for now), or None when one cannot
+def _envs(session: Session, old: str, new: str) -> tuple[Env, Env] | None:
+    """The environments of both releases (built or waited for now), or None when one cannot
     be had: the answer says why when it asks, and nothing is planned for it."""
     try:
-        return [session.env(v) for v in versions]
+        return session.env(old), session.env(new)
     except (EnvError, KeyError):
         return None
 

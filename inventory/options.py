@@ -139,8 +139,8 @@ ExecutorName = Annotated[str, typer.Option(
 Jobs = Annotated[int | None, typer.Option(
     "--jobs", envvar="INVENTORY_JOBS", metavar="N", show_default=False,
     help="Comparisons the local executor runs at once (each converts its two sides in two "
-         "worker processes; an environment gets up to N workers). Default: the cores this "
-         "process may use. --jobs 1 runs one at a time.")]
+         "worker processes; an environment gets up to N workers). Default: half the cores "
+         "this process may use, at least 1. --jobs 1 runs one at a time.")]
 RayAddress = Annotated[str | None, typer.Option(
     "--ray-address", envvar="RAY_ADDRESS", metavar="HOST:PORT",
     help="The Ray cluster --executor ray runs on: the address `ray start --head` prints, or "

@@ -181,7 +181,7 @@ class LocalOracle(Oracle):
         converter's)."""
         final = store.result_dir(c.spec, c.old, c.new)
         if use_cache:
-            cached = store.load_result(final)
+            cached = store.stored(final, store.load_result)  # here, else the remote tier's
             if cached is not None:
                 return cached
         with store.building(final) as work:

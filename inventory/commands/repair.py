@@ -79,4 +79,13 @@ def repair_cmd(
         err.print(labelled("inconclusive:" if flaky else "refused:", "red", str(exc)),
                   highlight=False, soft_wrap=True)
         raise typer.Exit(ExitCode.INCONCLUSIVE if flaky else ExitCode.USAGE) from None
+    if fmt is OutputFormat.TABLE and report_file is None:
+        # the terminal's lines are never wrapped (each is a record a person copies whole): the
+        # same lines the table renderer writes to a file
+        from inventory.report.repair_report import repair_text
+        from inventory.terminal import out
+
+        for line in repair_text(report):
+            out.print(line, highlight=False, soft_wrap=True)
+        return
     show(renderer, fmt, report, to=report_file)

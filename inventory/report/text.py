@@ -16,15 +16,20 @@ def md_cell(text: str) -> str:
 _REF = re.compile(r"(?<![\w/\[#&])#(\d+)\b")
 
 
+# the converter's repository: a numbered record whose own upstream names no GitHub address is
+# that repository's pull request of its number (as the HTML and CycloneDX reports take it)
+CONVERTER_REPO = "apple/coreai-torch"
+
+
 def link_upstream(text: str, upstream: dict[str, str]) -> str:
-    """Every `#N` of a fix record as `[apple/coreai-torch#N](its pull request)`; a number no
-    record names as `coreai-torch#N` (never a bare `#N`)."""
+    """Every `#N` as `[owner/repo#N](its pull request)`: the address the answer's fix records
+    give it, else the converter's repository's pull request N (never a bare `#N`)."""
     def link(m: re.Match[str]) -> str:
         url = upstream.get(m[1], "")
-        parts = url.removeprefix("https://github.com/").split("/")
-        if url.startswith("https://github.com/") and len(parts) >= 2:
-            return f"[{parts[0]}/{parts[1]}#{m[1]}]({url})"
-        return f"coreai-torch#{m[1]}"
+        if not url.startswith("https://github.com/"):
+            url = f"https://github.com/{CONVERTER_REPO}/pull/{m[1]}"
+        owner, repo = (url.removeprefix("https://github.com/").split("/") + ["", ""])[:2]
+        return f"[{owner}/{repo}#{m[1]}]({url})"
 
     return _REF.sub(link, text)
 

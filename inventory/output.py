@@ -178,6 +178,8 @@ class Renderer(Generic[T]):
     inputs: dict[str, Any] = field(default_factory=dict)  # `input_files(...)`
     # the fix records the answer read (`--fixes`): the markdown links each `#N` as they say
     fixes: Path | None = None
+    # the table's lines are never wrapped (each is a record a person copies whole: repair's)
+    soft_wrap: bool = False
 
     def render(self, value: T, fmt: OutputFormat, console: Console,
                warnings: Sequence[str] = (), error: str | None = None,
@@ -187,12 +189,13 @@ class Renderer(Generic[T]):
         document = Document(self, value, tuple(warnings), error)
         written = writer_for(fmt)(document)
         if to is not None:
-            text = written if isinstance(written, str) else _plain(written, console.width)
+            text = written if isinstance(written, str) else _plain(written, console.width,
+                                                                   self.soft_wrap)
             write_file(to, text)
         elif isinstance(written, str):
             emit(written, end="" if written.endswith("\n") else "\n")
         else:
-            console.print(written)
+            console.print(written, soft_wrap=self.soft_wrap)
 
 
 @dataclass(frozen=True)
@@ -261,10 +264,10 @@ def writer_for(fmt: OutputFormat) -> Callable[[Document[Any]], Written]:
     return module.write
 
 
-def _plain(renderable: RenderableType, width: int) -> str:
+def _plain(renderable: RenderableType, width: int, soft_wrap: bool = False) -> str:
     """A terminal rendering as the text a file holds (no colour codes)."""
     console = Console(width=width, file=io.StringIO(), record=True, markup=False, emoji=False)
-    console.print(renderable)
+    console.print(renderable, soft_wrap=soft_wrap)
     return console.export_text()
 
 

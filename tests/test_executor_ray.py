@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 from cli import ROOT, spawn
+from store_answers import answer_in, borrowing_store, without
 
-from oracle.paths import envs_dir
 from oracle.store import RECORD_DIGEST, RESULT_FILE, load_result
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (scripts/test adds it)")
@@ -103,24 +103,6 @@ def cluster(env) -> Iterator[str]:
         yield made.address
 
 
-def _store(tmp: Path, name: str) -> Path:
-    """A fresh result store that borrows the built environments."""
-    store = tmp / name
-    store.mkdir()
-    (store / "envs").symlink_to(envs_dir())
-    return store
-
-
-def _answer(stdout: str, store: Path) -> Any:
-    return json.loads(stdout.replace(str(store), "<store>"))
-
-
-def _without(data: Any, key: str) -> Any:
-    if isinstance(data, dict):
-        return {k: _without(v, key) for k, v in data.items() if k != key}
-    if isinstance(data, list):
-        return [_without(v, key) for v in data]
-    return data
 
 
 def _flags(data: Any, key: str) -> set[Any]:
@@ -141,10 +123,10 @@ def _ledgers(store: Path) -> list[dict[str, Any]]:
 def local(env, tmp_path_factory) -> tuple[Path, Path, Any]:
     """The registry, the local executor's store and its answer."""
     tmp = tmp_path_factory.mktemp("local")
-    registry, store = _registry(tmp), _store(tmp, "local")
+    registry, store = _registry(tmp), borrowing_store(tmp, "local")
     proc = spawn(*SWEEP, "--registry-file", str(registry), "-q", INVENTORY_CACHE=str(store))
     assert proc.returncode == 0, proc.stderr
-    return registry, store, _answer(proc.stdout, store)
+    return registry, store, answer_in(proc.stdout, store)
 
 
 def _stored(store: Path) -> dict[str, dict[str, Any]]:
@@ -177,12 +159,12 @@ def _stored(store: Path) -> dict[str, dict[str, Any]]:
 def test_sweep_on_two_nodes_equals_the_local_answer_and_a_rerun_dispatches_nothing(
         cluster, local, tmp_path):
     registry, local_store, local_answer = local
-    store = _store(tmp_path, "ray")
+    store = borrowing_store(tmp_path, "ray")
     args = (*SWEEP, "--registry-file", str(registry), "-q", "--executor", "ray",
             "--ray-address", cluster)
     first = spawn(*args, INVENTORY_CACHE=str(store), **RAY_ENV)
     assert first.returncode == 0, first.stderr
-    assert _answer(first.stdout, store) == local_answer
+    assert answer_in(first.stdout, store) == local_answer
     assert _stored(store) == _stored(local_store)
     [ledger] = _ledgers(store)
     assert ledger["dispatched"] == len(CHANNELS) and ledger["from_store"] == 0
@@ -191,10 +173,10 @@ def test_sweep_on_two_nodes_equals_the_local_answer_and_a_rerun_dispatches_nothi
 
     again = spawn(*args, INVENTORY_CACHE=str(store), **RAY_ENV)
     assert again.returncode == 0, again.stderr
-    rerun = _answer(again.stdout, store)
+    rerun = answer_in(again.stdout, store)
     # read from the store, and saying so (as a local rerun says it), else the same answer
     assert _flags(rerun, "cached") == {True}
-    assert _without(rerun, "cached") == _without(local_answer, "cached")
+    assert without(rerun, "cached") == without(local_answer, "cached")
     second = _ledgers(store)[-1]
     assert second["dispatched"] == 0 and second["from_store"] == len(CHANNELS)
 
@@ -238,7 +220,7 @@ def _sweep_on(cluster: str, registry: Path, store: Path, *extra: str
 
 def test_a_node_agent_killed_mid_run_its_jobs_run_elsewhere(cluster, local, tmp_path):
     registry, _, local_answer = local
-    store = _store(tmp_path, "killed")
+    store = borrowing_store(tmp_path, "killed")
     run, lines, reader = _sweep_on(cluster, registry, store)
     killed = _kill_an_agent_once_both_work(cluster, run, lines)
     assert run.stdout is not None
@@ -247,7 +229,7 @@ def test_a_node_agent_killed_mid_run_its_jobs_run_elsewhere(cluster, local, tmp_
     reader.join(timeout=10)
     assert run.returncode == 0, "".join(lines)
     assert any(f"{killed.split('-')[2][:8]}" in ln and "left out: died" in ln for ln in lines)
-    assert _answer(stdout, store) == local_answer  # complete, and the same answer
+    assert answer_in(stdout, store) == local_answer  # complete, and the same answer
     [ledger] = _ledgers(store)
     assert ledger["retried"] >= 1 and ledger["lost"] == 0
     assert sum(n["jobs"] for n in ledger["nodes"].values()) == len(CHANNELS)
@@ -268,7 +250,7 @@ def test_a_node_lost_mid_run_leaves_stdout_the_json_document(env, local, tmp_pat
     run's stdout is still the one JSON document, equal to the local answer, the loss one
     warning line on stderr and in the ledger, Ray's messages in the ledger's folder."""
     registry, _, local_answer = local
-    store = _store(tmp_path, "lost")
+    store = borrowing_store(tmp_path, "lost")
     with _two_nodes() as made:
         run, lines, reader = _sweep_on(made.address, registry, store, "--no-cache")
         _wait_for_both_in_flight(run, lines)
@@ -279,7 +261,7 @@ def test_a_node_lost_mid_run_leaves_stdout_the_json_document(env, local, tmp_pat
         run.wait(timeout=600)
         reader.join(timeout=10)
     assert run.returncode == 0, "".join(lines)
-    assert _answer(stdout, store) == local_answer  # the whole of stdout, and the same answer
+    assert answer_in(stdout, store) == local_answer  # the whole of stdout, and the same answer
     lost = [ln for ln in lines if ln.startswith("warning: ray: ") and "left out: died" in ln]
     assert len(lost) == 1, "".join(lines)
     [ledger] = _ledgers(store)
@@ -296,7 +278,7 @@ def test_the_head_node_lost_mid_run_is_inconclusive_in_one_line_and_stores_nothi
     it for minutes; the run says so in one line, answers every job not answered as not run
     (inconclusive, exit 3), stores none of them, and stdout is still the one JSON document."""
     registry, _, _ = local
-    store = _store(tmp_path, "headless")
+    store = borrowing_store(tmp_path, "headless")
     with _two_nodes() as made:
         run, lines, reader = _sweep_on(made.address, registry, store, "--no-cache")
         _wait_for_both_in_flight(run, lines)
@@ -306,7 +288,7 @@ def test_the_head_node_lost_mid_run_is_inconclusive_in_one_line_and_stores_nothi
         run.wait(timeout=600)
         reader.join(timeout=10)
     assert run.returncode == 3, "".join(lines)
-    doc = _answer(stdout, store)
+    doc = answer_in(stdout, store)
     assert doc["result"]["changed"] == [] and len(doc["result"]["failing_both"]) == len(CHANNELS)
     gone = [ln for ln in lines if ln.startswith("warning: ray: ") and "head" in ln]
     assert len(gone) == 1 and "is gone" in gone[0], "".join(lines)
@@ -328,7 +310,7 @@ def _named_agents(cluster: str, pid: int) -> list[str]:
 
 def test_ctrl_c_mid_run_leaves_no_agent_and_no_half_written_result(cluster, local, tmp_path):
     registry, _, _ = local
-    store = _store(tmp_path, "interrupted")
+    store = borrowing_store(tmp_path, "interrupted")
     run, lines, reader = _sweep_on(cluster, registry, store, "--no-cache")
     deadline = time.monotonic() + 300
     while not any(re.search(rf"ray: 0/{len(CHANNELS)} jobs .*in flight", ln) for ln in lines):
@@ -354,19 +336,20 @@ def test_two_drivers_share_one_store_the_second_dispatches_nothing(cluster, loca
     path): what a local driver stored, a cluster driver on another cache reads back."""
     registry, _, local_answer = local
     shared = tmp_path / "shared"
-    first_cache, second_cache = _store(tmp_path, "first"), _store(tmp_path, "second")
+    first_cache = borrowing_store(tmp_path, "first")
+    second_cache = borrowing_store(tmp_path, "second")
     first = spawn(*SWEEP, "--registry-file", str(registry), "-q",
                   INVENTORY_CACHE=str(first_cache), INVENTORY_STORE=str(shared))
     assert first.returncode == 0, first.stderr
-    assert _answer(first.stdout.replace(str(shared), str(first_cache)), first_cache) \
+    assert answer_in(first.stdout.replace(str(shared), str(first_cache)), first_cache) \
         == local_answer
     assert len(list((shared / "results").iterdir())) == len(CHANNELS)
     second = spawn(*SWEEP, "--registry-file", str(registry), "-q", "--executor", "ray",
                    "--ray-address", cluster, INVENTORY_CACHE=str(second_cache),
                    INVENTORY_STORE=str(shared), **RAY_ENV)
     assert second.returncode == 0, second.stderr
-    assert _without(_answer(second.stdout, shared), "cached") \
-        == _without(local_answer, "cached")
+    assert without(answer_in(second.stdout, shared), "cached") \
+        == without(local_answer, "cached")
     [ledger] = _ledgers(second_cache)
     assert ledger["dispatched"] == 0 and ledger["from_store"] == len(CHANNELS)
     assert not (first_cache / "results").exists() and not (second_cache / "results").exists()

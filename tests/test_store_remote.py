@@ -23,9 +23,9 @@ import pytest
 import s3fs
 from cli import invoke, one_line, spawn
 from s3_server import make_bucket, s3_server
+from store_answers import answer_in, borrowing_store, without
 
 from oracle import store, store_location
-from oracle.paths import envs_dir
 from oracle.remote_store import MANIFEST, RemoteStore
 from oracle.store import results_root
 
@@ -218,24 +218,6 @@ def _registry(folder: Path) -> Path:
     return path
 
 
-def _cache(tmp: Path, name: str) -> Path:
-    """A local cache of its own that borrows the built environments."""
-    cache = tmp / name
-    cache.mkdir()
-    (cache / "envs").symlink_to(envs_dir())
-    return cache
-
-
-def _answer(stdout: str, cache: Path) -> Any:
-    return json.loads(stdout.replace(str(cache), "<store>"))
-
-
-def _without(data: Any, key: str) -> Any:
-    if isinstance(data, dict):
-        return {k: _without(v, key) for k, v in data.items() if k != key}
-    if isinstance(data, list):
-        return [_without(v, key) for v in data]
-    return data
 
 
 def _cached(data: Any) -> list[bool]:
@@ -252,16 +234,16 @@ def test_two_drivers_through_one_bucket_answer_as_a_local_store(env, s3, tmp_pat
     env("0.4.1"), env("0.4.2")
     registry = _registry(tmp_path)
     args = (*SWEEP, "--registry-file", str(registry))
-    local_cache = _cache(tmp_path, "local")
+    local_cache = borrowing_store(tmp_path, "local")
     local = spawn(*args, INVENTORY_CACHE=str(local_cache))
     assert local.returncode == 0, local.stderr
-    local_answer = _without(_answer(local.stdout, local_cache), "cached")
+    local_answer = without(answer_in(local.stdout, local_cache), "cached")
 
     url = f"s3://{BUCKET}/two-drivers"
-    first_cache = _cache(tmp_path, "first")
+    first_cache = borrowing_store(tmp_path, "first")
     first = spawn(*args, "--store", url, INVENTORY_CACHE=str(first_cache), **s3)
     assert first.returncode == 0, first.stderr
-    assert _without(_answer(first.stdout, first_cache), "cached") == local_answer
+    assert without(answer_in(first.stdout, first_cache), "cached") == local_answer
     fs = s3fs.S3FileSystem(skip_instance_cache=True)
     names = sorted(p.rsplit("/", 1)[1] for p in fs.ls(f"{BUCKET}/two-drivers/results"))
     assert names == sorted(p.name for p in (first_cache / "results").iterdir()
@@ -276,11 +258,11 @@ def test_two_drivers_through_one_bucket_answer_as_a_local_store(env, s3, tmp_pat
     fs.pipe_file(path, fs.cat_file(path).replace(b"%", b"#", 1))  # one byte changed
     fs.rm(f"{BUCKET}/two-drivers/results/{killed}/{MANIFEST}")  # its writer died before it
 
-    second_cache = _cache(tmp_path, "second")
+    second_cache = borrowing_store(tmp_path, "second")
     second = spawn(*args, INVENTORY_CACHE=str(second_cache), INVENTORY_STORE=url, **s3)
     assert second.returncode == 0, second.stderr
-    second_answer = _answer(second.stdout, second_cache)
-    assert _without(second_answer, "cached") == local_answer
+    second_answer = answer_in(second.stdout, second_cache)
+    assert without(second_answer, "cached") == local_answer
     # read back: the whole one; computed again: the edited one and the one without manifest
     assert sorted(_cached(second_answer)) == [False, False, True]
     for name in names:  # and what was damaged is published whole again

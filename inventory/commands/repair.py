@@ -63,7 +63,7 @@ def repair_cmd(
     check_output(report_file, "--report")
     as_json = fmt is OutputFormat.JSON
     renderer = Renderer("repair", repair_record, repair_table, repair_markdown,
-                        inputs=input_files())
+                        inputs=input_files(), soft_wrap=True)
     try:
         python_ok()
         with progress(not quiet and not as_json) as report_progress:
@@ -79,13 +79,4 @@ def repair_cmd(
         err.print(labelled("inconclusive:" if flaky else "refused:", "red", str(exc)),
                   highlight=False, soft_wrap=True)
         raise typer.Exit(ExitCode.INCONCLUSIVE if flaky else ExitCode.USAGE) from None
-    if fmt is OutputFormat.TABLE and report_file is None:
-        # the terminal's lines are never wrapped (each is a record a person copies whole): the
-        # same lines the table renderer writes to a file
-        from inventory.report.repair_report import repair_text
-        from inventory.terminal import out
-
-        for line in repair_text(report):
-            out.print(line, highlight=False, soft_wrap=True)
-        return
     show(renderer, fmt, report, to=report_file)

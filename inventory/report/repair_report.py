@@ -45,7 +45,7 @@ def repair_text(r: RepairReport) -> list[str]:
 
 
 def repair_table(r: RepairReport) -> Group:
-    return Group(*(Text(line, overflow="fold") for line in repair_text(r)))
+    return Group(*(Text(line) for line in repair_text(r)))
 
 
 def repair_markdown(r: RepairReport) -> str:

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inventory.bisected import narrowed
-from oracle import asset_probe
-from oracle.fixes import Fix, between
-from oracle.progress import Routine
-from oracle.releases import Catalog, EnvError, version_key
-from oracle.results import Identity, ProbeResult, Side
+from oracle.catalog.fixes import Fix, between
+from oracle.catalog.releases import Catalog, EnvError, version_key
+from oracle.compare.results import Identity, ProbeResult, Side
+from oracle.compare.spec import ProbeSpec
+from oracle.infra.progress import Routine
 from oracle.session import Session
-from oracle.spec import ProbeSpec
+from oracle.workers import asset_probe
 
 # An environment's name in a failure ("coreai-torch-0.4.1 worker died of SIGABRT (log:
 # .../coreai-torch-0.4.1.worker.log)", or a commit's `coreai-torch-src-53d6bddfd6ad`): two

@@ -4,7 +4,7 @@ each probe that changes between two releases.
 Comparing published wheels says *that* a probe changes in a release step, and the fix records of
 that step say which pull requests could have done it; when two records of one step name the same
 construct (#13 and #25 both touch arange), the wheels cannot separate them. Here every commit on
-the first-parent line from A's commit to B's is a converter of its own (`oracle/source_envs.py`:
+the first-parent line from A's commit to B's is a converter of its own (`oracle/envs/source.py`:
 the tree built with the pins of the release it descends from), and each changing probe is
 converted at commits chosen by binary search until two neighbours differ: the later is the
 commit that changes it, named with the pull request of its merge or squash message.
@@ -37,15 +37,15 @@ from inventory.gitrepo import Commit, Repo
 from inventory.policy import Policy
 from inventory.registry import Bundle
 from inventory.release_notes import asset_regimes, registry_regimes, sweep
-from oracle.envs import Env
-from oracle.fixes import Fix
-from oracle.progress import Progress
-from oracle.regimes import Regime
-from oracle.releases import Catalog
-from oracle.results import ProbeResult
-from oracle.scratch import scratch
+from oracle.catalog.fixes import Fix
+from oracle.catalog.regimes import Regime
+from oracle.catalog.releases import Catalog
+from oracle.compare.results import ProbeResult
+from oracle.envs.environment import Env
+from oracle.envs.source import PACKAGE, ensure_source_env, package_digest
+from oracle.infra.progress import Progress
+from oracle.infra.scratch import scratch
 from oracle.session import Session
-from oracle.source_envs import PACKAGE, ensure_source_env, package_digest
 
 # What bisect runs, said when it is refused without consent.
 CONSENT = ("bisect converts probes with the code of each commit of --repo (its coreai_torch "

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracle.fixes import Fix
-from oracle.releases import Catalog, version_key
+from oracle.catalog.fixes import Fix
+from oracle.catalog.releases import Catalog, version_key
 
 
 @dataclass(frozen=True)

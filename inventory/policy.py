@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracle.schema import PROBE_DTYPES, DataFileError, Fields
-from oracle.tomlfile import read_toml
+from oracle.catalog.schema import PROBE_DTYPES, DataFileError, Fields
+from oracle.infra.tomlfile import read_toml
 
 POLICY_FILE = Path(__file__).with_name("policy.toml")
 
@@ -24,7 +24,7 @@ class Policy:
 
 def load_policy(override: float | None = None, path: Path = POLICY_FILE) -> Policy:
     """The tolerances, each a finite number above 0 for a probe dtype, float32 required (the
-    fallback of every other dtype); one line otherwise (oracle.schema)."""
+    fallback of every other dtype); one line otherwise (oracle.catalog.schema)."""
     data = read_toml(path, DataFileError)
     fields = Fields(path, DataFileError)
     fields.keys(data, ("tolerance",), "the file")

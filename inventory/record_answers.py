@@ -1,5 +1,6 @@
 """How `asset` and `pipeline` fix records are answered for one bundle (`lowering` records are
-answered in `affected.py`, per traced construct; what each kind is: `oracle/record_kinds.py`).
+answered in `affected.py`, per traced construct; what each kind is:
+`oracle/catalog/record_kinds.py`).
 
 asset: what the saved asset carries besides the program. Answered by the load check (question 2,
 `inventory/loads.py`): does the shipped asset load on the bundle's deployment runtimes?
@@ -22,11 +23,11 @@ from inventory.answers import BundleAnswer
 from inventory.attribution import own_step
 from inventory.registry import UNKNOWN, Bundle, Instance
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
-from oracle import asset_probe
-from oracle.fixes import Fix
-from oracle.releases import EnvError, version_key
+from oracle.catalog.fixes import Fix
+from oracle.catalog.releases import EnvError, version_key
+from oracle.compare.spec import ProbeSpec
 from oracle.session import Session
-from oracle.spec import ProbeSpec
+from oracle.workers import asset_probe
 
 if TYPE_CHECKING:
     from inventory.affected import Analyzer

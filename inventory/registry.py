@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from inventory.errors import RegistryError
-from oracle.releases import Catalog, EnvError, load_catalog
-from oracle.runtimes import cores, parse_runtime
-from oracle.schema import DECOMPOSITIONS, SHAPES, Fields
-from oracle.spec import Pipeline
-from oracle.tomlfile import read_toml
+from oracle.catalog.releases import Catalog, EnvError, load_catalog
+from oracle.catalog.runtimes import cores, parse_runtime
+from oracle.catalog.schema import DECOMPOSITIONS, SHAPES, Fields
+from oracle.compare.spec import Pipeline
+from oracle.infra.tomlfile import read_toml
 
 DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "recipes.toml"
 UNKNOWN = "unknown"
@@ -186,7 +186,8 @@ def _fingerprints(fields: Fields, raw: dict[str, Any], where: str) -> frozenset[
 
 
 def load_registry(path: Path = DEFAULT_REGISTRY) -> list[Bundle]:
-    """Every bundle, each value checked (oracle.schema): an unknown construct kind or dtype, a
+    """Every bundle, each value checked (oracle.catalog.schema): an unknown construct kind or
+    dtype, a
     release or runtime the catalog does not know, a misspelt key or a value of the wrong type
     is one line naming the file, the table and the key."""
     data = read_toml(path, RegistryError)

@@ -29,18 +29,18 @@ from inventory.instances import instance_spec, probed_keys
 from inventory.policy import Policy
 from inventory.registry import UNKNOWN, Bundle
 from inventory.verdict import AloneCheck, ProbeVerdict, judge
-from oracle import asset_probe
+from oracle.catalog.fixes import Fix, between
+from oracle.catalog.record_kinds import ASSET_PROBE, CONSTRUCT_REGIMES, HOLDERS, LOAD_CHECKS
+from oracle.catalog.regimes import Regime, for_constructs
+from oracle.catalog.releases import Catalog, EnvError, version_key
+from oracle.catalog.runtimes import cores
+from oracle.compare.results import Identity, ProbeResult
+from oracle.compare.spec import Pipeline, ProbeSpec
 from oracle.constructs import has_probe
-from oracle.fixes import Fix, between
+from oracle.infra.progress import Progress, Routine
 from oracle.load_check import LoadCheck, load_check
-from oracle.progress import Progress, Routine
-from oracle.record_kinds import ASSET_PROBE, CONSTRUCT_REGIMES, HOLDERS, LOAD_CHECKS
-from oracle.regimes import Regime, for_constructs
-from oracle.releases import Catalog, EnvError, version_key
-from oracle.results import Identity, ProbeResult
-from oracle.runtimes import cores
 from oracle.session import Session, opened
-from oracle.spec import Pipeline, ProbeSpec
+from oracle.workers import asset_probe
 
 # What asset and pipeline records are probed with: the asset probe, in both float dtypes the
 # registry's bundles ship.
@@ -256,7 +256,7 @@ def _exported_before(bundles: list[Bundle], release: str) -> tuple[str, ...]:
 
 
 def _regimes_of(fix: Fix, regimes: list[Regime]) -> list[Regime]:
-    """The regimes that probe a record, as its kind says (`oracle.record_kinds`): its
+    """The regimes that probe a record, as its kind says (`oracle.catalog.record_kinds`): its
     constructs', the asset probe's, or none (load checks, no program comparison)."""
     probe = fix.record_kind.probe
     if probe == ASSET_PROBE:

@@ -7,7 +7,7 @@ location") and abort on. Only the oldest core of the catalog (1.0.0b1) can still
 
 1. that core parses the asset and every op's location (and every block argument's) is replaced
    by a debuginfo location with no source, in the unit scope, keeping the op's `coreai` op id;
-   the program is saved again (`oracle/asset_worker.py`, op `strip`);
+   the program is saved again (`oracle/workers/asset_worker.py`, op `strip`);
 2. the next core (1.0.0b2) parses that and saves it once more, so the asset carries its
    `producer` stamp, and records `inventory.repair` in the creator-defined metadata;
 3. then it is verified, and OUT is written only if everything holds: the repaired asset loads and
@@ -34,15 +34,15 @@ from inventory.errors import InventoryError
 from inventory.scan.bundles import check_program, read_metadata
 from inventory.scan.loads import REPAIR_KEY
 from inventory.scan.model import BundleError
-from oracle.envs import Env
+from oracle.catalog.releases import Catalog, EnvError
+from oracle.catalog.runtimes import cores
+from oracle.clients.worker_clients import ScanWorker
+from oracle.envs.environment import Env
+from oracle.infra.paths import safe_name
+from oracle.infra.progress import Progress
 from oracle.load_check import RuntimeOutcome, asset_workers, run_on
-from oracle.paths import safe_name
-from oracle.progress import Progress
-from oracle.releases import Catalog, EnvError
-from oracle.runtimes import cores
 from oracle.session import Session
-from oracle.store import RESULT_FILE, building, manifest, results_root
-from oracle.worker_clients import ScanWorker
+from oracle.store.result_store import RESULT_FILE, building, manifest, results_root
 
 SEED = 0
 

@@ -2,7 +2,8 @@
 
 In order: `--runtime` on the command line; the bundle's own `runtimes` in the registry; the
 registry's `[deploy] runtimes` for the whole inventory; else the default, which every answer
-states: every runtime in the catalog (`oracle/converters.toml` cores) at or above the core the
+states: every runtime in the catalog (`oracle/catalog/converters.toml` cores) at or above the core
+the
 target release pins, since a bundle re-exported with that release would run there; without a
 target release (`scan`), every runtime in the catalog.
 """
@@ -12,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inventory.registry import Bundle, RegistryError
-from oracle.releases import Catalog, EnvError
-from oracle.runtimes import at_or_above, cores, parse_runtime, pinned_core, runtime_label
+from oracle.catalog.releases import Catalog, EnvError
+from oracle.catalog.runtimes import at_or_above, cores, parse_runtime, pinned_core, runtime_label
 
 DEFAULT_RULE = ("every runtime in the catalog at or above the coreai-core the target release "
                 "pins")

@@ -2,7 +2,8 @@
 
 The default SIGTERM kills the process at once, leaving its temp folder in the store and its
 workers running. The handler raises `SystemExit(143)` instead, which unwinds exactly as a
-KeyboardInterrupt does (`oracle.compare` stops the workers, `oracle.store.building` removes its
+KeyboardInterrupt does (`oracle.executors.comparison` stops the workers,
+`oracle.store.result_store.building` removes its
 temp folder, the session closes its pools), and the process exits with 143.
 """
 
@@ -14,7 +15,7 @@ import threading
 from types import FrameType
 
 from inventory.errors import ExitCode
-from oracle.client import kill_all
+from oracle.clients.worker_pool import kill_all
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:

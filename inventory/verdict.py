@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from inventory.policy import Policy
-from oracle.results import Identity, ProbeResult
+from oracle.compare.results import Identity, ProbeResult
 
 
 class Verdict(StrEnum):

@@ -26,91 +26,38 @@ not be built is answered but not stored either.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
 import re
 import shutil
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from oracle import store
-from oracle.client import EnvironmentFault, Pool, Worker, WorkerFailure, Workers
-from oracle.envs import Env
-from oracle.paths import cache_root, in_store, safe_name
-from oracle.releases import EnvError
-from oracle.runtimes import runtime_label
-from oracle.spec import Pipeline, ProbeSpec
-from oracle.store import results_root
-from oracle.worker_clients import AssetWorker
+from oracle.catalog.releases import EnvError
+from oracle.clients.worker_clients import AssetWorker
+from oracle.clients.worker_pool import EnvironmentFault, Pool, Worker, WorkerFailure, Workers
+from oracle.compare.spec import ProbeSpec
+from oracle.envs.environment import Env
+from oracle.infra.paths import cache_root, in_store
+from oracle.store import result_store as store
+from oracle.store.load_records import (
+    LoadCheck,
+    RuntimeOutcome,
+    check_dir,
+    code_digest,
+    failed,
+    identity,
+    load_stored,
+    to_json,
+)
 
 if TYPE_CHECKING:
     from oracle.session import Session
 
-_CODE_FILES = ("asset_worker.py", "asset_probe.py", "worker.py", "worker_io.py", "probes.py",
-               "load_check.py")
-OUTCOMES = ("loads", "fails-to-load", "crashes", "flaky", "not-run")
 CONFIRM = "confirm"  # the folder of the second attempt, beside the first's files
-
-
-@functools.cache
-def code_digest() -> str:
-    """Checks depend on this code as much as on the converter and the runtimes: key on it."""
-    h = hashlib.sha256()
-    for name in _CODE_FILES:
-        h.update((Path(__file__).parent / name).read_bytes())
-    return h.hexdigest()[:12]
 
 
 def asset_workers(session: Session) -> Pool:
     return session.pool_of(AssetWorker, "asset-worker")
-
-
-@dataclass(frozen=True)
-class RuntimeOutcome:
-    core: str
-    outcome: str  # loads | fails-to-load | crashes | flaky | not-run
-    stage: str = ""  # where it stopped: load, function, run, inputs, worker, environment
-    error: str = ""  # the first error line the runtime printed, or the exception
-    signal: str = ""  # crashes: the signal that killed the process
-    files: dict[str, str] = field(default_factory=dict)  # log, inputs, outputs
-
-    @property
-    def runtime(self) -> str:
-        return runtime_label(self.core)
-
-    @property
-    def loads(self) -> bool:
-        return self.outcome == "loads"
-
-    @property
-    def died(self) -> bool:
-        """The runtime's process died or did not answer: a claim to confirm (`run_on`)."""
-        return self.outcome == "crashes" or (self.outcome == "fails-to-load"
-                                             and self.stage == "worker")
-
-    def describe(self) -> str:
-        """One line: `crashes (SIGABRT): error: expected AICode versioned location, ...`."""
-        if self.outcome == "loads":
-            return "loads"
-        head = f"{self.outcome} ({self.signal})" if self.signal else self.outcome
-        return f"{head}: {self.error}" if self.error else head
-
-
-@dataclass(frozen=True)
-class LoadCheck:
-    spec: ProbeSpec
-    exporter: str  # the coreai-torch release that wrote the asset
-    exporter_packages: dict[str, str]
-    converted: bool
-    convert_error: str
-    outcomes: tuple[RuntimeOutcome, ...]
-    evidence: str
-    cached: bool = False
-
-    def on(self, core: str) -> RuntimeOutcome | None:
-        return next((o for o in self.outcomes if o.core == core), None)
 
 
 # ---- the first error line ---------------------------------------------------------------------
@@ -221,75 +168,13 @@ def _not_the_environment(worker: Worker | Workers) -> None:
         raise EnvironmentFault(fault)
 
 
-# ---- the stored check -------------------------------------------------------------------------
-
-
-def _identity(env: Env, keep: tuple[str, ...]) -> dict[str, str]:
-    return {k: env.packages.get(k, "?") for k in keep}
-
-
-def _key(spec: ProbeSpec, exporter: Env, runtime_ids: dict[str, dict[str, str]]) -> str:
-    payload = {"spec": spec.to_json(),
-               "exporter": _identity(exporter, ("coreai-torch", "coreai-core", "torch", "numpy")),
-               "runtimes": runtime_ids, "code": code_digest()}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
-
-
-def _to_json(check: LoadCheck, root: Path) -> dict[str, Any]:
-    def rel(path: str) -> str:
-        p = Path(path)
-        return str(p.relative_to(root)) if p.is_absolute() and p.is_relative_to(root) else path
-
-    data = asdict(check)
-    data["spec"] = check.spec.to_json()
-    data["outcomes"] = [{**asdict(o), "files": {k: rel(v) for k, v in o.files.items()}}
-                        for o in check.outcomes]
-    data["evidence"] = "."
-    return data
-
-
-def _from_json(data: dict[str, Any], root: Path, cached: bool) -> LoadCheck:
-    s = data["spec"]
-    spec = ProbeSpec(s["construct"], s["params"], s["dtype"], Pipeline(**s["pipeline"]),
-                     s["values"], s["seed"])
-    outcomes = tuple(RuntimeOutcome(o["core"], o["outcome"], o["stage"], o["error"],
-                                    o["signal"], {k: str(root / v) for k, v in o["files"].items()})
-                     for o in data["outcomes"])
-    return LoadCheck(spec, data["exporter"], data["exporter_packages"], data["converted"],
-                     data["convert_error"], outcomes, str(root), cached)
-
-
-def load_stored(folder: Path) -> LoadCheck | None:
-    """A stored check, or None if absent, unreadable or damaged (then it is made again)."""
-    data = store.read_record(folder)
-    if data is None:
-        return None
-    try:
-        return _from_json(data, folder, cached=True)
-    except store.SHAPE_ERRORS:
-        return None
-
-
-def failed(check: LoadCheck) -> bool:
-    """The check could not get as far as an outcome on every runtime (the exporter could not
-    write the asset, a runtime could not be tried): recorded, so `cache prune --failures` can
-    drop it."""
-    return not check.converted or any(o.outcome == "not-run" for o in check.outcomes)
-
-
-def check_dir(spec: ProbeSpec, exporter: Env, runtime_ids: dict[str, dict[str, str]]) -> Path:
-    key = _key(spec, exporter, runtime_ids)
-    return in_store(results_root() /
-                    f"load-{safe_name(exporter.converter)}-{safe_name(spec.dtype)}-{key}")
-
-
 def load_check(spec: ProbeSpec, exporter: Env, cores: list[str], session: Session,
                use_cache: bool = True) -> LoadCheck:
     """The asset `exporter` writes for `spec`, loaded and run on each runtime of `cores`."""
     runtime_ids: dict[str, dict[str, str]] = {}
     for core in cores:
         try:
-            runtime_ids[core] = _identity(session.env_for_core(core), ("coreai-core", "numpy"))
+            runtime_ids[core] = identity(session.env_for_core(core), ("coreai-core", "numpy"))
         except EnvError as exc:
             runtime_ids[core] = {"unavailable": str(exc)}
     final = check_dir(spec, exporter, runtime_ids)
@@ -304,14 +189,14 @@ def load_check(spec: ProbeSpec, exporter: Env, cores: list[str], session: Sessio
             # (flaky): answered, never stored (the next run checks afresh); its evidence is the
             # temp folder's, so it is kept under logs/ for the answer to point at.
             return _unstored(check, work)
-        store.write_record(work, {**_to_json(check, work), "key": final.name,
+        store.write_record(work, {**to_json(check, work), "key": final.name,
                                   "code": code_digest(), "failed": failed(check)})
         return _publish(work, final, replace_stored=not use_cache)
 
 
 def _make(spec: ProbeSpec, exporter: Env, cores: list[str], session: Session,
           work: Path) -> LoadCheck:
-    packages = _identity(exporter, ("coreai-torch", "coreai-core", "torch", "numpy"))
+    packages = identity(exporter, ("coreai-torch", "coreai-core", "torch", "numpy"))
     export = work / f"export-{exporter.converter}"
     try:
         # The session's probe workers convert (a scan session's are readers: never asked).

@@ -18,18 +18,18 @@ from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
 
-from oracle import store
-from oracle.cache import reclaim
-from oracle.client import Pool, Worker, Workers
-from oracle.envs import Env, ensure_env, ready_env
-from oracle.executors import chosen, open_oracle
-from oracle.oracle_api import Comparison, Oracle
-from oracle.paths import cache_root
-from oracle.progress import Progress, Tally
-from oracle.releases import Catalog, EnvError, version_key
-from oracle.results import ProbeResult
-from oracle.spec import ProbeSpec
-from oracle.store import RESULT_FILE
+from oracle.catalog.releases import Catalog, EnvError, version_key
+from oracle.clients.worker_pool import Pool, Worker, Workers
+from oracle.compare.results import ProbeResult
+from oracle.compare.spec import ProbeSpec
+from oracle.envs.environment import Env, ensure_env, ready_env
+from oracle.executors.api import Comparison, Oracle
+from oracle.executors.choice import chosen, open_oracle
+from oracle.infra.paths import cache_root
+from oracle.infra.progress import Progress, Tally
+from oracle.store import result_store as store
+from oracle.store.housekeeping import reclaim
+from oracle.store.result_store import RESULT_FILE
 
 
 def _reclaim() -> None:

@@ -43,8 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from oracle.envs import ensure_env  # noqa: E402
-from oracle.paths import envs_dir  # noqa: E402
+from oracle.envs.environment import ensure_env  # noqa: E402
+from oracle.infra.paths import envs_dir  # noqa: E402
 
 FLOOR_SCRIPT = """
 import json, sys, pathlib, torch, coreai_torch

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from oracle.portable import portable
+from oracle.infra.portable import portable
 
 ROOT = Path(__file__).resolve().parent.parent
 INVENTORY = str(ROOT / ".venv" / "bin" / "inventory")
@@ -42,7 +42,7 @@ def registry(folder: Path, jobs: int) -> Path:
 
 
 def store(folder: Path, name: str) -> Path:
-    from oracle.paths import envs_dir
+    from oracle.infra.paths import envs_dir
 
     out = folder / name
     out.mkdir()
@@ -76,7 +76,7 @@ def ray_lines(jobs: int, record: Path | None, shipped: bool = False) -> dict[str
     os.environ.update(RAY_ENV)
     from ray.cluster_utils import Cluster
 
-    from oracle.envs import ensure_env
+    from oracle.envs.environment import ensure_env
 
     ensure_env("0.4.1")
     ensure_env("0.4.2")

@@ -1,6 +1,6 @@
 """The converter's own tests as a conformance suite (`scripts/conformance`).
 
-For each fix record with re-typed upstream cases (`oracle/conformance.toml`), every case is
+For each fix record with re-typed upstream cases (`oracle/catalog/conformance.toml`), every case is
 converted under the release before the fix and the release with it, twice:
 
 * as the upstream test converts it: the case's regime module under torch's default table minus
@@ -18,7 +18,7 @@ upstream outcome of the old release: fails <-> old-cannot-convert, wrong <-> val
 shape-change (required), same program <-> same-program.
 
 A "locations" case (an asset record's debug-location test) reads the location of every op the
-asset probe's converted program carries (`oracle/location_worker.py`, TorchConverter() as it
+asset probe's converted program carries (`oracle/workers/location_worker.py`, TorchConverter() as it
 comes, before optimize()) under both releases: the fixed release is right when every op carries
 a debuginfo location; the old one is wrong when some op does not. The library answers an asset
 record by load checks, so it reproduces the case when the old release's asset does not load on
@@ -57,18 +57,18 @@ from inventory.verdict import (  # noqa: E402
     alone_check,
     judge,
 )
-from oracle.conformance import Case, Record, load_records  # noqa: E402
-from oracle.fixes import Fix, load_fixes  # noqa: E402
+from oracle.catalog.conformance import Case, Record, load_records  # noqa: E402
+from oracle.catalog.fixes import Fix, load_fixes  # noqa: E402
+from oracle.catalog.regimes import Regime, load_regimes  # noqa: E402
+from oracle.catalog.releases import Catalog, load_catalog, version_key  # noqa: E402
+from oracle.catalog.runtimes import cores  # noqa: E402
+from oracle.compare.results import Alone, Identity, ProbeResult, Side  # noqa: E402
+from oracle.compare.spec import Pipeline, ProbeSpec  # noqa: E402
+from oracle.compare.stats import side_stats  # noqa: E402
+from oracle.infra.paths import cache_root, safe_name  # noqa: E402
+from oracle.infra.portable import portable  # noqa: E402
 from oracle.load_check import LoadCheck, load_check  # noqa: E402
-from oracle.paths import cache_root, safe_name  # noqa: E402
-from oracle.portable import portable  # noqa: E402
-from oracle.regimes import Regime, load_regimes  # noqa: E402
-from oracle.releases import Catalog, load_catalog, version_key  # noqa: E402
-from oracle.results import Alone, Identity, ProbeResult, Side  # noqa: E402
-from oracle.runtimes import cores  # noqa: E402
 from oracle.session import Session  # noqa: E402
-from oracle.spec import Pipeline, ProbeSpec  # noqa: E402
-from oracle.stats import side_stats  # noqa: E402
 
 # the library's verdicts that reproduce each upstream outcome of the old release ("changes,
 # right": the old program differs and is right, so any answer but a failure or a required
@@ -398,7 +398,8 @@ def main(argv: list[str]) -> int:
     records = load_records()
     unknown = [f for f in args.fix if f not in {r.fix for r in records}]
     if unknown:
-        print(f"error: no conformance record for fix {unknown[0]!r} (oracle/conformance.toml)",
+        print(f"error: no conformance record for fix {unknown[0]!r} "
+              "(oracle/catalog/conformance.toml)",
               file=sys.stderr)
         return 2
     chosen = [r for r in records if not args.fix or r.fix in args.fix]

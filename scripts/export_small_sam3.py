@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from oracle.envs import ensure_env, site_packages  # noqa: E402
+from oracle.envs.environment import ensure_env, site_packages  # noqa: E402
 
 
 def main(release: str, out: Path) -> None:

@@ -16,12 +16,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from oracle import asset_probe  # noqa: E402
+from oracle.catalog.releases import load_catalog, version_key  # noqa: E402
+from oracle.catalog.runtimes import cores  # noqa: E402
+from oracle.compare.spec import Pipeline, ProbeSpec  # noqa: E402
 from oracle.load_check import load_check  # noqa: E402
-from oracle.releases import load_catalog, version_key  # noqa: E402
-from oracle.runtimes import cores  # noqa: E402
 from oracle.session import Session  # noqa: E402
-from oracle.spec import Pipeline, ProbeSpec  # noqa: E402
+from oracle.workers import asset_probe  # noqa: E402
 
 
 def main() -> None:

@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from oracle import pip_config  # noqa: E402
-from oracle.installer import find_uv  # noqa: E402
+from oracle.envs import pip_config  # noqa: E402
+from oracle.envs.installer import find_uv  # noqa: E402
 
 LOCK = ROOT / "requirements.lock"
 HEADER = ("# The project's dependencies, every extra, and uv: written by scripts/lock from\n"

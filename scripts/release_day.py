@@ -9,7 +9,8 @@ and drafted records against the curated ones (`scripts/release-day`).
         evidence/release-day/discover-<newest>.json.
 
     scripts/release-day draft --from A --to B [--repo DIR]
-        `inventory draft --from A --to B [--repo DIR --allow-code] --against oracle/fixes.toml`
+        `inventory draft --from A --to B [--repo DIR --allow-code] --against
+        oracle/catalog/fixes.toml`
         (the draft kept as evidence/release-day/draft-<A>-<B>.toml), then `plan --to B` with
         the curated records and with the draft, compared bundle by bundle: the level, and the
         records that set it by pull request (an id that is a number, an alias, the pull request
@@ -17,7 +18,7 @@ and drafted records against the curated ones (`scripts/release-day`).
         evidence/release-day/draft-<A>-<B>.json.
 
 Every command runs through the CLI (`python -m inventory.cli ... --json -q`) on the default
-store; every document is made portable (oracle/portable.py) before it is written, the
+store; every document is made portable (oracle/infra/portable.py) before it is written, the
 repository named by what it is (`--repo-name`, default apple/coreai-torch). Exit 1 when a bundle's
 level (or, with a repository, its records by pull request) differs.
 """
@@ -39,10 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from inventory.draft.against import prs_of  # noqa: E402
-from oracle.fixes import FIXES_FILE, load_fixes  # noqa: E402
-from oracle.paths import envs_dir, store_root  # noqa: E402
-from oracle.portable import absolute_paths, portable  # noqa: E402
-from oracle.releases import CATALOG_FILE, load_catalog, version_key  # noqa: E402
+from oracle.catalog.fixes import FIXES_FILE, load_fixes  # noqa: E402
+from oracle.catalog.releases import CATALOG_FILE, load_catalog, version_key  # noqa: E402
+from oracle.infra.paths import envs_dir, store_root  # noqa: E402
+from oracle.infra.portable import absolute_paths, portable  # noqa: E402
 
 OUT = ROOT / "evidence" / "release-day"
 LEVEL_KEYS = {"required": "required", "inconclusive": "inconclusive", "optional": "optional",

@@ -1,7 +1,7 @@
 """The set-up script's Python side (`scripts/_venv.sh`): the project into `.venv`, from the lock.
 
 Run by the interpreter the scripts chose (CPython 3.11), before anything of the project is
-installed: standard library only, plus `oracle/pip_config.py`. uv is installed from the package
+installed: standard library only, plus `oracle/envs/pip_config.py`. uv is installed from the package
 index by pip (this interpreter's, so the machine's pip configuration applies) into the cache's
 `tools/uv-<version>/`, once per cache; it then makes `.venv` and installs the project with its
 pinned dependencies (`requirements.lock`) and uv itself, from the cache the converter
@@ -24,10 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from oracle import pip_config  # noqa: E402
-from oracle.installer import cuda_torch, uv_cache  # noqa: E402
-from oracle.paths import cache_root  # noqa: E402
-from oracle.settings import INSTALLER_VAR  # noqa: E402
+from oracle.envs import pip_config  # noqa: E402
+from oracle.envs.installer import cuda_torch, uv_cache  # noqa: E402
+from oracle.infra.paths import cache_root  # noqa: E402
+from oracle.infra.settings import INSTALLER_VAR  # noqa: E402
 
 LOCK = ROOT / "requirements.lock"
 

@@ -8,7 +8,7 @@ bundle's exporter release twice, in two environments that differ only in torch: 
 the same probe module on both sides (digests), the aten text byte for byte, and the emitted and
 shipped programs after normalisation (measured on the runtime if they differ). Results are kept in
 the result store; a summary goes to $INVENTORY_CACHE/runs/torch-sensitivity-<torch>.json, and with
-`--write` into the registry (per bundle that ran on that torch) and `oracle/converters.toml`
+`--write` into the registry (per bundle that ran on that torch) and `oracle/catalog/converters.toml`
 ([torch.checked]).
 
     scripts/torch-sensitivity --torch 2.9.0 [--torch-dir DIR] [--write]
@@ -39,14 +39,14 @@ from inventory.registry import (  # noqa: E402
     load_registry,
 )
 from inventory.trace.service import HEADER  # noqa: E402
-from oracle.client import Pool  # noqa: E402
-from oracle.compare import compare  # noqa: E402
+from oracle.catalog.releases import CATALOG_FILE, load_catalog  # noqa: E402
+from oracle.clients.worker_pool import Pool  # noqa: E402
+from oracle.compare.results import Identity  # noqa: E402
 from oracle.constructs import has_probe  # noqa: E402
-from oracle.envs import Env, ensure_env, ensure_env_on_torch, torch_install  # noqa: E402
-from oracle.paths import cache_root  # noqa: E402
-from oracle.portable import portable  # noqa: E402
-from oracle.releases import CATALOG_FILE, load_catalog  # noqa: E402
-from oracle.results import Identity  # noqa: E402
+from oracle.envs.environment import Env, ensure_env, ensure_env_on_torch, torch_install  # noqa: E402
+from oracle.executors.comparison import compare  # noqa: E402
+from oracle.infra.paths import cache_root  # noqa: E402
+from oracle.infra.portable import portable  # noqa: E402
 
 
 def torch_site(version: str, torch_dir: Path | None) -> Path:
@@ -163,7 +163,7 @@ def main() -> None:
                         "pip --target folder) instead of downloading it")
     parser.add_argument("--registry", type=Path, default=DEFAULT_REGISTRY)
     parser.add_argument("--write", action="store_true",
-                        help="record the result in the registry and oracle/converters.toml")
+                        help="record the result in the registry and oracle/catalog/converters.toml")
     args = parser.parse_args()
     result = run(args.torch, args.torch_dir, args.registry)
     path = summary_path(args.torch)

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from doubles import faults
 
-from oracle.client import Pool
-from oracle.envs import Env, ensure_env
-from oracle.paths import envs_dir
-from oracle.releases import EnvError, load_catalog, version_key
+from oracle.catalog.releases import EnvError, load_catalog, version_key
+from oracle.clients.worker_pool import Pool
+from oracle.envs.environment import Env, ensure_env
+from oracle.infra.paths import envs_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "schemas"

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from oracle.paths import envs_dir
+from oracle.infra.paths import envs_dir
 
 
 def borrowing_store(tmp: Path, name: str) -> Path:

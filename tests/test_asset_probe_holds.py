@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from inventory.trace.detect import detect
-from oracle import asset_probe
+from oracle.workers import asset_probe
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from cli import Ran, invoke
 
-from oracle import asset_probe
-from oracle.cache import prune
+from oracle.catalog.releases import load_catalog
+from oracle.catalog.runtimes import cores
+from oracle.compare.spec import Pipeline, ProbeSpec
+from oracle.infra.paths import envs_dir
 from oracle.load_check import load_check, load_stored
-from oracle.paths import envs_dir
-from oracle.releases import load_catalog
-from oracle.runtimes import cores
 from oracle.session import Session
-from oracle.spec import Pipeline, ProbeSpec
+from oracle.store.housekeeping import prune
+from oracle.workers import asset_probe
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONED = "error: expected AICode versioned location, got: loc(fused<"

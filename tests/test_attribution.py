@@ -24,8 +24,8 @@ from cli import invoke
 from registries import registry_with
 
 from inventory.attribution import explaining, held, release_steps, stage, step_note
-from oracle.fixes import Fix
-from oracle.spec import ProbeSpec
+from oracle.catalog.fixes import Fix
+from oracle.compare.spec import ProbeSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,8 +88,8 @@ def test_a_step_is_explained_only_by_lowering_records_of_that_step_naming_the_co
 
 
 def _step_result(emitted: str, shipped: str = "differs"):
-    from oracle.results import Identity, ProbeResult, Side
-    from oracle.spec import ProbeSpec
+    from oracle.compare.results import Identity, ProbeResult, Side
+    from oracle.compare.spec import ProbeSpec
 
     ok: dict[str, Any] = {"packages": {}, "ok": True}
     return ProbeResult(ProbeSpec("batch_norm", {}), Side("0.4.0", **ok), Side("0.4.1", **ok),
@@ -245,8 +245,8 @@ def test_sweep_over_the_shipped_instances_explains_every_change_of_0_4_2(
 
 
 def _both_fail(old_error: str, new_error: str):
-    from oracle.results import Identity, ProbeResult, Side
-    from oracle.spec import ProbeSpec
+    from oracle.compare.results import Identity, ProbeResult, Side
+    from oracle.compare.spec import ProbeSpec
 
     side: dict[str, Any] = {"packages": {}, "ok": False, "stage": "worker"}
     return ProbeResult(ProbeSpec("pad", {}), Side("0.4.1", error=old_error, **side),
@@ -272,8 +272,8 @@ def test_a_failure_reads_alike_across_location_formats_and_the_sides_own_folders
     the same under both releases as unexplained changes. The full message comes from the
     traceback the worker kept (the one-line error stops at 500 characters)."""
     from inventory.attribution import program_changed
-    from oracle.results import Identity, ProbeResult, Side
-    from oracle.spec import ProbeSpec
+    from oracle.compare.results import Identity, ProbeResult, Side
+    from oracle.compare.spec import ProbeSpec
 
     message = ("RuntimeError: Failed to apply passes to module: at {loc}:  shrink dimension 1 "
                "has dynamic dimension length in input tensor. at {loc}: see current operation")
@@ -312,7 +312,7 @@ def test_programs_of_two_stages_credit_the_pipeline_record_and_the_lowerings_and
     from dataclasses import replace
 
     from inventory.attribution import step_between
-    from oracle.spec import Pipeline
+    from oracle.compare.spec import Pipeline
 
     fixes = [_fix("79", "0.4.3", "batch_norm"), _fix("core-b3", "0.4.3", kind="pipeline")]
     unoptimized = replace(_step_result("not-comparable"),

@@ -187,9 +187,9 @@ def test_release_notes_credit_a_change_to_the_record_bisection_names(tmp_path):
     regime no document names keeps the step's attribution."""
     from inventory.bisected import load_bisected
     from inventory.release_notes import _elsewhere
-    from oracle.fixes import load_fixes
-    from oracle.regimes import load_regimes
-    from oracle.releases import load_catalog
+    from oracle.catalog.fixes import load_fixes
+    from oracle.catalog.regimes import load_regimes
+    from oracle.catalog.releases import load_catalog
 
     arange = [r for r in load_regimes() if r.construct == "arange"]
     moved, kept = arange[0], arange[1]
@@ -216,8 +216,8 @@ def test_a_bisected_step_explains_a_change_only_by_the_record_owning_the_commit(
     untouched where the probe was not bisected; empty where the commit is no such record's."""
     from inventory import bisected
     from inventory.bisected import Attributed, narrowed
-    from oracle.fixes import load_fixes
-    from oracle.regimes import load_regimes
+    from oracle.catalog.fixes import load_fixes
+    from oracle.catalog.regimes import load_regimes
 
     fixes = load_fixes()
     arange = [r for r in load_regimes() if r.construct == "arange"]

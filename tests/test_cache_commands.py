@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from cli import ROOT, invoke, one_line
 
-from oracle.store import code_digest
+from oracle.store.result_store import code_digest
 
 NOW = time.time()
 DAY = 86400

@@ -15,7 +15,7 @@ import tomli_w
 from cli import Ran, invoke, spawn
 from doubles.faults import fault_env
 
-from oracle.paths import envs_dir
+from oracle.infra.paths import envs_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,9 +8,9 @@ from safetensors.numpy import load_file
 
 from inventory.policy import load_policy
 from inventory.verdict import judge
-from oracle.client import Pool
-from oracle.compare import compare
-from oracle.spec import ProbeSpec
+from oracle.clients.worker_pool import Pool
+from oracle.compare.spec import ProbeSpec
+from oracle.executors.comparison import compare
 
 
 def conv_t(dim: int, **kw) -> ProbeSpec:
@@ -122,7 +122,7 @@ def test_a_crashing_worker_is_contained(env, tmp_path, monkeypatch):
 def test_when_only_the_new_release_converts_its_program_is_run_against_torch(env, pool):
     """0.4.1 has no atan2 lowering. 0.4.2's program for the upstream tests' pairs is right, and
     for every pair of specials it is not: +-pi at x = -0.0, y != 0, where torch gives +-pi/2."""
-    from oracle.regimes import load_regimes
+    from oracle.catalog.regimes import load_regimes
 
     regimes = {r.id: r for r in load_regimes()}
     policy = load_policy()
@@ -155,7 +155,7 @@ def test_a_program_torch_itself_cannot_run_is_not_checked_and_says_why(env, pool
     """output_padding equal to the stride: torch.export exports it and 0.4.2 converts it, yet
     torch refuses to run it (0.4.3 refuses to convert it, as torch does). The one program there
     is has no reference to be checked against: not run, never right."""
-    from oracle.regimes import load_regimes
+    from oracle.catalog.regimes import load_regimes
 
     spec = {r.id: r for r in load_regimes()}["conv_transpose/1d-op-eq-stride"].spec
     result = compare(spec, env("0.4.2"), env("0.4.3"), pool, use_cache=False)

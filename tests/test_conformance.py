@@ -1,5 +1,6 @@
 """The converter's own tests hold the library: every fix record with an upstream pull
-request lists that PR's test cases in `oracle/conformance.toml`, and each case names the regimes
+request lists that PR's test cases in `oracle/catalog/conformance.toml`, and each case names the
+regimes
 that hold it, under the table the upstream test converts with, or says why none does."""
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ import pytest
 
 from inventory.release_notes import asset_regimes
 from oracle import constructs
-from oracle.conformance import ConformanceError, load_records
-from oracle.fixes import load_fixes
-from oracle.record_kinds import CONSTRUCT_REGIMES, LOAD_CHECKS
-from oracle.regimes import load_regimes
+from oracle.catalog.conformance import ConformanceError, load_records
+from oracle.catalog.fixes import load_fixes
+from oracle.catalog.record_kinds import CONSTRUCT_REGIMES, LOAD_CHECKS
+from oracle.catalog.regimes import load_regimes
 
 FIXES = {f.id: f for f in load_fixes()}
 REGIMES = {r.id: r for r in load_regimes()}
@@ -62,7 +63,7 @@ def test_every_case_has_a_regime_of_its_record_under_its_table(record, case):
         assert set(case.regimes) <= ASSET_REGIMES, f"{case.test}: not an asset probe regime"
         return
     for rid in case.regimes:
-        assert rid in REGIMES, f"{case.test}: no regime {rid} in oracle/regimes.toml"
+        assert rid in REGIMES, f"{case.test}: no regime {rid} in oracle/catalog/regimes.toml"
         assert REGIMES[rid].construct in fix.constructs, (
             f"{rid} probes {REGIMES[rid].construct}, which #{fix.id} does not touch")
         assert constructs.has_probe(REGIMES[rid].construct)
@@ -175,11 +176,11 @@ def test_the_table_counts_unrelated_test_functions_apart_from_cases():
 def test_an_unknown_fix_is_one_line_and_exit_2(capsys):
     assert _script().main(["--fix", "999"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "error: no conformance record for fix '999' (oracle/conformance.toml)"
+    assert err == "error: no conformance record for fix '999' (oracle/catalog/conformance.toml)"
 
 
 def test_a_location_is_read_by_what_its_printed_form_holds():
-    from oracle.location_worker import kind_of
+    from oracle.workers.location_worker import kind_of
 
     assert kind_of('loc(fused<{call_stack = ["M$1"], identifiers = ["add"]}>["m.py":5:0])') == \
         "fused"

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from oracle import constructs
+from oracle.catalog.fixes import load_fixes
+from oracle.catalog.regimes import load_regimes
 from oracle.constructs._construct import DTYPE_SHORT, ScanSeen
-from oracle.fixes import load_fixes
-from oracle.regimes import load_regimes
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = constructs.kinds()
@@ -72,7 +72,7 @@ def test_construct_is_complete(kind: str):
     assert set(c.representative) <= set(c.params) | _written_keys(kind), \
         f"{kind}: representative names a parameter neither its probe takes nor its module records"
     mine = [r for r in REGIMES if r.construct == kind]
-    assert any(not r.control for r in mine), f"{kind}: no regime in oracle/regimes.toml"
+    assert any(not r.control for r in mine), f"{kind}: no regime in oracle/catalog/regimes.toml"
     for r in mine:
         assert set(r.spec.params) <= set(c.params), f"{r.id}: a parameter the probe does not take"
         name = constructs.label(kind, r.spec.params, r.spec.dtype)
@@ -80,7 +80,7 @@ def test_construct_is_complete(kind: str):
     # The fix-to-construct link is written once, in fixes.toml: a probed construct is there
     # because some lowering record names it, else its probe answers no question.
     assert [f.id for f in FIXES if kind in f.constructs], \
-        f"{kind}: no record in oracle/fixes.toml names it; which change does it probe?"
+        f"{kind}: no record in oracle/catalog/fixes.toml names it; which change does it probe?"
 
 
 def test_every_fix_names_registered_constructs():

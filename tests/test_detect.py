@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from inventory.trace.detect import Grouped, detect, group
-from oracle import probes
+from oracle.catalog.regimes import load_regimes
 from oracle.constructs import detected as detected_constructs
 from oracle.constructs import get as get_construct
 from oracle.constructs import probe_params
-from oracle.regimes import load_regimes
+from oracle.workers import probes
 
 
 def _export(module: torch.nn.Module, *args: torch.Tensor):
@@ -140,7 +140,7 @@ def test_norms_carry_dtype_parameters_and_what_precedes_them():
 
 # ---- the constructs of the other fixes: each present, absent, and in each regime ---------------
 #
-# Every instance found below must build its construct's probe (oracle.probes) from its own
+# Every instance found below must build its construct's probe (oracle.workers.probes) from its own
 # parameters and export: `_probes_build` checks each test's instances.
 
 F = torch.nn.functional

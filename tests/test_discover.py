@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 from cli import invoke
 
-from oracle import package_index, pip_config
-from oracle.discovery import discover
-from oracle.installer import python_with_pip
-from oracle.paths import cache_root, envs_dir, store_root
-from oracle.pip_config import Sources
-from oracle.releases import CATALOG_FILE, DISCOVERED, USER, EnvError, load_catalog, recorded
-from oracle.wheel_metadata import derive
+from oracle.catalog.releases import CATALOG_FILE, DISCOVERED, USER, EnvError, load_catalog, recorded
+from oracle.catalog.wheel_metadata import derive
+from oracle.envs import package_index, pip_config
+from oracle.envs.discovery import discover
+from oracle.envs.installer import python_with_pip
+from oracle.envs.pip_config import Sources
+from oracle.infra.paths import cache_root, envs_dir, store_root
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -133,7 +133,7 @@ def test_an_unreachable_source_is_a_problem_and_none_readable_is_one_line(tmp_pa
     sources = Sources(("http://127.0.0.1:9/simple",), (), timeout=5)
     found, problems = package_index.listed(sources)
     assert found == {} and len(problems) == 1 and "127.0.0.1:9" in problems[0]
-    monkeypatch.setattr("oracle.discovery.package_sources", lambda: sources)
+    monkeypatch.setattr("oracle.envs.discovery.package_sources", lambda: sources)
     with pytest.raises(EnvError, match="no package source could be read"):
         discover(load_catalog())
 
@@ -147,7 +147,7 @@ def test_a_discovered_release_is_recorded_and_joins_the_catalog(tmp_path, monkey
     wheel(links, "0.4.2")
     wheel(links, "0.4.9")
     wheel(links, "0.5.0", metadata("0.5.0", "coreai-core>=1"))
-    monkeypatch.setattr("oracle.discovery.package_sources", lambda: Sources((), (str(links),)))
+    monkeypatch.setattr("oracle.envs.discovery.package_sources", lambda: Sources((), (str(links),)))
     result = discover(load_catalog(discovered=False))
     by = {f.derived.version: f for f in result.found}
     assert sorted(by) == ["0.4.9", "0.5.0"] and "0.4.2" in result.known

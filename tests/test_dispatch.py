@@ -1,6 +1,6 @@
 """Batch dispatch: a command plans every comparison first and hands them to the executor at once
 (`inventory/batch.py`, `Session.dispatch`); the local executor runs up to `--jobs` of them side
-by side (`oracle/executor_local.py`), and its ledger (`runs/local/`) says what ran, in which
+by side (`oracle/executors/local.py`), and its ledger (`runs/local/`) says what ran, in which
 batch, and what each job waited for."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from cli import one_line, spawn, start
 
-from oracle.client import Pool
-from oracle.envs import Env
-from oracle.paths import runs_dir
+from oracle.clients.worker_pool import Pool
+from oracle.envs.environment import Env
+from oracle.infra.paths import runs_dir
 
 AFFECTED = ("affected", "--fix", "40", "--bundle", "mimi", "--json", "-q")
 

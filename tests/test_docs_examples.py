@@ -24,7 +24,7 @@ from docs_examples import Example, examples, missing
 from gitrepos import max_pool2d_history
 
 from inventory.terminal import PIPED_WIDTH
-from oracle.store import results_root
+from oracle.store.result_store import results_root
 
 MATRIX_COMMANDS = ("affected", "plan", "release-notes", "sweep")
 # the pages show what a pipe prints, as wide as a pipe is without COLUMNS (pytest-xdist's

@@ -25,7 +25,7 @@ from inventory.draft.history import pin_at, pin_commit
 from inventory.draft.observe import Observed
 from inventory.draft.records import Drafted, StepDraft
 from inventory.gitrepo import Repo
-from oracle.fixes import FIXES_FILE, FixError, load_fixes
+from oracle.catalog.fixes import FIXES_FILE, FixError, load_fixes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -112,7 +112,7 @@ def test_the_comparison_matches_by_pull_request_and_scores_pairs():
                _drafted("16", "lowering", ("masked_scatter",), step, "0.4.1", ("16",)),
                _drafted("18", "lowering", ("view_dynamic",), step, "0.4.1", ("18",)))
     c = compare((StepDraft(_observed("0.4.0", "0.4.1", True), drafted, ()),),
-                list(curated.values()), "oracle/fixes.toml")
+                list(curated.values()), "oracle/catalog/fixes.toml")
     by = {(d.curated, d.drafted): d for d in c.diffs}
     assert by[("core-b2", "core-1.0.0b2")].status == "same"  # the pipeline: by kind and step
     assert by[("25", None)].status == "missing"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from oracle import envs as envs_mod
-from oracle.client import Pool
-from oracle.envs import ensure_env, ready_env
-from oracle.progress import Notice
-from oracle.releases import Catalog, EnvError, Release, load_catalog
+from oracle.catalog.releases import Catalog, EnvError, Release, load_catalog
+from oracle.clients.worker_pool import Pool
+from oracle.envs import environment as envs_mod
+from oracle.envs.environment import ensure_env, ready_env
+from oracle.infra.progress import Notice
 
 
 def test_unknown_release_is_one_clear_error():

@@ -27,12 +27,13 @@ ROOTS = (InventoryError, OracleUserError)
 INTERNAL = {
     # a worker died (native abort, killed) or did not answer in time: the converter's crash or
     # hang, contained as an outcome of the run (a finding, or inconclusive), never bad input
-    "oracle.client.WorkerFailure": "a converter crash or hang, contained as an outcome",
+    "oracle.clients.worker_pool.WorkerFailure":
+        "a converter crash or hang, contained as an outcome",
     # in the asset worker (in a converter environment): no input can be made for the asset (a
     # dynamic axis); returned as the run's outcome (stage "inputs"), never raised further
-    "oracle.asset_worker.CannotRun": "the asset worker's own limit, reported as an outcome",
+    "oracle.workers.asset_worker.CannotRun": "the asset worker's own limit, reported as an outcome",
     # a page or file that is not there: the project is not listed; caught in package_index
-    "oracle.package_index._Absent": "a signal inside package_index",
+    "oracle.envs.package_index._Absent": "a signal inside package_index",
     # a part of the whole-program check not stored yet (read-only reads); caught by its callers
     "inventory.verify.chain.Missing": "a signal: not stored yet",
     # the CycloneDX document did not validate: a defect of the renderer, not of the input
@@ -98,9 +99,10 @@ def test_the_oracle_derives_from_its_root_and_never_from_the_inventorys():
 
 def test_the_walk_sees_the_classes_it_must():
     # the classes callers catch by name: a walk that lost them would classify nothing
-    for name in ("oracle.releases.EnvError", "oracle.store.StoreError", "oracle.fixes.FixError",
-                 "oracle.schema.DataFileError", "oracle.conformance.ConformanceError",
-                 "oracle.package_index.SourceError", "inventory.errors.UsageError",
+    for name in ("oracle.catalog.releases.EnvError", "oracle.store.result_store.StoreError",
+                 "oracle.catalog.fixes.FixError", "oracle.catalog.schema.DataFileError",
+                 "oracle.catalog.conformance.ConformanceError",
+                 "oracle.envs.package_index.SourceError", "inventory.errors.UsageError",
                  "inventory.scan.model.BundleError", "inventory.trace.trust.UntrustedCode",
                  "inventory.trace.recipes.RecipeError"):
         assert name in CLASSES, name

@@ -14,14 +14,14 @@ import pytest
 from cli import ROOT, one_line, spawn
 from doubles.oracles import DyingWorkers
 
-from oracle import store
-from oracle.envs import Env
-from oracle.executor_ray import check_identity
-from oracle.oracle_api import ExecutorError
-from oracle.ray_node import tool_digest
-from oracle.releases import load_catalog
+from oracle.catalog.releases import load_catalog
+from oracle.compare.spec import ProbeSpec
+from oracle.envs.environment import Env
+from oracle.executors.api import ExecutorError
+from oracle.executors.ray_cluster import check_identity
+from oracle.executors.ray_node import tool_digest
 from oracle.session import Session
-from oracle.spec import ProbeSpec
+from oracle.store import result_store as store
 
 SWEEP = ("sweep", "--from", "0.4.1", "--to", "0.4.2")
 NO_RAY = str(Path(__file__).resolve().parent / "doubles" / "no_ray")
@@ -35,7 +35,7 @@ def _closed_port() -> int:
 
 
 def test_the_local_executor_is_the_default_and_never_imports_ray(tmp_path):
-    code = ("import sys\nfrom oracle.releases import load_catalog\n"
+    code = ("import sys\nfrom oracle.catalog.releases import load_catalog\n"
             "from oracle.session import Session\n"
             "with Session(load_catalog()) as s:\n"
             "    print(s.oracle.name, 'ray' in sys.modules)\n")

@@ -29,7 +29,7 @@ import pytest
 from cli import ROOT, spawn
 from store_answers import answer_in, borrowing_store, without
 
-from oracle.store import RECORD_DIGEST, RESULT_FILE, load_result
+from oracle.store.result_store import RECORD_DIGEST, RESULT_FILE, load_result
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (scripts/test adds it)")
 

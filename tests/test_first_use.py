@@ -20,8 +20,8 @@ import subprocess
 from pathlib import Path
 
 from inventory.trace import extra
-from oracle.envs import MANIFEST
-from oracle.paths import envs_dir
+from oracle.envs.environment import MANIFEST
+from oracle.infra.paths import envs_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 

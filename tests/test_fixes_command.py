@@ -12,8 +12,8 @@ from cli import invoke, one_line
 
 from inventory.cli import app
 from inventory.options import release_name
-from oracle.fixes import FIXES_FILE, FixError, find_fix, load_fixes
-from oracle.releases import version_key
+from oracle.catalog.fixes import FIXES_FILE, FixError, find_fix, load_fixes
+from oracle.catalog.releases import version_key
 
 ROOT = Path(__file__).resolve().parent.parent
 DRAFT = ROOT / "tests" / "golden" / "drafts" / "no54.toml"

@@ -15,9 +15,10 @@ import pytest
 from cli import invoke, one_line
 
 from inventory.terminal import Phases
-from oracle import env_files, installer, pip_config
-from oracle.envs import MANIFEST, _checked_build, files_changed
-from oracle.releases import EnvError
+from oracle.catalog.releases import EnvError
+from oracle.envs import files as env_files
+from oracle.envs import installer, pip_config
+from oracle.envs.environment import MANIFEST, _checked_build, files_changed
 
 LISTING = """\
 :env:.find-links='/srv/wheels'
@@ -179,8 +180,8 @@ def test_the_status_shows_the_latest_line_of_each_phase():
 def test_an_answer_builds_only_the_environments_it_converts_in():
     from inventory.affected import releases_needed
     from inventory.registry import load_registry
-    from oracle.fixes import find_fix, load_fixes
-    from oracle.releases import load_catalog
+    from oracle.catalog.fixes import find_fix, load_fixes
+    from oracle.catalog.releases import load_catalog
 
     catalog, bundles, fixes = load_catalog(), load_registry(), load_fixes()
     # fix 40 ships in 0.4.2: mimi (0.4.1) and sam3 (0.4.0) hold transposed convolutions, and

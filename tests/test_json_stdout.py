@@ -19,7 +19,7 @@ from cli import spawn
 from doubles.faults import NOISE, fault_env
 
 from inventory.cli import app
-from oracle.paths import envs_dir
+from oracle.infra.paths import envs_dir
 
 
 def _inputs(tmp: Path) -> dict[str, tuple[str, ...]]:

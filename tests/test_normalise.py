@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from oracle.compare import _convert
-from oracle.normalise import compare_texts, normalise
-from oracle.spec import ProbeSpec
+from oracle.compare.normalise import compare_texts, normalise
+from oracle.compare.spec import ProbeSpec
+from oracle.executors.comparison import _convert
 
 COMPOSITE = """module {
   coreai.graph private noinline @batch_norm_RAND(%arg0: tensor<4xf32>) -> tensor<4xf32> {
@@ -64,7 +64,7 @@ def test_specialised_composite_names_keep_their_suffix():
 @pytest.mark.slow
 def test_two_conversions_in_two_processes_normalise_identical(env, tmp_path):
     """Real IR: the same module converted by two separate worker processes."""
-    from oracle.client import Pool
+    from oracle.clients.worker_pool import Pool
 
     spec = ProbeSpec("conv_transpose", {"dim": 1, "in_channels": 64, "out_channels": 32,
                                         "kernel": [16], "stride": [8], "input_shape": [1, 64, 5]})

@@ -136,7 +136,7 @@ def test_markdown_links_each_fix_as_the_answers_own_records_name_it(tmp_path):
     from rich.console import Console
 
     from inventory.output import Renderer
-    from oracle.fixes import FIXES_FILE
+    from oracle.catalog.fixes import FIXES_FILE
 
     packaged = "https://github.com/apple/coreai-torch/pull/54"
     fork = "https://github.com/example/coreai-torch-fork/pull/54"

@@ -20,7 +20,7 @@ from test_recipe_root import one_line, recipe_repo
 
 from inventory.registry import load_registry
 from inventory.verify.forms import distinct
-from oracle.paths import envs_dir
+from oracle.infra.paths import envs_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 LEVELS = ("required", "inconclusive", "optional", "not_affected")

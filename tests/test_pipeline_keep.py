@@ -8,8 +8,8 @@ from registries import registry_with
 
 from inventory.instances import instance_spec
 from inventory.registry import RegistryError, load_registry
-from oracle.regimes import load_regimes
-from oracle.spec import Pipeline, ProbeSpec
+from oracle.catalog.regimes import load_regimes
+from oracle.compare.spec import Pipeline, ProbeSpec
 
 KEPT = ["aten.reflection_pad1d.default", "aten.replication_pad1d.default"]
 

@@ -1,6 +1,7 @@
 """The recipes' export pipelines, as the registry records them, against the probes.
 
-A probe is exported the way `oracle/worker.py` converts it (positional inputs, grad on,
+A probe is exported the way `oracle/workers/probe_worker.py` converts it (positional inputs, grad
+on,
 `add_exported_program`) and the way each recipe's pipeline does (`[bundles.X.pipeline]`: keyword
 inputs; `torch.no_grad()` in coreai-models' export_to_coreai; sam3's `torch.autocast("cpu",
 float16)`; `add_pytorch_module` without externalisation), under the bundle's exporter release. A
@@ -18,9 +19,9 @@ import pytest
 
 from inventory.instances import instance_spec
 from inventory.registry import exporter_release, load_registry
+from oracle.catalog.releases import load_catalog
+from oracle.compare.spec import ProbeSpec
 from oracle.constructs import has_probe
-from oracle.releases import load_catalog
-from oracle.spec import ProbeSpec
 
 BUNDLES = {b.name: b for b in load_registry()}
 

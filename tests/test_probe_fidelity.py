@@ -30,9 +30,10 @@ import torch
 
 from inventory.registry import load_registry
 from inventory.trace.detect import detect
-from oracle import constructs, probes
+from oracle import constructs
+from oracle.catalog.regimes import load_regimes
 from oracle.constructs import _graph
-from oracle.regimes import load_regimes
+from oracle.workers import probes
 
 ROOT = Path(__file__).resolve().parent.parent
 # Parameters that describe the traced group rather than its first member (the probe is built from

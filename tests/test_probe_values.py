@@ -14,8 +14,8 @@ import pytest
 import torch
 from test_probes import ROOT, _needs_converter
 
-from oracle import probes
-from oracle.regimes import Regime, load_regimes
+from oracle.catalog.regimes import Regime, load_regimes
+from oracle.workers import probes
 
 REGIMES = load_regimes()
 

@@ -1,6 +1,7 @@
 """Every probe regime exercises what it claims.
 
-For each regime in oracle/regimes.toml: build it with `oracle.probes.build`, export it the way the
+For each regime in oracle/catalog/regimes.toml: build it with `oracle.workers.probes.build`, export
+it the way the
 worker does (torch.export, then the regime's decomposition table), and assert the graph the
 converter would receive holds the targeted op with the targeted arguments and dtypes; and assert
 the values the regime claims (trained-looking parameters, adversarial inputs) are really there.
@@ -30,9 +31,10 @@ from typing import Any
 import pytest
 import torch
 
-from oracle import constructs, probes
-from oracle.envs import Env
-from oracle.regimes import Regime, load_regimes
+from oracle import constructs
+from oracle.catalog.regimes import Regime, load_regimes
+from oracle.envs.environment import Env
+from oracle.workers import probes
 
 ROOT = Path(__file__).resolve().parent.parent
 REGIMES = load_regimes()

@@ -1,4 +1,5 @@
-"""A record kind is one class (`oracle/record_kinds.py`): the loader, release notes, attribution
+"""A record kind is one class (`oracle/catalog/record_kinds.py`): the loader, release notes,
+attribution
 and verify's explanation ask the kind's properties, so a kind they have never seen is read and
 treated by what its class says, with no edit elsewhere."""
 
@@ -13,10 +14,10 @@ import tomli_w
 from inventory.attribution import explaining
 from inventory.release_notes import _regimes_of
 from inventory.verify.explain import OPTIMIZER, attributed
-from oracle import record_kinds
-from oracle.fixes import FIXES_FILE, FixError, load_fixes
-from oracle.record_kinds import EXPORTED_BEFORE, KINDS, LOAD_CHECKS, RecordKind
-from oracle.regimes import load_regimes
+from oracle.catalog import record_kinds
+from oracle.catalog.fixes import FIXES_FILE, FixError, load_fixes
+from oracle.catalog.record_kinds import EXPORTED_BEFORE, KINDS, LOAD_CHECKS, RecordKind
+from oracle.catalog.regimes import load_regimes
 
 
 class Container(RecordKind):

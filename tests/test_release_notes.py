@@ -12,9 +12,9 @@ from inventory.policy import load_policy
 from inventory.registry import load_registry
 from inventory.release_notes import release_notes, sweep
 from inventory.report.notes_report import notes_json, notes_markdown, sweep_json
-from oracle.fixes import load_fixes
-from oracle.regimes import load_regimes
-from oracle.releases import load_catalog
+from oracle.catalog.fixes import load_fixes
+from oracle.catalog.regimes import load_regimes
+from oracle.catalog.releases import load_catalog
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

@@ -15,10 +15,10 @@ from conftest import conv_transpose_registry as _registry
 
 from inventory.policy import load_policy
 from inventory.verdict import judge
-from oracle.client import Pool, Worker
-from oracle.compare import compare
-from oracle.spec import ProbeSpec
-from oracle.store import load_result, result_dir
+from oracle.clients.worker_pool import Pool, Worker
+from oracle.compare.spec import ProbeSpec
+from oracle.executors.comparison import compare
+from oracle.store.result_store import load_result, result_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,7 +66,7 @@ def _shared_envs(tmp_path: Path, env) -> Path:
     """A fresh result store that borrows the already built environments."""
     env("0.4.1")
     env("0.4.2")
-    from oracle.paths import envs_dir
+    from oracle.infra.paths import envs_dir
 
     cache = tmp_path / "cache"
     cache.mkdir()

@@ -24,9 +24,9 @@ import pytest
 from cli import Ran, invoke, one_line, spawn
 
 from inventory.errors import ExitCode
-from oracle.client import Worker, WorkerFailure
-from oracle.envs import Env
-from oracle.inputfile import read_bytes
+from oracle.clients.worker_pool import Worker, WorkerFailure
+from oracle.envs.environment import Env
+from oracle.infra.inputfile import read_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUTS = ("INVENTORY_VERIFY_RUN_TIMEOUT", "INVENTORY_VERIFY_CONVERT_TIMEOUT",

@@ -11,7 +11,7 @@ import pytest
 from cli import invoke, one_line
 from test_reliability_repair import minimal_bundle, refused
 
-from oracle.fixes import FIXES_FILE
+from oracle.catalog.fixes import FIXES_FILE
 
 
 @pytest.mark.parametrize("variable", ["INVENTORY_CACHE", "INVENTORY_STORE"])
@@ -41,7 +41,7 @@ def test_a_touches_entry_that_names_no_op_is_one_line(tmp_path, value):
 
 
 def test_touches_that_name_ops_still_load(tmp_path):
-    from oracle.fixes import load_fixes
+    from oracle.catalog.fixes import load_fixes
 
     text = FIXES_FILE.read_text()
     draft = tmp_path / "draft.toml"
@@ -138,7 +138,7 @@ def test_a_sweep_whose_workers_die_is_inconclusive_not_a_standing_failure(env, t
     from conftest import conv_transpose_registry
     from doubles.faults import fault_env
 
-    from oracle.paths import envs_dir
+    from oracle.infra.paths import envs_dir
 
     env("0.4.1")
     env("0.4.2")

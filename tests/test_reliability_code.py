@@ -26,8 +26,8 @@ from inventory import bisect as bisect_module
 from inventory import gitrepo
 from inventory.errors import UsageError
 from inventory.gitrepo import Repo
-from oracle.paths import envs_dir
-from oracle.source_envs import package_files, source_digest
+from oracle.envs.source import package_files, source_digest
+from oracle.infra.paths import envs_dir
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -26,8 +26,8 @@ from cli import Ran, invoke, spawn
 from safetensors.numpy import save_file
 from test_scan import CONVERT
 
-from oracle.checkpoint import WeightsError
-from oracle.conditions import Condition, check
+from oracle.catalog.conditions import Condition, check
+from oracle.workers.checkpoint import WeightsError
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "s3cret-0f-the-host"
@@ -401,7 +401,8 @@ TINY = Condition("batch_norm", "tiny-running-var", "a running_var lies below 6.1
 
 
 def test_a_threshold_condition_counts_nan_and_inf_apart(tmp_path):
-    """`oracle.conditions.check` directly: since --weights measures batch norms with their own
+    """`oracle.catalog.conditions.check` directly: since --weights measures batch norms with their
+    own
     tensors, no shipped construct reaches it through the CLI, but a construct with a
     condition and no checkpoint probe would."""
     path = tmp_path / "w.safetensors"

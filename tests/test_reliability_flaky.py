@@ -20,13 +20,13 @@ from cli import invoke
 from test_repair import export
 
 from inventory.verify import parts, whole
-from oracle import asset_probe
+from oracle.catalog.releases import load_catalog
+from oracle.catalog.runtimes import cores
+from oracle.compare.spec import Pipeline, ProbeSpec
+from oracle.infra.paths import cache_root, envs_dir
 from oracle.load_check import check_dir, load_check, load_stored, run_on
-from oracle.paths import cache_root, envs_dir
-from oracle.releases import load_catalog
-from oracle.runtimes import cores
 from oracle.session import Session
-from oracle.spec import Pipeline, ProbeSpec
+from oracle.workers import asset_probe
 
 SPEC = ProbeSpec(asset_probe.CONSTRUCT, dict(asset_probe.DEFAULT_PARAMS), "float32", Pipeline())
 

@@ -23,12 +23,12 @@ from inventory.instances import instance_spec
 from inventory.record_answers import asset_spec
 from inventory.registry import load_registry
 from inventory.verify import forms, parts
-from oracle import store
-from oracle.envs import Env, env_path
-from oracle.fixes import load_fixes
+from oracle.catalog.fixes import load_fixes
+from oracle.compare.spec import ProbeSpec
+from oracle.envs.environment import Env, env_path
+from oracle.infra.paths import StorePathError, in_store, safe_name
 from oracle.load_check import check_dir
-from oracle.paths import StorePathError, in_store, safe_name
-from oracle.spec import ProbeSpec
+from oracle.store import result_store as store
 
 BUNDLE: dict[str, Any] = {
     "files": ["x.aimodel"], "dtype": "float16", "note": "n",

@@ -23,10 +23,10 @@ from cli import Ran, invoke
 from conftest import conv_transpose_registry as _registry
 from doubles.faults import fault_env
 
-from oracle.envs import MANIFEST, SHARED_TORCH_PTH
-from oracle.paths import envs_dir
-from oracle.releases import load_catalog
-from oracle.store import LOCKS, RESULT_FILE, load_result
+from oracle.catalog.releases import load_catalog
+from oracle.envs.environment import MANIFEST, SHARED_TORCH_PTH
+from oracle.infra.paths import envs_dir
+from oracle.store.result_store import LOCKS, RESULT_FILE, load_result
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -374,7 +374,7 @@ def test_a_held_environment_lock_names_its_holder_and_times_out(tmp_path):
     torch = f"torch-{load_catalog().torch}"
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time\nfrom oracle.envs import locked\n"
+         "import sys, time\nfrom oracle.envs.environment import locked\n"
          f"with locked({torch!r}):\n    print('held', flush=True)\n    time.sleep(300)\n"],
         cwd=ROOT, stdout=subprocess.PIPE, text=True,
         env={**os.environ, "INVENTORY_CACHE": str(cache)})
@@ -403,7 +403,7 @@ def test_a_held_environment_lock_names_its_holder_and_times_out(tmp_path):
 
 
 def test_a_corrupt_manifest_is_a_damaged_half_built_environment(env, tmp_path, monkeypatch):
-    from oracle.envs import ready_env
+    from oracle.envs.environment import ready_env
 
     cache = _own_envs(tmp_path, env)
     manifest = cache / "envs" / "coreai-torch-0.4.1" / MANIFEST

@@ -96,7 +96,7 @@ def test_a_2_mb_keyword_argument_travels_in_a_file(builders, tmp_path, monkeypat
     """Options used to go on the worker's argv: "Argument list too long", exit 4."""
     from inventory.registry import load_registry
     from inventory.trace.service import trace_target
-    from oracle.releases import load_catalog
+    from oracle.catalog.releases import load_catalog
 
     for key, value in builders.items():
         monkeypatch.setenv(key, value)

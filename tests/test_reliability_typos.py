@@ -1,7 +1,7 @@
 """Reliability III, part 1: a typo in a data file is exit 2, never an answer.
 
 Every value of every data file (registry, fixes and `--fixes` drafts, regimes, conditions,
-policy, converters, ignore) is read through `oracle.schema`: a value of the wrong type, an
+policy, converters, ignore) is read through `oracle.catalog.schema`: a value of the wrong type, an
 unknown construct kind or dtype, a release the catalog does not know, a misspelt key or a
 duplicate id is one line naming the file, the key path and what was expected, before anything
 runs (the store stays empty). Each loader is also fuzzed with hypothesis: a value or the one-line
@@ -27,12 +27,12 @@ from hypothesis import strategies as st
 
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.policy import load_policy
-from oracle.conditions import load_conditions
+from oracle.catalog.conditions import load_conditions
+from oracle.catalog.fixes import FIXES_FILE, load_fixes
+from oracle.catalog.regimes import REGIMES_FILE, load_regimes
+from oracle.catalog.releases import CATALOG_FILE, load_catalog
+from oracle.catalog.schema import PROBE_DTYPES as SCHEMA_DTYPES
 from oracle.constructs._graph import PROBE_DTYPES
-from oracle.fixes import FIXES_FILE, load_fixes
-from oracle.regimes import REGIMES_FILE, load_regimes
-from oracle.releases import CATALOG_FILE, load_catalog
-from oracle.schema import PROBE_DTYPES as SCHEMA_DTYPES
 
 ROOT = Path(__file__).resolve().parent.parent
 RELEASES = "(0.4.0, 0.4.1, 0.4.2, 0.4.3)"

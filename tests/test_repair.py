@@ -13,13 +13,13 @@ from cli import Ran, invoke
 from safetensors.numpy import load_file, save_file
 
 from inventory.repair import compare_outputs
-from oracle import asset_probe
-from oracle.client import Pool
+from oracle.catalog.releases import load_catalog
+from oracle.clients.worker_clients import ScanWorker
+from oracle.clients.worker_pool import Pool
+from oracle.compare.spec import Pipeline, ProbeSpec
 from oracle.load_check import RuntimeOutcome, run_on
-from oracle.releases import load_catalog
 from oracle.session import Session
-from oracle.spec import Pipeline, ProbeSpec
-from oracle.worker_clients import ScanWorker
+from oracle.workers import asset_probe
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,10 +11,10 @@ import pytest
 
 from inventory.registry import RegistryError, load_registry
 from inventory.runtimes import deployment, parse_overrides
-from oracle.fixes import FixError, find_fix, load_fixes
+from oracle.catalog.fixes import FixError, find_fix, load_fixes
+from oracle.catalog.releases import Catalog, EnvError, Release, load_catalog
+from oracle.catalog.runtimes import cores, parse_runtime
 from oracle.load_check import abbreviate, first_error
-from oracle.releases import Catalog, EnvError, Release, load_catalog
-from oracle.runtimes import cores, parse_runtime
 
 REGISTRY = """
 {deploy}

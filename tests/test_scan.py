@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from cli import Ran, invoke
 
-from oracle.scan_worker import _ResourceHasher
+from oracle.workers.scan_worker import _ResourceHasher
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONS = ("0.4.0", "0.4.1", "0.4.2", "0.4.3")

@@ -1,4 +1,4 @@
-"""`oracle/stats.py`: the numbers read off stored output tensors (no converter, no runtime).
+"""`oracle/compare/stats.py`: the numbers read off stored output tensors (no converter, no runtime).
 
 Each case writes the old, new and reference outputs as safetensors, as a measurement does, and
 reads them back through `output_stats`.
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from oracle.stats import output_stats, side_stats
+from oracle.compare.stats import output_stats, side_stats
 
 NAN, INF = np.nan, np.inf
 

@@ -1,4 +1,5 @@
-"""Reading a stored result (oracle.store.read_record) hashes its evidence files only when they
+"""Reading a stored result (oracle.store.result_store.read_record) hashes its evidence files only
+when they
 changed since they were last found intact: a warm answer reads dozens of results, and hashing
 every file on every read was most of its time (`affected --fix 40` warm: 0.64 s -> 0.35 s
 median here, `scripts/bench`). An edited file is still found damaged."""
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from oracle import store
+from oracle.store import result_store as store
 
 
 def stored(tmp_path):

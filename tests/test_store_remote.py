@@ -1,4 +1,4 @@
-"""`--store URL`: the result store's remote tier (`oracle/remote_store.py`), against an
+"""`--store URL`: the result store's remote tier (`oracle/store/remote.py`), against an
 S3-compatible server on 127.0.0.1 (moto's server mode, a cloud bucket's stand-in; no other
 address is reached) and a `file://` folder.
 
@@ -25,9 +25,10 @@ from cli import invoke, one_line, spawn
 from s3_server import make_bucket, s3_server
 from store_answers import answer_in, borrowing_store, without
 
-from oracle import store, store_location
-from oracle.remote_store import MANIFEST, RemoteStore
-from oracle.store import results_root
+from oracle.store import location as store_location
+from oracle.store import result_store as store
+from oracle.store.remote import MANIFEST, RemoteStore
+from oracle.store.result_store import results_root
 
 BUCKET = "inventory-results"
 

@@ -81,7 +81,7 @@ def test_plan_at_80_columns_splits_no_bundle_or_level_and_prints_every_caveat(ma
 
 def test_piped_progress_is_one_line_per_phase_with_its_counts():
     from inventory.terminal import PhaseLines
-    from oracle.progress import Routine, Tally
+    from oracle.infra.progress import Routine, Tally
 
     written: list[str] = []
     lines = PhaseLines(written.append)

@@ -22,9 +22,9 @@ from inventory.plan import plan
 from inventory.policy import load_policy
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from inventory.release_notes import registry_regimes, release_notes, sweep
-from oracle.fixes import find_fix, load_fixes
-from oracle.regimes import load_regimes
-from oracle.releases import EnvError
+from oracle.catalog.fixes import find_fix, load_fixes
+from oracle.catalog.regimes import load_regimes
+from oracle.catalog.releases import EnvError
 from oracle.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent

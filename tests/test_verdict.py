@@ -6,9 +6,9 @@ from typing import Any
 
 from inventory.policy import load_policy
 from inventory.verdict import judge, worst
-from oracle.results import Alone, Identity, Measurement, ProbeResult, Side
-from oracle.spec import ProbeSpec
-from oracle.stats import OutputStats, SideStats
+from oracle.compare.results import Alone, Identity, Measurement, ProbeResult, Side
+from oracle.compare.spec import ProbeSpec
+from oracle.compare.stats import OutputStats, SideStats
 
 SPEC = ProbeSpec("conv_transpose", {"dim": 1}, dtype="float16")
 OK = Side("0.4.1", {}, True)

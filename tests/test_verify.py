@@ -21,7 +21,7 @@ import pytest
 from cli import Ran, invoke, spawn
 from registries import registry_with
 
-from oracle.paths import envs_dir
+from oracle.infra.paths import envs_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = ROOT / "recipes.toml"
@@ -263,7 +263,8 @@ def test_a_run_that_exceeds_the_timeout_is_inconclusive_not_stored(sortformer_mi
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "envs").symlink_to(envs_dir())
-    # a process of its own, as a user sets the variable (oracle.settings reads it when a run starts)
+    # a process of its own, as a user sets the variable (oracle.infra.settings reads it when a run
+    # starts)
     # a limit no run meets, the regions' small cuts included (a region measured at its cut would
     # judge the level without the model-level run)
     proc = spawn("verify", "sortformer", "--to", "0.4.2", "--registry", str(registry), "--json",

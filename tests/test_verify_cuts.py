@@ -22,7 +22,7 @@ from registries import registry_with
 from inventory.registry import load_registry
 from inventory.verify import chain, cuts, explain, forms, whole
 from inventory.verify.regions import Region
-from oracle.releases import load_catalog
+from oracle.catalog.releases import load_catalog
 from oracle.session import Session
 
 pytestmark = pytest.mark.slow

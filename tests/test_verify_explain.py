@@ -15,7 +15,7 @@ from inventory.verify.explain import (
     unrecorded,
 )
 from inventory.verify.regions import Region, shape
-from oracle.fixes import Fix
+from oracle.catalog.fixes import Fix
 
 
 def region(nodes: set[str], **kw) -> Region:

@@ -174,8 +174,8 @@ def test_verify_full_builds_the_full_target_and_says_so(stopped_chain, flag, jso
 def test_plan_full_asks_the_chain_for_the_full_target(stopped_chain):
     from inventory.policy import load_policy
     from inventory.verify.service import verified
-    from oracle.envs import load_catalog
-    from oracle.fixes import load_fixes
+    from oracle.catalog.fixes import load_fixes
+    from oracle.envs.environment import load_catalog
 
     checks = verified([_by_name("sortformer")], "0.4.2", load_fixes(), load_catalog(),
                       load_policy(), full=True)

@@ -18,8 +18,8 @@ import pytest
 from cli import invoke
 from safetensors.numpy import save_file
 
-from oracle import checkpoint
-from oracle.checkpoint import Checkpoint, TensorSource, WeightsError, instance_tensors
+from oracle.workers import checkpoint
+from oracle.workers.checkpoint import Checkpoint, TensorSource, WeightsError, instance_tensors
 
 ROOT = Path(__file__).resolve().parent.parent
 FP16_TINY = 6.103515625e-05
@@ -92,7 +92,7 @@ def test_the_worker_refuses_a_tensor_that_changed_since_planning(tmp_path):
 
 
 def test_a_probe_built_from_a_checkpoint_holds_those_tensors(tmp_path):
-    from oracle import probes
+    from oracle.workers import probes
 
     path = parakeet_checkpoint(tmp_path / "p.safetensors", tiny_layer=0, channels=8, layers=1)
     ckpt = Checkpoint(path)

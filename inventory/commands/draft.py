@@ -14,8 +14,8 @@ from inventory.options import CatalogFile, FromRelease, Json, NoCache, Quiet, To
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY
 from inventory.terminal import finish
-from oracle.fixes import FIXES_FILE
-from oracle.progress import Progress
+from oracle.catalog.fixes import FIXES_FILE
+from oracle.infra.progress import Progress
 
 
 def draft_cmd(
@@ -32,7 +32,7 @@ def draft_cmd(
         help="Write the draft here (default: print it).")] = None,
     against: Annotated[Path | None, typer.Option(
         "--against", metavar="FILE",
-        help="A curated fix database (e.g. oracle/fixes.toml): print, record by record, "
+        help="A curated fix database (e.g. oracle/catalog/fixes.toml): print, record by record, "
              "where the draft differs from its records of the same steps, with precision and "
              "recall.")] = None,
     fixes: Annotated[Path, typer.Option(
@@ -81,8 +81,8 @@ def draft_cmd(
     from inventory.policy import load_policy
     from inventory.registry import load_registry
     from inventory.report.draft_report import draft_record, draft_table
-    from oracle.regimes import load_regimes
-    from oracle.releases import load_catalog
+    from oracle.catalog.regimes import load_regimes
+    from oracle.catalog.releases import load_catalog
 
     fmt = OutputFormat.choose(as_json)
     ready(("--from", old), ("--to", new))

@@ -43,9 +43,9 @@ from inventory.options import (
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import finish
-from oracle.fixes import FIXES_FILE
-from oracle.progress import Progress
-from oracle.releases import load_catalog
+from oracle.catalog.fixes import FIXES_FILE
+from oracle.catalog.releases import load_catalog
+from oracle.infra.progress import Progress
 
 
 def plan_cmd(
@@ -121,7 +121,7 @@ def plan_cmd(
     from inventory.report.plan_report import plan_markdown, plan_table
     from inventory.runtimes import parse_overrides
     from inventory.verify.service import verified
-    from oracle.fixes import load_fixes
+    from oracle.catalog.fixes import load_fixes
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="plan")
 

@@ -31,9 +31,9 @@ from inventory.options import (
 )
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry
-from oracle.fixes import FIXES_FILE
-from oracle.progress import Progress
-from oracle.releases import load_catalog
+from oracle.catalog.fixes import FIXES_FILE
+from oracle.catalog.releases import load_catalog
+from oracle.infra.progress import Progress
 
 
 def release_notes_cmd(
@@ -76,8 +76,8 @@ def release_notes_cmd(
     from inventory.policy import load_policy
     from inventory.release_notes import ReleaseNotes, release_notes
     from inventory.report.notes_report import notes_markdown, notes_record, notes_table
-    from oracle.fixes import load_fixes
-    from oracle.regimes import load_regimes
+    from oracle.catalog.fixes import load_fixes
+    from oracle.catalog.regimes import load_regimes
     from oracle.session import Session
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="release-notes")

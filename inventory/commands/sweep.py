@@ -29,9 +29,9 @@ from inventory.options import (
 from inventory.output import OutputFormat
 from inventory.registry import load_registry
 from inventory.terminal import finish
-from oracle.fixes import FIXES_FILE
-from oracle.progress import Progress
-from oracle.releases import Catalog, load_catalog, version_key
+from oracle.catalog.fixes import FIXES_FILE
+from oracle.catalog.releases import Catalog, load_catalog, version_key
+from oracle.infra.progress import Progress
 
 
 def later(catalog: Catalog, old: str, new: str) -> bool:
@@ -86,8 +86,8 @@ def sweep_cmd(
     from inventory.policy import load_policy
     from inventory.release_notes import Sweep, registry_regimes, sweep
     from inventory.report.notes_report import sweep_markdown, sweep_record, sweep_table
-    from oracle.fixes import load_fixes
-    from oracle.regimes import load_regimes
+    from oracle.catalog.fixes import load_fixes
+    from oracle.catalog.regimes import load_regimes
     from oracle.session import Session
 
     fmt = OutputFormat.choose(as_json, chosen=output_format, command="sweep")

@@ -27,13 +27,13 @@ from inventory.gitrepo import Commit, Repo
 from inventory.policy import Policy
 from inventory.registry import Bundle
 from inventory.release_notes import RegimeOutcome, asset_regimes, registry_regimes, sweep
-from oracle import asset_probe
+from oracle.catalog.regimes import Regime
+from oracle.catalog.releases import Catalog, EnvError
+from oracle.catalog.runtimes import cores
+from oracle.infra.progress import Progress
 from oracle.load_check import LoadCheck, load_check
-from oracle.progress import Progress
-from oracle.regimes import Regime
-from oracle.releases import Catalog, EnvError
-from oracle.runtimes import cores
 from oracle.session import Session
+from oracle.workers import asset_probe
 
 LIBRARY, REGISTRY, ASSET = "library", "registry", "asset probe"
 

@@ -31,9 +31,9 @@ from inventory.attribution import LOWERING, OPTIMIZER
 from inventory.draft import columns
 from inventory.draft.observe import Change, Observed
 from inventory.gitrepo import Commit
-from oracle import asset_probe
 from oracle.constructs import kinds as construct_kinds
 from oracle.load_check import LoadCheck
+from oracle.workers import asset_probe
 
 DRAFTED = "drafted"
 PIPELINE, ASSET, LOWERING_KIND = "pipeline", "asset", "lowering"

@@ -2,7 +2,8 @@
 
 A bundle is data. This process reads `metadata.json` as JSON and checks `main.mlirb` against
 `main.hash`; the program itself is parsed by coreai-core's own bindings in a converter
-environment (`oracle/scan_worker.py`), in a subprocess whose native abort is contained. Nothing
+environment (`oracle/workers/scan_worker.py`), in a subprocess whose native abort is contained.
+Nothing
 from a bundle is ever run or imported. Then each runtime loads it (`loads.py`: compiled and
 loaded, never run), and the exporter its producer stamp points to is named.
 
@@ -37,9 +38,9 @@ from inventory.scan.model import (
     Status,
 )
 from inventory.scan.readers import Readers, scan_bundle
-from oracle.progress import Progress
-from oracle.releases import Catalog, EnvError
-from oracle.runtimes import at_or_above, cores
+from oracle.catalog.releases import Catalog, EnvError
+from oracle.catalog.runtimes import at_or_above, cores
+from oracle.infra.progress import Progress
 
 
 def deployed_on(s: BundleScan, catalog: Catalog, runtimes: tuple[str, ...] | None

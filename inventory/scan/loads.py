@@ -2,7 +2,8 @@
 exporter its producer stamp points to.
 
 Each runtime loads the bundle (and every function in it) in a contained subprocess
-(`oracle/asset_worker.py`): a runtime that aborts natively is reported with its signal and the
+(`oracle/workers/asset_worker.py`): a runtime that aborts natively is reported with its signal and
+the
 first error line it printed, and the next runtime is tried. The program is compiled and loaded,
 never run. Logs stay in `$INVENTORY_CACHE/logs/scan/`.
 """
@@ -16,11 +17,11 @@ from pathlib import Path
 from inventory.registry import Bundle
 from inventory.runtimes import deployment
 from inventory.scan.model import BundleScan, Finding, Status
+from oracle.catalog.releases import Catalog
+from oracle.catalog.runtimes import cores, releases_pinning
+from oracle.infra.paths import cache_root
+from oracle.infra.progress import Progress
 from oracle.load_check import RuntimeOutcome, run_on
-from oracle.paths import cache_root
-from oracle.progress import Progress
-from oracle.releases import Catalog
-from oracle.runtimes import cores, releases_pinning
 from oracle.session import Session
 
 REPAIR_KEY = "inventory.repair"  # set by `inventory repair` in the creator-defined metadata

@@ -19,14 +19,14 @@ from inventory.scan.bundles import (
 )
 from inventory.scan.ir import absorb
 from inventory.scan.model import BundleError, BundleScan
-from oracle.client import WorkerFailure, Workers
-from oracle.envs import Env
-from oracle.paths import cache_root
-from oracle.progress import Progress
-from oracle.releases import Catalog, EnvError
-from oracle.runtimes import cores as runtime_catalog
+from oracle.catalog.releases import Catalog, EnvError
+from oracle.catalog.runtimes import cores as runtime_catalog
+from oracle.clients.worker_clients import ScanWorker
+from oracle.clients.worker_pool import WorkerFailure, Workers
+from oracle.envs.environment import Env
+from oracle.infra.paths import cache_root
+from oracle.infra.progress import Progress
 from oracle.session import Session
-from oracle.worker_clients import ScanWorker
 
 
 def core_order(catalog: Catalog) -> list[str]:

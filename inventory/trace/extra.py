@@ -8,7 +8,8 @@ it lacks them (the README's set-up installs no extra, nor does a plain `pip inst
 environment of the store is built on first use, like a converter environment: progress lines,
 a lock (a second process waits for the first, then reuses its environment), a manifest written
 last (an interrupted build is rebuilt), and one line naming the build log when it cannot be
-built (`oracle.envs.ensure_venv`). It sees the store's shared torch, the torch the project pins,
+built (`oracle.envs.environment.ensure_venv`). It sees the store's shared torch, the torch the
+project pins,
 so a module is built with the same torch either way.
 
 Why an environment of the store and not the project's interpreter: installing into the
@@ -27,9 +28,9 @@ import sys
 import tomllib
 from pathlib import Path
 
-from oracle.envs import ensure_venv
-from oracle.progress import Progress
-from oracle.releases import Catalog, EnvError
+from oracle.catalog.releases import Catalog, EnvError
+from oracle.envs.environment import ensure_venv
+from oracle.infra.progress import Progress
 
 EXTRA = "trace"
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"

@@ -2,7 +2,8 @@
 
 A step whose whole shipped programs differ has regions (`inventory.verify.regions`), each
 mapped to the aten nodes it was lowered from. Each located region is cut out of the bundle's
-program as a small program (`oracle/cut_worker.py`: its inputs the activations that reach it,
+program as a small program (`oracle/workers/cut_worker.py`: its inputs the activations that reach
+it,
 captured from one fp32 run of the whole graph and rounded to the program's dtype there; its
 constants the bundle's own), converted under both releases of its step with the bundle's
 pipeline, and compared:
@@ -28,10 +29,10 @@ from typing import Any
 
 from inventory.verify import parts, whole
 from inventory.verify.regions import Region
-from oracle import settings
-from oracle.client import WorkerFailure
-from oracle.envs import Env
-from oracle.worker_clients import CutWorker
+from oracle.clients.worker_clients import CutWorker
+from oracle.clients.worker_pool import WorkerFailure
+from oracle.envs.environment import Env
+from oracle.infra import settings
 
 # rings of producers and consumers tried in turn until a cut reproduces its region
 HOPS = (0, 2, 6)

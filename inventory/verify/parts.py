@@ -41,11 +41,11 @@ from inventory.registry import Bundle
 from inventory.trace.service import export_steps
 from inventory.verify import whole
 from inventory.verify.forms import Form
-from oracle import store
-from oracle.envs import Env
-from oracle.normalise import normalise
-from oracle.paths import in_store, safe_name
-from oracle.worker_clients import CutWorker, ProgramWorker
+from oracle.clients.worker_clients import CutWorker, ProgramWorker
+from oracle.compare.normalise import normalise
+from oracle.envs.environment import Env
+from oracle.infra.paths import in_store, safe_name
+from oracle.store import result_store as store
 
 HERE = Path(__file__).resolve().parent
 ORACLE = HERE.parents[1] / "oracle"

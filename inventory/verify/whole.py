@@ -21,20 +21,21 @@ from inventory.registry import Bundle
 from inventory.trace.service import PROJECT_ROOT, export_steps, supervised
 from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Region, Side, regions
-from oracle import settings, store
-from oracle.checkpoint import WeightsError
-from oracle.client import WorkerFailure
-from oracle.envs import Env
-from oracle.normalise import compare_texts, normalise
-from oracle.paths import cache_root, in_store, safe_name
-from oracle.progress import Progress
+from oracle.clients.worker_clients import AssetWorker, ProgramWorker
+from oracle.clients.worker_pool import WorkerFailure
+from oracle.compare.normalise import compare_texts, normalise
+from oracle.envs.environment import Env
+from oracle.infra import settings
+from oracle.infra.paths import cache_root, in_store, safe_name
+from oracle.infra.progress import Progress
 from oracle.session import Session
-from oracle.worker_clients import AssetWorker, ProgramWorker
+from oracle.store import result_store as store
+from oracle.workers.checkpoint import WeightsError
 
 SEED = 20261201
 # A whole sortformer converts in about a minute per side; a run on the emulated fp16 CPU runtime
 # can take far longer: neither may hang the command (INVENTORY_VERIFY_*_TIMEOUT, seconds, read
-# and validated by oracle.settings when used, so the limit stated is the one applied).
+# and validated by oracle.infra.settings when used, so the limit stated is the one applied).
 CONVERT_TIMEOUT = "INVENTORY_VERIFY_CONVERT_TIMEOUT"
 RUN_TIMEOUT = "INVENTORY_VERIFY_RUN_TIMEOUT"
 RECORD = "result.json"

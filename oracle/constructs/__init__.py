@@ -1,7 +1,8 @@
 """The construct registry: one module per construct kind, found by listing this package.
 
 Adding a construct is one new module here (ending with `CONSTRUCT = Construct(...)`, see
-`_construct.py`) plus its regimes in `oracle/regimes.toml`; `tests/test_constructs.py` checks that
+`_construct.py`) plus its regimes in `oracle/catalog/regimes.toml`; `tests/test_constructs.py`
+checks that
 every kind is complete. Modules whose name starts with `_` are shared helpers: `_probe.py` for
 probe builders (torch), `_graph.py` for detectors (torch.fx graphs).
 

@@ -71,7 +71,8 @@ class ScanSignature:
 @dataclass(frozen=True)
 class Construct:
     kind: str
-    # No list of fix records here: a record names its constructs in oracle/fixes.toml, the one
+    # No list of fix records here: a record names its constructs in oracle/catalog/fixes.toml, the
+    # one
     # place that link is written (a second copy here would have to be kept in sync by hand).
     # The instance parameters its probe takes (a trace may record more, e.g. module paths).
     params: tuple[str, ...]
@@ -85,7 +86,7 @@ class Construct:
     # Why it has no probe or no detector, when it has none (a scan-only kind).
     why_incomplete: str = ""
     # The probe tensors `--weights` reads from a checkpoint for each traced module: probe tensor
-    # name -> oracle.checkpoint.TensorSource (a suffix under the instance's module or its
+    # name -> oracle.workers.checkpoint.TensorSource (a suffix under the instance's module or its
     # producer's). Empty: the construct's probe cannot take real tensors.
     checkpoint: dict[str, Any] = field(default_factory=dict)
     # Probe parameters that choose input values, not the graph (e.g. atan2's `pairs`): a trace

@@ -2,7 +2,7 @@
 torch and the oracle's own files may be imported.
 
 A builder returns the probe in fp32 (the reference form) with its inputs (`Built`); the engine
-(`oracle/probes.py`) casts it the way a recipe casts a model.
+(`oracle/workers/probes.py`) casts it the way a recipe casts a model.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from oracle.checkpoint import TensorSource
 from oracle.constructs._construct import DTYPE_SHORT, Construct, Reader, ScanSeen, ScanSignature
+from oracle.workers.checkpoint import TensorSource
 
 if TYPE_CHECKING:
     import torch

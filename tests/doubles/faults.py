@@ -1,11 +1,14 @@
 """Test doubles for the faults no real input provokes: the product reads no variable for them.
 
-- `INVENTORY_WORKER_FAULT=crash|hang|gil`: the probe worker (`oracle.client.Worker`) runs
-  `faulty_worker.py` instead of `oracle/worker.py`: the real worker's requests, but a `convert`
+- `INVENTORY_WORKER_FAULT=crash|hang|gil`: the probe worker (`oracle.clients.worker_pool.Worker`)
+runs
+  `faulty_worker.py` instead of `oracle/workers/probe_worker.py`: the real worker's requests, but a
+  `convert`
   first aborts natively, hangs asleep, or hangs in a native call that holds the GIL, where the
   real one converts.
 - `INVENTORY_ASSET_FAULT=abort:N|abort-after-outputs:N` (with `INVENTORY_FAULT_DIR`, where the
-  count is kept): the asset worker (`oracle.worker_clients.AssetWorker`, every load check, scan,
+  count is kept): the asset worker (`oracle.clients.worker_clients.AssetWorker`, every load check,
+  scan,
   verify run and repair check) runs `flaky_asset_worker.py`: a runtime whose first N runs abort
   natively, before loading or after writing the outputs.
 - `INVENTORY_FAULT=internal`: every command raises an unexpected exception where its work starts
@@ -96,14 +99,14 @@ def install() -> None:
     """Put both doubles in place in this process (a process without the project, e.g. a worker
     inside a converter environment, has nothing to replace)."""
     try:
-        from oracle import client
+        from oracle.clients import worker_pool as client
     except ImportError:
         return
     if not isinstance(client.Worker.__dict__["script"], _ProbeWorkerScript):
         # a descriptor in the class's Path attribute: reading it still gives a Path
         client.Worker.script = _ProbeWorkerScript(  # type: ignore[assignment]
             client.Worker.__dict__["script"])
-    from oracle import worker_clients
+    from oracle.clients import worker_clients
 
     asset = worker_clients.AssetWorker
     if not isinstance(asset.__dict__["script"], _AssetWorkerScript):

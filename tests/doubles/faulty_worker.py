@@ -1,5 +1,6 @@
 """The probe worker with a fault, run inside a converter environment in place of
-`oracle/worker.py` (`faults.py`): the real worker's requests, but a `convert` first aborts
+`oracle/workers/probe_worker.py` (`faults.py`): the real worker's requests, but a `convert` first
+aborts
 natively (INVENTORY_WORKER_FAULT=crash), hangs (=hang, asleep), or hangs holding the GIL
 (=gil: one native call that never lets go of it, as a long native conversion may), inside the
 request's log, where the real worker would be converting."""
@@ -15,8 +16,8 @@ from pathlib import Path
 # the repository root: the real worker and its helpers, without the rest of the project
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from oracle import worker  # noqa: E402
-from oracle.worker_io import logged, serve  # noqa: E402
+from oracle.workers import probe_worker as worker  # noqa: E402
+from oracle.workers.worker_io import logged, serve  # noqa: E402
 
 FAULT = os.environ.get("INVENTORY_WORKER_FAULT", "")
 

@@ -1,5 +1,5 @@
 """The asset worker with a runtime that aborts, run inside a converter environment in place of
-`oracle/asset_worker.py` (`faults.py`): the real worker's requests, but the first N `run`
+`oracle/workers/asset_worker.py` (`faults.py`): the real worker's requests, but the first N `run`
 requests of a test abort natively (`INVENTORY_ASSET_FAULT=abort:N`: before loading the asset;
 `=abort-after-outputs:N`: after the run wrote its outputs, as coreai-core 1.0.0b1 once did). N is
 counted across processes in `INVENTORY_FAULT_DIR`, so "the first run only" survives the fresh
@@ -14,8 +14,8 @@ from pathlib import Path
 # the repository root: the real worker and its helpers, without the rest of the project
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from oracle import asset_worker  # noqa: E402
-from oracle.worker_io import serve  # noqa: E402
+from oracle.workers import asset_worker  # noqa: E402
+from oracle.workers.worker_io import serve  # noqa: E402
 
 MODE, _, TIMES = os.environ.get("INVENTORY_ASSET_FAULT", "").partition(":")
 COUNT = Path(os.environ.get("INVENTORY_FAULT_DIR", ".")) / "asset-aborts"

@@ -1,14 +1,14 @@
-"""Test doubles of the `Oracle` interface (oracle/oracle_api.py): injected into a `Session`
+"""Test doubles of the `Oracle` interface (oracle/executors/api.py): injected into a `Session`
 (`Session(catalog, oracle=...)`) to give failures no real run can be made to give on demand,
 instead of a variable read by shipped code."""
 
 from __future__ import annotations
 
-from oracle import store
-from oracle.envs import Env
-from oracle.oracle_api import Oracle
-from oracle.results import Identity, ProbeResult, Side
-from oracle.spec import ProbeSpec
+from oracle.compare.results import Identity, ProbeResult, Side
+from oracle.compare.spec import ProbeSpec
+from oracle.envs.environment import Env
+from oracle.executors.api import Oracle
+from oracle.store import result_store as store
 
 
 class DyingWorkers(Oracle):

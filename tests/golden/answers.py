@@ -5,8 +5,9 @@ Each entry is one command run through the CLI exactly as a user runs it (a subpr
 `python -m inventory.cli ... --json -q` in the repository root), on a result store of the
 suite's own (`stores()`: the environments are shared, the results are not the user's):
 
-- `affected/<fix>`: `affected --fix <fix>` for every fix record in `oracle/fixes.toml`;
-- `plan/<release>`: `plan --to <release>` for every release in `oracle/converters.toml` after the
+- `affected/<fix>`: `affected --fix <fix>` for every fix record in `oracle/catalog/fixes.toml`;
+- `plan/<release>`: `plan --to <release>` for every release in `oracle/catalog/converters.toml`
+after the
   oldest;
 - `release-notes/<a>-<b>`: `release-notes --from <a> --to <b>` for each consecutive pair;
 - `plan/0.4.2-draft-no54`: `plan --to 0.4.2 --fixes tests/golden/drafts/no54.toml`, release day
@@ -478,7 +479,8 @@ def check(entry: Entry) -> list[str]:
 
 
 def orphan(key: str) -> str:
-    return (f"{key}: golden entry for something oracle/fixes.toml or oracle/converters.toml no "
+    return (f"{key}: golden entry for something oracle/catalog/fixes.toml or "
+            "oracle/catalog/converters.toml no "
             "longer holds; run `scripts/golden --update` (it removes the entry)")
 
 

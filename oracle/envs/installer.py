@@ -1,0 +1,216 @@
+"""How every environment the tool builds is made and filled: with uv when it can be had, else with
+pip, said so.
+
+uv keeps one cache for every environment (under the cache root, `uv/`): a wheel is downloaded and
+unpacked there once, and each environment's files are hard links to it, so the shared torch,
+the project's `.venv` and every converter environment cost one unpacking of torch between them.
+uv is the one the set-up script installed beside this interpreter (`scripts/_venv.sh`), else one
+on PATH; INVENTORY_INSTALLER=pip builds with pip whatever is found (how `scripts/bench --cold`
+times pip beside uv). uv is told the machine's pip configuration (`oracle/envs/pip_config.py`) and
+resolves across indexes as pip does (the best match over all of them), so it finds what pip
+finds: on a machine whose CPU torch wheel lies in a find-links folder, that wheel.
+
+A hard link shares the file with uv's cache: damage to one is damage to both. That is why a build
+checks every installed file against its distribution's RECORD (`oracle/envs/files.py`) and, where
+one differs, drops that distribution from uv's cache and installs it again (`forget`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from oracle.catalog.releases import EnvError
+from oracle.envs import pip_config
+from oracle.infra.paths import cache_root
+from oracle.infra.settings import INSTALLER_VAR, installer_choice
+
+# uv's flags that choose where packages come from (what `uv venv --seed` takes too)
+_INDEX_FLAGS = ("--index-url", "--extra-index-url", "--find-links", "--no-index",
+                "--allow-insecure-host")
+
+
+def uv_cache() -> Path:
+    return cache_root() / "uv"
+
+
+def run_step(cmd: list[str], log: Path, what: str, env: dict[str, str] | None = None) -> str:
+    """Run one install step, appending its output to the build log; fail with one line."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as handle:
+        handle.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n")
+    if proc.returncode != 0:
+        raise EnvError(f"could not install {what}: {_failure(proc)} (log: {log}); where the "
+                       f"package registry is reachable, `inventory envs build` builds "
+                       f"environments ahead of time")
+    return proc.stdout
+
+
+def _failure(proc: subprocess.CompletedProcess[str]) -> str:
+    """The line that says why: uv's explanation (`╰─▶ ...`) or its `error:` line, else pip's
+    last line that is not a warning."""
+    lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
+    for marker in ("╰─▶", "error:", "×"):
+        said = [ln for ln in lines if ln.startswith(marker)]
+        if said:
+            return said[0].removeprefix(marker).strip()
+    lines = [ln for ln in lines if "WARNING" not in ln]
+    return lines[-1] if lines else f"exit code {proc.returncode}"
+
+
+def _uv_version(uv: Path) -> str | None:
+    try:
+        proc = subprocess.run([str(uv), "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.match(r"uv (\S+)", proc.stdout.strip())
+    return found.group(1) if proc.returncode == 0 and found else None
+
+
+def find_uv() -> Path | None:
+    """uv beside this interpreter (the set-up script puts it there), else on PATH."""
+    beside = Path(sys.executable).parent / "uv"
+    on_path = shutil.which("uv")
+    for candidate in (beside, Path(on_path) if on_path else None):
+        if candidate is not None and candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def python_with_pip() -> str:
+    """An interpreter whose pip can install into a folder (`--target`): this one, else the one
+    its virtualenv was made from (an environment built by uv has no pip)."""
+    for python in (sys.executable, getattr(sys, "_base_executable", "")):
+        if python and subprocess.run([python, "-c", "import pip"],
+                                     capture_output=True).returncode == 0:
+            return python
+    return sys.executable
+
+
+@dataclass(frozen=True)
+class Installer:
+    """uv (with its cache and the machine's pip configuration) or pip."""
+
+    name: str  # "uv" or "pip"
+    version: str
+    uv: Path | None = None
+    note: str = ""  # why pip builds, when uv was asked for
+
+    def label(self) -> str:
+        return f"{self.name} {self.version}"
+
+    def _uv(self, *args: str) -> tuple[list[str], dict[str, str]]:
+        config = pip_config.read().uv()
+        env = dict(os.environ)
+        for key, value in config.env.items():
+            env.setdefault(key, value)  # the caller's own setting wins
+        cmd = [str(self.uv), *args, "--no-config", "--cache-dir", str(uv_cache()),
+               "--no-progress"]
+        return cmd, env
+
+    def _index(self) -> list[str]:
+        config = pip_config.read().uv()
+        out: list[str] = []
+        args = list(config.args)
+        for i, arg in enumerate(args):
+            if arg in _INDEX_FLAGS:
+                out.append(arg)
+                if arg != "--no-index":
+                    out.append(args[i + 1])
+        return out + ["--index-strategy", "unsafe-best-match"]
+
+    def describe(self) -> str:
+        """What the build log says first: the installer and, for uv, the pip configuration it
+        was told."""
+        if self.name == "pip":
+            return f"installer: {self.label()}" + (f" ({self.note})" if self.note else "")
+        return f"installer: {self.label()}; {pip_config.read().uv().describe()}"
+
+    def venv(self, path: Path, log: Path, seed: bool = True) -> Path:
+        """A new virtualenv at `path` on this interpreter; its python. `seed`: with pip and
+        setuptools in it (what the requirement readers and a source build use)."""
+        if self.name == "uv":
+            cmd, env = self._uv("venv", "--python", sys.executable, *self._index())
+            run_step(cmd + (["--seed"] if seed else []) + [str(path)], log,
+                     f"a virtualenv at {path}", env)
+        else:
+            run_step([sys.executable, "-m", "venv", *([] if seed else ["--without-pip"]),
+                      str(path)], log, f"a virtualenv at {path}")
+        return path / "bin" / "python"
+
+    def install(self, python: Path | str, args: list[str], log: Path, what: str,
+                target: Path | None = None) -> None:
+        """`pip install ARGS` into `python`'s environment, or into the folder `target` (with
+        `python`'s tags). The one call every environment's packages go through."""
+        where = ["--target", str(target)] if target is not None else []
+        if self.name == "uv":
+            cmd, env = self._uv("pip", "install", "--python", str(python))
+            config = pip_config.read().uv()
+            run_step(cmd + ["--index-strategy", "unsafe-best-match", *config.args, *where,
+                            *args], log, what, env)
+        else:
+            if target is not None and python == sys.executable:
+                python = python_with_pip()
+            run_step([str(python), "-m", "pip", "--disable-pip-version-check", "--no-input",
+                      "install", "-q", *where, *args], log, what)
+
+    def forget(self, names: list[str], log: Path) -> None:
+        """Drop distributions from uv's cache (one whose unpacked files were found damaged), so
+        the next install takes them from the registry again."""
+        if self.name == "uv" and names:
+            cmd, env = self._uv("cache", "clean")
+            run_step(cmd + names, log, f"uv's cache of {', '.join(names)}", env)
+
+
+@functools.cache
+def chosen() -> Installer:
+    """The installer of this process: uv unless pip is asked for or uv cannot be had."""
+    pip_version = _pip_version()
+    if installer_choice() == "pip":
+        return Installer("pip", pip_version, note=f"{INSTALLER_VAR}=pip")
+    uv = find_uv()
+    version = _uv_version(uv) if uv is not None else None
+    if uv is None or version is None:
+        why = ("uv not found beside this interpreter or on PATH" if uv is None
+               else f"{uv} does not run")
+        return Installer("pip", pip_version, note=f"{why}; scripts/_venv.sh installs it "
+                                                  f"from the package index; building with pip")
+    return Installer("uv", version, uv)
+
+
+def package_sources() -> pip_config.Sources:
+    """Where the installers look for packages on this machine: pip's configuration, the one
+    every environment is built from (release discovery reads the same indexes and links)."""
+    return pip_config.read().sources()
+
+
+def _pip_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("pip")
+    except Exception:  # noqa: BLE001 - no pip here: the environments' own pip is used
+        return "(the environment's)"
+
+
+def cuda_torch(site: Path) -> str | None:
+    """Why the torch installed in `site` is a CUDA build (a `+cu` version, or nvidia packages
+    among its requirements), or None for a CPU build. A CUDA torch is never used: it is GBs,
+    and the measurements are of the CPU build the catalog pins."""
+    for meta in sorted(site.glob("torch-*.dist-info/METADATA")):
+        text = meta.read_text(errors="replace")
+        version = re.search(r"^Version: (\S+)", text, re.MULTILINE)
+        if version and "+cu" in version.group(1):
+            return f"torch {version.group(1)} is a CUDA build"
+        nvidia = re.findall(r"^Requires-Dist: (nvidia-[A-Za-z0-9_.-]+)", text, re.MULTILINE)
+        if nvidia:
+            label = version.group(1) if version else "?"
+            return f"torch {label} requires {', '.join(nvidia[:3])}: a CUDA build"
+    return None

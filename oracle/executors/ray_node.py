@@ -1,0 +1,151 @@
+"""What runs on a cluster node, in the tool's own interpreter: one `NodeAgent` per node (the
+driver makes it a Ray actor pinned there; this module never imports ray, so it is plain code).
+
+The agent builds or reuses each release's environment on its node (`ensure_env`, in the node's
+own INVENTORY_CACHE) and keeps one long-lived JSON-lines worker per release
+(`oracle.clients.worker_pool`),
+exactly as a local run does. A job is one comparison, computed in a temp folder of the node
+(`compare.compute`) and returned whole, evidence bytes included: the driver alone writes the
+store. Before its first job of a release the agent says what it runs: its host, the tool's code
+digest and the package versions read inside that release's environment, so the driver can
+refuse a node that would compute other results under the same key.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from oracle.catalog.releases import EnvError, load_catalog
+from oracle.clients.worker_pool import TEMP, EnvironmentFault, Pool, Worker
+from oracle.compare.results import ProbeResult
+from oracle.compare.spec import ProbeSpec
+from oracle.envs.environment import Env, ensure_env
+from oracle.executors.comparison import compute
+from oracle.infra.digests import files_digest
+from oracle.infra.paths import cache_root
+from oracle.store import result_store as store
+
+# A job's evidence paths travel relative to this anchor (never a real folder), so the driver
+# can put them in its own temp folder: `store.relocated` maps one folder onto another.
+ANCHOR = Path("/inventory-job")
+_OWN = Path(__file__).resolve().parents[1]  # the whole oracle package
+# Read inside an environment: what it really has installed, not what its manifest says.
+_VERSIONS = (
+    "import importlib.metadata as m, json, sys\n"
+    "out = {}\n"
+    "for name in sys.argv[1:]:\n"
+    "    try:\n"
+    "        out[name] = m.version(name)\n"
+    "    except m.PackageNotFoundError:\n"
+    "        out[name] = '?'\n"
+    "print(json.dumps(out))\n"
+)
+_PACKAGES = ("coreai-torch", "coreai-core", "torch", "numpy")
+
+
+@functools.cache
+def tool_digest() -> str:
+    """sha256 of the oracle's code and data (every .py and .toml under oracle/): a node whose
+    copy differs would store other results under the same key."""
+    return files_digest(_OWN, sorted(p for p in _OWN.rglob("*") if p.suffix in (".py", ".toml")
+                                     and "__pycache__" not in p.parts))[:16]
+
+
+def installed(env: Env, timeout: float = 120) -> dict[str, str]:
+    """The versions of the packages a result is keyed on, read inside the environment."""
+    try:
+        proc = subprocess.run([str(env.python), "-c", _VERSIONS, *_PACKAGES],
+                              capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EnvError(f"{env.name}: cannot read its package versions ({exc})") from None
+    if proc.returncode != 0:
+        raise EnvError(f"{env.name}: cannot read its package versions "
+                       f"({(proc.stderr.strip().splitlines() or ['?'])[-1]})")
+    return json.loads(proc.stdout)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One comparison: a probe under a release pair, and the store key the driver expects."""
+
+    spec: ProbeSpec
+    old: str
+    new: str
+    key: str
+
+
+def pack(result: ProbeResult, work: Path) -> tuple[ProbeResult, dict[str, bytes]]:
+    """A result computed in `work`, with its paths moved under ANCHOR, and every file's bytes."""
+    files = {str(p.relative_to(work)): p.read_bytes()
+             for p in sorted(work.rglob("*")) if p.is_file()}
+    return store.relocated(result, work, ANCHOR), files
+
+
+def unpack(result: ProbeResult, files: dict[str, bytes], work: Path) -> ProbeResult:
+    """The files written into `work` (the driver's temp folder), the result pointing there."""
+    for rel, data in files.items():
+        target = (work / rel).resolve()
+        if not target.is_relative_to(work.resolve()):  # a path from elsewhere stays out
+            raise EnvError(f"a node returned a file outside its job folder: {rel}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return store.relocated(result, ANCHOR, work)
+
+
+class NodeAgent:
+    """A node's side of the executor: its environments, its workers, its jobs one at a time."""
+
+    def __init__(self) -> None:
+        self.catalog = load_catalog()
+        self.pool = Pool(cache_root() / "logs", Worker, "ray-worker")
+        self.envs: dict[str, Env] = {}
+        # named `<pid>-...` like a worker's: a killed agent's folder is reclaimed by the next run
+        self.root = cache_root() / TEMP / f"{os.getpid()}-ray-{secrets.token_hex(4)}"
+
+    def _env(self, release: str) -> Env:
+        if release not in self.envs:
+            self.envs[release] = ensure_env(release, self.catalog)
+        return self.envs[release]
+
+    def identity(self, releases: list[str]) -> dict[str, Any]:
+        """What this node runs: host, pid, the tool's digests, and per release the packages
+        read inside its environment (built here first if need be)."""
+        return {"host": socket.gethostname(), "pid": os.getpid(),
+                "tool": tool_digest(), "code": store.code_digest(),
+                "packages": {r: installed(self._env(r)) for r in releases}}
+
+    def run(self, job: Job) -> dict[str, Any]:
+        """One comparison: the result and its evidence, or why it could not run (an
+        environment fault, said as the local executor says it)."""
+        started = time.monotonic()
+        work = self.root / secrets.token_hex(6)
+        work.mkdir(parents=True)
+        try:
+            old, new = self._env(job.old), self._env(job.new)
+            key = store.result_dir(job.spec, old, new).name
+            if key != job.key:
+                return {"ok": False, "kind": "mismatch",
+                        "error": f"this node keys the result {key}, the driver {job.key}"}
+            result, files = pack(compute(job.spec, old, new, self.pool, work), work)
+            return {"ok": True, "result": result, "files": files,
+                    "seconds": time.monotonic() - started}
+        except EnvironmentFault as exc:
+            return {"ok": False, "kind": "environment", "error": str(exc)}
+        except EnvError as exc:
+            return {"ok": False, "kind": "env", "error": str(exc)}
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def close(self) -> None:
+        self.pool.close()
+        shutil.rmtree(self.root, ignore_errors=True)

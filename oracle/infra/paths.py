@@ -1,0 +1,91 @@
+"""Where the oracle keeps environments, runs and cached results, and how a name from data
+becomes a path inside the store.
+
+A registry or fix field reaches a path only through `safe_name` (one path component, no `..`, no
+separator), and every folder a result is built in is checked by `in_store` to lie inside
+`$INVENTORY_CACHE`: a bundle named `../../../../outside/evil` or an instance dtype of
+`../../x` can never make the tool write outside its store.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from oracle.errors import OracleUserError
+from oracle.store.location import local_setting
+
+# What a name from data keeps; anything else becomes "_". 80 characters keep a folder name
+# (name, releases, a 20-digit key) under any file system's 255-byte limit.
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
+_NAME_MAX = 80
+TEMP = "tmp"  # the store's folder of temp folders (workers', scratch), each named by its pid
+
+
+class StorePathError(OracleUserError):
+    """A path built from data would leave the store (a defect guarded against, or a hostile
+    registry); one line for the user, nothing written."""
+
+
+def _resolved(raw: str, name: str) -> Path:
+    """A store path from the environment, resolved; StorePathError (one line) for a symlink
+    loop or a path that cannot be resolved."""
+    try:
+        return Path(raw).expanduser().resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11 raises RuntimeError for a loop
+        raise StorePathError(f"{name} {raw}: cannot be a store ({exc})") from None
+
+
+def cache_root() -> Path:
+    """The user cache dir; INVENTORY_CACHE overrides it (tests and CI point it elsewhere)."""
+    override = os.environ.get("INVENTORY_CACHE")
+    if override:
+        return _resolved(override, "INVENTORY_CACHE")
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return (base / "inventory").resolve()
+
+
+def store_root() -> Path:
+    """Where results live: the folder `--store` or INVENTORY_STORE names (a folder several
+    drivers share, e.g. on a shared file system: each publishes by rename under a lock, so two
+    writers keep one result), else the cache itself, also when they name a URL (the remote tier
+    stands behind the cache's results: `oracle/store/remote.py`). Environments, logs and runs
+    stay in the cache."""
+    override = local_setting()
+    if override:
+        return _resolved(override, "INVENTORY_STORE")
+    return cache_root()
+
+
+def envs_dir() -> Path:
+    return cache_root() / "envs"
+
+
+def runs_dir() -> Path:
+    return cache_root() / "runs"
+
+
+def safe_name(text: str) -> str:
+    """`text` as one path component: letters, digits and `_.+-` kept, any other run of
+    characters (a separator, a space) and any `..` one `_`, no leading dot (so never `.`, `..`
+    or a hidden name), at most 80 characters."""
+    name = re.sub(r"_+", "_", re.sub(r"\.{2,}", "_", _UNSAFE.sub("_", text)))
+    name = name.lstrip(".")[:_NAME_MAX]
+    return name or "_"
+
+
+def in_store(path: Path) -> Path:
+    """`path` if it lies inside the store once resolved (symlinks and `..` followed), else
+    StorePathError: the last guard before anything is written there."""
+    root, results = cache_root(), store_root()
+    try:
+        resolved = path.resolve()
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop
+        raise StorePathError(f"refusing to write {path}: a symlink loop in the store") from None
+    if not (resolved.is_relative_to(root) or resolved.is_relative_to(results)):
+        where = f"{root} (INVENTORY_CACHE)" + (f" or {results} (INVENTORY_STORE)"
+                                               if results != root else "")
+        raise StorePathError(f"refusing to write {path}: outside the store {where}")
+    return path

@@ -25,21 +25,28 @@ from inventory.registry import Bundle, Instance, exporter_release
 from inventory.release_notes import StepSweeps, sweep_steps
 from inventory.runtimes import Deployment, deployment
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge, rank, worst
-from oracle.catalog.conditions import Condition, check, load_conditions
-from oracle.catalog.fixes import Fix, load_fixes
-from oracle.catalog.record_kinds import CONSTRUCT_REGIMES, LOAD_CHECKS
-from oracle.catalog.releases import Catalog, EnvError, version_key
-from oracle.catalog.runtimes import cores
-from oracle.compare.results import ProbeResult
-from oracle.compare.spec import ProbeSpec
+from oracle.catalog import (
+    CONSTRUCT_REGIMES,
+    LOAD_CHECKS,
+    Catalog,
+    Condition,
+    EnvError,
+    Fix,
+    check,
+    cores,
+    load_conditions,
+    load_fixes,
+    version_key,
+)
+from oracle.compare import ProbeResult, ProbeSpec
 from oracle.constructs import get as construct_of
 from oracle.constructs import has_probe
-from oracle.envs.environment import Env
-from oracle.infra.inputfile import regular_file
-from oracle.infra.progress import Progress, Routine
-from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
+from oracle.envs import Env
+from oracle.infra import Progress, Routine, regular_file
+from oracle.load_check import load_check
 from oracle.session import Session
-from oracle.workers.checkpoint import Checkpoint, instance_tensors
+from oracle.store import LoadCheck, RuntimeOutcome
+from oracle.workers import Checkpoint, instance_tensors
 
 
 class Analyzer:

@@ -13,10 +13,8 @@ from inventory.registry import Instance
 from inventory.release_notes import Unrecorded
 from inventory.runtimes import Deployment
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, worst
-from oracle.catalog.conditions import Condition, ConditionCheck
-from oracle.catalog.fixes import Fix
-from oracle.compare.results import ProbeResult
-from oracle.compare.spec import ProbeSpec
+from oracle.catalog import Condition, ConditionCheck, Fix
+from oracle.compare import ProbeResult, ProbeSpec
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inventory.bisected import narrowed
-from oracle.catalog.fixes import Fix, between
-from oracle.catalog.releases import Catalog, EnvError, version_key
-from oracle.compare.results import Identity, ProbeResult, Side
-from oracle.compare.spec import ProbeSpec
-from oracle.infra.progress import Routine
+from oracle.catalog import Catalog, EnvError, Fix, between, version_key
+from oracle.compare import Identity, ProbeResult, ProbeSpec, Side
+from oracle.infra import Routine
 from oracle.session import Session
 from oracle.workers import asset_probe
 

@@ -21,16 +21,12 @@ from inventory.instances import instance_spec, probed_keys
 from inventory.record_answers import asset_spec
 from inventory.registry import Bundle, exporter_release
 from inventory.release_notes import regimes_of_notes, registry_regimes
-from oracle.catalog.fixes import Fix, between
-from oracle.catalog.record_kinds import LOAD_CHECKS
-from oracle.catalog.regimes import Regime
-from oracle.catalog.releases import EnvError, version_key
-from oracle.compare.results import ProbeResult
-from oracle.compare.spec import ProbeSpec
+from oracle.catalog import LOAD_CHECKS, EnvError, Fix, Regime, between, version_key
+from oracle.compare import ProbeResult, ProbeSpec
 from oracle.constructs import get as construct_of
 from oracle.constructs import has_probe
-from oracle.envs.environment import Env
-from oracle.executors.api import Comparison
+from oracle.envs import Env
+from oracle.executors import Comparison
 from oracle.session import Session
 
 if TYPE_CHECKING:

@@ -37,14 +37,10 @@ from inventory.gitrepo import Commit, Repo
 from inventory.policy import Policy
 from inventory.registry import Bundle
 from inventory.release_notes import asset_regimes, registry_regimes, sweep
-from oracle.catalog.fixes import Fix
-from oracle.catalog.regimes import Regime
-from oracle.catalog.releases import Catalog
-from oracle.compare.results import ProbeResult
-from oracle.envs.environment import Env
-from oracle.envs.source import PACKAGE, ensure_source_env, package_digest
-from oracle.infra.progress import Progress
-from oracle.infra.scratch import scratch
+from oracle.catalog import Catalog, Fix, Regime
+from oracle.compare import ProbeResult
+from oracle.envs import PACKAGE, Env, ensure_source_env, package_digest
+from oracle.infra import Progress, scratch
 from oracle.session import Session
 
 # What bisect runs, said when it is refused without consent.

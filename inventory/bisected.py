@@ -16,8 +16,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracle.catalog.fixes import Fix
-from oracle.compare.spec import ProbeSpec
+from oracle.catalog import Fix
+from oracle.compare import ProbeSpec
 
 EVIDENCE = Path(__file__).resolve().parent.parent / "evidence" / "bisect"
 

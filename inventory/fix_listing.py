@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracle.catalog.fixes import Fix
-from oracle.catalog.releases import Catalog, version_key
+from oracle.catalog import Catalog, Fix, version_key
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from inventory.errors import UsageError
-from oracle.infra.inputfile import MAX_INPUT_BYTES
+from oracle.infra import MAX_INPUT_BYTES
 
 VERSION_FILE = "coreai_torch/__version__.py"
 # What an environment of a commit installs, and so all that is read of its tree.

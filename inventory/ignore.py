@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inventory.errors import InputFileError
-from oracle.infra.tomlfile import read_toml
+from oracle.infra import read_toml
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ instance, per release step), so both compare the same spec and read the same sto
 from __future__ import annotations
 
 from inventory.registry import Bundle, Instance
-from oracle.compare.spec import ProbeSpec
+from oracle.compare import ProbeSpec
 from oracle.constructs import has_probe, probe_params
 
 

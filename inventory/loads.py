@@ -17,9 +17,9 @@ from inventory.registry import UNKNOWN, Bundle
 from inventory.runtimes import Deployment
 from inventory.shell_commands import repair_command, scan_command
 from inventory.verdict import Reexport, Verdict
-from oracle.catalog.releases import Catalog, version_key
-from oracle.load_check import LoadCheck, RuntimeOutcome
-from oracle.workers.asset_probe import LABEL
+from oracle.catalog import Catalog, version_key
+from oracle.store import LoadCheck, RuntimeOutcome
+from oracle.workers import LABEL
 
 # What `inventory repair` rewrites: a runtime refusing an asset's locations is what it repairs.
 REPAIRABLE = "versioned location"

@@ -37,7 +37,7 @@ def release_list(values: list[str] | None) -> list[str] | None:
 # Shell completion (`inventory --install-completion`): the names the project's own data holds.
 # A file that cannot be read completes nothing: completion never prints an error.
 def complete_release(incomplete: str) -> list[str]:
-    from oracle.catalog.releases import EnvError, load_catalog, version_key
+    from oracle.catalog import EnvError, load_catalog, version_key
 
     try:
         releases = sorted(load_catalog().releases, key=version_key)
@@ -57,7 +57,7 @@ def complete_bundle(incomplete: str) -> list[str]:
 
 
 def complete_fix(incomplete: str) -> list[str]:
-    from oracle.catalog.fixes import FixError, load_fixes
+    from oracle.catalog import FixError, load_fixes
 
     try:
         names = [n for f in load_fixes() for n in (f.id, *f.aliases)]

@@ -153,7 +153,7 @@ def envelope(command: str, result: dict[str, Any] | None = None,
 def input_files(**files: Path | None) -> dict[str, Any]:
     """name -> {file, sha256} of the data files an answer read: the registry, the fix database,
     the release catalog (always), so two answers can be told to rest on the same inputs."""
-    from oracle.catalog.releases import CATALOG_FILE
+    from oracle.catalog import CATALOG_FILE
 
     out = {}
     for name, path in {**files, "catalog": CATALOG_FILE}.items():

@@ -26,11 +26,9 @@ from inventory.registry import Bundle, exporter_release
 from inventory.release_notes import StepSweeps, Unrecorded, sweep_steps
 from inventory.summary import BundleLine, Summary, summarise
 from inventory.verdict import IGNORED, ProbeVerdict, Reexport, Verdict, judge, rank, worst
-from oracle.catalog.fixes import Fix, between
-from oracle.catalog.releases import Catalog, EnvError, version_key
-from oracle.compare.results import ProbeResult
-from oracle.infra.inputfile import read_text
-from oracle.infra.progress import Progress, Routine
+from oracle.catalog import Catalog, EnvError, Fix, between, version_key
+from oracle.compare import ProbeResult
+from oracle.infra import Progress, Routine, read_text
 from oracle.session import Session, opened
 
 # A plan level and its key in the JSON record, in the record's order.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracle.catalog.schema import PROBE_DTYPES, DataFileError, Fields
-from oracle.infra.tomlfile import read_toml
+from oracle.catalog import PROBE_DTYPES, DataFileError, Fields
+from oracle.infra import read_toml
 
 POLICY_FILE = Path(__file__).with_name("policy.toml")
 

@@ -23,9 +23,8 @@ from inventory.answers import BundleAnswer
 from inventory.attribution import own_step
 from inventory.registry import UNKNOWN, Bundle, Instance
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
-from oracle.catalog.fixes import Fix
-from oracle.catalog.releases import EnvError, version_key
-from oracle.compare.spec import ProbeSpec
+from oracle.catalog import EnvError, Fix, version_key
+from oracle.compare import ProbeSpec
 from oracle.session import Session
 from oracle.workers import asset_probe
 

@@ -7,11 +7,18 @@ from pathlib import Path
 from typing import Any
 
 from inventory.errors import RegistryError
-from oracle.catalog.releases import Catalog, EnvError, load_catalog
-from oracle.catalog.runtimes import cores, parse_runtime
-from oracle.catalog.schema import DECOMPOSITIONS, SHAPES, Fields
-from oracle.compare.spec import Pipeline
-from oracle.infra.tomlfile import read_toml
+from oracle.catalog import (
+    DECOMPOSITIONS,
+    SHAPES,
+    Catalog,
+    EnvError,
+    Fields,
+    cores,
+    load_catalog,
+    parse_runtime,
+)
+from oracle.compare import Pipeline
+from oracle.infra import read_toml
 
 DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "recipes.toml"
 UNKNOWN = "unknown"

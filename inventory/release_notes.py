@@ -29,17 +29,26 @@ from inventory.instances import instance_spec, probed_keys
 from inventory.policy import Policy
 from inventory.registry import UNKNOWN, Bundle
 from inventory.verdict import AloneCheck, ProbeVerdict, judge
-from oracle.catalog.fixes import Fix, between
-from oracle.catalog.record_kinds import ASSET_PROBE, CONSTRUCT_REGIMES, HOLDERS, LOAD_CHECKS
-from oracle.catalog.regimes import Regime, for_constructs
-from oracle.catalog.releases import Catalog, EnvError, version_key
-from oracle.catalog.runtimes import cores
-from oracle.compare.results import Identity, ProbeResult
-from oracle.compare.spec import Pipeline, ProbeSpec
+from oracle.catalog import (
+    ASSET_PROBE,
+    CONSTRUCT_REGIMES,
+    HOLDERS,
+    LOAD_CHECKS,
+    Catalog,
+    EnvError,
+    Fix,
+    Regime,
+    between,
+    cores,
+    for_constructs,
+    version_key,
+)
+from oracle.compare import Identity, Pipeline, ProbeResult, ProbeSpec
 from oracle.constructs import has_probe
-from oracle.infra.progress import Progress, Routine
-from oracle.load_check import LoadCheck, load_check
+from oracle.infra import Progress, Routine
+from oracle.load_check import load_check
 from oracle.session import Session, opened
+from oracle.store import LoadCheck
 from oracle.workers import asset_probe
 
 # What asset and pipeline records are probed with: the asset probe, in both float dtypes the

@@ -34,15 +34,13 @@ from inventory.errors import InventoryError
 from inventory.scan.bundles import check_program, read_metadata
 from inventory.scan.loads import REPAIR_KEY
 from inventory.scan.model import BundleError
-from oracle.catalog.releases import Catalog, EnvError
-from oracle.catalog.runtimes import cores
-from oracle.clients.worker_clients import ScanWorker
-from oracle.envs.environment import Env
-from oracle.infra.paths import safe_name
-from oracle.infra.progress import Progress
-from oracle.load_check import RuntimeOutcome, asset_workers, run_on
+from oracle.catalog import Catalog, EnvError, cores
+from oracle.clients import ScanWorker
+from oracle.envs import Env
+from oracle.infra import Progress, safe_name
+from oracle.load_check import asset_workers, run_on
 from oracle.session import Session
-from oracle.store.result_store import RESULT_FILE, building, manifest, results_root
+from oracle.store import RESULT_FILE, RuntimeOutcome, building, manifest, results_root
 
 SEED = 0
 

@@ -13,8 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inventory.registry import Bundle, RegistryError
-from oracle.catalog.releases import Catalog, EnvError
-from oracle.catalog.runtimes import at_or_above, cores, parse_runtime, pinned_core, runtime_label
+from oracle.catalog import (
+    Catalog,
+    EnvError,
+    at_or_above,
+    cores,
+    parse_runtime,
+    pinned_core,
+    runtime_label,
+)
 
 DEFAULT_RULE = ("every runtime in the catalog at or above the coreai-core the target release "
                 "pins")

@@ -15,7 +15,7 @@ import threading
 from types import FrameType
 
 from inventory.errors import ExitCode
-from oracle.clients.worker_pool import kill_all
+from oracle.clients import kill_all
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:

@@ -19,8 +19,7 @@ from rich.text import Text
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.help import HelpCommand, HelpGroup, split_doc
 from inventory.output import document_only, emit, envelope
-from oracle.infra.progress import Notice, Progress, Routine, Tally
-from oracle.infra.settings import CATALOG_VAR, check_all
+from oracle.infra import CATALOG_VAR, Notice, Progress, Routine, Tally, check_all
 from oracle.store import location as store_location
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from inventory.policy import Policy
-from oracle.compare.results import Identity, ProbeResult
+from oracle.compare import Identity, ProbeResult
 
 
 class Verdict(StrEnum):

@@ -38,8 +38,7 @@ from inventory.options import (
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import finish
-from oracle.catalog.fixes import FIXES_FILE
-from oracle.catalog.releases import load_catalog
+from oracle.catalog import FIXES_FILE, load_catalog
 
 
 def affected_cmd(
@@ -107,7 +106,7 @@ def affected_cmd(
     from inventory.report.json_report import affected_record
     from inventory.report.table import affected_markdown, affected_summary, affected_table
     from inventory.runtimes import parse_overrides
-    from oracle.catalog.fixes import find_fix, load_fixes
+    from oracle.catalog import find_fix, load_fixes
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="affected")
 

@@ -25,8 +25,8 @@ from inventory.options import (
 )
 from inventory.output import OutputFormat
 from inventory.terminal import finish
-from oracle.catalog.fixes import FIXES_FILE
-from oracle.infra.progress import Progress
+from oracle.catalog import FIXES_FILE
+from oracle.infra import Progress
 
 
 def bisect_cmd(
@@ -87,9 +87,7 @@ def bisect_cmd(
     from inventory.policy import load_policy
     from inventory.registry import load_registry
     from inventory.report.bisect_report import bisect_markdown, bisect_record, bisect_table
-    from oracle.catalog.fixes import load_fixes
-    from oracle.catalog.regimes import load_regimes
-    from oracle.catalog.releases import load_catalog
+    from oracle.catalog import load_catalog, load_fixes, load_regimes
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="bisect")
 

@@ -29,7 +29,7 @@ def cache_list(as_json: Json = False) -> None:
     from inventory.commands.common import show
     from inventory.output import Renderer
     from inventory.report.cache_report import list_record, list_table
-    from oracle.store.usage import listing
+    from oracle.store import listing
 
     show(Renderer("cache list", list_record, list_table), OutputFormat.choose(as_json),
          listing())
@@ -52,7 +52,7 @@ def cache_du(as_json: Json = False) -> None:
     from inventory.commands.common import show
     from inventory.output import Renderer
     from inventory.report.cache_report import du_record, du_table
-    from oracle.store.usage import disk_usage
+    from oracle.store import disk_usage
 
     show(Renderer("cache du", du_record, du_table), OutputFormat.choose(as_json), disk_usage())
 
@@ -86,8 +86,7 @@ def cache_prune(
        removed), or a store that cannot be written
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
-    from oracle.store.housekeeping import prune
-    from oracle.store.usage import listing
+    from oracle.store import listing, prune
 
     # a negative age would make every result "older than" it and empty the store
     check_number("--older-than", older_than, 0, inclusive=True)

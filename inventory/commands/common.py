@@ -10,8 +10,8 @@ from typing import TypeVar
 from inventory.options import check_number, check_release
 from inventory.output import OutputFormat, Renderer, check_supported
 from inventory.terminal import fit_width, out, progress, warn
-from oracle.envs.environment import python_ok
-from oracle.infra.progress import Progress
+from oracle.envs import python_ok
+from oracle.infra import Progress
 
 T = TypeVar("T")
 
@@ -42,7 +42,7 @@ def use_executor(name: str, address: str | None, jobs: int | None = None) -> Non
     one), checked now: a missing extra, an unreachable cluster or a `--jobs` below 1 is one line
     and exit 2, before any work. What befalls the run's machinery (a cluster node lost) is a
     warning line on stderr, even with `-q`."""
-    from oracle.executors.choice import choose
+    from oracle.executors import choose
 
     choose(name.strip().lower(), (address or "").strip() or None,
            notice=lambda line: warn([line]), jobs=jobs)
@@ -53,8 +53,7 @@ def use_store(value: str | None) -> None:
     now: a local folder that cannot be one, a URL of another scheme, a missing extra or a
     bucket that cannot be reached is one line and exit 2, before any work. What the remote tier
     fails at mid-run (a fetch, a publish) is a warning line on stderr, even with `-q`."""
-    from oracle.infra.paths import store_root
-    from oracle.infra.settings import check_cache
+    from oracle.infra import check_cache, store_root
     from oracle.store import location as store_location
 
     store_location.choose(value, on_notice=lambda line: warn([line]))

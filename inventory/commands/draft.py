@@ -14,8 +14,8 @@ from inventory.options import CatalogFile, FromRelease, Json, NoCache, Quiet, To
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY
 from inventory.terminal import finish
-from oracle.catalog.fixes import FIXES_FILE
-from oracle.infra.progress import Progress
+from oracle.catalog import FIXES_FILE
+from oracle.infra import Progress
 
 
 def draft_cmd(
@@ -81,8 +81,7 @@ def draft_cmd(
     from inventory.policy import load_policy
     from inventory.registry import load_registry
     from inventory.report.draft_report import draft_record, draft_table
-    from oracle.catalog.regimes import load_regimes
-    from oracle.catalog.releases import load_catalog
+    from oracle.catalog import load_catalog, load_regimes
 
     fmt = OutputFormat.choose(as_json)
     ready(("--from", old), ("--to", new))

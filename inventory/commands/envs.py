@@ -12,8 +12,8 @@ import typer
 from inventory.errors import UsageError
 from inventory.options import CatalogFile, Json, Quiet, complete_release, release_list
 from inventory.terminal import out, progress
-from oracle.catalog.releases import PACKAGED, Catalog, load_catalog, version_key
-from oracle.envs.environment import (
+from oracle.catalog import PACKAGED, Catalog, load_catalog, version_key
+from oracle.envs import (
     damaged_envs,
     deviations_with_evidence,
     ensure_env,
@@ -177,7 +177,7 @@ def envs_discover(
     from inventory.output import OutputFormat, Renderer
     from inventory.report.envs_report import discovery_record, discovery_table
     from inventory.terminal import finish
-    from oracle.envs.discovery import Discovery, discover
+    from oracle.envs import Discovery, discover
 
     known = load_catalog(discovered=False)
     result: Discovery = report(Renderer("envs discover", discovery_record, discovery_table),
@@ -190,7 +190,7 @@ def envs_discover(
 def _build_from_source(versions: list[str] | None, tree: Path | None, name: str | None,
                        catalog: Catalog, allow_code: bool) -> None:
     from inventory.errors import UsageError
-    from oracle.envs.source import ensure_source_env
+    from oracle.envs import ensure_source_env
 
     if tree is None:
         raise UsageError("--name is only for --from-source DIR")

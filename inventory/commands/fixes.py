@@ -9,7 +9,7 @@ import typer
 
 from inventory.options import CatalogFile, Json
 from inventory.output import OutputFormat
-from oracle.catalog.fixes import FIXES_FILE
+from oracle.catalog import FIXES_FILE
 
 
 def fixes_cmd(
@@ -37,8 +37,7 @@ def fixes_cmd(
     from inventory.fix_listing import listing
     from inventory.output import Renderer
     from inventory.report.fixes_report import fixes_record, fixes_table
-    from oracle.catalog.fixes import load_fixes
-    from oracle.catalog.releases import load_catalog
+    from oracle.catalog import load_catalog, load_fixes
 
     show(Renderer("fixes", fixes_record, fixes_table), OutputFormat.choose(as_json),
          listing(load_fixes(fixes), load_catalog(), fixes))

@@ -43,9 +43,8 @@ from inventory.options import (
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import finish
-from oracle.catalog.fixes import FIXES_FILE
-from oracle.catalog.releases import load_catalog
-from oracle.infra.progress import Progress
+from oracle.catalog import FIXES_FILE, load_catalog
+from oracle.infra import Progress
 
 
 def plan_cmd(
@@ -121,7 +120,7 @@ def plan_cmd(
     from inventory.report.plan_report import plan_markdown, plan_table
     from inventory.runtimes import parse_overrides
     from inventory.verify.service import verified
-    from oracle.catalog.fixes import load_fixes
+    from oracle.catalog import load_fixes
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="plan")
 

@@ -31,9 +31,8 @@ from inventory.options import (
 )
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry
-from oracle.catalog.fixes import FIXES_FILE
-from oracle.catalog.releases import load_catalog
-from oracle.infra.progress import Progress
+from oracle.catalog import FIXES_FILE, load_catalog
+from oracle.infra import Progress
 
 
 def release_notes_cmd(
@@ -76,8 +75,7 @@ def release_notes_cmd(
     from inventory.policy import load_policy
     from inventory.release_notes import ReleaseNotes, release_notes
     from inventory.report.notes_report import notes_markdown, notes_record, notes_table
-    from oracle.catalog.fixes import load_fixes
-    from oracle.catalog.regimes import load_regimes
+    from oracle.catalog import load_fixes, load_regimes
     from oracle.session import Session
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="release-notes")

@@ -12,8 +12,8 @@ from inventory.errors import USER_ERRORS, ExitCode
 from inventory.options import CatalogFile, Json, Markdown, ProgressMode, Quiet
 from inventory.output import emit, envelope
 from inventory.terminal import err, labelled, progress
-from oracle.catalog.releases import load_catalog
-from oracle.envs.environment import python_ok
+from oracle.catalog import load_catalog
+from oracle.envs import python_ok
 
 
 def repair_cmd(

@@ -25,7 +25,7 @@ from inventory.options import (
 from inventory.output import OutputFormat, Renderer, input_files
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from inventory.terminal import err, fail, finish, labelled
-from oracle.catalog.releases import load_catalog
+from oracle.catalog import load_catalog
 
 
 def scan_cmd(

@@ -29,9 +29,8 @@ from inventory.options import (
 from inventory.output import OutputFormat
 from inventory.registry import load_registry
 from inventory.terminal import finish
-from oracle.catalog.fixes import FIXES_FILE
-from oracle.catalog.releases import Catalog, load_catalog, version_key
-from oracle.infra.progress import Progress
+from oracle.catalog import FIXES_FILE, Catalog, load_catalog, version_key
+from oracle.infra import Progress
 
 
 def later(catalog: Catalog, old: str, new: str) -> bool:
@@ -86,8 +85,7 @@ def sweep_cmd(
     from inventory.policy import load_policy
     from inventory.release_notes import Sweep, registry_regimes, sweep
     from inventory.report.notes_report import sweep_markdown, sweep_record, sweep_table
-    from oracle.catalog.fixes import load_fixes
-    from oracle.catalog.regimes import load_regimes
+    from oracle.catalog import load_fixes, load_regimes
     from oracle.session import Session
 
     fmt = OutputFormat.choose(as_json, chosen=output_format, command="sweep")

@@ -12,8 +12,8 @@ from inventory.errors import ExitCode, UsageError
 from inventory.options import CatalogFile, ProgressMode, Quiet, Registry, complete_bundle
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import err, finish, out, progress
-from oracle.catalog.releases import load_catalog
-from oracle.envs.environment import python_ok
+from oracle.catalog import load_catalog
+from oracle.envs import python_ok
 
 
 def trace_cmd(

@@ -34,8 +34,7 @@ from inventory.options import (
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import finish
-from oracle.catalog.fixes import FIXES_FILE
-from oracle.catalog.releases import load_catalog
+from oracle.catalog import FIXES_FILE, load_catalog
 
 
 def verify_cmd(
@@ -102,7 +101,7 @@ def verify_cmd(
         verify_table,
     )
     from inventory.verify.service import verify
-    from oracle.catalog.fixes import load_fixes
+    from oracle.catalog import load_fixes
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="verify")
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from inventory.draft import columns
 from inventory.draft.records import LOWERING_KIND, Drafted, StepDraft, held
-from oracle.catalog.fixes import Fix
+from oracle.catalog import Fix
 
 _PULL = re.compile(r"/pull/(\d+)")
 

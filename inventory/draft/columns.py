@@ -11,7 +11,7 @@ from typing import Any
 
 from inventory.draft.observe import LIBRARY, REGISTRY, Change, Observed
 from inventory.verdict import Verdict
-from oracle.catalog.regimes import Regime
+from oracle.catalog import Regime
 
 # What a probe's verdict says of its values, in the order the column lists them.
 _VALUES = ((Verdict.VALUES_IDENTICAL, "values identical"),

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from inventory.bisect import WHEEL_SAME, Bisection, _Envs
 from inventory.errors import UsageError
 from inventory.gitrepo import Commit, Repo
-from oracle.compare.spec import ProbeSpec
-from oracle.envs.environment import Env
-from oracle.infra.progress import Progress
-from oracle.infra.scratch import scratch
-from oracle.load_check import LoadCheck, load_check
+from oracle.compare import ProbeSpec
+from oracle.envs import Env
+from oracle.infra import Progress, scratch
+from oracle.load_check import load_check
 from oracle.session import Session
+from oracle.store import LoadCheck
 
 PYPROJECT = "pyproject.toml"
 _PIN = re.compile(r"""["']coreai-core\s*==\s*([^"';,\s]+)["']""")

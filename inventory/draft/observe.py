@@ -27,12 +27,11 @@ from inventory.gitrepo import Commit, Repo
 from inventory.policy import Policy
 from inventory.registry import Bundle
 from inventory.release_notes import RegimeOutcome, asset_regimes, registry_regimes, sweep
-from oracle.catalog.regimes import Regime
-from oracle.catalog.releases import Catalog, EnvError
-from oracle.catalog.runtimes import cores
-from oracle.infra.progress import Progress
-from oracle.load_check import LoadCheck, load_check
+from oracle.catalog import Catalog, EnvError, Regime, cores
+from oracle.infra import Progress
+from oracle.load_check import load_check
 from oracle.session import Session
+from oracle.store import LoadCheck
 from oracle.workers import asset_probe
 
 LIBRARY, REGISTRY, ASSET = "library", "registry", "asset probe"

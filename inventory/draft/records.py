@@ -32,7 +32,7 @@ from inventory.draft import columns
 from inventory.draft.observe import Change, Observed
 from inventory.gitrepo import Commit
 from oracle.constructs import kinds as construct_kinds
-from oracle.load_check import LoadCheck
+from oracle.store import LoadCheck
 from oracle.workers import asset_probe
 
 DRAFTED = "drafted"

@@ -20,12 +20,8 @@ from inventory.errors import UsageError
 from inventory.policy import Policy
 from inventory.registry import Bundle
 from inventory.version import version
-from oracle.catalog.fixes import load_fixes
-from oracle.catalog.regimes import Regime
-from oracle.catalog.releases import Catalog, version_key
-from oracle.infra.portable import portable
-from oracle.infra.progress import Progress
-from oracle.infra.tomlfile import read_toml
+from oracle.catalog import Catalog, Regime, load_fixes, version_key
+from oracle.infra import Progress, portable, read_toml
 
 
 @dataclass(frozen=True)
@@ -62,7 +58,7 @@ def _forge_url(repo_path: Path) -> str:
 
 def _base(path: Path, old: str) -> tuple[dict[str, Any], ...]:
     """The base database's records shipping in `old` or before, as written (checked first)."""
-    from oracle.catalog.fixes import FixError
+    from oracle.catalog import FixError
 
     load_fixes(path)
     data = read_toml(path, FixError)
@@ -130,7 +126,7 @@ def _name(path: str) -> str:
 
 
 def write(d: Draft, output: Path) -> Draft:
-    from oracle.infra.atomic import write_text_atomic
+    from oracle.infra import write_text_atomic
 
     write_text_atomic(output, text(d))
     return Draft(d.old, d.new, d.steps, d.base, d.base_source, d.repo, str(output), d.against)

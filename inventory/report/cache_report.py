@@ -8,7 +8,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from oracle.store.usage import AGES, DiskUsage, Listing, Usage
+from oracle.store import AGES, DiskUsage, Listing, Usage
 
 
 def size(n: int) -> str:

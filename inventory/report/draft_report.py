@@ -12,7 +12,7 @@ from rich.text import Text
 from inventory.draft.against import Comparison, Score
 from inventory.draft.records import Drafted
 from inventory.draft.service import Draft, text
-from oracle.infra.portable import portable
+from oracle.infra import portable
 
 
 def _score(s: Score) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from oracle.envs.discovery import Discovery, Found
+from oracle.envs import Discovery, Found
 
 
 def _found_json(f: Found) -> dict[str, Any]:

@@ -27,7 +27,7 @@ def evidence_id(path: str) -> str:
 def evidence_dir(ref: str) -> Path | None:
     """The folder of a piece of evidence on this machine: an absolute path as given, an id under
     this store's results; None when neither is here (the report says so)."""
-    from oracle.store.result_store import results_root
+    from oracle.store import results_root
 
     path = Path(ref)
     if not path.is_absolute():

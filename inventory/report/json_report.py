@@ -9,7 +9,7 @@ from inventory.attribution import Step
 from inventory.loads import load_answer_record
 from inventory.registry import Instance
 from inventory.verdict import ProbeVerdict
-from oracle.compare.results import ProbeResult
+from oracle.compare import ProbeResult
 
 
 def _instance(i: Instance) -> dict[str, Any]:

@@ -14,9 +14,9 @@ from inventory.output import envelope
 from inventory.release_notes import FixNotes, RegimeOutcome, ReleaseNotes, Sweep
 from inventory.report.json_report import result_fields, step_json, with_alone_check
 from inventory.report.text import md_cell
-from oracle.catalog.record_kinds import HOLDERS
-from oracle.compare.results import Identity
-from oracle.load_check import LoadCheck
+from oracle.catalog import HOLDERS
+from oracle.compare import Identity
+from oracle.store import LoadCheck
 
 _DIFF_LINES = 12
 

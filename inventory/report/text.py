@@ -37,7 +37,7 @@ def link_upstream(text: str, upstream: dict[str, str]) -> str:
 def upstream_links(fixes: Path | None = None) -> dict[str, str]:
     """fix id -> its upstream URL, from the fix records the answer read (`--fixes`; the
     packaged database when None); none when they cannot be read."""
-    from oracle.catalog.fixes import FIXES_FILE, FixError, load_fixes
+    from oracle.catalog import FIXES_FILE, FixError, load_fixes
 
     try:
         return {f.id: f.upstream for f in load_fixes(fixes or FIXES_FILE) if f.upstream}
@@ -49,6 +49,6 @@ def for_release_page(markdown: str, fixes: Path | None = None) -> str:
     """Markdown as pasted into a release page or a ticket: upstream references linked as the
     answer's own fix records (`fixes`) name them, evidence named relative to the store
     (`$INVENTORY_STORE/...`), never by this machine's absolute paths."""
-    from oracle.infra.portable import portable
+    from oracle.infra import portable
 
     return link_upstream(portable(markdown), upstream_links(fixes))

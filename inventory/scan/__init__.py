@@ -38,9 +38,8 @@ from inventory.scan.model import (
     Status,
 )
 from inventory.scan.readers import Readers, scan_bundle
-from oracle.catalog.releases import Catalog, EnvError
-from oracle.catalog.runtimes import at_or_above, cores
-from oracle.infra.progress import Progress
+from oracle.catalog import Catalog, EnvError, at_or_above, cores
+from oracle.infra import Progress
 
 
 def deployed_on(s: BundleScan, catalog: Catalog, runtimes: tuple[str, ...] | None

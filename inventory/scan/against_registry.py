@@ -12,7 +12,7 @@ from inventory.scan.loads import load_finding, repaired
 from inventory.scan.model import BundleScan, Finding, RegistryLink, Status, dtype_name
 from inventory.scan.readers import core_order
 from oracle import constructs
-from oracle.catalog.releases import Catalog, version_key
+from oracle.catalog import Catalog, version_key
 from oracle.constructs._construct import ScanSeen
 
 # What a scan cannot establish, said in every registry comparison.

@@ -17,12 +17,11 @@ from pathlib import Path
 from inventory.registry import Bundle
 from inventory.runtimes import deployment
 from inventory.scan.model import BundleScan, Finding, Status
-from oracle.catalog.releases import Catalog
-from oracle.catalog.runtimes import cores, releases_pinning
-from oracle.infra.paths import cache_root
-from oracle.infra.progress import Progress
-from oracle.load_check import RuntimeOutcome, run_on
+from oracle.catalog import Catalog, cores, releases_pinning
+from oracle.infra import Progress, cache_root
+from oracle.load_check import run_on
 from oracle.session import Session
+from oracle.store import RuntimeOutcome
 
 REPAIR_KEY = "inventory.repair"  # set by `inventory repair` in the creator-defined metadata
 

@@ -7,7 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from inventory.errors import InventoryError
-from oracle.load_check import RuntimeOutcome
+from oracle.store import RuntimeOutcome
 
 DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
                "si8": "int8", "si32": "int32", "si64": "int64", "ui8": "uint8", "i1": "bool"}

@@ -19,13 +19,11 @@ from inventory.scan.bundles import (
 )
 from inventory.scan.ir import absorb
 from inventory.scan.model import BundleError, BundleScan
-from oracle.catalog.releases import Catalog, EnvError
-from oracle.catalog.runtimes import cores as runtime_catalog
-from oracle.clients.worker_clients import ScanWorker
-from oracle.clients.worker_pool import WorkerFailure, Workers
-from oracle.envs.environment import Env
-from oracle.infra.paths import cache_root
-from oracle.infra.progress import Progress
+from oracle.catalog import Catalog, EnvError
+from oracle.catalog import cores as runtime_catalog
+from oracle.clients import ScanWorker, WorkerFailure, Workers
+from oracle.envs import Env
+from oracle.infra import Progress, cache_root
 from oracle.session import Session
 
 

@@ -28,9 +28,9 @@ import sys
 import tomllib
 from pathlib import Path
 
-from oracle.catalog.releases import Catalog, EnvError
-from oracle.envs.environment import ensure_venv
-from oracle.infra.progress import Progress
+from oracle.catalog import Catalog, EnvError
+from oracle.envs import ensure_venv
+from oracle.infra import Progress
 
 EXTRA = "trace"
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"

@@ -32,10 +32,9 @@ import tomli_w
 from inventory.errors import InventoryError
 from inventory.registry import Bundle, exporter_release
 from inventory.trace import extra, recipes, standin, trust
-from oracle.catalog.releases import Catalog
-from oracle.envs.environment import Env, ensure_env, site_packages
-from oracle.infra.scratch import scratch
-from oracle.infra.settings import seconds
+from oracle.catalog import Catalog
+from oracle.envs import Env, ensure_env, site_packages
+from oracle.infra import scratch, seconds
 
 TRACE_TIMEOUT = "INVENTORY_TRACE_TIMEOUT"
 OPTIONS, RESULT = "options.json", "result.json"  # in the worker's folder (trace/worker.py)

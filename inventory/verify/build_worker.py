@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from inventory.errors import InventoryError
-from oracle.workers.memory import peak_mb
+from oracle.workers import peak_mb
 
 
 def _trained_looking(module: Any, generator: Any) -> int:

@@ -27,8 +27,8 @@ from inventory.registry import Bundle
 from inventory.trace import extra
 from inventory.trace.service import recipe_process
 from inventory.verify import cuts, drift, forms, parts, whole
-from oracle.catalog.releases import EnvError
-from oracle.infra.progress import Progress
+from oracle.catalog import EnvError
+from oracle.infra import Progress
 from oracle.session import Session
 
 # seconds of model-level runs a check may spend unless told otherwise (`--run-budget`): the

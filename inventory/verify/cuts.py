@@ -29,9 +29,8 @@ from typing import Any
 
 from inventory.verify import parts, whole
 from inventory.verify.regions import Region
-from oracle.clients.worker_clients import CutWorker
-from oracle.clients.worker_pool import WorkerFailure
-from oracle.envs.environment import Env
+from oracle.clients import CutWorker, WorkerFailure
+from oracle.envs import Env
 from oracle.infra import settings
 
 # rings of producers and consumers tried in turn until a cut reproduces its region

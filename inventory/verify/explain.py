@@ -34,7 +34,7 @@ from typing import Any
 
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify.regions import Located, Region, shape
-from oracle.catalog.fixes import Fix, between
+from oracle.catalog import Fix, between
 
 LOWERING, OPTIMIZER = "lowering", "optimizer"
 MODULES_SHOWN = 6

@@ -41,10 +41,10 @@ from inventory.registry import Bundle
 from inventory.trace.service import export_steps
 from inventory.verify import whole
 from inventory.verify.forms import Form
-from oracle.clients.worker_clients import CutWorker, ProgramWorker
-from oracle.compare.normalise import normalise
-from oracle.envs.environment import Env
-from oracle.infra.paths import in_store, safe_name
+from oracle.clients import CutWorker, ProgramWorker
+from oracle.compare import normalise
+from oracle.envs import Env
+from oracle.infra import in_store, safe_name
 from oracle.store import result_store as store
 
 HERE = Path(__file__).resolve().parent

@@ -35,9 +35,8 @@ from inventory.trace import trust
 from inventory.trace.service import TraceError, vet
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify import chain, cuts, explain, forms, whole
-from oracle.catalog.fixes import Fix, between
-from oracle.catalog.releases import Catalog, version_key
-from oracle.infra.progress import Progress
+from oracle.catalog import Catalog, Fix, between, version_key
+from oracle.infra import Progress
 from oracle.session import Session
 
 REGIONS_SPELLED = 3  # more regions than this are counted by step in the answer line

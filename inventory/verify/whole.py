@@ -21,16 +21,13 @@ from inventory.registry import Bundle
 from inventory.trace.service import PROJECT_ROOT, export_steps, supervised
 from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Region, Side, regions
-from oracle.clients.worker_clients import AssetWorker, ProgramWorker
-from oracle.clients.worker_pool import WorkerFailure
-from oracle.compare.normalise import compare_texts, normalise
-from oracle.envs.environment import Env
-from oracle.infra import settings
-from oracle.infra.paths import cache_root, in_store, safe_name
-from oracle.infra.progress import Progress
+from oracle.clients import AssetWorker, ProgramWorker, WorkerFailure
+from oracle.compare import compare_texts, normalise
+from oracle.envs import Env
+from oracle.infra import Progress, cache_root, in_store, safe_name, settings
 from oracle.session import Session
 from oracle.store import result_store as store
-from oracle.workers.checkpoint import WeightsError
+from oracle.workers import WeightsError
 
 SEED = 20261201
 # A whole sortformer converts in about a minute per side; a run on the emulated fp16 CPU runtime

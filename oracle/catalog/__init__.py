@@ -1,4 +1,97 @@
 """The catalogs as data and their typed reads: converter releases (`converters.toml`), fix records
 and their kinds (`fixes.toml`), probe regimes, value conditions, the converter's own tests
 (`conformance.toml`), runtimes, and the data files' schema.
+
+The names other packages import are exported here and loaded on first use (each from its
+module, so importing the package loads none of them).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oracle.catalog.conditions import Condition as Condition
+    from oracle.catalog.conditions import ConditionCheck as ConditionCheck
+    from oracle.catalog.conditions import check as check
+    from oracle.catalog.conditions import load_conditions as load_conditions
+    from oracle.catalog.fixes import FIXES_FILE as FIXES_FILE
+    from oracle.catalog.fixes import Fix as Fix
+    from oracle.catalog.fixes import FixError as FixError
+    from oracle.catalog.fixes import between as between
+    from oracle.catalog.fixes import find_fix as find_fix
+    from oracle.catalog.fixes import load_fixes as load_fixes
+    from oracle.catalog.record_kinds import ASSET_PROBE as ASSET_PROBE
+    from oracle.catalog.record_kinds import CONSTRUCT_REGIMES as CONSTRUCT_REGIMES
+    from oracle.catalog.record_kinds import HOLDERS as HOLDERS
+    from oracle.catalog.record_kinds import LOAD_CHECKS as LOAD_CHECKS
+    from oracle.catalog.regimes import Regime as Regime
+    from oracle.catalog.regimes import for_constructs as for_constructs
+    from oracle.catalog.regimes import load_regimes as load_regimes
+    from oracle.catalog.releases import CATALOG_FILE as CATALOG_FILE
+    from oracle.catalog.releases import PACKAGED as PACKAGED
+    from oracle.catalog.releases import Catalog as Catalog
+    from oracle.catalog.releases import EnvError as EnvError
+    from oracle.catalog.releases import load_catalog as load_catalog
+    from oracle.catalog.releases import version_key as version_key
+    from oracle.catalog.runtimes import at_or_above as at_or_above
+    from oracle.catalog.runtimes import cores as cores
+    from oracle.catalog.runtimes import parse_runtime as parse_runtime
+    from oracle.catalog.runtimes import pinned_core as pinned_core
+    from oracle.catalog.runtimes import releases_pinning as releases_pinning
+    from oracle.catalog.runtimes import runtime_label as runtime_label
+    from oracle.catalog.schema import DECOMPOSITIONS as DECOMPOSITIONS
+    from oracle.catalog.schema import PROBE_DTYPES as PROBE_DTYPES
+    from oracle.catalog.schema import SHAPES as SHAPES
+    from oracle.catalog.schema import DataFileError as DataFileError
+    from oracle.catalog.schema import Fields as Fields
+
+# each exported name -> the module of this package that defines it
+_EXPORTS = {
+    "ASSET_PROBE": "record_kinds",
+    "CATALOG_FILE": "releases",
+    "CONSTRUCT_REGIMES": "record_kinds",
+    "Catalog": "releases",
+    "Condition": "conditions",
+    "ConditionCheck": "conditions",
+    "DECOMPOSITIONS": "schema",
+    "DataFileError": "schema",
+    "EnvError": "releases",
+    "FIXES_FILE": "fixes",
+    "Fields": "schema",
+    "Fix": "fixes",
+    "FixError": "fixes",
+    "HOLDERS": "record_kinds",
+    "LOAD_CHECKS": "record_kinds",
+    "PACKAGED": "releases",
+    "PROBE_DTYPES": "schema",
+    "Regime": "regimes",
+    "SHAPES": "schema",
+    "at_or_above": "runtimes",
+    "between": "fixes",
+    "check": "conditions",
+    "cores": "runtimes",
+    "find_fix": "fixes",
+    "for_constructs": "regimes",
+    "load_catalog": "releases",
+    "load_conditions": "conditions",
+    "load_fixes": "fixes",
+    "load_regimes": "regimes",
+    "parse_runtime": "runtimes",
+    "pinned_core": "runtimes",
+    "releases_pinning": "runtimes",
+    "runtime_label": "runtimes",
+    "version_key": "releases",
+}
+__all__ = sorted(_EXPORTS)
+
+
+if not TYPE_CHECKING:  # the type checker reads the imports above, never this
+    def __getattr__(name: str) -> Any:
+        module = _EXPORTS.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value

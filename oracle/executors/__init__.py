@@ -1,3 +1,32 @@
 """Where comparisons run: the oracle interface, the comparison itself (convert both, normalise,
 measure), the local executor, the Ray executor and its node agent, and the choice between them.
+
+The names other packages import are exported here and loaded on first use (each from its
+module, so importing the package loads none of them).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oracle.executors.api import Comparison as Comparison
+    from oracle.executors.choice import choose as choose
+
+# each exported name -> the module of this package that defines it
+_EXPORTS = {
+    "Comparison": "api",
+    "choose": "choice",
+}
+__all__ = sorted(_EXPORTS)
+
+
+if not TYPE_CHECKING:  # the type checker reads the imports above, never this
+    def __getattr__(name: str) -> Any:
+        module = _EXPORTS.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from oracle.errors import OracleUserError
-from oracle.store.location import local_setting
+from oracle.infra.store_setting import local_setting
 
 # What a name from data keeps; anything else becomes "_". 80 characters keep a folder name
 # (name, releases, a 20-digit key) under any file system's 255-byte limit.

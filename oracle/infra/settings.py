@@ -105,7 +105,7 @@ def check_cache(root: Path, name: str | None = None) -> None:
 def check_all() -> None:
     """Every setting, before a command does any work."""
     from oracle.infra.paths import cache_root, store_root
-    from oracle.store.location import local_setting
+    from oracle.infra.store_setting import local_setting
 
     for name in TIMEOUTS:
         seconds(name)

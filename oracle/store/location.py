@@ -2,25 +2,26 @@
 layout, published by rename), or a URL, a remote tier behind the local store
 (`oracle/store/remote.py`: `file://` or `s3://BUCKET/PREFIX`, through fsspec).
 
-The choice is made once per command (`choose`, from the command line) and read by the store
-(`paths.store_root`, `store.stored`, `store.install`). Nothing here imports fsspec: a command
-without a URL never loads it, and `--help` stays fast.
+The choice is made once per command (`choose`, from the command line); the setting itself is
+`oracle/infra/store_setting.py` (read by `paths.store_root` before any store is opened), and
+the remote tier this module connects is read by the store (`stored`, `install`). Nothing here
+imports fsspec until a URL is chosen: a command without one never loads it, and `--help` stays
+fast.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from oracle.infra import store_setting
+from oracle.infra.store_setting import is_url, local_setting, setting
 
 if TYPE_CHECKING:
     from oracle.store.remote import RemoteStore
 
-# `scheme://...`; a Windows drive (`C:\`) or a plain path has no `//` after its colon
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+__all__ = ["choose", "is_url", "local_setting", "notice", "remote", "reset", "setting"]
 
-_chosen: str | None = None  # `--store` of this command; None: INVENTORY_STORE, else the cache
 _remote: RemoteStore | None = None
 
 
@@ -33,28 +34,12 @@ def _silent(_: str) -> None:
 notice: Callable[[str], None] = _silent
 
 
-def is_url(value: str) -> bool:
-    return bool(_URL.match(value))
-
-
-def setting() -> str | None:
-    """The store asked for: `--store`, else INVENTORY_STORE, else None (the cache)."""
-    value = _chosen if _chosen is not None else os.environ.get("INVENTORY_STORE", "")
-    return value.strip() or None
-
-
-def local_setting() -> str | None:
-    """The local folder asked for, if the setting is one (a URL's local tier is the cache)."""
-    value = setting()
-    return value if value is not None and not is_url(value) else None
-
-
 def choose(value: str | None, on_notice: Callable[[str], None] | None = None) -> None:
     """Keep the command's store for the rest of the process, and connect its remote tier when
     it is a URL (checked now: a bad scheme, a missing extra, a bucket that cannot be reached
     is one line and exit 2, before any work)."""
-    global _chosen, _remote, notice
-    _chosen = value.strip() if value and value.strip() else None
+    global _remote, notice
+    store_setting.choose(value)
     _remote = None
     notice = on_notice or _silent
     url = setting()
@@ -66,8 +51,9 @@ def choose(value: str | None, on_notice: Callable[[str], None] | None = None) ->
 
 def reset() -> None:
     """No command's choice: the environment's (each command starts from it)."""
-    global _chosen, _remote, notice
-    _chosen, _remote, notice = None, None, _silent
+    global _remote, notice
+    store_setting.choose(None)
+    _remote, notice = None, _silent
 
 
 def remote() -> RemoteStore | None:

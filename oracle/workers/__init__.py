@@ -3,4 +3,39 @@ scripts (probe, scan, asset, whole-program, region-cut, location workers), their
 loop, and the probe builders and checkpoint reader they import. Standard library, torch, numpy,
 safetensors and the converter only: no main-process code. This package's `__init__` imports
 nothing, so a worker importing one module of it loads no other.
+
+The names other packages import are exported here and loaded on first use (each from its
+module, so importing the package loads none of them).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oracle.workers.asset_probe import LABEL as LABEL
+    from oracle.workers.checkpoint import Checkpoint as Checkpoint
+    from oracle.workers.checkpoint import WeightsError as WeightsError
+    from oracle.workers.checkpoint import instance_tensors as instance_tensors
+    from oracle.workers.memory import peak_mb as peak_mb
+
+# each exported name -> the module of this package that defines it
+_EXPORTS = {
+    "Checkpoint": "checkpoint",
+    "LABEL": "asset_probe",
+    "WeightsError": "checkpoint",
+    "instance_tensors": "checkpoint",
+    "peak_mb": "memory",
+}
+__all__ = sorted(_EXPORTS)
+
+
+if not TYPE_CHECKING:  # the type checker reads the imports above, never this
+    def __getattr__(name: str) -> Any:
+        module = _EXPORTS.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value

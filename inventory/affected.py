@@ -42,11 +42,10 @@ from oracle.compare import ProbeResult, ProbeSpec
 from oracle.constructs import get as construct_of
 from oracle.constructs import has_probe
 from oracle.envs import Env
-from oracle.infra import Progress, Routine, regular_file
+from oracle.infra import Checkpoint, Progress, Routine, instance_tensors, regular_file
 from oracle.load_check import load_check
 from oracle.session import Session
 from oracle.store import LoadCheck, RuntimeOutcome
-from oracle.workers import Checkpoint, instance_tensors
 
 
 class Analyzer:

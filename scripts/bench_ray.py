@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from oracle.infra.portable import portable
+from oracle.infra.portable_paths import portable
 
 ROOT = Path(__file__).resolve().parent.parent
 INVENTORY = str(ROOT / ".venv" / "bin" / "inventory")

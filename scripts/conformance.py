@@ -66,7 +66,7 @@ from oracle.compare.results import Alone, Identity, ProbeResult, Side  # noqa: E
 from oracle.compare.spec import Pipeline, ProbeSpec  # noqa: E402
 from oracle.compare.stats import side_stats  # noqa: E402
 from oracle.infra.paths import cache_root, safe_name  # noqa: E402
-from oracle.infra.portable import portable  # noqa: E402
+from oracle.infra.portable_paths import portable  # noqa: E402
 from oracle.load_check import LoadCheck, load_check  # noqa: E402
 from oracle.session import Session  # noqa: E402
 
@@ -165,7 +165,7 @@ def new_right(session: Session, result: ProbeResult, case: Case, policy: Policy,
     return check == AloneCheck.RIGHT, how
 
 
-LOCATION_WORKER = ROOT / "oracle" / "location_worker.py"
+LOCATION_WORKER = ROOT / "oracle" / "workers" / "location_worker.py"
 
 
 _LOCATIONS: dict[tuple[str, str], dict] = {}

@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
-FIXES = ROOT / "oracle" / "fixes.toml"
+FIXES = ROOT / "oracle" / "catalog" / "fixes.toml"
 
 
 @dataclass

@@ -18,7 +18,7 @@ and drafted records against the curated ones (`scripts/release-day`).
         evidence/release-day/draft-<A>-<B>.json.
 
 Every command runs through the CLI (`python -m inventory.cli ... --json -q`) on the default
-store; every document is made portable (oracle/infra/portable.py) before it is written, the
+store; every document is made portable (oracle/infra/portable_paths.py) before it is written, the
 repository named by what it is (`--repo-name`, default apple/coreai-torch). Exit 1 when a bundle's
 level (or, with a repository, its records by pull request) differs.
 """
@@ -43,7 +43,7 @@ from inventory.draft.against import prs_of  # noqa: E402
 from oracle.catalog.fixes import FIXES_FILE, load_fixes  # noqa: E402
 from oracle.catalog.releases import CATALOG_FILE, load_catalog, version_key  # noqa: E402
 from oracle.infra.paths import envs_dir, store_root  # noqa: E402
-from oracle.infra.portable import absolute_paths, portable  # noqa: E402
+from oracle.infra.portable_paths import absolute_paths, portable  # noqa: E402
 
 OUT = ROOT / "evidence" / "release-day"
 LEVEL_KEYS = {"required": "required", "inconclusive": "inconclusive", "optional": "optional",

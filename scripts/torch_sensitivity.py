@@ -46,7 +46,7 @@ from oracle.constructs import has_probe  # noqa: E402
 from oracle.envs.environment import Env, ensure_env, ensure_env_on_torch, torch_install  # noqa: E402
 from oracle.executors.comparison import compare  # noqa: E402
 from oracle.infra.paths import cache_root  # noqa: E402
-from oracle.infra.portable import portable  # noqa: E402
+from oracle.infra.portable_paths import portable  # noqa: E402
 
 
 def torch_site(version: str, torch_dir: Path | None) -> Path:

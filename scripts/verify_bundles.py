@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from oracle.infra.portable import portable
+from oracle.infra.portable_paths import portable
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "evidence" / "verify"

@@ -204,7 +204,7 @@ def test_plan_names_the_step_and_lists_a_change_no_record_explains_apart(
 
 
 def _records() -> list[dict]:
-    return tomllib.loads((ROOT / "oracle" / "fixes.toml").read_text())["fix"]
+    return tomllib.loads((ROOT / "oracle" / "catalog" / "fixes.toml").read_text())["fix"]
 
 
 def test_sweep_over_the_shipped_instances_explains_every_change_of_0_4_2(

@@ -111,7 +111,7 @@ def test_the_library_sweep_explains_every_change_of_0_4_2_and_exits_1_without_a_
     assert "conv_transpose/1d-op1-p0" in by_40 and "conv_transpose/2d-op1-p0" in by_40
     assert real["probed"] == len(real["changed"]) + real["unchanged"] + len(real["failing_both"])
 
-    records = tomllib.loads((ROOT / "oracle" / "fixes.toml").read_text())["fix"]
+    records = tomllib.loads((ROOT / "oracle" / "catalog" / "fixes.toml").read_text())["fix"]
     old_56 = tmp_path / "old-56.toml"
     old_56.write_text(tomli_w.dumps({"fix": [
         {**f, "constructs": ["group_norm", "select_dynamic"]} if f["id"] == "56" else f

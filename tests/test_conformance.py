@@ -198,7 +198,7 @@ def test_the_location_worker_reads_fused_locations_in_0_4_0_and_debuginfo_in_0_4
 
     spec = {"construct": "asset_hierarchy", "params": {"depth": 1, "channels": 4, "length": 8},
             "dtype": "float32", "seed": 0}
-    worker = Path(__file__).resolve().parent.parent / "oracle" / "location_worker.py"
+    worker = Path(__file__).resolve().parent.parent / "oracle" / "workers" / "location_worker.py"
     answers = {}
     for release in ("0.4.0", "0.4.1"):
         done = subprocess.run([str(env(release).python), str(worker), json.dumps(spec),

@@ -1,5 +1,6 @@
 """What the repository keeps names no machine and no number of this project's own tracker:
-every committed evidence file is free of absolute paths (oracle/infra/portable.py writes it so), and
+every committed evidence file is free of absolute paths (oracle/infra/portable_paths.py writes
+it so), and
 no doc, code, data or evidence file cites a tracker issue (upstream pull requests are written
 `coreai-torch#N`)."""
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from oracle.infra.portable import CHECKOUT, absolute_paths, main, portable
+from oracle.infra.portable_paths import CHECKOUT, absolute_paths, main, portable
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACKER_ISSUE = re.compile(r"[Ii]ssues? #?[0-9]+")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from oracle.compare.normalise import compare_texts, normalise
+from oracle.compare.normalisation import compare_texts, normalise
 from oracle.compare.spec import ProbeSpec
 from oracle.executors.comparison import _convert
 

@@ -27,7 +27,7 @@ from safetensors.numpy import save_file
 from test_scan import CONVERT
 
 from oracle.catalog.conditions import Condition, check
-from oracle.workers.checkpoint import WeightsError
+from oracle.infra.checkpoint import WeightsError
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "s3cret-0f-the-host"

@@ -284,7 +284,7 @@ def test_a_regimes_typo_is_one_line_naming_the_regime_and_key(tmp_path, edit, ex
      "condition 2: condition 'batch_norm/tiny-running-var' is already used by condition 1"),
 ])
 def test_a_conditions_typo_is_one_line(tmp_path, edit, expected):
-    path = _edited(ROOT / "oracle" / "conditions.toml", tmp_path, edit)
+    path = _edited(ROOT / "oracle" / "catalog" / "conditions.toml", tmp_path, edit)
     assert _one_line_error(load_conditions, path) == f"{path}: {expected}"
 
 

@@ -5,7 +5,7 @@ locations. No converter runs here: the end-to-end check is tests/test_verify.py.
 from __future__ import annotations
 
 from inventory.verify.regions import Located, Side, composite, graphs_of, regions
-from oracle.compare.normalise import normalise
+from oracle.compare.normalisation import normalise
 
 PROGRAM = """\
 module {

@@ -18,8 +18,8 @@ import pytest
 from cli import invoke
 from safetensors.numpy import save_file
 
-from oracle.workers import checkpoint
-from oracle.workers.checkpoint import Checkpoint, TensorSource, WeightsError, instance_tensors
+from oracle.infra import checkpoint
+from oracle.infra.checkpoint import Checkpoint, TensorSource, WeightsError, instance_tensors
 
 ROOT = Path(__file__).resolve().parent.parent
 FP16_TINY = 6.103515625e-05

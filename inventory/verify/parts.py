@@ -51,19 +51,22 @@ HERE = Path(__file__).resolve().parent
 ORACLE = HERE.parents[1] / "oracle"
 # the code each kind of part depends on
 BUILDING = (HERE / "build_worker.py", HERE / "forms.py")
-CONVERTING = (ProgramWorker.script, ORACLE / "worker.py", ORACLE / "worker_io.py",
-              ORACLE / "memory.py", ORACLE / "constructs")
-COMPARING = (HERE / "whole.py", ORACLE / "normalise.py", ORACLE / "compare.py")
+CONVERTING = (ProgramWorker.script, ORACLE / "workers" / "probe_worker.py",
+              ORACLE / "workers" / "worker_io.py", ORACLE / "workers" / "memory.py",
+              ORACLE / "constructs")
+COMPARING = (HERE / "whole.py", ORACLE / "compare" / "normalisation.py",
+             ORACLE / "executors" / "comparison.py")
 # the drift of two runs against a reference, derived from their tensors: kept so that a read
 # does not load every output again
 DRIFTING = (HERE / "drift.py",)
 # a run: the asset worker runs the asset on the stored inputs (whole.run only forwards them,
 # with the seed, which is in the key)
-RUNNING = (ORACLE / "asset_worker.py", ORACLE / "worker_io.py")
+RUNNING = (ORACLE / "workers" / "asset_worker.py", ORACLE / "workers" / "worker_io.py")
 # a region's cut: the cut worker decomposes as the program worker does and reads node names
 # and module paths as the detectors do
-CUTTING = (CutWorker.script, ORACLE / "worker.py", ORACLE / "worker_io.py",
-           ORACLE / "memory.py", ORACLE / "constructs" / "_graph.py")
+CUTTING = (CutWorker.script, ORACLE / "workers" / "probe_worker.py",
+           ORACLE / "workers" / "worker_io.py", ORACLE / "workers" / "memory.py",
+           ORACLE / "constructs" / "_graph.py")
 
 PLACEHOLDER = "$RESULT"
 Make = Callable[[Path], dict[str, Any]]

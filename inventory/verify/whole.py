@@ -24,10 +24,9 @@ from inventory.verify.regions import Located, Region, Side, regions
 from oracle.clients import AssetWorker, ProgramWorker, WorkerFailure
 from oracle.compare import compare_texts, normalise
 from oracle.envs import Env
-from oracle.infra import Progress, cache_root, in_store, safe_name, settings
+from oracle.infra import Progress, WeightsError, cache_root, in_store, safe_name, settings
 from oracle.session import Session
 from oracle.store import result_store as store
-from oracle.workers import WeightsError
 
 SEED = 20261201
 # A whole sortformer converts in about a minute per side; a run on the emulated fp16 CPU runtime

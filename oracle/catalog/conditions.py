@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from oracle.catalog.schema import DataFileError, Fields, unique
+from oracle.infra.checkpoint import WeightsError
 from oracle.infra.tomlfile import read_toml
-from oracle.workers.checkpoint import WeightsError
 
 CONDITIONS_FILE = Path(__file__).with_name("conditions.toml")
 __all__ = ["Condition", "ConditionCheck", "check", "load_conditions"]

@@ -11,8 +11,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from oracle.compare.normalise import compare_texts as compare_texts
-    from oracle.compare.normalise import normalise as normalise
+    from oracle.compare.normalisation import compare_texts as compare_texts
+    from oracle.compare.normalisation import normalise as normalise
     from oracle.compare.results import Identity as Identity
     from oracle.compare.results import ProbeResult as ProbeResult
     from oracle.compare.results import Side as Side
@@ -26,8 +26,8 @@ _EXPORTS = {
     "ProbeResult": "results",
     "ProbeSpec": "spec",
     "Side": "results",
-    "compare_texts": "normalise",
-    "normalise": "normalise",
+    "compare_texts": "normalisation",
+    "normalise": "normalisation",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -86,7 +86,7 @@ class Construct:
     # Why it has no probe or no detector, when it has none (a scan-only kind).
     why_incomplete: str = ""
     # The probe tensors `--weights` reads from a checkpoint for each traced module: probe tensor
-    # name -> oracle.workers.checkpoint.TensorSource (a suffix under the instance's module or its
+    # name -> oracle.infra.checkpoint.TensorSource (a suffix under the instance's module or its
     # producer's). Empty: the construct's probe cannot take real tensors.
     checkpoint: dict[str, Any] = field(default_factory=dict)
     # Probe parameters that choose input values, not the graph (e.g. atan2's `pairs`): a trace

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from oracle.constructs._construct import DTYPE_SHORT, Construct, Reader, ScanSeen, ScanSignature
-from oracle.workers.checkpoint import TensorSource
+from oracle.infra.checkpoint import TensorSource
 
 if TYPE_CHECKING:
     import torch

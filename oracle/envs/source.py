@@ -52,7 +52,7 @@ from oracle.infra.atomic import write_text_atomic
 from oracle.infra.inputfile import MAX_INPUT_BYTES, read_bytes, read_text
 from oracle.infra.paths import envs_dir
 from oracle.infra.progress import Progress
-from oracle.infra.scratch import scratch
+from oracle.infra.scratch_dirs import scratch
 
 PREFIX = "coreai-torch-src-"
 RELEASE_SITE_PTH = "_inventory_release_site.pth"

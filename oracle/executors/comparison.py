@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from oracle.clients.worker_pool import EnvironmentFault, Pool, WorkerFailure
-from oracle.compare.normalise import compare_normalised, normalise
+from oracle.compare.normalisation import compare_normalised, normalise
 from oracle.compare.results import Alone, Identity, Measurement, ProbeResult, Side
 from oracle.compare.spec import ProbeSpec
 from oracle.compare.stats import output_stats, side_stats

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from oracle.infra.atomic import write_text_atomic as write_text_atomic
+    from oracle.infra.checkpoint import Checkpoint as Checkpoint
+    from oracle.infra.checkpoint import WeightsError as WeightsError
+    from oracle.infra.checkpoint import instance_tensors as instance_tensors
     from oracle.infra.inputfile import MAX_INPUT_BYTES as MAX_INPUT_BYTES
     from oracle.infra.inputfile import read_text as read_text
     from oracle.infra.inputfile import regular_file as regular_file
@@ -20,12 +23,12 @@ if TYPE_CHECKING:
     from oracle.infra.paths import in_store as in_store
     from oracle.infra.paths import safe_name as safe_name
     from oracle.infra.paths import store_root as store_root
-    from oracle.infra.portable import portable as portable
+    from oracle.infra.portable_paths import portable as portable
     from oracle.infra.progress import Notice as Notice
     from oracle.infra.progress import Progress as Progress
     from oracle.infra.progress import Routine as Routine
     from oracle.infra.progress import Tally as Tally
-    from oracle.infra.scratch import scratch as scratch
+    from oracle.infra.scratch_dirs import scratch as scratch
     from oracle.infra.settings import CATALOG_VAR as CATALOG_VAR
     from oracle.infra.settings import check_all as check_all
     from oracle.infra.settings import check_cache as check_cache
@@ -34,6 +37,9 @@ if TYPE_CHECKING:
 
 # each exported name -> the module of this package that defines it
 _EXPORTS = {
+    "Checkpoint": "checkpoint",
+    "WeightsError": "checkpoint",
+    "instance_tensors": "checkpoint",
     "CATALOG_VAR": "settings",
     "MAX_INPUT_BYTES": "inputfile",
     "Notice": "progress",
@@ -44,12 +50,12 @@ _EXPORTS = {
     "check_all": "settings",
     "check_cache": "settings",
     "in_store": "paths",
-    "portable": "portable",
+    "portable": "portable_paths",
     "read_text": "inputfile",
     "read_toml": "tomlfile",
     "regular_file": "inputfile",
     "safe_name": "paths",
-    "scratch": "scratch",
+    "scratch": "scratch_dirs",
     "seconds": "settings",
     "store_root": "paths",
     "write_text_atomic": "atomic",

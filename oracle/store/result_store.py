@@ -42,9 +42,9 @@ from oracle.store.remote import one_line
 # modules (the probe builders).
 _ORACLE = Path(__file__).resolve().parents[1]
 _CODE_FILES = ("workers/probe_worker.py", "workers/worker_io.py", "workers/probes.py",
-               "workers/asset_probe.py", "compare/normalise.py", "compare/stats.py",
+               "workers/asset_probe.py", "compare/normalisation.py", "compare/stats.py",
                "executors/comparison.py", "compare/results.py", "store/result_store.py",
-               "workers/checkpoint.py")
+               "infra/checkpoint.py")
 RESULT_FILE = "result.json"
 # Beside result.json: each evidence file's size and modification time when it was last hashed
 # and found intact (`_verified`); never evidence itself.

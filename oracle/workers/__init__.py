@@ -1,6 +1,6 @@
 """Everything that runs inside a converter environment, under its Python: the in-environment
 scripts (probe, scan, asset, whole-program, region-cut, location workers), their shared request
-loop, and the probe builders and checkpoint reader they import. Standard library, torch, numpy,
+loop, and the probe builders they import. Standard library, torch, numpy,
 safetensors and the converter only: no main-process code. This package's `__init__` imports
 nothing, so a worker importing one module of it loads no other.
 
@@ -15,17 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from oracle.workers.asset_probe import LABEL as LABEL
-    from oracle.workers.checkpoint import Checkpoint as Checkpoint
-    from oracle.workers.checkpoint import WeightsError as WeightsError
-    from oracle.workers.checkpoint import instance_tensors as instance_tensors
     from oracle.workers.memory import peak_mb as peak_mb
 
 # each exported name -> the module of this package that defines it
 _EXPORTS = {
-    "Checkpoint": "checkpoint",
     "LABEL": "asset_probe",
-    "WeightsError": "checkpoint",
-    "instance_tensors": "checkpoint",
     "peak_mb": "memory",
 }
 __all__ = sorted(_EXPORTS)

@@ -249,7 +249,7 @@ def pipeline(spec: dict, steps: dict, out: Path) -> dict:
         AutoFunctionalizedV2,
     )
 
-    from oracle.compare.normalise import compare_texts
+    from oracle.compare.normalisation import compare_texts
     from oracle.workers import probes
 
     out.mkdir(parents=True, exist_ok=True)

@@ -71,7 +71,7 @@ def build(spec: dict[str, Any]) -> Probe:
     assert builder is not None
     gen = torch.Generator().manual_seed(int(spec.get("seed", 0)))
     if spec.get("values") == "checkpoint":
-        from oracle.workers import checkpoint
+        from oracle.infra import checkpoint
 
         tensors = checkpoint.load(spec["checkpoint"], spec.get("tensors", {}))
         built = builder(spec["params"], gen, "checkpoint", tensors=tensors)

@@ -55,8 +55,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent
-FIXES = ROOT / "oracle" / "fixes.toml"
-CONVERTERS = ROOT / "oracle" / "converters.toml"
+FIXES = ROOT / "oracle" / "catalog" / "fixes.toml"
+CONVERTERS = ROOT / "oracle" / "catalog" / "converters.toml"
 UPDATE_HINT = ("if this change of answer is intended, run `scripts/golden --update` and commit "
                "the reviewed snapshot")
 

@@ -1,8 +1,10 @@
 """The oracle: what does converter B do differently from converter A to a probe, on one runtime.
 
-Nothing here knows about the registry of shipped bundles. Only the in-environment scripts
-(`oracle/workers/probe_worker.py` for probes, `oracle/workers/scan_worker.py`, which parses a
-converted asset with
-coreai-core's own bindings) import coreai-torch / coreai-core, and they run inside a converter
-environment, never in the main process.
+Nothing here knows about the registry of shipped bundles. Its parts are sub-packages by concept
+(`catalog`, `envs`, `workers`, `clients`, `store`, `executors`, `compare`, `constructs`, and
+`infra`, the shared infrastructure), with the error root, the session and the load check at the
+top; docs/architecture.md tables who may import whom, and tests/test_layering.py holds it. Only
+code that runs inside a converter environment (`oracle/workers/`, and the probe builder of
+coreai-torch's own ops, `oracle/constructs/quantize.py`) imports coreai-torch / coreai-core,
+never the main process.
 """

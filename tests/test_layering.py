@@ -49,26 +49,35 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _imports(path: Path, top_level_only: bool) -> set[str]:
-    return _imports_in(path.read_text(), top_level_only)
+def _imports(path: Path, top_level_only: bool, annotations: bool = False) -> set[str]:
+    return _imports_in(path.read_text(), top_level_only, annotations, _module_names())
 
 
-def _imports_in(source: str, top_level_only: bool) -> set[str]:
+def _imports_in(source: str, top_level_only: bool, annotations: bool = False,
+                modules: set[str] | None = None) -> set[str]:
+    """What `source` imports: at module level only, or at any level; with `annotations`, the
+    imports under `if TYPE_CHECKING:` too (never executed, but a dependency all the same: a
+    cycle closed there is a design cycle). `from package import name` is the module
+    `package.name` when `modules` holds it (a sub-module, reached through its package), else
+    `package` and `package.name`."""
     tree = ast.parse(source)
     found: set[str] = set()
 
     def visit(node: ast.AST, nested: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                continue  # annotations only, never executed
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test) \
+                    and not annotations:
+                continue
             inner = nested or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
             if inner and top_level_only:
                 continue
             if isinstance(child, ast.Import):
                 found.update(a.name for a in child.names)
             elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
-                found.add(child.module)
-                found.update(f"{child.module}.{a.name}" for a in child.names)
+                for a in child.names:
+                    full = f"{child.module}.{a.name}"
+                    found.update((full,) if modules is not None and full in modules
+                                 else (child.module, full))
             visit(child, inner)
 
     visit(tree, False)
@@ -76,6 +85,10 @@ def _imports_in(source: str, top_level_only: bool) -> set[str]:
 
 
 MODULES = _modules()
+
+
+def _module_names() -> set[str]:
+    return set(MODULES)
 
 
 def test_oracle_never_imports_inventory():
@@ -101,12 +114,14 @@ def test_only_in_environment_code_imports_coreai():
     assert {"oracle.workers.probe_worker", "oracle.workers.scan_worker"} <= users
 
 
-def _graph(top_level_only: bool) -> dict[str, set[str]]:
+def _graph(top_level_only: bool, annotations: bool = False,
+           modules: dict[str, Path] | None = None) -> dict[str, set[str]]:
     """Module -> the modules of `inventory/` and `oracle/` it imports. `from package import
     name` names a module or an attribute; a package's __init__ is its own node, so only edges
     to real modules count."""
-    return {m: {i for i in _imports(p, top_level_only) if i in MODULES and i != m}
-            for m, p in MODULES.items()}
+    modules = MODULES if modules is None else modules
+    return {m: {i for i in _imports(p, top_level_only, annotations) if i in modules and i != m}
+            for m, p in modules.items()}
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -142,6 +157,109 @@ def test_imports_at_any_level_form_no_cycle():
     cycle = _cycle(_graph(top_level_only=False))
     assert cycle is None, "import cycle (function-level imports included): " + \
         " -> ".join(cycle or [])
+
+
+def test_imports_for_annotations_form_no_cycle():
+    """An import under `if TYPE_CHECKING:` is never executed, but it is a dependency: a cycle
+    closed there (a service handing itself down to a helper that names its class) is a design
+    cycle, broken by design (a protocol the lower module owns), not hidden from the check."""
+    cycle = _cycle(_graph(top_level_only=False, annotations=True))
+    assert cycle is None, "import cycle (annotation imports included): " + \
+        " -> ".join(cycle or [])
+
+
+def test_the_cycle_check_sees_annotation_imports(tmp_path):
+    """The check itself, on a tree of its own: two modules that import each other, one of them
+    only under TYPE_CHECKING, are a cycle when annotations count, and only then."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "high.py").write_text("from pkg.low import helper\n")
+    (package / "low.py").write_text("from typing import TYPE_CHECKING\n\n"
+                                    "if TYPE_CHECKING:\n    from pkg.high import Service\n\n"
+                                    "def helper(service: 'Service') -> None: ...\n")
+    tree = {f"pkg.{p.stem}": p for p in package.glob("*.py") if p.stem != "__init__"}
+    assert _cycle(_graph(top_level_only=False, modules=tree)) is None
+    assert _cycle(_graph(top_level_only=False, annotations=True, modules=tree)) in (
+        ["pkg.high", "pkg.low", "pkg.high"], ["pkg.low", "pkg.high", "pkg.low"])
+
+
+# The oracle's parts and which of them each may import (its own modules always), bottom up: the
+# table of docs/architecture.md ("The oracle's parts"). Imports at any level count, annotation
+# imports included. The in-environment scripts (workers) reach nothing of the main process.
+ORACLE_PARTS: dict[str, set[str]] = {
+    "oracle.errors": set(),
+    "oracle.infra": {"oracle.errors"},
+    "oracle.constructs": {"oracle.errors", "oracle.infra"},
+    "oracle.compare": {"oracle.constructs"},
+    "oracle.workers": {"oracle.errors", "oracle.infra", "oracle.constructs", "oracle.compare"},
+    "oracle.catalog": {"oracle.errors", "oracle.infra", "oracle.constructs", "oracle.compare"},
+    "oracle.envs": {"oracle.errors", "oracle.infra", "oracle.catalog"},
+    "oracle.clients": {"oracle.errors", "oracle.infra", "oracle.catalog", "oracle.envs"},
+    "oracle.store": {"oracle.errors", "oracle.infra", "oracle.compare", "oracle.catalog",
+                     "oracle.envs", "oracle.clients"},
+    "oracle.executors": {"oracle.errors", "oracle.infra", "oracle.compare", "oracle.catalog",
+                         "oracle.envs", "oracle.clients", "oracle.store"},
+    "oracle.session": {"oracle.errors", "oracle.infra", "oracle.compare", "oracle.catalog",
+                       "oracle.envs", "oracle.clients", "oracle.store", "oracle.executors"},
+    "oracle.load_check": {"oracle.errors", "oracle.infra", "oracle.compare", "oracle.catalog",
+                          "oracle.envs", "oracle.clients", "oracle.store", "oracle.session"},
+}
+
+
+def _part(module: str) -> str | None:
+    """The oracle part a module belongs to: its sub-package, or the top-level module itself."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "oracle" and len(parts) > 1 else None
+
+
+def test_each_oracle_part_imports_only_the_parts_beneath_it():
+    assert set(ORACLE_PARTS) == {_part(m) for m in MODULES if _part(m)}, \
+        "a part of the oracle missing from the table (and from docs/architecture.md)"
+    bad = sorted(f"{m} -> {i}" for m, p in MODULES.items() if (own := _part(m))
+                 for i in _imports(p, False, annotations=True)
+                 if (other := _part(i)) and other != own and other not in ORACLE_PARTS[own])
+    assert not bad
+
+
+def test_the_table_of_parts_is_layered():
+    """The table itself has no cycle: a part never reaches back to one that imports it."""
+    assert _cycle({k: set(v) for k, v in ORACLE_PARTS.items()}) is None
+
+
+def _named_in_import_statements(path: Path) -> set[str]:
+    """The module each import statement of `path` names (`from X import ...`: X; `import X`:
+    X), at any level, annotation imports included."""
+    named: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            named.add(node.module)
+        elif isinstance(node, ast.Import):
+            named.update(a.name for a in node.names)
+    return named
+
+
+def test_the_oracle_is_its_parts():
+    """At most 8 modules beside the sub-packages (today: the error root, the session and the
+    load check); the inventory reaches the oracle through at most 12 of its parts, each by its
+    package or top-level module (`from oracle.store import LoadCheck`), never by naming a module
+    inside a sub-package (`from oracle.store.load_records import ...`; constructs, which
+    predates the parts, aside)."""
+    top = sorted(p.stem for p in (ROOT / "oracle").glob("*.py") if p.stem != "__init__")
+    assert len(top) <= 8, top
+    used: set[str] = set()
+    deep: list[str] = []
+    for module, path in MODULES.items():
+        if not module.startswith("inventory"):
+            continue
+        for named in _named_in_import_statements(path):
+            if (part := _part(named)) is None:
+                continue
+            used.add(part)
+            if named != part and part != "oracle.constructs":
+                deep.append(f"{module} -> {named}")
+    assert len(used) <= 12, sorted(used)
+    assert not deep
 
 
 def test_the_cycle_check_sees_function_level_imports():

@@ -2,7 +2,7 @@
 
 `affected`, `plan`, `release-notes`, `sweep`, `scan` and `repair` open one session each: an
 environment is found (or built) once, when first needed, and each environment's worker process is
-started once and reused, whichever in-environment script it runs (`worker.py` for probes,
+started once and reused, whichever in-environment script it runs (`probe_worker.py` for probes,
 `scan_worker.py` for bundles, `asset_worker.py` for load checks: `pool_of`). Each comparison is
 made, or read from the store, once per session: `plan` asks for one instance under one release
 pair for several records, their attribution by step and the registry sweep of that step, and

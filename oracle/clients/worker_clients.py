@@ -2,7 +2,8 @@
 
 `oracle.clients.worker_pool.Worker` is the protocol (a long-lived process per environment, JSON
 lines) and,
-as it stands, the probe worker's client (`worker.py`). Each other script's client names its script
+as it stands, the probe worker's client (`probe_worker.py`). Each other script's client names its
+script
 and what it must import in its environment before it is trusted; a pool keys on the class
 (`Session.pool_of`). Adding a worker is a script here and a class below.
 """

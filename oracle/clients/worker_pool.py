@@ -385,7 +385,7 @@ class Pool:
     def worker(self, env: Env) -> Workers:
         """The environment's workers, used as one worker: each call runs in one no other
         comparison is using (`lease`), so callers written for one worker per environment
-        (`compare.py`, load checks, scan) run side by side unchanged."""
+        (`executors/comparison.py`, load checks, scan) run side by side unchanged."""
         self.first(env)
         return Workers(self, env)
 

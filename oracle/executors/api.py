@@ -1,8 +1,8 @@
 """The oracle as the services see it: convert a probe under two releases and, when the shipped
 programs differ, measure both on one runtime; the result is stored by the driver's store.
 
-Where that work runs is an executor behind this interface: `executor_local.py` (this machine's
-pool of per-environment workers, the default) or `executor_ray.py` (actors on a Ray cluster).
+Where that work runs is an executor behind this interface: `local.py` (this machine's
+pool of per-environment workers, the default) or `ray_cluster.py` (actors on a Ray cluster).
 A `Session` holds one `Oracle` (`executors.open_oracle`) and every comparison of the run goes
 through it, so the services, the store's keys and the answers are the same whichever runs it.
 Tests inject failures with a test double of this interface (`tests/doubles/`), never through

@@ -2,7 +2,8 @@
 and rewrite an asset's debug locations (the in-place repair of a coreai-torch 0.4.0 asset).
 
 Run by a converter environment's python as a long-lived subprocess, with the protocol of
-`worker.py` (one JSON request per stdin line, one JSON answer per protocol line; everything else,
+`probe_worker.py` (one JSON request per stdin line, one JSON answer per protocol line; everything
+else,
 native writes included, goes to a per-request log). It imports coreai-core only, never torch nor
 the converter, so it starts quickly: a runtime that aborts natively on an asset (coreai-core
 1.0.0b2 and b3 on a 0.4.0 asset) kills this process, and the caller reports that as the outcome

@@ -2,7 +2,7 @@
 bundle's program as a small program of its own, with the activations that reach it.
 
 Run by a converter environment's python as a long-lived subprocess (the protocol of
-`worker.py`). The whole program (`program.pt2`, saved once by `inventory verify`'s build) is
+`probe_worker.py`). The whole program (`program.pt2`, saved once by `inventory verify`'s build) is
 decomposed with this environment's table, as `program_worker.py` does before converting it, so
 the node names a region was mapped to (its debug locations) name nodes of this graph.
 

@@ -14,7 +14,8 @@ runtime demands), `fused` (0.4.0's call-stack location) or `other`. Writes
 and prints the same JSON on stdout. A failure is an answer (`ok: false` with its one-line error),
 never a traceback on stdout.
 
-It imports no worker code of the stored results (`worker.py`, `program_worker.py`), so adding it
+It imports no worker code of the stored results (`probe_worker.py`, `program_worker.py`), so adding
+it
 leaves every stored result's key as it was.
 """
 

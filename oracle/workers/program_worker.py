@@ -2,7 +2,7 @@
 bundle module, `inventory verify`) with this environment's converter.
 
 Run by a converter environment's python as a long-lived subprocess, with the protocol of
-`worker.py`. The program is built and exported once, outside any converter environment, and
+`probe_worker.py`. The program is built and exported once, outside any converter environment, and
 saved with `torch.export.save`; every side loads the same file, so the converter (and its own
 decomposition table, applied here as the bundle's pipeline says) is the only variable.
 
@@ -19,7 +19,7 @@ Requests:
          aten nodes, and telling a lowering's change from the optimizer's), nodes.json (each
          decomposed aten node: its target and module path), model.aimodel, convert.log; the
          seconds of each step and the process's peak resident memory during the request
-Version differences of the converter API are handled here and in `worker.py`, nowhere else.
+Version differences of the converter API are handled here and in `probe_worker.py`, nowhere else.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The in-environment bundle reader: parses a shipped `.aimodel` with coreai-core's own bindings.
 
 Run by a converter environment's python as a long-lived subprocess, with the protocol of
-`worker.py`: one JSON request per line on stdin, one JSON answer per line on the protocol stream
+`probe_worker.py`: one JSON request per line on stdin, one JSON answer per line on the protocol
+stream
 (the original stdout); every other write, including what coreai-core prints from native code, goes
 to a per-request log file.
 

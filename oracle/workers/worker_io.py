@@ -1,4 +1,4 @@
-"""What the in-environment scripts (worker.py, scan_worker.py, asset_worker.py,
+"""What the in-environment scripts (probe_worker.py, scan_worker.py, asset_worker.py,
 program_worker.py) share: the request loop, per-request logs, one-line errors, and the MLIR
 module under a program. Stdlib only (coreai is reached through the objects passed in).
 

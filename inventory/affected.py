@@ -20,7 +20,14 @@ from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.instances import instance_spec, probed_keys
 from inventory.loads import LoadAnswer, answer_load
 from inventory.policy import Policy
-from inventory.record_answers import asset_answer, asset_spec, pipeline_answer, whole_program
+from inventory.record_answers import (
+    Framed,
+    Question,
+    asset_answer,
+    asset_spec,
+    pipeline_answer,
+    whole_program,
+)
 from inventory.registry import Bundle, Instance, exporter_release
 from inventory.release_notes import StepSweeps, sweep_steps
 from inventory.runtimes import Deployment, deployment
@@ -34,7 +41,6 @@ from oracle.fixes import Fix, load_fixes
 from oracle.inputfile import regular_file
 from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
 from oracle.progress import Progress, Routine
-from oracle.record_kinds import CONSTRUCT_REGIMES, LOAD_CHECKS
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import ProbeResult
 from oracle.runtimes import cores
@@ -117,39 +123,58 @@ class Analyzer:
         return self._load_answers[key]
 
     def answer(self, bundle: Bundle, fix: Fix, target: str) -> BundleAnswer:
-        if fix.record_kind.probe == LOAD_CHECKS:
-            # no program comparison: does the shipped asset load where it ships?
-            return asset_answer(self, bundle, fix, target)
-        recorded = bundle.exporter.converter
-        chain: list[str] = []
+        """Which of the bundle's shipped programs does the record change, re-exported with
+        `target`? Answered the way the record's kind says (`oracle/record_kinds.py`)."""
+        return fix.record_kind.answer(self, Question(bundle, fix, target))
+
+    # the ways of answering a kind picks (oracle.record_kinds.AnswerContext)
+
+    def by_load_check(self, question: Question) -> BundleAnswer:
+        # no program comparison: does the shipped asset load where it ships?
+        return asset_answer(self, question)
+
+    def by_whole_program(self, question: Question) -> BundleAnswer:
+        framed = self._framed(question)
+        return self._undecidable(framed) or pipeline_answer(self, framed)
+
+    def by_construct_probes(self, question: Question) -> BundleAnswer:
+        framed = self._framed(question)
+        return self._undecidable(framed) or self._lowering_answer(framed)
+
+    def _framed(self, question: Question) -> Framed:
+        """The answer's start: the exporter it is answered from, and the instances of the
+        record's constructs."""
+        bundle, fix = question.bundle, question.fix
         exporter, assumed = exporter_release(bundle.exporter, self.catalog)
         if assumed:
-            chain.append(f"exporter not recorded ({bundle.exporter.source}); assumed the "
-                         f"oldest supported release, coreai-torch {exporter}")
+            line = (f"exporter not recorded ({bundle.exporter.source}); assumed the oldest "
+                    f"supported release, coreai-torch {exporter}")
         else:
-            chain.append(f"exported with coreai-torch {recorded} ({bundle.exporter.source})")
+            line = f"exported with coreai-torch {bundle.exporter.converter} " \
+                   f"({bundle.exporter.source})"
         instances = tuple(i for i in bundle.instances if i.kind in fix.constructs)
-        what = " or ".join(fix.constructs)
+        return Framed(question, exporter, instances,
+                      self.deployment(bundle, question.target), [line])
 
-        def done(verdict: Verdict, reexport: Reexport, reason: str,
-                 probes: tuple[ProbeAnswer, ...] = (),
-                 runtimes: tuple[str, ...] = (),
-                 findings: tuple[ConditionFinding, ...] = ()) -> BundleAnswer:
-            # With probes, the chain already ends with each probe's verdict and reason.
-            steps = chain if probes else chain + [reason]
-            return BundleAnswer(bundle.name, exporter, recorded, bundle.exporter.source,
-                                instances, probes, verdict, reexport, reason, tuple(steps),
-                                runtimes, findings, self.deployment(bundle, target))
-
+    def _undecidable(self, framed: Framed) -> BundleAnswer | None:
+        """The answer decided before any program is compared: by an exporter the oracle cannot
+        build, or by versions alone."""
+        fix, exporter = framed.question.fix, framed.exporter
         if exporter not in self.catalog.releases:
-            return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
-                        f"exporter coreai-torch {exporter} is not a release the oracle can build")
+            return framed.done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
+                               f"exporter coreai-torch {exporter} is not a release the oracle "
+                               "can build")
         if version_key(exporter) >= version_key(fix.ships_in):
             # Decided by versions alone: the bundle was exported with the fix in place.
-            return done(Verdict.NOT_AFFECTED, Reexport.NO,
-                        f"fix {fix.label} ships in {fix.ships_in}; already in {exporter}")
-        if fix.record_kind.changes_optimizer:
-            return pipeline_answer(self, bundle, fix, exporter, chain, done)
+            return framed.done(Verdict.NOT_AFFECTED, Reexport.NO,
+                               f"fix {fix.label} ships in {fix.ships_in}; already in {exporter}")
+        return None
+
+    def _lowering_answer(self, framed: Framed) -> BundleAnswer:
+        bundle, fix, target = framed.question.bundle, framed.question.fix, framed.question.target
+        exporter, instances, chain, done = framed.exporter, framed.instances, framed.chain, \
+            framed.done
+        what = " or ".join(fix.constructs)
         looked_for = set(bundle.trace.get("detected", []))
         unseen = [c for c in fix.constructs if c not in looked_for]
         if not instances and unseen:
@@ -412,12 +437,31 @@ def releases_needed(bundles: list[Bundle], target: str, fix: Fix | None,
         if fix is None:
             wanted += between(exporter, target) if swept else []
             continue
-        if fix.record_kind.probe == CONSTRUCT_REGIMES and not fix.record_kind.changes_optimizer \
-                and any(i.kind in fix.constructs for i in bundle.instances):
-            wanted += between(exporter, target)
+        converts = _Converts(between(exporter, target))
+        wanted += fix.record_kind.answer(converts, Question(bundle, fix, target))
         if swept:
             wanted += list(own_step(catalog, exporter, fix))
     return sorted(set(wanted), key=version_key)
+
+
+class _Converts:
+    """The releases a bundle's answer for a record converts in, beside its own step's registry
+    sweep: its construct probes' range from the exporter to the target, compared step by step
+    (attribution). The other ways of answering build theirs when they ask."""
+
+    def __init__(self, releases: list[str]) -> None:
+        self.releases = releases  # from the bundle's exporter to the target
+
+    def by_construct_probes(self, question: Question) -> list[str]:
+        fix = question.fix
+        held = any(i.kind in fix.constructs for i in question.bundle.instances)
+        return self.releases if held else []
+
+    def by_load_check(self, question: Question) -> list[str]:
+        return []
+
+    def by_whole_program(self, question: Question) -> list[str]:
+        return []
 
 
 def _own_step(bundle: Bundle, fix: Fix, catalog: Catalog) -> tuple[str, str] | None:

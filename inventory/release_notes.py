@@ -34,7 +34,6 @@ from oracle.constructs import has_probe
 from oracle.fixes import Fix, between
 from oracle.load_check import LoadCheck, load_check
 from oracle.progress import Progress, Routine
-from oracle.record_kinds import ASSET_PROBE, CONSTRUCT_REGIMES, HOLDERS, LOAD_CHECKS
 from oracle.regimes import Regime, for_constructs
 from oracle.releases import Catalog, EnvError, version_key
 from oracle.results import Identity, ProbeResult
@@ -255,13 +254,78 @@ def _exported_before(bundles: list[Bundle], release: str) -> tuple[str, ...]:
                  or version_key(b.exporter.converter) < version_key(release))
 
 
-def _regimes_of(fix: Fix, regimes: list[Regime]) -> list[Regime]:
+class _Regimes:
     """The regimes that probe a record, as its kind says (`oracle.record_kinds`): its
     constructs', the asset probe's, or none (load checks, no program comparison)."""
-    probe = fix.record_kind.probe
-    if probe == ASSET_PROBE:
+
+    def __init__(self, regimes: list[Regime]) -> None:
+        self.regimes = regimes
+
+    def construct_regimes(self, record: Fix) -> list[Regime]:
+        return for_constructs(self.regimes, record.constructs)
+
+    def asset_probe(self, record: Fix) -> list[Regime]:
         return asset_regimes()
-    return for_constructs(regimes, fix.constructs) if probe == CONSTRUCT_REGIMES else []
+
+    def load_checks(self, record: Fix) -> list[Regime]:
+        return []
+
+
+def _regimes_of(fix: Fix, regimes: list[Regime]) -> list[Regime]:
+    return fix.record_kind.probed(_Regimes(regimes), fix)
+
+
+class _Concerned:
+    """The registry bundles a record concerns, by name."""
+
+    def __init__(self, bundles: list[Bundle]) -> None:
+        self.bundles = bundles
+
+    def holders(self, record: Fix) -> tuple[str, ...]:
+        return _holders(self.bundles, record.constructs)
+
+    def exported_before(self, record: Fix) -> tuple[str, ...]:
+        return _exported_before(self.bundles, record.ships_in)
+
+
+class _HeldBy:
+    """(bundle, instance label, count) of every traced instance a record concerns by its
+    constructs; none for a record concerning bundles by their exporter."""
+
+    def __init__(self, bundles: list[Bundle]) -> None:
+        self.bundles = bundles
+
+    def holders(self, record: Fix) -> tuple[tuple[str, str, int], ...]:
+        return _held_by(self.bundles, record.constructs)
+
+    def exported_before(self, record: Fix) -> tuple[tuple[str, str, int], ...]:
+        return ()
+
+
+Loads = tuple[tuple[LoadCheck, LoadCheck], ...]
+
+
+class _Loads:
+    """The asset probe's load checks a record's notes show: made once, for the first record
+    probed by them; none for a record whose programs are compared."""
+
+    def __init__(self, old: str, new: str, catalog: Catalog, use_cache: bool,
+                 progress: Progress, session: Session) -> None:
+        self.old, self.new, self.catalog = old, new, catalog
+        self.use_cache, self.progress, self.session = use_cache, progress, session
+        self._made: Loads | None = None
+
+    def construct_regimes(self, record: Fix) -> Loads:
+        return ()
+
+    def asset_probe(self, record: Fix) -> Loads:
+        return ()
+
+    def load_checks(self, record: Fix) -> Loads:
+        if self._made is None:
+            self._made = _load_checks(self.old, self.new, self.catalog, self.use_cache,
+                                      self.progress, self.session)
+        return self._made
 
 
 def _load_checks(old: str, new: str, catalog: Catalog, use_cache: bool,
@@ -297,17 +361,15 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
         chosen = between(fixes, old, new)
         wanted = regimes_of_notes(chosen, regimes)
         outcomes = _run(wanted, old, new, catalog, policy, use_cache, progress, session)
-        loads = (_load_checks(old, new, catalog, use_cache, progress, session)
-                 if any(f.record_kind.probe == LOAD_CHECKS for f in chosen) else ())
+        made = _Loads(old, new, catalog, use_cache, progress, session)
+        loads = {fix.id: fix.record_kind.probed(made, fix) for fix in chosen}
         steps = _located(outcomes, old, new, fixes, catalog, use_cache, progress, session)
     bisected = load_bisected()
+    concerned, held_by = _Concerned(bundles), _HeldBy(bundles)
     notes = tuple(
         FixNotes(fix, tuple(outcomes[r.id] for r in _regimes_of(fix, regimes)),
-                 _holders(bundles, fix.constructs) if fix.record_kind.concerns == HOLDERS
-                 else _exported_before(bundles, fix.ships_in),
-                 loads if fix.record_kind.probe == LOAD_CHECKS else (),
-                 _held_by(bundles, fix.constructs) if fix.record_kind.concerns == HOLDERS
-                 else (),
+                 fix.record_kind.concerned(concerned, fix), loads[fix.id],
+                 fix.record_kind.concerned(held_by, fix),
                  {r.id: steps[r.id] for r in _regimes_of(fix, regimes) if r.id in steps},
                  _elsewhere(fix, _regimes_of(fix, regimes), old, catalog, bisected))
         for fix in chosen
@@ -325,17 +387,33 @@ def regimes_of_notes(chosen: list[Fix], regimes: list[Regime]) -> list[Regime]:
     return wanted
 
 
+class _Bisected:
+    """The regimes of a record whose change in its own step bisection credits only to commits
+    of other pull requests (its id and aliases are its pull requests). Only construct regimes
+    are bisected: a record probed otherwise has none."""
+
+    def __init__(self, regimes: list[Regime], old: str, catalog: Catalog,
+                 bisected: dict[tuple[str, str, str], Attributed]) -> None:
+        self.regimes, self.old, self.catalog, self.bisected = regimes, old, catalog, bisected
+
+    def construct_regimes(self, record: Fix) -> dict[str, Attributed]:
+        a, b = own_step(self.catalog, self.old, record)
+        ids = (record.id, *record.aliases)
+        found = {r.id: self.bisected.get((a, b, r.spec.key())) for r in self.regimes}
+        return {r: at for r, at in found.items() if at is not None and not at.names(ids)}
+
+    def asset_probe(self, record: Fix) -> dict[str, Attributed]:
+        return {}
+
+    def load_checks(self, record: Fix) -> dict[str, Attributed]:
+        return {}
+
+
 def _elsewhere(fix: Fix, regimes: list[Regime], old: str, catalog: Catalog,
                bisected: dict[tuple[str, str, str], Attributed]) -> dict[str, Attributed]:
     """The fix's regimes whose change in its own step bisection credits only to commits of
-    other pull requests (a record probed by its constructs' regimes; its id and aliases are
-    its pull requests)."""
-    if fix.record_kind.probe != CONSTRUCT_REGIMES:  # only construct regimes are bisected
-        return {}
-    a, b = own_step(catalog, old, fix)
-    ids = (fix.id, *fix.aliases)
-    found = {r.id: bisected.get((a, b, r.spec.key())) for r in regimes}
-    return {r: at for r, at in found.items() if at is not None and not at.names(ids)}
+    other pull requests, as its kind reads bisection evidence."""
+    return fix.record_kind.probed(_Bisected(regimes, old, catalog, bisected), fix)
 
 
 def _located(outcomes: dict[str, RegimeOutcome], old: str, new: str, fixes: list[Fix],

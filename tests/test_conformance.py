@@ -12,7 +12,6 @@ from inventory.release_notes import asset_regimes
 from oracle import constructs
 from oracle.conformance import ConformanceError, load_records
 from oracle.fixes import load_fixes
-from oracle.record_kinds import CONSTRUCT_REGIMES, LOAD_CHECKS
 from oracle.regimes import load_regimes
 
 FIXES = {f.id: f for f in load_fixes()}
@@ -55,9 +54,9 @@ def test_every_case_has_a_regime_of_its_record_under_its_table(record, case):
     assert case.regimes, f"{case.test} ({case.params}): no regime and no `unmapped` reason"
     fix = FIXES[record.fix]
     # a location test is an asset record's: its library answer is the asset probe's load checks
-    assert (case.checks == "locations") == (fix.record_kind.probe == LOAD_CHECKS), (
+    assert (case.checks == "locations") == (not fix.record_kind.compares_programs), (
         f"{case.test}: `locations` cases belong to asset records, and only those")
-    if fix.record_kind.probe != CONSTRUCT_REGIMES:
+    if not fix.record_kind.names_constructs:
         # a record without constructs is probed with the asset probe, so its cases are too
         assert set(case.regimes) <= ASSET_REGIMES, f"{case.test}: not an asset probe regime"
         return

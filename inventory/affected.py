@@ -29,8 +29,8 @@ from inventory.record_answers import (
     whole_program,
 )
 from inventory.registry import Bundle, Instance, exporter_release
-from inventory.release_notes import StepSweeps, sweep_steps
 from inventory.runtimes import Deployment, deployment
+from inventory.sweep import StepSweeps, sweep_steps
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.checkpoint import Checkpoint, instance_tensors
 from oracle.conditions import Condition, check, load_conditions

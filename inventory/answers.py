@@ -10,8 +10,8 @@ from inventory.attribution import Step
 from inventory.ignore import Ignore
 from inventory.loads import LoadAnswer
 from inventory.registry import Instance
-from inventory.release_notes import Unrecorded
 from inventory.runtimes import Deployment
+from inventory.sweep import Unrecorded
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, worst
 from oracle.conditions import Condition, ConditionCheck
 from oracle.fixes import Fix

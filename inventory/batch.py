@@ -19,7 +19,8 @@ from inventory.attribution import explained_by, own_step, program_changed, relea
 from inventory.instances import instance_spec, probed_keys
 from inventory.record_answers import Means, Question, asset_spec
 from inventory.registry import Bundle, exporter_release
-from inventory.release_notes import regimes_of_notes, registry_regimes
+from inventory.release_notes import regimes_of_notes
+from inventory.sweep import registry_regimes
 from oracle.constructs import get as construct_of
 from oracle.constructs import has_probe
 from oracle.envs import Env
@@ -129,7 +130,7 @@ def registry_sweep(session: Session, wanted: dict[Step, list[Bundle]], fixes: li
                    after_worker_failure: bool = False,
                    judged: Judged | None = None
                    ) -> list[Comparison]:
-    """What `release_notes.sweep_steps(wanted, ...)` compares: every traced instance of the
+    """What `sweep.sweep_steps(wanted, ...)` compares: every traced instance of the
     bundles crossing each step, under that step. `after_worker_failure` False: a job is
     optional (not started once a worker of its releases failed: the sweep skips such a step).
 

@@ -23,8 +23,8 @@ from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.loads import LoadAnswer, load_answer_record
 from inventory.policy import Policy
 from inventory.registry import Bundle, exporter_release
-from inventory.release_notes import StepSweeps, Unrecorded, sweep_steps
 from inventory.summary import BundleLine, Summary, summarise
+from inventory.sweep import StepSweeps, Unrecorded, sweep_steps
 from inventory.verdict import IGNORED, ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.fixes import Fix, between
 from oracle.inputfile import read_text

@@ -26,7 +26,8 @@ from inventory.errors import UsageError
 from inventory.gitrepo import Commit, Repo
 from inventory.policy import Policy
 from inventory.registry import Bundle
-from inventory.release_notes import RegimeOutcome, asset_regimes, registry_regimes, sweep
+from inventory.release_notes import asset_regimes
+from inventory.sweep import RegimeOutcome, registry_regimes, sweep
 from oracle import asset_probe
 from oracle.load_check import LoadCheck, load_check
 from oracle.progress import Progress

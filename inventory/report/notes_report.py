@@ -11,9 +11,10 @@ from rich.text import Text
 
 from inventory.attribution import step_line
 from inventory.output import envelope
-from inventory.release_notes import FixNotes, RegimeOutcome, ReleaseNotes, Sweep
+from inventory.release_notes import FixNotes, ReleaseNotes
 from inventory.report.json_report import result_fields, step_json, with_alone_check
 from inventory.report.text import md_cell
+from inventory.sweep import RegimeOutcome, Sweep
 from oracle.fixes import Fix
 from oracle.load_check import LoadCheck
 from oracle.results import Identity

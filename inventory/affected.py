@@ -171,9 +171,10 @@ class Analyzer:
         return None
 
     def _lowering_answer(self, framed: Framed) -> BundleAnswer:
+        """A lowering record: what tracing found of its constructs decides whether anything is
+        compared; each instance is then probed under the exporter and the target."""
         bundle, fix, target = framed.question.bundle, framed.question.fix, framed.question.target
-        exporter, instances, chain, done = framed.exporter, framed.instances, framed.chain, \
-            framed.done
+        instances, chain, done = framed.instances, framed.chain, framed.done
         what = " or ".join(fix.constructs)
         looked_for = set(bundle.trace.get("detected", []))
         unseen = [c for c in fix.constructs if c not in looked_for]
@@ -193,7 +194,7 @@ class Analyzer:
             return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
                         f"the probe library has no probe for {', '.join(missing)} yet")
         try:
-            old_env, new_env = self.session.env(exporter), self.session.env(target)
+            envs = self.session.env(framed.exporter), self.session.env(target)
         except EnvError as exc:
             return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
         probes: list[ProbeAnswer] = []
@@ -204,24 +205,41 @@ class Analyzer:
             if weights is not None and construct_of(instance.kind).checkpoint:
                 # The bundle's own tensors: each traced module measured, no threshold inferred.
                 own = [self._credit(p, fix) for p in
-                       self._own_tensors(bundle, instance, weights, old_env, new_env)]
+                       self._own_tensors(bundle, instance, weights, *envs)]
                 probes.extend(own)
                 measured_lines += _measured_lines(instance, own, weights)
                 continue
-            trained = self._credit(self.probe(bundle, instance, old_env, new_env), fix)
-            decided = trained
-            for condition in self.conditions.get(instance.kind, []):
-                variant = self._credit(
-                    self.probe(bundle, instance, old_env, new_env, condition), fix)
-                if _rank(variant) >= _rank(trained):
-                    continue  # these values do not make it worse: no condition
-                weights = self.weights.get(bundle.name)
-                found = ConditionFinding(instance, condition, trained, variant,
-                                         check(condition, weights) if weights else None)
-                findings.append(found)
-                if _rank(found.decided) < _rank(decided):
-                    decided = found.decided
+            decided, found = self._under_conditions(bundle, instance, fix, *envs)
             probes.append(decided)
+            findings += found
+        return self._concluded(framed, probes, findings, measured_lines)
+
+    def _under_conditions(self, bundle: Bundle, instance: Instance, fix: Fix, old_env: Env,
+                          new_env: Env) -> tuple[ProbeAnswer, list[ConditionFinding]]:
+        """One instance probed with trained-looking values, then under each condition of its
+        construct: the answer that applies to the bundle, and the conditions that make it
+        worse (decided by the bundle's weights when given)."""
+        trained = self._credit(self.probe(bundle, instance, old_env, new_env), fix)
+        decided = trained
+        findings = []
+        for condition in self.conditions.get(instance.kind, []):
+            variant = self._credit(
+                self.probe(bundle, instance, old_env, new_env, condition), fix)
+            if _rank(variant) >= _rank(trained):
+                continue  # these values do not make it worse: no condition
+            weights = self.weights.get(bundle.name)
+            found = ConditionFinding(instance, condition, trained, variant,
+                                     check(condition, weights) if weights else None)
+            findings.append(found)
+            if _rank(found.decided) < _rank(decided):
+                decided = found.decided
+        return decided, findings
+
+    def _concluded(self, framed: Framed, probes: list[ProbeAnswer],
+                   findings: list[ConditionFinding], measured_lines: list[str]) -> BundleAnswer:
+        """The probes' answer: the worst level decides, and the chain says each probe's verdict,
+        each condition and where a runtime refused the exporter's asset."""
+        bundle, chain = framed.question.bundle, framed.chain
         level = worst(p.verdict.reexport for p in probes)
         deciding = next(p for p in probes if p.verdict.reexport == level)
         chain.extend(f"{p.spec.label()}: {p.verdict.verdict} - {p.verdict.reason}"
@@ -241,20 +259,18 @@ class Analyzer:
                 note = f"condition '{f.condition.when}' {verdict} in {f.check.weights}: " \
                        f"{f.check.detail}"
             chain.append(f"{f.instance.kind}: {note}")
-        runtimes = tuple(sorted({p.result.measurement.runtime for p in probes
-                                 if p.result and p.result.measurement
-                                 and p.result.measurement.ok}))
-        refused = sorted({(p.result.measurement.runtime, a) for p in probes
-                          if p.result and p.result.measurement and p.result.measurement.ok
-                          for a in p.result.measurement.attempts})
+        measured = [p.result.measurement for p in probes
+                    if p.result and p.result.measurement and p.result.measurement.ok]
+        runtimes = tuple(sorted({m.runtime for m in measured if m is not None}))
+        refused = sorted({(m.runtime, a) for m in measured if m is not None for a in m.attempts})
         for runtime, attempt in refused:
             # A runtime that could not run the exporter's asset is a finding about the bundle,
             # not only a detour of the measurement: say where it is answered.
             chain.append(f"measured on {runtime} after {attempt}; whether the shipped asset "
                          f"loads where it ships is the load check's answer (asset records, "
                          f"e.g. `inventory affected --fix 28`, and `inventory plan`)")
-        return done(deciding.verdict.verdict, level, reason, tuple(probes), runtimes,
-                    tuple(findings))
+        return framed.done(deciding.verdict.verdict, level, reason, tuple(probes), runtimes,
+                           tuple(findings))
 
     def probe(self, bundle: Bundle, instance: Instance, old_env: Env, new_env: Env,
               condition: Condition | None = None, spec: ProbeSpec | None = None

@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from inventory import batch
-from inventory.answers import AffectedReport, BundleAnswer, ConditionFinding, ProbeAnswer
+from inventory.answer_types import AffectedReport, BundleAnswer, ConditionFinding, ProbeAnswer
 from inventory.attribution import Step, locate, own_step, step_line
+from inventory.deployment import Deployment, deployment
 from inventory.errors import UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.instances import instance_spec, probed_keys
-from inventory.loads import LoadAnswer, answer_load
-from inventory.policy import Policy
-from inventory.record_answers import (
+from inventory.kind_answers import (
     Framed,
     Question,
     asset_answer,
@@ -28,8 +27,9 @@ from inventory.record_answers import (
     pipeline_answer,
     whole_program,
 )
+from inventory.load_answers import LoadAnswer, answer_load
+from inventory.policy import Policy
 from inventory.registry import Bundle, Instance, exporter_release
-from inventory.runtimes import Deployment, deployment
 from inventory.sweep import StepSweeps, sweep_steps
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.checkpoint import Checkpoint, instance_tensors
@@ -85,7 +85,7 @@ class Analyzer:
         self._wholes: dict[tuple[str, str, str, str], tuple[Any, str]] = {}
 
     def whole(self, bundle: Bundle, exporter: str, old: str, fix: Fix) -> tuple[Any, str]:
-        """`record_answers.whole_program`, once per run: the batch plan asks it first."""
+        """`kind_answers.whole_program`, once per run: the batch plan asks it first."""
         key = (bundle.name, exporter, old, fix.id)
         if key not in self._wholes:
             self._wholes[key] = whole_program(self, bundle, exporter, old, fix)

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from inventory.bisected import narrowed
+from inventory.bisect_evidence import narrowed
 from oracle import asset_probe
 from oracle.fixes import Fix, between
 from oracle.progress import Routine

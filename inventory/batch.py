@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from inventory.attribution import explained_by, own_step, program_changed, release_steps
 from inventory.instances import instance_spec, probed_keys
-from inventory.record_answers import Means, Question, asset_spec
+from inventory.kind_answers import Means, Question, asset_spec
 from inventory.registry import Bundle, exporter_release
 from inventory.release_notes import regimes_of_notes
 from inventory.sweep import registry_regimes

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from inventory.attribution import Step, own_step, program_changed, release_steps
-from inventory.bisected import Attributed, load_bisected
+from inventory.bisect_evidence import Attributed, load_bisected
 from inventory.instances import instance_spec
 from inventory.policy import Policy
 from inventory.registry import UNKNOWN, Bundle

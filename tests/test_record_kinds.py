@@ -13,12 +13,12 @@ import tomli_w
 
 from inventory.affected import Analyzer, releases_needed
 from inventory.attribution import explaining, own_step
-from inventory.loads import LoadAnswer
+from inventory.deployment import Deployment
+from inventory.load_answers import LoadAnswer
 from inventory.policy import load_policy
 from inventory.registry import Bundle, exporter_release, load_registry
 from inventory.release_notes import FixNotes, _Concerned, _HeldBy, _regimes_of, asset_regimes
 from inventory.report.notes_report import _Concerned as ConcernLine
-from inventory.runtimes import Deployment
 from inventory.verdict import Reexport, Verdict
 from inventory.verify.explain import OPTIMIZER, attributed
 from oracle import record_kinds

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from inventory.deployment import deployment, parse_overrides
 from inventory.registry import RegistryError, load_registry
-from inventory.runtimes import deployment, parse_overrides
 from oracle.fixes import FixError, find_fix, load_fixes
 from oracle.load_check import abbreviate, first_error
 from oracle.releases import Catalog, EnvError, Release, load_catalog

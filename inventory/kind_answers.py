@@ -6,7 +6,7 @@ has at hand (the Analyzer, or a test's stand-in), and `Framed` one answer as it 
 chain of reasons, and every way of ending it.
 
 asset: what the saved asset carries besides the program. Answered by the load check (question 2,
-`inventory/loads.py`): does the shipped asset load on the bundle's deployment runtimes?
+`inventory/load_answers.py`): does the shipped asset load on the bundle's deployment runtimes?
 pipeline: what runs around the lowerings (core pin, what to_coreai() returns). Answered on the
 bundle's own whole program where it has a whole-bundle form (`inventory verify`'s parts for the
 release step where the change ships, stored, or measured with `--verify`): the regions of that
@@ -22,12 +22,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from inventory.answers import BundleAnswer, ConditionFinding, ProbeAnswer
+from inventory.answer_types import BundleAnswer, ConditionFinding, ProbeAnswer
 from inventory.attribution import own_step
-from inventory.loads import LoadAnswer
+from inventory.deployment import Deployment
+from inventory.load_answers import LoadAnswer
 from inventory.policy import Policy
 from inventory.registry import UNKNOWN, Bundle, Instance
-from inventory.runtimes import Deployment
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from oracle import asset_probe
 from oracle.conditions import Condition

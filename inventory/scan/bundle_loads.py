@@ -13,8 +13,8 @@ import re
 import time
 from pathlib import Path
 
+from inventory.deployment import deployment
 from inventory.registry import Bundle
-from inventory.runtimes import deployment
 from inventory.scan.model import BundleScan, Finding, Status
 from oracle.load_check import RuntimeOutcome, run_on
 from oracle.paths import cache_root

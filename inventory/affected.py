@@ -13,21 +13,26 @@ from pathlib import Path
 from typing import Any
 
 from inventory import batch
-from inventory.answers import AffectedReport, BundleAnswer, ConditionFinding, ProbeAnswer
+from inventory.answer_types import AffectedReport, BundleAnswer, ConditionFinding, ProbeAnswer
 from inventory.attribution import Step, locate, own_step, step_line
+from inventory.deployment import Deployment, deployment
 from inventory.errors import UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.instances import instance_spec, probed_keys
-from inventory.loads import LoadAnswer, answer_load
+from inventory.kind_answers import (
+    Framed,
+    Question,
+    asset_answer,
+    asset_spec,
+    pipeline_answer,
+    whole_program,
+)
+from inventory.load_answers import LoadAnswer, answer_load
 from inventory.policy import Policy
-from inventory.record_answers import asset_answer, asset_spec, pipeline_answer, whole_program
 from inventory.registry import Bundle, Instance, exporter_release
-from inventory.release_notes import StepSweeps, sweep_steps
-from inventory.runtimes import Deployment, deployment
+from inventory.sweep import StepSweeps, sweep_steps
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.catalog import (
-    CONSTRUCT_REGIMES,
-    LOAD_CHECKS,
     Catalog,
     Condition,
     EnvError,
@@ -43,9 +48,8 @@ from oracle.constructs import get as construct_of
 from oracle.constructs import has_probe
 from oracle.envs import Env
 from oracle.infra import Checkpoint, Progress, Routine, instance_tensors, regular_file
-from oracle.load_check import load_check
+from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
 from oracle.session import Session
-from oracle.store import LoadCheck, RuntimeOutcome
 
 
 class Analyzer:
@@ -85,7 +89,7 @@ class Analyzer:
         self._wholes: dict[tuple[str, str, str, str], tuple[Any, str]] = {}
 
     def whole(self, bundle: Bundle, exporter: str, old: str, fix: Fix) -> tuple[Any, str]:
-        """`record_answers.whole_program`, once per run: the batch plan asks it first."""
+        """`kind_answers.whole_program`, once per run: the batch plan asks it first."""
         key = (bundle.name, exporter, old, fix.id)
         if key not in self._wholes:
             self._wholes[key] = whole_program(self, bundle, exporter, old, fix)
@@ -123,39 +127,59 @@ class Analyzer:
         return self._load_answers[key]
 
     def answer(self, bundle: Bundle, fix: Fix, target: str) -> BundleAnswer:
-        if fix.record_kind.probe == LOAD_CHECKS:
-            # no program comparison: does the shipped asset load where it ships?
-            return asset_answer(self, bundle, fix, target)
-        recorded = bundle.exporter.converter
-        chain: list[str] = []
+        """Which of the bundle's shipped programs does the record change, re-exported with
+        `target`? Answered the way the record's kind says (`oracle/catalog/record_kinds.py`)."""
+        return fix.record_kind.answer(self, Question(bundle, fix, target))
+
+    # the ways of answering a kind picks (oracle.catalog.record_kinds.AnswerContext)
+
+    def by_load_check(self, question: Question) -> BundleAnswer:
+        # no program comparison: does the shipped asset load where it ships?
+        return asset_answer(self, question)
+
+    def by_whole_program(self, question: Question) -> BundleAnswer:
+        framed = self._framed(question)
+        return self._undecidable(framed) or pipeline_answer(self, framed)
+
+    def by_construct_probes(self, question: Question) -> BundleAnswer:
+        framed = self._framed(question)
+        return self._undecidable(framed) or self._lowering_answer(framed)
+
+    def _framed(self, question: Question) -> Framed:
+        """The answer's start: the exporter it is answered from, and the instances of the
+        record's constructs."""
+        bundle, fix = question.bundle, question.fix
         exporter, assumed = exporter_release(bundle.exporter, self.catalog)
         if assumed:
-            chain.append(f"exporter not recorded ({bundle.exporter.source}); assumed the "
-                         f"oldest supported release, coreai-torch {exporter}")
+            line = (f"exporter not recorded ({bundle.exporter.source}); assumed the oldest "
+                    f"supported release, coreai-torch {exporter}")
         else:
-            chain.append(f"exported with coreai-torch {recorded} ({bundle.exporter.source})")
+            line = f"exported with coreai-torch {bundle.exporter.converter} " \
+                   f"({bundle.exporter.source})"
         instances = tuple(i for i in bundle.instances if i.kind in fix.constructs)
-        what = " or ".join(fix.constructs)
+        return Framed(question, exporter, instances,
+                      self.deployment(bundle, question.target), [line])
 
-        def done(verdict: Verdict, reexport: Reexport, reason: str,
-                 probes: tuple[ProbeAnswer, ...] = (),
-                 runtimes: tuple[str, ...] = (),
-                 findings: tuple[ConditionFinding, ...] = ()) -> BundleAnswer:
-            # With probes, the chain already ends with each probe's verdict and reason.
-            steps = chain if probes else chain + [reason]
-            return BundleAnswer(bundle.name, exporter, recorded, bundle.exporter.source,
-                                instances, probes, verdict, reexport, reason, tuple(steps),
-                                runtimes, findings, self.deployment(bundle, target))
-
+    def _undecidable(self, framed: Framed) -> BundleAnswer | None:
+        """The answer decided before any program is compared: by an exporter the oracle cannot
+        build, or by versions alone."""
+        fix, exporter = framed.question.fix, framed.exporter
         if exporter not in self.catalog.releases:
-            return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
-                        f"exporter coreai-torch {exporter} is not a release the oracle can build")
+            return framed.done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
+                               f"exporter coreai-torch {exporter} is not a release the oracle "
+                               "can build")
         if version_key(exporter) >= version_key(fix.ships_in):
             # Decided by versions alone: the bundle was exported with the fix in place.
-            return done(Verdict.NOT_AFFECTED, Reexport.NO,
-                        f"fix {fix.label} ships in {fix.ships_in}; already in {exporter}")
-        if fix.record_kind.changes_optimizer:
-            return pipeline_answer(self, bundle, fix, exporter, chain, done)
+            return framed.done(Verdict.NOT_AFFECTED, Reexport.NO,
+                               f"fix {fix.label} ships in {fix.ships_in}; already in {exporter}")
+        return None
+
+    def _lowering_answer(self, framed: Framed) -> BundleAnswer:
+        """A lowering record: what tracing found of its constructs decides whether anything is
+        compared; each instance is then probed under the exporter and the target."""
+        bundle, fix, target = framed.question.bundle, framed.question.fix, framed.question.target
+        instances, chain, done = framed.instances, framed.chain, framed.done
+        what = " or ".join(fix.constructs)
         looked_for = set(bundle.trace.get("detected", []))
         unseen = [c for c in fix.constructs if c not in looked_for]
         if not instances and unseen:
@@ -174,7 +198,7 @@ class Analyzer:
             return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
                         f"the probe library has no probe for {', '.join(missing)} yet")
         try:
-            old_env, new_env = self.session.env(exporter), self.session.env(target)
+            envs = self.session.env(framed.exporter), self.session.env(target)
         except EnvError as exc:
             return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
         probes: list[ProbeAnswer] = []
@@ -185,24 +209,41 @@ class Analyzer:
             if weights is not None and construct_of(instance.kind).checkpoint:
                 # The bundle's own tensors: each traced module measured, no threshold inferred.
                 own = [self._credit(p, fix) for p in
-                       self._own_tensors(bundle, instance, weights, old_env, new_env)]
+                       self._own_tensors(bundle, instance, weights, *envs)]
                 probes.extend(own)
                 measured_lines += _measured_lines(instance, own, weights)
                 continue
-            trained = self._credit(self.probe(bundle, instance, old_env, new_env), fix)
-            decided = trained
-            for condition in self.conditions.get(instance.kind, []):
-                variant = self._credit(
-                    self.probe(bundle, instance, old_env, new_env, condition), fix)
-                if _rank(variant) >= _rank(trained):
-                    continue  # these values do not make it worse: no condition
-                weights = self.weights.get(bundle.name)
-                found = ConditionFinding(instance, condition, trained, variant,
-                                         check(condition, weights) if weights else None)
-                findings.append(found)
-                if _rank(found.decided) < _rank(decided):
-                    decided = found.decided
+            decided, found = self._under_conditions(bundle, instance, fix, *envs)
             probes.append(decided)
+            findings += found
+        return self._concluded(framed, probes, findings, measured_lines)
+
+    def _under_conditions(self, bundle: Bundle, instance: Instance, fix: Fix, old_env: Env,
+                          new_env: Env) -> tuple[ProbeAnswer, list[ConditionFinding]]:
+        """One instance probed with trained-looking values, then under each condition of its
+        construct: the answer that applies to the bundle, and the conditions that make it
+        worse (decided by the bundle's weights when given)."""
+        trained = self._credit(self.probe(bundle, instance, old_env, new_env), fix)
+        decided = trained
+        findings = []
+        for condition in self.conditions.get(instance.kind, []):
+            variant = self._credit(
+                self.probe(bundle, instance, old_env, new_env, condition), fix)
+            if _rank(variant) >= _rank(trained):
+                continue  # these values do not make it worse: no condition
+            weights = self.weights.get(bundle.name)
+            found = ConditionFinding(instance, condition, trained, variant,
+                                     check(condition, weights) if weights else None)
+            findings.append(found)
+            if _rank(found.decided) < _rank(decided):
+                decided = found.decided
+        return decided, findings
+
+    def _concluded(self, framed: Framed, probes: list[ProbeAnswer],
+                   findings: list[ConditionFinding], measured_lines: list[str]) -> BundleAnswer:
+        """The probes' answer: the worst level decides, and the chain says each probe's verdict,
+        each condition and where a runtime refused the exporter's asset."""
+        bundle, chain = framed.question.bundle, framed.chain
         level = worst(p.verdict.reexport for p in probes)
         deciding = next(p for p in probes if p.verdict.reexport == level)
         chain.extend(f"{p.spec.label()}: {p.verdict.verdict} - {p.verdict.reason}"
@@ -222,20 +263,18 @@ class Analyzer:
                 note = f"condition '{f.condition.when}' {verdict} in {f.check.weights}: " \
                        f"{f.check.detail}"
             chain.append(f"{f.instance.kind}: {note}")
-        runtimes = tuple(sorted({p.result.measurement.runtime for p in probes
-                                 if p.result and p.result.measurement
-                                 and p.result.measurement.ok}))
-        refused = sorted({(p.result.measurement.runtime, a) for p in probes
-                          if p.result and p.result.measurement and p.result.measurement.ok
-                          for a in p.result.measurement.attempts})
+        measured = [p.result.measurement for p in probes
+                    if p.result and p.result.measurement and p.result.measurement.ok]
+        runtimes = tuple(sorted({m.runtime for m in measured if m is not None}))
+        refused = sorted({(m.runtime, a) for m in measured if m is not None for a in m.attempts})
         for runtime, attempt in refused:
             # A runtime that could not run the exporter's asset is a finding about the bundle,
             # not only a detour of the measurement: say where it is answered.
             chain.append(f"measured on {runtime} after {attempt}; whether the shipped asset "
                          f"loads where it ships is the load check's answer (asset records, "
                          f"e.g. `inventory affected --fix 28`, and `inventory plan`)")
-        return done(deciding.verdict.verdict, level, reason, tuple(probes), runtimes,
-                    tuple(findings))
+        return framed.done(deciding.verdict.verdict, level, reason, tuple(probes), runtimes,
+                           tuple(findings))
 
     def probe(self, bundle: Bundle, instance: Instance, old_env: Env, new_env: Env,
               condition: Condition | None = None, spec: ProbeSpec | None = None
@@ -418,12 +457,31 @@ def releases_needed(bundles: list[Bundle], target: str, fix: Fix | None,
         if fix is None:
             wanted += between(exporter, target) if swept else []
             continue
-        if fix.record_kind.probe == CONSTRUCT_REGIMES and not fix.record_kind.changes_optimizer \
-                and any(i.kind in fix.constructs for i in bundle.instances):
-            wanted += between(exporter, target)
+        converts = _Converts(between(exporter, target))
+        wanted += fix.record_kind.answer(converts, Question(bundle, fix, target))
         if swept:
             wanted += list(own_step(catalog, exporter, fix))
     return sorted(set(wanted), key=version_key)
+
+
+class _Converts:
+    """The releases a bundle's answer for a record converts in, beside its own step's registry
+    sweep: its construct probes' range from the exporter to the target, compared step by step
+    (attribution). The other ways of answering build theirs when they ask."""
+
+    def __init__(self, releases: list[str]) -> None:
+        self.releases = releases  # from the bundle's exporter to the target
+
+    def by_construct_probes(self, question: Question) -> list[str]:
+        fix = question.fix
+        held = any(i.kind in fix.constructs for i in question.bundle.instances)
+        return self.releases if held else []
+
+    def by_load_check(self, question: Question) -> list[str]:
+        return []
+
+    def by_whole_program(self, question: Question) -> list[str]:
+        return []
 
 
 def _own_step(bundle: Bundle, fix: Fix, catalog: Catalog) -> tuple[str, str] | None:

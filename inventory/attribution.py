@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from inventory.bisected import narrowed
+from inventory.bisect_evidence import narrowed
 from oracle.catalog import Catalog, EnvError, Fix, between, version_key
 from oracle.compare import Identity, ProbeResult, ProbeSpec, Side
 from oracle.infra import Routine

@@ -14,23 +14,20 @@ never change an answer.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from inventory.attribution import explained_by, own_step, program_changed, release_steps
 from inventory.instances import instance_spec, probed_keys
-from inventory.record_answers import asset_spec
+from inventory.kind_answers import Means, Question, asset_spec
 from inventory.registry import Bundle, exporter_release
-from inventory.release_notes import regimes_of_notes, registry_regimes
-from oracle.catalog import LOAD_CHECKS, EnvError, Fix, Regime, between, version_key
+from inventory.release_notes import regimes_of_notes
+from inventory.sweep import registry_regimes
+from oracle.catalog import EnvError, Fix, Regime, between, version_key
 from oracle.compare import ProbeResult, ProbeSpec
 from oracle.constructs import get as construct_of
 from oracle.constructs import has_probe
 from oracle.envs import Env
 from oracle.executors import Comparison
 from oracle.session import Session
-
-if TYPE_CHECKING:
-    from inventory.affected import Analyzer
 
 Step = tuple[str, str]
 # plan: per bundle, its (exporter, target) and the release steps between
@@ -65,46 +62,73 @@ def located(session: Session, spec: ProbeSpec, old: str, new: str
     return then
 
 
-def answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, target: str) -> list[Comparison]:
-    """What `Analyzer.answer(bundle, fix, target)` compares: a lowering record's probes of each
-    traced instance (trained-looking values and each condition's), a pipeline record's asset
-    probe at its own step when no whole-program check answers it. Load checks are no
-    comparisons; a probe with a checkpoint's own tensors is made when asked."""
-    session, catalog = analyzer.session, analyzer.catalog
-    if fix.record_kind.probe == LOAD_CHECKS:
-        return []
-    exporter, _ = exporter_release(bundle.exporter, catalog)
-    if exporter not in catalog.releases or version_key(exporter) >= version_key(fix.ships_in):
-        return []
-    if fix.record_kind.changes_optimizer:
-        old, _ = own_step(catalog, exporter, fix)
-        envs = _envs(session, old, fix.ships_in)
-        if envs is None or analyzer.verify:
+class _Compared:
+    """What each way of answering a record compares
+    (`oracle.catalog.record_kinds.AnswerContext`), by the path `Analyzer.answer` takes with the
+    same spec builders."""
+
+    def __init__(self, means: Means) -> None:
+        self.means = means
+
+    def by_load_check(self, question: Question) -> list[Comparison]:
+        return []  # load checks are no comparisons
+
+    def by_whole_program(self, question: Question) -> list[Comparison]:
+        """The asset probe at the record's own step when no whole-program check answers it."""
+        means, bundle, fix = self.means, question.bundle, question.fix
+        exporter = self._exporter(question)
+        if exporter is None:
+            return []
+        old, _ = own_step(means.catalog, exporter, fix)
+        envs = _envs(means.session, old, fix.ships_in)
+        if envs is None or means.verify:
             return []  # --verify measures the whole program first: asked when needed
-        whole, _ = analyzer.whole(bundle, exporter, old, fix)
+        whole, _ = means.whole(bundle, exporter, old, fix)
         return [] if whole is not None else [Comparison(asset_spec(bundle), *envs)]
-    instances = [i for i in bundle.instances if i.kind in fix.constructs]
-    if not instances or any(not has_probe(i.kind) for i in instances):
-        return []
-    envs = _envs(session, exporter, target)
-    if envs is None:
-        return []
-    out = []
-    for instance in instances:
-        if bundle.name in analyzer.weights and construct_of(instance.kind).checkpoint:
-            continue
-        specs = [instance_spec(bundle, instance)] + [
-            instance_spec(bundle, instance, c.params)
-            for c in analyzer.conditions.get(instance.kind, [])]
-        out += [Comparison(s, *envs, then=located(session, s, exporter, target)) for s in specs]
-    return out
+
+    def by_construct_probes(self, question: Question) -> list[Comparison]:
+        """The probes of each traced instance (trained-looking values and each condition's);
+        a probe with a checkpoint's own tensors is made when asked."""
+        means, bundle, fix = self.means, question.bundle, question.fix
+        exporter = self._exporter(question)
+        instances = [i for i in bundle.instances if i.kind in fix.constructs]
+        if exporter is None or not instances or any(not has_probe(i.kind) for i in instances):
+            return []
+        envs = _envs(means.session, exporter, question.target)
+        if envs is None:
+            return []
+        out = []
+        for instance in instances:
+            if bundle.name in means.weights and construct_of(instance.kind).checkpoint:
+                continue
+            specs = [instance_spec(bundle, instance)] + [
+                instance_spec(bundle, instance, c.params)
+                for c in means.conditions.get(instance.kind, [])]
+            out += [Comparison(s, *envs, then=located(means.session, s, exporter,
+                                                      question.target)) for s in specs]
+        return out
+
+    def _exporter(self, question: Question) -> str | None:
+        """The bundle's exporter, when the answer compares anything from it (a release the
+        oracle can build, before the record ships)."""
+        catalog = self.means.catalog
+        exporter, _ = exporter_release(question.bundle.exporter, catalog)
+        if exporter not in catalog.releases or \
+                version_key(exporter) >= version_key(question.fix.ships_in):
+            return None
+        return exporter
+
+
+def answer(means: Means, bundle: Bundle, fix: Fix, target: str) -> list[Comparison]:
+    """What `Analyzer.answer(bundle, fix, target)` compares, as the record's kind answers it."""
+    return fix.record_kind.answer(_Compared(means), Question(bundle, fix, target))
 
 
 def registry_sweep(session: Session, wanted: dict[Step, list[Bundle]], fixes: list[Fix],
                    after_worker_failure: bool = False,
                    judged: Judged | None = None
                    ) -> list[Comparison]:
-    """What `release_notes.sweep_steps(wanted, ...)` compares: every traced instance of the
+    """What `sweep.sweep_steps(wanted, ...)` compares: every traced instance of the
     bundles crossing each step, under that step. `after_worker_failure` False: a job is
     optional (not started once a worker of its releases failed: the sweep skips such a step).
 
@@ -143,29 +167,29 @@ def _judged(session: Session, regime: Regime, step: Step, fixes: list[Fix],
     return then
 
 
-def affected(analyzer: Analyzer, bundles: list[Bundle], fix: Fix, target: str,
+def affected(means: Means, bundles: list[Bundle], fix: Fix, target: str,
              steps: dict[Step, list[Bundle]], fixes: list[Fix]) -> list[Comparison]:
     """`affected --fix`: each bundle's answer, then the registry sweep of the fix's own step."""
-    out = [c for b in bundles for c in answer(analyzer, b, fix, target)]
-    return out + registry_sweep(analyzer.session, steps, fixes)
+    out = [c for b in bundles for c in answer(means, b, fix, target)]
+    return out + registry_sweep(means.session, steps, fixes)
 
 
-def plan(analyzer: Analyzer, bundles: list[Bundle], fixes: list[Fix], to: str,
+def plan(means: Means, bundles: list[Bundle], fixes: list[Fix], to: str,
          ranges: dict[str, list[Step]]) -> list[Comparison]:
     """`plan --to`: every record in each bundle's range, answered; the registry sweep of every
     step of each range, each unexplained change judged exporter -> target."""
-    catalog = analyzer.catalog
+    catalog = means.catalog
     out = []
     judged: Judged = {}
     wanted: dict[Step, list[Bundle]] = {}
     for bundle in bundles:
         exporter, _ = exporter_release(bundle.exporter, catalog)
         for fix in between(fixes, exporter, to):
-            out += answer(analyzer, bundle, fix, to)
+            out += answer(means, bundle, fix, to)
         judged[bundle.name] = ((exporter, to), ranges[bundle.name])
         for step in ranges[bundle.name]:
             wanted.setdefault(step, []).append(bundle)
-    return out + registry_sweep(analyzer.session, wanted, fixes, judged=judged)
+    return out + registry_sweep(means.session, wanted, fixes, judged=judged)
 
 
 def regimes(session: Session, regimes: list[Regime], old: str, new: str

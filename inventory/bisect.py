@@ -36,7 +36,8 @@ from inventory.errors import UsageError
 from inventory.gitrepo import Commit, Repo
 from inventory.policy import Policy
 from inventory.registry import Bundle
-from inventory.release_notes import asset_regimes, registry_regimes, sweep
+from inventory.release_notes import asset_regimes
+from inventory.sweep import registry_regimes, sweep
 from oracle.catalog import Catalog, Fix, Regime
 from oracle.compare import ProbeResult
 from oracle.envs import PACKAGE, Env, ensure_source_env, package_digest
@@ -211,11 +212,11 @@ def bisect(old: str, new: str, repo_path: Path, fixes: list[Fix], library: list[
            use_cache: bool = True, progress: Progress = lambda _: None,
            only: frozenset[str] = frozenset(), every_commit: bool = False,
            allow_code: bool = False) -> Bisection:
-    from inventory.release_notes import _check_pair
+    from inventory.sweep import check_pair
 
     if not allow_code:
         raise UsageError(CONSENT)
-    _check_pair(old, new, catalog)
+    check_pair(old, new, catalog)
     repo = Repo(repo_path)
     (a, how_a), (b, how_b) = repo.release_commit(old), repo.release_commit(new)
     line = [a, *repo.first_parent(a, b)]

@@ -16,15 +16,15 @@ from typing import Any
 
 from inventory import batch
 from inventory.affected import Analyzer, prefetch
-from inventory.answers import BundleAnswer
+from inventory.answer_types import BundleAnswer
 from inventory.attribution import Step, release_steps
 from inventory.errors import InputFileError, UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
-from inventory.loads import LoadAnswer, load_answer_record
+from inventory.load_answers import LoadAnswer, load_answer_record
 from inventory.policy import Policy
 from inventory.registry import Bundle, exporter_release
-from inventory.release_notes import StepSweeps, Unrecorded, sweep_steps
 from inventory.summary import BundleLine, Summary, summarise
+from inventory.sweep import StepSweeps, Unrecorded, sweep_steps
 from inventory.verdict import IGNORED, ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.catalog import Catalog, EnvError, Fix, between, version_key
 from oracle.compare import ProbeResult

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from inventory.errors import InventoryError
+from inventory.scan.bundle_loads import REPAIR_KEY
 from inventory.scan.bundles import check_program, read_metadata
-from inventory.scan.loads import REPAIR_KEY
 from inventory.scan.model import BundleError
 from oracle.catalog import Catalog, EnvError, cores
 from oracle.clients import ScanWorker

@@ -65,7 +65,7 @@ def sweep(reg: Path, cache: Path, *extra: str) -> tuple[float, str]:
 def shipped_jobs() -> int:
     """Jobs of one `sweep --registry` step over the shipped registry (its distinct instances)."""
     from inventory.registry import DEFAULT_REGISTRY, load_registry
-    from inventory.release_notes import registry_regimes
+    from inventory.sweep import registry_regimes
 
     return len(registry_regimes(load_registry(DEFAULT_REGISTRY)))
 

@@ -185,7 +185,7 @@ def test_release_notes_credit_a_change_to_the_record_bisection_names(tmp_path):
     """Two records of one step name arange (#13, #25 with alias #27); a bisect document that
     credits a regime's change to #13's commit takes it out of #25's changes, not #13's; a
     regime no document names keeps the step's attribution."""
-    from inventory.bisected import load_bisected
+    from inventory.bisect_evidence import load_bisected
     from inventory.release_notes import _elsewhere
     from oracle.catalog.fixes import load_fixes
     from oracle.catalog.regimes import load_regimes
@@ -214,15 +214,15 @@ def test_a_bisected_step_explains_a_change_only_by_the_record_owning_the_commit(
     """What sweep, plan and affected credit a step's change to: the records naming the
     construct, narrowed by bisection to the one whose pull request (or alias) owns the commit;
     untouched where the probe was not bisected; empty where the commit is no such record's."""
-    from inventory import bisected
-    from inventory.bisected import Attributed, narrowed
+    from inventory import bisect_evidence
+    from inventory.bisect_evidence import Attributed, narrowed
     from oracle.catalog.fixes import load_fixes
     from oracle.catalog.regimes import load_regimes
 
     fixes = load_fixes()
     arange = [r for r in load_regimes() if r.construct == "arange"]
     by_13, by_27, by_other, unbisected = (r.spec for r in arange[:4])
-    monkeypatch.setattr(bisected, "_recorded", lambda: {
+    monkeypatch.setattr(bisect_evidence, "_recorded", lambda: {
         ("0.4.0", "0.4.1", by_13.key()): Attributed(("13",), ("53d6bdd (#13)",), "e"),
         ("0.4.0", "0.4.1", by_27.key()): Attributed(("27",), ("779df85 (#27)",), "e"),
         ("0.4.0", "0.4.1", by_other.key()): Attributed(("12",), ("3a3ed6f (#12)",), "e")})

@@ -1,7 +1,6 @@
 """The converter's own tests hold the library: every fix record with an upstream pull
 request lists that PR's test cases in `oracle/catalog/conformance.toml`, and each case names the
-regimes
-that hold it, under the table the upstream test converts with, or says why none does."""
+regimes that hold it, under the table the upstream test converts with, or says why none does."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ from inventory.release_notes import asset_regimes
 from oracle import constructs
 from oracle.catalog.conformance import ConformanceError, load_records
 from oracle.catalog.fixes import load_fixes
-from oracle.catalog.record_kinds import CONSTRUCT_REGIMES, LOAD_CHECKS
 from oracle.catalog.regimes import load_regimes
 
 FIXES = {f.id: f for f in load_fixes()}
@@ -56,9 +54,9 @@ def test_every_case_has_a_regime_of_its_record_under_its_table(record, case):
     assert case.regimes, f"{case.test} ({case.params}): no regime and no `unmapped` reason"
     fix = FIXES[record.fix]
     # a location test is an asset record's: its library answer is the asset probe's load checks
-    assert (case.checks == "locations") == (fix.record_kind.probe == LOAD_CHECKS), (
+    assert (case.checks == "locations") == (not fix.record_kind.compares_programs), (
         f"{case.test}: `locations` cases belong to asset records, and only those")
-    if fix.record_kind.probe != CONSTRUCT_REGIMES:
+    if not fix.record_kind.names_constructs:
         # a record without constructs is probed with the asset probe, so its cases are too
         assert set(case.regimes) <= ASSET_REGIMES, f"{case.test}: not an asset probe regime"
         return
@@ -198,7 +196,7 @@ def test_the_location_worker_reads_fused_locations_in_0_4_0_and_debuginfo_in_0_4
 
     spec = {"construct": "asset_hierarchy", "params": {"depth": 1, "channels": 4, "length": 8},
             "dtype": "float32", "seed": 0}
-    worker = Path(__file__).resolve().parent.parent / "oracle" / "workers" / "location_worker.py"
+    worker = Path(__file__).resolve().parent.parent / "oracle" / "location_worker.py"
     answers = {}
     for release in ("0.4.0", "0.4.1"):
         done = subprocess.run([str(env(release).python), str(worker), json.dumps(spec),

@@ -21,7 +21,7 @@ COREAI_ALLOWED = {
     "oracle.workers.location_worker":
         "the in-environment debug-location reader (scripts/conformance)",
     "oracle.constructs.quantize": "the probe of coreai-torch's own quantize ops (built in env)",
-    "inventory.trace.worker": "the trace subprocess: get_decomp_table() only",
+    "inventory.trace.trace_worker": "the trace subprocess: get_decomp_table() only",
 }
 
 

@@ -10,8 +10,9 @@ from golden.answers import alone_entry
 
 from inventory.policy import load_policy
 from inventory.registry import load_registry
-from inventory.release_notes import release_notes, sweep
+from inventory.release_notes import release_notes
 from inventory.report.notes_report import notes_json, notes_markdown, sweep_json
+from inventory.sweep import sweep
 from oracle.catalog.fixes import load_fixes
 from oracle.catalog.regimes import load_regimes
 from oracle.catalog.releases import load_catalog

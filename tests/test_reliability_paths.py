@@ -20,7 +20,7 @@ from cli import invoke
 
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.instances import instance_spec
-from inventory.record_answers import asset_spec
+from inventory.kind_answers import asset_spec
 from inventory.registry import load_registry
 from inventory.verify import forms, parts
 from oracle.catalog.fixes import load_fixes

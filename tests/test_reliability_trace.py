@@ -3,9 +3,10 @@
 The builders are foreign code the test writes (`trace --allow-code` of a registry target in a
 module of its own): one that never returns, one that forks a child holding the inherited stdout
 and stderr and then raises, one that starts a `setsid` grandchild (out of the process group)
-and raises, and one that takes a 2 MB keyword argument. The supervisor (`inventory.trace.worker`:
-a child subreaper in its own process group, options in a file) answers each in one line within
-its stated limit, and no process the builder started survives the run.
+and raises, and one that takes a 2 MB keyword argument. The supervisor
+(`inventory.trace.trace_worker`: a child subreaper in its own process group, options in a file)
+answers each in one line within its stated limit, and no process the builder started survives
+the run.
 """
 
 from __future__ import annotations

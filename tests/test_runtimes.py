@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from inventory.deployment import deployment, parse_overrides
 from inventory.registry import RegistryError, load_registry
-from inventory.runtimes import deployment, parse_overrides
 from oracle.catalog.fixes import FixError, find_fix, load_fixes
 from oracle.catalog.releases import Catalog, EnvError, Release, load_catalog
 from oracle.catalog.runtimes import cores, parse_runtime

@@ -21,7 +21,8 @@ from inventory.instances import probed_keys
 from inventory.plan import plan
 from inventory.policy import load_policy
 from inventory.registry import DEFAULT_REGISTRY, load_registry
-from inventory.release_notes import registry_regimes, release_notes, sweep
+from inventory.release_notes import release_notes
+from inventory.sweep import registry_regimes, sweep
 from oracle.catalog.fixes import find_fix, load_fixes
 from oracle.catalog.regimes import load_regimes
 from oracle.catalog.releases import EnvError
@@ -175,7 +176,7 @@ def test_a_step_that_cannot_be_swept_makes_the_bundle_inconclusive(session, bund
                                                                    monkeypatch):
     """The sweep of 0.4.2 -> 0.4.3 failing for want of an environment: parakeet's answers are
     stored (#54 optional), but no change of that step can be ruled out."""
-    import inventory.release_notes as notes
+    import inventory.sweep as notes
 
     real = notes.sweep
 

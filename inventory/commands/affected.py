@@ -100,12 +100,12 @@ def affected_cmd(
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory.affected import affected, parse_weights
+    from inventory.deployment import parse_overrides
     from inventory.ignore import load_ignores
     from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
     from inventory.report.json_report import affected_record
     from inventory.report.table import affected_markdown, affected_summary, affected_table
-    from inventory.runtimes import parse_overrides
     from oracle.catalog import find_fix, load_fixes
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="affected")

@@ -105,6 +105,7 @@ def plan_cmd(
        the probes or could not be made (never reported as a pass)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
+    from inventory.deployment import parse_overrides
     from inventory.ignore import load_ignores
     from inventory.output import Renderer, input_files
     from inventory.plan import (
@@ -118,7 +119,6 @@ def plan_cmd(
     )
     from inventory.policy import load_policy
     from inventory.report.plan_report import plan_markdown, plan_table
-    from inventory.runtimes import parse_overrides
     from inventory.verify.service import verified
     from oracle.catalog import load_fixes
 

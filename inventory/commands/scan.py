@@ -71,8 +71,8 @@ def scan_cmd(
        fresh process: flaky)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
+    from inventory.deployment import parse_overrides
     from inventory.report.scan_report import scan_markdown, scan_record, scan_text
-    from inventory.runtimes import parse_overrides
     from inventory.scan import scan
 
     fmt = OutputFormat.choose(as_json, chosen=output_format, command="scan")

@@ -83,8 +83,8 @@ def sweep_cmd(
     from inventory import batch
     from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
-    from inventory.release_notes import Sweep, registry_regimes, sweep
     from inventory.report.notes_report import sweep_markdown, sweep_record, sweep_table
+    from inventory.sweep import Sweep, registry_regimes, sweep
     from oracle.catalog import load_fixes, load_regimes
     from oracle.session import Session
 

@@ -26,12 +26,12 @@ from inventory.errors import UsageError
 from inventory.gitrepo import Commit, Repo
 from inventory.policy import Policy
 from inventory.registry import Bundle
-from inventory.release_notes import RegimeOutcome, asset_regimes, registry_regimes, sweep
+from inventory.release_notes import asset_regimes
+from inventory.sweep import RegimeOutcome, registry_regimes, sweep
 from oracle.catalog import Catalog, EnvError, Regime, cores
 from oracle.infra import Progress
-from oracle.load_check import load_check
+from oracle.load_check import LoadCheck, load_check
 from oracle.session import Session
-from oracle.store import LoadCheck
 from oracle.workers import asset_probe
 
 LIBRARY, REGISTRY, ASSET = "library", "registry", "asset probe"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from inventory.answers import AffectedReport, BundleAnswer, ProbeAnswer
+from inventory.answer_types import AffectedReport, BundleAnswer, ProbeAnswer
 from inventory.attribution import Step
-from inventory.loads import load_answer_record
+from inventory.load_answers import load_answer_record
 from inventory.registry import Instance
 from inventory.verdict import ProbeVerdict
 from oracle.compare import ProbeResult

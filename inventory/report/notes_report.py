@@ -11,12 +11,13 @@ from rich.text import Text
 
 from inventory.attribution import step_line
 from inventory.output import envelope
-from inventory.release_notes import FixNotes, RegimeOutcome, ReleaseNotes, Sweep
+from inventory.release_notes import FixNotes, ReleaseNotes
 from inventory.report.json_report import result_fields, step_json, with_alone_check
 from inventory.report.text import md_cell
-from oracle.catalog import HOLDERS
+from inventory.sweep import RegimeOutcome, Sweep
+from oracle.catalog import Fix
 from oracle.compare import Identity
-from oracle.store import LoadCheck
+from oracle.load_check import LoadCheck
 
 _DIFF_LINES = 12
 
@@ -82,6 +83,21 @@ def _drafted_line(f: FixNotes) -> list[str]:
         return []
     return [f"Drafted ({f.fix.checked}): {md_cell(d.grouped_by)}. Conditions measured for the "
             f"draft: {md_cell('; '.join(d.conditions) or 'none')}.", ""]
+
+
+class _Concerned:
+    """The sentence naming the bundles a record's notes concern, as its kind concerns them."""
+
+    def __init__(self, notes: FixNotes) -> None:
+        self.bundles = notes.bundles
+
+    def holders(self, record: Fix) -> str:
+        return (f"Shipped bundles holding {' or '.join(record.constructs)}: "
+                f"{', '.join(self.bundles) or 'none'}.")
+
+    def exported_before(self, record: Fix) -> str:
+        return (f"A change of the {record.kind}: it concerns every bundle exported before "
+                f"{record.ships_in} ({', '.join(self.bundles) or 'none in the registry'}).")
 
 
 def _summary_json(f: FixNotes) -> dict[str, Any] | None:
@@ -199,12 +215,7 @@ def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
         alias = f" (also #{', #'.join(f.fix.aliases)})" if f.fix.aliases else ""
         out.append(f"## {f.fix.label}{alias} {f.fix.title}")
         out.append("")
-        if f.fix.record_kind.concerns == HOLDERS:
-            held = (f"Shipped bundles holding {' or '.join(f.fix.constructs)}: "
-                    f"{', '.join(f.bundles) or 'none'}.")
-        else:
-            held = (f"A change of the {f.fix.kind}: it concerns every bundle exported before "
-                    f"{f.fix.ships_in} ({', '.join(f.bundles) or 'none in the registry'}).")
+        held = f.fix.record_kind.concerned(_Concerned(f), f.fix)
         out.append(f"Upstream: {f.fix.upstream or 'not public'}. {held}")
         out.append("")
         out += _drafted_line(f)

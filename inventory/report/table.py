@@ -6,7 +6,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from inventory.answers import AffectedReport, BundleAnswer
+from inventory.answer_types import AffectedReport, BundleAnswer
 from inventory.report.text import md_cell
 from inventory.summary import BundleLine, Summary, summarise
 from inventory.verdict import IGNORED

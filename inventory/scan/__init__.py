@@ -2,10 +2,10 @@
 
 A bundle is data. This process reads `metadata.json` as JSON and checks `main.mlirb` against
 `main.hash`; the program itself is parsed by coreai-core's own bindings in a converter
-environment (`oracle/workers/scan_worker.py`), in a subprocess whose native abort is contained.
-Nothing
-from a bundle is ever run or imported. Then each runtime loads it (`loads.py`: compiled and
-loaded, never run), and the exporter its producer stamp points to is named.
+environment (`oracle/workers/scan_worker.py`), in a subprocess whose native abort is
+contained. Nothing from a bundle is ever run or imported. Then each runtime loads it
+(`bundle_loads.py`: compiled and loaded, never run), and the exporter its producer stamp points
+to is named.
 
 Which core reads a bundle: the one its `producer` names; a bundle without a producer is of the
 1.0.0b1 era (coreai-torch 0.4.0 stamps none), and 1.0.0b2/b3 abort on such an asset, so it is read
@@ -23,9 +23,9 @@ from pathlib import Path
 
 from inventory.registry import Bundle
 from inventory.scan.against_registry import link_registry
+from inventory.scan.bundle_loads import check_loads, inferred_exporter
 from inventory.scan.bundles import find_bundles, outside_roots
 from inventory.scan.ir import resolve_entry
-from inventory.scan.loads import check_loads, inferred_exporter
 from inventory.scan.model import (
     BundleError,
     BundleScan,

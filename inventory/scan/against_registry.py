@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from inventory.registry import UNKNOWN, Bundle
-from inventory.scan.loads import load_finding, repaired
+from inventory.scan.bundle_loads import load_finding, repaired
 from inventory.scan.model import BundleScan, Finding, RegistryLink, Status, dtype_name
 from inventory.scan.readers import core_order
 from oracle import constructs

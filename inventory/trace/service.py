@@ -37,7 +37,7 @@ from oracle.envs import Env, ensure_env, site_packages
 from oracle.infra import scratch, seconds
 
 TRACE_TIMEOUT = "INVENTORY_TRACE_TIMEOUT"
-OPTIONS, RESULT = "options.json", "result.json"  # in the worker's folder (trace/worker.py)
+OPTIONS, RESULT = "options.json", "result.json"  # in the worker's folder (trace/trace_worker.py)
 _GRACE = 30.0  # past the supervisor's own limit: it is stuck, not the builder
 
 HEADER = """\
@@ -183,7 +183,7 @@ class Supervised:
 def supervised(python: str, module: str, args: list[str], options: dict[str, Any],
                allow_code: bool) -> Supervised:
     """`python -m MODULE ARGS... FOLDER`, the supervisor of a builder's processes
-    (`inventory.trace.worker.supervise`): its own process group, its options and result in a
+    (`inventory.trace.trace_worker.supervise`): its own process group, its options and result in a
     scratch folder of the store (never on argv or a pipe a forked child could hold open), at
     most INVENTORY_TRACE_TIMEOUT seconds. A trace runs so, and so does `verify`'s build of a
     bundle's module."""
@@ -212,8 +212,8 @@ def supervised(python: str, module: str, args: list[str], options: dict[str, Any
 
 def _run_worker(bundle: Bundle, python: str, target: str, site: Path,
                 options: dict[str, Any], allow_code: bool) -> dict[str, Any]:
-    """The trace worker (`inventory.trace.worker`), supervised (`supervised`)."""
-    run = supervised(python, "inventory.trace.worker", [target, str(site)], options,
+    """The trace worker (`inventory.trace.trace_worker`), supervised (`supervised`)."""
+    run = supervised(python, "inventory.trace.trace_worker", [target, str(site)], options,
                      allow_code)
     if run.result is not None:
         return run.result

@@ -213,7 +213,7 @@ def _built(options: dict[str, Any], allow_code: bool) -> Any:
 
 
 def main(argv: list[str]) -> int:
-    from inventory.trace.worker import OPTIONS, RESULT, supervise
+    from inventory.trace.trace_worker import OPTIONS, RESULT, supervise
 
     folder = Path(argv[0])
     options = json.loads((folder / OPTIONS).read_text())
@@ -244,7 +244,7 @@ def _build(options: dict[str, Any], result: Path) -> int:
     import torch
 
     from inventory.trace import trust
-    from inventory.trace.worker import export_context
+    from inventory.trace.trace_worker import export_context
 
     allow_code = bool(options.get("allow_code"))
     if not options.get("recipe"):

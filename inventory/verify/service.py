@@ -30,7 +30,7 @@ from inventory.attribution import release_steps
 from inventory.errors import UsageError
 from inventory.policy import Policy
 from inventory.registry import Bundle, exporter_release
-from inventory.release_notes import Sweep, registry_regimes, sweep
+from inventory.sweep import Sweep, registry_regimes, sweep
 from inventory.trace import trust
 from inventory.trace.service import TraceError, vet
 from inventory.verdict import ProbeVerdict, Reexport, Verdict

@@ -22,10 +22,6 @@ if TYPE_CHECKING:
     from oracle.catalog.fixes import between as between
     from oracle.catalog.fixes import find_fix as find_fix
     from oracle.catalog.fixes import load_fixes as load_fixes
-    from oracle.catalog.record_kinds import ASSET_PROBE as ASSET_PROBE
-    from oracle.catalog.record_kinds import CONSTRUCT_REGIMES as CONSTRUCT_REGIMES
-    from oracle.catalog.record_kinds import HOLDERS as HOLDERS
-    from oracle.catalog.record_kinds import LOAD_CHECKS as LOAD_CHECKS
     from oracle.catalog.regimes import Regime as Regime
     from oracle.catalog.regimes import for_constructs as for_constructs
     from oracle.catalog.regimes import load_regimes as load_regimes
@@ -49,9 +45,7 @@ if TYPE_CHECKING:
 
 # each exported name -> the module of this package that defines it
 _EXPORTS = {
-    "ASSET_PROBE": "record_kinds",
     "CATALOG_FILE": "releases",
-    "CONSTRUCT_REGIMES": "record_kinds",
     "Catalog": "releases",
     "Condition": "conditions",
     "ConditionCheck": "conditions",
@@ -62,8 +56,6 @@ _EXPORTS = {
     "Fields": "schema",
     "Fix": "fixes",
     "FixError": "fixes",
-    "HOLDERS": "record_kinds",
-    "LOAD_CHECKS": "record_kinds",
     "PACKAGED": "releases",
     "PROBE_DTYPES": "schema",
     "Regime": "regimes",

@@ -37,19 +37,19 @@ if TYPE_CHECKING:
 
 # each exported name -> the module of this package that defines it
 _EXPORTS = {
-    "Checkpoint": "checkpoint",
-    "WeightsError": "checkpoint",
-    "instance_tensors": "checkpoint",
     "CATALOG_VAR": "settings",
+    "Checkpoint": "checkpoint",
     "MAX_INPUT_BYTES": "inputfile",
     "Notice": "progress",
     "Progress": "progress",
     "Routine": "progress",
     "Tally": "progress",
+    "WeightsError": "checkpoint",
     "cache_root": "paths",
     "check_all": "settings",
     "check_cache": "settings",
     "in_store": "paths",
+    "instance_tensors": "checkpoint",
     "portable": "portable_paths",
     "read_text": "inputfile",
     "read_toml": "tomlfile",

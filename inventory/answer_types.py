@@ -1,17 +1,17 @@
 """What `affected` answers, and what `plan` and the reports read: one probe's answer, a condition
 finding, one bundle's answer and the report for one fix (built in `affected.py` for lowering
-records and in `record_answers.py` for asset and pipeline records)."""
+records and in `kind_answers.py` for asset and pipeline records)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from inventory.attribution import Step
+from inventory.deployment import Deployment
 from inventory.ignore import Ignore
-from inventory.loads import LoadAnswer
+from inventory.load_answers import LoadAnswer
 from inventory.registry import Instance
-from inventory.release_notes import Unrecorded
-from inventory.runtimes import Deployment
+from inventory.sweep import Unrecorded
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, worst
 from oracle.catalog import Condition, ConditionCheck, Fix
 from oracle.compare import ProbeResult, ProbeSpec
@@ -76,7 +76,7 @@ class BundleAnswer:
     unrecorded: tuple[Unrecorded, ...] = ()
     unrecorded_line: str = ""
     # a pipeline record answered on the bundle's own whole program (its step's regions of the
-    # optimizer stage and drift, `inventory.record_answers.whole_program`); None: the asset probe
+    # optimizer stage and drift, `inventory.kind_answers.whole_program`); None: the asset probe
     whole_program: dict | None = None
     # why the bundle's own program was not checked for this record (a pipeline record the
     # asset probe answered alone): "" when it was, or when the record is not a pipeline one

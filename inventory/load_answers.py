@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from inventory.deployment import Deployment
 from inventory.registry import UNKNOWN, Bundle
-from inventory.runtimes import Deployment
 from inventory.shell_commands import repair_command, scan_command
 from inventory.verdict import Reexport, Verdict
 from oracle.catalog import Catalog, version_key

@@ -1,9 +1,12 @@
-"""How `asset` and `pipeline` fix records are answered for one bundle (`lowering` records are
-answered in `affected.py`, per traced construct; what each kind is:
-`oracle/catalog/record_kinds.py`).
+"""How a bundle is answered for a fix record, beneath `affected.Analyzer` (which answers lowering
+records per traced construct; the kind picks the way: `oracle/catalog/record_kinds.py`).
+
+`Question` is what is asked (a bundle, a record, the target release), `Means` what answering it
+has at hand (the Analyzer, or a test's stand-in), and `Framed` one answer as it is made: its
+chain of reasons, and every way of ending it.
 
 asset: what the saved asset carries besides the program. Answered by the load check (question 2,
-`inventory/loads.py`): does the shipped asset load on the bundle's deployment runtimes?
+`inventory/load_answers.py`): does the shipped asset load on the bundle's deployment runtimes?
 pipeline: what runs around the lowerings (core pin, what to_coreai() returns). Answered on the
 bundle's own whole program where it has a whole-bundle form (`inventory verify`'s parts for the
 release step where the change ships, stored, or measured with `--verify`): the regions of that
@@ -15,21 +18,84 @@ measured like a lowering probe, and the answer says it holds none of the bundle'
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
 
-from inventory.answers import BundleAnswer
+from inventory.answer_types import BundleAnswer, ConditionFinding, ProbeAnswer
 from inventory.attribution import own_step
+from inventory.deployment import Deployment
+from inventory.load_answers import LoadAnswer
+from inventory.policy import Policy
 from inventory.registry import UNKNOWN, Bundle, Instance
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
-from oracle.catalog import EnvError, Fix, version_key
+from oracle.catalog import Catalog, Condition, EnvError, Fix, version_key
 from oracle.compare import ProbeSpec
+from oracle.envs import Env
+from oracle.infra import Progress
 from oracle.session import Session
 from oracle.workers import asset_probe
 
-if TYPE_CHECKING:
-    from inventory.affected import Analyzer
+
+@dataclass(frozen=True)
+class Question:
+    """Which of the bundle's shipped programs does the record change, re-exported with
+    `target`?"""
+
+    bundle: Bundle
+    fix: Fix
+    target: str
+
+
+class Means(Protocol):
+    """What answering a bundle for a record has at hand: the session, the run's settings and
+    the comparisons made once per run (`affected.Analyzer` holds them)."""
+
+    session: Session
+    catalog: Catalog
+    policy: Policy
+    fixes: list[Fix]
+    conditions: dict[str, list[Condition]]
+    weights: dict[str, Path]
+    checks: dict[str, Any]
+    verify: bool
+    use_cache: bool
+    allow_code: bool
+    recipe_root: Path | None
+    progress: Progress
+
+    def whole(self, bundle: Bundle, exporter: str, old: str, fix: Fix) -> tuple[Any, str]: ...
+
+    def probe(self, bundle: Bundle, instance: Instance, old_env: Env, new_env: Env,
+              condition: Condition | None = None, spec: ProbeSpec | None = None
+              ) -> ProbeAnswer: ...
+
+    def load_answer(self, bundle: Bundle, target: str) -> LoadAnswer: ...
+
+    def deployment(self, bundle: Bundle, target: str) -> Deployment: ...
+
+
+@dataclass
+class Framed:
+    """One bundle's answer for one record as it is made: the exporter it is answered from, the
+    traced instances the record names, and the chain of reasons so far."""
+
+    question: Question
+    exporter: str
+    instances: tuple[Instance, ...]
+    deployment: Deployment
+    chain: list[str]
+
+    def done(self, verdict: Verdict, reexport: Reexport, reason: str,
+             probes: tuple[ProbeAnswer, ...] = (), runtimes: tuple[str, ...] = (),
+             findings: tuple[ConditionFinding, ...] = ()) -> BundleAnswer:
+        """The answer: with probes, the chain already ends with each probe's verdict and
+        reason; without, the reason is its last line."""
+        bundle = self.question.bundle
+        steps = self.chain if probes else self.chain + [reason]
+        return BundleAnswer(bundle.name, self.exporter, bundle.exporter.converter,
+                            bundle.exporter.source, self.instances, probes, verdict, reexport,
+                            reason, tuple(steps), runtimes, findings, self.deployment)
 
 
 def asset_spec(bundle: Bundle) -> ProbeSpec:
@@ -45,9 +111,11 @@ def asset_instance(bundle: Bundle) -> Instance:
                     f"and pipeline")
 
 
-def pipeline_answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, exporter: str,
-                    chain: list[str], done: Callable[..., BundleAnswer]) -> BundleAnswer:
-    """A pipeline change touches every program: the asset probe under both releases."""
+def pipeline_answer(analyzer: Means, framed: Framed) -> BundleAnswer:
+    """A pipeline change touches every program: the bundle's own whole program at the record's
+    step, else the asset probe under both releases."""
+    bundle, fix, exporter = framed.question.bundle, framed.question.fix, framed.exporter
+    chain, done = framed.chain, framed.done
     # Compared at the release step where the change ships, so that lowering changes of other
     # steps between the exporter and the target are not attributed to it.
     old, _ = own_step(analyzer.catalog, exporter, fix)
@@ -59,7 +127,7 @@ def pipeline_answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, exporter: str,
         return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
     whole, why_not = analyzer.whole(bundle, exporter, old, fix)
     if whole is not None:
-        return _on_whole_program(analyzer, bundle, fix, whole, chain, done)
+        return _on_whole_program(analyzer, framed, whole)
     chain.append(f"not answered on the bundle's own program: {why_not}; the asset probe "
                  "stands in, and it holds none of the bundle's own patterns")
     answer = analyzer.probe(bundle, asset_instance(bundle), old_env, new_env,
@@ -79,8 +147,9 @@ def pipeline_answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, exporter: str,
                    not_checked=why_not)
 
 
-def asset_answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, target: str) -> BundleAnswer:
+def asset_answer(analyzer: Means, question: Question) -> BundleAnswer:
     """An asset change: does the shipped asset load on the bundle's deployment runtimes?"""
+    bundle, fix, target = question.bundle, question.fix, question.target
     recorded = bundle.exporter.converter
     load = analyzer.load_answer(bundle, target)
     chain = [f"must load on {load.deployment.describe()}"]
@@ -106,7 +175,7 @@ def asset_answer(analyzer: Analyzer, bundle: Bundle, fix: Fix, target: str) -> B
                         load)
 
 
-def whole_program(analyzer: Analyzer, bundle: Bundle, exporter: str, old: str, fix: Fix
+def whole_program(analyzer: Means, bundle: Bundle, exporter: str, old: str, fix: Fix
                   ) -> tuple[Any, str]:
     """The bundle's whole-program check holding the step `old -> fix.ships_in` (a
     `inventory.verify.service.BundleVerify`): the caller's own (`plan`'s check of its target,
@@ -148,8 +217,8 @@ def whole_program(analyzer: Analyzer, bundle: Bundle, exporter: str, old: str, f
                   f"{bundle.name} --to {fix.ships_in}`, or `--verify`)")
 
 
-def _on_whole_program(analyzer: Analyzer, bundle: Bundle, fix: Fix, whole: Any,
-                      chain: list[str], done: Callable[..., BundleAnswer]) -> BundleAnswer:
+def _on_whole_program(analyzer: Means, framed: Framed, whole: Any) -> BundleAnswer:
+    fix, chain, done = framed.question.fix, framed.chain, framed.done
     old, _ = own_step(analyzer.catalog, whole.exporter, fix)
     label = f"{old}->{fix.ships_in}"
     [step] = [s for s in whole.steps if s["step"] == label]

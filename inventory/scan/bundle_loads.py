@@ -14,8 +14,8 @@ import re
 import time
 from pathlib import Path
 
+from inventory.deployment import deployment
 from inventory.registry import Bundle
-from inventory.runtimes import deployment
 from inventory.scan.model import BundleScan, Finding, Status
 from oracle.catalog import Catalog, cores, releases_pinning
 from oracle.infra import Progress, cache_root

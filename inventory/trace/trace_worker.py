@@ -1,6 +1,6 @@
 """Trace one target in a subprocess: export it through the converter's decomposition table.
 
-Run as `python -m inventory.trace.worker TARGET CONVERTER_SITE_PACKAGES FOLDER`. FOLDER holds
+Run as `python -m inventory.trace.trace_worker TARGET CONVERTER_SITE_PACKAGES FOLDER`. FOLDER holds
 `options.json` (options travel in a file, never on the command line: a 2 MB keyword argument
 overflowed argv). TARGET is a project target (`module:function`, called with the options'
 `build` keyword arguments, none by default) or `recipe`: then the options' `recipe` (`root`,

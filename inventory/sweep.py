@@ -1,0 +1,231 @@
+"""`sweep`: what changes between two converter releases, probe by probe, whatever the records
+name; and the registry sweep of release steps.
+
+`sweep` runs every regime it is given (the library's, or with `--registry` every distinct traced
+instance of the shipped bundles) and says which changes no record explains. The registry sweep
+of each release step (`sweep_steps`: every traced instance of the bundles that cross the step)
+is also what `plan`, `affected` and the release notes' unexplained section read, so the four
+agree on what no record explains for the same step and fix database. Both return plain data;
+renderers live in `inventory/report/`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inventory.attribution import (
+    Step,
+    explained_by,
+    failing_both,
+    locate,
+    program_changed,
+    release_steps,
+    step_between,
+)
+from inventory.errors import UsageError
+from inventory.instances import instance_spec, probed_keys
+from inventory.policy import Policy
+from inventory.registry import Bundle
+from inventory.verdict import ProbeVerdict, judge
+from oracle.catalog import Catalog, EnvError, Fix, Regime, version_key
+from oracle.compare import ProbeResult, ProbeSpec
+from oracle.constructs import has_probe
+from oracle.infra import Progress, Routine
+from oracle.session import Session, opened
+
+
+@dataclass(frozen=True)
+class RegimeOutcome:
+    regime: Regime
+    result: ProbeResult
+    verdict: ProbeVerdict
+
+
+@dataclass(frozen=True)
+class Unrecorded:
+    """A traced instance whose shipped program changes in one release step that no record of
+    that step explains: what `sweep --registry` reports as unexplained."""
+
+    outcome: RegimeOutcome  # the instance under the step's two releases
+    step: Step
+
+    @property
+    def spec(self) -> ProbeSpec:
+        return self.outcome.regime.spec
+
+
+@dataclass(frozen=True)
+class SweepFinding:
+    outcome: RegimeOutcome
+    # the lowering records naming the construct in the step(s) where the program changes
+    explained_by: tuple[str, ...]
+    # each release step's comparison, when the pair spans more than one step
+    steps: tuple[Step, ...] = ()
+
+    @property
+    def unexplained(self) -> bool:
+        if self.steps:
+            return any(s.unexplained for s in self.steps)
+        return not self.explained_by
+
+
+@dataclass(frozen=True)
+class Sweep:
+    old: str
+    new: str
+    probed: int
+    changed: tuple[SweepFinding, ...]  # shipped graph differs, or one side cannot convert
+    unchanged: int
+    # both releases fail the same way: a standing limitation, not a change
+    failing_both: tuple[RegimeOutcome, ...] = ()
+
+    # what was probed: "library" (every regime) or "registry" (every distinct shipped instance)
+    source: str = "library"
+
+    @property
+    def unexplained(self) -> tuple[SweepFinding, ...]:
+        return tuple(f for f in self.changed if f.unexplained)
+
+    @property
+    def not_run(self) -> tuple[RegimeOutcome, ...]:
+        """Probes whose worker died, timed out or was never reached (a Ray cluster lost): both
+        sides failed alike, but nothing was learnt of the converter; the sweep is inconclusive."""
+        return tuple(o for o in self.failing_both
+                     if "worker" in (o.result.old.stage, o.result.new.stage))
+
+
+def check_pair(old: str, new: str, catalog: Catalog) -> None:
+    """Both releases known, `new` the later (a usage error otherwise)."""
+    catalog.release(old)
+    catalog.release(new)
+    if version_key(new) <= version_key(old):
+        raise UsageError(f"--to {new} must be a later release than --from {old}")
+
+
+def run_regimes(regimes: list[Regime], old: str, new: str, catalog: Catalog, policy: Policy,
+                use_cache: bool, progress: Progress,
+                session: Session | None = None) -> dict[str, RegimeOutcome]:
+    """Each regime compared under `old` and `new`, judged with its own tolerance."""
+    out: dict[str, RegimeOutcome] = {}
+    with opened(session, catalog, progress) as session:
+        old_env, new_env = session.env(old), session.env(new)
+        for i, regime in enumerate(regimes, start=1):
+            progress(Routine(f"sweep {old}->{new} [{i}/{len(regimes)}]: {regime.id}"))
+            result = session.compare(regime.spec, old_env, new_env, use_cache=use_cache)
+            tuned = Policy(policy.tolerance, policy.override if policy.override is not None
+                           else regime.tolerance)
+            out[regime.id] = RegimeOutcome(regime, result, judge(result, tuned))
+    return out
+
+
+def located_steps(outcomes: dict[str, RegimeOutcome], old: str, new: str, fixes: list[Fix],
+                  catalog: Catalog, use_cache: bool, progress: Progress,
+                  session: Session | None = None) -> dict[str, tuple[Step, ...]]:
+    """Over a range of several release steps, each changed regime compared step by step, so a
+    change is credited only to the records of the step it happens in."""
+    changed = [o for o in outcomes.values() if program_changed(o.result)]
+    if len(release_steps(catalog, old, new)) < 2 or not changed:
+        return {}
+    with opened(session, catalog, progress) as session:
+        return {o.regime.id: locate(session, o.regime.spec, old, new, o.result, fixes,
+                                    use_cache) for o in changed}
+
+
+def registry_regimes(bundles: list[Bundle]) -> list[Regime]:
+    """Every distinct traced instance of the shipped bundles as a probe regime (its own
+    parameters, dtype and the bundle's pipeline, trained-looking values), named by the bundles
+    that hold it: what `sweep --registry` probes instead of the library's regimes."""
+    holders: dict[str, list[str]] = {}
+    specs: dict[str, ProbeSpec] = {}
+    for bundle in bundles:
+        for instance in bundle.instances:
+            if not has_probe(instance.kind):
+                continue
+            spec = instance_spec(bundle, instance)
+            holders.setdefault(spec.key(), [])
+            if bundle.name not in holders[spec.key()]:
+                holders[spec.key()].append(bundle.name)
+            specs[spec.key()] = spec
+    return [Regime(spec.construct, f"{'+'.join(holders[key])}:{spec.label()}", spec, False, None)
+            for key, spec in specs.items()]
+
+
+def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: Catalog,
+          policy: Policy, use_cache: bool = True,
+          progress: Progress = lambda _: None, source: str = "library",
+          session: Session | None = None) -> Sweep:
+    check_pair(old, new, catalog)
+    outcomes = run_regimes(regimes, old, new, catalog, policy, use_cache, progress, session)
+    changed_outcomes = [o for o in outcomes.values() if program_changed(o.result)]
+    steps = located_steps(outcomes, old, new, fixes, catalog, use_cache, progress, session)
+    changed = []
+    for o in changed_outcomes:
+        located = steps.get(o.regime.id, ())
+        ids = (sorted({i for s in located for i in s.explained_by}) if located
+               else explained_by(fixes, o.regime.spec, old, new, o.result))
+        changed.append(SweepFinding(o, tuple(ids), located))
+    failing = tuple(o for o in outcomes.values() if failing_both(o.result))
+    return Sweep(old, new, len(outcomes), tuple(changed),
+                 len(outcomes) - len(changed) - len(failing), failing, source)
+
+
+@dataclass(frozen=True)
+class StepSweeps:
+    """The registry sweep of release steps: per step, the changes no record of it explains; a
+    step that could not be swept maps to why in `failed` (nothing is known of it)."""
+
+    found: dict[tuple[str, str], tuple[Unrecorded, ...]]
+    failed: dict[tuple[str, str], str]
+    keys: dict[str, frozenset[str]]  # per bundle, the spec keys of its probed instances
+
+    def of(self, bundle: str, steps: list[tuple[str, str]]) -> tuple[Unrecorded, ...]:
+        """Those of one bundle's traced instances, in the given steps."""
+        keys = self.keys.get(bundle, frozenset())
+        return tuple(u for s in steps for u in self.found.get(s, ()) if u.spec.key() in keys)
+
+    def unswept(self, steps: list[tuple[str, str]]) -> tuple[str, ...]:
+        """`old->new could not run (why)` for each of these steps that could not be swept."""
+        return tuple(f"{a}->{b} could not run ({self.failed[(a, b)]})" for a, b in steps
+                     if (a, b) in self.failed)
+
+
+def sweep_steps(wanted: dict[tuple[str, str], list[Bundle]], fixes: list[Fix],
+                catalog: Catalog, policy: Policy, use_cache: bool = True,
+                progress: Progress = lambda _: None,
+                session: Session | None = None,
+                after_worker_failure: bool = False) -> StepSweeps:
+    """`sweep --registry` of each consecutive release step over the traced instances of the
+    bundles that cross it: the same regimes, stored comparisons and records, so a change is
+    unexplained here exactly when that sweep says so.
+
+    A step whose environment cannot be had is not swept, and said so. So is, unless
+    `after_worker_failure`, a step one of whose releases had a worker die or time out earlier in
+    the session: every instance would be converted there, each by a worker started again."""
+    bundles = list({b.name: b for crossing in wanted.values() for b in crossing}.values())
+    regimes = registry_regimes(bundles)  # named by every holder, as `sweep --registry` names them
+    keys = {b.name: probed_keys(b) for b in bundles}
+    found: dict[tuple[str, str], tuple[Unrecorded, ...]] = {}
+    failed: dict[tuple[str, str], str] = {}
+    with opened(session, catalog, progress) as session:
+        for (old, new), crossing in sorted(wanted.items(), key=lambda w: version_key(w[0][0])):
+            mine = frozenset().union(*(keys[b.name] for b in crossing))
+            if not mine:  # no traced instance crosses the step: nothing to convert, no env
+                found[(old, new)] = ()
+                continue
+            died = [f"a coreai-torch {v} worker failed earlier in this run: {why}"
+                    for v in (old, new) if (why := session.worker_failures.get(v))]
+            if died and not after_worker_failure:
+                failed[(old, new)] = "; ".join(died)
+                continue
+            try:
+                sw = sweep(old, new, fixes, [r for r in regimes if r.spec.key() in mine],
+                           catalog, policy, use_cache, progress, "registry", session)
+            except EnvError as exc:
+                failed[(old, new)] = str(exc)
+                continue
+            # one step: each unexplained finding is that step's comparison of the instance
+            found[(old, new)] = tuple(
+                Unrecorded(f.outcome, step_between(fixes, f.outcome.regime.spec, old, new,
+                                                   f.outcome.result))
+                for f in sw.unexplained)
+    return StepSweeps(found, failed, keys)

@@ -55,12 +55,19 @@ from oracle.session import Session
 class Analyzer:
     """Answers bundle x fix questions within one session (environments and worker pool)."""
 
-    def __init__(self, session: Session, policy: Policy, use_cache: bool = True,
-                 weights: dict[str, Path] | None = None,
-                 runtimes: tuple[str, ...] | None = None,
-                 fixes: list[Fix] | None = None, verify: bool = False,
-                 checks: dict[str, Any] | None = None, recipe_root: Path | None = None,
-                 allow_code: bool = False) -> None:
+    def __init__(
+        self,
+        session: Session,
+        policy: Policy,
+        use_cache: bool = True,
+        weights: dict[str, Path] | None = None,
+        runtimes: tuple[str, ...] | None = None,
+        fixes: list[Fix] | None = None,
+        verify: bool = False,
+        checks: dict[str, Any] | None = None,
+        recipe_root: Path | None = None,
+        allow_code: bool = False,
+    ) -> None:
         self.session = session
         # `--verify`: a pipeline record's step is measured on the bundle's whole program when
         # no check of it is stored (else a stored one is read, and the asset probe is the
@@ -110,11 +117,21 @@ class Analyzer:
             except EnvError as exc:
                 # No exporter environment: every runtime `not-run`, the answer inconclusive.
                 why = f"no environment for coreai-torch {release}: {exc}"
-                return LoadCheck(spec, release, {}, False, why, tuple(
-                    RuntimeOutcome(c, "not-run", "environment", why)
-                    for c in cores(self.catalog)), "")
-            self._load_checks[key] = load_check(spec, exporter, cores(self.catalog),
-                                                self.session, self.use_cache)
+                return LoadCheck(
+                    spec,
+                    release,
+                    {},
+                    False,
+                    why,
+                    tuple(
+                        RuntimeOutcome(c, "not-run", "environment", why)
+                        for c in cores(self.catalog)
+                    ),
+                    "",
+                )
+            self._load_checks[key] = load_check(
+                spec, exporter, cores(self.catalog), self.session, self.use_cache
+            )
         return self._load_checks[key]
 
     def load_answer(self, bundle: Bundle, target: str) -> LoadAnswer:
@@ -122,8 +139,12 @@ class Analyzer:
         key = (bundle.name, target)
         if key not in self._load_answers:
             self._load_answers[key] = answer_load(
-                bundle, self.deployment(bundle, target), target, self.catalog,
-                lambda release: self.load_check(bundle, release))
+                bundle,
+                self.deployment(bundle, target),
+                target,
+                self.catalog,
+                lambda release: self.load_check(bundle, release),
+            )
         return self._load_answers[key]
 
     def answer(self, bundle: Bundle, fix: Fix, target: str) -> BundleAnswer:
@@ -151,27 +172,36 @@ class Analyzer:
         bundle, fix = question.bundle, question.fix
         exporter, assumed = exporter_release(bundle.exporter, self.catalog)
         if assumed:
-            line = (f"exporter not recorded ({bundle.exporter.source}); assumed the oldest "
-                    f"supported release, coreai-torch {exporter}")
+            line = (
+                f"exporter not recorded ({bundle.exporter.source}); assumed the oldest "
+                f"supported release, coreai-torch {exporter}"
+            )
         else:
-            line = f"exported with coreai-torch {bundle.exporter.converter} " \
-                   f"({bundle.exporter.source})"
+            line = (
+                f"exported with coreai-torch {bundle.exporter.converter} ({bundle.exporter.source})"
+            )
         instances = tuple(i for i in bundle.instances if i.kind in fix.constructs)
-        return Framed(question, exporter, instances,
-                      self.deployment(bundle, question.target), [line])
+        return Framed(
+            question, exporter, instances, self.deployment(bundle, question.target), [line]
+        )
 
     def _undecidable(self, framed: Framed) -> BundleAnswer | None:
         """The answer decided before any program is compared: by an exporter the oracle cannot
         build, or by versions alone."""
         fix, exporter = framed.question.fix, framed.exporter
         if exporter not in self.catalog.releases:
-            return framed.done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
-                               f"exporter coreai-torch {exporter} is not a release the oracle "
-                               "can build")
+            return framed.done(
+                Verdict.INCONCLUSIVE,
+                Reexport.INCONCLUSIVE,
+                f"exporter coreai-torch {exporter} is not a release the oracle can build",
+            )
         if version_key(exporter) >= version_key(fix.ships_in):
             # Decided by versions alone: the bundle was exported with the fix in place.
-            return framed.done(Verdict.NOT_AFFECTED, Reexport.NO,
-                               f"fix {fix.label} ships in {fix.ships_in}; already in {exporter}")
+            return framed.done(
+                Verdict.NOT_AFFECTED,
+                Reexport.NO,
+                f"fix {fix.label} ships in {fix.ships_in}; already in {exporter}",
+            )
         return None
 
     def _lowering_answer(self, framed: Framed) -> BundleAnswer:
@@ -184,19 +214,29 @@ class Analyzer:
         unseen = [c for c in fix.constructs if c not in looked_for]
         if not instances and unseen:
             # Absence is only evidence if the trace looked: never read "not found" as "absent".
-            return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
-                        f"the recorded trace did not look for {', '.join(unseen)} (no detector "
-                        f"when it ran); re-trace with `inventory trace {bundle.name} --write`")
+            return done(
+                Verdict.INCONCLUSIVE,
+                Reexport.INCONCLUSIVE,
+                f"the recorded trace did not look for {', '.join(unseen)} (no detector "
+                f"when it ran); re-trace with `inventory trace {bundle.name} --write`",
+            )
         if not instances:
-            chain.append(f"tracing found no {what} in the exported graph "
-                         f"({bundle.trace.get('summary', 'see recipes.toml')})")
+            chain.append(
+                f"tracing found no {what} in the exported graph "
+                f"({bundle.trace.get('summary', 'see recipes.toml')})"
+            )
             return done(Verdict.NOT_AFFECTED, Reexport.NO, f"no {what} in this bundle")
-        chain.append(f"tracing found {sum(i.count for i in instances)} {what} "
-                     f"in {len(instances)} parameter set(s)")
+        chain.append(
+            f"tracing found {sum(i.count for i in instances)} {what} "
+            f"in {len(instances)} parameter set(s)"
+        )
         missing = sorted({i.kind for i in instances if not has_probe(i.kind)})
         if missing:
-            return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
-                        f"the probe library has no probe for {', '.join(missing)} yet")
+            return done(
+                Verdict.INCONCLUSIVE,
+                Reexport.INCONCLUSIVE,
+                f"the probe library has no probe for {', '.join(missing)} yet",
+            )
         try:
             envs = self.session.env(framed.exporter), self.session.env(target)
         except EnvError as exc:
@@ -208,8 +248,10 @@ class Analyzer:
             weights = self.weights.get(bundle.name)
             if weights is not None and construct_of(instance.kind).checkpoint:
                 # The bundle's own tensors: each traced module measured, no threshold inferred.
-                own = [self._credit(p, fix) for p in
-                       self._own_tensors(bundle, instance, weights, *envs)]
+                own = [
+                    self._credit(p, fix)
+                    for p in self._own_tensors(bundle, instance, weights, *envs)
+                ]
                 probes.extend(own)
                 measured_lines += _measured_lines(instance, own, weights)
                 continue
@@ -218,8 +260,9 @@ class Analyzer:
             findings += found
         return self._concluded(framed, probes, findings, measured_lines)
 
-    def _under_conditions(self, bundle: Bundle, instance: Instance, fix: Fix, old_env: Env,
-                          new_env: Env) -> tuple[ProbeAnswer, list[ConditionFinding]]:
+    def _under_conditions(
+        self, bundle: Bundle, instance: Instance, fix: Fix, old_env: Env, new_env: Env
+    ) -> tuple[ProbeAnswer, list[ConditionFinding]]:
         """One instance probed with trained-looking values, then under each condition of its
         construct: the answer that applies to the bundle, and the conditions that make it
         worse (decided by the bundle's weights when given)."""
@@ -227,27 +270,39 @@ class Analyzer:
         decided = trained
         findings = []
         for condition in self.conditions.get(instance.kind, []):
-            variant = self._credit(
-                self.probe(bundle, instance, old_env, new_env, condition), fix)
+            variant = self._credit(self.probe(bundle, instance, old_env, new_env, condition), fix)
             if _rank(variant) >= _rank(trained):
                 continue  # these values do not make it worse: no condition
             weights = self.weights.get(bundle.name)
-            found = ConditionFinding(instance, condition, trained, variant,
-                                     check(condition, weights) if weights else None)
+            found = ConditionFinding(
+                instance,
+                condition,
+                trained,
+                variant,
+                check(condition, weights) if weights else None,
+            )
             findings.append(found)
             if _rank(found.decided) < _rank(decided):
                 decided = found.decided
         return decided, findings
 
-    def _concluded(self, framed: Framed, probes: list[ProbeAnswer],
-                   findings: list[ConditionFinding], measured_lines: list[str]) -> BundleAnswer:
+    def _concluded(
+        self,
+        framed: Framed,
+        probes: list[ProbeAnswer],
+        findings: list[ConditionFinding],
+        measured_lines: list[str],
+    ) -> BundleAnswer:
         """The probes' answer: the worst level decides, and the chain says each probe's verdict,
         each condition and where a runtime refused the exporter's asset."""
         bundle, chain = framed.question.bundle, framed.chain
         level = worst(p.verdict.reexport for p in probes)
         deciding = next(p for p in probes if p.verdict.reexport == level)
-        chain.extend(f"{p.spec.label()}: {p.verdict.verdict} - {p.verdict.reason}"
-                     for p in probes if not p.module)
+        chain.extend(
+            f"{p.spec.label()}: {p.verdict.verdict} - {p.verdict.reason}"
+            for p in probes
+            if not p.module
+        )
         chain.extend(measured_lines)
         reason = deciding.verdict.reason
         if deciding.module:
@@ -255,45 +310,78 @@ class Analyzer:
         for f in findings:
             worse = f.adversarial.verdict
             if f.check is None:
-                note = (f"if {f.condition.when}: {worse.verdict}, re-export {worse.reexport} "
-                        f"(pass --weights {bundle.name}=CHECKPOINT.safetensors to decide)")
+                note = (
+                    f"if {f.condition.when}: {worse.verdict}, re-export {worse.reexport} "
+                    f"(pass --weights {bundle.name}=CHECKPOINT.safetensors to decide)"
+                )
                 reason += f"; {note}"
             else:
                 verdict = "holds" if f.check.holds else "does not hold"
-                note = f"condition '{f.condition.when}' {verdict} in {f.check.weights}: " \
-                       f"{f.check.detail}"
+                note = (
+                    f"condition '{f.condition.when}' {verdict} in {f.check.weights}: "
+                    f"{f.check.detail}"
+                )
             chain.append(f"{f.instance.kind}: {note}")
-        measured = [p.result.measurement for p in probes
-                    if p.result and p.result.measurement and p.result.measurement.ok]
+        measured = [
+            p.result.measurement
+            for p in probes
+            if p.result and p.result.measurement and p.result.measurement.ok
+        ]
         runtimes = tuple(sorted({m.runtime for m in measured if m is not None}))
         refused = sorted({(m.runtime, a) for m in measured if m is not None for a in m.attempts})
         for runtime, attempt in refused:
             # A runtime that could not run the exporter's asset is a finding about the bundle,
             # not only a detour of the measurement: say where it is answered.
-            chain.append(f"measured on {runtime} after {attempt}; whether the shipped asset "
-                         f"loads where it ships is the load check's answer (asset records, "
-                         f"e.g. `inventory affected --fix 28`, and `inventory plan`)")
-        return framed.done(deciding.verdict.verdict, level, reason, tuple(probes), runtimes,
-                           tuple(findings))
+            chain.append(
+                f"measured on {runtime} after {attempt}; whether the shipped asset "
+                f"loads where it ships is the load check's answer (asset records, "
+                f"e.g. `inventory affected --fix 28`, and `inventory plan`)"
+            )
+        return framed.done(
+            deciding.verdict.verdict, level, reason, tuple(probes), runtimes, tuple(findings)
+        )
 
-    def probe(self, bundle: Bundle, instance: Instance, old_env: Env, new_env: Env,
-              condition: Condition | None = None, spec: ProbeSpec | None = None
-              ) -> ProbeAnswer:
+    def probe(
+        self,
+        bundle: Bundle,
+        instance: Instance,
+        old_env: Env,
+        new_env: Env,
+        condition: Condition | None = None,
+        spec: ProbeSpec | None = None,
+    ) -> ProbeAnswer:
         spec = spec or instance_spec(bundle, instance, condition.params if condition else None)
         values = f"values: {condition.name}" if condition else "trained-looking values"
-        self.progress(Routine(f"{bundle.name}: {spec.label()} ({values}) under "
-                              f"{old_env.converter} and {new_env.converter}"))
+        self.progress(
+            Routine(
+                f"{bundle.name}: {spec.label()} ({values}) under "
+                f"{old_env.converter} and {new_env.converter}"
+            )
+        )
         result = self.session.compare(spec, old_env, new_env, use_cache=self.use_cache)
-        return ProbeAnswer(instance, spec, result, judge(result, self.policy),
-                           steps=self._located(spec, old_env, new_env, result))
+        return ProbeAnswer(
+            instance,
+            spec,
+            result,
+            judge(result, self.policy),
+            steps=self._located(spec, old_env, new_env, result),
+        )
 
-    def _located(self, spec: ProbeSpec, old_env: Env, new_env: Env,
-                 result: ProbeResult) -> tuple[Step, ...]:
+    def _located(
+        self, spec: ProbeSpec, old_env: Env, new_env: Env, result: ProbeResult
+    ) -> tuple[Step, ...]:
         """The release steps of a change (each compared once per run, stored like any result)."""
         key = (spec.key(), old_env.converter, new_env.converter)
         if key not in self._steps:
-            self._steps[key] = locate(self.session, spec, old_env.converter, new_env.converter,
-                                      result, self.fixes, self.use_cache)
+            self._steps[key] = locate(
+                self.session,
+                spec,
+                old_env.converter,
+                new_env.converter,
+                result,
+                self.fixes,
+                self.use_cache,
+            )
         return self._steps[key]
 
     def _credit(self, answer: ProbeAnswer, fix: Fix) -> ProbeAnswer:
@@ -306,22 +394,28 @@ class Analyzer:
         mine = next((s for s in answer.steps if s.new == fix.ships_in), None)
         if mine is None or mine.changed:
             v = answer.verdict
-            return replace(answer, verdict=ProbeVerdict(v.verdict, v.reexport,
-                                                        f"{v.reason}; the program {where}"))
+            return replace(
+                answer,
+                verdict=ProbeVerdict(v.verdict, v.reexport, f"{v.reason}; the program {where}"),
+            )
         own = judge(mine.result, self.policy)
-        reason = (f"at {mine.label}, the step fix {fix.label} ships in: {own.reason}; the "
-                  f"program {where}")
-        return replace(answer, verdict=ProbeVerdict(own.verdict, own.reexport, reason),
-                       elsewhere=answer.verdict)
-
+        reason = (
+            f"at {mine.label}, the step fix {fix.label} ships in: {own.reason}; the program {where}"
+        )
+        return replace(
+            answer,
+            verdict=ProbeVerdict(own.verdict, own.reexport, reason),
+            elsewhere=answer.verdict,
+        )
 
     def _checkpoint(self, path: Path) -> Checkpoint:
         if path not in self._checkpoints:
             self._checkpoints[path] = Checkpoint(path)
         return self._checkpoints[path]
 
-    def _own_tensors(self, bundle: Bundle, instance: Instance, weights: Path, old_env: Env,
-                     new_env: Env) -> list[ProbeAnswer]:
+    def _own_tensors(
+        self, bundle: Bundle, instance: Instance, weights: Path, old_env: Env, new_env: Env
+    ) -> list[ProbeAnswer]:
         """One probe per traced module of the instance, each with that module's own tensors read
         from the checkpoint by the module paths the registry records."""
         ckpt = self._checkpoint(weights)
@@ -329,15 +423,36 @@ class Analyzer:
         answers = []
         for n, module in enumerate(instance.modules):
             producer = instance.producers[n] if n < len(instance.producers) else ""
-            tensors = instance_tensors(ckpt, construct.checkpoint, module, producer,
-                                       f"{bundle.name}'s {instance.kind} at {module}")
-            spec = replace(instance_spec(bundle, instance), values="checkpoint", tensors=tensors,
-                           checkpoint=str(weights.resolve()))
-            self.progress(Routine(f"{bundle.name}: {spec.label()} with {module}'s own tensors "
-                                  f"under {old_env.converter} and {new_env.converter}"))
+            tensors = instance_tensors(
+                ckpt,
+                construct.checkpoint,
+                module,
+                producer,
+                f"{bundle.name}'s {instance.kind} at {module}",
+            )
+            spec = replace(
+                instance_spec(bundle, instance),
+                values="checkpoint",
+                tensors=tensors,
+                checkpoint=str(weights.resolve()),
+            )
+            self.progress(
+                Routine(
+                    f"{bundle.name}: {spec.label()} with {module}'s own tensors "
+                    f"under {old_env.converter} and {new_env.converter}"
+                )
+            )
             result = self.session.compare(spec, old_env, new_env, use_cache=self.use_cache)
-            answers.append(ProbeAnswer(instance, spec, result, judge(result, self.policy),
-                                       module, self._located(spec, old_env, new_env, result)))
+            answers.append(
+                ProbeAnswer(
+                    instance,
+                    spec,
+                    result,
+                    judge(result, self.policy),
+                    module,
+                    self._located(spec, old_env, new_env, result),
+                )
+            )
         return answers
 
 
@@ -346,21 +461,26 @@ def _measured_lines(instance: Instance, answers: list[ProbeAnswer], weights: Pat
     the rest is named with its verdict and reason; modules with the same answer are counted."""
     if not answers:
         return []
-    head = (f"{answers[0].spec.label()}: measured with each module's own tensors from "
-            f"{weights.name} ({len(answers)} module(s))")
+    head = (
+        f"{answers[0].spec.label()}: measured with each module's own tensors from "
+        f"{weights.name} ({len(answers)} module(s))"
+    )
     groups: dict[tuple[str, str], list[ProbeAnswer]] = {}
     for a in answers:
         groups.setdefault((a.verdict.verdict, a.verdict.reexport), []).append(a)
     lines = [head]
     for (verdict, reexport), members in sorted(groups.items(), key=lambda g: rank(g[0][1])):
         if len(members) == 1 or len(groups) > 1 and members is not max(groups.values(), key=len):
-            lines += [f"{a.module}: {verdict}, re-export {reexport} - {a.verdict.reason}"
-                      for a in members]
+            lines += [
+                f"{a.module}: {verdict}, re-export {reexport} - {a.verdict.reason}" for a in members
+            ]
         else:
             names = [a.module for a in members]
             shown = ", ".join(names[:3]) + (f" ... {names[-1]}" if len(names) > 3 else "")
-            lines.append(f"{len(members)} module(s) ({shown}): {verdict}, re-export {reexport} "
-                         f"- e.g. {members[0].verdict.reason}")
+            lines.append(
+                f"{len(members)} module(s) ({shown}): {verdict}, re-export {reexport} "
+                f"- e.g. {members[0].verdict.reason}"
+            )
     return lines
 
 
@@ -400,32 +520,46 @@ def affected(
     active, warnings = in_force(ignores or [])
     with Session(catalog, progress) as session:
         prefetch(session, bundles, target, fix)
-        analyzer = Analyzer(session, policy, use_cache, weights, runtimes, fixes, verify,
-                            recipe_root=recipe_root, allow_code=allow_code)
+        analyzer = Analyzer(
+            session,
+            policy,
+            use_cache,
+            weights,
+            runtimes,
+            fixes,
+            verify,
+            recipe_root=recipe_root,
+            allow_code=allow_code,
+        )
         steps = {b.name: step for b in bundles if (step := _own_step(b, fix, catalog))}
         wanted: dict[tuple[str, str], list[Bundle]] = {}
         for b in bundles:
             if b.name in steps:
                 wanted.setdefault(steps[b.name], []).append(b)
         # every comparison below, handed to the executor at once; answered in order after
-        session.dispatch(batch.affected(analyzer, bundles, fix, target, wanted, analyzer.fixes),
-                         use_cache)
+        session.dispatch(
+            batch.affected(analyzer, bundles, fix, target, wanted, analyzer.fixes), use_cache
+        )
         answers = []
         for bundle in bundles:
             progress(Routine(f"{bundle.name}: checking"))
             answers.append(analyzer.answer(bundle, fix, target))
-        swept = sweep_steps(wanted, analyzer.fixes, catalog, policy, use_cache, progress,
-                            session)
+        swept = sweep_steps(wanted, analyzer.fixes, catalog, policy, use_cache, progress, session)
     answers = [_with_unrecorded(a, fix, steps.get(a.bundle), swept, target) for a in answers]
     ids = {fix.id, *fix.aliases}
-    ignored = {b.bundle: hit for b in answers
-               if (hit := matching(active, ids, b.bundle)) is not None}
+    ignored = {
+        b.bundle: hit for b in answers if (hit := matching(active, ids, b.bundle)) is not None
+    }
     seen = {(i, b.bundle) for b in answers for i in ids}
     other = [i for i in active if i.fix not in ids]  # entries for other fixes are not this run's
     warnings += unmatched([i for i in active if i not in other], seen)
     known = {n for f in (fixes if fixes is not None else load_fixes()) for n in (f.id, *f.aliases)}
-    warnings += [f"ignore entry for fix #{i.fix} / {i.bundle}: no fix record has that id, so "
-                 "it can never match" for i in other if i.fix not in known]
+    warnings += [
+        f"ignore entry for fix #{i.fix} / {i.bundle}: no fix record has that id, so "
+        "it can never match"
+        for i in other
+        if i.fix not in known
+    ]
     return AffectedReport(fix, target, tuple(answers), ignored, tuple(warnings))
 
 
@@ -434,8 +568,9 @@ def prefetch(session: Session, bundles: list[Bundle], target: str, fix: Fix | No
     session.prefetch_envs(releases_needed(bundles, target, fix, session.catalog))
 
 
-def releases_needed(bundles: list[Bundle], target: str, fix: Fix | None,
-                    catalog: Catalog) -> list[str]:
+def releases_needed(
+    bundles: list[Bundle], target: str, fix: Fix | None, catalog: Catalog
+) -> list[str]:
     """The releases whose environments an answer converts in, and no other:
     for `fix`, every release from the exporter to `target` of a bundle holding an instance the
     fix's probes convert (attribution compares each step between), and the fix's own step of a
@@ -452,7 +587,8 @@ def releases_needed(bundles: list[Bundle], target: str, fix: Fix | None,
         exporter = exporter_release(bundle.exporter, catalog)[0]
         swept = bool(probed_keys(bundle))
         if exporter not in catalog.releases or version_key(exporter) >= version_key(
-                target if fix is None else fix.ships_in):
+            target if fix is None else fix.ships_in
+        ):
             continue
         if fix is None:
             wanted += between(exporter, target) if swept else []
@@ -493,24 +629,30 @@ def _own_step(bundle: Bundle, fix: Fix, catalog: Catalog) -> tuple[str, str] | N
     return own_step(catalog, exporter, fix)
 
 
-def _with_unrecorded(answer: BundleAnswer, fix: Fix, step: tuple[str, str] | None,
-                     swept: StepSweeps, target: str) -> BundleAnswer:
+def _with_unrecorded(
+    answer: BundleAnswer, fix: Fix, step: tuple[str, str] | None, swept: StepSweeps, target: str
+) -> BundleAnswer:
     """The one line about changes of the fix's own step that no record explains."""
     if step is None:
         return answer
     label = f"{step[0]}->{step[1]}"
     if swept.unswept([step]):
-        line = (f"the registry sweep of {swept.unswept([step])[0]}: changes no record of "
-                f"{label} explains were not looked for")
+        line = (
+            f"the registry sweep of {swept.unswept([step])[0]}: changes no record of "
+            f"{label} explains were not looked for"
+        )
         return replace(answer, chain=answer.chain + (line,), unrecorded_line=line)
     found = swept.of(answer.bundle, [step])
     if not found:
         return answer
-    what = "; ".join(f"{u.spec.label()} ({u.spec.construct}): {u.outcome.verdict.verdict}"
-                     for u in found)
-    line = (f"also in {label}, the step {fix.label} ships in: {len(found)} change(s) of this "
-            f"bundle's instances that no record of {label} explains, not counted here: {what}; "
-            f"`inventory plan --to {target}` counts them")
+    what = "; ".join(
+        f"{u.spec.label()} ({u.spec.construct}): {u.outcome.verdict.verdict}" for u in found
+    )
+    line = (
+        f"also in {label}, the step {fix.label} ships in: {len(found)} change(s) of this "
+        f"bundle's instances that no record of {label} explains, not counted here: {what}; "
+        f"`inventory plan --to {target}` counts them"
+    )
     return replace(answer, chain=answer.chain + (line,), unrecorded=found, unrecorded_line=line)
 
 

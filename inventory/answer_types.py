@@ -84,8 +84,7 @@ class BundleAnswer:
 
     @property
     def remedies(self) -> tuple[str, ...]:
-        return self.load.remedies if self.load is not None and self.reexport != Reexport.NO \
-            else ()
+        return self.load.remedies if self.load is not None and self.reexport != Reexport.NO else ()
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ def said(side: Side) -> str:
         return side.error
     lines = trace.read_text(errors="replace").splitlines()
     frames = [i for i, ln in enumerate(lines) if ln.startswith("  ")]
-    message = " ".join(ln.strip() for ln in lines[frames[-1] + 1 if frames else 0:] if ln.strip())
+    message = " ".join(ln.strip() for ln in lines[frames[-1] + 1 if frames else 0 :] if ln.strip())
     return message or side.error
 
 
@@ -59,8 +59,9 @@ def failure(side: Side) -> str:
 
 def failing_both(result: ProbeResult) -> bool:
     """Both releases fail the same way: a standing limitation, not a change."""
-    return (result.shipped == Identity.BOTH_CANNOT_CONVERT
-            and failure(result.old) == failure(result.new))
+    return result.shipped == Identity.BOTH_CANNOT_CONVERT and failure(result.old) == failure(
+        result.new
+    )
 
 
 def program_changed(result: ProbeResult) -> bool:
@@ -70,16 +71,21 @@ def program_changed(result: ProbeResult) -> bool:
 
 def release_steps(catalog: Catalog, old: str, new: str) -> list[tuple[str, str]]:
     """The consecutive release pairs from `old` to `new` in the catalog."""
-    chain = sorted((v for v in catalog.releases
-                    if version_key(old) <= version_key(v) <= version_key(new)), key=version_key)
+    chain = sorted(
+        (v for v in catalog.releases if version_key(old) <= version_key(v) <= version_key(new)),
+        key=version_key,
+    )
     return list(zip(chain, chain[1:], strict=False))
 
 
 def own_step(catalog: Catalog, exporter: str, fix: Fix) -> tuple[str, str]:
     """The step a fix ships in, as seen from a bundle's exporter: the release before
     `ships_in` (or the exporter, if later) -> `ships_in`."""
-    before = [v for v in catalog.releases
-              if version_key(exporter) <= version_key(v) < version_key(fix.ships_in)]
+    before = [
+        v
+        for v in catalog.releases
+        if version_key(exporter) <= version_key(v) < version_key(fix.ships_in)
+    ]
     return (max(before, key=version_key) if before else exporter), fix.ships_in
 
 
@@ -97,8 +103,11 @@ def stage(result: ProbeResult) -> str:
     these two programs (`BOTH`)."""
     if result.emitted == Identity.IDENTICAL and result.shipped == Identity.DIFFERS:
         return OPTIMIZER
-    if (result.emitted == Identity.NOT_COMPARABLE and result.shipped == Identity.DIFFERS
-            and not result.spec.pipeline.optimize):
+    if (
+        result.emitted == Identity.NOT_COMPARABLE
+        and result.shipped == Identity.DIFFERS
+        and not result.spec.pipeline.optimize
+    ):
         return BOTH
     return LOWERING
 
@@ -111,8 +120,9 @@ def held(construct: str) -> tuple[str, ...]:
     return (construct,)
 
 
-def explaining(fixes: list[Fix], construct: str, old: str, new: str,
-               result: ProbeResult | None = None) -> tuple[str, ...]:
+def explaining(
+    fixes: list[Fix], construct: str, old: str, new: str, result: ProbeResult | None = None
+) -> tuple[str, ...]:
     """The records shipping between `old` and `new` a change of this construct's program in
     that step can be credited to: the lowering records naming a construct the probe holds; for
     a change made by the optimizer alone (`result`'s stage), the records of a kind that changes
@@ -120,14 +130,17 @@ def explaining(fixes: list[Fix], construct: str, old: str, new: str,
     records = between(fixes, old, new)
     where = stage(result) if result is not None else LOWERING
     kinds = set(held(construct))
-    return tuple(f.id for f in records
-                 if (where != LOWERING and f.record_kind.changes_optimizer)
-                 or (where != OPTIMIZER and f.record_kind.names_constructs
-                     and kinds & set(f.constructs)))
+    return tuple(
+        f.id
+        for f in records
+        if (where != LOWERING and f.record_kind.changes_optimizer)
+        or (where != OPTIMIZER and f.record_kind.names_constructs and kinds & set(f.constructs))
+    )
 
 
-def explained_by(fixes: list[Fix], spec: ProbeSpec, old: str, new: str,
-                 result: ProbeResult) -> tuple[str, ...]:
+def explained_by(
+    fixes: list[Fix], spec: ProbeSpec, old: str, new: str, result: ProbeResult
+) -> tuple[str, ...]:
     """`explaining`, its lowering records narrowed by bisection where the step was bisected. A
     record changing the optimizer is not narrowed: bisection builds every commit with one
     release's pins, so a pin's change is never seen there."""
@@ -145,13 +158,17 @@ def step_note(result: ProbeResult, explained: bool) -> str:
         return ""
     where = stage(result)
     if where == BOTH:
-        return ("the pipeline does not optimize and one release's to_coreai() returns an "
-                "optimized program: the two shipped programs are of two stages, so the "
-                "optimizer's work is part of the change and a lowering change under it cannot be "
-                "told apart")
+        return (
+            "the pipeline does not optimize and one release's to_coreai() returns an "
+            "optimized program: the two shipped programs are of two stages, so the "
+            "optimizer's work is part of the change and a lowering change under it cannot be "
+            "told apart"
+        )
     if where == OPTIMIZER and not explained:
-        return ("emitted program identical, only optimize()'s output differs; no pipeline record "
-                "in this step")
+        return (
+            "emitted program identical, only optimize()'s output differs; no pipeline record "
+            "in this step"
+        )
     return ""
 
 
@@ -178,8 +195,15 @@ class Step:
         return self.changed and not self.explained_by
 
 
-def locate(session: Session, spec: ProbeSpec, old: str, new: str, whole: ProbeResult,
-           fixes: list[Fix], use_cache: bool = True) -> tuple[Step, ...]:
+def locate(
+    session: Session,
+    spec: ProbeSpec,
+    old: str,
+    new: str,
+    whole: ProbeResult,
+    fixes: list[Fix],
+    use_cache: bool = True,
+) -> tuple[Step, ...]:
     """Every step from `old` to `new` with its comparison; `whole` (old -> new) is reused when
     the range is one step. Empty when the program does not change or a step's environment
     cannot be had (then nothing is attributed, and the caller says so)."""
@@ -200,8 +224,9 @@ def locate(session: Session, spec: ProbeSpec, old: str, new: str, whole: ProbeRe
     return tuple(steps)
 
 
-def step_between(fixes: list[Fix], spec: ProbeSpec, old: str, new: str,
-                 result: ProbeResult) -> Step:
+def step_between(
+    fixes: list[Fix], spec: ProbeSpec, old: str, new: str, result: ProbeResult
+) -> Step:
     """One release step's comparison of a probe, with the records of that step that explain a
     change of it (what `locate` gives per step, and the registry sweep of a single step)."""
     ids = explained_by(fixes, spec, old, new, result)
@@ -213,8 +238,9 @@ def step_line(steps: tuple[Step, ...]) -> str:
     parts = []
     for s in steps:
         if s.changed:
-            who = (", ".join(f"#{i}" if i.isdigit() else i for i in s.explained_by)
-                   or "unexplained: no record of this step names the construct") \
-                + (f"; {s.note}" if s.note else "")
+            who = (
+                ", ".join(f"#{i}" if i.isdigit() else i for i in s.explained_by)
+                or "unexplained: no record of this step names the construct"
+            ) + (f"; {s.note}" if s.note else "")
             parts.append(f"{s.label} ({who})")
     return "changes in " + "; ".join(parts) if parts else "no step changes it"

@@ -43,8 +43,9 @@ def _envs(session: Session, old: str, new: str) -> tuple[Env, Env] | None:
         return None
 
 
-def located(session: Session, spec: ProbeSpec, old: str, new: str
-            ) -> Callable[[ProbeResult], Sequence[Comparison]] | None:
+def located(
+    session: Session, spec: ProbeSpec, old: str, new: str
+) -> Callable[[ProbeResult], Sequence[Comparison]] | None:
     """`attribution.locate`'s comparisons, as a follow-up: when the program changes over a range
     of several steps, the probe under each step."""
     steps = release_steps(session.catalog, old, new)
@@ -59,6 +60,7 @@ def located(session: Session, spec: ProbeSpec, old: str, new: str
         if not program_changed(result):
             return ()
         return [Comparison(spec, a, b) for a, b in pairs]
+
     return then
 
 
@@ -103,9 +105,12 @@ class _Compared:
                 continue
             specs = [instance_spec(bundle, instance)] + [
                 instance_spec(bundle, instance, c.params)
-                for c in means.conditions.get(instance.kind, [])]
-            out += [Comparison(s, *envs, then=located(means.session, s, exporter,
-                                                      question.target)) for s in specs]
+                for c in means.conditions.get(instance.kind, [])
+            ]
+            out += [
+                Comparison(s, *envs, then=located(means.session, s, exporter, question.target))
+                for s in specs
+            ]
         return out
 
     def _exporter(self, question: Question) -> str | None:
@@ -113,8 +118,9 @@ class _Compared:
         oracle can build, before the record ships)."""
         catalog = self.means.catalog
         exporter, _ = exporter_release(question.bundle.exporter, catalog)
-        if exporter not in catalog.releases or \
-                version_key(exporter) >= version_key(question.fix.ships_in):
+        if exporter not in catalog.releases or version_key(exporter) >= version_key(
+            question.fix.ships_in
+        ):
             return None
         return exporter
 
@@ -124,10 +130,13 @@ def answer(means: Means, bundle: Bundle, fix: Fix, target: str) -> list[Comparis
     return fix.record_kind.answer(_Compared(means), Question(bundle, fix, target))
 
 
-def registry_sweep(session: Session, wanted: dict[Step, list[Bundle]], fixes: list[Fix],
-                   after_worker_failure: bool = False,
-                   judged: Judged | None = None
-                   ) -> list[Comparison]:
+def registry_sweep(
+    session: Session,
+    wanted: dict[Step, list[Bundle]],
+    fixes: list[Fix],
+    after_worker_failure: bool = False,
+    judged: Judged | None = None,
+) -> list[Comparison]:
     """What `sweep.sweep_steps(wanted, ...)` compares: every traced instance of the
     bundles crossing each step, under that step. `after_worker_failure` False: a job is
     optional (not started once a worker of its releases failed: the sweep skips such a step).
@@ -146,16 +155,23 @@ def registry_sweep(session: Session, wanted: dict[Step, list[Bundle]], fixes: li
             continue
         for regime in (r for r in regimes if r.spec.key() in mine):
             then = _judged(session, regime, (old, new), fixes, keys, judged or {})
-            out.append(Comparison(regime.spec, *envs, then=then,
-                                  optional=not after_worker_failure))
+            out.append(Comparison(regime.spec, *envs, then=then, optional=not after_worker_failure))
     return out
 
 
-def _judged(session: Session, regime: Regime, step: Step, fixes: list[Fix],
-            keys: dict[str, frozenset[str]], judged: Judged
-            ) -> Callable[[ProbeResult], Sequence[Comparison]] | None:
-    spans = {span: True for bundle, (span, steps) in judged.items()
-             if regime.spec.key() in keys.get(bundle, frozenset()) and step in steps}
+def _judged(
+    session: Session,
+    regime: Regime,
+    step: Step,
+    fixes: list[Fix],
+    keys: dict[str, frozenset[str]],
+    judged: Judged,
+) -> Callable[[ProbeResult], Sequence[Comparison]] | None:
+    spans = {
+        span: True
+        for bundle, (span, steps) in judged.items()
+        if regime.spec.key() in keys.get(bundle, frozenset()) and step in steps
+    }
     pairs = [e for span in spans if (e := _envs(session, *span)) is not None]
     if not pairs:
         return None
@@ -164,18 +180,26 @@ def _judged(session: Session, regime: Regime, step: Step, fixes: list[Fix],
         if not program_changed(result) or explained_by(fixes, regime.spec, *step, result):
             return ()
         return [Comparison(regime.spec, a, b) for a, b in pairs]
+
     return then
 
 
-def affected(means: Means, bundles: list[Bundle], fix: Fix, target: str,
-             steps: dict[Step, list[Bundle]], fixes: list[Fix]) -> list[Comparison]:
+def affected(
+    means: Means,
+    bundles: list[Bundle],
+    fix: Fix,
+    target: str,
+    steps: dict[Step, list[Bundle]],
+    fixes: list[Fix],
+) -> list[Comparison]:
     """`affected --fix`: each bundle's answer, then the registry sweep of the fix's own step."""
     out = [c for b in bundles for c in answer(means, b, fix, target)]
     return out + registry_sweep(means.session, steps, fixes)
 
 
-def plan(means: Means, bundles: list[Bundle], fixes: list[Fix], to: str,
-         ranges: dict[str, list[Step]]) -> list[Comparison]:
+def plan(
+    means: Means, bundles: list[Bundle], fixes: list[Fix], to: str, ranges: dict[str, list[Step]]
+) -> list[Comparison]:
     """`plan --to`: every record in each bundle's range, answered; the registry sweep of every
     step of each range, each unexplained change judged exporter -> target."""
     catalog = means.catalog
@@ -192,8 +216,7 @@ def plan(means: Means, bundles: list[Bundle], fixes: list[Fix], to: str,
     return out + registry_sweep(means.session, wanted, fixes, judged=judged)
 
 
-def regimes(session: Session, regimes: list[Regime], old: str, new: str
-            ) -> list[Comparison]:
+def regimes(session: Session, regimes: list[Regime], old: str, new: str) -> list[Comparison]:
     """The release notes' (and `sweep`'s) regimes under `old -> new`, each changed one located
     step by step when the range has several."""
     envs = _envs(session, old, new)
@@ -202,16 +225,25 @@ def regimes(session: Session, regimes: list[Regime], old: str, new: str
     return [Comparison(r.spec, *envs, then=located(session, r.spec, old, new)) for r in regimes]
 
 
-def release_notes(session: Session, old: str, new: str, fixes: list[Fix],
-                  regimes_: list[Regime], bundles: list[Bundle]) -> list[Comparison]:
+def release_notes(
+    session: Session,
+    old: str,
+    new: str,
+    fixes: list[Fix],
+    regimes_: list[Regime],
+    bundles: list[Bundle],
+) -> list[Comparison]:
     """`release-notes --from --to`: the registry sweep of every step between (a step is swept
     whatever failed before it), then the records' regimes under the pair, each changed one
     located step by step. Nothing for a pair the notes refuse (they say why)."""
     catalog = session.catalog
-    if old not in catalog.releases or new not in catalog.releases \
-            or version_key(new) <= version_key(old):
+    if (
+        old not in catalog.releases
+        or new not in catalog.releases
+        or version_key(new) <= version_key(old)
+    ):
         return []
     steps = release_steps(catalog, old, new)
-    return (registry_sweep(session, {s: bundles for s in steps}, fixes,
-                           after_worker_failure=True)
-            + regimes(session, regimes_of_notes(between(fixes, old, new), regimes_), old, new))
+    return registry_sweep(
+        session, {s: bundles for s in steps}, fixes, after_worker_failure=True
+    ) + regimes(session, regimes_of_notes(between(fixes, old, new), regimes_), old, new)

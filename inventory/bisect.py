@@ -45,11 +45,15 @@ from oracle.infra import Progress, scratch
 from oracle.session import Session
 
 # What bisect runs, said when it is refused without consent.
-CONSENT = ("bisect converts probes with the code of each commit of --repo (its coreai_torch "
-           "package, run in an environment of its own): refused without --allow-code")
+CONSENT = (
+    "bisect converts probes with the code of each commit of --repo (its coreai_torch "
+    "package, run in an environment of its own): refused without --allow-code"
+)
 
 # How a release's published wheel compares with its commit's tree.
 WHEEL_SAME = "same files"
+
+
 def changed(result: ProbeResult) -> bool:
     """The program differs, only one side converts, or both fail but not alike (what a
     release comparison calls a change: `attribution.program_changed`)."""
@@ -137,8 +141,14 @@ class _Envs:
     wheel holds the commit's very files, else the tree built from source (once per distinct
     tree)."""
 
-    def __init__(self, repo: Repo, session: Session, folder: Path,
-                 releases: dict[str, Env], progress: Progress) -> None:
+    def __init__(
+        self,
+        repo: Repo,
+        session: Session,
+        folder: Path,
+        releases: dict[str, Env],
+        progress: Progress,
+    ) -> None:
         self.repo, self.session, self.scratch = repo, session, folder
         self.known = dict(releases)  # sha -> env
         self.released = set(releases)
@@ -152,8 +162,9 @@ class _Envs:
                 # named by the tree's digest: commits that leave the package alone share one;
                 # the tree is installed by copying its files (no build code runs), so it is
                 # not needed once built: one tree at a time lies in the scratch
-                env = ensure_source_env(tree, None, self.session.catalog, self.progress,
-                                        commit=sha, allow_code=True)
+                env = ensure_source_env(
+                    tree, None, self.session.catalog, self.progress, commit=sha, allow_code=True
+                )
             finally:
                 shutil.rmtree(tree, ignore_errors=True)
             self.known[sha] = env
@@ -185,10 +196,19 @@ class _Search:
     b_known: bool = True
 
 
-def _probes(fixes: list[Fix], library: list[Regime], bundles: list[Bundle] | None,
-            old: str, new: str, catalog: Catalog, policy: Policy, use_cache: bool,
-            progress: Progress, session: Session,
-            only: frozenset[str]) -> tuple[int, list[tuple[Regime, ProbeResult]]]:
+def _probes(
+    fixes: list[Fix],
+    library: list[Regime],
+    bundles: list[Bundle] | None,
+    old: str,
+    new: str,
+    catalog: Catalog,
+    policy: Policy,
+    use_cache: bool,
+    progress: Progress,
+    session: Session,
+    only: frozenset[str],
+) -> tuple[int, list[tuple[Regime, ProbeResult]]]:
     """What `sweep` compares (those `only` names by id or construct, if any), under A's and
     B's releases: the changing ones."""
     regimes = list(library) + asset_regimes()
@@ -198,20 +218,32 @@ def _probes(fixes: list[Fix], library: list[Regime], bundles: list[Bundle] | Non
     if only:
         unknown = sorted(only - {n for r in regimes for n in (r.id, r.construct)})
         if unknown:
-            raise UsageError(f"--probe {unknown[0]}: no probe regime or construct of that name "
-                             f"(`inventory sweep` lists the regimes)")
+            raise UsageError(
+                f"--probe {unknown[0]}: no probe regime or construct of that name "
+                f"(`inventory sweep` lists the regimes)"
+            )
         regimes = [r for r in regimes if {r.id, r.construct} & only]
-    sw = sweep(old, new, fixes, regimes, catalog, policy, use_cache, progress, "bisect",
-               session)
-    return sw.probed, [(f.outcome.regime, f.outcome.result) for f in sw.changed
-                       if changed(f.outcome.result)]
+    sw = sweep(old, new, fixes, regimes, catalog, policy, use_cache, progress, "bisect", session)
+    return sw.probed, [
+        (f.outcome.regime, f.outcome.result) for f in sw.changed if changed(f.outcome.result)
+    ]
 
 
-def bisect(old: str, new: str, repo_path: Path, fixes: list[Fix], library: list[Regime],
-           catalog: Catalog, policy: Policy, bundles: list[Bundle] | None = None,
-           use_cache: bool = True, progress: Progress = lambda _: None,
-           only: frozenset[str] = frozenset(), every_commit: bool = False,
-           allow_code: bool = False) -> Bisection:
+def bisect(
+    old: str,
+    new: str,
+    repo_path: Path,
+    fixes: list[Fix],
+    library: list[Regime],
+    catalog: Catalog,
+    policy: Policy,
+    bundles: list[Bundle] | None = None,
+    use_cache: bool = True,
+    progress: Progress = lambda _: None,
+    only: frozenset[str] = frozenset(),
+    every_commit: bool = False,
+    allow_code: bool = False,
+) -> Bisection:
     from inventory.sweep import check_pair
 
     if not allow_code:
@@ -222,28 +254,52 @@ def bisect(old: str, new: str, repo_path: Path, fixes: list[Fix], library: list[
     line = [a, *repo.first_parent(a, b)]
     with Session(catalog, progress) as session, scratch("bisect") as folder:
         env_a, env_b = session.env(old), session.env(new)
-        checks = {old: _wheel_check(repo, a, env_a, folder),
-                  new: _wheel_check(repo, b, env_b, folder)}
-        releases = {c.sha: e for c, e, r in ((a, env_a, old), (b, env_b, new))
-                    if checks[r] == WHEEL_SAME}
+        checks = {
+            old: _wheel_check(repo, a, env_a, folder),
+            new: _wheel_check(repo, b, env_b, folder),
+        }
+        releases = {
+            c.sha: e for c, e, r in ((a, env_a, old), (b, env_b, new)) if checks[r] == WHEEL_SAME
+        }
         envs = _Envs(repo, session, folder, releases, progress)
-        probed, changing = _probes(fixes, library, bundles, old, new, catalog, policy,
-                                   use_cache, progress, session, only)
-        searches = [_Search(r, res, 0, 0, len(line) - 1, b_known=b.sha in releases)
-                    for r, res in changing]
+        probed, changing = _probes(
+            fixes, library, bundles, old, new, catalog, policy, use_cache, progress, session, only
+        )
+        searches = [
+            _Search(r, res, 0, 0, len(line) - 1, b_known=b.sha in releases) for r, res in changing
+        ]
         if every_commit:
             _every_commit(searches, line, envs, session, use_cache, progress)
         else:
             _run_rounds(searches, line, envs, session, use_cache, progress)
-    probes = tuple(ProbeBisection(s.regime, s.release, tuple(s.transitions), tuple(s.tested),
-                                  s.problem) for s in searches)
-    return Bisection(old, new, repo.name, a, b, {old: how_a, new: how_b}, checks,
-                     tuple(line[1:]), probed, probes, dict(envs.builds),
-                     "every-commit" if every_commit else "binary")
+    probes = tuple(
+        ProbeBisection(s.regime, s.release, tuple(s.transitions), tuple(s.tested), s.problem)
+        for s in searches
+    )
+    return Bisection(
+        old,
+        new,
+        repo.name,
+        a,
+        b,
+        {old: how_a, new: how_b},
+        checks,
+        tuple(line[1:]),
+        probed,
+        probes,
+        dict(envs.builds),
+        "every-commit" if every_commit else "binary",
+    )
 
 
-def _every_commit(searches: list[_Search], line: list[Commit], envs: _Envs, session: Session,
-                  use_cache: bool, progress: Progress) -> None:
+def _every_commit(
+    searches: list[_Search],
+    line: list[Commit],
+    envs: _Envs,
+    session: Session,
+    use_cache: bool,
+    progress: Progress,
+) -> None:
     """Each changing probe converted at every commit of the line, each against its parent:
     every commit that changes it, including a change undone before the next commit a binary
     search would test (what the binary search assumes away). Commits whose package files are
@@ -260,8 +316,10 @@ def _every_commit(searches: list[_Search], line: list[Commit], envs: _Envs, sess
                 s.problem = f"no environment for {commit.short} or its parent: {exc}"
             continue
         if before.name != after.name:
-            progress(f"{len(wanted)} probe(s) at {commit.label()} against its parent "
-                     f"[{i}/{len(line) - 1}]")
+            progress(
+                f"{len(wanted)} probe(s) at {commit.label()} against its parent "
+                f"[{i}/{len(line) - 1}]"
+            )
             for s in wanted:
                 try:
                     result = session.compare(s.regime.spec, before, after, use_cache=use_cache)
@@ -270,9 +328,17 @@ def _every_commit(searches: list[_Search], line: list[Commit], envs: _Envs, sess
                     continue
                 s.tested.append(_tested(commit.sha, parent.sha, result))
                 if changed(result):
-                    s.transitions.append(Transition(commit, parent.sha, parent.sha,
-                                                    str(result.shipped), *_errors(result),
-                                                    result.evidence, False))
+                    s.transitions.append(
+                        Transition(
+                            commit,
+                            parent.sha,
+                            parent.sha,
+                            str(result.shipped),
+                            *_errors(result),
+                            result.evidence,
+                            False,
+                        )
+                    )
         envs.release_worker(parent.sha)
     for s in searches:
         if s.transitions and not s.problem:
@@ -280,8 +346,14 @@ def _every_commit(searches: list[_Search], line: list[Commit], envs: _Envs, sess
         s.done = True
 
 
-def _run_rounds(searches: list[_Search], line: list[Commit], envs: _Envs, session: Session,
-                use_cache: bool, progress: Progress) -> None:
+def _run_rounds(
+    searches: list[_Search],
+    line: list[Commit],
+    envs: _Envs,
+    session: Session,
+    use_cache: bool,
+    progress: Progress,
+) -> None:
     last = len(line) - 1
     rounds = 0
     while True:
@@ -303,8 +375,9 @@ def _run_rounds(searches: list[_Search], line: list[Commit], envs: _Envs, sessio
         rounds += 1
         for index in sorted(asks):
             commit = line[index]
-            progress(f"round {rounds}: {len(asks[index])} probe(s) at {commit.label()} "
-                     f"[{index}/{last}]")
+            progress(
+                f"round {rounds}: {len(asks[index])} probe(s) at {commit.label()} [{index}/{last}]"
+            )
             try:
                 env = envs(commit.sha)
             except Exception as exc:  # noqa: BLE001 - said per probe, never a verdict
@@ -314,8 +387,9 @@ def _run_rounds(searches: list[_Search], line: list[Commit], envs: _Envs, sessio
                 continue
             for s, ref in asks[index]:
                 try:
-                    result = session.compare(s.regime.spec, envs(line[ref].sha), env,
-                                             use_cache=use_cache)
+                    result = session.compare(
+                        s.regime.spec, envs(line[ref].sha), env, use_cache=use_cache
+                    )
                 except Exception as exc:  # noqa: BLE001 - an environment fault: said, no verdict
                     s.problem = f"{commit.short}: {exc}"
                     s.done = True
@@ -325,9 +399,11 @@ def _run_rounds(searches: list[_Search], line: list[Commit], envs: _Envs, sessio
                 if not s.b_known:
                     s.b_known = True
                     if not moved:
-                        s.problem = (f"{line[last].short}'s tree, built from source, gives "
-                                     f"{line[ref].short}'s program: the released wheel differs "
-                                     "from its commit, so no commit of this history changes it")
+                        s.problem = (
+                            f"{line[last].short}'s tree, built from source, gives "
+                            f"{line[ref].short}'s program: the released wheel differs "
+                            "from its commit, so no commit of this history changes it"
+                        )
                         s.done = True
                 elif s.checking_final:
                     s.checking_final = False
@@ -346,8 +422,9 @@ def _run_rounds(searches: list[_Search], line: list[Commit], envs: _Envs, sessio
 
 
 def _final(t: Transition) -> Transition:
-    return Transition(t.commit, t.parent, t.reference, t.shipped, t.old_error, t.new_error,
-                      t.result, True)
+    return Transition(
+        t.commit, t.parent, t.reference, t.shipped, t.old_error, t.new_error, t.result, True
+    )
 
 
 def _errors(result: ProbeResult) -> tuple[str, str]:
@@ -355,8 +432,9 @@ def _errors(result: ProbeResult) -> tuple[str, str]:
 
 
 def _tested(commit: str, reference: str, result: ProbeResult) -> Tested:
-    return Tested(commit, reference, changed(result), str(result.shipped),
-                  result.evidence, *_errors(result))
+    return Tested(
+        commit, reference, changed(result), str(result.shipped), result.evidence, *_errors(result)
+    )
 
 
 def _found(s: _Search, line: list[Commit]) -> bool:
@@ -364,13 +442,21 @@ def _found(s: _Search, line: list[Commit]) -> bool:
     ask whether its program is B's. True when the search is done (`hi` is the last commit)."""
     last = len(line) - 1
     ref, at = line[s.ref].sha, line[s.hi].sha
-    tested = next((t for t in reversed(s.tested) if t.commit == at and t.reference == ref),
-                  None)
+    tested = next((t for t in reversed(s.tested) if t.commit == at and t.reference == ref), None)
     if tested is None:  # B against A: the release comparison itself
         tested = _tested(at, ref, s.release)
-    s.transitions.append(Transition(line[s.hi], line[s.hi - 1].sha, ref, tested.shipped,
-                                    tested.old_error, tested.new_error, tested.result,
-                                    s.hi == last))
+    s.transitions.append(
+        Transition(
+            line[s.hi],
+            line[s.hi - 1].sha,
+            ref,
+            tested.shipped,
+            tested.old_error,
+            tested.new_error,
+            tested.result,
+            s.hi == last,
+        )
+    )
     if s.hi == last:
         s.done = True
     else:

@@ -54,10 +54,13 @@ def load_bisected(folder: Path = EVIDENCE) -> dict[tuple[str, str, str], Attribu
                 continue
             out[(doc["from"], doc["to"], probe["key"])] = Attributed(
                 tuple(c["pr"] for c in commits if c.get("pr")),
-                tuple(f"{c['sha'][:7]} (#{c['pr']})" if c.get("pr") else c["sha"][:7]
-                      for c in commits),
-                str(path.relative_to(folder.parent.parent)) if folder.parent.parent in
-                path.parents else str(path))
+                tuple(
+                    f"{c['sha'][:7]} (#{c['pr']})" if c.get("pr") else c["sha"][:7] for c in commits
+                ),
+                str(path.relative_to(folder.parent.parent))
+                if folder.parent.parent in path.parents
+                else str(path),
+            )
     return out
 
 
@@ -66,8 +69,9 @@ def _recorded() -> dict[tuple[str, str, str], Attributed]:
     return load_bisected()
 
 
-def narrowed(ids: tuple[str, ...], fixes: list[Fix], old: str, new: str,
-             spec: ProbeSpec) -> tuple[str, ...]:
+def narrowed(
+    ids: tuple[str, ...], fixes: list[Fix], old: str, new: str, spec: ProbeSpec
+) -> tuple[str, ...]:
     """Of the records `ids` that name a probe's construct in the step `old`->`new`, those
     whose pull requests (id or aliases) bisection names for the probe's change; all of `ids`
     when the probe was not bisected in that step. None left: the commit that changes it

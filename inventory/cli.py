@@ -54,11 +54,17 @@ app = typer.Typer(
     context_settings=CONTEXT,  # -h beside --help, in every command
     cls=JsonErrorGroup,  # an argument error under --json is the one error envelope
 )
-envs_app = typer.Typer(help="Converter environments (one per coreai-torch release).",
-                       no_args_is_help=True, cls=HelpGroup)
+envs_app = typer.Typer(
+    help="Converter environments (one per coreai-torch release).",
+    no_args_is_help=True,
+    cls=HelpGroup,
+)
 app.add_typer(envs_app, name="envs")
-cache_app = typer.Typer(help="The store: stored results, environments, runs and temp folders.",
-                        no_args_is_help=True, cls=HelpGroup)
+cache_app = typer.Typer(
+    help="The store: stored results, environments, runs and temp folders.",
+    no_args_is_help=True,
+    cls=HelpGroup,
+)
 app.add_typer(cache_app, name="cache")
 
 
@@ -70,9 +76,12 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _options(
-    version: Annotated[bool, typer.Option(
-        "--version", callback=_version, is_eager=True,
-        help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     stop_on_sigterm()
 

@@ -23,8 +23,7 @@ from oracle.catalog import (
     runtime_label,
 )
 
-DEFAULT_RULE = ("every runtime in the catalog at or above the coreai-core the target release "
-                "pins")
+DEFAULT_RULE = "every runtime in the catalog at or above the coreai-core the target release pins"
 
 
 @dataclass(frozen=True)
@@ -40,8 +39,7 @@ class Deployment:
         return f"coreai-core {', '.join(self.cores)} ({self.source})"
 
     def to_json(self) -> dict[str, object]:
-        return {"cores": list(self.cores), "runtimes": list(self.runtimes),
-                "source": self.source}
+        return {"cores": list(self.cores), "runtimes": list(self.runtimes), "source": self.source}
 
 
 def parse_overrides(values: list[str] | None, catalog: Catalog) -> tuple[str, ...] | None:
@@ -53,8 +51,9 @@ def parse_overrides(values: list[str] | None, catalog: Catalog) -> tuple[str, ..
     return tuple(c for c in order if c in chosen)
 
 
-def deployment(bundle: Bundle, catalog: Catalog, target: str | None,
-               override: tuple[str, ...] | None = None) -> Deployment:
+def deployment(
+    bundle: Bundle, catalog: Catalog, target: str | None, override: tuple[str, ...] | None = None
+) -> Deployment:
     order = cores(catalog)
     if override:
         return Deployment(override, "--runtime")
@@ -67,6 +66,8 @@ def deployment(bundle: Bundle, catalog: Catalog, target: str | None,
     if target is None:
         return Deployment(tuple(order), "default: every runtime in the catalog")
     core = pinned_core(catalog, target)
-    return Deployment(tuple(at_or_above(catalog, core)),
-                      f"default: every runtime in the catalog at or above coreai-core {core}, "
-                      f"which coreai-torch {target} pins")
+    return Deployment(
+        tuple(at_or_above(catalog, core)),
+        f"default: every runtime in the catalog at or above coreai-core {core}, "
+        f"which coreai-torch {target} pins",
+    )

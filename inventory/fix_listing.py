@@ -37,6 +37,19 @@ def step_of(catalog: Catalog, release: str) -> str:
 def listing(fixes: list[Fix], catalog: Catalog, source: Path) -> FixListing:
     """Every record, in release order and, within a release, as the file lists them."""
     order = sorted(fixes, key=lambda f: version_key(f.ships_in))  # stable: file order kept
-    return FixListing(str(source), tuple(
-        FixRow(f.id, f.aliases, f.title, f.kind, f.ships_in, step_of(catalog, f.ships_in),
-               f.constructs, f.upstream) for f in order))
+    return FixListing(
+        str(source),
+        tuple(
+            FixRow(
+                f.id,
+                f.aliases,
+                f.title,
+                f.kind,
+                f.ships_in,
+                step_of(catalog, f.ships_in),
+                f.constructs,
+                f.upstream,
+            )
+            for f in order
+        ),
+    )

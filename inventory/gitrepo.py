@@ -30,10 +30,24 @@ MAX_TREE_BYTES = 256 * 1024 * 1024
 MAX_TREE_FILES = 20_000
 _CHUNK = 1024 * 1024
 # Configuration a repository may set that would run a program or change what is read.
-_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
-         "-c", "core.untrackedCache=false", "-c", "protocol.allow=never")
-_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_NO_REPLACE_OBJECTS": "1", "GIT_PAGER": "cat", "PAGER": "cat"}
+_SAFE = (
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "protocol.allow=never",
+)
+_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+}
 _VERSION = re.compile(r"""__version__\s*=\s*["']([^"']+)["']""")
 # a squash merge's subject ends "(#NN)"; a merge commit says "Merge pull request #NN"
 _SQUASH = re.compile(r"\(#(\d+)\)\s*$")
@@ -72,8 +86,9 @@ class Repo:
         self.path = path
         if not path.is_dir():
             raise UsageError(f"--repo {path}: no such directory")
-        probe = subprocess.run(self.argv("rev-parse", "--git-dir"), capture_output=True,
-                               text=True, env=_env())
+        probe = subprocess.run(
+            self.argv("rev-parse", "--git-dir"), capture_output=True, text=True, env=_env()
+        )
         if probe.returncode != 0:
             raise UsageError(f"--repo {path}: not a git repository")
 
@@ -99,25 +114,31 @@ class Repo:
         proc = self.run(*args)
         if proc.returncode != 0:
             lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-            raise UsageError(f"git {' '.join(args)} in {self.path}: "
-                             f"{lines[-1] if lines else proc.returncode}")
+            raise UsageError(
+                f"git {' '.join(args)} in {self.path}: {lines[-1] if lines else proc.returncode}"
+            )
         return proc.stdout
 
     def commit(self, rev: str) -> Commit:
         sha = self.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").strip()
         message = self.git("log", "-1", "--format=%B", sha)
-        return Commit(sha, message.strip().splitlines()[0] if message.strip() else "",
-                      pr_of(message))
+        return Commit(
+            sha, message.strip().splitlines()[0] if message.strip() else "", pr_of(message)
+        )
 
     def version_at(self, sha: str) -> str | None:
         """The version a commit's version file names, read as text (never run): a blob of at
         most 1 MiB, else no version."""
         size = self.run("cat-file", "-s", f"{sha}:{VERSION_FILE}")
-        if size.returncode != 0 or not size.stdout.strip().isdigit() \
-                or int(size.stdout) > 1024 * 1024:
+        if (
+            size.returncode != 0
+            or not size.stdout.strip().isdigit()
+            or int(size.stdout) > 1024 * 1024
+        ):
             return None
-        proc = subprocess.run(self.argv("cat-file", "blob", f"{sha}:{VERSION_FILE}"),
-                              capture_output=True, env=_env())
+        proc = subprocess.run(
+            self.argv("cat-file", "blob", f"{sha}:{VERSION_FILE}"), capture_output=True, env=_env()
+        )
         text = proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else ""
         m = _VERSION.search(text)
         return m.group(1) if m else None
@@ -130,48 +151,64 @@ class Repo:
             ok = self.run("rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}")
             if ok.returncode == 0:
                 return self.commit(ok.stdout.strip()), f"tag {tag}"
-        heads = [h for h in self.git("for-each-ref", "--format=%(refname)", "refs/heads")
-                 .split() if h]
-        head = "HEAD" if self.run("rev-parse", "--verify", "--quiet", "HEAD").returncode == 0 \
+        heads = [
+            h for h in self.git("for-each-ref", "--format=%(refname)", "refs/heads").split() if h
+        ]
+        head = (
+            "HEAD"
+            if self.run("rev-parse", "--verify", "--quiet", "HEAD").returncode == 0
             else (heads[0] if heads else "")
+        )
         if not head:
             raise UsageError(f"--repo {self.path}: no commits")
-        history = self.git("log", "--first-parent", "--reverse", "--format=%H", head,
-                           "--", VERSION_FILE).split()
+        history = self.git(
+            "log", "--first-parent", "--reverse", "--format=%H", head, "--", VERSION_FILE
+        ).split()
         for sha in history:
             if self.version_at(sha) == version:
                 return self.commit(sha), f"version bump to {version} in {VERSION_FILE}"
-        raise UsageError(f"--repo {self.path}: no tag v{version} and no commit of the "
-                         f"first-parent history sets {VERSION_FILE} to {version}")
+        raise UsageError(
+            f"--repo {self.path}: no tag v{version} and no commit of the "
+            f"first-parent history sets {VERSION_FILE} to {version}"
+        )
 
     def first_parent(self, old: Commit, new: Commit) -> list[Commit]:
         """The commits after `old` up to and including `new`, oldest first, on `new`'s
         first-parent line (each a merged change as the main branch saw it)."""
         if self.run("merge-base", "--is-ancestor", old.sha, new.sha).returncode != 0:
             raise UsageError(f"{old.short} is not an ancestor of {new.short} in {self.path}")
-        shas = self.git("rev-list", "--first-parent", "--reverse",
-                        f"{old.sha}..{new.sha}").split()
+        shas = self.git("rev-list", "--first-parent", "--reverse", f"{old.sha}..{new.sha}").split()
         if old.sha not in self.git("rev-list", "--first-parent", new.sha).split():
-            raise UsageError(f"{old.short} is not on the first-parent line of {new.short} in "
-                             f"{self.path}")
+            raise UsageError(
+                f"{old.short} is not on the first-parent line of {new.short} in {self.path}"
+            )
         return [self.commit(s) for s in shas]
 
     def extract(self, sha: str, into: Path) -> Path:
         """The files of the commit's tree an environment installs (`TREE_PATHS`), written under
         `into` blob by blob (works for a bare repository); UsageError, one line, for a tree
         past the caps, a path out of the folder or a symlink out of the tree."""
-        listing = subprocess.run(self.argv("ls-tree", "-r", "-l", "-z", "--full-tree", sha,
-                                           "--", *TREE_PATHS), capture_output=True, env=_env())
+        listing = subprocess.run(
+            self.argv("ls-tree", "-r", "-l", "-z", "--full-tree", sha, "--", *TREE_PATHS),
+            capture_output=True,
+            env=_env(),
+        )
         if listing.returncode != 0:
             lines = listing.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise UsageError(f"git ls-tree {sha[:12]} in {self.path}: "
-                             f"{lines[-1] if lines else listing.returncode}")
+            raise UsageError(
+                f"git ls-tree {sha[:12]} in {self.path}: "
+                f"{lines[-1] if lines else listing.returncode}"
+            )
         entries = _entries(listing.stdout, sha)
         into.mkdir(parents=True, exist_ok=True)
         root = into.resolve()
-        with subprocess.Popen(self.argv("cat-file", "--batch"), stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              env=_env()) as cat:
+        with subprocess.Popen(
+            self.argv("cat-file", "--batch"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=_env(),
+        ) as cat:
             assert cat.stdin is not None and cat.stdout is not None
             try:
                 for mode, oid, _size, path in entries:
@@ -213,16 +250,22 @@ def _entries(listing: bytes, sha: str) -> list[tuple[str, str, int, str]]:
             raise UsageError(f"{sha[:12]}: a path that would leave its folder: {path!r}")
         length = int(size) if size.isdigit() else 0
         if length > MAX_FILE_BYTES:
-            raise UsageError(f"{sha[:12]}:{path} is {length} bytes, more than the "
-                             f"{MAX_FILE_BYTES // (1024 * 1024)} MiB a tree's file may have")
+            raise UsageError(
+                f"{sha[:12]}:{path} is {length} bytes, more than the "
+                f"{MAX_FILE_BYTES // (1024 * 1024)} MiB a tree's file may have"
+            )
         total += length
         out.append((mode, oid, length, path))
     if len(out) > MAX_TREE_FILES:
-        raise UsageError(f"{sha[:12]}: {len(out)} files under {', '.join(TREE_PATHS)}, more "
-                         f"than the {MAX_TREE_FILES} a tree may have")
+        raise UsageError(
+            f"{sha[:12]}: {len(out)} files under {', '.join(TREE_PATHS)}, more "
+            f"than the {MAX_TREE_FILES} a tree may have"
+        )
     if total > MAX_TREE_BYTES:
-        raise UsageError(f"{sha[:12]}: {total} bytes under {', '.join(TREE_PATHS)}, more than "
-                         f"the {MAX_TREE_BYTES // (1024 * 1024)} MiB a tree may have")
+        raise UsageError(
+            f"{sha[:12]}: {total} bytes under {', '.join(TREE_PATHS)}, more than "
+            f"the {MAX_TREE_BYTES // (1024 * 1024)} MiB a tree may have"
+        )
     return out
 
 
@@ -243,9 +286,11 @@ def _stream(source: object, target: Path, size: int, mode: str) -> None:
 def _link(root: Path, target: Path, link: str, where: str) -> None:
     """A symlink of the tree, kept only if it points inside the tree."""
     pointed = PurePosixPath(link)
-    resolved = Path(os.path.normpath(target.parent / Path(*pointed.parts))) \
-        if not pointed.is_absolute() else Path(link)
+    resolved = (
+        Path(os.path.normpath(target.parent / Path(*pointed.parts)))
+        if not pointed.is_absolute()
+        else Path(link)
+    )
     if pointed.is_absolute() or not resolved.is_relative_to(root):
-        raise UsageError(f"{where} is a symlink out of the tree ({link}): refused, never "
-                         "followed")
+        raise UsageError(f"{where} is a symlink out of the tree ({link}): refused, never followed")
     target.symlink_to(link)

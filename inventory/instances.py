@@ -8,8 +8,7 @@ from oracle.compare import ProbeSpec
 from oracle.constructs import has_probe, probe_params
 
 
-def instance_spec(bundle: Bundle, instance: Instance, override: dict | None = None
-                  ) -> ProbeSpec:
+def instance_spec(bundle: Bundle, instance: Instance, override: dict | None = None) -> ProbeSpec:
     """The probe for one traced instance: its own parameters, dtype and the bundle's pipeline,
     with trained-looking values (or a condition's override of them)."""
     return ProbeSpec(
@@ -23,5 +22,4 @@ def instance_spec(bundle: Bundle, instance: Instance, override: dict | None = No
 
 def probed_keys(bundle: Bundle) -> frozenset[str]:
     """The spec keys of the bundle's traced instances that have a probe."""
-    return frozenset(instance_spec(bundle, i).key() for i in bundle.instances
-                     if has_probe(i.kind))
+    return frozenset(instance_spec(bundle, i).key() for i in bundle.instances if has_probe(i.kind))

@@ -66,9 +66,15 @@ class Means(Protocol):
 
     def whole(self, bundle: Bundle, exporter: str, old: str, fix: Fix) -> tuple[Any, str]: ...
 
-    def probe(self, bundle: Bundle, instance: Instance, old_env: Env, new_env: Env,
-              condition: Condition | None = None, spec: ProbeSpec | None = None
-              ) -> ProbeAnswer: ...
+    def probe(
+        self,
+        bundle: Bundle,
+        instance: Instance,
+        old_env: Env,
+        new_env: Env,
+        condition: Condition | None = None,
+        spec: ProbeSpec | None = None,
+    ) -> ProbeAnswer: ...
 
     def load_answer(self, bundle: Bundle, target: str) -> LoadAnswer: ...
 
@@ -86,29 +92,53 @@ class Framed:
     deployment: Deployment
     chain: list[str]
 
-    def done(self, verdict: Verdict, reexport: Reexport, reason: str,
-             probes: tuple[ProbeAnswer, ...] = (), runtimes: tuple[str, ...] = (),
-             findings: tuple[ConditionFinding, ...] = ()) -> BundleAnswer:
+    def done(
+        self,
+        verdict: Verdict,
+        reexport: Reexport,
+        reason: str,
+        probes: tuple[ProbeAnswer, ...] = (),
+        runtimes: tuple[str, ...] = (),
+        findings: tuple[ConditionFinding, ...] = (),
+    ) -> BundleAnswer:
         """The answer: with probes, the chain already ends with each probe's verdict and
         reason; without, the reason is its last line."""
         bundle = self.question.bundle
         steps = self.chain if probes else self.chain + [reason]
-        return BundleAnswer(bundle.name, self.exporter, bundle.exporter.converter,
-                            bundle.exporter.source, self.instances, probes, verdict, reexport,
-                            reason, tuple(steps), runtimes, findings, self.deployment)
+        return BundleAnswer(
+            bundle.name,
+            self.exporter,
+            bundle.exporter.converter,
+            bundle.exporter.source,
+            self.instances,
+            probes,
+            verdict,
+            reexport,
+            reason,
+            tuple(steps),
+            runtimes,
+            findings,
+            self.deployment,
+        )
 
 
 def asset_spec(bundle: Bundle) -> ProbeSpec:
     """The asset probe shaped like the bundle: nested modules, its dtype and pipeline."""
-    return ProbeSpec(asset_probe.CONSTRUCT, dict(asset_probe.DEFAULT_PARAMS), bundle.dtype,
-                     bundle.pipeline)
+    return ProbeSpec(
+        asset_probe.CONSTRUCT, dict(asset_probe.DEFAULT_PARAMS), bundle.dtype, bundle.pipeline
+    )
 
 
 def asset_instance(bundle: Bundle) -> Instance:
     """How a pipeline record's probe is listed beside traced instances (it is not traced)."""
-    return Instance(asset_probe.CONSTRUCT, dict(asset_probe.DEFAULT_PARAMS), 1, bundle.dtype, (),
-                    f"not traced: the asset probe ({asset_probe.LABEL}) in the bundle's dtype "
-                    f"and pipeline")
+    return Instance(
+        asset_probe.CONSTRUCT,
+        dict(asset_probe.DEFAULT_PARAMS),
+        1,
+        bundle.dtype,
+        (),
+        f"not traced: the asset probe ({asset_probe.LABEL}) in the bundle's dtype and pipeline",
+    )
 
 
 def pipeline_answer(analyzer: Means, framed: Framed) -> BundleAnswer:
@@ -119,8 +149,10 @@ def pipeline_answer(analyzer: Means, framed: Framed) -> BundleAnswer:
     # Compared at the release step where the change ships, so that lowering changes of other
     # steps between the exporter and the target are not attributed to it.
     old, _ = own_step(analyzer.catalog, exporter, fix)
-    chain.append(f"a pipeline change: compared at the step where it ships, coreai-torch "
-                 f"{old} -> {fix.ships_in}")
+    chain.append(
+        f"a pipeline change: compared at the step where it ships, coreai-torch "
+        f"{old} -> {fix.ships_in}"
+    )
     try:
         old_env, new_env = analyzer.session.env(old), analyzer.session.env(fix.ships_in)
     except EnvError as exc:
@@ -128,12 +160,17 @@ def pipeline_answer(analyzer: Means, framed: Framed) -> BundleAnswer:
     whole, why_not = analyzer.whole(bundle, exporter, old, fix)
     if whole is not None:
         return _on_whole_program(analyzer, framed, whole)
-    chain.append(f"not answered on the bundle's own program: {why_not}; the asset probe "
-                 "stands in, and it holds none of the bundle's own patterns")
-    answer = analyzer.probe(bundle, asset_instance(bundle), old_env, new_env,
-                            spec=asset_spec(bundle))
-    chain.append(f"{answer.spec.label()} (the asset probe: {asset_probe.LABEL}, the bundle's "
-                 f"dtype and pipeline): {answer.verdict.verdict} - {answer.verdict.reason}")
+    chain.append(
+        f"not answered on the bundle's own program: {why_not}; the asset probe "
+        "stands in, and it holds none of the bundle's own patterns"
+    )
+    answer = analyzer.probe(
+        bundle, asset_instance(bundle), old_env, new_env, spec=asset_spec(bundle)
+    )
+    chain.append(
+        f"{answer.spec.label()} (the asset probe: {asset_probe.LABEL}, the bundle's "
+        f"dtype and pipeline): {answer.verdict.verdict} - {answer.verdict.reason}"
+    )
     m = answer.result.measurement if answer.result else None
     runtimes = (m.runtime,) if m is not None and m.ok else ()
     verdict = answer.verdict.verdict
@@ -141,10 +178,13 @@ def pipeline_answer(analyzer: Means, framed: Framed) -> BundleAnswer:
         # the generic probe's program is the same; the bundle's own may not be (sam3's moves
         # in core-b2's step): never a bare same-program
         verdict = Verdict.ASSET_PROBE_SAME_PROGRAM
-    reason = (f"answered by the asset probe alone, not on {bundle.name}'s own program "
-              f"({why_not}): {answer.verdict.verdict} - {answer.verdict.reason}")
-    return replace(done(verdict, answer.verdict.reexport, reason, (answer,), runtimes),
-                   not_checked=why_not)
+    reason = (
+        f"answered by the asset probe alone, not on {bundle.name}'s own program "
+        f"({why_not}): {answer.verdict.verdict} - {answer.verdict.reason}"
+    )
+    return replace(
+        done(verdict, answer.verdict.reexport, reason, (answer,), runtimes), not_checked=why_not
+    )
 
 
 def asset_answer(analyzer: Means, question: Question) -> BundleAnswer:
@@ -169,14 +209,27 @@ def asset_answer(analyzer: Means, question: Question) -> BundleAnswer:
     chain.append(reason)
     chain += [f"remedy: {r}" for r in load.remedies] if level != Reexport.NO else []
     chain.append(f"load checks: {', '.join(load.evidence)}")
-    return BundleAnswer(bundle.name, recorded, recorded, bundle.exporter.source, (), (),
-                        verdict, level, reason, tuple(chain),
-                        tuple(dict.fromkeys(load.deployment.runtimes)), (), load.deployment,
-                        load)
+    return BundleAnswer(
+        bundle.name,
+        recorded,
+        recorded,
+        bundle.exporter.source,
+        (),
+        (),
+        verdict,
+        level,
+        reason,
+        tuple(chain),
+        tuple(dict.fromkeys(load.deployment.runtimes)),
+        (),
+        load.deployment,
+        load,
+    )
 
 
-def whole_program(analyzer: Means, bundle: Bundle, exporter: str, old: str, fix: Fix
-                  ) -> tuple[Any, str]:
+def whole_program(
+    analyzer: Means, bundle: Bundle, exporter: str, old: str, fix: Fix
+) -> tuple[Any, str]:
     """The bundle's whole-program check holding the step `old -> fix.ships_in` (a
     `inventory.verify.service.BundleVerify`): the caller's own (`plan`'s check of its target,
     `analyzer.checks`); else a stored `verify BUNDLE --to V`, V the record's release or the
@@ -187,16 +240,22 @@ def whole_program(analyzer: Means, bundle: Bundle, exporter: str, old: str, fix:
 
     label = f"{old}->{fix.ships_in}"
     given = analyzer.checks.get(bundle.name)
-    if given is not None and not given.record.get("error") and \
-            any(s["step"] == label for s in given.steps):
+    if (
+        given is not None
+        and not given.record.get("error")
+        and any(s["step"] == label for s in given.steps)
+    ):
         return given, ""
     try:
         forms.compared_form(bundle, recipe_root=analyzer.recipe_root)
         forms.run_form(bundle, recipe_root=analyzer.recipe_root)
     except forms.FormError as exc:
         return None, f"no whole-bundle form ({exc})"
-    later = [v for v in sorted(analyzer.catalog.releases, key=version_key)
-             if version_key(v) >= version_key(fix.ships_in)]
+    later = [
+        v
+        for v in sorted(analyzer.catalog.releases, key=version_key)
+        if version_key(v) >= version_key(fix.ships_in)
+    ]
     targets = [(to, True) for to in later]
     if analyzer.verify:
         targets = [(fix.ships_in, False)]
@@ -204,17 +263,28 @@ def whole_program(analyzer: Means, bundle: Bundle, exporter: str, old: str, fix:
         with Session(analyzer.catalog, analyzer.progress) as session:
             try:
                 record, cached = service.measured(
-                    bundle, session, exporter, to, analyzer.weights.get(bundle.name),
-                    analyzer.use_cache, analyzer.allow_code, analyzer.progress,
-                    read_only=read_only, recipe_root=analyzer.recipe_root)
+                    bundle,
+                    session,
+                    exporter,
+                    to,
+                    analyzer.weights.get(bundle.name),
+                    analyzer.use_cache,
+                    analyzer.allow_code,
+                    analyzer.progress,
+                    read_only=read_only,
+                    recipe_root=analyzer.recipe_root,
+                )
             except verify_chain.Missing:
                 continue
         if record.get("error"):
             return None, f"the whole-program check to {to} failed: {record['error']}"
-        return service.assembled(bundle, exporter, False, to, record, cached, analyzer.fixes,
-                                 analyzer.policy, {}, []), ""
-    return None, (f"no whole-program check holding {label} is stored (`inventory verify "
-                  f"{bundle.name} --to {fix.ships_in}`, or `--verify`)")
+        return service.assembled(
+            bundle, exporter, False, to, record, cached, analyzer.fixes, analyzer.policy, {}, []
+        ), ""
+    return None, (
+        f"no whole-program check holding {label} is stored (`inventory verify "
+        f"{bundle.name} --to {fix.ships_in}`, or `--verify`)"
+    )
 
 
 def _on_whole_program(analyzer: Means, framed: Framed, whole: Any) -> BundleAnswer:
@@ -227,46 +297,68 @@ def _on_whole_program(analyzer: Means, framed: Framed, whole: Any) -> BundleAnsw
     mine = [r for r in regions if fix.id in r["explained_by"]]
     others = [r for r in regions if fix.id not in r["explained_by"]]
     shipped = (step.get("shipped") or {}).get("identity")
-    chain.append(f"answered on the bundle's own whole program ({form} form, "
-                 f"{whole.record['build'].get('params', 0):,} parameters; the check "
-                 f"{whole.exporter} -> {whole.to}): step {step['step']}, shipped programs "
-                 f"{shipped}")
-    summary = {"step": step["step"], "to": whole.to, "form": whole.record["form"],
-               "shipped": shipped,
-               "regions": mine, "other_regions": len(others), "drift": step.get("drift"),
-               "drift_source": step.get("drift_source"), "runtime": step.get("runtime"),
-               "evidence": step.get("evidence")}
+    chain.append(
+        f"answered on the bundle's own whole program ({form} form, "
+        f"{whole.record['build'].get('params', 0):,} parameters; the check "
+        f"{whole.exporter} -> {whole.to}): step {step['step']}, shipped programs "
+        f"{shipped}"
+    )
+    summary = {
+        "step": step["step"],
+        "to": whole.to,
+        "form": whole.record["form"],
+        "shipped": shipped,
+        "regions": mine,
+        "other_regions": len(others),
+        "drift": step.get("drift"),
+        "drift_source": step.get("drift_source"),
+        "runtime": step.get("runtime"),
+        "evidence": step.get("evidence"),
+    }
     if shipped == "identical":
-        reason = (f"the whole {form} program is identical across {step['step']}: the pin "
-                  "changes nothing this bundle ships")
+        reason = (
+            f"the whole {form} program is identical across {step['step']}: the pin "
+            "changes nothing this bundle ships"
+        )
         return replace(done(Verdict.SAME_PROGRAM, Reexport.NO, reason), whole_program=summary)
     if shipped != "differs":
         reason = f"the whole program cannot be compared across {step['step']} ({shipped})"
-        return replace(done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, reason),
-                       whole_program=summary)
+        return replace(
+            done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, reason), whole_program=summary
+        )
     if not mine:
-        reason = (f"no region of the whole program changes at the optimizer stage in "
-                  f"{step['step']}: the {len(others)} region(s) that differ are lowering "
-                  "changes, other records' or unrecorded")
+        reason = (
+            f"no region of the whole program changes at the optimizer stage in "
+            f"{step['step']}: the {len(others)} region(s) that differ are lowering "
+            "changes, other records' or unrecorded"
+        )
         return replace(done(Verdict.SAME_PROGRAM, Reexport.NO, reason), whole_program=summary)
     modules = sorted({m for r in mine for m in r["modules"]})
-    chain.append(f"{len(mine)} region(s) of the optimizer stage, the pin's (rule: "
-                 f"{mine[0]['explained_how'][fix.id]}): "
-                 f"{', '.join(sorted({op for r in mine for op in r['coreai_ops']})) or 'no op'};"
-                 f" modules {', '.join(modules[:6]) or 'none located'}"
-                 f"{f' and {len(modules) - 6} more' if len(modules) > 6 else ''}")
+    chain.append(
+        f"{len(mine)} region(s) of the optimizer stage, the pin's (rule: "
+        f"{mine[0]['explained_how'][fix.id]}): "
+        f"{', '.join(sorted({op for r in mine for op in r['coreai_ops']})) or 'no op'};"
+        f" modules {', '.join(modules[:6]) or 'none located'}"
+        f"{f' and {len(modules) - 6} more' if len(modules) > 6 else ''}"
+    )
     if others:
-        chain.append(f"{len(others)} other region(s) of the step are lowering changes "
-                     "(their own records' or unrecorded): `inventory verify` lists them")
+        chain.append(
+            f"{len(others)} other region(s) of the step are lowering changes "
+            "(their own records' or unrecorded): `inventory verify` lists them"
+        )
     # the step's level as verify judges it: its model-level drift when run, else its regions'
     # drift at their own cuts (the reason says which), so this answer and verify's agree
     verdict = ProbeVerdict(Verdict(step["verdict"]), Reexport(step["reexport"]), step["reason"])
     if others:
-        verdict = replace(verdict, reason=f"{verdict.reason}; the step also holds {len(others)}"
-                          " lowering region(s) the pin does not explain, measured with it")
+        verdict = replace(
+            verdict,
+            reason=f"{verdict.reason}; the step also holds {len(others)}"
+            " lowering region(s) the pin does not explain, measured with it",
+        )
     runtimes = _runtimes(step, whole.regions)
-    return replace(done(verdict.verdict, verdict.reexport, verdict.reason, (), runtimes),
-                   whole_program=summary)
+    return replace(
+        done(verdict.verdict, verdict.reexport, verdict.reason, (), runtimes), whole_program=summary
+    )
 
 
 def _runtimes(step: dict[str, Any], regions: Any) -> tuple[str, ...]:
@@ -274,6 +366,7 @@ def _runtimes(step: dict[str, Any], regions: Any) -> tuple[str, ...]:
     of its regions' cut runs."""
     if step.get("runtime"):
         return (step["runtime"],)
-    found = {(r.get("region_run") or {}).get("runtime") for r in regions
-             if r["step"] == step["step"]}
+    found = {
+        (r.get("region_run") or {}).get("runtime") for r in regions if r["step"] == step["step"]
+    }
     return tuple(sorted(r for r in found if r))

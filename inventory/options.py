@@ -67,22 +67,34 @@ def complete_fix(incomplete: str) -> list[str]:
 
 
 # Read by `inventory.terminal.command`, which sets INVENTORY_CATALOG for the command's run.
-CatalogFile = Annotated[Path | None, typer.Option(
-    "--catalog", metavar="FILE",
-    help="A release catalog over the packaged one, in converters.toml's format (default: "
-         "INVENTORY_CATALOG): with a torch table it replaces it, else its converters."
-         "VERSION tables add or override releases.")]
-Registry = Annotated[Path, typer.Option("--registry", metavar="FILE",
-                                        help="The bundle registry (TOML).")]
-NoCache = Annotated[bool, typer.Option(
-    "--no-cache", help="Convert and measure again even if a stored result exists.")]
-RunBudget = Annotated[float, typer.Option(
-    "--run-budget", metavar="SECONDS",
-    help="Seconds the model-level runs of a whole-program check may cost (estimated from the "
-         "registry's measured seconds per run); over it they are skipped, said so, and the "
-         "region runs measure every region. 'inf': always run.")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines (= --progress "
-                                                           "off).")]
+CatalogFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--catalog",
+        metavar="FILE",
+        help="A release catalog over the packaged one, in converters.toml's format (default: "
+        "INVENTORY_CATALOG): with a torch table it replaces it, else its converters."
+        "VERSION tables add or override releases.",
+    ),
+]
+Registry = Annotated[
+    Path, typer.Option("--registry", metavar="FILE", help="The bundle registry (TOML).")
+]
+NoCache = Annotated[
+    bool,
+    typer.Option("--no-cache", help="Convert and measure again even if a stored result exists."),
+]
+RunBudget = Annotated[
+    float,
+    typer.Option(
+        "--run-budget",
+        metavar="SECONDS",
+        help="Seconds the model-level runs of a whole-program check may cost (estimated from the "
+        "registry's measured seconds per run); over it they are skipped, said so, and the "
+        "region runs measure every region. 'inf': always run.",
+    ),
+]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines (= --progress off).")]
 
 
 def _progress_mode(value: str | None) -> str | None:
@@ -91,79 +103,178 @@ def _progress_mode(value: str | None) -> str | None:
     return progress_mode(value)
 
 
-ProgressMode = Annotated[str | None, typer.Option(
-    "--progress", metavar="auto|on|off", callback=_progress_mode,
-    help="Progress on stderr: auto (a transient status on a terminal; piped, one line per "
-         "phase with its counts), on (those lines even on a terminal), off.")]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON, a versioned envelope (= "
-                                                 "--format json).")]
-Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown (= --format "
-                                                         "markdown).")]
-Format = Annotated[str | None, typer.Option(
-    "--format", "-f", metavar="FORMAT",
-    help="The answer's format: table (the terminal's, the default), json (a versioned "
-         "envelope), markdown (for a release page or a ticket), html (a "
-         "self-contained report: plan, affected, verify) or cyclonedx (CycloneDX 1.6 with "
-         "VEX: scan, plan, affected). --json and --markdown are its aliases; give one.")]
-OutputFile = Annotated[Path | None, typer.Option(
-    "--output", "-o", metavar="FILE",
-    help="Write the answer to FILE (in --format) instead of standard output.")]
-Details = Annotated[bool, typer.Option(
-    "--details", help="Everything the answer holds: each record that does not affect a bundle "
-                      "(folded to a count by default) and every probe's evidence.")]
-Tolerance = Annotated[float | None, typer.Option(
-    "--tolerance", metavar="NUMBER",
-    help="Relative error vs torch fp32 beyond which a shipped output is wrong "
-         "(default: per dtype, inventory/policy.toml).")]
-Ignore = Annotated[Path | None, typer.Option(
-    "--ignore", metavar="FILE",
-    help="Accepted risks: TOML ignore entries (fix, bundle, reason, expiry).")]
-Bundles = Annotated[list[str] | None, typer.Option(
-    "--bundle", "-b", metavar="BUNDLE", autocompletion=complete_bundle,
-    help="Only this bundle (repeatable).")]
-FullForm = Annotated[bool, typer.Option(
-    "--full", help="Build each bundle's full target even where its registry entry states a "
-                   "miniature (its verify form): every repeated layer, at the cost of "
-                   "converting and running all of them.")]
-RecipeRoot = Annotated[Path | None, typer.Option(
-    "--recipe-root", metavar="DIR",
-    help="A checkout of the recipe repository: build a recipe-traced bundle whole with its own "
-         "builder, as `trace` does.")]
-AllowCode = Annotated[bool, typer.Option(
-    "--allow-code", help="Trust the registry as code: run a target or builder it names "
-                         "outside the project (by default refused).")]
-ExecutorName = Annotated[str, typer.Option(
-    "--executor", envvar="INVENTORY_EXECUTOR", metavar="local|ray",
-    help="Where conversions and measurements run: local (this machine's workers, the default) "
-         "or ray (the nodes of a Ray cluster; needs the ray extra and --ray-address).")]
-Jobs = Annotated[int | None, typer.Option(
-    "--jobs", envvar="INVENTORY_JOBS", metavar="N", show_default=False,
-    help="Comparisons the local executor runs at once (each converts its two sides in two "
-         "worker processes; an environment gets up to N workers). Default: half the cores "
-         "this process may use, at least 1. --jobs 1 runs one at a time.")]
-RayAddress = Annotated[str | None, typer.Option(
-    "--ray-address", envvar="RAY_ADDRESS", metavar="HOST:PORT",
-    help="The Ray cluster --executor ray runs on: the address `ray start --head` prints, or "
-         "auto (the cluster started on this machine).")]
-StoreUrl = Annotated[str | None, typer.Option(
-    "--store", envvar="INVENTORY_STORE", metavar="PATH|URL",
-    help="Where results are kept: a local folder (default: the cache's results), or a URL, "
-         "file:///PATH or s3://BUCKET/PREFIX (the s3 extra), a remote tier behind the local "
-         "store: a result missing here is fetched from it, each file verified against its "
-         "manifest; a result computed here is published to it, its files first, the manifest "
-         "last. Credentials come from the environment or the AWS config files.")]
-FromRelease = Annotated[str, typer.Option(
-    "--from", metavar="VERSION", callback=release_option, autocompletion=complete_release,
-    help="The release upgraded from (e.g. 0.4.1 or v0.4.1).")]
-ToRelease = Annotated[str, typer.Option(
-    "--to", metavar="VERSION", callback=release_option, autocompletion=complete_release,
-    help="The release upgraded to (e.g. 0.4.2 or v0.4.2).")]
-Runtimes = Annotated[list[str] | None, typer.Option(
-    "--runtime", metavar="RUNTIME",
-    help="A coreai-core runtime the bundles must load on, e.g. 1.0.0b3 or b3 "
-         "(repeatable; overrides the registry; default: every runtime in the "
-         "catalog at or above the core the target release pins; scan: every "
-         "runtime in the catalog, and only these are tried).")]
+ProgressMode = Annotated[
+    str | None,
+    typer.Option(
+        "--progress",
+        metavar="auto|on|off",
+        callback=_progress_mode,
+        help="Progress on stderr: auto (a transient status on a terminal; piped, one line per "
+        "phase with its counts), on (those lines even on a terminal), off.",
+    ),
+]
+Json = Annotated[
+    bool, typer.Option("--json", help="Print JSON, a versioned envelope (= --format json).")
+]
+Markdown = Annotated[bool, typer.Option("--markdown", help="Print markdown (= --format markdown).")]
+Format = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        "-f",
+        metavar="FORMAT",
+        help="The answer's format: table (the terminal's, the default), json (a versioned "
+        "envelope), markdown (for a release page or a ticket), html (a "
+        "self-contained report: plan, affected, verify) or cyclonedx (CycloneDX 1.6 with "
+        "VEX: scan, plan, affected). --json and --markdown are its aliases; give one.",
+    ),
+]
+OutputFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="Write the answer to FILE (in --format) instead of standard output.",
+    ),
+]
+Details = Annotated[
+    bool,
+    typer.Option(
+        "--details",
+        help="Everything the answer holds: each record that does not affect a bundle "
+        "(folded to a count by default) and every probe's evidence.",
+    ),
+]
+Tolerance = Annotated[
+    float | None,
+    typer.Option(
+        "--tolerance",
+        metavar="NUMBER",
+        help="Relative error vs torch fp32 beyond which a shipped output is wrong "
+        "(default: per dtype, inventory/policy.toml).",
+    ),
+]
+Ignore = Annotated[
+    Path | None,
+    typer.Option(
+        "--ignore",
+        metavar="FILE",
+        help="Accepted risks: TOML ignore entries (fix, bundle, reason, expiry).",
+    ),
+]
+Bundles = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--bundle",
+        "-b",
+        metavar="BUNDLE",
+        autocompletion=complete_bundle,
+        help="Only this bundle (repeatable).",
+    ),
+]
+FullForm = Annotated[
+    bool,
+    typer.Option(
+        "--full",
+        help="Build each bundle's full target even where its registry entry states a "
+        "miniature (its verify form): every repeated layer, at the cost of "
+        "converting and running all of them.",
+    ),
+]
+RecipeRoot = Annotated[
+    Path | None,
+    typer.Option(
+        "--recipe-root",
+        metavar="DIR",
+        help="A checkout of the recipe repository: build a recipe-traced bundle whole with its own "
+        "builder, as `trace` does.",
+    ),
+]
+AllowCode = Annotated[
+    bool,
+    typer.Option(
+        "--allow-code",
+        help="Trust the registry as code: run a target or builder it names "
+        "outside the project (by default refused).",
+    ),
+]
+ExecutorName = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        envvar="INVENTORY_EXECUTOR",
+        metavar="local|ray",
+        help="Where conversions and measurements run: local (this machine's workers, the default) "
+        "or ray (the nodes of a Ray cluster; needs the ray extra and --ray-address).",
+    ),
+]
+Jobs = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        envvar="INVENTORY_JOBS",
+        metavar="N",
+        show_default=False,
+        help="Comparisons the local executor runs at once (each converts its two sides in two "
+        "worker processes; an environment gets up to N workers). Default: half the cores "
+        "this process may use, at least 1. --jobs 1 runs one at a time.",
+    ),
+]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        envvar="RAY_ADDRESS",
+        metavar="HOST:PORT",
+        help="The Ray cluster --executor ray runs on: the address `ray start --head` prints, or "
+        "auto (the cluster started on this machine).",
+    ),
+]
+StoreUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        envvar="INVENTORY_STORE",
+        metavar="PATH|URL",
+        help="Where results are kept: a local folder (default: the cache's results), or a URL, "
+        "file:///PATH or s3://BUCKET/PREFIX (the s3 extra), a remote tier behind the local "
+        "store: a result missing here is fetched from it, each file verified against its "
+        "manifest; a result computed here is published to it, its files first, the manifest "
+        "last. Credentials come from the environment or the AWS config files.",
+    ),
+]
+FromRelease = Annotated[
+    str,
+    typer.Option(
+        "--from",
+        metavar="VERSION",
+        callback=release_option,
+        autocompletion=complete_release,
+        help="The release upgraded from (e.g. 0.4.1 or v0.4.1).",
+    ),
+]
+ToRelease = Annotated[
+    str,
+    typer.Option(
+        "--to",
+        metavar="VERSION",
+        callback=release_option,
+        autocompletion=complete_release,
+        help="The release upgraded to (e.g. 0.4.2 or v0.4.2).",
+    ),
+]
+Runtimes = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--runtime",
+        metavar="RUNTIME",
+        help="A coreai-core runtime the bundles must load on, e.g. 1.0.0b3 or b3 "
+        "(repeatable; overrides the registry; default: every runtime in the "
+        "catalog at or above the core the target release pins; scan: every "
+        "runtime in the catalog, and only these are tried).",
+    ),
+]
 
 
 # Checked in the command, not as typer callbacks, so a bad value is the project's one line (and

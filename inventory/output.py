@@ -71,8 +71,9 @@ def document_only() -> Iterator[None]:
         fd = -1
     if fd == 1:
         saved.flush()
-        _document = os.fdopen(os.dup(1), "w", encoding=getattr(saved, "encoding", None)
-                              or "utf-8", closefd=True)
+        _document = os.fdopen(
+            os.dup(1), "w", encoding=getattr(saved, "encoding", None) or "utf-8", closefd=True
+        )
         os.dup2(2, 1)
     else:
         _document = saved
@@ -100,8 +101,13 @@ class OutputFormat(StrEnum):
     CYCLONEDX = "cyclonedx"  # inventory/report/cyclonedx_report.py: scan, plan, affected
 
     @classmethod
-    def choose(cls, as_json: bool = False, markdown: bool = False,
-               chosen: str | None = None, command: str | None = None) -> OutputFormat:
+    def choose(
+        cls,
+        as_json: bool = False,
+        markdown: bool = False,
+        chosen: str | None = None,
+        command: str | None = None,
+    ) -> OutputFormat:
         """The one format of a run: `--format`, or its aliases `--json` and `--markdown`; two of
         them together are a usage error (never one silently winning), and so is a format
         `command` has no form in (checked here, before the run)."""
@@ -112,16 +118,24 @@ class OutputFormat(StrEnum):
 
     @classmethod
     def _chosen(cls, as_json: bool, markdown: bool, chosen: str | None) -> OutputFormat:
-        given = [flag for flag, on in (("--json", as_json), ("--markdown", markdown),
-                                       (f"--format {chosen}", chosen is not None)) if on]
+        given = [
+            flag
+            for flag, on in (
+                ("--json", as_json),
+                ("--markdown", markdown),
+                (f"--format {chosen}", chosen is not None),
+            )
+            if on
+        ]
         if len(given) > 1:
             raise UsageError(f"{' and '.join(given)}: give one output format")
         if chosen is not None:
             try:
                 return cls(chosen.strip().lower())
             except ValueError:
-                raise UsageError(f"--format {chosen}: not a format (one of "
-                                 f"{', '.join(f.value for f in cls)})") from None
+                raise UsageError(
+                    f"--format {chosen}: not a format (one of {', '.join(f.value for f in cls)})"
+                ) from None
         if as_json:
             return cls.JSON
         if markdown:
@@ -134,19 +148,30 @@ TOOL = "inventory"
 _ROOT = Path(__file__).resolve().parent.parent
 
 
-def envelope(command: str, result: dict[str, Any] | None = None,
-             warnings: Sequence[str] = (), error: str | None = None,
-             summary: dict[str, Any] | None = None,
-             inputs: dict[str, Any] | None = None) -> str:
+def envelope(
+    command: str,
+    result: dict[str, Any] | None = None,
+    warnings: Sequence[str] = (),
+    error: str | None = None,
+    summary: dict[str, Any] | None = None,
+    inputs: dict[str, Any] | None = None,
+) -> str:
     """The JSON every command prints: `schema_version`, `version` and `tool` (name and version,
     read from the package metadata), `command`, `inputs` (each data file the answer read, with
     its SHA-256), `summary` (counts per level, per bundle its level and top reason; null for a
     command whose answer is not per bundle), `result`, `warnings`, `error`. Those keys and no
     other: the command's answer is under `result` alone, never repeated at the top level."""
-    body = {"schema_version": SCHEMA_VERSION, "version": version(),
-            "tool": {"name": TOOL, "version": version()}, "command": command,
-            "inputs": inputs or {}, "summary": summary, "result": result,
-            "warnings": list(warnings), "error": error}
+    body = {
+        "schema_version": SCHEMA_VERSION,
+        "version": version(),
+        "tool": {"name": TOOL, "version": version()},
+        "command": command,
+        "inputs": inputs or {},
+        "summary": summary,
+        "result": result,
+        "warnings": list(warnings),
+        "error": error,
+    }
     return json.dumps(_strict(body), indent=2, allow_nan=False)
 
 
@@ -161,8 +186,10 @@ def input_files(**files: Path | None) -> dict[str, Any]:
             continue
         resolved = Path(path).resolve()
         shown = resolved.relative_to(_ROOT) if resolved.is_relative_to(_ROOT) else Path(path)
-        out[name] = {"file": str(shown),
-                     "sha256": hashlib.sha256(resolved.read_bytes()).hexdigest()}
+        out[name] = {
+            "file": str(shown),
+            "sha256": hashlib.sha256(resolved.read_bytes()).hexdigest(),
+        }
     return out
 
 
@@ -181,16 +208,25 @@ class Renderer(Generic[T]):
     # the table's lines are never wrapped (each is a record a person copies whole: repair's)
     soft_wrap: bool = False
 
-    def render(self, value: T, fmt: OutputFormat, console: Console,
-               warnings: Sequence[str] = (), error: str | None = None,
-               to: Path | None = None) -> None:
+    def render(
+        self,
+        value: T,
+        fmt: OutputFormat,
+        console: Console,
+        warnings: Sequence[str] = (),
+        error: str | None = None,
+        to: Path | None = None,
+    ) -> None:
         """The document in `fmt`, on standard output (the table through `console`) or, `to`,
         written to that file (the table as plain text at the console's width)."""
         document = Document(self, value, tuple(warnings), error)
         written = writer_for(fmt)(document)
         if to is not None:
-            text = written if isinstance(written, str) else _plain(written, console.width,
-                                                                   self.soft_wrap)
+            text = (
+                written
+                if isinstance(written, str)
+                else _plain(written, console.width, self.soft_wrap)
+            )
             write_file(to, text)
         elif isinstance(written, str):
             emit(written, end="" if written.endswith("\n") else "\n")
@@ -224,8 +260,14 @@ Written = str | RenderableType
 
 def _json(d: Document[Any]) -> str:
     summary = d.summary()
-    return envelope(d.command, d.record(), d.warnings, d.error,
-                    summary.to_json() if summary else None, d.renderer.inputs)
+    return envelope(
+        d.command,
+        d.record(),
+        d.warnings,
+        d.error,
+        summary.to_json() if summary else None,
+        d.renderer.inputs,
+    )
 
 
 def _markdown(d: Document[Any]) -> str:
@@ -241,7 +283,10 @@ def _table(d: Document[Any]) -> Written:
 
 
 _BUILT_IN: dict[OutputFormat, Callable[[Document[Any]], Written]] = {
-    OutputFormat.TABLE: _table, OutputFormat.JSON: _json, OutputFormat.MARKDOWN: _markdown}
+    OutputFormat.TABLE: _table,
+    OutputFormat.JSON: _json,
+    OutputFormat.MARKDOWN: _markdown,
+}
 
 
 def check_supported(command: str, fmt: OutputFormat) -> None:
@@ -250,10 +295,10 @@ def check_supported(command: str, fmt: OutputFormat) -> None:
         return
     module = importlib.import_module(f"inventory.report.{fmt.value}_report")
     if not module.supports(command.split()[0]):
-        able = ", ".join(c for c in ("affected", "plan", "scan", "verify")
-                         if module.supports(c))
-        raise UsageError(f"--format {fmt.value}: {command} has no {fmt.value} form "
-                         f"(commands with one: {able})")
+        able = ", ".join(c for c in ("affected", "plan", "scan", "verify") if module.supports(c))
+        raise UsageError(
+            f"--format {fmt.value}: {command} has no {fmt.value} form (commands with one: {able})"
+        )
 
 
 def writer_for(fmt: OutputFormat) -> Callable[[Document[Any]], Written]:

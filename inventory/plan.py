@@ -32,9 +32,13 @@ from oracle.infra import Progress, Routine, read_text
 from oracle.session import Session, opened
 
 # A plan level and its key in the JSON record, in the record's order.
-LEVEL_KEYS = ((Reexport.REQUIRED, "required"), (Reexport.INCONCLUSIVE, "inconclusive"),
-              (Reexport.OPTIONAL, "optional"), (Reexport.NO, "not_affected"),
-              (IGNORED, "ignored"))
+LEVEL_KEYS = (
+    (Reexport.REQUIRED, "required"),
+    (Reexport.INCONCLUSIVE, "inconclusive"),
+    (Reexport.OPTIONAL, "optional"),
+    (Reexport.NO, "not_affected"),
+    (IGNORED, "ignored"),
+)
 
 
 @dataclass(frozen=True)
@@ -69,8 +73,10 @@ class Unexplained:
     @property
     def reason(self) -> str:
         note = f"; {self.step.note}" if self.step.note else ""
-        return (f"changes in {self.step.label} and no record of that step explains it (none "
-                f"names {self.construct}){note}; {self.verdict.verdict}: {self.verdict.reason}")
+        return (
+            f"changes in {self.step.label} and no record of that step explains it (none "
+            f"names {self.construct}){note}; {self.verdict.verdict}: {self.verdict.reason}"
+        )
 
 
 def unexplained_changes(items: tuple[PlanItem, ...]) -> tuple[Unexplained, ...]:
@@ -81,14 +87,25 @@ def unexplained_changes(items: tuple[PlanItem, ...]) -> tuple[Unexplained, ...]:
             for s in p.steps:
                 key = (p.spec.key(), s.label)
                 if s.unexplained and key not in seen:
-                    seen[key] = Unexplained(p.spec.label(), p.spec.construct, s,
-                                            p.elsewhere or p.verdict, s.result.evidence,
-                                            p.result)
+                    seen[key] = Unexplained(
+                        p.spec.label(),
+                        p.spec.construct,
+                        s,
+                        p.elsewhere or p.verdict,
+                        s.result.evidence,
+                        p.result,
+                    )
     return tuple(seen.values())
 
 
-def swept_changes(session: Session, found: tuple[Unrecorded, ...], exporter: str, to: str,
-                  policy: Policy, use_cache: bool) -> tuple[Unexplained, ...]:
+def swept_changes(
+    session: Session,
+    found: tuple[Unrecorded, ...],
+    exporter: str,
+    to: str,
+    policy: Policy,
+    use_cache: bool,
+) -> tuple[Unexplained, ...]:
     """The registry sweep's unexplained changes of one bundle, each judged from the bundle's
     exporter to the target, as a recorded change is (a one-step range is the swept comparison
     itself, read once per session)."""
@@ -96,18 +113,27 @@ def swept_changes(session: Session, found: tuple[Unrecorded, ...], exporter: str
         old, new = session.env(exporter), session.env(to)
     except EnvError as exc:
         why = ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
-        return tuple(Unexplained(u.spec.label(), u.spec.construct, u.step, why,
-                                 u.step.result.evidence) for u in found)
+        return tuple(
+            Unexplained(u.spec.label(), u.spec.construct, u.step, why, u.step.result.evidence)
+            for u in found
+        )
     out = []
     for u in found:
         result = session.compare(u.spec, old, new, use_cache=use_cache)
-        out.append(Unexplained(u.spec.label(), u.spec.construct, u.step, judge(result, policy),
-                               u.step.result.evidence, result))
+        out.append(
+            Unexplained(
+                u.spec.label(),
+                u.spec.construct,
+                u.step,
+                judge(result, policy),
+                u.step.result.evidence,
+                result,
+            )
+        )
     return tuple(out)
 
 
-def merged(swept: tuple[Unexplained, ...], own: tuple[Unexplained, ...]
-           ) -> tuple[Unexplained, ...]:
+def merged(swept: tuple[Unexplained, ...], own: tuple[Unexplained, ...]) -> tuple[Unexplained, ...]:
     """The sweep's findings, then any the records' probes found that it does not hold (a
     pipeline record's asset probe is no traced instance)."""
     keys = {(u.probe, u.construct, u.step.label) for u in swept}
@@ -192,12 +218,21 @@ class Plan:
         return worst(b.reexport for b in self.bundles)
 
 
-def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, policy: Policy,
-         ignores: list[Ignore] | None = None, use_cache: bool = True,
-         progress: Progress = lambda _: None,
-         runtimes: tuple[str, ...] | None = None, session: Session | None = None,
-         checks: dict[str, Any] | None = None, recipe_root: Path | None = None,
-         allow_code: bool = False) -> Plan:
+def plan(
+    to: str,
+    bundles: list[Bundle],
+    fixes: list[Fix],
+    catalog: Catalog,
+    policy: Policy,
+    ignores: list[Ignore] | None = None,
+    use_cache: bool = True,
+    progress: Progress = lambda _: None,
+    runtimes: tuple[str, ...] | None = None,
+    session: Session | None = None,
+    checks: dict[str, Any] | None = None,
+    recipe_root: Path | None = None,
+    allow_code: bool = False,
+) -> Plan:
     """`session`: a caller's open session, whose stored results are then read once for several
     plans (e.g. the same bundles under several fix databases). `checks`: each bundle's
     whole-program check of `to` (`inventory.verify.service.verified`): it joins the bundle's
@@ -210,8 +245,16 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
     out = []
     with opened(session, catalog, progress) as session:
         prefetch(session, bundles, to, None)
-        analyzer = Analyzer(session, policy, use_cache, runtimes=runtimes, fixes=fixes,
-                            checks=checks, recipe_root=recipe_root, allow_code=allow_code)
+        analyzer = Analyzer(
+            session,
+            policy,
+            use_cache,
+            runtimes=runtimes,
+            fixes=fixes,
+            checks=checks,
+            recipe_root=recipe_root,
+            allow_code=allow_code,
+        )
         ranges = {b.name: _range(b, to, catalog) for b in bundles}
         # every comparison below (records, the sweep of every step, the follow-ups their
         # results call for), handed to the executor at once; the plan is assembled after
@@ -228,20 +271,34 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
                 ignored = matching(active, ids, bundle.name)
                 seen.update((i, bundle.name) for i in ids)
                 items.append(PlanItem(fix, answer, ignored))
-            answered.append((bundle, exporter, assumed,
-                             _ordered(joined(items, checks.get(bundle.name))), load))
+            answered.append(
+                (bundle, exporter, assumed, _ordered(joined(items, checks.get(bundle.name))), load)
+            )
         # After the records' probes, so a step where a worker already failed is not swept
         # (it would start a worker again for every instance), and is said so.
         swept = _sweep(bundles, ranges, fixes, catalog, policy, use_cache, progress, session)
         for bundle, exporter, assumed, ordered, load in answered:
-            found = swept_changes(session, swept.of(bundle.name, ranges[bundle.name]), exporter,
-                                  to, policy, use_cache)
+            found = swept_changes(
+                session, swept.of(bundle.name, ranges[bundle.name]), exporter, to, policy, use_cache
+            )
             unswept = swept.unswept(ranges[bundle.name])
-            warnings += [f"{bundle.name}: the registry sweep of {why}; a change no record "
-                         f"explains cannot be ruled out there" for why in unswept]
-            out.append(BundlePlan(bundle.name, exporter, assumed, ordered, load,
-                                  merged(found, unexplained_changes(ordered)), unswept,
-                                  checks.get(bundle.name)))
+            warnings += [
+                f"{bundle.name}: the registry sweep of {why}; a change no record "
+                f"explains cannot be ruled out there"
+                for why in unswept
+            ]
+            out.append(
+                BundlePlan(
+                    bundle.name,
+                    exporter,
+                    assumed,
+                    ordered,
+                    load,
+                    merged(found, unexplained_changes(ordered)),
+                    unswept,
+                    checks.get(bundle.name),
+                )
+            )
     warnings += unmatched(active, seen)
     return Plan(to, tuple(out), tuple(warnings))
 
@@ -249,8 +306,11 @@ def plan(to: str, bundles: list[Bundle], fixes: list[Fix], catalog: Catalog, pol
 def _ordered(items: list[PlanItem]) -> tuple[PlanItem, ...]:
     """Correctness first: what forces a re-export (an asset a runtime refuses before anything
     else), then what cannot be decided."""
-    return tuple(sorted(items, key=lambda i: (rank(i.level), not i.load_failure,
-                                              version_key(i.fix.ships_in))))
+    return tuple(
+        sorted(
+            items, key=lambda i: (rank(i.level), not i.load_failure, version_key(i.fix.ships_in))
+        )
+    )
 
 
 def joined(items: list[PlanItem], whole: Any) -> list[PlanItem]:
@@ -267,19 +327,37 @@ def joined(items: list[PlanItem], whole: Any) -> list[PlanItem]:
         credited = sorted({r["step"] for r in whole.regions if item.fix.id in r["explained_by"]})
         step = steps.get(credited[-1]) if credited else None
         answer = item.answer
-        if step is None or answer.load is not None or (
+        if (
+            step is None
+            or answer.load is not None
+            or (
                 (answer.whole_program or {}).get("step") == step["step"]
-                and answer.reexport == step["reexport"]):
+                and answer.reexport == step["reexport"]
+            )
+        ):
             out.append(item)  # not credited, or already answered from this step's level
             continue
         form = whole.record["form"]["form"]
-        reason = (f"the whole {form} program in {step['step']} ({step['drift_source']}): "
-                  f"{step['reason']}")
-        chain = (*answer.chain, f"joined to the bundle's whole-program check: {reason} (before "
-                 f"it: {answer.verdict}, re-export {answer.reexport}: {answer.reason})")
-        out.append(replace(item, answer=replace(
-            answer, verdict=Verdict(step["verdict"]), reexport=Reexport(step["reexport"]),
-            reason=reason, chain=chain)))
+        reason = (
+            f"the whole {form} program in {step['step']} ({step['drift_source']}): {step['reason']}"
+        )
+        chain = (
+            *answer.chain,
+            f"joined to the bundle's whole-program check: {reason} (before "
+            f"it: {answer.verdict}, re-export {answer.reexport}: {answer.reason})",
+        )
+        out.append(
+            replace(
+                item,
+                answer=replace(
+                    answer,
+                    verdict=Verdict(step["verdict"]),
+                    reexport=Reexport(step["reexport"]),
+                    reason=reason,
+                    chain=chain,
+                ),
+            )
+        )
     return out
 
 
@@ -290,9 +368,16 @@ def _range(bundle: Bundle, to: str, catalog: Catalog) -> list[tuple[str, str]]:
     return release_steps(catalog, exporter, to) if exporter in catalog.releases else []
 
 
-def _sweep(bundles: list[Bundle], ranges: dict[str, list[tuple[str, str]]], fixes: list[Fix],
-           catalog: Catalog, policy: Policy, use_cache: bool,
-           progress: Progress, session: Session) -> StepSweeps:
+def _sweep(
+    bundles: list[Bundle],
+    ranges: dict[str, list[tuple[str, str]]],
+    fixes: list[Fix],
+    catalog: Catalog,
+    policy: Policy,
+    use_cache: bool,
+    progress: Progress,
+    session: Session,
+) -> StepSweeps:
     """Each step any bundle crosses, swept over the instances of the bundles that cross it."""
     wanted: dict[tuple[str, str], list[Bundle]] = {}
     for bundle in bundles:
@@ -309,20 +394,27 @@ def plan_record(p: Plan) -> dict:
         evidence = [pr.result.evidence for pr in i.answer.probes if pr.result]
         if i.answer.load is not None:
             evidence += list(i.answer.load.evidence)
-        entry: dict[str, Any] = {"fix": i.fix.id, "kind": i.fix.kind, "title": i.fix.title,
-                 "verdict": i.answer.verdict, "reason": i.answer.reason,
-                 "changed_in": changed_in(i.answer),
-                 "chain": list(i.answer.chain),
-                 "runtime": "; ".join(i.answer.runtimes) or None,
-                 "remedies": list(i.answer.remedies), "evidence": evidence,
-                 "whole_program": whole_program(b, i.fix),
-                 "not_checked": i.answer.not_checked or None}
+        entry: dict[str, Any] = {
+            "fix": i.fix.id,
+            "kind": i.fix.kind,
+            "title": i.fix.title,
+            "verdict": i.answer.verdict,
+            "reason": i.answer.reason,
+            "changed_in": changed_in(i.answer),
+            "chain": list(i.answer.chain),
+            "runtime": "; ".join(i.answer.runtimes) or None,
+            "remedies": list(i.answer.remedies),
+            "evidence": evidence,
+            "whole_program": whole_program(b, i.fix),
+            "not_checked": i.answer.not_checked or None,
+        }
         if i.ignored:
-            entry["ignored"] = {"reason": i.ignored.reason,
-                                "expires": i.ignored.expires.isoformat()
-                                if i.ignored.expires else None,
-                                # the level the finding has without the ignore file
-                                "level": i.answer.reexport}
+            entry["ignored"] = {
+                "reason": i.ignored.reason,
+                "expires": i.ignored.expires.isoformat() if i.ignored.expires else None,
+                # the level the finding has without the ignore file
+                "level": i.answer.reexport,
+            }
         return entry
 
     changed = {(c.bundle, c.item.fix.id) for c in p.changes}
@@ -335,28 +427,43 @@ def plan_record(p: Plan) -> dict:
         "to": p.to,
         "reexport": p.reexport,
         "baseline": p.baseline,
-        "bundles": [{
-            "bundle": b.bundle,
-            "exporter": b.exporter,
-            "exporter_assumed": b.exporter_assumed,
-            "reexport": b.reexport,
-            "deployment": b.load.deployment.to_json() if b.load else None,
-            "load": load_answer_record(b.load),
-            "load_explained_by": list(b.load_explained_by),
-            **{key: [item(i, b) for i in b.by_level(level) if keep(b, i)]
-               for level, key in LEVEL_KEYS},
-            "unexplained": [{"probe": u.probe, "construct": u.construct,
-                             "step": u.step.label, "verdict": u.verdict.verdict,
-                             "reexport": u.verdict.reexport, "reason": u.reason,
-                             "note": u.step.note or None, "drift": drift(u.result),
-                             "evidence": u.evidence}
-                            for u in b.unexplained],
-            "verify": bundle_record(b.whole) if b.whole is not None else None,
-            "not_checked": [i.fix.id for i in b.not_checked],
-        } for b in p.bundles],
+        "bundles": [
+            {
+                "bundle": b.bundle,
+                "exporter": b.exporter,
+                "exporter_assumed": b.exporter_assumed,
+                "reexport": b.reexport,
+                "deployment": b.load.deployment.to_json() if b.load else None,
+                "load": load_answer_record(b.load),
+                "load_explained_by": list(b.load_explained_by),
+                **{
+                    key: [item(i, b) for i in b.by_level(level) if keep(b, i)]
+                    for level, key in LEVEL_KEYS
+                },
+                "unexplained": [
+                    {
+                        "probe": u.probe,
+                        "construct": u.construct,
+                        "step": u.step.label,
+                        "verdict": u.verdict.verdict,
+                        "reexport": u.verdict.reexport,
+                        "reason": u.reason,
+                        "note": u.step.note or None,
+                        "drift": drift(u.result),
+                        "evidence": u.evidence,
+                    }
+                    for u in b.unexplained
+                ],
+                "verify": bundle_record(b.whole) if b.whole is not None else None,
+                "not_checked": [i.fix.id for i in b.not_checked],
+            }
+            for b in p.bundles
+        ],
         "suggest": suggestion(p),
-        "changes": [{"bundle": c.bundle, "fix": c.item.fix.id, "before": c.before,
-                     "now": c.now} for c in p.changes],
+        "changes": [
+            {"bundle": c.bundle, "fix": c.item.fix.id, "before": c.before, "now": c.now}
+            for c in p.changes
+        ],
     }
 
 
@@ -365,16 +472,26 @@ def setting(b: BundlePlan, level: str) -> list[str]:
     steps they change in), a load failure no record explains, the changes no record explains,
     a step the sweep could not cover, the whole-program check's unrecorded changes."""
     cells = [f"{i.fix.label} ({i.answer.verdict}{_steps(i)})" for i in b.by_level(level)]
-    if b.load is not None and not b.load_explained_by and b.load.reexport == level \
-            and level != Reexport.NO:
+    if (
+        b.load is not None
+        and not b.load_explained_by
+        and b.load.reexport == level
+        and level != Reexport.NO
+    ):
         cells.append(f"load ({b.load.verdict})")
-    cells += [f"unrecorded {u.construct} ({u.verdict.verdict}, changes in {u.step.label})"
-              for u in b.unexplained if u.verdict.reexport == level]
+    cells += [
+        f"unrecorded {u.construct} ({u.verdict.verdict}, changes in {u.step.label})"
+        for u in b.unexplained
+        if u.verdict.reexport == level
+    ]
     if level == Reexport.INCONCLUSIVE:
         cells += [f"not swept: {why}" for why in b.unswept]
     if b.whole is not None:
-        cells += [f"whole program: unrecorded change in {u['step']} {u['stage']}"
-                  for u in b.whole.unrecorded if u["reexport"] == level]
+        cells += [
+            f"whole program: unrecorded change in {u['step']} {u['stage']}"
+            for u in b.whole.unrecorded
+            if u["reexport"] == level
+        ]
     return cells
 
 
@@ -387,6 +504,7 @@ def _steps(i: PlanItem) -> str:
 def plan_summary(p: Plan) -> Summary:
     """Per bundle its level and the findings that set it (a bundle at `no`: how many records
     it was checked against)."""
+
     def reason(b: BundlePlan) -> str:
         if b.reexport == Reexport.NO:
             n = len(b.by_level(Reexport.NO))
@@ -399,13 +517,18 @@ def plan_summary(p: Plan) -> Summary:
 def suggestion(p: Plan) -> str | None:
     """One line when a record was answered without a bundle's own program: the command that
     checks it."""
-    missing = [f"{b.bundle} ({', '.join(i.fix.label for i in b.not_checked)})"
-               for b in p.bundles if b.not_checked]
+    missing = [
+        f"{b.bundle} ({', '.join(i.fix.label for i in b.not_checked)})"
+        for b in p.bundles
+        if b.not_checked
+    ]
     if not missing:
         return None
-    return (f"not checked on their own programs: {'; '.join(missing)}: the asset probe "
-            f"answered alone; `inventory plan --to {p.to} --verify` checks each bundle's "
-            "whole program")
+    return (
+        f"not checked on their own programs: {'; '.join(missing)}: the asset probe "
+        f"answered alone; `inventory plan --to {p.to} --verify` checks each bundle's "
+        "whole program"
+    )
 
 
 def whole_program(b: BundlePlan, fix: Fix) -> list[dict]:
@@ -417,9 +540,17 @@ def whole_program(b: BundlePlan, fix: Fix) -> list[dict]:
     for r in b.whole.regions:
         if fix.id not in r["explained_by"]:
             continue
-        g = out.setdefault((r["step"], r["stage"]), {
-            "step": r["step"], "stage": r["stage"], "regions": 0, "rule":
-            r["explained_how"][fix.id], "modules": [], "evidence": r.get("evidence")})
+        g = out.setdefault(
+            (r["step"], r["stage"]),
+            {
+                "step": r["step"],
+                "stage": r["stage"],
+                "regions": 0,
+                "rule": r["explained_how"][fix.id],
+                "modules": [],
+                "evidence": r.get("evidence"),
+            },
+        )
         g["regions"] += 1
         g["modules"] += [m for m in r["modules"] if m not in g["modules"]]
     return list(out.values())
@@ -432,9 +563,14 @@ def drift(result: ProbeResult | None) -> dict | None:
     if result is None or m is None or not m.ok or m.stats is None:
         return None
     s = m.stats
-    return {"runtime": m.runtime, "maxabs_old_new": s.maxabs_old_new,
-            "maxabs_old_ref": s.maxabs_old_ref, "maxabs_new_ref": s.maxabs_new_ref,
-            "ref_magnitude": s.ref_magnitude, "evidence": result.evidence}
+    return {
+        "runtime": m.runtime,
+        "maxabs_old_new": s.maxabs_old_new,
+        "maxabs_old_ref": s.maxabs_old_ref,
+        "maxabs_new_ref": s.maxabs_new_ref,
+        "ref_magnitude": s.ref_magnitude,
+        "evidence": result.evidence,
+    }
 
 
 def changed_in(answer: BundleAnswer) -> list[dict]:
@@ -451,9 +587,12 @@ def since_baseline(p: Plan, baseline: Path) -> Plan:
     """The plan whole (its levels are the plan's), with each (bundle, record) answer whose
     level differs from a previous plan's JSON as a change holding both sides."""
     before = read_baseline(baseline)
-    changes = tuple(BaselineChange(b.bundle, i, before.get((b.bundle, i.fix.id)))
-                    for b in p.bundles for i in b.items
-                    if before.get((b.bundle, i.fix.id)) != i.level)
+    changes = tuple(
+        BaselineChange(b.bundle, i, before.get((b.bundle, i.fix.id)))
+        for b in p.bundles
+        for i in b.items
+        if before.get((b.bundle, i.fix.id)) != i.level
+    )
     return replace(p, baseline=str(baseline), changes=changes)
 
 

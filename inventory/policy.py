@@ -31,5 +31,6 @@ def load_policy(override: float | None = None, path: Path = POLICY_FILE) -> Poli
     table = fields.table(data, "tolerance", "", required=True)
     fields.keys(table, PROBE_DTYPES, "[tolerance]")
     fields.need(table, "float32", "[tolerance]")
-    return Policy({k: fields.number(table, k, "[tolerance]", None, positive=True)
-                   for k in table}, override)
+    return Policy(
+        {k: fields.number(table, k, "[tolerance]", None, positive=True) for k in table}, override
+    )

@@ -23,8 +23,16 @@ from oracle.infra import read_toml
 DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "recipes.toml"
 UNKNOWN = "unknown"
 
-__all__ = ["UNKNOWN", "Bundle", "Exporter", "Instance", "RegistryError", "exporter_release",
-           "load_registry", "select"]
+__all__ = [
+    "UNKNOWN",
+    "Bundle",
+    "Exporter",
+    "Instance",
+    "RegistryError",
+    "exporter_release",
+    "load_registry",
+    "select",
+]
 
 
 @dataclass(frozen=True)
@@ -84,8 +92,21 @@ class Bundle:
 
 # No model holds a million instances of one construct: a larger count is a typo, not a fact.
 MAX_COUNT = 1_000_000
-_BUNDLE_KEYS = ("files", "dtype", "exporter", "pipeline", "recipe", "trace", "instances", "note",
-                "fingerprint", "fingerprints", "runtimes", "standin", "verify")
+_BUNDLE_KEYS = (
+    "files",
+    "dtype",
+    "exporter",
+    "pipeline",
+    "recipe",
+    "trace",
+    "instances",
+    "note",
+    "fingerprint",
+    "fingerprints",
+    "runtimes",
+    "standin",
+    "verify",
+)
 _INSTANCE_KEYS = ("kind", "params", "count", "dtype", "modules", "source", "producers")
 _EXPORTER_KEYS = ("converter", "core", "source", "torch", "torch_source", "torch_check")
 
@@ -110,8 +131,10 @@ def _instance(fields: Fields, raw: Any, where: str) -> Instance:
 
 def _runtimes(fields: Fields, raw: Any, where: str, catalog: Catalog) -> tuple[str, ...]:
     if not isinstance(raw, list) or not raw or not all(isinstance(r, str) for r in raw):
-        fields.problem(f"{where} runtimes must be a non-empty list of coreai-core releases "
-                       f"(e.g. [\"1.0.0b2\", \"1.0.0b3\"])")
+        fields.problem(
+            f"{where} runtimes must be a non-empty list of coreai-core releases "
+            f'(e.g. ["1.0.0b2", "1.0.0b3"])'
+        )
     for runtime in raw:
         try:
             parse_runtime(runtime, catalog)
@@ -120,8 +143,9 @@ def _runtimes(fields: Fields, raw: Any, where: str, catalog: Catalog) -> tuple[s
     return tuple(raw)
 
 
-def _bundle(fields: Fields, name: str, raw: Any, deploy: tuple[tuple[str, ...], str],
-            catalog: Catalog) -> Bundle:
+def _bundle(
+    fields: Fields, name: str, raw: Any, deploy: tuple[tuple[str, ...], str], catalog: Catalog
+) -> Bundle:
     path = fields.path
     if not name.strip() or not name.isprintable():
         # a name is printed in every answer and error line: no newline or terminal escape
@@ -145,15 +169,23 @@ def _bundle(fields: Fields, name: str, raw: Any, deploy: tuple[tuple[str, ...], 
         dtype=fields.dtype(raw, "dtype", where),
         exporter=Exporter(
             # a release of the catalog, or "unknown" (answered as the oldest, and said so)
-            converter=fields.release(exp, "converter", exp_where, catalog.releases,
-                                     also=(UNKNOWN,)),
-            core=fields.choice(exp, "core", exp_where, (*cores(catalog), UNKNOWN), UNKNOWN,
-                               what="a coreai-core release in converters.toml"),
+            converter=fields.release(
+                exp, "converter", exp_where, catalog.releases, also=(UNKNOWN,)
+            ),
+            core=fields.choice(
+                exp,
+                "core",
+                exp_where,
+                (*cores(catalog), UNKNOWN),
+                UNKNOWN,
+                what="a coreai-core release in converters.toml",
+            ),
             source=fields.text(exp, "source", exp_where),
         ),
         pipeline=Pipeline(
-            decompositions=fields.choice(pipe, "decompositions", pipe_where, DECOMPOSITIONS,
-                                         "coreai"),
+            decompositions=fields.choice(
+                pipe, "decompositions", pipe_where, DECOMPOSITIONS, "coreai"
+            ),
             optimize=fields.boolean(pipe, "optimize", pipe_where, True),
             shapes=fields.choice(pipe, "shapes", pipe_where, SHAPES, "static"),
             # the ops the recipe takes out of its table (kept whole for their lowering): an
@@ -168,8 +200,9 @@ def _bundle(fields: Fields, name: str, raw: Any, deploy: tuple[tuple[str, ...], 
         ),
         note=fields.text(raw, "note", where, ""),
         fingerprints=_fingerprints(fields, raw, where),
-        runtimes=(_runtimes(fields, raw["runtimes"], where, catalog) if "runtimes" in raw
-                  else deploy[0]),
+        runtimes=(
+            _runtimes(fields, raw["runtimes"], where, catalog) if "runtimes" in raw else deploy[0]
+        ),
         runtimes_source=f"{path.name} {where} runtimes" if "runtimes" in raw else deploy[1],
         export=dict(pipe),
         standin=dict(fields.table(raw, "standin", where)),
@@ -184,8 +217,15 @@ def _fingerprints(fields: Fields, raw: dict[str, Any], where: str) -> frozenset[
         value = raw.get(key)
         if value is None:
             continue
-        found: list[Any] = ([value] if isinstance(value, str) else value if isinstance(value, list)
-                 else list(value.values()) if isinstance(value, dict) else [None])
+        found: list[Any] = (
+            [value]
+            if isinstance(value, str)
+            else value
+            if isinstance(value, list)
+            else list(value.values())
+            if isinstance(value, dict)
+            else [None]
+        )
         if not all(isinstance(v, str) for v in found):
             fields.fail(where, key, "a string, a list of strings or a table of strings", value)
         values |= set(found)
@@ -210,8 +250,10 @@ def load_registry(path: Path = DEFAULT_REGISTRY) -> list[Bundle]:
         if not isinstance(table, dict) or "runtimes" not in table:
             raise RegistryError(f"{path}: [deploy] lacks 'runtimes'")
         fields.keys(table, ("runtimes",), "[deploy]")
-        deploy = (_runtimes(fields, table["runtimes"], "[deploy]", catalog),
-                  f"{path.name} [deploy] runtimes")
+        deploy = (
+            _runtimes(fields, table["runtimes"], "[deploy]", catalog),
+            f"{path.name} [deploy] runtimes",
+        )
     return [_bundle(fields, name, raw, deploy, catalog) for name, raw in bundles.items()]
 
 
@@ -222,6 +264,7 @@ def select(bundles: list[Bundle], names: list[str] | None) -> list[Bundle]:
     names = list(dict.fromkeys(names))  # `-b mimi -b mimi` asks for mimi once
     missing = [n for n in names if n not in known]
     if missing:
-        raise RegistryError(f"bundle {missing[0]!r} is not in the registry "
-                            f"(known: {', '.join(sorted(known))})")
+        raise RegistryError(
+            f"bundle {missing[0]!r} is not in the registry (known: {', '.join(sorted(known))})"
+        )
     return [known[n] for n in names]

@@ -47,10 +47,16 @@ ASSET_DTYPES = ("float32", "float16")
 
 
 def asset_regimes() -> list[Regime]:
-    return [Regime(asset_probe.CONSTRUCT, f"asset-probe-{dtype}",
-                   ProbeSpec(asset_probe.CONSTRUCT, dict(asset_probe.DEFAULT_PARAMS), dtype,
-                             Pipeline()), False, None)
-            for dtype in ASSET_DTYPES]
+    return [
+        Regime(
+            asset_probe.CONSTRUCT,
+            f"asset-probe-{dtype}",
+            ProbeSpec(asset_probe.CONSTRUCT, dict(asset_probe.DEFAULT_PARAMS), dtype, Pipeline()),
+            False,
+            None,
+        )
+        for dtype in ASSET_DTYPES
+    ]
 
 
 @dataclass(frozen=True)
@@ -87,25 +93,38 @@ class FixNotes:
         """The release manager's four questions, answered from the regimes' results."""
         changed = self.changes()
         moved = [o for o in changed if o.verdict.verdict in ("values-move", "shape-change")]
-        stats = [o.result.measurement.stats for o in moved
-                 if o.result.measurement and o.result.measurement.ok
-                 and o.result.measurement.stats is not None]
-        biggest = max((s.maxabs_old_new for s in stats if s.maxabs_old_new is not None),
-                      default=None)
+        stats = [
+            o.result.measurement.stats
+            for o in moved
+            if o.result.measurement
+            and o.result.measurement.ok
+            and o.result.measurement.stats is not None
+        ]
+        biggest = max(
+            (s.maxabs_old_new for s in stats if s.maxabs_old_new is not None), default=None
+        )
         return FixSummary(
             reaches_graph=bool(changed),
             changed=tuple(o.regime.id for o in changed),
             values_move=tuple(o.regime.id for o in moved),
             max_abs_move=biggest,
-            old_cannot_convert=tuple(o.regime.id for o in self.outcomes
-                                     if o.result.shipped == Identity.OLD_CANNOT_CONVERT
-                                     and o.regime.id not in self.elsewhere),
-            new_cannot_convert=tuple(o.regime.id for o in self.outcomes
-                                     if o.result.shipped == Identity.NEW_CANNOT_CONVERT
-                                     and o.regime.id not in self.elsewhere),
-            alone_wrong=tuple(o.regime.id for o in self.outcomes
-                              if o.verdict.alone == AloneCheck.WRONG
-                              and o.regime.id not in self.elsewhere),
+            old_cannot_convert=tuple(
+                o.regime.id
+                for o in self.outcomes
+                if o.result.shipped == Identity.OLD_CANNOT_CONVERT
+                and o.regime.id not in self.elsewhere
+            ),
+            new_cannot_convert=tuple(
+                o.regime.id
+                for o in self.outcomes
+                if o.result.shipped == Identity.NEW_CANNOT_CONVERT
+                and o.regime.id not in self.elsewhere
+            ),
+            alone_wrong=tuple(
+                o.regime.id
+                for o in self.outcomes
+                if o.verdict.alone == AloneCheck.WRONG and o.regime.id not in self.elsewhere
+            ),
             attributed_elsewhere={r: ", ".join(a.commits) for r, a in self.elsewhere.items()},
         )
 
@@ -150,26 +169,42 @@ class ReleaseNotes:
 
     @property
     def runtimes(self) -> tuple[str, ...]:
-        return tuple(sorted({o.result.measurement.runtime for f in self.fixes
-                             for o in f.outcomes
-                             if o.result.measurement and o.result.measurement.ok}))
+        return tuple(
+            sorted(
+                {
+                    o.result.measurement.runtime
+                    for f in self.fixes
+                    for o in f.outcomes
+                    if o.result.measurement and o.result.measurement.ok
+                }
+            )
+        )
 
 
 def _holders(bundles: list[Bundle], constructs: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(b.name for b in bundles if any(i.kind in constructs for i in b.instances))
 
 
-def _held_by(bundles: list[Bundle], constructs: tuple[str, ...]) -> tuple[tuple[str, str, int],
-                                                                             ...]:
-    return tuple((b.name, instance_spec(b, i).label(), i.count) for b in bundles
-                 for i in b.instances if i.kind in constructs and has_probe(i.kind))
+def _held_by(
+    bundles: list[Bundle], constructs: tuple[str, ...]
+) -> tuple[tuple[str, str, int], ...]:
+    return tuple(
+        (b.name, instance_spec(b, i).label(), i.count)
+        for b in bundles
+        for i in b.instances
+        if i.kind in constructs and has_probe(i.kind)
+    )
 
 
 def _exported_before(bundles: list[Bundle], release: str) -> tuple[str, ...]:
     """An asset or pipeline change concerns every bundle exported before it (or by an exporter
     the registry does not know)."""
-    return tuple(b.name for b in bundles if b.exporter.converter == UNKNOWN
-                 or version_key(b.exporter.converter) < version_key(release))
+    return tuple(
+        b.name
+        for b in bundles
+        if b.exporter.converter == UNKNOWN
+        or version_key(b.exporter.converter) < version_key(release)
+    )
 
 
 class _Regimes:
@@ -227,8 +262,15 @@ class _Loads:
     """The asset probe's load checks a record's notes show: made once, for the first record
     probed by them; none for a record whose programs are compared."""
 
-    def __init__(self, old: str, new: str, catalog: Catalog, use_cache: bool,
-                 progress: Progress, session: Session) -> None:
+    def __init__(
+        self,
+        old: str,
+        new: str,
+        catalog: Catalog,
+        use_cache: bool,
+        progress: Progress,
+        session: Session,
+    ) -> None:
         self.old, self.new, self.catalog = old, new, catalog
         self.use_cache, self.progress, self.session = use_cache, progress, session
         self._made: Loads | None = None
@@ -241,30 +283,44 @@ class _Loads:
 
     def load_checks(self, record: Fix) -> Loads:
         if self._made is None:
-            self._made = _load_checks(self.old, self.new, self.catalog, self.use_cache,
-                                      self.progress, self.session)
+            self._made = _load_checks(
+                self.old, self.new, self.catalog, self.use_cache, self.progress, self.session
+            )
         return self._made
 
 
-def _load_checks(old: str, new: str, catalog: Catalog, use_cache: bool,
-                 progress: Progress, session: Session | None = None
-                 ) -> tuple[tuple[LoadCheck, LoadCheck], ...]:
+def _load_checks(
+    old: str,
+    new: str,
+    catalog: Catalog,
+    use_cache: bool,
+    progress: Progress,
+    session: Session | None = None,
+) -> tuple[tuple[LoadCheck, LoadCheck], ...]:
     out = []
     with opened(session, catalog, progress) as session:
         envs = (session.env(old), session.env(new))
         for regime in asset_regimes():
             progress(f"load checks of {regime.name} written by {old} and {new}")
-            old_check, new_check = (load_check(regime.spec, env, cores(catalog), session,
-                                               use_cache) for env in envs)
+            old_check, new_check = (
+                load_check(regime.spec, env, cores(catalog), session, use_cache) for env in envs
+            )
             out.append((old_check, new_check))
     return tuple(out)
 
 
-def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
-                  bundles: list[Bundle], catalog: Catalog, policy: Policy,
-                  use_cache: bool = True,
-                  progress: Progress = lambda _: None,
-                  session: Session | None = None) -> ReleaseNotes:
+def release_notes(
+    old: str,
+    new: str,
+    fixes: list[Fix],
+    regimes: list[Regime],
+    bundles: list[Bundle],
+    catalog: Catalog,
+    policy: Policy,
+    use_cache: bool = True,
+    progress: Progress = lambda _: None,
+    session: Session | None = None,
+) -> ReleaseNotes:
     """`session`: the caller's, which may already hold the notes' comparisons (dispatched at
     once: `inventory.batch.release_notes`)."""
     check_pair(old, new, catalog)
@@ -272,8 +328,16 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
     with opened(session, catalog, progress) as session:
         # what `plan` lists as unexplained for these steps: a step that cannot be swept fails
         # the notes (an environment error), never leaves the section silently empty
-        swept = sweep_steps({s: bundles for s in pairs}, fixes, catalog, policy, use_cache,
-                            progress, session, after_worker_failure=True)
+        swept = sweep_steps(
+            {s: bundles for s in pairs},
+            fixes,
+            catalog,
+            policy,
+            use_cache,
+            progress,
+            session,
+            after_worker_failure=True,
+        )
         if swept.failed:
             raise EnvError(next(iter(swept.failed.values())))
         chosen = between(fixes, old, new)
@@ -285,11 +349,15 @@ def release_notes(old: str, new: str, fixes: list[Fix], regimes: list[Regime],
     bisected = load_bisected()
     concerned, held_by = _Concerned(bundles), _HeldBy(bundles)
     notes = tuple(
-        FixNotes(fix, tuple(outcomes[r.id] for r in _regimes_of(fix, regimes)),
-                 fix.record_kind.concerned(concerned, fix), loads[fix.id],
-                 fix.record_kind.concerned(held_by, fix),
-                 {r.id: steps[r.id] for r in _regimes_of(fix, regimes) if r.id in steps},
-                 _elsewhere(fix, _regimes_of(fix, regimes), old, catalog, bisected))
+        FixNotes(
+            fix,
+            tuple(outcomes[r.id] for r in _regimes_of(fix, regimes)),
+            fix.record_kind.concerned(concerned, fix),
+            loads[fix.id],
+            fix.record_kind.concerned(held_by, fix),
+            {r.id: steps[r.id] for r in _regimes_of(fix, regimes) if r.id in steps},
+            _elsewhere(fix, _regimes_of(fix, regimes), old, catalog, bisected),
+        )
         for fix in chosen
     )
     return ReleaseNotes(old, new, notes, tuple(u for s in pairs for u in swept.found[s]))
@@ -310,8 +378,13 @@ class _Bisected:
     of other pull requests (its id and aliases are its pull requests). Only construct regimes
     are bisected: a record probed otherwise has none."""
 
-    def __init__(self, regimes: list[Regime], old: str, catalog: Catalog,
-                 bisected: dict[tuple[str, str, str], Attributed]) -> None:
+    def __init__(
+        self,
+        regimes: list[Regime],
+        old: str,
+        catalog: Catalog,
+        bisected: dict[tuple[str, str, str], Attributed],
+    ) -> None:
         self.regimes, self.old, self.catalog, self.bisected = regimes, old, catalog, bisected
 
     def construct_regimes(self, record: Fix) -> dict[str, Attributed]:
@@ -327,10 +400,13 @@ class _Bisected:
         return {}
 
 
-def _elsewhere(fix: Fix, regimes: list[Regime], old: str, catalog: Catalog,
-               bisected: dict[tuple[str, str, str], Attributed]) -> dict[str, Attributed]:
+def _elsewhere(
+    fix: Fix,
+    regimes: list[Regime],
+    old: str,
+    catalog: Catalog,
+    bisected: dict[tuple[str, str, str], Attributed],
+) -> dict[str, Attributed]:
     """The fix's regimes whose change in its own step bisection credits only to commits of
     other pull requests, as its kind reads bisection evidence."""
     return fix.record_kind.probed(_Bisected(regimes, old, catalog, bisected), fix)
-
-

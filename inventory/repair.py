@@ -58,8 +58,10 @@ def _no_flaky(outcomes: list[RuntimeOutcome], what: str) -> None:
     flaky = [o for o in outcomes if o.outcome == "flaky"]
     if flaky:
         raise RepairInconclusive(
-            f"{what}: " + "; ".join(f"coreai-core {o.core} {o.describe()}" for o in flaky)
-            + " (inconclusive: nothing repaired on a one-off abort; run repair again)")
+            f"{what}: "
+            + "; ".join(f"coreai-core {o.core} {o.describe()}" for o in flaky)
+            + " (inconclusive: nothing repaired on a one-off abort; run repair again)"
+        )
 
 
 @dataclass(frozen=True)
@@ -88,9 +90,15 @@ class Weights:
 
     @classmethod
     def of(cls, answer: dict[str, Any]) -> Weights:
-        return cls(answer["fingerprint"], answer["constants"], answer["bytes"],
-                   dict(answer.get("dtypes") or {}), answer.get("inline", 0),
-                   answer.get("resources", 0), answer.get("unresolved_resources", 0))
+        return cls(
+            answer["fingerprint"],
+            answer["constants"],
+            answer["bytes"],
+            dict(answer.get("dtypes") or {}),
+            answer.get("inline", 0),
+            answer.get("resources", 0),
+            answer.get("unresolved_resources", 0),
+        )
 
 
 @dataclass(frozen=True)
@@ -152,9 +160,19 @@ class _Found:
     def report(self) -> RepairReport:
         # reached only after every check held, so every part is there
         assert self.locations and self.weights and self.outputs
-        return RepairReport(self.source, self.out, self.evidence, self.reader, self.stamper,
-                            self.locations, tuple(self.original), tuple(self.repaired),
-                            self.weights, self.outputs, self.producer)
+        return RepairReport(
+            self.source,
+            self.out,
+            self.evidence,
+            self.reader,
+            self.stamper,
+            self.locations,
+            tuple(self.original),
+            tuple(self.repaired),
+            self.weights,
+            self.outputs,
+            self.producer,
+        )
 
 
 # What a repair writes: the program, its hash and the metadata, as coreai-core re-saves them. A
@@ -188,12 +206,15 @@ def _dropped(source: Path) -> tuple[list[str], list[str]]:
 def _check_files(source: Path) -> None:
     extra, outside = _dropped(source)
     if outside:
-        raise RepairError(f"{source}: {', '.join(outside)}: a symlink out of the bundle; "
-                          "repair follows none")
+        raise RepairError(
+            f"{source}: {', '.join(outside)}: a symlink out of the bundle; repair follows none"
+        )
     if extra:
-        raise RepairError(f"{source}: repair writes {', '.join(CARRIED)} only and would drop "
-                          f"{', '.join(extra)}; move them out of the bundle (and back into "
-                          "the repaired one if they belong there)")
+        raise RepairError(
+            f"{source}: repair writes {', '.join(CARRIED)} only and would drop "
+            f"{', '.join(extra)}; move them out of the bundle (and back into "
+            "the repaired one if they belong there)"
+        )
 
 
 def _check_paths(source: Path, out: Path) -> None:
@@ -208,18 +229,21 @@ def _check_paths(source: Path, out: Path) -> None:
     except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop
         raise RepairError(f"{out}: a symlink loop in the bundle's or the output's path") from None
     if dst == src or dst.is_relative_to(src) or src.is_relative_to(dst):
-        raise RepairError(f"{out}: the output must be outside the bundle; repair never writes "
-                          "over its input")
+        raise RepairError(
+            f"{out}: the output must be outside the bundle; repair never writes over its input"
+        )
     if out.exists() or out.is_symlink():
-        raise RepairError(f"{out}: already exists; repair writes a new bundle and never "
-                          "overwrites one")
+        raise RepairError(
+            f"{out}: already exists; repair writes a new bundle and never overwrites one"
+        )
     if not out.parent.is_dir():
         raise RepairError(f"{out.parent}: no such folder for the output")
     try:  # found now, not after the whole repair has run: can the output be written there?
         Path(tempfile.mkdtemp(prefix=".inventory-write-check-", dir=out.parent)).rmdir()
     except OSError as exc:
-        raise RepairError(f"{out.parent}: cannot write the output there "
-                          f"({exc.strerror or exc})") from None
+        raise RepairError(
+            f"{out.parent}: cannot write the output there ({exc.strerror or exc})"
+        ) from None
 
 
 def _digest(bundle: Path) -> str:
@@ -247,40 +271,55 @@ def compare_outputs(before: RuntimeOutcome, after: RuntimeOutcome) -> OutputsChe
     """Every output array of every function, byte for byte (dtype and shape included)."""
     keys = sorted(k for k in before.files if k.endswith(".outputs"))
     if not keys or keys != sorted(k for k in after.files if k.endswith(".outputs")):
-        return OutputsCheck(False, 0, 0, tuple(keys),
-                            "the two runs did not store the same functions")
+        return OutputsCheck(
+            False, 0, 0, tuple(keys), "the two runs did not store the same functions"
+        )
     arrays = differ = 0
     for key in keys:
         a, b = _arrays(Path(before.files[key])), _arrays(Path(after.files[key]))
         if sorted(a) != sorted(b):
-            return OutputsCheck(False, arrays, differ, tuple(keys),
-                                f"{key}: different output names")
+            return OutputsCheck(
+                False, arrays, differ, tuple(keys), f"{key}: different output names"
+            )
         arrays += len(a)
         differ += sum(1 for name in a if a[name] != b[name])
-    return OutputsCheck(differ == 0 and arrays > 0, arrays, differ,
-                        tuple(k.removesuffix(".outputs") for k in keys),
-                        "" if arrays else "no output array to compare")
+    return OutputsCheck(
+        differ == 0 and arrays > 0,
+        arrays,
+        differ,
+        tuple(k.removesuffix(".outputs") for k in keys),
+        "" if arrays else "no output array to compare",
+    )
 
 
 def _weights(session: Session, env: Env, bundle: Path, log_dir: Path) -> Weights:
     """The weights fingerprint `scan` computes, read by `env`'s coreai-core."""
     log_dir.mkdir(parents=True, exist_ok=True)
     worker = session.pool_of(ScanWorker, "scan-worker").worker(env)
-    answer = worker.call({"op": "read", "bundle": str(bundle),
-                          "log": str(log_dir / f"read-{safe_name(bundle.name)}.log")})
+    answer = worker.call(
+        {
+            "op": "read",
+            "bundle": str(bundle),
+            "log": str(log_dir / f"read-{safe_name(bundle.name)}.log"),
+        }
+    )
     if not answer.get("ok"):
-        raise RuntimeError(f"coreai-core {env.core} cannot read {bundle.name}: "
-                           f"{answer.get('error')}")
+        raise RuntimeError(
+            f"coreai-core {env.core} cannot read {bundle.name}: {answer.get('error')}"
+        )
     return Weights.of(answer["weights"])
 
 
-def repair(source: Path, out: Path, catalog: Catalog,
-           progress: Progress = lambda _: None) -> RepairReport:
+def repair(
+    source: Path, out: Path, catalog: Catalog, progress: Progress = lambda _: None
+) -> RepairReport:
     _check_paths(source, out)
     order = cores(catalog)
     if len(order) < 2:
-        raise RepairError("the catalog has a single coreai-core: nothing reads a 0.4.0 asset "
-                          "and writes a versioned one")
+        raise RepairError(
+            "the catalog has a single coreai-core: nothing reads a 0.4.0 asset "
+            "and writes a versioned one"
+        )
     reader, stamper = order[0], order[1]
     root = results_root()
     root.mkdir(parents=True, exist_ok=True)
@@ -304,78 +343,125 @@ def repair(source: Path, out: Path, catalog: Catalog,
     return report.report()
 
 
-def _run(source: Path, out: Path, report: _Found, session: Session, reader_env: Env,
-         stamper_env: Env, order: list[str], work: Path) -> None:
+def _run(
+    source: Path,
+    out: Path,
+    report: _Found,
+    session: Session,
+    reader_env: Env,
+    stamper_env: Env,
+    order: list[str],
+    work: Path,
+) -> None:
     progress = session.progress
     runners = asset_workers(session)
     src = source.resolve()
     # The original, as it is: where it loads, and what it computes on the reader's runtime.
     for core in order:
         progress(f"original on coreai-core {core}")
-        report.original.append(run_on(src, core, session, work / f"original-{core}",
-                                      execute=core == order[0], seed=SEED))
+        report.original.append(
+            run_on(
+                src, core, session, work / f"original-{core}", execute=core == order[0], seed=SEED
+            )
+        )
     _no_flaky(report.original, f"{source}: the original on its runtimes")
     base = report.original[0]
     if base.outcome == "not-run":
         raise RepairError(f"{source}: cannot verify a repair: {base.describe()}")
     if not base.loads:
-        raise RepairError(f"{source}: coreai-core {base.core} cannot run it either "
-                          f"({base.describe()}); nothing to verify a repair against")
+        raise RepairError(
+            f"{source}: coreai-core {base.core} cannot run it either "
+            f"({base.describe()}); nothing to verify a repair against"
+        )
     if all(o.loads for o in report.original):
-        raise RepairError(f"{source}: already loads on every runtime in the catalog "
-                          f"(coreai-core {', '.join(order)}); nothing to repair")
+        raise RepairError(
+            f"{source}: already loads on every runtime in the catalog "
+            f"(coreai-core {', '.join(order)}); nothing to repair"
+        )
     progress(f"rewriting locations with coreai-core {report.reader}")
     stripped, repaired = work / "stripped.aimodel", work / "repaired.aimodel"
     answer = runners.worker(reader_env).call(
-        {"op": "strip", "asset": str(src), "out": str(stripped)})
+        {"op": "strip", "asset": str(src), "out": str(stripped)}
+    )
     if not answer.get("ok"):
-        raise RepairError(f"coreai-core {report.reader} could not rewrite the locations "
-                          f"({answer.get('stage')}: {answer.get('error')})")
-    report.locations = Locations(*(answer[k] for k in (
-        "locations_before", "locations_after", "ops", "block_args", "op_ids_kept")))
+        raise RepairError(
+            f"coreai-core {report.reader} could not rewrite the locations "
+            f"({answer.get('stage')}: {answer.get('error')})"
+        )
+    report.locations = Locations(
+        *(
+            answer[k]
+            for k in ("locations_before", "locations_after", "ops", "block_args", "op_ids_kept")
+        )
+    )
     left = {k: v for k, v in answer["locations_after"].items() if k != "debuginfo"}
     if left:
         raise RepairError(f"locations left that are not debuginfo locations: {left}")
     progress(f"re-saving with coreai-core {report.stamper}")
-    note = {REPAIR_KEY: f"debug locations of a coreai-core {report.reader} asset "
-                                f"rewritten by inventory repair (from {source.name})"}
+    note = {
+        REPAIR_KEY: f"debug locations of a coreai-core {report.reader} asset "
+        f"rewritten by inventory repair (from {source.name})"
+    }
     answer = runners.worker(stamper_env).call(
-        {"op": "restamp", "asset": str(stripped), "out": str(repaired), "custom": note})
+        {"op": "restamp", "asset": str(stripped), "out": str(repaired), "custom": note}
+    )
     if not answer.get("ok"):
-        raise RepairError(f"coreai-core {report.stamper} could not read the rewritten asset "
-                          f"({answer.get('stage')}: {answer.get('error')})")
+        raise RepairError(
+            f"coreai-core {report.stamper} could not read the rewritten asset "
+            f"({answer.get('stage')}: {answer.get('error')})"
+        )
     report.producer = json.loads((repaired / "metadata.json").read_text()).get("producer")
     for core in order:
         progress(f"repaired asset on coreai-core {core}")
-        report.repaired.append(run_on(repaired, core, session, work / f"repaired-{core}",
-                                      execute=True, inputs=work / f"original-{order[0]}"))
+        report.repaired.append(
+            run_on(
+                repaired,
+                core,
+                session,
+                work / f"repaired-{core}",
+                execute=True,
+                inputs=work / f"original-{order[0]}",
+            )
+        )
     _no_flaky(report.repaired, "the repaired asset")
     refused = [o for o in report.repaired if not o.loads]
     if refused:
-        raise RepairError("the repaired asset does not run everywhere: " + "; ".join(
-            f"coreai-core {o.core}: {o.describe()}" for o in refused))
+        raise RepairError(
+            "the repaired asset does not run everywhere: "
+            + "; ".join(f"coreai-core {o.core}: {o.describe()}" for o in refused)
+        )
     progress("comparing weights and outputs")
     try:
         before = _weights(session, reader_env, src, work / "weights")
         after = _weights(session, reader_env, repaired, work / "weights")
     except RuntimeError as exc:
         raise RepairError(f"weights cannot be compared: {exc}") from None
-    same = (before.fingerprint, before.constants, before.bytes) == \
-        (after.fingerprint, after.constants, after.bytes)
+    same = (before.fingerprint, before.constants, before.bytes) == (
+        after.fingerprint,
+        after.constants,
+        after.bytes,
+    )
     report.weights = WeightsCheck(same, before, after, f"coreai-core {report.reader}")
     if not same or before.unresolved_resources:
-        raise RepairError(f"weights differ or cannot all be read: original "
-                          f"{before.fingerprint} ({before.constants} tensors), repaired "
-                          f"{after.fingerprint} ({after.constants} tensors)")
-    outputs = replace(compare_outputs(base, report.repaired[0]),
-                      runtime=f"coreai-core {base.core}", seed=SEED)
+        raise RepairError(
+            f"weights differ or cannot all be read: original "
+            f"{before.fingerprint} ({before.constants} tensors), repaired "
+            f"{after.fingerprint} ({after.constants} tensors)"
+        )
+    outputs = replace(
+        compare_outputs(base, report.repaired[0]), runtime=f"coreai-core {base.core}", seed=SEED
+    )
     report.outputs = outputs
     if not outputs.identical:
-        raise RepairError(f"outputs on coreai-core {base.core} are not bit-identical: "
-                          f"{outputs.why or f'{outputs.differ} of {outputs.arrays} arrays differ'}")
+        raise RepairError(
+            f"outputs on coreai-core {base.core} are not bit-identical: "
+            f"{outputs.why or f'{outputs.differ} of {outputs.arrays} arrays differ'}"
+        )
     # Nothing the original holds is lost (checked before the repair; what it wrote, now).
-    lost = sorted({p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()}
-                  - {p.relative_to(repaired).as_posix() for p in repaired.rglob("*")})
+    lost = sorted(
+        {p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()}
+        - {p.relative_to(repaired).as_posix() for p in repaired.rglob("*")}
+    )
     if lost:
         raise RepairError(f"the repaired asset lacks {', '.join(lost)} of the original")
     # Verified: OUT appears whole or not at all.

@@ -40,8 +40,9 @@ def repair_command(files: Sequence[str]) -> str:
     """`inventory repair` for every file of a bundle, each written beside its original as
     `repaired-<name>`: one command for one named file, else a loop (a glob or several files)."""
     if len(files) == 1 and not has_glob(files[0]):
-        return (f"inventory repair {shell_path(files[0])} -o "
-                f"{shlex.quote(_repaired(files[0]))}")
+        return f"inventory repair {shell_path(files[0])} -o {shlex.quote(_repaired(files[0]))}"
     words = " ".join(shell_path(f) for f in files)
-    return (f'for f in {words}; do inventory repair "$f" -o '
-            f'"$(dirname "$f")/{REPAIRED_PREFIX}$(basename "$f")"; done')
+    return (
+        f'for f in {words}; do inventory repair "$f" -o '
+        f'"$(dirname "$f")/{REPAIRED_PREFIX}$(basename "$f")"; done'
+    )

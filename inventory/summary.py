@@ -27,8 +27,9 @@ class Summary:
     def counts(self) -> dict[str, int]:
         """Bundles per level, every re-export level present (0 included), worst first; then
         the bundles whose answer is an accepted risk, when there are any."""
-        counts = {str(level): sum(1 for b in self.bundles if b.level == level)
-                  for level in REEXPORT_ORDER}
+        counts = {
+            str(level): sum(1 for b in self.bundles if b.level == level) for level in REEXPORT_ORDER
+        }
         ignored = sum(1 for b in self.bundles if b.level == IGNORED)
         return {**counts, IGNORED: ignored} if ignored else counts
 
@@ -39,9 +40,13 @@ class Summary:
         return f"{counts} of {n} {unit}{'' if n == 1 else 's'}"
 
     def to_json(self) -> dict:
-        return {"counts": self.counts, "total": len(self.bundles),
-                "bundles": [{"bundle": b.bundle, "level": b.level, "reason": b.reason}
-                            for b in self.bundles]}
+        return {
+            "counts": self.counts,
+            "total": len(self.bundles),
+            "bundles": [
+                {"bundle": b.bundle, "level": b.level, "reason": b.reason} for b in self.bundles
+            ],
+        }
 
 
 def summarise(lines: Iterable[BundleLine]) -> Summary:

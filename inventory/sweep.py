@@ -90,8 +90,9 @@ class Sweep:
     def not_run(self) -> tuple[RegimeOutcome, ...]:
         """Probes whose worker died, timed out or was never reached (a Ray cluster lost): both
         sides failed alike, but nothing was learnt of the converter; the sweep is inconclusive."""
-        return tuple(o for o in self.failing_both
-                     if "worker" in (o.result.old.stage, o.result.new.stage))
+        return tuple(
+            o for o in self.failing_both if "worker" in (o.result.old.stage, o.result.new.stage)
+        )
 
 
 def check_pair(old: str, new: str, catalog: Catalog) -> None:
@@ -102,9 +103,16 @@ def check_pair(old: str, new: str, catalog: Catalog) -> None:
         raise UsageError(f"--to {new} must be a later release than --from {old}")
 
 
-def run_regimes(regimes: list[Regime], old: str, new: str, catalog: Catalog, policy: Policy,
-                use_cache: bool, progress: Progress,
-                session: Session | None = None) -> dict[str, RegimeOutcome]:
+def run_regimes(
+    regimes: list[Regime],
+    old: str,
+    new: str,
+    catalog: Catalog,
+    policy: Policy,
+    use_cache: bool,
+    progress: Progress,
+    session: Session | None = None,
+) -> dict[str, RegimeOutcome]:
     """Each regime compared under `old` and `new`, judged with its own tolerance."""
     out: dict[str, RegimeOutcome] = {}
     with opened(session, catalog, progress) as session:
@@ -112,23 +120,34 @@ def run_regimes(regimes: list[Regime], old: str, new: str, catalog: Catalog, pol
         for i, regime in enumerate(regimes, start=1):
             progress(Routine(f"sweep {old}->{new} [{i}/{len(regimes)}]: {regime.id}"))
             result = session.compare(regime.spec, old_env, new_env, use_cache=use_cache)
-            tuned = Policy(policy.tolerance, policy.override if policy.override is not None
-                           else regime.tolerance)
+            tuned = Policy(
+                policy.tolerance,
+                policy.override if policy.override is not None else regime.tolerance,
+            )
             out[regime.id] = RegimeOutcome(regime, result, judge(result, tuned))
     return out
 
 
-def located_steps(outcomes: dict[str, RegimeOutcome], old: str, new: str, fixes: list[Fix],
-                  catalog: Catalog, use_cache: bool, progress: Progress,
-                  session: Session | None = None) -> dict[str, tuple[Step, ...]]:
+def located_steps(
+    outcomes: dict[str, RegimeOutcome],
+    old: str,
+    new: str,
+    fixes: list[Fix],
+    catalog: Catalog,
+    use_cache: bool,
+    progress: Progress,
+    session: Session | None = None,
+) -> dict[str, tuple[Step, ...]]:
     """Over a range of several release steps, each changed regime compared step by step, so a
     change is credited only to the records of the step it happens in."""
     changed = [o for o in outcomes.values() if program_changed(o.result)]
     if len(release_steps(catalog, old, new)) < 2 or not changed:
         return {}
     with opened(session, catalog, progress) as session:
-        return {o.regime.id: locate(session, o.regime.spec, old, new, o.result, fixes,
-                                    use_cache) for o in changed}
+        return {
+            o.regime.id: locate(session, o.regime.spec, old, new, o.result, fixes, use_cache)
+            for o in changed
+        }
 
 
 def registry_regimes(bundles: list[Bundle]) -> list[Regime]:
@@ -146,14 +165,24 @@ def registry_regimes(bundles: list[Bundle]) -> list[Regime]:
             if bundle.name not in holders[spec.key()]:
                 holders[spec.key()].append(bundle.name)
             specs[spec.key()] = spec
-    return [Regime(spec.construct, f"{'+'.join(holders[key])}:{spec.label()}", spec, False, None)
-            for key, spec in specs.items()]
+    return [
+        Regime(spec.construct, f"{'+'.join(holders[key])}:{spec.label()}", spec, False, None)
+        for key, spec in specs.items()
+    ]
 
 
-def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: Catalog,
-          policy: Policy, use_cache: bool = True,
-          progress: Progress = lambda _: None, source: str = "library",
-          session: Session | None = None) -> Sweep:
+def sweep(
+    old: str,
+    new: str,
+    fixes: list[Fix],
+    regimes: list[Regime],
+    catalog: Catalog,
+    policy: Policy,
+    use_cache: bool = True,
+    progress: Progress = lambda _: None,
+    source: str = "library",
+    session: Session | None = None,
+) -> Sweep:
     check_pair(old, new, catalog)
     outcomes = run_regimes(regimes, old, new, catalog, policy, use_cache, progress, session)
     changed_outcomes = [o for o in outcomes.values() if program_changed(o.result)]
@@ -161,12 +190,22 @@ def sweep(old: str, new: str, fixes: list[Fix], regimes: list[Regime], catalog: 
     changed = []
     for o in changed_outcomes:
         located = steps.get(o.regime.id, ())
-        ids = (sorted({i for s in located for i in s.explained_by}) if located
-               else explained_by(fixes, o.regime.spec, old, new, o.result))
+        ids = (
+            sorted({i for s in located for i in s.explained_by})
+            if located
+            else explained_by(fixes, o.regime.spec, old, new, o.result)
+        )
         changed.append(SweepFinding(o, tuple(ids), located))
     failing = tuple(o for o in outcomes.values() if failing_both(o.result))
-    return Sweep(old, new, len(outcomes), tuple(changed),
-                 len(outcomes) - len(changed) - len(failing), failing, source)
+    return Sweep(
+        old,
+        new,
+        len(outcomes),
+        tuple(changed),
+        len(outcomes) - len(changed) - len(failing),
+        failing,
+        source,
+    )
 
 
 @dataclass(frozen=True)
@@ -185,15 +224,23 @@ class StepSweeps:
 
     def unswept(self, steps: list[tuple[str, str]]) -> tuple[str, ...]:
         """`old->new could not run (why)` for each of these steps that could not be swept."""
-        return tuple(f"{a}->{b} could not run ({self.failed[(a, b)]})" for a, b in steps
-                     if (a, b) in self.failed)
+        return tuple(
+            f"{a}->{b} could not run ({self.failed[(a, b)]})"
+            for a, b in steps
+            if (a, b) in self.failed
+        )
 
 
-def sweep_steps(wanted: dict[tuple[str, str], list[Bundle]], fixes: list[Fix],
-                catalog: Catalog, policy: Policy, use_cache: bool = True,
-                progress: Progress = lambda _: None,
-                session: Session | None = None,
-                after_worker_failure: bool = False) -> StepSweeps:
+def sweep_steps(
+    wanted: dict[tuple[str, str], list[Bundle]],
+    fixes: list[Fix],
+    catalog: Catalog,
+    policy: Policy,
+    use_cache: bool = True,
+    progress: Progress = lambda _: None,
+    session: Session | None = None,
+    after_worker_failure: bool = False,
+) -> StepSweeps:
     """`sweep --registry` of each consecutive release step over the traced instances of the
     bundles that cross it: the same regimes, stored comparisons and records, so a change is
     unexplained here exactly when that sweep says so.
@@ -212,20 +259,36 @@ def sweep_steps(wanted: dict[tuple[str, str], list[Bundle]], fixes: list[Fix],
             if not mine:  # no traced instance crosses the step: nothing to convert, no env
                 found[(old, new)] = ()
                 continue
-            died = [f"a coreai-torch {v} worker failed earlier in this run: {why}"
-                    for v in (old, new) if (why := session.worker_failures.get(v))]
+            died = [
+                f"a coreai-torch {v} worker failed earlier in this run: {why}"
+                for v in (old, new)
+                if (why := session.worker_failures.get(v))
+            ]
             if died and not after_worker_failure:
                 failed[(old, new)] = "; ".join(died)
                 continue
             try:
-                sw = sweep(old, new, fixes, [r for r in regimes if r.spec.key() in mine],
-                           catalog, policy, use_cache, progress, "registry", session)
+                sw = sweep(
+                    old,
+                    new,
+                    fixes,
+                    [r for r in regimes if r.spec.key() in mine],
+                    catalog,
+                    policy,
+                    use_cache,
+                    progress,
+                    "registry",
+                    session,
+                )
             except EnvError as exc:
                 failed[(old, new)] = str(exc)
                 continue
             # one step: each unexplained finding is that step's comparison of the instance
             found[(old, new)] = tuple(
-                Unrecorded(f.outcome, step_between(fixes, f.outcome.regime.spec, old, new,
-                                                   f.outcome.result))
-                for f in sw.unexplained)
+                Unrecorded(
+                    f.outcome,
+                    step_between(fixes, f.outcome.regime.spec, old, new, f.outcome.result),
+                )
+                for f in sw.unexplained
+            )
     return StepSweeps(found, failed, keys)

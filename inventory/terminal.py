@@ -75,8 +75,9 @@ def internal_error(exc: Exception, as_json: bool = False, command: str = "") -> 
 
 # typer's own exits and usage errors. typer 0.29 vendors click (no `click` is installed beside
 # it unless another package brings one), so they are named through typer, never click.
-_OWN_EXITS = tuple(e for e in (typer.Exit, typer.Abort, getattr(typer, "TyperException", None))
-                   if e is not None)
+_OWN_EXITS = tuple(
+    e for e in (typer.Exit, typer.Abort, getattr(typer, "TyperException", None)) if e is not None
+)
 
 
 @contextmanager
@@ -117,6 +118,7 @@ def progress(enabled: bool) -> Iterator[Progress]:
     each phase); piped (a CI log, a file) one line per phase with its counts, never a line per
     result. `--progress off` (or `-q`) prints nothing but notices; `--progress on` prints the
     piped lines even on a terminal."""
+
     def notice(msg: str) -> bool:
         """A Notice (an environment rebuilt) stays on screen, even in a quiet run."""
         if isinstance(msg, Notice):
@@ -126,14 +128,17 @@ def progress(enabled: bool) -> Iterator[Progress]:
 
     mode = _progress_mode
     if not enabled or mode == "off":
+
         def quiet(msg: str) -> None:
             if not isinstance(msg, Tally):
                 notice(msg)
+
         yield quiet
         return
     if mode == "on" or not err.is_terminal:
-        lines = PhaseLines(lambda line: err.print(line, style="dim", highlight=False,
-                                                  soft_wrap=True))
+        lines = PhaseLines(
+            lambda line: err.print(line, style="dim", highlight=False, soft_wrap=True)
+        )
 
         def piped(msg: str) -> None:
             if isinstance(msg, Tally):
@@ -144,6 +149,7 @@ def progress(enabled: bool) -> Iterator[Progress]:
                 lines.update(msg)
             else:
                 err.print(msg, style="dim", highlight=False)
+
         try:
             yield piped
         finally:
@@ -151,10 +157,12 @@ def progress(enabled: bool) -> Iterator[Progress]:
         return
     phases = Phases()
     with err.status("starting") as status:
+
         def spinner(msg: str) -> None:
             # a str status is parsed as markup by rich's spinner whatever the console says
             if not isinstance(msg, Tally) and not notice(msg):
                 status.update(phases.update(msg))
+
         yield spinner
 
 
@@ -194,8 +202,11 @@ class PhaseLines:
             return
         stored, made = self.counts[Tally.STORED], self.counts[Tally.CONVERTED]
         probes = stored + made
-        counts = f"; {probes} probe{'' if probes == 1 else 's'}: {stored} stored, {made} " \
-                 "converted" if probes else ""
+        counts = (
+            f"; {probes} probe{'' if probes == 1 else 's'}: {stored} stored, {made} converted"
+            if probes
+            else ""
+        )
         self.write(f"{self.phase}: {self.steps} step{'' if self.steps == 1 else 's'}{counts}")
         self.phase, self.steps = None, 0
         self.counts = {Tally.STORED: 0, Tally.CONVERTED: 0}
@@ -276,11 +287,14 @@ def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Calla
             fit_width()  # this run's width, whatever an earlier command of this process set
             chosen = kwargs.get("output_format")
             as_json = bool(kwargs.get("as_json", False)) or (
-                isinstance(chosen, str) and chosen.strip().lower() == "json")
+                isinstance(chosen, str) and chosen.strip().lower() == "json"
+            )
             try:
-                with document_only() if as_json else nullcontext(), \
-                        answering(full_name or name, as_json), \
-                        user_catalog(kwargs.get("catalog")):
+                with (
+                    document_only() if as_json else nullcontext(),
+                    answering(full_name or name, as_json),
+                    user_catalog(kwargs.get("catalog")),
+                ):
                     check_all()  # every environment variable, before any work
                     return fn(*args, **kwargs)
             finally:
@@ -299,8 +313,13 @@ class JsonErrorGroup(HelpGroup):
     one line on stderr, exit 2, like every other usage error; without `--json`, typer's usage
     message is unchanged."""
 
-    def make_context(self, info_name: str | None, args: list[str],
-                     parent: ClickContext | None = None, **extra: Any) -> ClickContext:
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: ClickContext | None = None,
+        **extra: Any,
+    ) -> ClickContext:
         self._argv = list(args)
         try:
             return super().make_context(info_name, args, parent, **extra)
@@ -318,11 +337,12 @@ class JsonErrorGroup(HelpGroup):
     def _json_error(self, exc: Exception) -> None:
         """In JSON mode, the envelope and one line instead of typer's usage box."""
         argv = getattr(self, "_argv", [])
-        argv = argv[:argv.index("--")] if "--" in argv else argv
+        argv = argv[: argv.index("--")] if "--" in argv else argv
         name = next((a for a in argv if not a.startswith("-")), None)
         command = self.commands.get(name) if name else None
         takes_json = command is not None and any(
-            "--json" in getattr(p, "opts", ()) for p in command.params)
+            "--json" in getattr(p, "opts", ()) for p in command.params
+        )
         if "--json" not in argv or not takes_json or getattr(exc, "exit_code", 2) != 2:
             return
         format_message = getattr(exc, "format_message", None)

@@ -80,7 +80,7 @@ def first_error(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     for ln in lines:
         at = ln.find("error:")
-        if at >= 0 and (at == 0 or ln[at - 2: at] == ": "):
+        if at >= 0 and (at == 0 or ln[at - 2 : at] == ": "):
             return abbreviate(ln[at:])
     for ln in lines:
         if ln.startswith(("terminate called", "LLVM ERROR", "what():")):
@@ -98,8 +98,15 @@ def _read(path: Path) -> str:
 # ---- running an asset on runtimes -------------------------------------------------------------
 
 
-def run_on(asset: Path, core: str, session: Session, out: Path, execute: bool = True,
-           seed: int = 0, inputs: Path | None = None) -> RuntimeOutcome:
+def run_on(
+    asset: Path,
+    core: str,
+    session: Session,
+    out: Path,
+    execute: bool = True,
+    seed: int = 0,
+    inputs: Path | None = None,
+) -> RuntimeOutcome:
     """Load (and with `execute`, run) `asset` on one runtime, contained; never raises for what
     the runtime does. A death or a timeout is tried again in a fresh process: `crashes` only
     when it repeats, else `flaky` (so is an abort after the outputs were written)."""
@@ -114,24 +121,48 @@ def run_on(asset: Path, core: str, session: Session, out: Path, execute: bool = 
     second = _attempt(asset, core, env, session, again, execute, seed, inputs)
     files = {**first.files, **{f"{CONFIRM}.{k}": v for k, v in second.files.items()}}
     # a death after the runtime wrote its outputs: it ran, whatever ended it
-    wrote = [o for o, a in ((out, first), (again, second))
-             if a.died and any(o.glob("*.outputs.safetensors"))]
-    if second.died and (second.outcome, second.signal) == (first.outcome, first.signal) \
-            and not wrote:
+    wrote = [
+        o
+        for o, a in ((out, first), (again, second))
+        if a.died and any(o.glob("*.outputs.safetensors"))
+    ]
+    if (
+        second.died
+        and (second.outcome, second.signal) == (first.outcome, first.signal)
+        and not wrote
+    ):
         return replace(first, files=files)
-    why = (f"{first.describe()} on the first attempt, after writing its outputs" if wrote else
-           f"{first.describe()} on the first attempt, {second.describe()} on the second, in a "
-           "fresh process")
-    return RuntimeOutcome(core, "flaky", first.stage, f"{why}: no lasting answer",
-                          first.signal, files)
+    why = (
+        f"{first.describe()} on the first attempt, after writing its outputs"
+        if wrote
+        else f"{first.describe()} on the first attempt, {second.describe()} on the second, in a "
+        "fresh process"
+    )
+    return RuntimeOutcome(
+        core, "flaky", first.stage, f"{why}: no lasting answer", first.signal, files
+    )
 
 
-def _attempt(asset: Path, core: str, env: Env, session: Session, out: Path, execute: bool,
-             seed: int, inputs: Path | None) -> RuntimeOutcome:
+def _attempt(
+    asset: Path,
+    core: str,
+    env: Env,
+    session: Session,
+    out: Path,
+    execute: bool,
+    seed: int,
+    inputs: Path | None,
+) -> RuntimeOutcome:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "run.log"
-    request = {"op": "run", "asset": str(asset), "out": str(out), "seed": seed,
-               "execute": execute, "inputs": str(inputs) if inputs else None}
+    request = {
+        "op": "run",
+        "asset": str(asset),
+        "out": str(out),
+        "seed": seed,
+        "execute": execute,
+        "inputs": str(inputs) if inputs else None,
+    }
     worker = asset_workers(session).worker(env)
     try:
         answer = worker.call(request)
@@ -141,10 +172,14 @@ def _attempt(asset: Path, core: str, env: Env, session: Session, out: Path, exec
         died = re.search(r"died of (\w+)", text)
         error = first_error(_read(log))
         if died:
-            return RuntimeOutcome(core, "crashes", "load", error, died.group(1),
-                                  {"log": str(log)})
-        return RuntimeOutcome(core, "fails-to-load", "worker", error or text.split(" (log:")[0],
-                              files={"log": str(log)})
+            return RuntimeOutcome(core, "crashes", "load", error, died.group(1), {"log": str(log)})
+        return RuntimeOutcome(
+            core,
+            "fails-to-load",
+            "worker",
+            error or text.split(" (log:")[0],
+            files={"log": str(log)},
+        )
     files = {"log": str(log)}
     for fn in answer.get("functions", []):
         for key in ("inputs_file", "outputs_file"):
@@ -168,8 +203,9 @@ def _not_the_environment(worker: Worker | Workers) -> None:
         raise EnvironmentFault(fault)
 
 
-def load_check(spec: ProbeSpec, exporter: Env, cores: list[str], session: Session,
-               use_cache: bool = True) -> LoadCheck:
+def load_check(
+    spec: ProbeSpec, exporter: Env, cores: list[str], session: Session, use_cache: bool = True
+) -> LoadCheck:
     """The asset `exporter` writes for `spec`, loaded and run on each runtime of `cores`."""
     runtime_ids: dict[str, dict[str, str]] = {}
     for core in cores:
@@ -189,25 +225,38 @@ def load_check(spec: ProbeSpec, exporter: Env, cores: list[str], session: Sessio
             # (flaky): answered, never stored (the next run checks afresh); its evidence is the
             # temp folder's, so it is kept under logs/ for the answer to point at.
             return _unstored(check, work)
-        store.write_record(work, {**to_json(check, work), "key": final.name,
-                                  "code": code_digest(), "failed": failed(check)})
+        store.write_record(
+            work,
+            {
+                **to_json(check, work),
+                "key": final.name,
+                "code": code_digest(),
+                "failed": failed(check),
+            },
+        )
         return _publish(work, final, replace_stored=not use_cache)
 
 
-def _make(spec: ProbeSpec, exporter: Env, cores: list[str], session: Session,
-          work: Path) -> LoadCheck:
+def _make(
+    spec: ProbeSpec, exporter: Env, cores: list[str], session: Session, work: Path
+) -> LoadCheck:
     packages = identity(exporter, ("coreai-torch", "coreai-core", "torch", "numpy"))
     export = work / f"export-{exporter.converter}"
     try:
         # The session's probe workers convert (a scan session's are readers: never asked).
-        answer = session.pool_of(Worker, "worker").worker(exporter).call(
-            {"op": "convert", "spec": spec.to_json(), "out": str(export)})
+        answer = (
+            session.pool_of(Worker, "worker")
+            .worker(exporter)
+            .call({"op": "convert", "spec": spec.to_json(), "out": str(export)})
+        )
     except WorkerFailure as exc:
         answer = {"ok": False, "stage": "worker", "error": str(exc)}
     if not answer.get("ok"):
         _not_the_environment(session.pool_of(Worker, "worker").worker(exporter))
-        why = f"coreai-torch {exporter.converter} could not write the asset " \
-              f"({answer.get('stage')}: {answer.get('error')})"
+        why = (
+            f"coreai-torch {exporter.converter} could not write the asset "
+            f"({answer.get('stage')}: {answer.get('error')})"
+        )
         outcomes = tuple(RuntimeOutcome(c, "not-run", "export", why) for c in cores)
         return LoadCheck(spec, exporter.converter, packages, False, why, outcomes, str(work))
     asset = Path(answer["files"]["asset"])
@@ -229,8 +278,9 @@ def _unstored(check: LoadCheck, work: Path) -> LoadCheck:
     def moved(path: str) -> str:
         return path.replace(str(work), str(kept))
 
-    outcomes = tuple(replace(o, files={k: moved(v) for k, v in o.files.items()})
-                     for o in check.outcomes)
+    outcomes = tuple(
+        replace(o, files={k: moved(v) for k, v in o.files.items()}) for o in check.outcomes
+    )
     return replace(check, outcomes=outcomes, evidence=str(kept))
 
 

@@ -41,9 +41,15 @@ def _reclaim() -> None:
 
 
 class Session:
-    def __init__(self, catalog: Catalog, progress: Progress = lambda _: None,
-                 log_dir: Path | None = None, worker: type[Worker] = Worker,
-                 log_suffix: str = "worker", oracle: Oracle | None = None) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        progress: Progress = lambda _: None,
+        log_dir: Path | None = None,
+        worker: type[Worker] = Worker,
+        log_suffix: str = "worker",
+        oracle: Oracle | None = None,
+    ) -> None:
         self.catalog = catalog
         self.progress = progress
         self.log_dir = log_dir or cache_root() / "logs"
@@ -108,9 +114,14 @@ class Session:
         when asked, as before: a warm run starts no thread. Once a comparison is found missing
         from the store, each such environment's worker is started too, so that importing torch
         and the converter overlaps the builds and the conversions still to come."""
-        missing = [v for v in dict.fromkeys(versions) if v in self.catalog.releases
-                   and v not in self._envs and v not in self._building
-                   and ready_env(v) is None]
+        missing = [
+            v
+            for v in dict.fromkeys(versions)
+            if v in self.catalog.releases
+            and v not in self._envs
+            and v not in self._building
+            and ready_env(v) is None
+        ]
         if not missing:
             return
         if self._builders is None:
@@ -156,8 +167,11 @@ class Session:
         if version not in self._envs:
             try:
                 building = self._building.pop(version, None)
-                self._envs[version] = (building.result() if building is not None
-                                       else ensure_env(version, self.catalog, self.progress))
+                self._envs[version] = (
+                    building.result()
+                    if building is not None
+                    else ensure_env(version, self.catalog, self.progress)
+                )
             except EnvError as exc:
                 self._env_errors[version] = exc
                 raise
@@ -167,8 +181,11 @@ class Session:
         """An environment whose coreai-core is `core`: a ready one (newest converter first),
         else the newest such release's, built."""
         if core not in self._core_envs:
-            releases = sorted((v for v, r in self.catalog.releases.items() if r.core == core),
-                              key=version_key, reverse=True)
+            releases = sorted(
+                (v for v, r in self.catalog.releases.items() if r.core == core),
+                key=version_key,
+                reverse=True,
+            )
             ready = next((v for v in releases if ready_env(v) is not None), releases[0])
             self._core_envs[core] = self.env(ready)  # through ensure_env: re-pointed if moved
         return self._core_envs[core]
@@ -184,8 +201,11 @@ class Session:
         known = self._results.get(key)
         if known is not None and (use_cache or known[1]):
             return known[0]
-        if not self._warm.is_set() and (not use_cache or not (key / RESULT_FILE).exists()
-                                        and store.stored(key, store.load_result) is None):
+        if not self._warm.is_set() and (
+            not use_cache
+            or not (key / RESULT_FILE).exists()
+            and store.stored(key, store.load_result) is None
+        ):
             # nothing to read, here or (taken in now) from the remote tier: converting starts
             self._conversions_ahead()
         result = self.oracle.compare(spec, old, new, use_cache=use_cache)
@@ -196,8 +216,9 @@ class Session:
                 self.worker_failures.setdefault(side.converter, side.error)
         return result
 
-    def prefetch(self, specs: Sequence[ProbeSpec], old: Env, new: Env,
-                 use_cache: bool = True) -> None:
+    def prefetch(
+        self, specs: Sequence[ProbeSpec], old: Env, new: Env, use_cache: bool = True
+    ) -> None:
         """One release pair's comparisons the caller asks for next (`dispatch`)."""
         self.dispatch([Comparison(spec, old, new) for spec in specs], use_cache)
 
@@ -229,8 +250,9 @@ class Session:
         if not wanted:
             return
         if not self._warm.is_set() and any(
-                not use_cache or not (store.result_dir(c.spec, c.old, c.new) / RESULT_FILE)
-                .exists() for c in wanted):
+            not use_cache or not (store.result_dir(c.spec, c.old, c.new) / RESULT_FILE).exists()
+            for c in wanted
+        ):
             self._conversions_ahead()
 
         def landed(c: Comparison, result: ProbeResult) -> Sequence[Comparison]:
@@ -251,8 +273,9 @@ def _merged(a: Comparison, b: Comparison) -> Comparison:
 
 
 @contextmanager
-def opened(session: Session | None, catalog: Catalog,
-           progress: Progress = lambda _: None) -> Iterator[Session]:
+def opened(
+    session: Session | None, catalog: Catalog, progress: Progress = lambda _: None
+) -> Iterator[Session]:
     """The caller's session (its environments, workers and results are shared), else a new one,
     closed on exit."""
     if session is not None:

@@ -62,8 +62,7 @@ for i, spec in enumerate(json.loads(sys.argv[2])):
 """
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None,
-          cwd: Path = ROOT) -> tuple[float, str]:
+def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[float, str]:
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
     elapsed = time.perf_counter() - start
@@ -91,11 +90,15 @@ def warm_plan(baseline: Path | None, runs: int = 5) -> None:
             times[root].append(timed([python, "-m", "inventory.cli", *PLAN], cwd=root)[0])
     median = {root: statistics.median(t) for root, t in times.items()}
     floor = statistics.median(floors)
-    print(f"warm  plan --to 0.4.3 (median of {runs}):       {median[ROOT]:6.2f} s   "
-          f"inventory --version {floor:.2f} s, ratio {median[ROOT] / floor:4.2f}")
+    print(
+        f"warm  plan --to 0.4.3 (median of {runs}):       {median[ROOT]:6.2f} s   "
+        f"inventory --version {floor:.2f} s, ratio {median[ROOT] / floor:4.2f}"
+    )
     if baseline:
-        print(f"warm  plan --to 0.4.3, baseline {baseline}: {median[baseline]:6.2f} s   "
-              f"ratio {median[ROOT] / median[baseline]:4.2f}")
+        print(
+            f"warm  plan --to 0.4.3, baseline {baseline}: {median[baseline]:6.2f} s   "
+            f"ratio {median[ROOT] / median[baseline]:4.2f}"
+        )
 
 
 def warm_affected(inv: list[str], runs: int = 7) -> float:
@@ -107,8 +110,10 @@ def warm_affected(inv: list[str], runs: int = 7) -> float:
         floors.append(timed(version)[0])
         warms.append(timed(inv)[0])
     floor, warm = statistics.median(floors), statistics.median(warms)
-    print(f"warm  affected --fix 40 (median of {runs}):       {warm:6.2f} s   "
-          f"inventory --version {floor:.2f} s, ratio {warm / floor:4.2f}")
+    print(
+        f"warm  affected --fix 40 (median of {runs}):       {warm:6.2f} s   "
+        f"inventory --version {floor:.2f} s, ratio {warm / floor:4.2f}"
+    )
     return warm
 
 
@@ -118,8 +123,16 @@ def _seconds(value: float | None) -> float:
 
 def verify_line(bundle: str, to: str, full: bool, store: Path) -> None:
     """One `inventory verify BUNDLE --to TO --json` in `store`: its wall and where it went."""
-    cmd = [str(ROOT / ".venv" / "bin" / "inventory"), "verify", bundle, "--to", to, "--json",
-           "-q", *(["--full"] if full else [])]
+    cmd = [
+        str(ROOT / ".venv" / "bin" / "inventory"),
+        "verify",
+        bundle,
+        "--to",
+        to,
+        "--json",
+        "-q",
+        *(["--full"] if full else []),
+    ]
     wall, out = timed(cmd, env={**os.environ, "INVENTORY_CACHE": str(store)})
     [b] = json.loads(out)["result"]["bundles"]
     if b.get("error"):
@@ -141,12 +154,14 @@ def verify_line(bundle: str, to: str, full: bool, store: Path) -> None:
     conversions = sum(sides) or float("nan")
     # the parts summed can exceed the wall: verify converts two releases at a time; the wall
     # also holds the probes of every traced instance and the comparisons
-    print(f"verify {bundle} --to {to} ({form}): wall {wall:6.1f} s, parts summed {summed:6.1f} s: "
-          f"build {build:5.1f} s, conversions {conversions:6.1f} s ({len(sides)} sides: "
-          f"{per_side} s, median {statistics.median(sides):.1f} s), runs {runs:6.1f} s "
-          f"({len(once)} run(s)), run form build and conversions {run_form:5.1f} s; "
-          f"runs / conversions {runs / conversions:5.2f} (with the run form's build and "
-          f"conversions {(runs + run_form) / conversions:5.2f})")
+    print(
+        f"verify {bundle} --to {to} ({form}): wall {wall:6.1f} s, parts summed {summed:6.1f} s: "
+        f"build {build:5.1f} s, conversions {conversions:6.1f} s ({len(sides)} sides: "
+        f"{per_side} s, median {statistics.median(sides):.1f} s), runs {runs:6.1f} s "
+        f"({len(once)} run(s)), run form build and conversions {run_form:5.1f} s; "
+        f"runs / conversions {runs / conversions:5.2f} (with the run form's build and "
+        f"conversions {(runs + run_form) / conversions:5.2f})"
+    )
 
 
 def verify_lines(bundles: list[str], to: str, full: bool) -> None:
@@ -159,25 +174,44 @@ def verify_lines(bundles: list[str], to: str, full: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", type=Path, help="a checkout of other code to time the "
-                        "warm plan against")
+    parser.add_argument(
+        "--baseline", type=Path, help="a checkout of other code to time the warm plan against"
+    )
     parser.add_argument("--warm-only", action="store_true", help="only the warm lines")
-    parser.add_argument("--verify", nargs="+", metavar="BUNDLE", default=[],
-                        help="also time `inventory verify BUNDLE` and split its time")
+    parser.add_argument(
+        "--verify",
+        nargs="+",
+        metavar="BUNDLE",
+        default=[],
+        help="also time `inventory verify BUNDLE` and split its time",
+    )
     parser.add_argument("--verify-to", default="0.4.2", help="the release verify compares with")
-    parser.add_argument("--full", action="store_true",
-                        help="verify the full target instead of a registry miniature")
-    parser.add_argument("--ray", type=int, metavar="JOBS", default=0,
-                        help="instead: a sweep of JOBS probes, local versus a two-node Ray "
-                             "cluster on this machine (needs the ray extra)")
-    parser.add_argument("--record", type=Path,
-                        help="with --ray or --cold: also write the figures here")
-    parser.add_argument("--cold", action="store_true",
-                        help="instead: a first answer from nothing, pip and uv side by side")
+    parser.add_argument(
+        "--full", action="store_true", help="verify the full target instead of a registry miniature"
+    )
+    parser.add_argument(
+        "--ray",
+        type=int,
+        metavar="JOBS",
+        default=0,
+        help="instead: a sweep of JOBS probes, local versus a two-node Ray "
+        "cluster on this machine (needs the ray extra)",
+    )
+    parser.add_argument(
+        "--record", type=Path, help="with --ray or --cold: also write the figures here"
+    )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="instead: a first answer from nothing, pip and uv side by side",
+    )
     parser.add_argument("--where", type=Path, help="with --cold: the folder for the clones")
     parser.add_argument("--keep", action="store_true", help="with --cold: keep the clones")
-    parser.add_argument("--ray-shipped", action="store_true",
-                        help="with --ray: sweep the shipped registry's instances instead")
+    parser.add_argument(
+        "--ray-shipped",
+        action="store_true",
+        help="with --ray: sweep the shipped registry's instances instead",
+    )
     args = parser.parse_args()
     if args.cold:
         from bench_cold import cold_lines
@@ -212,25 +246,40 @@ def main() -> None:
             env = ensure_env(version)
             target = Path(tmp) / version
             target.mkdir()
-            t, _ = timed([str(env.python), "-c", FLOOR_SCRIPT, str(ROOT), json.dumps(specs),
-                          str(target)])
+            t, _ = timed(
+                [str(env.python), "-c", FLOOR_SCRIPT, str(ROOT), json.dumps(specs), str(target)]
+            )
             floor += t
     cold, _ = timed(inv + ["--no-cache"])
-    sweep = [str(ROOT / ".venv" / "bin" / "inventory"), "sweep", "--from", "0.4.2", "--to",
-             "0.4.3", "--json", "-q"]
+    sweep = [
+        str(ROOT / ".venv" / "bin" / "inventory"),
+        "sweep",
+        "--from",
+        "0.4.2",
+        "--to",
+        "0.4.3",
+        "--json",
+        "-q",
+    ]
     sweep_cold, out = timed(sweep + ["--no-cache"])
     sweep_warm, _ = timed(sweep)
     probed = json.loads(out)["result"]["probed"]
     probes = sum(len(b["probes"]) for b in data["bundles"])
-    print(f"probes converted per side: {probes} (exporter sides: "
-          f"{', '.join(sorted(v for v in by_side if v != data['to']))}; new side {data['to']})")
+    print(
+        f"probes converted per side: {probes} (exporter sides: "
+        f"{', '.join(sorted(v for v in by_side if v != data['to']))}; new side {data['to']})"
+    )
     print(f"floor (bare conversion, sequential per env): {floor:6.2f} s")
-    print(f"cold  affected --fix 40 --no-cache:          {cold:6.2f} s   ratio to floor "
-          f"{cold / floor:4.2f}")
+    print(
+        f"cold  affected --fix 40 --no-cache:          {cold:6.2f} s   ratio to floor "
+        f"{cold / floor:4.2f}"
+    )
     warm = warm_affected(inv)
     print(f"warm / cold: {warm / cold:4.3f}")
-    print(f"sweep 0.4.2 -> 0.4.3, {probed} regimes, cold: {sweep_cold:6.2f} s   "
-          f"({sweep_cold / probed:.2f} s per regime, both sides converted)")
+    print(
+        f"sweep 0.4.2 -> 0.4.3, {probed} regimes, cold: {sweep_cold:6.2f} s   "
+        f"({sweep_cold / probed:.2f} s per regime, both sides converted)"
+    )
     print(f"sweep 0.4.2 -> 0.4.3, warm:            {sweep_warm:6.2f} s")
     warm_plan(baseline)
     verify_lines(args.verify, args.verify_to, args.full)

@@ -50,8 +50,7 @@ def _phases(lines: list[tuple[float, str]], wall: float) -> dict[str, float]:
     out: dict[str, float] = {}
     venv_end = next((t for t, ln in lines if ln.startswith("installed in ")), 0.0)
     out["venv (.venv set-up)"] = venv_end
-    first = next((t for t, ln in lines if t > venv_end and not ln.startswith("bytecode")),
-                 venv_end)
+    first = next((t for t, ln in lines if t > venv_end and not ln.startswith("bytecode")), venv_end)
     out["start-up, registry read"] = first - venv_end
     started: dict[str, float] = {}
     for t, ln in lines:
@@ -64,8 +63,9 @@ def _phases(lines: list[tuple[float, str]], wall: float) -> dict[str, float]:
         elif what != "ready":
             started.setdefault(name, t)
     if started:
-        out["environments (side by side, to the last)"] = (
-            max(out.get(n, 0.0) + s for n, s in started.items()) - min(started.values()))
+        out["environments (side by side, to the last)"] = max(
+            out.get(n, 0.0) + s for n, s in started.items()
+        ) - min(started.values())
     probes = [t for t, ln in lines if " under " in ln and not ln.startswith("sweep ")]
     sweep = [t for t, ln in lines if ln.startswith("sweep ")]
     if probes:
@@ -79,8 +79,14 @@ def _run(label: str, clone: Path, env: dict[str, str]) -> Side:
     side = Side(label, load=(os.getloadavg()[0], 0.0))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    proc = subprocess.Popen([str(clone / "scripts" / "inventory"), *COMMAND], cwd=clone,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(clone / "scripts" / "inventory"), *COMMAND],
+        cwd=clone,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
     def read() -> None:
         assert proc.stderr is not None
@@ -104,8 +110,9 @@ def _run(label: str, clone: Path, env: dict[str, str]) -> Side:
     return side
 
 
-def _fresh(where: Path, name: str, installer: str, uv_from: Path | None = None,
-           store: Path | None = None) -> tuple[Path, dict[str, str]]:
+def _fresh(
+    where: Path, name: str, installer: str, uv_from: Path | None = None, store: Path | None = None
+) -> tuple[Path, dict[str, str]]:
     """A clone of this checkout and the environment of a user who has nothing yet."""
     base = where / name
     clone = base / "clone"
@@ -116,16 +123,25 @@ def _fresh(where: Path, name: str, installer: str, uv_from: Path | None = None,
         for kept in ("uv", "tools"):
             (cache / kept).symlink_to(uv_from / kept)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INVENTORY_", "UV_"))}
-    env.update(INVENTORY_CACHE=str(cache), INVENTORY_STORE=str(store or base / "store"),
-               INVENTORY_INSTALLER=installer, PIP_CACHE_DIR=str(base / "pip-cache"))
+    env.update(
+        INVENTORY_CACHE=str(cache),
+        INVENTORY_STORE=str(store or base / "store"),
+        INVENTORY_INSTALLER=installer,
+        PIP_CACHE_DIR=str(base / "pip-cache"),
+    )
     return clone, env
 
 
 def _json_answer(clone: Path, env: dict[str, str]) -> str:
     """The answer again, as JSON, from the store just filled, with the side's own folders
     written as placeholders (each side has its own store)."""
-    proc = subprocess.run([str(clone / "scripts" / "inventory"), *COMMAND, "--json", "-q"],
-                          cwd=clone, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(clone / "scripts" / "inventory"), *COMMAND, "--json", "-q"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     text = proc.stdout
     for key in ("INVENTORY_STORE", "INVENTORY_CACHE"):
         text = text.replace(env[key], f"${key}")
@@ -140,8 +156,9 @@ def cold_lines(where: Path | None, record: Path | None, keep: bool) -> None:
             clone, env = _fresh(where, installer, installer)
             print(f"{installer}: cold first answer in {clone} ...", flush=True)
             sides[installer] = _run(installer, clone, env)
-        clone, env = _fresh(where, "uv-warm", "uv", uv_from=where / "uv" / "cache",
-                            store=where / "uv" / "store")
+        clone, env = _fresh(
+            where, "uv-warm", "uv", uv_from=where / "uv" / "cache", store=where / "uv" / "store"
+        )
         print(f"uv, second clone (uv's cache warm, results stored) in {clone} ...", flush=True)
         second = _run("uv, second clone", clone, env)
         pip, uv = sides["pip"], sides["uv"]
@@ -152,26 +169,43 @@ def cold_lines(where: Path | None, record: Path | None, keep: bool) -> None:
             ratio = f"{b / a:7.2f}" if a and b else "      -"
             print(f"{name:46} {_s(a)} {_s(b)} {ratio}")
         print(f"{'first answer (wall)':46} {_s(pip.wall)} {_s(uv.wall)} {uv.wall / pip.wall:7.2f}")
-        print(f"{'CPU (user+sys, every process)':46} {_s(pip.cpu)} {_s(uv.cpu)} "
-              f"{uv.cpu / pip.cpu:7.2f}")
-        print(f"{'load average (start, end)':46} {pip.load[0]:4.1f},{pip.load[1]:4.1f} "
-              f"{uv.load[0]:4.1f},{uv.load[1]:4.1f}")
-        print(f"second fresh clone, uv's cache warm, results stored: {second.wall:6.1f} s "
-              f"(venv {second.phases.get('venv (.venv set-up)', 0):.1f} s; load "
-              f"{second.load[0]:.1f})")
+        print(
+            f"{'CPU (user+sys, every process)':46} {_s(pip.cpu)} {_s(uv.cpu)} "
+            f"{uv.cpu / pip.cpu:7.2f}"
+        )
+        print(
+            f"{'load average (start, end)':46} {pip.load[0]:4.1f},{pip.load[1]:4.1f} "
+            f"{uv.load[0]:4.1f},{uv.load[1]:4.1f}"
+        )
+        print(
+            f"second fresh clone, uv's cache warm, results stored: {second.wall:6.1f} s "
+            f"(venv {second.phases.get('venv (.venv set-up)', 0):.1f} s; load "
+            f"{second.load[0]:.1f})"
+        )
         same = pip.answer == uv.answer == second.answer
         print(f"same answer on all three: {'yes' if same else 'NO'}")
         print(f"machine: {os.cpu_count()} cores")
         if record is not None:
-            record.write_text(json.dumps({
-                "command": "inventory " + " ".join(COMMAND),
-                "cores": os.cpu_count(),
-                "sides": {s.label: {"wall": round(s.wall, 1), "cpu": round(s.cpu, 1),
-                                    "load": s.load,
-                                    "phases": {k: round(v, 1) for k, v in s.phases.items()}}
-                          for s in (pip, uv, second)},
-                "same_answer": same,
-            }, indent=2) + "\n")
+            record.write_text(
+                json.dumps(
+                    {
+                        "command": "inventory " + " ".join(COMMAND),
+                        "cores": os.cpu_count(),
+                        "sides": {
+                            s.label: {
+                                "wall": round(s.wall, 1),
+                                "cpu": round(s.cpu, 1),
+                                "load": s.load,
+                                "phases": {k: round(v, 1) for k, v in s.phases.items()},
+                            }
+                            for s in (pip, uv, second)
+                        },
+                        "same_answer": same,
+                    },
+                    indent=2,
+                )
+                + "\n"
+            )
     finally:
         if not keep:
             shutil.rmtree(where, ignore_errors=True)

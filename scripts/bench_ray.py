@@ -30,13 +30,17 @@ RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": 
 
 def registry(folder: Path, jobs: int) -> Path:
     path = folder / "bench.toml"
-    text = ('[bundles.bench]\nfiles = ["bench"]\ndtype = "float32"\n'
-            '[bundles.bench.exporter]\nconverter = "0.4.1"\nsource = "bench"\n')
+    text = (
+        '[bundles.bench]\nfiles = ["bench"]\ndtype = "float32"\n'
+        '[bundles.bench.exporter]\nconverter = "0.4.1"\nsource = "bench"\n'
+    )
     for c in range(11, 11 + jobs):  # channels no test uses
-        text += ('[[bundles.bench.instances]]\nkind = "conv_transpose"\ndtype = "float32"\n'
-                 f'source = "bench"\nparams = {{ dim = 1, in_channels = {c}, out_channels = 2, '
-                 'kernel = [4], stride = [2], padding = [0], output_padding = [1], '
-                 f'input_shape = [1, {c}, 11] }}\n')
+        text += (
+            '[[bundles.bench.instances]]\nkind = "conv_transpose"\ndtype = "float32"\n'
+            f'source = "bench"\nparams = {{ dim = 1, in_channels = {c}, out_channels = 2, '
+            "kernel = [4], stride = [2], padding = [0], output_padding = [1], "
+            f"input_shape = [1, {c}, 11] }}\n"
+        )
     path.write_text(text)
     return path
 
@@ -52,10 +56,25 @@ def store(folder: Path, name: str) -> Path:
 
 def sweep(reg: Path, cache: Path, *extra: str) -> tuple[float, str]:
     start = time.perf_counter()
-    proc = subprocess.run([INVENTORY, "sweep", "--registry", "--registry-file", str(reg),
-                           "--from", "0.4.1", "--to", "0.4.2", "--json", "-q", *extra],
-                          capture_output=True, text=True,
-                          env={**os.environ, **RAY_ENV, "INVENTORY_CACHE": str(cache)})
+    proc = subprocess.run(
+        [
+            INVENTORY,
+            "sweep",
+            "--registry",
+            "--registry-file",
+            str(reg),
+            "--from",
+            "0.4.1",
+            "--to",
+            "0.4.2",
+            "--json",
+            "-q",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **RAY_ENV, "INVENTORY_CACHE": str(cache)},
+    )
     took = time.perf_counter() - start
     if proc.returncode not in (0, 1):
         raise SystemExit(f"sweep failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
@@ -93,12 +112,18 @@ def ray_lines(jobs: int, record: Path | None, shipped: bool = False) -> dict[str
         local = store(folder, "local")
         out["local_cold_s"], local_answer = sweep(reg, local)
         out["local_warm_s"], _ = sweep(reg, local)
-        node: dict[str, Any] = {"num_cpus": 1, "include_dashboard": False,
-                                "node_ip_address": "127.0.0.1",
-                                "object_store_memory": 100 * 1024**2}
+        node: dict[str, Any] = {
+            "num_cpus": 1,
+            "include_dashboard": False,
+            "node_ip_address": "127.0.0.1",
+            "object_store_memory": 100 * 1024**2,
+        }
         start = time.perf_counter()
-        cluster = Cluster(initialize_head=True, connect=False,
-                          head_node_args={**node, "temp_dir": str(folder / "ray-tmp")})
+        cluster = Cluster(
+            initialize_head=True,
+            connect=False,
+            head_node_args={**node, "temp_dir": str(folder / "ray-tmp")},
+        )
         try:
             cluster.add_node(**node)
             cluster.wait_for_nodes()
@@ -109,8 +134,9 @@ def ray_lines(jobs: int, record: Path | None, shipped: bool = False) -> dict[str
             out["ray_warm_s"], _ = sweep(reg, remote, *flags)
         finally:
             cluster.shutdown()
-        ledgers = [json.loads(p.read_text())
-                   for p in sorted((remote / "runs" / "ray").glob("*.json"))]
+        ledgers = [
+            json.loads(p.read_text()) for p in sorted((remote / "runs" / "ray").glob("*.json"))
+        ]
         per_job = [j["seconds"] for j in ledgers[0]["jobs"]]
         out["ray_jobs_per_node"] = {n[:8]: v["jobs"] for n, v in ledgers[0]["nodes"].items()}
         out["ray_job_s_mean"] = sum(per_job) / len(per_job)
@@ -120,23 +146,31 @@ def ray_lines(jobs: int, record: Path | None, shipped: bool = False) -> dict[str
         steady = [s for i, s in enumerate(per_job) if i not in firsts.values()] or per_job
         out["ray_job_s_steady"] = sum(steady) / len(steady)
         out["ray_warm_dispatched"] = ledgers[-1]["dispatched"]
-        out["same_answer"] = (local_answer.replace(str(local), "<store>")
-                              == ray_answer.replace(str(remote), "<store>"))
+        out["same_answer"] = local_answer.replace(str(local), "<store>") == ray_answer.replace(
+            str(remote), "<store>"
+        )
         shutil.rmtree(folder / "ray-tmp", ignore_errors=True)
     out["shipped_registry_jobs_per_step"] = shipped_jobs()
     what = "instances of the shipped registry" if shipped else "conv_transpose instances"
-    print(f"ray bench: sweep --registry 0.4.1 -> 0.4.2 of {jobs} {what}, "
-          f"{out['cores']} cores")
-    print(f"local cold {out['local_cold_s']:6.2f} s ({out['local_cold_s'] / jobs:.2f} s per job)"
-          f"   warm {out['local_warm_s']:5.2f} s")
-    print(f"ray   cold {out['ray_cold_s']:6.2f} s on 2 nodes {out['ray_jobs_per_node']}"
-          f"   warm {out['ray_warm_s']:5.2f} s ({out['ray_warm_dispatched']} dispatched)"
-          f"   cluster start {out['cluster_start_s']:.1f} s (not counted)")
-    print(f"ratio ray/local: cold {out['ray_cold_s'] / out['local_cold_s']:4.2f}   warm "
-          f"{out['ray_warm_s'] / out['local_warm_s']:4.2f}   same answer: {out['same_answer']}")
-    print(f"per job on a node: mean {out['ray_job_s_mean']:.2f} s, max {out['ray_job_s_max']:.2f}"
-          f" s, without each agent's first (its workers' start) {out['ray_job_s_steady']:.2f} s"
-          " (the agent's own clock)")
+    print(f"ray bench: sweep --registry 0.4.1 -> 0.4.2 of {jobs} {what}, {out['cores']} cores")
+    print(
+        f"local cold {out['local_cold_s']:6.2f} s ({out['local_cold_s'] / jobs:.2f} s per job)"
+        f"   warm {out['local_warm_s']:5.2f} s"
+    )
+    print(
+        f"ray   cold {out['ray_cold_s']:6.2f} s on 2 nodes {out['ray_jobs_per_node']}"
+        f"   warm {out['ray_warm_s']:5.2f} s ({out['ray_warm_dispatched']} dispatched)"
+        f"   cluster start {out['cluster_start_s']:.1f} s (not counted)"
+    )
+    print(
+        f"ratio ray/local: cold {out['ray_cold_s'] / out['local_cold_s']:4.2f}   warm "
+        f"{out['ray_warm_s'] / out['local_warm_s']:4.2f}   same answer: {out['same_answer']}"
+    )
+    print(
+        f"per job on a node: mean {out['ray_job_s_mean']:.2f} s, max {out['ray_job_s_max']:.2f}"
+        f" s, without each agent's first (its workers' start) {out['ray_job_s_steady']:.2f} s"
+        " (the agent's own clock)"
+    )
     print(f"shipped registry: {out['shipped_registry_jobs_per_step']} jobs per release step")
     if record is not None:
         record.write_text(json.dumps(portable(out), indent=2) + "\n")

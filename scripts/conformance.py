@@ -77,8 +77,12 @@ REPRODUCES = {
     "fails": {Verdict.OLD_CANNOT_CONVERT},
     "wrong": {Verdict.VALUES_MOVE, Verdict.SHAPE_CHANGE},
     "same program": {Verdict.SAME_PROGRAM},
-    "changes, right": {Verdict.SAME_PROGRAM, Verdict.VALUES_IDENTICAL, Verdict.VALUES_MOVE,
-                       Verdict.SHAPE_CHANGE},
+    "changes, right": {
+        Verdict.SAME_PROGRAM,
+        Verdict.VALUES_IDENTICAL,
+        Verdict.VALUES_MOVE,
+        Verdict.SHAPE_CHANGE,
+    },
 }
 
 
@@ -112,7 +116,7 @@ def failure(side: Side) -> str:
 
 def cut(text: str, width: int = 1500) -> str:
     """A very long error kept readable: its start and its end."""
-    return text if len(text) <= width else f"{text[:700]} ... {text[-(width - 705):]}"
+    return text if len(text) <= width else f"{text[:700]} ... {text[-(width - 705) :]}"
 
 
 def old_outcome(result: ProbeResult, policy: Policy) -> tuple[str, str]:
@@ -124,14 +128,17 @@ def old_outcome(result: ProbeResult, policy: Policy) -> tuple[str, str]:
     if result.shipped == Identity.IDENTICAL:
         return "same program", ""
     verdict = judge(result, policy)
-    if verdict.verdict in (Verdict.VALUES_MOVE, Verdict.SHAPE_CHANGE) and \
-            verdict.reexport == "required":
+    if (
+        verdict.verdict in (Verdict.VALUES_MOVE, Verdict.SHAPE_CHANGE)
+        and verdict.reexport == "required"
+    ):
         return "wrong", verdict.reason
     return "changes, right", verdict.reason
 
 
-def new_right(session: Session, result: ProbeResult, case: Case, policy: Policy,
-              out: Path) -> tuple[bool, str]:
+def new_right(
+    session: Session, result: ProbeResult, case: Case, policy: Policy, out: Path
+) -> tuple[bool, str]:
     """Is the fixed release right on the case, as the upstream test checks it?"""
     new = result.new
     if not new.ok:
@@ -146,15 +153,21 @@ def new_right(session: Session, result: ProbeResult, case: Case, policy: Policy,
         lost = [op for op in case.aten_has if op not in aten]
         if missing or present or lost:
             return False, (f"program lacks {missing}" if missing else "") + (
-                f" holds {present}" if present else "") + (f" decomposes {lost}" if lost else "")
+                f" holds {present}" if present else ""
+            ) + (f" decomposes {lost}" if lost else "")
         return True, "the program holds what the test reads"
     if result.alone is None or result.alone.side != "new":
         # both sides converted: the fixed release's program is run alone, as when only it does
         env = session.env(new.converter)
         target = out / f"measure-new-{new.converter}"
-        answer = session.worker(env).call({"op": "measure", "spec": result.spec.to_json(),
-                                           "assets": {"new": new.files["asset"]},
-                                           "out": str(target)})
+        answer = session.worker(env).call(
+            {
+                "op": "measure",
+                "spec": result.spec.to_json(),
+                "assets": {"new": new.files["asset"]},
+                "out": str(target),
+            }
+        )
         side = answer.get("sides", {}).get("new", {})
         if not answer.get("ok") or not side.get("ok"):
             return False, f"does not run: {answer.get('error') or side.get('error')}"
@@ -183,8 +196,13 @@ def locations(session: Session, spec: ProbeSpec, release: str, work: Path) -> di
 def _read_locations(session: Session, spec: ProbeSpec, release: str, work: Path) -> dict:
     env = session.env(release)
     out = work / f"locations-{release}-{safe_name(spec.key())}"
-    done = subprocess.run([str(env.python), str(LOCATION_WORKER), json.dumps(spec.to_json()),
-                           str(out)], capture_output=True, text=True, timeout=900, check=False)
+    done = subprocess.run(
+        [str(env.python), str(LOCATION_WORKER), json.dumps(spec.to_json()), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -193,8 +211,11 @@ def _read_locations(session: Session, spec: ProbeSpec, release: str, work: Path)
 
 
 def all_debuginfo(answer: dict) -> bool:
-    return answer.get("ok", False) and answer["counts"]["debuginfo"] == answer["ops"] and \
-        answer["module"] == "debuginfo"
+    return (
+        answer.get("ok", False)
+        and answer["counts"]["debuginfo"] == answer["ops"]
+        and answer["module"] == "debuginfo"
+    )
 
 
 def describe_locations(answer: dict) -> str:
@@ -220,8 +241,15 @@ def load_answer(check: LoadCheck, core: str) -> tuple[bool, str]:
     return outcome.loads, f"{outcome.describe()} (on coreai-core {core})"
 
 
-def run_locations_case(session: Session, case: Case, regimes: dict[str, Regime], old: str,
-                       new: str, work: Path, row: dict) -> dict:
+def run_locations_case(
+    session: Session,
+    case: Case,
+    regimes: dict[str, Regime],
+    old: str,
+    new: str,
+    work: Path,
+    row: dict,
+) -> dict:
     """A debug-location test: what location each op carries under both releases (the upstream
     outcome), and the asset probe's load checks on the fixed release's runtime (the library's
     answer for an asset record)."""
@@ -234,24 +262,33 @@ def run_locations_case(session: Session, case: Case, regimes: dict[str, Regime],
             outcome = "fails"
         else:
             outcome = "same program" if all_debuginfo(before_) else "wrong"
-        checks = [load_check(spec, session.env(r), cores(session.catalog), session)
-                  for r in (old, new)]
+        checks = [
+            load_check(spec, session.env(r), cores(session.catalog), session) for r in (old, new)
+        ]
         (old_loads, old_how), (new_loads, new_how) = (load_answer(c, core) for c in checks)
         agree = loads_reproduce(outcome, old_loads, new_loads)
-        held.append({
-            "regime": rid,
-            "upstream": {"pipeline": "torch default table, TorchConverter() as it comes, "
-                                     "emitted program (before optimize())",
-                         "old": outcome, "old_detail": describe_locations(before_),
-                         "new_right": all_debuginfo(after_),
-                         "new_detail": describe_locations(after_),
-                         "evidence": [a.get("files", {}).get("located", "")
-                                      for a in (before_, after_)]},
-            "library": {"answer": "load checks", "runtime": f"coreai-core {core}",
-                        "old_asset": old_how, "new_asset": new_how,
-                        "evidence": [c.evidence for c in checks]},
-            "reproduces": agree,
-        })
+        held.append(
+            {
+                "regime": rid,
+                "upstream": {
+                    "pipeline": "torch default table, TorchConverter() as it comes, "
+                    "emitted program (before optimize())",
+                    "old": outcome,
+                    "old_detail": describe_locations(before_),
+                    "new_right": all_debuginfo(after_),
+                    "new_detail": describe_locations(after_),
+                    "evidence": [a.get("files", {}).get("located", "") for a in (before_, after_)],
+                },
+                "library": {
+                    "answer": "load checks",
+                    "runtime": f"coreai-core {core}",
+                    "old_asset": old_how,
+                    "new_asset": new_how,
+                    "evidence": [c.evidence for c in checks],
+                },
+                "reproduces": agree,
+            }
+        )
     return concluded(row, held)
 
 
@@ -262,17 +299,31 @@ def concluded(row: dict, held: list[dict]) -> dict:
     row["regimes"] = held
     row["old"] = held[0]["upstream"]["old"]
     row["new_right"] = all(h["upstream"]["new_right"] for h in held)
-    row["status"] = ("conforms" if row["new_right"] and all(h["reproduces"] for h in held)
-                     else "differs")
+    row["status"] = (
+        "conforms" if row["new_right"] and all(h["reproduces"] for h in held) else "differs"
+    )
     return row
 
 
-def run_case(session: Session, record: Record, case: Case, regimes: dict[str, Regime],
-             old: str, new: str, policy: Policy, work: Path) -> dict:
+def run_case(
+    session: Session,
+    record: Record,
+    case: Case,
+    regimes: dict[str, Regime],
+    old: str,
+    new: str,
+    policy: Policy,
+    work: Path,
+) -> dict:
     """Each regime of the case: its module under the upstream test's setup (the upstream
     outcome) and under its own pipeline (the library's answer)."""
-    row: dict = {"fix": record.fix, "test": case.test, "params": case.params,
-                 "count": case.count, "checks": case.checks}
+    row: dict = {
+        "fix": record.fix,
+        "test": case.test,
+        "params": case.params,
+        "count": case.count,
+        "checks": case.checks,
+    }
     if case.unmapped:
         row.update(status="unmapped", why=case.unmapped)
         return row
@@ -287,17 +338,27 @@ def run_case(session: Session, record: Record, case: Case, regimes: dict[str, Re
         right, how = new_right(session, up, case, policy, work / safe_name(spec.key()))
         result = session.compare(regimes[rid].spec, *envs)
         verdict = judge(result, policy)
-        held.append({
-            "regime": rid,
-            "upstream": {"pipeline": spec.pipeline.to_json(), "old": outcome,
-                         "old_detail": detail, "new_right": right, "new_detail": how,
-                         "evidence": up.evidence},
-            "library": {"pipeline": regimes[rid].spec.pipeline.to_json(),
-                        "verdict": verdict.verdict.value, "reexport": verdict.reexport.value,
-                        "old_error": failure(result.old) if not result.old.ok else "",
-                        "evidence": result.evidence},
-            "reproduces": reproduces(outcome, verdict),
-        })
+        held.append(
+            {
+                "regime": rid,
+                "upstream": {
+                    "pipeline": spec.pipeline.to_json(),
+                    "old": outcome,
+                    "old_detail": detail,
+                    "new_right": right,
+                    "new_detail": how,
+                    "evidence": up.evidence,
+                },
+                "library": {
+                    "pipeline": regimes[rid].spec.pipeline.to_json(),
+                    "verdict": verdict.verdict.value,
+                    "reexport": verdict.reexport.value,
+                    "old_error": failure(result.old) if not result.old.ok else "",
+                    "evidence": result.evidence,
+                },
+                "reproduces": reproduces(outcome, verdict),
+            }
+        )
     return concluded(row, held)
 
 
@@ -313,8 +374,9 @@ def kept_rows(path: Path, rows: list[dict], order: list[str]) -> list[dict]:
     return sorted(merged, key=lambda r: order.index(r["fix"]))  # stable within a record
 
 
-def run(records: Iterable[Record], fixes: dict[str, Fix], out_dir: Path,
-        order: list[str] | None = None) -> int:
+def run(
+    records: Iterable[Record], fixes: dict[str, Fix], out_dir: Path, order: list[str] | None = None
+) -> int:
     """`order`: every record's fix id in conformance.toml's order (default: those run)."""
     records = list(records)
     order = order or [r.fix for r in records]
@@ -331,22 +393,38 @@ def run(records: Iterable[Record], fixes: dict[str, Fix], out_dir: Path,
             step = before(catalog, fix.ships_in), fix.ships_in
             rows = by_step.setdefault(step, [])
             if record.pending:
-                rows.append({"fix": record.fix, "status": "pending", "why": record.pending,
-                             "tests": list(record.tests)})
+                rows.append(
+                    {
+                        "fix": record.fix,
+                        "status": "pending",
+                        "why": record.pending,
+                        "tests": list(record.tests),
+                    }
+                )
                 continue
             for case in record.cases:
                 print(f"#{record.fix} {case.test} [{case.params[:50]}]", file=sys.stderr)
                 rows.append(run_case(session, record, case, regimes, *step, policy, work))
             unrelated = record.unrelated_tests()
             for group in dict.fromkeys(unrelated.values()):
-                rows.append({"fix": record.fix, "status": "unrelated", "why": group,
-                             "tests": [t for t, why in unrelated.items() if why == group]})
+                rows.append(
+                    {
+                        "fix": record.fix,
+                        "status": "unrelated",
+                        "why": group,
+                        "tests": [t for t, why in unrelated.items() if why == group],
+                    }
+                )
     failed = 0
     for (old, new), rows in sorted(by_step.items(), key=lambda kv: version_key(kv[0][1])):
         path = out_dir / f"conformance-{old}-{new}.json"
         rows = kept_rows(path, rows, order)
-        doc = {"from": old, "to": new, "seconds": round(time.monotonic() - started, 1),
-               "cases": rows}
+        doc = {
+            "from": old,
+            "to": new,
+            "seconds": round(time.monotonic() - started, 1),
+            "cases": rows,
+        }
         path.write_text(json.dumps(portable(doc), indent=1) + "\n")
         print(f"\n{old} -> {new} ({path.relative_to(ROOT) if path.is_relative_to(ROOT) else path})")
         print(table(rows))
@@ -356,15 +434,19 @@ def run(records: Iterable[Record], fixes: dict[str, Fix], out_dir: Path,
 
 def table(rows: list[dict]) -> str:
     """Per record: upstream cases, how many re-typed cases conform, what the old release does."""
-    lines = ["| record | upstream cases | held by regimes | unmapped | unrelated tests | old fails "
-             "| old wrong | same program | changes, right | new right | library reproduces |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| record | upstream cases | held by regimes | unmapped | unrelated tests | old fails "
+        "| old wrong | same program | changes, right | new right | library reproduces |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for fix in dict.fromkeys(r["fix"] for r in rows):
         mine = [r for r in rows if r["fix"] == fix]
         label = f"#{fix}" if fix.isdigit() else fix  # core-b2 is a pin, not a pull request
         if mine[0]["status"] == "pending":
-            lines.append(f"| {label} | {len(mine[0]['tests'])} test functions listed | pending: "
-                         f"{mine[0]['why']} | | | | | | | | |")
+            lines.append(
+                f"| {label} | {len(mine[0]['tests'])} test functions listed | pending: "
+                f"{mine[0]['why']} | | | | | | | | |"
+            )
             continue
         unrelated = sum(len(r["tests"]) for r in mine if r["status"] == "unrelated")
         mine = [r for r in mine if r["status"] != "unrelated"]
@@ -382,25 +464,37 @@ def table(rows: list[dict]) -> str:
             f"{n([o == 'same program' for o in old])} | "
             f"{n([o == 'changes, right' for o in old])} | "
             f"{n([r['new_right'] for r in held])} | "
-            f"{n([r['status'] == 'conforms' for r in held])} of {n(everything)} |")
+            f"{n([r['status'] == 'conforms' for r in held])} of {n(everything)} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/conformance", description=__doc__.split(
-        "\n\n")[0])
-    parser.add_argument("--fix", action="append", default=[],
-                        help="only this record (repeatable); default: every record")
-    parser.add_argument("--out", type=Path, default=ROOT / "evidence",
-                        help="where conformance-<old>-<new>.json is written")
+    parser = argparse.ArgumentParser(
+        prog="scripts/conformance", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--fix",
+        action="append",
+        default=[],
+        help="only this record (repeatable); default: every record",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "evidence",
+        help="where conformance-<old>-<new>.json is written",
+    )
     args = parser.parse_args(argv)
     fixes = {f.id: f for f in load_fixes()}
     records = load_records()
     unknown = [f for f in args.fix if f not in {r.fix for r in records}]
     if unknown:
-        print(f"error: no conformance record for fix {unknown[0]!r} "
-              "(oracle/catalog/conformance.toml)",
-              file=sys.stderr)
+        print(
+            f"error: no conformance record for fix {unknown[0]!r} "
+            "(oracle/catalog/conformance.toml)",
+            file=sys.stderr,
+        )
         return 2
     chosen = [r for r in records if not args.fix or r.fix in args.fix]
     args.out.mkdir(parents=True, exist_ok=True)

@@ -56,13 +56,16 @@ def tree(root: Path, marker: Path, version: str = "0.4.1") -> Path:
     pkg = root / "coreai_torch"
     pkg.mkdir(parents=True, exist_ok=True)
     (pkg / "__init__.py").write_text(_marker_code(marker, "init"))
-    (pkg / "__version__.py").write_text(_marker_code(marker, "version")
-                                        + f'__version__ = "{version}"\n')
-    (root / "setup.py").write_text(_marker_code(marker, "setup")
-                                   + f"import os\nos.system('touch {marker}.shell')\n")
+    (pkg / "__version__.py").write_text(
+        _marker_code(marker, "version") + f'__version__ = "{version}"\n'
+    )
+    (root / "setup.py").write_text(
+        _marker_code(marker, "setup") + f"import os\nos.system('touch {marker}.shell')\n"
+    )
     (root / "backend.py").write_text(_marker_code(marker, "backend"))
     (root / "pyproject.toml").write_text(
-        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n')
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+    )
     return root
 
 
@@ -70,8 +73,12 @@ def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
 
 
-def repo_of(folder: Path, marker: Path, mutate: Callable[[Path], None] = lambda _: None,
-            configure: Callable[[Path], None] = lambda _: None) -> Path:
+def repo_of(
+    folder: Path,
+    marker: Path,
+    mutate: Callable[[Path], None] = lambda _: None,
+    configure: Callable[[Path], None] = lambda _: None,
+) -> Path:
     repo = tree(folder / "repo", marker)
     git(repo, "init", "-q", "-b", "main")
     mutate(repo)
@@ -93,47 +100,71 @@ def source_cases() -> list[Case]:
         "link-etc": lambda pkg: (pkg / "etc").symlink_to("/etc"),
         "link-etc-passwd": lambda pkg: (pkg / "p.py").symlink_to("/etc/passwd"),
         "link-up": lambda pkg: (pkg / "up.py").symlink_to("../../../../../etc/hostname"),
-        "link-dev-zero-version": lambda pkg: ((pkg / "__version__.py").unlink(),
-                                             (pkg / "__version__.py").symlink_to("/dev/zero")),
+        "link-dev-zero-version": lambda pkg: (
+            (pkg / "__version__.py").unlink(),
+            (pkg / "__version__.py").symlink_to("/dev/zero"),
+        ),
         "link-dev-zero-file": lambda pkg: (pkg / "z.py").symlink_to("/dev/zero"),
         "link-loop": lambda pkg: ((pkg / "a").symlink_to("b"), (pkg / "b").symlink_to("a")),
         "link-self-dir": lambda pkg: (pkg / "me").symlink_to("."),
         "link-parent-dir": lambda pkg: (pkg / "parent").symlink_to(".."),
         "link-broken": lambda pkg: (pkg / "gone.py").symlink_to("nowhere.py"),
-        "fifo-version": lambda pkg: ((pkg / "__version__.py").unlink(),
-                                     os.mkfifo(pkg / "__version__.py")),
+        "fifo-version": lambda pkg: (
+            (pkg / "__version__.py").unlink(),
+            os.mkfifo(pkg / "__version__.py"),
+        ),
         "fifo-file": lambda pkg: os.mkfifo(pkg / "pipe.py"),
-        "fifo-pyproject": lambda pkg: ((pkg.parent / "pyproject.toml").unlink(),
-                                       os.mkfifo(pkg.parent / "pyproject.toml")),
+        "fifo-pyproject": lambda pkg: (
+            (pkg.parent / "pyproject.toml").unlink(),
+            os.mkfifo(pkg.parent / "pyproject.toml"),
+        ),
         "socket-file": lambda pkg: _socket(pkg / "s.sock"),
         "huge-file": lambda pkg: _sparse(pkg / "w.bin", 65 * 1024 * 1024),
         "huge-version": lambda pkg: _sparse(pkg / "__version__.py", 2 * 1024 * 1024),
         "binary-version": lambda pkg: (pkg / "__version__.py").write_bytes(b"\xff\xfe\x00"),
         "no-version": lambda pkg: (pkg / "__version__.py").write_text("# nothing\n"),
         "unknown-version": lambda pkg: (pkg / "__version__.py").write_text(
-            '__version__ = "9.9.9"\n'),
+            '__version__ = "9.9.9"\n'
+        ),
         "version-path": lambda pkg: (pkg / "__version__.py").write_text(
-            '__version__ = "../../../etc"\n'),
+            '__version__ = "../../../etc"\n'
+        ),
         "native-pyx": lambda pkg: (pkg / "fast.pyx").write_text("def f(): pass\n"),
         "native-so": lambda pkg: (pkg / "fast.so").write_bytes(b"\x7fELF"),
         "package-is-file": lambda pkg: (_rm(pkg), pkg.write_text("x")),
         "package-link-out": lambda pkg: (_rm(pkg), pkg.symlink_to("/etc")),
         "no-package": lambda pkg: _rm(pkg),
-        "pyproject-link-out": lambda pkg: ((pkg.parent / "pyproject.toml").unlink(),
-                                           (pkg.parent / "pyproject.toml").symlink_to(
-                                               "/etc/passwd")),
+        "pyproject-link-out": lambda pkg: (
+            (pkg.parent / "pyproject.toml").unlink(),
+            (pkg.parent / "pyproject.toml").symlink_to("/etc/passwd"),
+        ),
         "many-files": lambda pkg: _many(pkg, 20_001),
     }
     for name, place in placements.items():
+
         def setup(folder: Path, place: Callable = place) -> dict[str, str]:
             t = tree(folder / "tree", folder / "ran")
             place(t / "coreai_torch")
             return {}
-        out.append(Case(f"source/{name}", ["envs", "build", "--from-source", "{tree}"], setup,
-                        markers=["ran", "ran.shell"]))
-    out.append(Case("source/clean-tree-builds", ["envs", "build", "--from-source", "{tree}"],
-                    lambda f: (tree(f / "tree", f / "ran"), {})[1], exits=(0,), slow=True,
-                    markers=["ran", "ran.shell"]))
+
+        out.append(
+            Case(
+                f"source/{name}",
+                ["envs", "build", "--from-source", "{tree}"],
+                setup,
+                markers=["ran", "ran.shell"],
+            )
+        )
+    out.append(
+        Case(
+            "source/clean-tree-builds",
+            ["envs", "build", "--from-source", "{tree}"],
+            lambda f: (tree(f / "tree", f / "ran"), {})[1],
+            exits=(0,),
+            slow=True,
+            markers=["ran", "ran.shell"],
+        )
+    )
     return out
 
 
@@ -173,66 +204,111 @@ def git_cases() -> list[Case]:
     def evil_config(marker: Path) -> Callable[[Path], None]:
         def configure(repo: Path) -> None:
             script = repo.parent / "evil.sh"
-            script.write_text(f"#!/bin/sh\necho \"$0\" >> {marker}\ncat\n")
+            script.write_text(f'#!/bin/sh\necho "$0" >> {marker}\ncat\n')
             script.chmod(0o755)
             hooks = repo.parent / "hooks"
             hooks.mkdir(exist_ok=True)
-            for hook in ("post-checkout", "pre-commit", "reference-transaction",
-                         "post-index-change", "pre-auto-gc"):
+            for hook in (
+                "post-checkout",
+                "pre-commit",
+                "reference-transaction",
+                "post-index-change",
+                "pre-auto-gc",
+            ):
                 (hooks / hook).write_text(f"#!/bin/sh\necho hook >> {marker}\n")
                 (hooks / hook).chmod(0o755)
             (repo / ".gitattributes").write_text("* filter=evil diff=evil\n")
-            for key, value in (("filter.evil.smudge", str(script)),
-                               ("filter.evil.clean", str(script)),
-                               ("filter.evil.process", str(script)),
-                               ("filter.evil.required", "true"),
-                               ("diff.evil.textconv", str(script)),
-                               ("core.fsmonitor", str(script)),
-                               ("core.hooksPath", str(hooks)),
-                               ("core.pager", str(script)),
-                               ("core.sshCommand", str(script)),
-                               ("gc.auto", "1")):
+            for key, value in (
+                ("filter.evil.smudge", str(script)),
+                ("filter.evil.clean", str(script)),
+                ("filter.evil.process", str(script)),
+                ("filter.evil.required", "true"),
+                ("diff.evil.textconv", str(script)),
+                ("core.fsmonitor", str(script)),
+                ("core.hooksPath", str(hooks)),
+                ("core.pager", str(script)),
+                ("core.sshCommand", str(script)),
+                ("gc.auto", "1"),
+            ):
                 git(repo, "config", key, value)
+
         return configure
 
     mutations: dict[str, Callable[[Path], object]] = {
         "symlink-abs": lambda r: (r / "coreai_torch" / "etc").symlink_to("/etc"),
         "symlink-rel-out": lambda r: (r / "coreai_torch" / "x").symlink_to("../../../outside"),
-        "symlink-version-dev-zero": lambda r: ((r / "coreai_torch" / "__version__.py").unlink(),
-                                               (r / "coreai_torch" / "__version__.py")
-                                               .symlink_to("/dev/zero")),
+        "symlink-version-dev-zero": lambda r: (
+            (r / "coreai_torch" / "__version__.py").unlink(),
+            (r / "coreai_torch" / "__version__.py").symlink_to("/dev/zero"),
+        ),
         "blob-65mib": lambda r: (r / "coreai_torch" / "w.bin").write_bytes(
-            b"\0" * (65 * 1024 * 1024)),
+            b"\0" * (65 * 1024 * 1024)
+        ),
         "unicode-names": lambda r: (r / "coreai_torch" / "ünï cødé.py").write_text("X = 1\n"),
         "gitattributes-export": lambda r: (r / ".gitattributes").write_text(
-            "* export-subst\ncoreai_torch/__version__.py export-ignore\n"),
+            "* export-subst\ncoreai_torch/__version__.py export-ignore\n"
+        ),
     }
     out = []
     for name, mutate in mutations.items():
+
         def setup(folder: Path, mutate: Callable = mutate) -> dict[str, str]:
             repo_of(folder, folder / "ran", mutate, evil_config(folder / "ran"))
             return {}
+
         # without consent: refused before anything
-        out.append(Case(f"git/{name}/no-consent",
-                        ["bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", "{repo}", "-q"],
-                        setup, markers=["ran", "ran.shell"]))
-        out.append(Case(f"git/{name}/consent",
-                        ["bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", "{repo}", "-q",
-                         "--allow-code", "--probe", "max_pool2d/functional-no-stride"],
-                        setup, exits=(0, 1, 2, 3), bound=900, slow=True,
-                        markers=["ran", "ran.shell"], consented=True))
-    for name, args in (("not-a-repo", ["--repo", "{folder}"]),
-                       ("missing", ["--repo", "{folder}/nope"]),
-                       ("file", ["--repo", "{folder}/file"]),
-                       ("fifo", ["--repo", "{folder}/fifo"])):
+        out.append(
+            Case(
+                f"git/{name}/no-consent",
+                ["bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", "{repo}", "-q"],
+                setup,
+                markers=["ran", "ran.shell"],
+            )
+        )
+        out.append(
+            Case(
+                f"git/{name}/consent",
+                [
+                    "bisect",
+                    "--from",
+                    "0.4.1",
+                    "--to",
+                    "0.4.2",
+                    "--repo",
+                    "{repo}",
+                    "-q",
+                    "--allow-code",
+                    "--probe",
+                    "max_pool2d/functional-no-stride",
+                ],
+                setup,
+                exits=(0, 1, 2, 3),
+                bound=900,
+                slow=True,
+                markers=["ran", "ran.shell"],
+                consented=True,
+            )
+        )
+    for name, args in (
+        ("not-a-repo", ["--repo", "{folder}"]),
+        ("missing", ["--repo", "{folder}/nope"]),
+        ("file", ["--repo", "{folder}/file"]),
+        ("fifo", ["--repo", "{folder}/fifo"]),
+    ):
+
         def odd_repos(folder: Path) -> dict[str, str]:
             (folder / "file").write_text("x")
             os.mkfifo(folder / "fifo")
             return {}
+
         for consent in ([], ["--allow-code"]):
-            out.append(Case(f"git/{name}{'/consent' if consent else ''}",
-                            ["bisect", "--from", "0.4.1", "--to", "0.4.2", *args, "-q",
-                             *consent], odd_repos))
+            out.append(
+                Case(
+                    f"git/{name}{'/consent' if consent else ''}",
+                    ["bisect", "--from", "0.4.1", "--to", "0.4.2", *args, "-q", *consent],
+                    odd_repos,
+                )
+            )
     return out
 
 
@@ -248,8 +324,12 @@ def store_cases() -> list[Case]:
         # a dangling link into the case's folder: a store may be made there (exit 0)
         "dangling": lambda f: (f / "dang").symlink_to(f / "made-store") or str(f / "dang"),
     }
-    commands = [["envs", "list"], ["cache", "prune"], ["plan", "--to", "0.4.2", "-q"],
-                ["scan", "{folder}", "-q"]]
+    commands = [
+        ["envs", "list"],
+        ["cache", "prune"],
+        ["plan", "--to", "0.4.2", "-q"],
+        ["scan", "{folder}", "-q"],
+    ]
     # a dangling store is made and then used: `plan` would build every environment in it
     skip = {("dangling", "plan")}
     for var in ("INVENTORY_CACHE", "INVENTORY_STORE"):
@@ -258,65 +338,95 @@ def store_cases() -> list[Case]:
                 if (tname, cmd[0]) in skip:
                     continue
 
-                def setup(folder: Path, target: Callable = target, var: str = var
-                          ) -> dict[str, str]:
+                def setup(
+                    folder: Path, target: Callable = target, var: str = var
+                ) -> dict[str, str]:
                     return {var: target(folder)}
-                out.append(Case(f"store/{var}/{tname}/{cmd[0]}", cmd, setup,
-                                exits=(0, 2) if tname == "dangling" else (2,)))
-    for var in ("INVENTORY_TRACE_TIMEOUT", "INVENTORY_WORKER_TIMEOUT",
-                "INVENTORY_RAY_JOB_TIMEOUT"):
+
+                out.append(
+                    Case(
+                        f"store/{var}/{tname}/{cmd[0]}",
+                        cmd,
+                        setup,
+                        exits=(0, 2) if tname == "dangling" else (2,),
+                    )
+                )
+    for var in ("INVENTORY_TRACE_TIMEOUT", "INVENTORY_WORKER_TIMEOUT", "INVENTORY_RAY_JOB_TIMEOUT"):
         for value in ("abc", "-1", "0", "nan", "inf", "1e999", " "):
-            out.append(Case(f"settings/{var}/{value!r}", ["envs", "list"],
-                            _env(var, value)))
+            out.append(Case(f"settings/{var}/{value!r}", ["envs", "list"], _env(var, value)))
     return out
 
 
 def input_cases() -> list[Case]:
     out = []
-    kinds = {"dev-zero": lambda f: "/dev/zero",
-             "fifo": lambda f: (os.mkfifo(f / "in.fifo"), str(f / "in.fifo"))[1],
-             "folder": lambda f: str(f),
-             "huge": lambda f: (_sparse(f / "huge", 65 * 1024 * 1024), str(f / "huge"))[1],
-             "binary": lambda f: ((f / "bin").write_bytes(b"\0\xff" * 100), str(f / "bin"))[1],
-             "missing": lambda f: str(f / "missing")}
-    flags = {"--fixes": ["plan", "--to", "0.4.2", "-q", "--fixes"],
-             "--registry": ["plan", "--to", "0.4.2", "-q", "--registry"],
-             "--ignore": ["plan", "--to", "0.4.2", "-q", "--ignore"],
-             "--baseline": ["plan", "--to", "0.4.2", "-q", "--baseline"],
-             "--weights": ["affected", "--fix", "40", "-q", "--weights"]}
+    kinds = {
+        "dev-zero": lambda f: "/dev/zero",
+        "fifo": lambda f: (os.mkfifo(f / "in.fifo"), str(f / "in.fifo"))[1],
+        "folder": lambda f: str(f),
+        "huge": lambda f: (_sparse(f / "huge", 65 * 1024 * 1024), str(f / "huge"))[1],
+        "binary": lambda f: ((f / "bin").write_bytes(b"\0\xff" * 100), str(f / "bin"))[1],
+        "missing": lambda f: str(f / "missing"),
+    }
+    flags = {
+        "--fixes": ["plan", "--to", "0.4.2", "-q", "--fixes"],
+        "--registry": ["plan", "--to", "0.4.2", "-q", "--registry"],
+        "--ignore": ["plan", "--to", "0.4.2", "-q", "--ignore"],
+        "--baseline": ["plan", "--to", "0.4.2", "-q", "--baseline"],
+        "--weights": ["affected", "--fix", "40", "-q", "--weights"],
+    }
     for flag, cmd in flags.items():
         for kname, make in kinds.items():
+
             def setup(folder: Path, make: Callable = make) -> dict[str, str]:
                 (folder / "made").write_text(make(folder))
                 return {}
+
             value = "sam3={made}" if flag == "--weights" else "{made}"
             out.append(Case(f"input/{flag}/{kname}", [*cmd, value], setup))
     drafts = {
-        "touches-blank": 'touches = [" "]', "touches-nonsense": 'touches = ["rm -rf /"]',
-        "touches-int": "touches = [3]", "ships-in-path": 'ships_in = "../0.4.2"',
-        "id-dotdot": 'id = "../../x"', "kind-unknown": 'kind = "magic"',
-        "constructs-unknown": 'constructs = ["nope"]', "upstream-int": "upstream = 5",
+        "touches-blank": 'touches = [" "]',
+        "touches-nonsense": 'touches = ["rm -rf /"]',
+        "touches-int": "touches = [3]",
+        "ships-in-path": 'ships_in = "../0.4.2"',
+        "id-dotdot": 'id = "../../x"',
+        "kind-unknown": 'kind = "magic"',
+        "constructs-unknown": 'constructs = ["nope"]',
+        "upstream-int": "upstream = 5",
     }
     for dname, line in drafts.items():
+
         def draft(folder: Path, line: str = line) -> dict[str, str]:
             text = FIXES.read_text()
             key = line.split("=")[0].strip()
             import re
-            text = re.sub(rf"(?m)^{key}\s*=.*$\n?", "", text, count=1) if key in (
-                "ships_in", "id", "kind", "constructs", "upstream") else text
-            (folder / "draft.toml").write_text(text.replace("[[fix]]\n", f"[[fix]]\n{line}\n",
-                                                            1))
+
+            text = (
+                re.sub(rf"(?m)^{key}\s*=.*$\n?", "", text, count=1)
+                if key in ("ships_in", "id", "kind", "constructs", "upstream")
+                else text
+            )
+            (folder / "draft.toml").write_text(text.replace("[[fix]]\n", f"[[fix]]\n{line}\n", 1))
             return {}
+
         # a draft the schema accepts (an id is any name: it never becomes a path) is answered:
         # a whole plan, so the case is slow
         accepted = dname == "id-dotdot"
-        out.append(Case(f"draft/{dname}", ["plan", "--to", "0.4.2", "-q", "--fixes",
-                                            "{folder}/draft.toml"], draft,
-                        exits=(0, 1, 2, 3) if accepted else (2,), bound=1800 if accepted else 120,
-                        slow=accepted))
-    out.append(Case("sweep/registry-file-alone",
-                    ["sweep", "--from", "0.4.1", "--to", "0.4.2", "--registry-file", FIXES.name,
-                     "-q"]))
+        out.append(
+            Case(
+                f"draft/{dname}",
+                ["plan", "--to", "0.4.2", "-q", "--fixes", "{folder}/draft.toml"],
+                draft,
+                exits=(0, 1, 2, 3) if accepted else (2,),
+                bound=1800 if accepted else 120,
+                slow=accepted,
+            )
+        )
+    out.append(
+        Case(
+            "sweep/registry-file-alone",
+            ["sweep", "--from", "0.4.1", "--to", "0.4.2", "--registry-file", FIXES.name, "-q"],
+        )
+    )
     return out
 
 
@@ -336,23 +446,39 @@ def bundle_cases() -> list[Case]:
         "extra-file": lambda b: (b / "README").write_text("r"),
         "link-out": lambda b: (b / "w").symlink_to("/etc"),
         "loop": lambda b: (b / "l").symlink_to("l"),
-        "metadata-fifo": lambda b: ((b / "metadata.json").unlink(),
-                                    os.mkfifo(b / "metadata.json")),
-        "metadata-dev-zero": lambda b: ((b / "metadata.json").unlink(),
-                                        (b / "metadata.json").symlink_to("/dev/zero")),
+        "metadata-fifo": lambda b: ((b / "metadata.json").unlink(), os.mkfifo(b / "metadata.json")),
+        "metadata-dev-zero": lambda b: (
+            (b / "metadata.json").unlink(),
+            (b / "metadata.json").symlink_to("/dev/zero"),
+        ),
         "metadata-deep": lambda b: (b / "metadata.json").write_text("[" * 100_000),
         "metadata-corrupt": lambda b: (b / "metadata.json").write_text("{"),
         "program-huge": lambda b: _sparse(b / "main.mlirb", 65 * 1024 * 1024),
     }
     for name, mutate in mutations.items():
+
         def setup(folder: Path, mutate: Callable = mutate) -> dict[str, str]:
             mutate(bundle(folder))
             return {}
-        out.append(Case(f"repair/{name}", ["repair", "{folder}/bundles/x.aimodel", "-o",
-                                            "{folder}/out.aimodel", "-q"], setup,
-                        exits=(2, 3)))
-        out.append(Case(f"scan/{name}", ["scan", "{folder}/bundles", "-q", "--json"], setup,
-                        exits=(0, 2, 3), json=True, slow=name in ("empty-folder", "extra-file")))
+
+        out.append(
+            Case(
+                f"repair/{name}",
+                ["repair", "{folder}/bundles/x.aimodel", "-o", "{folder}/out.aimodel", "-q"],
+                setup,
+                exits=(2, 3),
+            )
+        )
+        out.append(
+            Case(
+                f"scan/{name}",
+                ["scan", "{folder}/bundles", "-q", "--json"],
+                setup,
+                exits=(0, 2, 3),
+                json=True,
+                slow=name in ("empty-folder", "extra-file"),
+            )
+        )
     return out
 
 
@@ -362,22 +488,37 @@ def noise_cases() -> list[Case]:
         "affected": ["affected", "--fix", "40", "--registry", "{folder}/empty.toml"],
         "bisect": ["bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", "{folder}"],
         "plan": ["plan", "--to", "0.4.2", "--registry", "{folder}/empty.toml"],
-        "release-notes": ["release-notes", "--from", "0.4.1", "--to", "0.4.2", "--fixes",
-                          "{folder}/empty.toml"],
+        "release-notes": [
+            "release-notes",
+            "--from",
+            "0.4.1",
+            "--to",
+            "0.4.2",
+            "--fixes",
+            "{folder}/empty.toml",
+        ],
         "repair": ["repair", "{folder}", "-o", "{folder}/out"],
         "scan": ["scan", "{folder}"],
-        "sweep": ["sweep", "--from", "0.4.1", "--to", "0.4.2", "--fixes",
-                  "{folder}/empty.toml"],
+        "sweep": ["sweep", "--from", "0.4.1", "--to", "0.4.2", "--fixes", "{folder}/empty.toml"],
         "verify": ["verify", "b", "--to", "0.4.2", "--registry", "{folder}/empty.toml"],
     }
     doubles = str(ROOT / "tests" / "doubles")
     for name, cmd in commands.items():
         for fault in ("noisy", "internal"):
+
             def setup(folder: Path, fault: str = fault) -> dict[str, str]:
                 (folder / "empty.toml").write_text("[bundles]\n")
                 return {"INVENTORY_FAULT": fault, "PYTHONPATH": doubles}
-            out.append(Case(f"json/{fault}/{name}", [*cmd, "--json", "-q"], setup,
-                            exits=(2, 4) if fault == "internal" else (0, 1, 2, 3), json=True))
+
+            out.append(
+                Case(
+                    f"json/{fault}/{name}",
+                    [*cmd, "--json", "-q"],
+                    setup,
+                    exits=(2, 4) if fault == "internal" else (0, 1, 2, 3),
+                    json=True,
+                )
+            )
     return out
 
 
@@ -385,38 +526,53 @@ def trace_cases() -> list[Case]:
     builders = {
         "hang": "def b(**_):\n    import time; time.sleep(3600)\n",
         "fork-raise": "def b(**_):\n    import subprocess; subprocess.Popen(['sleep', '1000'])\n"
-                      "    raise ValueError('broke')\n",
+        "    raise ValueError('broke')\n",
         "setsid-raise": "def b(**_):\n    import subprocess\n"
-                        "    subprocess.Popen(['sleep', '1000'], start_new_session=True)\n"
-                        "    raise RuntimeError('x')\n",
+        "    subprocess.Popen(['sleep', '1000'], start_new_session=True)\n"
+        "    raise RuntimeError('x')\n",
         "double-fork": "def b(**_):\n    import os, time\n    if os.fork() == 0:\n"
-                       "        os.setsid()\n        if os.fork() == 0:\n"
-                       "            time.sleep(1000)\n        os._exit(0)\n"
-                       "    raise SystemExit(3)\n",
+        "        os.setsid()\n        if os.fork() == 0:\n"
+        "            time.sleep(1000)\n        os._exit(0)\n"
+        "    raise SystemExit(3)\n",
         "exit-0": "def b(**_):\n    import os; os._exit(0)\n",
         "segfault": "def b(**_):\n    import ctypes; ctypes.string_at(0)\n",
         "print-flood": "def b(**_):\n    import sys\n    for _ in range(200000):\n"
-                       "        print('x' * 80)\n    raise ValueError('done printing')\n",
+        "        print('x' * 80)\n    raise ValueError('done printing')\n",
         "close-fds": "def b(**_):\n    import os\n    os.close(1); os.close(2)\n"
-                     "    raise ValueError('no fds')\n",
+        "    raise ValueError('no fds')\n",
         "kill-parent": "def b(**_):\n    import os, signal\n"
-                       "    os.kill(os.getppid(), signal.SIGSTOP)\n    raise ValueError('x')\n",
+        "    os.kill(os.getppid(), signal.SIGSTOP)\n    raise ValueError('x')\n",
         "returns-none": "def b(**_):\n    return None\n",
     }
     out = []
     for name, code in builders.items():
+
         def setup(folder: Path, code: str = code) -> dict[str, str]:
             (folder / "hostile_b.py").write_text(code)
             (folder / "r.toml").write_text(
                 '[bundles.evil]\nfiles = ["evil.aimodel"]\ndtype = "float32"\n'
                 '[bundles.evil.exporter]\nconverter = "0.4.0"\ncore = "1.0.0b1"\n'
-                'source = "test"\n[bundles.evil.trace]\ntarget = "hostile_b:b"\n')
+                'source = "test"\n[bundles.evil.trace]\ntarget = "hostile_b:b"\n'
+            )
             return {"PYTHONPATH": str(folder), "INVENTORY_TRACE_TIMEOUT": "20"}
-        out.append(Case(f"trace/{name}", ["trace", "evil", "--registry", "{folder}/r.toml",
-                                          "--allow-code", "-q"], setup, exits=(2,), bound=120,
-                        slow=True))
-        out.append(Case(f"trace/{name}/no-consent", ["trace", "evil", "--registry",
-                                                     "{folder}/r.toml", "-q"], setup))
+
+        out.append(
+            Case(
+                f"trace/{name}",
+                ["trace", "evil", "--registry", "{folder}/r.toml", "--allow-code", "-q"],
+                setup,
+                exits=(2,),
+                bound=120,
+                slow=True,
+            )
+        )
+        out.append(
+            Case(
+                f"trace/{name}/no-consent",
+                ["trace", "evil", "--registry", "{folder}/r.toml", "-q"],
+                setup,
+            )
+        )
     return out
 
 
@@ -426,31 +582,61 @@ def ray_cases() -> list[Case]:
     would join whatever cluster this machine runs). The cluster under faults (a node, an
     agent or the head lost, Ctrl-C) is tests/test_executor_ray.py."""
     out = []
-    addresses = ["", " ", "ray://127.0.0.1:10001", "127.0.0.1:1", "127.0.0.1:0",
-                 "127.0.0.1:99999", "127.0.0.1", ":6379", "localhost:notaport", "[::1]:1",
-                 "127.0.0.1:6379:1", "127.0.0.1:" + "9" * 5000, "127.0.0.1:-1"]
+    addresses = [
+        "",
+        " ",
+        "ray://127.0.0.1:10001",
+        "127.0.0.1:1",
+        "127.0.0.1:0",
+        "127.0.0.1:99999",
+        "127.0.0.1",
+        ":6379",
+        "localhost:notaport",
+        "[::1]:1",
+        "127.0.0.1:6379:1",
+        "127.0.0.1:" + "9" * 5000,
+        "127.0.0.1:-1",
+    ]
     for address in addresses:
         for how in ("flag", "env"):
+
             def setup(folder: Path, address: str = address, how: str = how) -> dict[str, str]:
                 return {"RAY_ADDRESS": address} if how == "env" else {}
+
             args = ["sweep", "--from", "0.4.1", "--to", "0.4.2", "-q", "--executor", "ray"]
             if how == "flag":
                 args += ["--ray-address", address]
             out.append(Case(f"ray/{how}/{address[:24]!r}", args, setup, bound=60))
     for executor in ("RAY", "ray ", "dask", "../ray", ""):
-        out.append(Case(f"ray/executor/{executor!r}", ["sweep", "--from", "0.4.1", "--to",
-                                                         "0.4.2", "-q", "--executor", executor]))
+        out.append(
+            Case(
+                f"ray/executor/{executor!r}",
+                ["sweep", "--from", "0.4.1", "--to", "0.4.2", "-q", "--executor", executor],
+            )
+        )
     for var in ("INVENTORY_RAY_SETUP_TIMEOUT", "INVENTORY_RAY_JOB_TIMEOUT"):
         for value in ("abc", "0", "-3", "nan"):
-            out.append(Case(f"ray/{var}/{value}", ["sweep", "--from", "0.4.1", "--to", "0.4.2",
-                                                   "-q", "--executor", "ray"],
-                            _env(var, value)))
+            out.append(
+                Case(
+                    f"ray/{var}/{value}",
+                    ["sweep", "--from", "0.4.1", "--to", "0.4.2", "-q", "--executor", "ray"],
+                    _env(var, value),
+                )
+            )
     return out
 
 
 def all_cases() -> list[Case]:
-    return (source_cases() + git_cases() + store_cases() + input_cases() + bundle_cases()
-            + noise_cases() + trace_cases() + ray_cases())
+    return (
+        source_cases()
+        + git_cases()
+        + store_cases()
+        + input_cases()
+        + bundle_cases()
+        + noise_cases()
+        + trace_cases()
+        + ray_cases()
+    )
 
 
 def _descendants_of_none(before: set[int]) -> list[int]:
@@ -479,8 +665,7 @@ def run_case(case: Case, folder: Path, store: Path) -> dict[str, object]:
         env.update(case.setup(folder))
     except Exception as exc:  # noqa: BLE001 - a case that cannot be built is said, not run
         return {"case": case.name, "verdict": "not built", "why": repr(exc)}
-    values = {"folder": str(folder), "tree": str(folder / "tree"),
-              "repo": str(folder / "repo")}
+    values = {"folder": str(folder), "tree": str(folder / "tree"), "repo": str(folder / "repo")}
     made = folder / "made"
     if made.exists():
         values["made"] = made.read_text()
@@ -488,9 +673,15 @@ def run_case(case: Case, folder: Path, store: Path) -> dict[str, object]:
     before = _sleepers()
     started = time.monotonic()
     try:
-        proc = subprocess.run([PYTHON, "-m", "inventory.cli", *args], capture_output=True,
-                              text=True, cwd=ROOT, env=env, timeout=case.bound,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [PYTHON, "-m", "inventory.cli", *args],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            timeout=case.bound,
+            stdin=subprocess.DEVNULL,
+        )
         code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as exc:
         code, stdout, stderr = None, str(exc.stdout or ""), str(exc.stderr or "")
@@ -523,17 +714,26 @@ def run_case(case: Case, folder: Path, store: Path) -> dict[str, object]:
         for pid in left:
             with contextlib.suppress(OSError):
                 os.kill(pid, 9)
-    return {"case": case.name, "args": args, "exit": code, "seconds": round(took, 2),
-            "stderr": lines[-3:], "verdict": "held" if not problems else "broke",
-            "problems": problems}
+    return {
+        "case": case.name,
+        "args": args,
+        "exit": code,
+        "seconds": round(took, 2),
+        "stderr": lines[-3:],
+        "verdict": "held" if not problems else "broke",
+        "problems": problems,
+    }
 
 
 def main(argv: list[str]) -> int:
     out = Path(argv[0]).resolve()
     only = argv[argv.index("--only") + 1] if "--only" in argv else ""
     slow, slow_only = "--slow" in argv, "--slow-only" in argv
-    cases = [c for c in all_cases() if c.name.startswith(only)
-             and (c.slow if slow_only else slow or not c.slow)]
+    cases = [
+        c
+        for c in all_cases()
+        if c.name.startswith(only) and (c.slow if slow_only else slow or not c.slow)
+    ]
     out.mkdir(parents=True, exist_ok=True)
     store = out / "store"
     store.mkdir(exist_ok=True)
@@ -548,8 +748,10 @@ def main(argv: list[str]) -> int:
         log.write(json.dumps(record) + "\n")
         log.flush()
         mark = "ok " if record["verdict"] == "held" else "BAD"
-        print(f"{mark} {case.name}: exit {record.get('exit')} {record.get('problems', '')}",
-              flush=True)
+        print(
+            f"{mark} {case.name}: exit {record.get('exit')} {record.get('problems', '')}",
+            flush=True,
+        )
     (out / "results.json").write_text(json.dumps(results, indent=1))
     held = sum(r["verdict"] == "held" for r in results)
     print(f"{len(results)} cases: {held} held, {len(results) - held} broke or not built")

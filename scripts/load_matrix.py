@@ -36,14 +36,16 @@ def main() -> None:
     start = time.perf_counter()
     with Session(catalog) as session:
         for dtype in args.dtype or ["float32", "float16"]:
-            spec = ProbeSpec(asset_probe.CONSTRUCT, dict(asset_probe.DEFAULT_PARAMS), dtype,
-                             Pipeline())
+            spec = ProbeSpec(
+                asset_probe.CONSTRUCT, dict(asset_probe.DEFAULT_PARAMS), dtype, Pipeline()
+            )
             print(f"\n{asset_probe.LABEL}, {dtype}: exporter (rows) x runtime (columns)")
             print("| exporter | " + " | ".join(f"coreai-core {c}" for c in runtimes) + " |")
             print("|---|" + "---|" * len(runtimes))
             for release in releases:
-                check = load_check(spec, session.env(release), runtimes, session,
-                                   use_cache=not args.no_cache)
+                check = load_check(
+                    spec, session.env(release), runtimes, session, use_cache=not args.no_cache
+                )
                 cells = []
                 for core in runtimes:
                     o = check.on(core)

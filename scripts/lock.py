@@ -25,33 +25,56 @@ from oracle.envs import pip_config  # noqa: E402
 from oracle.envs.installer import find_uv  # noqa: E402
 
 LOCK = ROOT / "requirements.lock"
-HEADER = ("# The project's dependencies, every extra, and uv: written by scripts/lock from\n"
-          "# pyproject.toml (uv pip compile), read by scripts/_venv.sh as constraints.\n")
+HEADER = (
+    "# The project's dependencies, every extra, and uv: written by scripts/lock from\n"
+    "# pyproject.toml (uv pip compile), read by scripts/_venv.sh as constraints.\n"
+)
 
 
 def compile_lock(uv: Path) -> str:
-    uv_version = subprocess.run([str(uv), "--version"], capture_output=True, text=True,
-                                check=True).stdout.split()[1]
+    uv_version = subprocess.run(
+        [str(uv), "--version"], capture_output=True, text=True, check=True
+    ).stdout.split()[1]
     config = pip_config.read().uv()
     with tempfile.TemporaryDirectory() as tmp:
         tools = Path(tmp) / "tools.in"
         tools.write_text(f"uv=={uv_version}\n")
         out = Path(tmp) / "lock.txt"
         proc = subprocess.run(
-            [str(uv), "pip", "compile", "--no-config", "--quiet", "--no-header",
-             "--python-version", "3.11", "--python-platform", "x86_64-unknown-linux-gnu",
-             "--all-extras", "--index-strategy", "unsafe-best-match",
-             # the machine's own constraints file caps versions it does not hold: not the
-             # project's pins
-             *[a for a in _without_constraints(config.args)],
-             "--no-annotate", "-o", str(out), str(ROOT / "pyproject.toml"), str(tools)],
-            capture_output=True, text=True)
+            [
+                str(uv),
+                "pip",
+                "compile",
+                "--no-config",
+                "--quiet",
+                "--no-header",
+                "--python-version",
+                "3.11",
+                "--python-platform",
+                "x86_64-unknown-linux-gnu",
+                "--all-extras",
+                "--index-strategy",
+                "unsafe-best-match",
+                # the machine's own constraints file caps versions it does not hold: not the
+                # project's pins
+                *[a for a in _without_constraints(config.args)],
+                "--no-annotate",
+                "-o",
+                str(out),
+                str(ROOT / "pyproject.toml"),
+                str(tools),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode != 0:
             raise SystemExit(f"error: uv pip compile failed: {proc.stderr.strip()}")
         text = out.read_text()
     if re.search(r"^nvidia-", text, re.MULTILINE):
-        raise SystemExit("error: the resolution pulled in a CUDA torch (nvidia packages); "
-                         "point pip's configuration at the CPU wheel")
+        raise SystemExit(
+            "error: the resolution pulled in a CUDA torch (nvidia packages); "
+            "point pip's configuration at the CPU wheel"
+        )
     text = re.sub(r"^torch==([^+\s]+)\+\S+", r"torch==\1", text, flags=re.MULTILINE)
     return HEADER + text
 
@@ -73,8 +96,9 @@ def _without_constraints(args: tuple[str, ...]) -> list[str]:
 def main(argv: list[str]) -> int:
     uv = find_uv()
     if uv is None:
-        raise SystemExit("error: no uv beside this interpreter or on PATH (scripts/_venv.sh "
-                         "installs it)")
+        raise SystemExit(
+            "error: no uv beside this interpreter or on PATH (scripts/_venv.sh installs it)"
+        )
     text = compile_lock(uv)
     if argv[:1] == ["--check"]:
         if LOCK.read_text() != text:

@@ -46,21 +46,31 @@ from oracle.infra.paths import envs_dir, store_root  # noqa: E402
 from oracle.infra.portable_paths import absolute_paths, portable  # noqa: E402
 
 OUT = ROOT / "evidence" / "release-day"
-LEVEL_KEYS = {"required": "required", "inconclusive": "inconclusive", "optional": "optional",
-              "no": "not_affected"}
+LEVEL_KEYS = {
+    "required": "required",
+    "inconclusive": "inconclusive",
+    "optional": "optional",
+    "no": "not_affected",
+}
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], float]:
     """Exit code, the JSON envelope (the answer under `result`) and seconds."""
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "inventory.cli", *args, "--json", "-q"],
-                          capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        [sys.executable, "-m", "inventory.cli", *args, "--json", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
     try:
         doc = json.loads(proc.stdout)
     except ValueError:
-        raise SystemExit(f"inventory {' '.join(args)}: exit {proc.returncode}, no JSON: "
-                         f"{proc.stderr.strip()[-500:]}") from None
+        raise SystemExit(
+            f"inventory {' '.join(args)}: exit {proc.returncode}, no JSON: "
+            f"{proc.stderr.strip()[-500:]}"
+        ) from None
     return proc.returncode, doc, round(time.monotonic() - started, 1)
 
 
@@ -74,10 +84,10 @@ def setting(plan: dict[str, Any], fixes: Path) -> dict[str, dict[str, Any]]:
         items = [] if level == "no" else b[LEVEL_KEYS[level]]
         ids = [i["fix"] for i in items]
         prs = sorted({p for i in ids for p in (prs_of(by_id[i]) or (i,))})
-        unexplained = sorted({f"{u['construct']} ({u['step']})" for u in b["unexplained"]
-                              if u["reexport"] == level})
-        out[b["bundle"]] = {"level": level, "records": ids, "prs": prs,
-                            "unexplained": unexplained}
+        unexplained = sorted(
+            {f"{u['construct']} ({u['step']})" for u in b["unexplained"] if u["reexport"] == level}
+        )
+        out[b["bundle"]] = {"level": level, "records": ids, "prs": prs, "unexplained": unexplained}
     return out
 
 
@@ -85,13 +95,22 @@ def compared(curated: dict[str, Any], drafted: dict[str, Any], by_pr: bool) -> d
     rows = []
     for bundle, c in curated.items():
         d = drafted[bundle]
-        rows.append({"bundle": bundle, "curated": c, "draft": d,
-                     "same_level": c["level"] == d["level"],
-                     "same_records_by_pr": c["prs"] == d["prs"]
-                     and c["unexplained"] == d["unexplained"]})
-    return {"bundles": rows, "every_level_same": all(r["same_level"] for r in rows),
-            "every_record_set_same_by_pr": all(r["same_records_by_pr"] for r in rows)
-            if by_pr else None}
+        rows.append(
+            {
+                "bundle": bundle,
+                "curated": c,
+                "draft": d,
+                "same_level": c["level"] == d["level"],
+                "same_records_by_pr": c["prs"] == d["prs"] and c["unexplained"] == d["unexplained"],
+            }
+        )
+    return {
+        "bundles": rows,
+        "every_level_same": all(r["same_level"] for r in rows),
+        "every_record_set_same_by_pr": all(r["same_records_by_pr"] for r in rows)
+        if by_pr
+        else None,
+    }
 
 
 # A local package source pip's configuration names (`file:///srv/simple`), or the interpreter
@@ -129,24 +148,33 @@ def discover(args: argparse.Namespace) -> int:
         (cache / "envs").symlink_to(envs_dir())
         env = {"INVENTORY_CACHE": str(cache), "INVENTORY_STORE": str(store_root())}
         code, found, took = cli("envs", "discover", "--catalog", str(copy), env=env)
-        listed = subprocess.run([sys.executable, "-m", "inventory.cli", "envs", "list",
-                                 "--catalog", str(copy)], capture_output=True, text=True,
-                                cwd=ROOT, env={**os.environ, **env}).stdout
+        listed = subprocess.run(
+            [sys.executable, "-m", "inventory.cli", "envs", "list", "--catalog", str(copy)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, **env},
+        ).stdout
         plans = {}
         for name, extra in (("packaged", ()), ("copy", ("--catalog", str(copy)))):
             p_code, plan, p_took = cli("plan", "--to", newest, *extra, env=env)
-            plans[name] = {"exit": p_code, "seconds": p_took,
-                           "bundles": plan["result"]["bundles"]}
+            plans[name] = {"exit": p_code, "seconds": p_took, "bundles": plan["result"]["bundles"]}
         named = {Path(tmp): "<scratch>"}
     same = plans["packaged"]["bundles"] == plans["copy"]["bundles"]
-    doc = {"removed": newest,
-           "discover": {"exit": code, "seconds": took, "result": found.get("result")},
-           "envs_list": [ln for ln in listed.splitlines()
-                         if ln.startswith(f"coreai-torch-{newest}:")],
-           "plans": {k: {"exit": v["exit"], "seconds": v["seconds"],
-                         "levels": {b["bundle"]: b["reexport"] for b in v["bundles"]}}
-                     for k, v in plans.items()},
-           "same_plan_document_per_bundle": same}
+    doc = {
+        "removed": newest,
+        "discover": {"exit": code, "seconds": took, "result": found.get("result")},
+        "envs_list": [ln for ln in listed.splitlines() if ln.startswith(f"coreai-torch-{newest}:")],
+        "plans": {
+            k: {
+                "exit": v["exit"],
+                "seconds": v["seconds"],
+                "levels": {b["bundle"]: b["reexport"] for b in v["bundles"]},
+            }
+            for k, v in plans.items()
+        },
+        "same_plan_document_per_bundle": same,
+    }
     print(f"wrote {write(f'discover-{newest}.json', doc, named)}; same plan: {same}")
     return 0 if same and code == 0 else 1
 
@@ -156,25 +184,35 @@ def draft(args: argparse.Namespace) -> int:
     toml = OUT / f"draft-{a}-{b}.toml"
     OUT.mkdir(parents=True, exist_ok=True)
     repo = ["--repo", str(args.repo), "--allow-code"] if args.repo else []
-    code, drafted, took = cli("draft", "--from", a, "--to", b, *repo, "-o", str(toml),
-                              "--against", str(FIXES_FILE))
+    code, drafted, took = cli(
+        "draft", "--from", a, "--to", b, *repo, "-o", str(toml), "--against", str(FIXES_FILE)
+    )
     plans = {}
     for name, fixes in (("curated", FIXES_FILE), ("draft", toml)):
         p_code, plan, p_took = cli("plan", "--to", b, "--fixes", str(fixes))
         plans[name] = (p_code, plan, p_took, fixes)
-    result = compared(setting(plans["curated"][1]["result"], FIXES_FILE),
-                      setting(plans["draft"][1]["result"], toml), by_pr=bool(args.repo))
+    result = compared(
+        setting(plans["curated"][1]["result"], FIXES_FILE),
+        setting(plans["draft"][1]["result"], toml),
+        by_pr=bool(args.repo),
+    )
     drafted = drafted.get("result") or {}
     drafted.pop("toml", None)  # kept beside it, as the file itself
     named = {args.repo: args.repo_name} if args.repo else {}
-    doc = {"from": a, "to": b, "history": bool(args.repo),
-           "draft": {"exit": code, "seconds": took, "result": drafted},
-           "plans": {k: {"exit": v[0], "seconds": v[2]} for k, v in plans.items()},
-           "comparison": result}
+    doc = {
+        "from": a,
+        "to": b,
+        "history": bool(args.repo),
+        "draft": {"exit": code, "seconds": took, "result": drafted},
+        "plans": {k: {"exit": v[0], "seconds": v[2]} for k, v in plans.items()},
+        "comparison": result,
+    }
     toml.write_text(machine_free(portable(toml.read_text(), named)))
     path = write(f"draft-{a}-{b}.json", doc, named)
-    print(f"wrote {path} and {toml}: every level same: {result['every_level_same']}; records "
-          f"by pull request same: {result['every_record_set_same_by_pr']}")
+    print(
+        f"wrote {path} and {toml}: every level same: {result['every_level_same']}; records "
+        f"by pull request same: {result['every_record_set_same_by_pr']}"
+    )
     ok = result["every_level_same"] and result["every_record_set_same_by_pr"] is not False
     return 0 if ok else 1
 

@@ -54,10 +54,26 @@ def bootstrap_uv(version: str) -> tuple[Path | None, str]:
     shutil.rmtree(partial, ignore_errors=True)
     say(f"installing uv {version} from the package index into {home}")
     # one wheel, no dependencies, no Python to compile: a third less of pip's time
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-input",
-                           "--disable-pip-version-check", "--no-deps", "--no-compile",
-                           "--only-binary", ":all:", "--target", str(partial),
-                           f"uv=={version}"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-input",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--no-compile",
+            "--only-binary",
+            ":all:",
+            "--target",
+            str(partial),
+            f"uv=={version}",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0 or not (partial / "bin" / "uv").is_file():
         shutil.rmtree(partial, ignore_errors=True)
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and "WARNING" not in ln]
@@ -84,17 +100,47 @@ def with_uv(uv: Path, venv: Path, spec: str, version: str) -> None:
     common = ["--no-config", "--cache-dir", str(uv_cache()), "--no-progress"]
     if not (venv / "bin" / "python").is_file():
         run([str(uv), "venv", "--clear", "--python", sys.executable, *common, str(venv)], env)
-    run([str(uv), "pip", "install", "--python", str(venv / "bin" / "python"), *common,
-         "--index-strategy", "unsafe-best-match", *config.args, "--constraint", str(LOCK),
-         "-e", spec, f"uv=={version}"], env)
+    run(
+        [
+            str(uv),
+            "pip",
+            "install",
+            "--python",
+            str(venv / "bin" / "python"),
+            *common,
+            "--index-strategy",
+            "unsafe-best-match",
+            *config.args,
+            "--constraint",
+            str(LOCK),
+            "-e",
+            spec,
+            f"uv=={version}",
+        ],
+        env,
+    )
 
 
 def with_pip(venv: Path, spec: str) -> None:
     if not (venv / "bin" / "python").is_file():
         run([sys.executable, "-m", "venv", str(venv)])
     # this interpreter's pip, aimed at the venv: a venv made by uv has no pip of its own
-    run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-         "--disable-pip-version-check", "--constraint", str(LOCK), "-e", spec])
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--constraint",
+            str(LOCK),
+            "-e",
+            spec,
+        ]
+    )
 
 
 # Run in the new .venv: import what the command line may import in its own process (every module
@@ -134,8 +180,9 @@ print(count)
 
 
 def compile_cli(venv: Path) -> None:
-    proc = subprocess.run([str(venv / "bin" / "python"), "-c", _COMPILE], capture_output=True,
-                          text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", _COMPILE], capture_output=True, text=True, cwd=ROOT
+    )
     if proc.returncode == 0:
         say(f"bytecode written for the {proc.stdout.strip()} modules the command line imports")
 
@@ -153,14 +200,18 @@ def main(argv: list[str]) -> int:
         say(f"installing inventory into {venv} with uv {version} ({extras or 'no extras'})")
         with_uv(uv, venv, spec, version)
     else:
-        say(f"installing inventory into {venv} with pip ({extras or 'no extras'}): uv cannot "
-            f"be had ({why})")
+        say(
+            f"installing inventory into {venv} with pip ({extras or 'no extras'}): uv cannot "
+            f"be had ({why})"
+        )
         with_pip(venv, spec)
     site = next((venv / "lib").glob("python*/site-packages"))
     cuda = cuda_torch(site)
     if cuda is not None:
-        say(f"error: {cuda}, not the CPU wheel the project pins; point pip's configuration "
-            f"(find-links or index-url) at the CPU wheel and remove {venv}")
+        say(
+            f"error: {cuda}, not the CPU wheel the project pins; point pip's configuration "
+            f"(find-links or index-url) at the CPU wheel and remove {venv}"
+        )
         return 2
     compile_cli(venv)
     say(f"installed in {time.monotonic() - started:.1f} s")

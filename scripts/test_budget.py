@@ -14,8 +14,10 @@ from pathlib import Path
 
 def rows(path: Path) -> list[tuple[float, str]]:
     cases = ET.parse(path).getroot().iter("testcase")
-    return sorted(((float(c.get("time", 0)), f"{c.get('classname')}::{c.get('name')}")
-                   for c in cases), reverse=True)
+    return sorted(
+        ((float(c.get("time", 0)), f"{c.get('classname')}::{c.get('name')}") for c in cases),
+        reverse=True,
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -25,8 +27,10 @@ def main(argv: list[str]) -> int:
     n = int(argv[1]) if len(argv) == 2 else 20
     timed = rows(Path(argv[0]))
     total = sum(t for t, _ in timed)
-    print(f"{len(timed)} tests, {total:.0f} s in tests ({total / 60:.1f} min); "
-          f"the {min(n, len(timed))} slowest:")
+    print(
+        f"{len(timed)} tests, {total:.0f} s in tests ({total / 60:.1f} min); "
+        f"the {min(n, len(timed))} slowest:"
+    )
     print(f"{'s':>7}  {'share':>6}  {'cum.':>6}  test")
     cumulative = 0.0
     for t, name in timed[:n]:

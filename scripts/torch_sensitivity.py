@@ -56,8 +56,9 @@ def torch_site(version: str, torch_dir: Path | None) -> Path:
         return torch_install(version, f"torch-{version}-measured", [], print)
     found = re.search(r"__version__ = '([^']+)'", (torch_dir / "torch" / "version.py").read_text())
     if not found or found.group(1).split("+")[0] != version:
-        sys.exit(f"--torch-dir {torch_dir} holds torch {found.group(1) if found else '?'}, "
-                 f"not {version}")
+        sys.exit(
+            f"--torch-dir {torch_dir} holds torch {found.group(1) if found else '?'}, not {version}"
+        )
     return torch_dir
 
 
@@ -80,13 +81,24 @@ def run(version: str, torch_dir: Path | None, registry: Path) -> dict[str, Any]:
         for bundle in bundles:
             converter, _ = exporter_release(bundle.exporter, catalog)
             if converter not in envs:
-                envs[converter] = (ensure_env(converter, catalog, print), ensure_env_on_torch(
-                    converter, f"measured-coreai-torch-{converter}-torch-{version}", site,
-                    catalog, print))
+                envs[converter] = (
+                    ensure_env(converter, catalog, print),
+                    ensure_env_on_torch(
+                        converter,
+                        f"measured-coreai-torch-{converter}-torch-{version}",
+                        site,
+                        catalog,
+                        print,
+                    ),
+                )
             shared, other = envs[converter]
             for spec in probes_of(bundle):
-                row: dict[str, Any] = {"bundle": bundle.name, "converter": converter,
-                                       "probe": spec.label(), "key": spec.key()}
+                row: dict[str, Any] = {
+                    "bundle": bundle.name,
+                    "converter": converter,
+                    "probe": spec.label(),
+                    "key": spec.key(),
+                }
                 try:
                     result = compare(spec, shared, other, pool)
                 except RuntimeError as exc:  # the two torches built different probe modules
@@ -95,22 +107,36 @@ def run(version: str, torch_dir: Path | None, registry: Path) -> dict[str, Any]:
                     continue
                 ok = result.old.ok and result.new.ok
                 row.update(
-                    aten="identical" if ok and same_aten(result.old.files, result.new.files)
+                    aten="identical"
+                    if ok and same_aten(result.old.files, result.new.files)
                     else "differs",
-                    emitted=result.emitted, shipped=result.shipped, outputs=result.outputs,
+                    emitted=result.emitted,
+                    shipped=result.shipped,
+                    outputs=result.outputs,
                     digest_equal=ok and result.old.digest == result.new.digest,
-                    evidence=result.evidence)
-                row["identical"] = (row["aten"] == "identical" and row["digest_equal"]
-                                    and result.emitted == Identity.IDENTICAL
-                                    and result.shipped == Identity.IDENTICAL)
+                    evidence=result.evidence,
+                )
+                row["identical"] = (
+                    row["aten"] == "identical"
+                    and row["digest_equal"]
+                    and result.emitted == Identity.IDENTICAL
+                    and result.shipped == Identity.IDENTICAL
+                )
                 rows.append(row)
-                print(f"{bundle.name:10} {converter} aten {row['aten']:9} emitted "
-                      f"{row['emitted']:9} shipped {row['shipped']:9} {spec.label()}",
-                      flush=True)
+                print(
+                    f"{bundle.name:10} {converter} aten {row['aten']:9} emitted "
+                    f"{row['emitted']:9} shipped {row['shipped']:9} {spec.label()}",
+                    flush=True,
+                )
     torches = {c: (s.packages["torch"], o.packages["torch"]) for c, (s, o) in envs.items()}
-    return {"torch": version, "against": catalog.torch, "torches": torches,
-            "date": date.today().isoformat(), "seconds": round(time.monotonic() - started, 1),
-            "rows": rows}
+    return {
+        "torch": version,
+        "against": catalog.torch,
+        "torches": torches,
+        "date": date.today().isoformat(),
+        "seconds": round(time.monotonic() - started, 1),
+        "rows": rows,
+    }
 
 
 def summary_path(version: str) -> Path:
@@ -128,30 +154,38 @@ def write(result: dict[str, Any], registry: Path, catalog_file: Path) -> None:
     kept = EVIDENCE_DIR / f"torch-sensitivity-{version}.json"
     kept.parent.mkdir(exist_ok=True)
     kept.write_text(json.dumps(portable(result), indent=1) + "\n")
-    evidence = (f"scripts/torch-sensitivity --torch {version}, {result['date']}; per probe: "
-                f"{kept.relative_to(ROOT)}")
+    evidence = (
+        f"scripts/torch-sensitivity --torch {version}, {result['date']}; per probe: "
+        f"{kept.relative_to(ROOT)}"
+    )
     data = tomllib.loads(registry.read_text())
     for name, raw in data["bundles"].items():
         if raw["exporter"].get("torch") != version:
             continue
         mine = [r for r in rows if r["bundle"] == name]
         raw["exporter"]["torch_check"] = {
-            "against": result["against"], "converter": mine[0]["converter"] if mine else "",
-            "probes": len(mine), "identical": sum(r["identical"] for r in mine),
-            "evidence": evidence}
+            "against": result["against"],
+            "converter": mine[0]["converter"] if mine else "",
+            "probes": len(mine),
+            "identical": sum(r["identical"] for r in mine),
+            "evidence": evidence,
+        }
     registry.write_text(HEADER + tomli_w.dumps(data, multiline_strings=False))
     converters = sorted({r["converter"] for r in rows})
-    table = (f'[torch.checked."{version}"]\n'
-             f"# measured by scripts/torch-sensitivity: every registry probe converted under its\n"
-             f"# bundle's exporter with torch {version} and with the shared torch\n"
-             f'against = "{result["against"]}"\n'
-             f"converters = {json.dumps(converters)}\n"
-             f"probes = {len(rows)}\n"
-             f"identical = {sum(r['identical'] for r in rows)}\n"
-             f'evidence = "{evidence}"\n')
+    table = (
+        f'[torch.checked."{version}"]\n'
+        f"# measured by scripts/torch-sensitivity: every registry probe converted under its\n"
+        f"# bundle's exporter with torch {version} and with the shared torch\n"
+        f'against = "{result["against"]}"\n'
+        f"converters = {json.dumps(converters)}\n"
+        f"probes = {len(rows)}\n"
+        f"identical = {sum(r['identical'] for r in rows)}\n"
+        f'evidence = "{evidence}"\n'
+    )
     text = catalog_file.read_text()
-    text = re.sub(rf'\n\[torch\.checked\."{re.escape(version)}"\]\n(?:[^\[].*\n|\n)*?(?=\n\[|\Z)',
-                  "\n", text)
+    text = re.sub(
+        rf'\n\[torch\.checked\."{re.escape(version)}"\]\n(?:[^\[].*\n|\n)*?(?=\n\[|\Z)', "\n", text
+    )
     anchor = text.index("\n[converters.")
     catalog_file.write_text(text[:anchor] + "\n" + table + text[anchor:])
 
@@ -159,11 +193,17 @@ def write(result: dict[str, Any], registry: Path, catalog_file: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--torch", required=True, help="the exporter's torch, e.g. 2.9.0")
-    parser.add_argument("--torch-dir", type=Path, help="reuse an install of that torch (a "
-                        "pip --target folder) instead of downloading it")
+    parser.add_argument(
+        "--torch-dir",
+        type=Path,
+        help="reuse an install of that torch (a pip --target folder) instead of downloading it",
+    )
     parser.add_argument("--registry", type=Path, default=DEFAULT_REGISTRY)
-    parser.add_argument("--write", action="store_true",
-                        help="record the result in the registry and oracle/catalog/converters.toml")
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="record the result in the registry and oracle/catalog/converters.toml",
+    )
     args = parser.parse_args()
     result = run(args.torch, args.torch_dir, args.registry)
     path = summary_path(args.torch)
@@ -171,9 +211,11 @@ def main() -> None:
     path.write_text(json.dumps(result, indent=1))
     rows = result["rows"]
     same = sum(r["identical"] for r in rows)
-    print(f"torch {args.torch} vs {result['against']}: {same} of {len(rows)} probes identical "
-          f"(aten text, probe digest, emitted and shipped programs); "
-          f"{result['seconds']} s; per probe: {path}")
+    print(
+        f"torch {args.torch} vs {result['against']}: {same} of {len(rows)} probes identical "
+        f"(aten text, probe digest, emitted and shipped programs); "
+        f"{result['seconds']} s; per probe: {path}"
+    )
     for r in rows:
         if not r["identical"]:
             print(f"  differs: {r['bundle']} {r['probe']}: {r.get('error') or r}")
@@ -184,4 +226,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-

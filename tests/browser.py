@@ -10,8 +10,15 @@ from pathlib import Path
 
 # Chromium as a test runs it here: headless, as root, and with no background traffic (this
 # machine's network is closed: without these it tries Google's hosts at every start).
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @dataclass
@@ -43,14 +50,18 @@ def render(page_file: Path, screenshot: Path) -> Rendered:
             page.on("request", lambda r: requests.append(r.url) if r.url != url else None)
             page.goto(url, wait_until="load")
             plots = page.eval_on_selector_all(
-                ".plot svg", "els => els.map(e => [e.getBoundingClientRect().width, "
-                             "e.getBoundingClientRect().height])")
+                ".plot svg",
+                "els => els.map(e => [e.getBoundingClientRect().width, "
+                "e.getBoundingClientRect().height])",
+            )
             rendered = Rendered(
                 title=page.title(),
                 summary=page.inner_text("#summary-line"),
                 sections=page.eval_on_selector_all("section.bundle", "els => els.map(e => e.id)"),
                 plots=[(float(w), float(h)) for w, h in plots],
-                console_errors=errors, requests=requests)
+                console_errors=errors,
+                requests=requests,
+            )
             page.screenshot(path=str(screenshot), full_page=True)
         finally:
             browser.close()

@@ -42,8 +42,9 @@ def invoke(*args: str, **env: str) -> Ran:
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False,
-                                    prog_name="inventory")
+        result = CliRunner().invoke(
+            app, list(args), env=env, catch_exceptions=False, prog_name="inventory"
+        )
     finally:
         os.chdir(cwd)
         signal.signal(signal.SIGTERM, handler)
@@ -52,16 +53,26 @@ def invoke(*args: str, **env: str) -> Ran:
 
 def spawn(*args: str, **env: str) -> Ran:
     """`python -m inventory.cli ARGS` as its own process, in the repository root."""
-    proc = subprocess.run([sys.executable, "-m", "inventory.cli", *args], capture_output=True,
-                          text=True, cwd=ROOT, env={**os.environ, **env})
+    proc = subprocess.run(
+        [sys.executable, "-m", "inventory.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **env},
+    )
     return Ran(tuple(args), proc.returncode, proc.stdout, proc.stderr)
 
 
 def start(*args: str, **env: str) -> subprocess.Popen[str]:
     """`python -m inventory.cli ARGS` started and left running (to be signalled)."""
-    return subprocess.Popen([sys.executable, "-m", "inventory.cli", *args], cwd=ROOT, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, **env})
+    return subprocess.Popen(
+        [sys.executable, "-m", "inventory.cli", *args],
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **env},
+    )
 
 
 def one_line(proc: Ran) -> str:

@@ -98,7 +98,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if built:
         session.config.get_terminal_writer().line(
             f"fast tier: a test not marked slow built converter environments ({', '.join(built)}"
-            f" in {envs_dir()}): it must ask for the `env` fixture", red=True)
+            f" in {envs_dir()}): it must ask for the `env` fixture",
+            red=True,
+        )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -117,8 +119,9 @@ def need_env(version: str, catalog) -> Env:
         return ensure_env(version, catalog)
     except EnvError as exc:
         if in_ci():
-            pytest.fail(f"CI: coreai-torch {version} environment cannot be built: {exc}",
-                        pytrace=False)
+            pytest.fail(
+                f"CI: coreai-torch {version} environment cannot be built: {exc}", pytrace=False
+            )
         pytest.skip(f"coreai-torch {version} environment cannot be built here: {exc}")
 
 
@@ -134,8 +137,13 @@ def env(catalog) -> Callable[[str], Env]:
         if not built:
             built[versions[0]] = need_env(versions[0], catalog)  # installs the shared torch
             with ThreadPoolExecutor(max_workers=max(1, len(versions) - 1)) as pool:
-                built.update(zip(versions[1:], pool.map(
-                    lambda v: need_env(v, catalog), versions[1:]), strict=True))
+                built.update(
+                    zip(
+                        versions[1:],
+                        pool.map(lambda v: need_env(v, catalog), versions[1:]),
+                        strict=True,
+                    )
+                )
         if version not in built:
             built[version] = need_env(version, catalog)  # not in the catalog: its error
         return built[version]
@@ -182,7 +190,8 @@ def json_schema() -> Callable[[dict[str, Any]], None]:
             validators[name] = Draft202012Validator(schema)
         errors = sorted(validators[name].iter_errors(document), key=lambda e: list(e.path))
         assert not errors, "\n".join(
-            f"{name}.schema.json: /{'/'.join(map(str, e.path))}: {e.message}" for e in errors[:10])
+            f"{name}.schema.json: /{'/'.join(map(str, e.path))}: {e.message}" for e in errors[:10]
+        )
 
     return check
 
@@ -213,9 +222,10 @@ def conv_transpose_registry(tmp_path: Path, channels: int = 4) -> Path:
         '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
         '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n'
         '[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\nsource = "test"\n'
-        f'params = {{ dim = 1, in_channels = {channels}, out_channels = 2, kernel = [4], '
-        f'stride = [2], padding = [0], output_padding = [1], '
-        f'input_shape = [1, {channels}, 11] }}\n')
+        f"params = {{ dim = 1, in_channels = {channels}, out_channels = 2, kernel = [4], "
+        f"stride = [2], padding = [0], output_padding = [1], "
+        f"input_shape = [1, {channels}, 11] }}\n"
+    )
     return registry
 
 

@@ -63,8 +63,15 @@ def examples(paths: list[Path] | None = None, root: Path = ROOT) -> list[Example
         for m in _BLOCK.finditer(path.read_text()):
             marker, _, code = m["marker"].partition(" | exit ")
             first, *shown = m["body"].splitlines()
-            found.append(Example(str(path.relative_to(root)), tuple(shlex.split(marker)),
-                                 int(code) if code else 0, first, tuple(shown)))
+            found.append(
+                Example(
+                    str(path.relative_to(root)),
+                    tuple(shlex.split(marker)),
+                    int(code) if code else 0,
+                    first,
+                    tuple(shown),
+                )
+            )
     return found
 
 
@@ -83,9 +90,15 @@ def missing(shown: tuple[str, ...], output: str) -> list[str]:
         if want in ("", ELIDED):
             continue
         prefix = want.endswith(" " + ELIDED)
-        want = want[:-len(ELIDED)].rstrip() if prefix else want
-        hit = next((i for i in range(at, len(real))
-                    if real[i] == want or (prefix and real[i].startswith(want))), None)
+        want = want[: -len(ELIDED)].rstrip() if prefix else want
+        hit = next(
+            (
+                i
+                for i in range(at, len(real))
+                if real[i] == want or (prefix and real[i].startswith(want))
+            ),
+            None,
+        )
         if hit is None:
             lost.append(line)
         else:

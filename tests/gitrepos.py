@@ -31,8 +31,9 @@ coreai_torch = ["py.typed"]
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def commit(repo: Path, message: str) -> str:
@@ -54,8 +55,9 @@ def package_of(env_path: Path) -> Path:
 
 def put(repo: Path, package: Path) -> None:
     shutil.rmtree(repo / "coreai_torch", ignore_errors=True)
-    shutil.copytree(package, repo / "coreai_torch",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        package, repo / "coreai_torch", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
 
 
 def init(repo: Path) -> None:

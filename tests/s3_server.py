@@ -12,22 +12,37 @@ from pathlib import Path
 
 import pytest
 
-moto_server = pytest.importorskip("moto.server", reason="the test extra's moto[server] is "
-                                                        "not installed (scripts/test adds it)")
+moto_server = pytest.importorskip(
+    "moto.server", reason="the test extra's moto[server] is not installed (scripts/test adds it)"
+)
 
 
 def aws_env(endpoint: str, tmp: Path) -> dict[str, str]:
     """What a process needs to reach the server at `endpoint`, and only it."""
-    return {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
-            "AWS_ENDPOINT_URL_S3": endpoint, "AWS_ENDPOINT_URL": endpoint,
-            "AWS_CONFIG_FILE": str(tmp / "no-aws-config"),
-            "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "no-aws-credentials"),
-            "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+    return {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_ENDPOINT_URL_S3": endpoint,
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_CONFIG_FILE": str(tmp / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "no-aws-credentials"),
+        "NO_PROXY": "127.0.0.1",
+        "no_proxy": "127.0.0.1",
+    }
 
 
-_CLEARED = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
-            "https_proxy", "ALL_PROXY", "all_proxy")
+_CLEARED = (
+    "AWS_PROFILE",
+    "AWS_SESSION_TOKEN",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+)
 
 
 @contextlib.contextmanager

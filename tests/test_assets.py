@@ -44,11 +44,11 @@ def private_store(env, tmp_path, monkeypatch) -> Path:
     return cache
 
 
-def test_a_040_asset_that_b2_and_b3_refuse_is_reported_and_the_run_goes_on(env, private_store,
-                                                                           tmp_path):
+def test_a_040_asset_that_b2_and_b3_refuse_is_reported_and_the_run_goes_on(
+    env, private_store, tmp_path
+):
     catalog = load_catalog()
-    spec = ProbeSpec(asset_probe.CONSTRUCT, dict(asset_probe.DEFAULT_PARAMS), "float16",
-                     Pipeline())
+    spec = ProbeSpec(asset_probe.CONSTRUCT, dict(asset_probe.DEFAULT_PARAMS), "float16", Pipeline())
     with Session(catalog, log_dir=tmp_path / "logs") as session:
         old = load_check(spec, env("0.4.0"), cores(catalog), session)
         # The same session goes on after two native aborts: a 0.4.1 asset on the same runtimes.
@@ -74,8 +74,9 @@ def test_a_040_asset_that_b2_and_b3_refuse_is_reported_and_the_run_goes_on(env, 
     (asset / "main.mlirb").write_bytes(b"ML\xefR")
     assert load_stored(Path(old.evidence)) is None
     pruned = prune()
-    assert pruned.kept == 1 and pruned.removed == (f"{Path(old.evidence).name}: damaged or "
-                                                   "unreadable",)
+    assert pruned.kept == 1 and pruned.removed == (
+        f"{Path(old.evidence).name}: damaged or unreadable",
+    )
 
 
 def test_affected_fix_28_requires_sam3_for_its_load_failure_with_both_remedies(matrix):
@@ -91,8 +92,10 @@ def test_affected_fix_28_requires_sam3_for_its_load_failure_with_both_remedies(m
     remedies = " ".join(sam3["remedies"])
     assert "re-export with coreai-torch 0.4.1 or later" in remedies
     # runnable as printed (tests/test_remedies.py runs them in a shell)
-    assert ("`inventory repair sam3_float16/sam3_float16.aimodel -o "
-            "sam3_float16/repaired-sam3_float16.aimodel`") in remedies
+    assert (
+        "`inventory repair sam3_float16/sam3_float16.aimodel -o "
+        "sam3_float16/repaired-sam3_float16.aimodel`"
+    ) in remedies
     check = sam3["load"]["checks"][0]
     assert check["exporter"] == "0.4.0" and Path(check["evidence"], "result.json").is_file()
     for name in ("parakeet", "sortformer", "mimi"):
@@ -109,8 +112,10 @@ def test_affected_fix_28_requires_sam3_for_its_load_failure_with_both_remedies(m
     assert [r["reexport"] for r in lfm["load"]["by_exporter"]] == ["required", "no"]
     # the registry does not know the file's length suffix (`L<L>`): a glob, never a placeholder
     assert "`inventory scan lfm_audio_encoder_adapter_float16_L*.aimodel`" in lfm["reason"]
-    assert any("`for f in lfm_audio_encoder_adapter_float16_L*.aimodel; do inventory repair"
-               in r for r in lfm["remedies"])
+    assert any(
+        "`for f in lfm_audio_encoder_adapter_float16_L*.aimodel; do inventory repair" in r
+        for r in lfm["remedies"]
+    )
     assert "<L>" not in json.dumps(lfm["remedies"]) + lfm["reason"]
     assert ran.exit == 1  # at least one re-export required
 
@@ -118,8 +123,11 @@ def test_affected_fix_28_requires_sam3_for_its_load_failure_with_both_remedies(m
 def test_a_runtime_override_changes_whose_loading_decides(matrix):
     data, proc = answer("affected", "--fix", "28", "--bundle", "sam3", "--runtime", "b1")
     (sam3,) = data["bundles"]
-    assert sam3["deployment"] == {"cores": ["1.0.0b1"], "runtimes":
-                                  ["linux-cpu, coreai-core 1.0.0b1"], "source": "--runtime"}
+    assert sam3["deployment"] == {
+        "cores": ["1.0.0b1"],
+        "runtimes": ["linux-cpu, coreai-core 1.0.0b1"],
+        "source": "--runtime",
+    }
     assert (sam3["verdict"], sam3["reexport"]) == ("loads", "no") and proc.returncode == 0
     proc = run("affected", "--fix", "28", "--runtime", "b9")
     assert proc.returncode == 2 and "runtime 'b9' is not in the catalog" in proc.stderr
@@ -146,5 +154,7 @@ def test_plan_puts_a_load_failure_first_and_names_both_remedies(matrix):
         assert b["reexport"] != "required", name
     assert ran.exit == 1
     text = run("plan", "--to", "0.4.2").stdout
-    assert "sam3 #28 (required): its asset does not load on coreai-core 1.0.0b2, 1.0.0b3" in \
-        " ".join(text.split())
+    assert (
+        "sam3 #28 (required): its asset does not load on coreai-core 1.0.0b2, 1.0.0b3"
+        in " ".join(text.split())
+    )

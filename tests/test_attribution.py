@@ -55,13 +55,15 @@ def _view_probes(data: dict) -> list[dict]:
 
 
 def _changed(probe: dict) -> list[tuple[str, list[str]]]:
-    return [(f"{s['from']}->{s['to']}", s["explained_by"]) for s in probe["steps"]
-            if s["changed"]]
+    return [(f"{s['from']}->{s['to']}", s["explained_by"]) for s in probe["steps"] if s["changed"]]
 
 
 def test_release_steps_walk_the_catalog_in_order(catalog):
     assert release_steps(catalog, "0.4.0", "0.4.3") == [
-        ("0.4.0", "0.4.1"), ("0.4.1", "0.4.2"), ("0.4.2", "0.4.3")]
+        ("0.4.0", "0.4.1"),
+        ("0.4.1", "0.4.2"),
+        ("0.4.2", "0.4.3"),
+    ]
     assert release_steps(catalog, "0.4.1", "0.4.2") == [("0.4.1", "0.4.2")]
 
 
@@ -72,10 +74,13 @@ def _fix(id: str, ships_in: str, *constructs: str, kind: str = "lowering") -> Fi
 def test_a_step_is_explained_only_by_lowering_records_of_that_step_naming_the_construct():
     """Pure: `explaining` decides which records a step's change is credited to (the sweeps,
     plans and release notes all go through it)."""
-    fixes = [_fix("13", "0.4.1", "view_dynamic", "arange"), _fix("40", "0.4.2", "conv_transpose"),
-             _fix("56", "0.4.2", "view_dynamic", "cat_dynamic"),
-             _fix("core-b2", "0.4.1", "asset_hierarchy", kind="pipeline"),
-             _fix("28", "0.4.1", "asset_hierarchy", kind="asset")]
+    fixes = [
+        _fix("13", "0.4.1", "view_dynamic", "arange"),
+        _fix("40", "0.4.2", "conv_transpose"),
+        _fix("56", "0.4.2", "view_dynamic", "cat_dynamic"),
+        _fix("core-b2", "0.4.1", "asset_hierarchy", kind="pipeline"),
+        _fix("28", "0.4.1", "asset_hierarchy", kind="asset"),
+    ]
     assert explaining(fixes, "view_dynamic", "0.4.1", "0.4.2") == ("56",)
     assert explaining(fixes, "view_dynamic", "0.4.0", "0.4.1") == ("13",)
     assert explaining(fixes, "view_dynamic", "0.4.0", "0.4.2") == ("13", "56")
@@ -92,23 +97,35 @@ def _step_result(emitted: str, shipped: str = "differs"):
     from oracle.compare.spec import ProbeSpec
 
     ok: dict[str, Any] = {"packages": {}, "ok": True}
-    return ProbeResult(ProbeSpec("batch_norm", {}), Side("0.4.0", **ok), Side("0.4.1", **ok),
-                       Identity(emitted), Identity(shipped), None, "")
+    return ProbeResult(
+        ProbeSpec("batch_norm", {}),
+        Side("0.4.0", **ok),
+        Side("0.4.1", **ok),
+        Identity(emitted),
+        Identity(shipped),
+        None,
+        "",
+    )
 
 
 def test_a_change_the_optimizer_alone_made_is_the_pipeline_records_never_the_lowerings():
     """The emitted programs are identical and the shipped ones differ: no lowering emitted
     anything else, so a lowering record naming the construct is not credited (a
     pipeline change was); the step's pipeline record is, as verify's rule (b) credits it."""
-    fixes = [_fix("13", "0.4.1", "batch_norm"), _fix("54", "0.4.2", "batch_norm"),
-             _fix("core-b2", "0.4.1", "asset_hierarchy", kind="pipeline")]
+    fixes = [
+        _fix("13", "0.4.1", "batch_norm"),
+        _fix("54", "0.4.2", "batch_norm"),
+        _fix("core-b2", "0.4.1", "asset_hierarchy", kind="pipeline"),
+    ]
     assert stage(_step_result("identical")) == "optimizer"
-    assert explaining(fixes, "batch_norm", "0.4.0", "0.4.1", _step_result("identical")) == \
-        ("core-b2",)
+    assert explaining(fixes, "batch_norm", "0.4.0", "0.4.1", _step_result("identical")) == (
+        "core-b2",
+    )
     assert explaining(fixes, "batch_norm", "0.4.0", "0.4.1", _step_result("differs")) == ("13",)
     # 0.4.3's emitted program is already optimized: the stage cannot be told, as in verify
-    assert explaining(fixes, "batch_norm", "0.4.0", "0.4.1", _step_result("not-comparable")) == \
-        ("13",)
+    assert explaining(fixes, "batch_norm", "0.4.0", "0.4.1", _step_result("not-comparable")) == (
+        "13",
+    )
     # a step without a pipeline record leaves the optimizer's change unexplained, and says why
     assert explaining(fixes, "batch_norm", "0.4.1", "0.4.2", _step_result("identical")) == ()
     assert "only optimize()'s output differs" in step_note(_step_result("identical"), False)
@@ -123,10 +140,22 @@ def test_the_asset_probe_is_explained_by_the_records_of_the_constructs_it_holds(
     assert explaining(fixes, "asset_hierarchy", "0.4.1", "0.4.2") == ("54",)
 
 
-def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(converter_envs, json_schema,
-                                                                 dynamic_views):
-    proc = run("affected", "--fix", "13", "--to", "0.4.3", "-b", "sam3", "--registry",
-               dynamic_views, "--json", "-q")
+def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(
+    converter_envs, json_schema, dynamic_views
+):
+    proc = run(
+        "affected",
+        "--fix",
+        "13",
+        "--to",
+        "0.4.3",
+        "-b",
+        "sam3",
+        "--registry",
+        dynamic_views,
+        "--json",
+        "-q",
+    )
     document = json.loads(proc.stdout)
     json_schema(document)
     data = document["result"]
@@ -142,8 +171,19 @@ def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(converter_envs
         assert (p["verdict"], p["reexport"]) == ("same-program", "no")
         assert p["reason"].startswith("at 0.4.0->0.4.1, the step fix #13 ships in: ")
 
-    proc = run("affected", "--fix", "56", "--to", "0.4.3", "-b", "sam3", "--registry",
-               dynamic_views, "--json", "-q")
+    proc = run(
+        "affected",
+        "--fix",
+        "56",
+        "--to",
+        "0.4.3",
+        "-b",
+        "sam3",
+        "--registry",
+        dynamic_views,
+        "--json",
+        "-q",
+    )
     document = json.loads(proc.stdout)
     json_schema(document)
     data = document["result"]
@@ -153,25 +193,32 @@ def test_a_change_of_a_later_step_is_not_blamed_on_an_earlier_fix(converter_envs
 
 
 def test_plan_names_the_step_and_lists_a_change_no_record_explains_apart(
-        matrix, json_schema, tmp_path, dynamic_views):
+    matrix, json_schema, tmp_path, dynamic_views
+):
     # the shipped sam3: its views change in no step, so neither #13 nor #56 is a reason
     shipped = matrix.run_cli(("plan", "--to", "0.4.3")).data["result"]
     (sam3,) = [b for b in shipped["bundles"] if b["bundle"] == "sam3"]
-    items = {i["fix"]: i for level in ("required", "inconclusive", "optional", "not_affected")
-             for i in sam3[level]}
+    items = {
+        i["fix"]: i
+        for level in ("required", "inconclusive", "optional", "not_affected")
+        for i in sam3[level]
+    }
     assert items["13"]["changed_in"] == [] and items["56"]["changed_in"] == []
     assert items["56"]["verdict"] == "same-program" and sam3["unexplained"] == []
 
-    proc = run("plan", "--to", "0.4.3", "-b", "sam3", "--registry", dynamic_views, "--json",
-               "-q")
+    proc = run("plan", "--to", "0.4.3", "-b", "sam3", "--registry", dynamic_views, "--json", "-q")
     document = json.loads(proc.stdout)
     json_schema(document)
     data = document["result"]
     (sam3,) = data["bundles"]
-    items = {i["fix"]: i for level in ("required", "inconclusive", "optional", "not_affected")
-             for i in sam3[level]}
+    items = {
+        i["fix"]: i
+        for level in ("required", "inconclusive", "optional", "not_affected")
+        for i in sam3[level]
+    }
     assert items["13"]["verdict"] == "same-program" and items["13"]["changed_in"] == [
-        {"step": "0.4.1->0.4.2", "explained_by": ["56"]}]
+        {"step": "0.4.1->0.4.2", "explained_by": ["56"]}
+    ]
     assert items["56"] in sam3["optional"]
     assert {"step": "0.4.1->0.4.2", "explained_by": ["56"]} in items["56"]["changed_in"]
     # no fix is listed as a reason whose own step leaves its probes identical
@@ -179,16 +226,30 @@ def test_plan_names_the_step_and_lists_a_change_no_record_explains_apart(
     for level in ("required", "optional"):
         for i in sam3[level]:
             if i["kind"] == "lowering" and i["changed_in"]:
-                assert any(c["step"].endswith(f"->{ships_in[i['fix']]}")
-                           for c in i["changed_in"]), i
+                assert any(
+                    c["step"].endswith(f"->{ships_in[i['fix']]}") for c in i["changed_in"]
+                ), i
     assert sam3["unexplained"] == []
 
-    old_56 = [{**f, "constructs": ["group_norm", "select_dynamic"]} if f["id"] == "56" else f
-              for f in _records()]
+    old_56 = [
+        {**f, "constructs": ["group_norm", "select_dynamic"]} if f["id"] == "56" else f
+        for f in _records()
+    ]
     fixes = tmp_path / "old-56.toml"
     fixes.write_text(tomli_w.dumps({"fix": old_56}))
-    proc = run("plan", "--to", "0.4.3", "-b", "sam3", "--registry", dynamic_views, "--json", "-q",
-               "--fixes", str(fixes))
+    proc = run(
+        "plan",
+        "--to",
+        "0.4.3",
+        "-b",
+        "sam3",
+        "--registry",
+        dynamic_views,
+        "--json",
+        "-q",
+        "--fixes",
+        str(fixes),
+    )
     document = json.loads(proc.stdout)
     json_schema(document)
     data = document["result"]
@@ -196,9 +257,13 @@ def test_plan_names_the_step_and_lists_a_change_no_record_explains_apart(
     unexplained = [u for u in sam3["unexplained"] if u["construct"] == "view_dynamic"]
     assert {u["step"] for u in unexplained} == {"0.4.1->0.4.2"} and len(unexplained) == 2
     assert {(u["verdict"], u["reexport"]) for u in unexplained} == {
-        ("values-identical", "optional")}
-    items = {i["fix"]: i for level in ("required", "inconclusive", "optional", "not_affected")
-             for i in sam3[level]}
+        ("values-identical", "optional")
+    }
+    items = {
+        i["fix"]: i
+        for level in ("required", "inconclusive", "optional", "not_affected")
+        for i in sam3[level]
+    }
     assert items["13"]["verdict"] == "same-program"  # still not blamed on #13
     assert {"step": "0.4.1->0.4.2", "explained_by": []} in items["13"]["changed_in"]
 
@@ -208,14 +273,17 @@ def _records() -> list[dict]:
 
 
 def test_sweep_over_the_shipped_instances_explains_every_change_of_0_4_2(
-        matrix, json_schema, tmp_path, dynamic_views):
+    matrix, json_schema, tmp_path, dynamic_views
+):
     """`sweep --registry`: every distinct traced instance of the five bundles under 0.4.1 and
     0.4.2. The changes are #54's fp16 batch norms. With views that read a dynamic input dim they
     include sam3's two views, explained by #56; with #56's old record those are unexplained
     (exit 1), and nothing else is."""
+
     def sweep(*extra: str) -> tuple[int, dict]:
-        proc = run("sweep", "--registry", "--from", "0.4.1", "--to", "0.4.2", "--json", "-q",
-                   *extra)
+        proc = run(
+            "sweep", "--registry", "--from", "0.4.1", "--to", "0.4.2", "--json", "-q", *extra
+        )
         document = json.loads(proc.stdout)
         json_schema(document)
         data = document["result"]
@@ -226,17 +294,23 @@ def test_sweep_over_the_shipped_instances_explains_every_change_of_0_4_2(
     code, data = ran.exit, ran.data["result"]
     assert code == 0 and data["source"] == "registry" and data["unexplained"] == []
     changed = {c["probe"].split(":")[0]: c["explained_by"] for c in data["changed"]}
-    assert changed == {"batch_norm/parakeet": ["54"], "batch_norm/lfm_audio": ["54"],
-                       "batch_norm/sortformer": ["54"]}
+    assert changed == {
+        "batch_norm/parakeet": ["54"],
+        "batch_norm/lfm_audio": ["54"],
+        "batch_norm/sortformer": ["54"],
+    }
     assert len(data["changed"]) == 3 and data["probed"] > 40
 
     code, data = sweep("--registry-file", dynamic_views)
     assert code == 0
     assert {c["probe"].split(":")[0]: c["explained_by"] for c in data["changed"]} == {
-        "view_dynamic/sam3": ["56"]}
+        "view_dynamic/sam3": ["56"]
+    }
 
-    old_56 = [{**f, "constructs": ["group_norm", "select_dynamic"]} if f["id"] == "56" else f
-              for f in _records()]
+    old_56 = [
+        {**f, "constructs": ["group_norm", "select_dynamic"]} if f["id"] == "56" else f
+        for f in _records()
+    ]
     fixes = tmp_path / "old-56.toml"
     fixes.write_text(tomli_w.dumps({"fix": old_56}))
     code, data = sweep("--registry-file", dynamic_views, "--fixes", str(fixes))
@@ -249,9 +323,15 @@ def _both_fail(old_error: str, new_error: str):
     from oracle.compare.spec import ProbeSpec
 
     side: dict[str, Any] = {"packages": {}, "ok": False, "stage": "worker"}
-    return ProbeResult(ProbeSpec("pad", {}), Side("0.4.1", error=old_error, **side),
-                       Side("0.4.2", error=new_error, **side), Identity.BOTH_CANNOT_CONVERT,
-                       Identity.BOTH_CANNOT_CONVERT, None, "")
+    return ProbeResult(
+        ProbeSpec("pad", {}),
+        Side("0.4.1", error=old_error, **side),
+        Side("0.4.2", error=new_error, **side),
+        Identity.BOTH_CANNOT_CONVERT,
+        Identity.BOTH_CANNOT_CONVERT,
+        None,
+        "",
+    )
 
 
 def test_two_releases_that_fail_alike_are_no_change_though_each_error_names_its_environment():
@@ -260,10 +340,12 @@ def test_two_releases_that_fail_alike_are_no_change_though_each_error_names_its_
     from inventory.attribution import program_changed
 
     died = "{0} worker died of SIGABRT (log: /c/logs/{0}.worker.log)"
-    assert not program_changed(_both_fail(died.format("coreai-torch-0.4.1"),
-                                          died.format("coreai-torch-0.4.2")))
-    assert program_changed(_both_fail(died.format("coreai-torch-0.4.1"),
-                                      "convert: Unsupported ATen op: pow"))
+    assert not program_changed(
+        _both_fail(died.format("coreai-torch-0.4.1"), died.format("coreai-torch-0.4.2"))
+    )
+    assert program_changed(
+        _both_fail(died.format("coreai-torch-0.4.1"), "convert: Unsupported ATen op: pow")
+    )
 
 
 def test_a_failure_reads_alike_across_location_formats_and_the_sides_own_folders(tmp_path):
@@ -275,30 +357,54 @@ def test_a_failure_reads_alike_across_location_formats_and_the_sides_own_folders
     from oracle.compare.results import Identity, ProbeResult, Side
     from oracle.compare.spec import ProbeSpec
 
-    message = ("RuntimeError: Failed to apply passes to module: at {loc}:  shrink dimension 1 "
-               "has dynamic dimension length in input tensor. at {loc}: see current operation")
-    fused = ('loc(fused<{call_stack = ["Consumed$1"]}>["/src/a/conv.py":81:0, '
-             '"coreai"("op_id":46:0)])')
-    debuginfo = ('#debuginfo.location<loc("/src/b/conv.py":81:0) in @main metadata = '
-                 '[<"op_id": {type = "torch", value = 4 : ui64}>]>')
+    message = (
+        "RuntimeError: Failed to apply passes to module: at {loc}:  shrink dimension 1 "
+        "has dynamic dimension length in input tensor. at {loc}: see current operation"
+    )
+    fused = (
+        'loc(fused<{call_stack = ["Consumed$1"]}>["/src/a/conv.py":81:0, "coreai"("op_id":46:0)])'
+    )
+    debuginfo = (
+        '#debuginfo.location<loc("/src/b/conv.py":81:0) in @main metadata = '
+        '[<"op_id": {type = "torch", value = 4 : ui64}>]>'
+    )
 
     def side(release: str, loc: str) -> Side:
         trace = tmp_path / f"{release}.traceback.txt"
-        trace.write_text("Traceback (most recent call last):\n  File \"w.py\", line 1\n"
-                         + message.format(loc=loc) + "\n")
-        return Side(release, {}, False, "optimize", "RuntimeError: Failed to apply passes",
-                    {"traceback": str(trace)})
+        trace.write_text(
+            'Traceback (most recent call last):\n  File "w.py", line 1\n'
+            + message.format(loc=loc)
+            + "\n"
+        )
+        return Side(
+            release,
+            {},
+            False,
+            "optimize",
+            "RuntimeError: Failed to apply passes",
+            {"traceback": str(trace)},
+        )
 
     def both(old: Side, new: Side) -> ProbeResult:
-        return ProbeResult(ProbeSpec("conv_transpose", {}), old, new,
-                           Identity.BOTH_CANNOT_CONVERT, Identity.BOTH_CANNOT_CONVERT, None, "")
+        return ProbeResult(
+            ProbeSpec("conv_transpose", {}),
+            old,
+            new,
+            Identity.BOTH_CANNOT_CONVERT,
+            Identity.BOTH_CANNOT_CONVERT,
+            None,
+            "",
+        )
 
     assert not program_changed(both(side("0.4.0", fused), side("0.4.1", debuginfo)))
     persist = "save: RuntimeError: failed to persist mlasset to /r/.q-{0}.ab12/{1}/model.aimodel"
     plain: dict[str, Any] = {"packages": {}, "ok": False, "stage": "save"}
-    assert not program_changed(both(Side("0.4.0", error=persist.format("1", "old-0.4.0"), **plain),
-                                    Side("0.4.1", error=persist.format("2", "new-0.4.1"),
-                                         **plain)))
+    assert not program_changed(
+        both(
+            Side("0.4.0", error=persist.format("1", "old-0.4.0"), **plain),
+            Side("0.4.1", error=persist.format("2", "new-0.4.1"), **plain),
+        )
+    )
     # a failure that reads otherwise is still a change
     other = Side("0.4.1", error="ValueError: convolution[0]: dim[2] 19 vs 18", **plain)
     assert program_changed(both(side("0.4.0", fused), other))
@@ -315,13 +421,16 @@ def test_programs_of_two_stages_credit_the_pipeline_record_and_the_lowerings_and
     from oracle.compare.spec import Pipeline
 
     fixes = [_fix("79", "0.4.3", "batch_norm"), _fix("core-b3", "0.4.3", kind="pipeline")]
-    unoptimized = replace(_step_result("not-comparable"),
-                          spec=ProbeSpec("batch_norm", {}, pipeline=Pipeline(optimize=False)))
+    unoptimized = replace(
+        _step_result("not-comparable"),
+        spec=ProbeSpec("batch_norm", {}, pipeline=Pipeline(optimize=False)),
+    )
     assert stage(unoptimized) == "lowering or optimizer"
     assert explaining(fixes, "batch_norm", "0.4.2", "0.4.3", unoptimized) == ("79", "core-b3")
     assert explaining(fixes, "quantize", "0.4.2", "0.4.3", unoptimized) == ("core-b3",)
-    step = step_between(fixes, replace(unoptimized.spec, construct="quantize"), "0.4.2",
-                        "0.4.3", unoptimized)
+    step = step_between(
+        fixes, replace(unoptimized.spec, construct="quantize"), "0.4.2", "0.4.3", unoptimized
+    )
     assert step.explained_by == ("core-b3",) and "of two stages" in step.note
     # an optimizing pipeline: 0.4.3's emitted stage is not comparable, and lowering it stays
     assert stage(_step_result("not-comparable")) == "lowering"

@@ -53,16 +53,20 @@ def test_a_repository_is_named_by_its_origin_never_by_its_path(tmp_path):
     repo = tmp_path / "clone"
     _init(repo)
     assert Repo(repo).name == "clone"  # no remote: the folder's name
-    for url in ("https://github.com/apple/coreai-torch.git", "git@github.com:apple/coreai-torch",
-                "https://github.com/apple/coreai-torch/"):
+    for url in (
+        "https://github.com/apple/coreai-torch.git",
+        "git@github.com:apple/coreai-torch",
+        "https://github.com/apple/coreai-torch/",
+    ):
         if "origin" in _git(repo, "remote"):
             _git(repo, "remote", "remove", "origin")
         _git(repo, "remote", "add", "origin", url)
         assert Repo(repo).name == "apple/coreai-torch", url
 
 
-@pytest.mark.parametrize("case", ["not-a-repo", "no-such-dir", "release-not-in-repo",
-                                  "unknown-release", "backwards"])
+@pytest.mark.parametrize(
+    "case", ["not-a-repo", "no-such-dir", "release-not-in-repo", "unknown-release", "backwards"]
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path, case):
     repo = tmp_path / "r"
     _init(repo)
@@ -70,13 +74,16 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case):
     _set_version(repo, "0.4.1")
     _commit(repo, "release")
     _git(repo, "tag", "v0.4.1")
-    args = {"not-a-repo": ("0.4.1", "0.4.2", tmp_path),
-            "no-such-dir": ("0.4.1", "0.4.2", tmp_path / "nope"),
-            "release-not-in-repo": ("0.4.1", "0.4.2", repo),
-            "unknown-release": ("0.4.1", "9.9.9", repo),
-            "backwards": ("0.4.2", "0.4.1", repo)}[case]
-    ran = invoke("bisect", "--from", args[0], "--to", args[1], "--repo", str(args[2]), "-q",
-                 "--allow-code")
+    args = {
+        "not-a-repo": ("0.4.1", "0.4.2", tmp_path),
+        "no-such-dir": ("0.4.1", "0.4.2", tmp_path / "nope"),
+        "release-not-in-repo": ("0.4.1", "0.4.2", repo),
+        "unknown-release": ("0.4.1", "9.9.9", repo),
+        "backwards": ("0.4.2", "0.4.1", repo),
+    }[case]
+    ran = invoke(
+        "bisect", "--from", args[0], "--to", args[1], "--repo", str(args[2]), "-q", "--allow-code"
+    )
     assert ran.returncode == 2, ran.stderr
     lines = [ln for ln in ran.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:"), ran.stderr
@@ -98,10 +105,22 @@ def test_bisect_names_the_commit_that_changes_a_probe(env, tmp_path, json_schema
     repo = tmp_path / "coreai-torch"
     base, docs, fix, bump = max_pool2d_history(repo, old.path, new.path)
 
-    ran = invoke("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", str(repo), "--json",
-                 "--allow-code",
-                 "-q", "--probe", "max_pool2d/functional-no-stride",
-                 "--probe", "max_pool2d/functional-explicit-stride")
+    ran = invoke(
+        "bisect",
+        "--from",
+        "0.4.1",
+        "--to",
+        "0.4.2",
+        "--repo",
+        str(repo),
+        "--json",
+        "--allow-code",
+        "-q",
+        "--probe",
+        "max_pool2d/functional-no-stride",
+        "--probe",
+        "max_pool2d/functional-explicit-stride",
+    )
     assert ran.returncode == 0, ran.stderr
     document = json.loads(ran.stdout)
     json_schema(document)
@@ -127,21 +146,24 @@ def test_bisect_names_the_commit_that_changes_a_probe(env, tmp_path, json_schema
 
     # every format says the same (the stored conversions read back): the probe, its release
     # step and the commit with its pull request; the probe that does not change in none
-    args = ran.args[:ran.args.index("--json")] + ran.args[ran.args.index("--json") + 1:]
+    args = ran.args[: ran.args.index("--json")] + ran.args[ran.args.index("--json") + 1 :]
     table = invoke(*args, COLUMNS="200").stdout
     markdown = invoke(*args, "-f", "markdown").stdout
     said = f"{fix[:7]} (#36)"
     assert f"max_pool2d/functional-no-stride │ {probe['release_shipped']} │ {said}" in table
     from inventory.report.text import for_release_page
 
-    assert f"| max_pool2d/functional-no-stride | {probe['release_shipped']} | " \
-           f"{for_release_page(said)} |" in markdown
+    assert (
+        f"| max_pool2d/functional-no-stride | {probe['release_shipped']} | "
+        f"{for_release_page(said)} |" in markdown
+    )
     for text in (table, markdown):
         assert "1 of 2 probes change" in text and "functional-explicit-stride" not in text
 
 
 def test_every_commit_finds_a_change_undone_between_two_commits_a_binary_search_tests(
-        env, tmp_path, json_schema):
+    env, tmp_path, json_schema
+):
     """The fix, its revert, the fix again, then the bump: a binary search tests the revert (the
     middle), sees 0.4.1's program and names the re-applied fix alone; `--every-commit` converts
     each commit against its parent and names all three changes, the last one final."""
@@ -153,9 +175,11 @@ def test_every_commit_finds_a_change_undone_between_two_commits_a_binary_search_
     _commit(repo, "sync: v0.4.1 (#28)")
     _git(repo, "tag", "v0.4.1")
     shas = []
-    for package, message in ((new, "Bug fix: max_pool2d uses default stride value (#36)"),
-                             (old, "Revert max_pool2d default stride (#37)"),
-                             (new, "Reland max_pool2d default stride (#38)")):
+    for package, message in (
+        (new, "Bug fix: max_pool2d uses default stride value (#36)"),
+        (old, "Revert max_pool2d default stride (#37)"),
+        (new, "Reland max_pool2d default stride (#38)"),
+    ):
         _put(repo, _package(package.path))
         _set_version(repo, "0.4.1")
         shas.append(_commit(repo, message))
@@ -163,9 +187,21 @@ def test_every_commit_finds_a_change_undone_between_two_commits_a_binary_search_
     _commit(repo, "update coreai torch version (#64)")
 
     def bisected(*extra: str) -> dict:
-        ran = invoke("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", str(repo), "--json",
-                     "--allow-code",
-                     "-q", "--probe", "max_pool2d/functional-no-stride", *extra)
+        ran = invoke(
+            "bisect",
+            "--from",
+            "0.4.1",
+            "--to",
+            "0.4.2",
+            "--repo",
+            str(repo),
+            "--json",
+            "--allow-code",
+            "-q",
+            "--probe",
+            "max_pool2d/functional-no-stride",
+            *extra,
+        )
         assert ran.returncode == 0, ran.stderr
         document = json.loads(ran.stdout)
         json_schema(document)
@@ -178,7 +214,10 @@ def test_every_commit_finds_a_change_undone_between_two_commits_a_binary_search_
     every = bisected("--every-commit")
     assert every["search"] == "every-commit"
     assert [(c["sha"], c["pr"], c["final"]) for c in every["probes"][0]["commits"]] == [
-        (shas[0], "36", False), (shas[1], "37", False), (shas[2], "38", True)]
+        (shas[0], "36", False),
+        (shas[1], "37", False),
+        (shas[2], "38", True),
+    ]
 
 
 def test_release_notes_credit_a_change_to_the_record_bisection_names(tmp_path):
@@ -193,10 +232,21 @@ def test_release_notes_credit_a_change_to_the_record_bisection_names(tmp_path):
 
     arange = [r for r in load_regimes() if r.construct == "arange"]
     moved, kept = arange[0], arange[1]
-    doc = {"command": "bisect", "result": {"from": "0.4.0", "to": "0.4.1", "probes": [
-        {"regime": moved.id, "key": moved.spec.key(),
-         "commits": [{"sha": "53d6bdd" + "0" * 33, "pr": "13"}]},
-        {"regime": kept.id, "key": kept.spec.key(), "commits": []}]}}
+    doc = {
+        "command": "bisect",
+        "result": {
+            "from": "0.4.0",
+            "to": "0.4.1",
+            "probes": [
+                {
+                    "regime": moved.id,
+                    "key": moved.spec.key(),
+                    "commits": [{"sha": "53d6bdd" + "0" * 33, "pr": "13"}],
+                },
+                {"regime": kept.id, "key": kept.spec.key(), "commits": []},
+            ],
+        },
+    }
     (tmp_path / "0.4.0-0.4.1.json").write_text(json.dumps(doc))
     (tmp_path / "notes.json").write_text(json.dumps({"command": "sweep"}))  # not bisect: unread
     bisected = load_bisected(tmp_path)
@@ -222,10 +272,15 @@ def test_a_bisected_step_explains_a_change_only_by_the_record_owning_the_commit(
     fixes = load_fixes()
     arange = [r for r in load_regimes() if r.construct == "arange"]
     by_13, by_27, by_other, unbisected = (r.spec for r in arange[:4])
-    monkeypatch.setattr(bisect_evidence, "_recorded", lambda: {
-        ("0.4.0", "0.4.1", by_13.key()): Attributed(("13",), ("53d6bdd (#13)",), "e"),
-        ("0.4.0", "0.4.1", by_27.key()): Attributed(("27",), ("779df85 (#27)",), "e"),
-        ("0.4.0", "0.4.1", by_other.key()): Attributed(("12",), ("3a3ed6f (#12)",), "e")})
+    monkeypatch.setattr(
+        bisect_evidence,
+        "_recorded",
+        lambda: {
+            ("0.4.0", "0.4.1", by_13.key()): Attributed(("13",), ("53d6bdd (#13)",), "e"),
+            ("0.4.0", "0.4.1", by_27.key()): Attributed(("27",), ("779df85 (#27)",), "e"),
+            ("0.4.0", "0.4.1", by_other.key()): Attributed(("12",), ("3a3ed6f (#12)",), "e"),
+        },
+    )
     both = ("13", "25")
     assert narrowed(both, fixes, "0.4.0", "0.4.1", by_13) == ("13",)
     assert narrowed(both, fixes, "0.4.0", "0.4.1", by_27) == ("25",)  # #27 is #25's alias
@@ -252,13 +307,23 @@ def test_bisect_converts_the_to_release_tree_when_its_wheel_is_not_that_tree(env
     (repo / "coreai_torch" / "_release_notes.py").write_text("# not in the published wheel\n")
     bump = _commit(repo, "update coreai torch version (#64)")
 
-    ran = invoke("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", str(repo), "--json",
-                 "--allow-code",
-                 "-q", "--probe", "max_pool2d/functional-no-stride")
+    ran = invoke(
+        "bisect",
+        "--from",
+        "0.4.1",
+        "--to",
+        "0.4.2",
+        "--repo",
+        str(repo),
+        "--json",
+        "--allow-code",
+        "-q",
+        "--probe",
+        "max_pool2d/functional-no-stride",
+    )
     assert ran.returncode == 0, ran.stderr
     doc = json.loads(ran.stdout)["result"]
-    assert doc["to_commit"]["wheel"].startswith("coreai_torch/ of ") and bump in \
-        doc["environments"]
+    assert doc["to_commit"]["wheel"].startswith("coreai_torch/ of ") and bump in doc["environments"]
     (probe,) = doc["probes"]
     tested = [(t["commit"], t["reference"], t["changed"]) for t in probe["tested"]]
     assert tested[0] == (bump, base, True)  # B's own tree, before any search

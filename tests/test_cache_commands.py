@@ -52,8 +52,10 @@ def store(tmp_path: Path) -> dict[str, str]:
     # a second environment hard-links the first's file (counted once), a third is another
     # store's, reached by a symbolic link (not followed)
     (cache / "envs" / "coreai-torch-0.4.2").mkdir()
-    os.link(cache / "envs" / "coreai-torch-0.4.1" / "lib.so",
-            cache / "envs" / "coreai-torch-0.4.2" / "lib.so")
+    os.link(
+        cache / "envs" / "coreai-torch-0.4.1" / "lib.so",
+        cache / "envs" / "coreai-torch-0.4.2" / "lib.so",
+    )
     (cache / "envs" / "torch-2.13.0").symlink_to(tmp_path)
     (cache / "logs").mkdir()
     (cache / "logs" / "w.log").write_text("z" * 7000)
@@ -62,8 +64,12 @@ def store(tmp_path: Path) -> dict[str, str]:
 
 def _du(*paths: Path) -> int:
     """coreutils du, the reference: allocated bytes, hard links once, symlinks not followed."""
-    out = subprocess.run(["du", "-s", "--block-size=1", "-c", *map(str, paths)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["du", "-s", "--block-size=1", "-c", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return int(out.splitlines()[-1].split()[0])
 
 
@@ -75,7 +81,12 @@ def test_cache_list_counts_results_by_kind_and_age(store, json_schema):
     data = document["result"]
     kinds = {k["kind"]: k for k in data["kinds"]}
     assert {k: v["count"] for k, v in kinds.items()} == {
-        "probe": 3, "load": 1, "verify": 2, "repair": 1, "temp": 1}
+        "probe": 3,
+        "load": 1,
+        "verify": 2,
+        "repair": 1,
+        "temp": 1,
+    }
     # today, this week, this month, older
     assert kinds["probe"]["ages"] == [1, 1, 0, 1]
     assert kinds["load"]["ages"] == [0, 0, 1, 0] and kinds["repair"]["ages"] == [0, 1, 0, 0]
@@ -110,9 +121,9 @@ def test_cache_du_agrees_with_du(store, json_schema):
     assert parts["environments"]["bytes"] == _du(cache / "envs")  # the hard link once
     envs = {i["name"]: i for i in parts["environments"]["items"]}
     assert set(envs) == {"coreai-torch-0.4.1", "coreai-torch-0.4.2", "torch-2.13.0"}
-    assert envs["coreai-torch-0.4.1"]["bytes"] == _du(cache / "envs" / "coreai-torch-0.4.1",
-                                                      cache / "envs" / "coreai-torch-0.4.1"
-                                                      ".build.log")
+    assert envs["coreai-torch-0.4.1"]["bytes"] == _du(
+        cache / "envs" / "coreai-torch-0.4.1", cache / "envs" / "coreai-torch-0.4.1.build.log"
+    )
     assert envs["torch-2.13.0"]["note"].startswith("symbolic link to ")
     assert parts["logs"]["bytes"] == _du(cache / "logs")
     assert data["total_bytes"] == sum(p["bytes"] for p in data["parts"])
@@ -133,14 +144,25 @@ def test_prune_dry_run_says_what_prune_removes_and_removes_nothing(store):
     assert dry.returncode == 0, dry.stderr
     assert _names(store) == before
     assert dry.stdout.splitlines()[-1].endswith("(dry run: nothing removed)")
-    predicted = sorted(ln.removeprefix("would remove ") for ln in dry.stdout.splitlines()
-                       if ln.startswith("would remove "))
+    predicted = sorted(
+        ln.removeprefix("would remove ")
+        for ln in dry.stdout.splitlines()
+        if ln.startswith("would remove ")
+    )
     # (the other stand-ins here carry no evidence digest, so prune reads them as damaged)
-    assert {".pad-0.4.1-0.4.2-2123456789abcdef0123.x: left by an interrupted run",
-            "pad-0.4.1-0.4.2-3123456789abcdef0123: made by other oracle code"} <= set(predicted)
+    assert {
+        ".pad-0.4.1-0.4.2-2123456789abcdef0123.x: left by an interrupted run",
+        "pad-0.4.1-0.4.2-3123456789abcdef0123: made by other oracle code",
+    } <= set(predicted)
     real = invoke("cache", "prune", "--older-than", "30", **store)
-    assert sorted(ln.removeprefix("removed ") for ln in real.stdout.splitlines()
-                  if ln.startswith("removed ")) == predicted
+    assert (
+        sorted(
+            ln.removeprefix("removed ")
+            for ln in real.stdout.splitlines()
+            if ln.startswith("removed ")
+        )
+        == predicted
+    )
     assert before - _names(store) == {p.split(":")[0] for p in predicted}
 
 
@@ -151,7 +173,8 @@ def test_prune_all_without_a_terminal_needs_yes_and_removes_nothing(store):
     assert one_line(proc) == (
         f"error: cache prune --all would remove every stored result (7) in "
         f"{Path(store['INVENTORY_STORE']) / 'results'}: the evidence every earlier answer "
-        "cites; pass --yes to confirm (nothing removed)")
+        "cites; pass --yes to confirm (nothing removed)"
+    )
     assert _names(store) == before
     # a dry run asks nothing and removes nothing
     assert invoke("cache", "prune", "--all", "--dry-run", **store).returncode == 0
@@ -165,9 +188,14 @@ def _on_a_terminal(answer: str, env: dict[str, str]) -> subprocess.CompletedProc
     """`cache prune --all` with a terminal as its input, answering the question."""
     leader, follower = pty.openpty()
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "inventory.cli", "cache", "prune",
-                                 "--all"], stdin=follower, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=ROOT, env={**os.environ, **env})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "inventory.cli", "cache", "prune", "--all"],
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env={**os.environ, **env},
+        )
         os.write(leader, f"{answer}\n".encode())
         out, err = proc.communicate(timeout=120)
     finally:
@@ -194,8 +222,11 @@ def test_du_of_an_environment_is_its_folder_and_log_only(tmp_path):
     (envs / "a").mkdir(parents=True)
     (envs / "a.build.log").write_text("1" * 5000)
     (envs / "b.build.log").write_text("2" * 5000)
-    data = json.loads(invoke("cache", "du", "--json", INVENTORY_CACHE=str(tmp_path),
-                             INVENTORY_STORE=str(tmp_path)).stdout)["result"]
+    data = json.loads(
+        invoke(
+            "cache", "du", "--json", INVENTORY_CACHE=str(tmp_path), INVENTORY_STORE=str(tmp_path)
+        ).stdout
+    )["result"]
     (environments,) = [p for p in data["parts"] if p["name"] == "environments"]
     assert {i["name"] for i in environments["items"]} == {"a", "b.build.log"}
     shutil.rmtree(envs)

@@ -22,8 +22,11 @@ def one_clean_line(proc: Ran) -> str:
 def test_a_shell_sees_the_same_exit_codes_and_lines_as_the_in_process_runs():
     """The one process-level check of what `invoke` stands for: `python -m inventory.cli` as a
     shell starts it gives the exit code and the line the in-process run gives."""
-    for args, code in ((("--version",), 0), (("affected", "--fix", "999", "-q"), 2),
-                       (("plan", "--json"), 2)):
+    for args, code in (
+        (("--version",), 0),
+        (("affected", "--fix", "999", "-q"), 2),
+        (("plan", "--json"), 2),
+    ):
         process, in_process = spawn(*args), run(*args)
         assert process.returncode == in_process.returncode == code, args
         # the usage line names the program as it was started
@@ -59,8 +62,11 @@ def test_malformed_registry_names_file_and_line(tmp_path):
 
 
 def test_missing_registry_in_json_mode_still_prints_an_envelope(tmp_path, json_schema):
-    for command in (("affected", "--fix", "40"), ("plan", "--to", "0.4.2"),
-                    ("release-notes", "--from", "0.4.1", "--to", "0.4.2")):
+    for command in (
+        ("affected", "--fix", "40"),
+        ("plan", "--to", "0.4.2"),
+        ("release-notes", "--from", "0.4.1", "--to", "0.4.2"),
+    ):
         proc = run(*command, "--registry", str(tmp_path / "none.toml"), "--json", "-q")
         assert proc.returncode == 2
         data = json.loads(proc.stdout)
@@ -109,7 +115,7 @@ def test_trace_check_passes_on_the_registry_and_catches_a_stale_entry(tmp_path, 
     text = REGISTRY.read_text()
     at = text.index("count = ", text.index("[[bundles.mimi.instances]]"))
     end = text.index("\n", at)
-    stale.write_text(text[:at] + f"count = {int(text[at + 8:end]) + 1}" + text[end:])
+    stale.write_text(text[:at] + f"count = {int(text[at + 8 : end]) + 1}" + text[end:])
     proc = run("trace", "mimi", "--check", "-q", "--registry", str(stale))
     assert proc.returncode == 1
     assert "stale: mimi: recorded recipe instance not given by the stand-in" in proc.stderr
@@ -141,8 +147,9 @@ def test_weights_without_the_tensors_a_condition_needs_is_one_line(tmp_path, mat
 
     path = tmp_path / "w.safetensors"
     save_file({"other": np.zeros(2, np.float32)}, str(path))
-    proc = run("affected", "--fix", "40", "--bundle", "sortformer", "--weights",
-               f"sortformer={path}", "-q")
+    proc = run(
+        "affected", "--fix", "40", "--bundle", "sortformer", "--weights", f"sortformer={path}", "-q"
+    )
     assert proc.returncode == 0  # fix 40 has no value condition: the file is never read
     proc = run("affected", "--fix", "40", "--weights", f"nope={path}", "-q")
     assert proc.returncode == 2 and "'nope', which is not in the registry" in one_clean_line(proc)
@@ -164,8 +171,9 @@ def test_a_checkpoint_without_a_traced_modules_tensors_is_one_line(tmp_path, con
 
     path = tmp_path / "w.safetensors"
     save_file({"other": np.zeros(2, np.float32)}, str(path))
-    proc = run("affected", "--fix", "54", "--bundle", "sortformer", "--weights",
-               f"sortformer={path}", "-q")
+    proc = run(
+        "affected", "--fix", "54", "--bundle", "sortformer", "--weights", f"sortformer={path}", "-q"
+    )
     assert proc.returncode == 2
     line = one_clean_line(proc)
     assert "no tensor core.encoder.layers.0.conv.batch_norm.running_mean" in line

@@ -39,11 +39,22 @@ def private_cache(tmp_path: Path) -> Path:
 # ---- exit 3: a worker that dies ---------------------------------------------------------------
 
 
-def test_an_injected_worker_crash_is_inconclusive_and_exit_3(converter_envs, tmp_path,
-                                                             json_schema):
+def test_an_injected_worker_crash_is_inconclusive_and_exit_3(converter_envs, tmp_path, json_schema):
     cache = private_cache(tmp_path)
-    proc = run("affected", "--fix", "40", "--bundle", "parakeet", "--bundle", "sam3", "--json",
-               "-q", "--no-cache", INVENTORY_CACHE=str(cache), INVENTORY_WORKER_FAULT="crash")
+    proc = run(
+        "affected",
+        "--fix",
+        "40",
+        "--bundle",
+        "parakeet",
+        "--bundle",
+        "sam3",
+        "--json",
+        "-q",
+        "--no-cache",
+        INVENTORY_CACHE=str(cache),
+        INVENTORY_WORKER_FAULT="crash",
+    )
     assert proc.returncode == 3, proc.stderr
     document = json.loads(proc.stdout)
     json_schema(document)
@@ -58,19 +69,30 @@ def test_an_injected_worker_crash_is_inconclusive_and_exit_3(converter_envs, tmp
     assert len(sam3["probes"]) == 2
     for p in sam3["probes"]:
         assert (p["emitted"], p["shipped"], p["verdict"]) == (
-            "both-cannot-convert", "both-cannot-convert", "inconclusive")
+            "both-cannot-convert",
+            "both-cannot-convert",
+            "inconclusive",
+        )
         assert "worker died of SIGABRT" in p["old"]["error"]
         assert "worker died of SIGABRT" in p["new"]["error"]
         assert p["reason"].startswith("neither converter converted the probe (worker: ")
 
 
-def test_a_hung_worker_is_killed_after_the_timeout_the_environment_sets(converter_envs,
-                                                                       tmp_path):
+def test_a_hung_worker_is_killed_after_the_timeout_the_environment_sets(converter_envs, tmp_path):
     cache = private_cache(tmp_path)
     # a process of its own: the worker timeout is read when the client module is imported
-    proc = spawn("affected", "--fix", "40", "--registry", str(_registry(tmp_path)), "--json",
-                 "-q", INVENTORY_CACHE=str(cache), INVENTORY_WORKER_TIMEOUT="3",
-                 **fault_env(INVENTORY_WORKER_FAULT="hang"))
+    proc = spawn(
+        "affected",
+        "--fix",
+        "40",
+        "--registry",
+        str(_registry(tmp_path)),
+        "--json",
+        "-q",
+        INVENTORY_CACHE=str(cache),
+        INVENTORY_WORKER_TIMEOUT="3",
+        **fault_env(INVENTORY_WORKER_FAULT="hang"),
+    )
     assert proc.returncode == 3, proc.stderr
     (probe,) = json.loads(proc.stdout)["result"]["bundles"][0]["probes"]
     assert probe["verdict"] == "inconclusive"
@@ -86,15 +108,20 @@ def test_a_hung_worker_is_killed_after_the_timeout_the_environment_sets(converte
 # only) left them unexplained; read against 366c34a, #56 rewrote
 # replace_sym_size_int, which every dynamic-size graph goes through, and its record now names them.
 DYNAMIC_0_4_2 = [
-    "arange/end-from-dynamic-dim", "repeat_symbolic/batch-symbolic",
+    "arange/end-from-dynamic-dim",
+    "repeat_symbolic/batch-symbolic",
     "repeat_symbolic/batch-symbolic-fp16",
-    "cat_dynamic/reshaped-dynamic-batch", "view_dynamic/split-heads-dynamic-batch",
-    "view_dynamic/merge-dynamic-batch", "view_dynamic/symfloat-dynamic-hw-fp16",
-    "view_dynamic/flatten-dynamic-batch-fp16"]
+    "cat_dynamic/reshaped-dynamic-batch",
+    "view_dynamic/split-heads-dynamic-batch",
+    "view_dynamic/merge-dynamic-batch",
+    "view_dynamic/symfloat-dynamic-hw-fp16",
+    "view_dynamic/flatten-dynamic-batch-fp16",
+]
 
 
 def test_the_library_sweep_explains_every_change_of_0_4_2_and_exits_1_without_a_record(
-        matrix, tmp_path, json_schema):
+    matrix, tmp_path, json_schema
+):
     """The library sweep 0.4.1 -> 0.4.2 (the session's matrix runs it once): the real database
     explains every change; with #56's old record the eight dynamic-shape changes are
     unexplained, exit 1 (a second run, answered from the store)."""
@@ -105,27 +132,35 @@ def test_the_library_sweep_explains_every_change_of_0_4_2_and_exits_1_without_a_
     dynamic = {c["probe"]: c for c in real["changed"] if c["probe"] in DYNAMIC_0_4_2}
     assert sorted(dynamic) == sorted(DYNAMIC_0_4_2)
     for c in dynamic.values():
-        assert (c["shipped"], c["outputs"], c["explained_by"]) == ("differs", "bit-identical",
-                                                                   ["56"])
+        assert (c["shipped"], c["outputs"], c["explained_by"]) == (
+            "differs",
+            "bit-identical",
+            ["56"],
+        )
     by_40 = [c["probe"] for c in real["changed"] if c["explained_by"] == ["40"]]
     assert "conv_transpose/1d-op1-p0" in by_40 and "conv_transpose/2d-op1-p0" in by_40
     assert real["probed"] == len(real["changed"]) + real["unchanged"] + len(real["failing_both"])
 
     records = tomllib.loads((ROOT / "oracle" / "catalog" / "fixes.toml").read_text())["fix"]
     old_56 = tmp_path / "old-56.toml"
-    old_56.write_text(tomli_w.dumps({"fix": [
-        {**f, "constructs": ["group_norm", "select_dynamic"]} if f["id"] == "56" else f
-        for f in records]}))
-    proc = run("sweep", "--from", "0.4.1", "--to", "0.4.2", "--json", "-q", "--fixes",
-               str(old_56))
+    old_56.write_text(
+        tomli_w.dumps(
+            {
+                "fix": [
+                    {**f, "constructs": ["group_norm", "select_dynamic"]} if f["id"] == "56" else f
+                    for f in records
+                ]
+            }
+        )
+    )
+    proc = run("sweep", "--from", "0.4.1", "--to", "0.4.2", "--json", "-q", "--fixes", str(old_56))
     assert proc.returncode == 1
     document = json.loads(proc.stdout)
     json_schema(document)
     lacking = document["result"]
     assert lacking["unexplained"] == DYNAMIC_0_4_2
 
-    proc = run("sweep", "--from", "0.4.1", "--to", "0.4.2", "--fixes", str(tmp_path / "none"),
-               "-q")
+    proc = run("sweep", "--from", "0.4.1", "--to", "0.4.2", "--fixes", str(tmp_path / "none"), "-q")
     assert proc.returncode == 2 and "none: cannot read" in proc.stderr
 
 
@@ -147,8 +182,7 @@ def test_release_notes_as_table_and_markdown(converter_envs):
     md = proc.stdout
     assert md.startswith("# coreai-torch 0.4.2 → 0.4.3: what changes in converted programs")
     # an upstream reference links to the converter's pull request, not the host's issue
-    assert (f"## {L79} conv transpose rejects output_padding >= stride and >= dilation"
-            in md)
+    assert f"## {L79} conv transpose rejects output_padding >= stride and >= dilation" in md
     assert "| `1d-op-eq-stride` | new-cannot-convert | new-cannot-convert | not-run | - |" in md
     assert "Shipped bundles holding conv_transpose: mimi, sam3." in md
 
@@ -162,8 +196,10 @@ def test_affected_and_plan_in_markdown(converter_envs):
     md = proc.stdout
     assert md.startswith(f"# Fix {L54} Compute fp16 batch norm in fp32")
     # each instance with its parameters, as the terminal gives it
-    assert ("| sortformer | 0.4.1 | 17x dwconv k9 -> BatchNorm1d 512 var=default params fp16 "
-            "fp16 | values-move | **optional** |") in md
+    assert (
+        "| sortformer | 0.4.1 | 17x dwconv k9 -> BatchNorm1d 512 var=default params fp16 "
+        "fp16 | values-move | **optional** |"
+    ) in md
     assert "max\\|old-new\\|" in md  # pipes in a cell are escaped, the table stays whole
 
     proc = run("plan", "--to", "0.4.2", "--markdown", "-q")
@@ -172,10 +208,14 @@ def test_affected_and_plan_in_markdown(converter_envs):
     assert md.startswith("# Re-export plan for coreai-torch 0.4.2")
     assert "Deployment runtimes: coreai-core 1.0.0b2, 1.0.0b3 (default:" in md
     assert "| mimi | 0.4.1 | **no** | 1.0.0b2 loads, 1.0.0b3 loads | - | - | - |" in md
-    assert ("| lfm_audio | 0.4.0 (assumed) | **inconclusive** | depends on the exporter | - | "
-            f"{L28} (depends-on-exporter) | {L54} (values-move, changes in 0.4.1->0.4.2) |") in md
-    assert ("| sam3 | 0.4.0 | **required** | 1.0.0b2 crashes, 1.0.0b3 crashes | "
-            f"{L28} (does-not-load) | - | - |") in md
+    assert (
+        "| lfm_audio | 0.4.0 (assumed) | **inconclusive** | depends on the exporter | - | "
+        f"{L28} (depends-on-exporter) | {L54} (values-move, changes in 0.4.1->0.4.2) |"
+    ) in md
+    assert (
+        "| sam3 | 0.4.0 | **required** | 1.0.0b2 crashes, 1.0.0b3 crashes | "
+        f"{L28} (does-not-load) | - | - |"
+    ) in md
     # the summary table comes first, worst level first
     assert md.index("| sam3 | **required** |") < md.index("| bundle | exporter |")
 
@@ -195,8 +235,10 @@ def test_tolerance_turns_an_optional_move_into_a_required_one(converter_envs, js
     data = document["result"]
     (probe,) = data["bundles"][0]["probes"]
     assert (probe["verdict"], probe["reexport"]) == ("values-move", "required")
-    assert probe["reason"].startswith("shipped outputs wrong") and "tolerance 0.0009" in \
-        probe["reason"]
+    assert (
+        probe["reason"].startswith("shipped outputs wrong")
+        and "tolerance 0.0009" in probe["reason"]
+    )
 
     proc = run("plan", "--to", "0.4.2", "--tolerance", "0.0009", *base)
     assert proc.returncode == 1, proc.stderr
@@ -218,8 +260,9 @@ def test_envs_list_names_exact_versions_and_deviations(converter_envs, catalog, 
             listed[line] = []
     for version, env in converter_envs.items():
         (line,) = [ln for ln in listed if ln.startswith(f"coreai-torch-{version}: ")]
-        assert line.startswith(f"coreai-torch-{version}: coreai-torch {version}, coreai-core "
-                               f"{env.core}, torch 2.13.0")
+        assert line.startswith(
+            f"coreai-torch-{version}: coreai-torch {version}, coreai-core {env.core}, torch 2.13.0"
+        )
         if version in ("0.4.0", "0.4.1"):  # they declare torch<=2.11
             deviation, *measured = listed[line]
             assert deviation.startswith(f"coreai-torch {version} declares torch<=2.11")
@@ -240,15 +283,24 @@ def _registry(tmp_path: Path) -> Path:
         '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
         '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n'
         '[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\nsource = "test"\n'
-        'params = { dim = 1, in_channels = 4, out_channels = 2, kernel = [3], stride = [2], '
-        'padding = [1], output_padding = [0], input_shape = [1, 4, 5] }\n')
+        "params = { dim = 1, in_channels = 4, out_channels = 2, kernel = [3], stride = [2], "
+        "padding = [1], output_padding = [0], input_shape = [1, 4, 5] }\n"
+    )
     return registry
 
 
 def test_cache_prune_removes_leftovers_damage_and_other_code(converter_envs, tmp_path):
     cache = private_cache(tmp_path)
-    proc = run("affected", "--fix", "40", "--registry", str(_registry(tmp_path)), "--json", "-q",
-               INVENTORY_CACHE=str(cache))
+    proc = run(
+        "affected",
+        "--fix",
+        "40",
+        "--registry",
+        str(_registry(tmp_path)),
+        "--json",
+        "-q",
+        INVENTORY_CACHE=str(cache),
+    )
     assert proc.returncode == 0, proc.stderr
     results = cache / "results"
     (good,) = list(results.iterdir())
@@ -267,12 +319,16 @@ def test_cache_prune_removes_leftovers_damage_and_other_code(converter_envs, tmp
     proc = run("cache", "prune", INVENTORY_CACHE=str(cache))
     assert proc.returncode == 0, proc.stderr
     # the dry run said exactly what prune removes
-    assert [ln.replace("would remove", "removed") for ln in dry.stdout.splitlines()[:-1]] == \
-        proc.stdout.splitlines()[:-1]
-    assert sorted(ln for ln in proc.stdout.splitlines() if ln.startswith("removed")) == sorted([
-        f"removed {leftover.name}: left by an interrupted run",
-        f"removed {damaged.name}: damaged or unreadable",
-        f"removed {other.name}: made by other oracle code"])
+    assert [
+        ln.replace("would remove", "removed") for ln in dry.stdout.splitlines()[:-1]
+    ] == proc.stdout.splitlines()[:-1]
+    assert sorted(ln for ln in proc.stdout.splitlines() if ln.startswith("removed")) == sorted(
+        [
+            f"removed {leftover.name}: left by an interrupted run",
+            f"removed {damaged.name}: damaged or unreadable",
+            f"removed {other.name}: made by other oracle code",
+        ]
+    )
     assert proc.stdout.splitlines()[-1] == "3 removed, 1 kept"
     assert [p.name for p in results.iterdir()] == [good.name]
     assert (envs_dir() / "torch-2.13.0").exists()  # environments stay
@@ -283,11 +339,15 @@ def test_cache_prune_removes_leftovers_damage_and_other_code(converter_envs, tmp
     proc = run("cache", "prune", "--older-than", "8", INVENTORY_CACHE=str(cache))
     assert proc.stdout.splitlines()[-1] == "0 removed, 1 kept"
     proc = run("cache", "prune", "--older-than", "6", "--dry-run", INVENTORY_CACHE=str(cache))
-    assert proc.stdout.splitlines() == [f"would remove {good.name}: older than 6 days",
-                                        "1 would remove, 0 kept (dry run: nothing removed)"]
+    assert proc.stdout.splitlines() == [
+        f"would remove {good.name}: older than 6 days",
+        "1 would remove, 0 kept (dry run: nothing removed)",
+    ]
     proc = run("cache", "prune", "--older-than", "6", INVENTORY_CACHE=str(cache))
-    assert proc.stdout.splitlines() == [f"removed {good.name}: older than 6 days",
-                                        "1 removed, 0 kept"]
+    assert proc.stdout.splitlines() == [
+        f"removed {good.name}: older than 6 days",
+        "1 removed, 0 kept",
+    ]
 
     shutil.copytree(backup, good)
     proc = run("cache", "prune", "--all", "--yes", INVENTORY_CACHE=str(cache))

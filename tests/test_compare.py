@@ -14,16 +14,24 @@ from oracle.executors.comparison import compare
 
 
 def conv_t(dim: int, **kw) -> ProbeSpec:
-    params = {"dim": dim, "in_channels": 8, "out_channels": 4, "kernel": [4] * dim,
-              "stride": [2] * dim, "padding": [0] * dim, "output_padding": [0] * dim,
-              "input_shape": [1, 8] + [6] * dim}
+    params = {
+        "dim": dim,
+        "in_channels": 8,
+        "out_channels": 4,
+        "kernel": [4] * dim,
+        "stride": [2] * dim,
+        "padding": [0] * dim,
+        "output_padding": [0] * dim,
+        "input_shape": [1, 8] + [6] * dim,
+    }
     params.update(kw)
     return ProbeSpec("conv_transpose", params)
 
 
 def test_1d_output_padding_above_padding_changes_shape_0_4_1_to_0_4_2(env, pool):
-    result = compare(conv_t(1, output_padding=[1]), env("0.4.1"), env("0.4.2"), pool,
-                     use_cache=False)
+    result = compare(
+        conv_t(1, output_padding=[1]), env("0.4.1"), env("0.4.2"), pool, use_cache=False
+    )
     assert result.old.ok and result.new.ok
     assert result.old.digest == result.new.digest  # both converted the same module
     assert result.emitted == "differs" and result.shipped == "differs"
@@ -45,13 +53,21 @@ def test_1d_output_padding_above_padding_changes_shape_0_4_1_to_0_4_2(env, pool)
 
 
 def test_1d_output_padding_below_padding_is_measured_against_torch(env, pool):
-    result = compare(conv_t(1, padding=[2], output_padding=[1]), env("0.4.1"), env("0.4.2"),
-                     pool, use_cache=False)
+    result = compare(
+        conv_t(1, padding=[2], output_padding=[1]),
+        env("0.4.1"),
+        env("0.4.2"),
+        pool,
+        use_cache=False,
+    )
     assert result.old.ok and result.new.ok
     # Padding above output_padding: the programs differ, yet compute the same bits as torch's
     # shape; re-exporting is optional.
-    assert (result.emitted, result.shipped, result.outputs) == ("differs", "differs",
-                                                                 "bit-identical")
+    assert (result.emitted, result.shipped, result.outputs) == (
+        "differs",
+        "differs",
+        "bit-identical",
+    )
     assert result.measurement is not None
     s = result.measurement.stats
     assert s is not None
@@ -62,8 +78,9 @@ def test_1d_output_padding_below_padding_is_measured_against_torch(env, pool):
 
 
 def test_2d_conv_transpose_with_output_padding(env, pool):
-    result = compare(conv_t(2, output_padding=[1, 1]), env("0.4.1"), env("0.4.2"), pool,
-                     use_cache=False)
+    result = compare(
+        conv_t(2, output_padding=[1, 1]), env("0.4.1"), env("0.4.2"), pool, use_cache=False
+    )
     assert result.new.ok, result.new.error
     # 0.4.1 cannot convert the 2-D form: its pre-padding makes the output one row too long.
     # A conversion error is a verdict of its own, with its error line and traceback kept.
@@ -78,16 +95,18 @@ def test_2d_conv_transpose_with_output_padding(env, pool):
 
 def test_one_runtime_for_both_sides_when_cores_differ(env, pool):
     """0.4.0 pins coreai-core b1, 0.4.2 pins b2: both assets must run on one of them."""
-    result = compare(conv_t(1, output_padding=[1]), env("0.4.0"), env("0.4.2"), pool,
-                     use_cache=False)
+    result = compare(
+        conv_t(1, output_padding=[1]), env("0.4.0"), env("0.4.2"), pool, use_cache=False
+    )
     m = result.measurement
     assert m is not None and m.ok, m and m.attempts
     # coreai-core b2 aborts natively on a 0.4.0 asset: the abort is contained, reported as an
     # attempt, and both assets are measured on b1 (the old side's runtime) instead.
     assert m.runtime == "linux-cpu, coreai-core 1.0.0b1"
     (attempt,) = m.attempts
-    assert attempt.startswith("linux-cpu, coreai-core 1.0.0b2: coreai-torch-0.4.2 worker died "
-                              "of SIGABRT")
+    assert attempt.startswith(
+        "linux-cpu, coreai-core 1.0.0b2: coreai-torch-0.4.2 worker died of SIGABRT"
+    )
     assert judge(result, load_policy()).reason.endswith("(linux-cpu, coreai-core 1.0.0b1)")
 
 
@@ -112,8 +131,7 @@ def test_a_repeat_comes_from_the_store_without_converting(env, tmp_path):
 def test_a_crashing_worker_is_contained(env, tmp_path, monkeypatch):
     monkeypatch.setenv("INVENTORY_WORKER_FAULT", "crash")
     with Pool(tmp_path / "logs") as pool:
-        result = compare(conv_t(1, kernel=[5]), env("0.4.1"), env("0.4.2"), pool,
-                         use_cache=False)
+        result = compare(conv_t(1, kernel=[5]), env("0.4.1"), env("0.4.2"), pool, use_cache=False)
     assert not result.old.ok and "SIGABRT" in result.old.error
     verdict = judge(result, load_policy())
     assert verdict.reexport == "inconclusive"
@@ -128,8 +146,9 @@ def test_when_only_the_new_release_converts_its_program_is_run_against_torch(env
     policy = load_policy()
     checked = {}
     for name in ("fp32-upstream-pairs", "fp32-specials"):
-        result = compare(regimes[f"atan2/{name}"].spec, env("0.4.1"), env("0.4.2"), pool,
-                         use_cache=False)
+        result = compare(
+            regimes[f"atan2/{name}"].spec, env("0.4.1"), env("0.4.2"), pool, use_cache=False
+        )
         assert result.shipped == "old-cannot-convert" and result.measurement is None
         a = result.alone
         assert a is not None and a.side == "new" and a.ok
@@ -137,8 +156,7 @@ def test_when_only_the_new_release_converts_its_program_is_run_against_torch(env
         new = load_file(a.files["new"])["out0"]
         ref = load_file(a.files["reference"])["out0"]
         assert new.shape == ref.shape == (8, 8)
-        checked[name] = (judge(result, policy), new, ref,
-                         load_file(a.files["inputs"]))
+        checked[name] = (judge(result, policy), new, ref, load_file(a.files["inputs"]))
     assert checked["fp32-upstream-pairs"][0].alone == "right"
     verdict, new, ref, inputs = checked["fp32-specials"]
     assert verdict.alone == "wrong" and "is WRONG against torch fp32" in verdict.reason

@@ -31,7 +31,8 @@ def test_every_record_with_an_upstream_pr_lists_its_tests_once():
 @pytest.mark.parametrize("record", RECORDS, ids=lambda r: r.fix)
 def test_a_record_has_cases_or_says_why_not(record):
     assert bool(record.cases) != bool(record.pending), (
-        f"#{record.fix}: a record has re-typed cases or a `pending` reason, not both or neither")
+        f"#{record.fix}: a record has re-typed cases or a `pending` reason, not both or neither"
+    )
     for case in record.cases:
         assert case.test in record.tests, f"#{record.fix}: {case.test} is not among its tests"
     # every test function the record lists is held by a case, or said not to test its change,
@@ -39,14 +40,16 @@ def test_a_record_has_cases_or_says_why_not(record):
     unrelated = record.unrelated_tests()
     if record.cases:
         assert {c.test for c in record.cases} | set(unrelated) == set(record.tests), (
-            f"#{record.fix}: a listed test is held by no case and no `unrelated` group")
+            f"#{record.fix}: a listed test is held by no case and no `unrelated` group"
+        )
     else:
         assert not record.unrelated, f"#{record.fix}: a pending record has no unrelated groups"
     assert len(record.tests) == len(set(record.tests)), f"#{record.fix}: a test listed twice"
 
 
-@pytest.mark.parametrize(("record", "case"), CASES,
-                         ids=[f"{r.fix}-{c.name}-{i}" for i, (r, c) in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("record", "case"), CASES, ids=[f"{r.fix}-{c.name}-{i}" for i, (r, c) in enumerate(CASES)]
+)
 def test_every_case_has_a_regime_of_its_record_under_its_table(record, case):
     if case.unmapped:
         assert not case.regimes, "a case is held by regimes or says why none holds it"
@@ -55,7 +58,8 @@ def test_every_case_has_a_regime_of_its_record_under_its_table(record, case):
     fix = FIXES[record.fix]
     # a location test is an asset record's: its library answer is the asset probe's load checks
     assert (case.checks == "locations") == (not fix.record_kind.compares_programs), (
-        f"{case.test}: `locations` cases belong to asset records, and only those")
+        f"{case.test}: `locations` cases belong to asset records, and only those"
+    )
     if not fix.record_kind.names_constructs:
         # a record without constructs is probed with the asset probe, so its cases are too
         assert set(case.regimes) <= ASSET_REGIMES, f"{case.test}: not an asset probe regime"
@@ -63,13 +67,15 @@ def test_every_case_has_a_regime_of_its_record_under_its_table(record, case):
     for rid in case.regimes:
         assert rid in REGIMES, f"{case.test}: no regime {rid} in oracle/catalog/regimes.toml"
         assert REGIMES[rid].construct in fix.constructs, (
-            f"{rid} probes {REGIMES[rid].construct}, which #{fix.id} does not touch")
+            f"{rid} probes {REGIMES[rid].construct}, which #{fix.id} does not touch"
+        )
         assert constructs.has_probe(REGIMES[rid].construct)
     if case.keep:
         # the library holds the case under the upstream test's own table: some regime keeps
         # the same ops out of its decomposition table
-        kept = [rid for rid in case.regimes
-                if set(case.keep) <= set(REGIMES[rid].spec.pipeline.keep)]
+        kept = [
+            rid for rid in case.regimes if set(case.keep) <= set(REGIMES[rid].spec.pipeline.keep)
+        ]
         assert kept, f"{case.test} ({case.params}): no regime keeps {case.keep} out of its table"
     if case.checks == "ir":
         assert case.ir_has or case.ir_lacks or case.aten_has, "an IR case says what it reads"
@@ -77,44 +83,64 @@ def test_every_case_has_a_regime_of_its_record_under_its_table(record, case):
 
 def test_a_misspelt_kept_op_is_one_line(tmp_path: Path):
     bad = tmp_path / "conformance.toml"
-    bad.write_text('[[record]]\nfix = "29"\ncommits = []\ntests = ["t.py::f"]\n'
-                   '[[record.case]]\ntest = "t.py::f"\nparams = "p"\ncount = 1\n'
-                   'regimes = ["pad/reflect-1d-kept"]\nkeep = ["reflection_pad1d"]\n'
-                   'checks = "numerical"\n')
+    bad.write_text(
+        '[[record]]\nfix = "29"\ncommits = []\ntests = ["t.py::f"]\n'
+        '[[record.case]]\ntest = "t.py::f"\nparams = "p"\ncount = 1\n'
+        'regimes = ["pad/reflect-1d-kept"]\nkeep = ["reflection_pad1d"]\n'
+        'checks = "numerical"\n'
+    )
     with pytest.raises(ConformanceError, match=r"keep must be a list of aten overloads"):
         load_records(bad)
 
 
 def _unrelated_file(tmp_path: Path, group: str) -> Path:
     path = tmp_path / "conformance.toml"
-    path.write_text('[[record]]\nfix = "56"\ncommits = []\n'
-                    'tests = ["t.py::TestA::test_a", "t.py::TestA::test_b", "u.py::test_c"]\n'
-                    '[[record.case]]\ntest = "t.py::TestA::test_a"\nparams = "p"\ncount = 1\n'
-                    'unmapped = "why"\nkeep = []\nchecks = "ir"\n' + group)
+    path.write_text(
+        '[[record]]\nfix = "56"\ncommits = []\n'
+        'tests = ["t.py::TestA::test_a", "t.py::TestA::test_b", "u.py::test_c"]\n'
+        '[[record.case]]\ntest = "t.py::TestA::test_a"\nparams = "p"\ncount = 1\n'
+        'unmapped = "why"\nkeep = []\nchecks = "ir"\n' + group
+    )
     return path
 
 
 def test_an_unrelated_group_covers_the_tests_no_case_holds(tmp_path: Path):
-    record, = load_records(_unrelated_file(
-        tmp_path, '[[record.unrelated]]\ntests = ["t.py::*"]\nwhy = "header patterns"\n'
-                  '[[record.unrelated]]\ntests = ["u.py::test_c"]\nwhy = "docs"\n'))
+    (record,) = load_records(
+        _unrelated_file(
+            tmp_path,
+            '[[record.unrelated]]\ntests = ["t.py::*"]\nwhy = "header patterns"\n'
+            '[[record.unrelated]]\ntests = ["u.py::test_c"]\nwhy = "docs"\n',
+        )
+    )
     # test_a matches the first pattern but a case holds it: it is not unrelated
-    assert record.unrelated_tests() == {"t.py::TestA::test_b": "header patterns",
-                                        "u.py::test_c": "docs"}
+    assert record.unrelated_tests() == {
+        "t.py::TestA::test_b": "header patterns",
+        "u.py::test_c": "docs",
+    }
 
 
 def test_an_unrelated_pattern_that_matches_nothing_is_one_line(tmp_path: Path):
-    with pytest.raises(ConformanceError, match=r"unrelated 1: 't.py::TestA::test_z' matches "
-                                               r"none of the record's tests that no case holds"):
-        load_records(_unrelated_file(
-            tmp_path, '[[record.unrelated]]\ntests = ["t.py::TestA::test_z"]\nwhy = "w"\n'))
+    with pytest.raises(
+        ConformanceError,
+        match=r"unrelated 1: 't.py::TestA::test_z' matches "
+        r"none of the record's tests that no case holds",
+    ):
+        load_records(
+            _unrelated_file(
+                tmp_path, '[[record.unrelated]]\ntests = ["t.py::TestA::test_z"]\nwhy = "w"\n'
+            )
+        )
     # nor one that matches only a test a case holds
     with pytest.raises(ConformanceError, match="matches none"):
-        load_records(_unrelated_file(
-            tmp_path, '[[record.unrelated]]\ntests = ["t.py::TestA::test_a"]\nwhy = "w"\n'))
+        load_records(
+            _unrelated_file(
+                tmp_path, '[[record.unrelated]]\ntests = ["t.py::TestA::test_a"]\nwhy = "w"\n'
+            )
+        )
     with pytest.raises(ConformanceError, match=r"unknown key 'reason'"):
-        load_records(_unrelated_file(
-            tmp_path, '[[record.unrelated]]\ntests = ["u.py::*"]\nreason = "w"\n'))
+        load_records(
+            _unrelated_file(tmp_path, '[[record.unrelated]]\ntests = ["u.py::*"]\nreason = "w"\n')
+        )
 
 
 def _script():
@@ -164,9 +190,11 @@ def test_load_checks_reproduce_a_location_test_only_with_the_matching_loads():
 
 
 def test_the_table_counts_unrelated_test_functions_apart_from_cases():
-    rows = [{"fix": "28", "status": "conforms", "count": 2, "old": "wrong", "new_right": True},
-            {"fix": "28", "status": "unmapped", "count": 3},
-            {"fix": "28", "status": "unrelated", "why": "dsl", "tests": ["a", "b", "c", "d"]}]
+    rows = [
+        {"fix": "28", "status": "conforms", "count": 2, "old": "wrong", "new_right": True},
+        {"fix": "28", "status": "unmapped", "count": 3},
+        {"fix": "28", "status": "unrelated", "why": "dsl", "tests": ["a", "b", "c", "d"]},
+    ]
     line = _script().table(rows).splitlines()[-1]
     assert line == "| #28 | 5 | 2 | 3 | 4 | 0 | 2 | 0 | 0 | 2 | 2 of 2 |"
 
@@ -180,11 +208,16 @@ def test_an_unknown_fix_is_one_line_and_exit_2(capsys):
 def test_a_location_is_read_by_what_its_printed_form_holds():
     from oracle.workers.location_worker import kind_of
 
-    assert kind_of('loc(fused<{call_stack = ["M$1"], identifiers = ["add"]}>["m.py":5:0])') == \
-        "fused"
+    assert (
+        kind_of('loc(fused<{call_stack = ["M$1"], identifiers = ["add"]}>["m.py":5:0])') == "fused"
+    )
     # 0.4.1's debuginfo location names the call stack it is "fused with": still debuginfo
-    assert kind_of('#debuginfo.location<loc("m.py":0:0) in @main fused with [<loc("a.py":4:0) '
-                   'in @main>]>') == "debuginfo"
+    assert (
+        kind_of(
+            '#debuginfo.location<loc("m.py":0:0) in @main fused with [<loc("a.py":4:0) in @main>]>'
+        )
+        == "debuginfo"
+    )
     assert kind_of('loc("coreai"("op_id":13:0))') == "other"
 
 
@@ -194,14 +227,22 @@ def test_the_location_worker_reads_fused_locations_in_0_4_0_and_debuginfo_in_0_4
     import json
     import subprocess
 
-    spec = {"construct": "asset_hierarchy", "params": {"depth": 1, "channels": 4, "length": 8},
-            "dtype": "float32", "seed": 0}
+    spec = {
+        "construct": "asset_hierarchy",
+        "params": {"depth": 1, "channels": 4, "length": 8},
+        "dtype": "float32",
+        "seed": 0,
+    }
     worker = Path(__file__).resolve().parent.parent / "oracle" / "location_worker.py"
     answers = {}
     for release in ("0.4.0", "0.4.1"):
-        done = subprocess.run([str(env(release).python), str(worker), json.dumps(spec),
-                               str(tmp_path / release)], capture_output=True, text=True,
-                              timeout=600, check=True)
+        done = subprocess.run(
+            [str(env(release).python), str(worker), json.dumps(spec), str(tmp_path / release)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        )
         answers[release] = json.loads(done.stdout.strip().splitlines()[-1])
     old, new = answers["0.4.0"], answers["0.4.1"]
     assert old["ok"] and new["ok"]
@@ -219,13 +260,21 @@ def test_a_run_of_some_records_keeps_the_stored_rows_of_the_others(tmp_path):
     import json
 
     path = tmp_path / "conformance-0.4.1-0.4.2.json"
-    path.write_text(json.dumps({"cases": [
-        {"fix": "40", "test": "a", "status": "conforms"},
-        {"fix": "56", "test": "old", "status": "differs"},
-        {"fix": "gone", "test": "x", "status": "conforms"},
-        {"fix": "23", "test": "b", "status": "conforms"}]}))
-    rows = _script().kept_rows(path, [{"fix": "56", "test": "new", "status": "conforms"}],
-                               ["40", "23", "56"])
+    path.write_text(
+        json.dumps(
+            {
+                "cases": [
+                    {"fix": "40", "test": "a", "status": "conforms"},
+                    {"fix": "56", "test": "old", "status": "differs"},
+                    {"fix": "gone", "test": "x", "status": "conforms"},
+                    {"fix": "23", "test": "b", "status": "conforms"},
+                ]
+            }
+        )
+    )
+    rows = _script().kept_rows(
+        path, [{"fix": "56", "test": "new", "status": "conforms"}], ["40", "23", "56"]
+    )
     assert [(r["fix"], r["test"]) for r in rows] == [("40", "a"), ("23", "b"), ("56", "new")]
     # no stored file: only what ran
     assert _script().kept_rows(tmp_path / "none.json", rows[-1:], ["56"]) == rows[-1:]

@@ -24,8 +24,9 @@ FIXES = load_fixes()
 
 
 def test_registry_lists_every_construct_module():
-    files = sorted(p.stem for p in (ROOT / "oracle" / "constructs").glob("*.py")
-                   if not p.stem.startswith("_"))
+    files = sorted(
+        p.stem for p in (ROOT / "oracle" / "constructs").glob("*.py") if not p.stem.startswith("_")
+    )
     assert files == KINDS
     assert len(KINDS) >= 17
 
@@ -39,14 +40,22 @@ def _written_keys(kind: str) -> set[str]:
     keys: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
-            keys |= {k.value for k in node.keys
-                     if isinstance(k, ast.Constant) and isinstance(k.value, str)}
-        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and isinstance(
-                node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            keys |= {
+                k.value
+                for k in node.keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            }
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+        ):
             keys.add(node.slice.value)
         elif isinstance(node, ast.Call) and (
-                (isinstance(node.func, ast.Name) and node.func.id == "dict")
-                or (isinstance(node.func, ast.Attribute) and node.func.attr == "update")):
+            (isinstance(node.func, ast.Name) and node.func.id == "dict")
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == "update")
+        ):
             keys |= {k.arg for k in node.keywords if k.arg}
     return keys
 
@@ -69,8 +78,9 @@ def test_construct_is_complete(kind: str):
         assert reader.ops and all(isinstance(op, str) and "." in op for op in reader.ops)
         assert list(inspect.signature(reader.detect).parameters) == ["node", "sizes"]
     assert c.scan.visible or c.scan.unseen, f"{kind}: no scan signature and no reason"
-    assert set(c.representative) <= set(c.params) | _written_keys(kind), \
+    assert set(c.representative) <= set(c.params) | _written_keys(kind), (
         f"{kind}: representative names a parameter neither its probe takes nor its module records"
+    )
     mine = [r for r in REGIMES if r.construct == kind]
     assert any(not r.control for r in mine), f"{kind}: no regime in oracle/catalog/regimes.toml"
     for r in mine:
@@ -79,8 +89,9 @@ def test_construct_is_complete(kind: str):
         assert name and name.endswith(DTYPE_SHORT.get(r.spec.dtype, r.spec.dtype)), name
     # The fix-to-construct link is written once, in fixes.toml: a probed construct is there
     # because some lowering record names it, else its probe answers no question.
-    assert [f.id for f in FIXES if kind in f.constructs], \
+    assert [f.id for f in FIXES if kind in f.constructs], (
         f"{kind}: no record in oracle/catalog/fixes.toml names it; which change does it probe?"
+    )
 
 
 def test_every_fix_names_registered_constructs():
@@ -89,8 +100,9 @@ def test_every_fix_names_registered_constructs():
             assert kind in KINDS, f"fix #{fix.id} names {kind}, which has no construct module"
 
 
-def _seen(optimized: bool = False, decompositions: str = "coreai", stamped: bool = False,
-          **ops: int) -> ScanSeen:
+def _seen(
+    optimized: bool = False, decompositions: str = "coreai", stamped: bool = False, **ops: int
+) -> ScanSeen:
     return ScanSeen(optimized, decompositions, stamped, lambda fragment: ops.get(fragment, 0))
 
 
@@ -115,21 +127,27 @@ def test_scan_reasoning_lives_with_the_norms():
         fewer = constructs.get(kind).scan.fewer
         assert fewer is not None
         assert fewer(_seen(decompositions="torch")) == [
-            f"the pipeline decomposes with torch decompositions: a {kind} arrives as plain ops"]
+            f"the pipeline decomposes with torch decompositions: a {kind} arrives as plain ops"
+        ]
     ln = constructs.get("layer_norm").scan.fewer
     assert ln is not None
-    assert ln(_seen(rsqrt=3)) == ["3 rsqrt op(s) outside composites could be layer norms "
-                                  "without affine parameters lowered to plain ops"]
+    assert ln(_seen(rsqrt=3)) == [
+        "3 rsqrt op(s) outside composites could be layer norms "
+        "without affine parameters lowered to plain ops"
+    ]
 
 
 def test_the_data_of_every_construct_imports_without_torch():
     """The main process plans probes (parameters, labels) and reads scan signatures without
     importing torch; only builders and detectors import it, when they run."""
-    code = ("import sys\nfrom oracle import constructs\n"
-            "for c in constructs.all_constructs():\n"
-            "    constructs.label(c.kind, {}, 'float16'); c.params; c.scan\n"
-            "import inventory.affected, inventory.plan, inventory.release_notes\n"
-            "print('torch' in sys.modules, 'sympy' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                         check=True)
+    code = (
+        "import sys\nfrom oracle import constructs\n"
+        "for c in constructs.all_constructs():\n"
+        "    constructs.label(c.kind, {}, 'float16'); c.params; c.scan\n"
+        "import inventory.affected, inventory.plan, inventory.release_notes\n"
+        "print('torch' in sys.modules, 'sympy' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     assert out.stdout.split() == ["False", "False"]

@@ -49,8 +49,11 @@ Requires-Dist: torch==2.13.0; extra == "test"
 
 
 def metadata(version: str, core: str = "coreai-core==1.0.0b3", name: str = "coreai-torch") -> str:
-    return METADATA_043.replace("0.4.3", version).replace("coreai-core==1.0.0b3", core) \
+    return (
+        METADATA_043.replace("0.4.3", version)
+        .replace("coreai-core==1.0.0b3", core)
         .replace("Name: coreai-torch", f"Name: {name}")
+    )
 
 
 def wheel(folder: Path, version: str, text: str | None = None) -> Path:
@@ -58,8 +61,10 @@ def wheel(folder: Path, version: str, text: str | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"coreai_torch-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr(f"coreai_torch-{version}.dist-info/METADATA",
-                         text if text is not None else metadata(version))
+        archive.writestr(
+            f"coreai_torch-{version}.dist-info/METADATA",
+            text if text is not None else metadata(version),
+        )
     return path
 
 
@@ -84,12 +89,15 @@ def test_the_core_pin_and_requirements_are_read_from_the_metadata():
     assert d.others == ("numpy<2.5", "rich<16.0,>=13.0")
 
 
-@pytest.mark.parametrize(("text", "problem"), [
-    (metadata("0.4.9", "coreai-core>=1.0.0b3"), "not one coreai-core release"),
-    (metadata("0.4.9", "numpy"), "declares no coreai-core requirement"),
-    (metadata("0.5.0rc1"), "not a release the catalog can name"),
-    (metadata("0.4.9", name="other-package"), "not coreai-torch"),
-])
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (metadata("0.4.9", "coreai-core>=1.0.0b3"), "not one coreai-core release"),
+        (metadata("0.4.9", "numpy"), "declares no coreai-core requirement"),
+        (metadata("0.5.0rc1"), "not a release the catalog can name"),
+        (metadata("0.4.9", name="other-package"), "not coreai-torch"),
+    ],
+)
 def test_a_runtime_that_cannot_be_derived_is_said_never_guessed(text, problem):
     d = derive(text)
     assert d.core is None and problem in d.problem
@@ -110,7 +118,8 @@ def test_releases_are_listed_from_find_links_and_a_simple_index(tmp_path):
     index.mkdir(parents=True)
     (index / "index.html").write_text(
         f'<html><body><a href="{made.as_uri()}#sha256={sha}">{made.name}</a>'
-        f'<a href="{yanked.as_uri()}" data-yanked="">{yanked.name}</a></body></html>')
+        f'<a href="{yanked.as_uri()}" data-yanked="">{yanked.name}</a></body></html>'
+    )
     sources = Sources(((tmp_path / "simple").as_uri(),), (str(links),))
     found, problems = package_index.listed(sources)
     assert problems == []
@@ -127,8 +136,7 @@ def test_a_wheel_whose_hash_is_not_the_listed_one_is_refused(tmp_path):
         package_index.metadata(listed, Sources((), ()))
 
 
-def test_an_unreachable_source_is_a_problem_and_none_readable_is_one_line(tmp_path,
-                                                                         monkeypatch):
+def test_an_unreachable_source_is_a_problem_and_none_readable_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path / "cache"))
     sources = Sources(("http://127.0.0.1:9/simple",), (), timeout=5)
     found, problems = package_index.listed(sources)
@@ -164,23 +172,30 @@ def test_a_discovered_release_is_recorded_and_joins_the_catalog(tmp_path, monkey
 
 def test_a_user_catalog_extends_overrides_or_replaces_the_packaged_one(tmp_path, monkeypatch):
     extra = tmp_path / "extra.toml"
-    extra.write_text('[converters."0.4.9"]\ncore = "1.0.0b3"\n\n'
-                     '[converters."0.4.2"]\ncore = "1.0.0b3"\nextra = ["numpy<2"]\n')
+    extra.write_text(
+        '[converters."0.4.9"]\ncore = "1.0.0b3"\n\n'
+        '[converters."0.4.2"]\ncore = "1.0.0b3"\nextra = ["numpy<2"]\n'
+    )
     monkeypatch.setenv("INVENTORY_CATALOG", str(extra))
     catalog = load_catalog()
     assert catalog.release("0.4.9").source == USER and catalog.release("0.4.0").core == "1.0.0b1"
     assert (catalog.release("0.4.2").core, catalog.release("0.4.2").extra) == (
-        "1.0.0b3", ("numpy<2",))
+        "1.0.0b3",
+        ("numpy<2",),
+    )
     monkeypatch.setenv("INVENTORY_CATALOG", str(catalog_without(tmp_path, "0.4.3")))
     assert "0.4.3" not in load_catalog(discovered=False).releases
 
 
-@pytest.mark.parametrize(("text", "said"), [
-    ('[converters."0.4.9"]\ncores = "1.0.0b3"\n', "unknown key 'cores'"),
-    ('[converters."v0.4.9"]\ncore = "1.0.0b3"\n', "a release is digits and dots"),
-    ('[converters."0.4.9"]\ncore = 3\n', "core must be a non-empty string"),
-    ('[torch]\nversion = "2.13.0"\n', "lacks 'converters'"),
-])
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('[converters."0.4.9"]\ncores = "1.0.0b3"\n', "unknown key 'cores'"),
+        ('[converters."v0.4.9"]\ncore = "1.0.0b3"\n', "a release is digits and dots"),
+        ('[converters."0.4.9"]\ncore = 3\n', "core must be a non-empty string"),
+        ('[torch]\nversion = "2.13.0"\n', "lacks 'converters'"),
+    ],
+)
 def test_a_bad_user_catalog_is_one_line_and_exit_2(tmp_path, text, said):
     bad = tmp_path / "bad.toml"
     bad.write_text(text)
@@ -208,9 +223,23 @@ def published_wheels(catalog) -> Path:
         if any(folder.glob(f"coreai_torch-{version}-*.whl")):
             continue
         # an environment built by uv has no pip: the interpreter it was made from has
-        proc = subprocess.run([python_with_pip(), "-m", "pip", "download", "--no-deps",
-                               "--only-binary", ":all:", "-q", "-d", str(folder),
-                               f"coreai-torch=={version}"], capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                python_with_pip(),
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary",
+                ":all:",
+                "-q",
+                "-d",
+                str(folder),
+                f"coreai-torch=={version}",
+            ],
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode != 0:
             why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
             if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
@@ -220,15 +249,20 @@ def published_wheels(catalog) -> Path:
 
 
 def test_a_release_removed_from_the_catalog_is_discovered_and_plans_the_same(
-        env, published_wheels, tmp_path, json_schema):
+    env, published_wheels, tmp_path, json_schema
+):
     env("0.4.3")  # every release's environment (a plan converts in them)
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "envs").symlink_to(envs_dir())
     copy = catalog_without(tmp_path, "0.4.3")
     # the find-links folder alone: no index is read
-    sources = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(published_wheels),
-               "INVENTORY_CACHE": str(cache), "INVENTORY_STORE": str(store_root())}
+    sources = {
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(published_wheels),
+        "INVENTORY_CACHE": str(cache),
+        "INVENTORY_STORE": str(store_root()),
+    }
     pip_config.read.cache_clear()
     try:
         found = invoke("envs", "discover", "--catalog", str(copy), "--json", "-q", **sources)
@@ -245,8 +279,22 @@ def test_a_release_removed_from_the_catalog_is_discovered_and_plans_the_same(
     listed = invoke("envs", "list", "--catalog", str(copy), **sources)
     line = next(ln for ln in listed.stdout.splitlines() if ln.startswith("coreai-torch-0.4.3:"))
     assert "discovered" in line
-    plans = [invoke("plan", "--to", "0.4.3", "--bundle", "mimi", "--bundle", "sam3", "--json",
-                    "-q", *extra, **sources) for extra in ((), ("--catalog", str(copy)))]
+    plans = [
+        invoke(
+            "plan",
+            "--to",
+            "0.4.3",
+            "--bundle",
+            "mimi",
+            "--bundle",
+            "sam3",
+            "--json",
+            "-q",
+            *extra,
+            **sources,
+        )
+        for extra in ((), ("--catalog", str(copy)))
+    ]
     assert [p.returncode for p in plans] == [1, 1], [p.stderr for p in plans]
     packaged, discovered = (json.loads(p.stdout)["result"]["bundles"] for p in plans)
     assert packaged == discovered

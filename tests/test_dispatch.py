@@ -22,22 +22,32 @@ AFFECTED = ("affected", "--fix", "40", "--bundle", "mimi", "--json", "-q")
 def test_jobs_out_of_range_is_one_line_exit_2_before_any_work(tmp_path, how):
     ran = spawn("plan", "--to", "0.4.3", *how, INVENTORY_STORE=str(tmp_path))
     assert ran.returncode == 2, ran.stderr
-    assert one_line(ran) == ("error: --jobs must be a whole number from 1 to 256 (comparisons "
-                             f"run at once), not {how[1]}")
+    assert one_line(ran) == (
+        "error: --jobs must be a whole number from 1 to 256 (comparisons "
+        f"run at once), not {how[1]}"
+    )
     assert not any(tmp_path.iterdir())  # nothing converted, nothing stored
 
 
 def test_jobs_from_the_environment_is_checked_the_same_way(tmp_path):
-    ran = spawn("sweep", "--from", "0.4.1", "--to", "0.4.2", INVENTORY_JOBS="0",
-                INVENTORY_STORE=str(tmp_path))
+    ran = spawn(
+        "sweep",
+        "--from",
+        "0.4.1",
+        "--to",
+        "0.4.2",
+        INVENTORY_JOBS="0",
+        INVENTORY_STORE=str(tmp_path),
+    )
     assert ran.returncode == 2, ran.stderr
     assert one_line(ran).startswith("error: --jobs must be a whole number from 1 to 256")
 
 
 def _ledgers(pid: int) -> list[dict]:
     """The local executor's ledgers a process wrote (one per session that ran a job)."""
-    return [json.loads(p.read_text())
-            for p in sorted((runs_dir() / "local").glob(f"*-{pid}-*.json"))]
+    return [
+        json.loads(p.read_text()) for p in sorted((runs_dir() / "local").glob(f"*-{pid}-*.json"))
+    ]
 
 
 def test_affected_dispatches_its_jobs_in_one_batch_and_none_waits_on_another(env, tmp_path):
@@ -47,8 +57,20 @@ def test_affected_dispatches_its_jobs_in_one_batch_and_none_waits_on_another(env
     env("0.4.2")
     env("0.4.3")
     # a result store of its own and empty: every job converts
-    proc = start("affected", "--fix", "54", "--bundle", "sortformer", "--to", "0.4.3", "--json",
-                 "-q", "--jobs", "2", INVENTORY_STORE=str(tmp_path / "store"))
+    proc = start(
+        "affected",
+        "--fix",
+        "54",
+        "--bundle",
+        "sortformer",
+        "--to",
+        "0.4.3",
+        "--json",
+        "-q",
+        "--jobs",
+        "2",
+        INVENTORY_STORE=str(tmp_path / "store"),
+    )
     out, err = proc.communicate(timeout=3600)
     assert proc.returncode == 0, err
     [answer] = json.loads(out)["result"]["bundles"]
@@ -93,18 +115,31 @@ def test_the_answer_is_the_same_one_job_at_a_time(env, tmp_path):
 def _verdicts(result: dict) -> list[tuple]:
     """Each bundle's verdict and level, and each probe's stage identities (no measured floats,
     no evidence paths: the stores differ)."""
-    return [(a["bundle"], a["verdict"], a["reexport"],
-             tuple((p["probe"], p["emitted"], p["shipped"], p["verdict"], p["reexport"])
-                   for p in a["probes"]))
-            for a in result["bundles"]]
+    return [
+        (
+            a["bundle"],
+            a["verdict"],
+            a["reexport"],
+            tuple(
+                (p["probe"], p["emitted"], p["shipped"], p["verdict"], p["reexport"])
+                for p in a["probes"]
+            ),
+        )
+        for a in result["bundles"]
+    ]
 
 
 def _fake_env(version: str) -> Env:
     """An Env as a pool hands it to its workers; no worker is started (a lease starts none)."""
     path = Path("/nonexistent") / f"coreai-torch-{version}"
-    return Env(version, "1.0.0b2", path, path / "bin" / "python",
-               {"coreai-torch": version, "coreai-core": "1.0.0b2", "torch": "2.13.0",
-                "numpy": "2.0.0"}, ())
+    return Env(
+        version,
+        "1.0.0b2",
+        path,
+        path / "bin" / "python",
+        {"coreai-torch": version, "coreai-core": "1.0.0b2", "torch": "2.13.0", "numpy": "2.0.0"},
+        (),
+    )
 
 
 def test_the_pool_gives_each_comparison_its_own_worker_up_to_its_size(tmp_path):
@@ -114,8 +149,10 @@ def test_the_pool_gives_each_comparison_its_own_worker_up_to_its_size(tmp_path):
     with Pool(tmp_path, size=2) as pool:
         with pool.lease(e) as a, pool.lease(e) as b:
             assert a is not b
-            assert {a.log.name, b.log.name} == {"coreai-torch-0.4.2.worker.log",
-                                                "coreai-torch-0.4.2.worker-2.log"}
+            assert {a.log.name, b.log.name} == {
+                "coreai-torch-0.4.2.worker.log",
+                "coreai-torch-0.4.2.worker-2.log",
+            }
         for _ in range(3):
             with pool.lease(e) as again:
                 assert again is a

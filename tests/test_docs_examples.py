@@ -36,12 +36,17 @@ EXAMPLES = examples()
 def _check(ex: Example, returncode: int, stdout: str, stderr: str) -> None:
     assert returncode == ex.exit, f"{ex.id}: exit {returncode}, the page says {ex.exit}\n{stderr}"
     lost = missing(ex.shown, stdout)
-    assert not lost, (f"{ex.page} shows lines `inventory {' '.join(ex.args)}` no longer prints:\n"
-                      + "\n".join(lost) + "\n---- the real output ----\n" + stdout)
+    assert not lost, (
+        f"{ex.page} shows lines `inventory {' '.join(ex.args)}` no longer prints:\n"
+        + "\n".join(lost)
+        + "\n---- the real output ----\n"
+        + stdout
+    )
 
 
-@pytest.mark.parametrize("ex", [e for e in EXAMPLES if e.args[0] in MATRIX_COMMANDS],
-                         ids=lambda e: e.id)
+@pytest.mark.parametrize(
+    "ex", [e for e in EXAMPLES if e.args[0] in MATRIX_COMMANDS], ids=lambda e: e.id
+)
 def test_an_answer_on_the_shipped_registry_matches_its_page(ex, matrix):
     ran = invoke(*ex.args, COLUMNS=PIPE)
     _check(ex, ran.returncode, ran.stdout, ran.stderr)
@@ -54,17 +59,22 @@ def inputs(env, tmp_path_factory) -> dict[str, Path]:
     # the load check of sam3 stores the asset coreai-torch 0.4.0 writes for its probe (float16)
     ran = invoke("affected", "--fix", "28", "--bundle", "sam3", "--json", "-q")
     assert ran.returncode == 1, ran.stderr
-    asset = max(results_root().glob("load-0.4.0-float16-*/export-0.4.0/model.aimodel"),
-                key=lambda p: p.stat().st_mtime)
+    asset = max(
+        results_root().glob("load-0.4.0-float16-*/export-0.4.0/model.aimodel"),
+        key=lambda p: p.stat().st_mtime,
+    )
     shutil.copytree(asset, folder / "probe_float16.aimodel")
     max_pool2d_history(folder / "coreai-torch", env("0.4.1").path, env("0.4.2").path)
-    return {"asset_040": folder / "probe_float16.aimodel",
-            "out": folder / "probe_float16.repaired.aimodel",
-            "repo": folder / "coreai-torch"}
+    return {
+        "asset_040": folder / "probe_float16.aimodel",
+        "out": folder / "probe_float16.repaired.aimodel",
+        "repo": folder / "coreai-torch",
+    }
 
 
-@pytest.mark.parametrize("ex", [e for e in EXAMPLES if e.args[0] not in MATRIX_COMMANDS],
-                         ids=lambda e: e.id)
+@pytest.mark.parametrize(
+    "ex", [e for e in EXAMPLES if e.args[0] not in MATRIX_COMMANDS], ids=lambda e: e.id
+)
 def test_an_example_with_its_own_inputs_matches_its_page(ex, inputs, tmp_path):
     folder = inputs["asset_040"].parent
     args = [a.format(**{k: str(v) for k, v in inputs.items()}) for a in ex.args]
@@ -72,7 +82,12 @@ def test_an_example_with_its_own_inputs_matches_its_page(ex, inputs, tmp_path):
     if ex.args[0] == "cache":
         env["INVENTORY_STORE"] = str(tmp_path / "store")  # a store of its own: nothing to prune
     shutil.rmtree(inputs["out"], ignore_errors=True)  # repair never writes over its output
-    proc = subprocess.run([sys.executable, "-m", "inventory.cli", *args], cwd=folder,
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inventory.cli", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     # the files are named as a reader in that folder names them
     _check(ex, proc.returncode, proc.stdout.replace(f"{folder}/", ""), proc.stderr)

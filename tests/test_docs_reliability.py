@@ -11,8 +11,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _reliability_rows() -> list[list[str]]:
     text = (ROOT / "docs" / "reliability.md").read_text()
-    section = text[text.index("## Inputs and faults"):]
-    section = section[:section.index("\n## ", 1)] if "\n## " in section[1:] else section
+    section = text[text.index("## Inputs and faults") :]
+    section = section[: section.index("\n## ", 1)] if "\n## " in section[1:] else section
     rows = [ln for ln in section.splitlines() if ln.startswith("| ") and not ln.startswith("|--")]
     return [[c.strip() for c in row.strip("|").split(" | ")] for row in rows[1:]]  # no header
 
@@ -26,16 +26,21 @@ def test_every_reliability_row_names_tests_that_exist():
         for file, functions in named:
             source = (ROOT / "tests" / file).read_text()
             for function in re.findall(r"`(test_\w+)`", functions):
-                assert re.search(rf"^def {function}\(", source, re.M), \
+                assert re.search(rf"^def {function}\(", source, re.M), (
                     f"row {fault!r}: tests/{file} has no {function}"
+                )
 
 
 def test_every_reliability_test_has_its_row():
     """The other direction: the table is the list of what the reliability tests cover, so a
     test added to a tests/test_reliability*.py file without its row fails here."""
-    named = {t for _fault, _outcome, tests in _reliability_rows()
-             for t in re.findall(r"`(test_\w+)`", tests)}
+    named = {
+        t
+        for _fault, _outcome, tests in _reliability_rows()
+        for t in re.findall(r"`(test_\w+)`", tests)
+    }
     for path in sorted((ROOT / "tests").glob("test_reliability*.py")):
         for function in re.findall(r"^def (test_\w+)\(", path.read_text(), re.M):
-            assert function in named, \
+            assert function in named, (
                 f"tests/{path.name}: {function} has no row in docs/reliability.md"
+            )

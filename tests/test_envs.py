@@ -48,8 +48,7 @@ def test_a_torch_deviation_cites_the_measurement_that_justifies_it(env, catalog)
     deviation it justifies, and nowhere else."""
     checks = {c.torch: c for c in catalog.checked}
     assert set(checks) >= {"2.9.0", "2.11.0"}
-    assert all(c.identical == c.probes > 0 and c.against == catalog.torch
-               for c in checks.values())
+    assert all(c.identical == c.probes > 0 and c.against == catalog.torch for c in checks.values())
     cited = envs_mod.deviations_with_evidence(env("0.4.1"), catalog)
     assert any("torch<=2.11" in d for d in cited)
     assert checks["2.9.0"].cited() in cited and checks["2.11.0"].cited() in cited
@@ -92,9 +91,16 @@ def test_a_manifest_is_what_makes_an_environment_ready(tmp_path, monkeypatch):
     path = tmp_path / "envs" / "coreai-torch-0.4.2"
     path.mkdir(parents=True)
     assert ready_env("0.4.2") is None
-    (path / "inventory-env.json").write_text(json.dumps(
-        {"converter": "0.4.2", "core": "1.0.0b2", "packages": {"coreai-core": "1.0.0b2"},
-         "deviations": []}))
+    (path / "inventory-env.json").write_text(
+        json.dumps(
+            {
+                "converter": "0.4.2",
+                "core": "1.0.0b2",
+                "packages": {"coreai-core": "1.0.0b2"},
+                "deviations": [],
+            }
+        )
+    )
     ready = ready_env("0.4.2")
     assert ready is not None and ready.runtime == "linux-cpu, coreai-core 1.0.0b2"
 
@@ -115,8 +121,9 @@ def test_an_environment_that_cannot_be_built_fails_under_ci_and_skips_elsewhere(
 
 
 @pytest.mark.slow
-def test_an_environment_whose_file_changed_is_rebuilt_before_a_worker_runs_in_it(env, catalog,
-                                                                                 tmp_path):
+def test_an_environment_whose_file_changed_is_rebuilt_before_a_worker_runs_in_it(
+    env, catalog, tmp_path
+):
     """Its manifest records every installed file's sha256; a worker never starts in it while a
     file differs: the environment is rebuilt first, and the run says so (a Notice, which the
     terminal keeps on screen)."""
@@ -131,16 +138,18 @@ def test_an_environment_whose_file_changed_is_rebuilt_before_a_worker_runs_in_it
         changed = target.with_name("__init__.py.new")
         changed.write_bytes(original + b"\nraise SystemExit('damaged')\n")
         os.replace(changed, target)
-        assert envs_mod.files_changed(e.path) == [
-            str(target.relative_to(e.path)) + " changed"]
+        assert envs_mod.files_changed(e.path) == [str(target.relative_to(e.path)) + " changed"]
         said: list[str] = []
         with Pool(tmp_path, progress=said.append) as pool:
             hello = pool.worker(e).call({"op": "hello"})
         assert hello["versions"]["coreai-torch"] == "0.4.2"
         assert target.read_bytes() == original
         notices = [s for s in said if isinstance(s, Notice)]
-        assert len(notices) == 1 and notices[0].startswith(f"{name}: ") \
+        assert (
+            len(notices) == 1
+            and notices[0].startswith(f"{name}: ")
             and "coreai_torch/__init__.py changed since it was built; rebuilding it" in notices[0]
+        )
         assert envs_mod.files_changed(e.path) == []
     finally:
         shutil.rmtree(e.path, ignore_errors=True)

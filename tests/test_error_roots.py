@@ -27,8 +27,9 @@ ROOTS = (InventoryError, OracleUserError)
 INTERNAL = {
     # a worker died (native abort, killed) or did not answer in time: the converter's crash or
     # hang, contained as an outcome of the run (a finding, or inconclusive), never bad input
-    "oracle.clients.worker_pool.WorkerFailure":
-        "a converter crash or hang, contained as an outcome",
+    "oracle.clients.worker_pool.WorkerFailure": (
+        "a converter crash or hang, contained as an outcome"
+    ),
     # in the asset worker (in a converter environment): no input can be made for the asset (a
     # dynamic axis); returned as the run's outcome (stage "inputs"), never raised further
     "oracle.workers.asset_worker.CannotRun": "the asset worker's own limit, reported as an outcome",
@@ -62,8 +63,7 @@ def _exception_classes() -> dict[str, type[BaseException]]:
     found = {}
     for name in _modules():
         for obj in vars(importlib.import_module(name)).values():
-            if (inspect.isclass(obj) and issubclass(obj, BaseException)
-                    and obj.__module__ == name):
+            if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == name:
                 found[f"{name}.{obj.__qualname__}"] = obj
     return found
 
@@ -78,10 +78,13 @@ def test_the_command_line_maps_the_two_roots_and_nothing_else():
 
 
 def test_every_exception_class_is_a_user_error_or_named_internal():
-    unclassified = sorted(name for name, cls in CLASSES.items()
-                          if not issubclass(cls, ROOTS) and name not in INTERNAL)
-    assert not unclassified, (f"{unclassified}: derive each from OracleUserError (oracle/) or "
-                              "InventoryError (inventory/), or name it in INTERNAL with why")
+    unclassified = sorted(
+        name for name, cls in CLASSES.items() if not issubclass(cls, ROOTS) and name not in INTERNAL
+    )
+    assert not unclassified, (
+        f"{unclassified}: derive each from OracleUserError (oracle/) or "
+        "InventoryError (inventory/), or name it in INTERNAL with why"
+    )
 
 
 def test_the_internal_list_names_only_classes_that_exist_and_are_not_user_errors():
@@ -99,12 +102,18 @@ def test_the_oracle_derives_from_its_root_and_never_from_the_inventorys():
 
 def test_the_walk_sees_the_classes_it_must():
     # the classes callers catch by name: a walk that lost them would classify nothing
-    for name in ("oracle.catalog.releases.EnvError", "oracle.store.result_store.StoreError",
-                 "oracle.catalog.fixes.FixError", "oracle.catalog.schema.DataFileError",
-                 "oracle.catalog.conformance.ConformanceError",
-                 "oracle.envs.package_index.SourceError", "inventory.errors.UsageError",
-                 "inventory.scan.model.BundleError", "inventory.trace.trust.UntrustedCode",
-                 "inventory.trace.recipes.RecipeError"):
+    for name in (
+        "oracle.catalog.releases.EnvError",
+        "oracle.store.result_store.StoreError",
+        "oracle.catalog.fixes.FixError",
+        "oracle.catalog.schema.DataFileError",
+        "oracle.catalog.conformance.ConformanceError",
+        "oracle.envs.package_index.SourceError",
+        "inventory.errors.UsageError",
+        "inventory.scan.model.BundleError",
+        "inventory.trace.trust.UntrustedCode",
+        "inventory.trace.recipes.RecipeError",
+    ):
         assert name in CLASSES, name
 
 
@@ -130,15 +139,25 @@ def test_an_internal_error_that_escapes_is_exit_4(name, capsys):
     assert err.splitlines() == [f"error: internal error ({CLASSES[name].__name__}): broken"]
 
 
-@pytest.mark.parametrize(("args", "variables", "said"), [
-    # an environment variable the tool cannot use: the oracle's SettingError
-    (("envs", "list"), {"INVENTORY_INSTALLER": "conda"}, "INVENTORY_INSTALLER='conda'"),
-    # a catalog file that is not there: the oracle's EnvError
-    (("plan", "--to", "0.4.2", "-q"), {"INVENTORY_CATALOG": "{tmp}/none.toml"},
-     "INVENTORY_CATALOG"),
-    # a bundle the registry does not hold: the inventory's RegistryError
-    (("affected", "--fix", "40", "--bundle", "nope", "-q"), {}, "'nope' is not in the registry"),
-])
+@pytest.mark.parametrize(
+    ("args", "variables", "said"),
+    [
+        # an environment variable the tool cannot use: the oracle's SettingError
+        (("envs", "list"), {"INVENTORY_INSTALLER": "conda"}, "INVENTORY_INSTALLER='conda'"),
+        # a catalog file that is not there: the oracle's EnvError
+        (
+            ("plan", "--to", "0.4.2", "-q"),
+            {"INVENTORY_CATALOG": "{tmp}/none.toml"},
+            "INVENTORY_CATALOG",
+        ),
+        # a bundle the registry does not hold: the inventory's RegistryError
+        (
+            ("affected", "--fix", "40", "--bundle", "nope", "-q"),
+            {},
+            "'nope' is not in the registry",
+        ),
+    ],
+)
 def test_a_bad_input_from_either_root_exits_2_with_one_line(args, variables, said, tmp_path):
     proc = invoke(*args, **{k: v.format(tmp=tmp_path) for k, v in variables.items()})
     assert proc.returncode == ExitCode.USAGE, (proc.returncode, proc.stderr)

@@ -33,10 +33,12 @@ from oracle.store.result_store import RECORD_DIGEST, RESULT_FILE, load_result
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (scripts/test adds it)")
 
-RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0",
-           # on Linux Ray would advertise the machine's address; this keeps every node and the
-           # driver on 127.0.0.1 (Ray's own switch, named for the platforms where it is default)
-           "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+RAY_ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    # on Linux Ray would advertise the machine's address; this keeps every node and the
+    # driver on 127.0.0.1 (Ray's own switch, named for the platforms where it is default)
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+}
 CHANNELS = (3, 5, 7, 9)  # four distinct probes no other test stores
 SWEEP = ("sweep", "--registry", "--from", "0.4.1", "--to", "0.4.2", "--json")
 # inside a saved asset: when the runtime wrote it (and its keys in no fixed order)
@@ -50,13 +52,17 @@ PYTHON_WARNING = re.compile(r"^[^\n]*:\d+: \w*Warning: [^\n]*\n(?:  [^\n]*\n)?",
 
 def _registry(folder: Path) -> Path:
     path = folder / "four.toml"
-    text = ('[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
-            '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n')
+    text = (
+        '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
+        '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n'
+    )
     for c in CHANNELS:
-        text += ('[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\n'
-                 f'source = "test"\nparams = {{ dim = 1, in_channels = {c}, out_channels = 2, '
-                 'kernel = [4], stride = [2], padding = [0], output_padding = [1], '
-                 f'input_shape = [1, {c}, 11] }}\n')
+        text += (
+            '[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\n'
+            f'source = "test"\nparams = {{ dim = 1, in_channels = {c}, out_channels = 2, '
+            "kernel = [4], stride = [2], padding = [0], output_padding = [1], "
+            f"input_shape = [1, {c}, 11] }}\n"
+        )
     path.write_text(text)
     return path
 
@@ -75,10 +81,15 @@ def _two_nodes() -> Iterator[Any]:
     here = {**RAY_ENV, "RAY_TMPDIR": str(temp)}
     saved = {k: os.environ.get(k) for k in here}
     os.environ.update(here)
-    node: dict[str, Any] = {"num_cpus": 1, "include_dashboard": False,
-                            "node_ip_address": "127.0.0.1", "object_store_memory": 100 * 1024**2}
-    made = Cluster(initialize_head=True, connect=False,
-                   head_node_args={**node, "temp_dir": str(temp)})
+    node: dict[str, Any] = {
+        "num_cpus": 1,
+        "include_dashboard": False,
+        "node_ip_address": "127.0.0.1",
+        "object_store_memory": 100 * 1024**2,
+    }
+    made = Cluster(
+        initialize_head=True, connect=False, head_node_args={**node, "temp_dir": str(temp)}
+    )
     try:
         made.add_node(**node)
         made.wait_for_nodes()
@@ -101,8 +112,6 @@ def cluster(env) -> Iterator[str]:
     env("0.4.2")
     with _two_nodes() as made:
         yield made.address
-
-
 
 
 def _flags(data: Any, key: str) -> set[Any]:
@@ -141,8 +150,11 @@ def _stored(store: Path) -> dict[str, dict[str, Any]]:
             if rel == RESULT_FILE:
                 record = json.loads(path.read_text())
                 record.pop(RECORD_DIGEST)
-                record["files_sha256"] = {k: v for k, v in record["files_sha256"].items()
-                                          if not k.endswith((ASSET_METADATA, CONVERT_LOG))}
+                record["files_sha256"] = {
+                    k: v
+                    for k, v in record["files_sha256"].items()
+                    if not k.endswith((ASSET_METADATA, CONVERT_LOG))
+                }
                 files[rel] = record
             elif rel.endswith(CONVERT_LOG):
                 files[rel] = PYTHON_WARNING.sub("", path.read_text())
@@ -157,11 +169,20 @@ def _stored(store: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_sweep_on_two_nodes_equals_the_local_answer_and_a_rerun_dispatches_nothing(
-        cluster, local, tmp_path):
+    cluster, local, tmp_path
+):
     registry, local_store, local_answer = local
     store = borrowing_store(tmp_path, "ray")
-    args = (*SWEEP, "--registry-file", str(registry), "-q", "--executor", "ray",
-            "--ray-address", cluster)
+    args = (
+        *SWEEP,
+        "--registry-file",
+        str(registry),
+        "-q",
+        "--executor",
+        "ray",
+        "--ray-address",
+        cluster,
+    )
     first = spawn(*args, INVENTORY_CACHE=str(store), **RAY_ENV)
     assert first.returncode == 0, first.stderr
     assert answer_in(first.stdout, store) == local_answer
@@ -181,39 +202,62 @@ def test_sweep_on_two_nodes_equals_the_local_answer_and_a_rerun_dispatches_nothi
     assert second["dispatched"] == 0 and second["from_store"] == len(CHANNELS)
 
 
-def _kill_an_agent_once_both_work(cluster: str, run: subprocess.Popen[str],
-                                  lines: list[str]) -> str:
+def _kill_an_agent_once_both_work(
+    cluster: str, run: subprocess.Popen[str], lines: list[str]
+) -> str:
     """Wait until the run's progress shows every job in flight, then kill one node's agent
     (as a node lost mid-run would); returns the agent's name."""
     deadline = time.monotonic() + 300
-    while not any(re.search(rf"ray: 0/{len(CHANNELS)} jobs .*in flight .*in flight", ln)
-                  for ln in lines):
+    while not any(
+        re.search(rf"ray: 0/{len(CHANNELS)} jobs .*in flight .*in flight", ln) for ln in lines
+    ):
         assert run.poll() is None and time.monotonic() < deadline, "".join(lines)
         time.sleep(0.05)
-    code = ("import ray, sys\nray.init(address=sys.argv[1], log_to_driver=False)\n"
-            "mine = sorted(a['name'] for a in ray.util.list_named_actors(all_namespaces=True)\n"
-            "              if a['name'].startswith(f'inventory-{sys.argv[2]}-'))\n"
-            "ray.kill(ray.get_actor(mine[-1], namespace='inventory'))\nprint(mine[-1])\n")
-    killer = subprocess.run([sys.executable, "-c", code, cluster, str(run.pid)],
-                            capture_output=True, text=True, timeout=120,
-                            env={**os.environ, **RAY_ENV})
+    code = (
+        "import ray, sys\nray.init(address=sys.argv[1], log_to_driver=False)\n"
+        "mine = sorted(a['name'] for a in ray.util.list_named_actors(all_namespaces=True)\n"
+        "              if a['name'].startswith(f'inventory-{sys.argv[2]}-'))\n"
+        "ray.kill(ray.get_actor(mine[-1], namespace='inventory'))\nprint(mine[-1])\n"
+    )
+    killer = subprocess.run(
+        [sys.executable, "-c", code, cluster, str(run.pid)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **RAY_ENV},
+    )
     assert killer.returncode == 0, killer.stderr
     return killer.stdout.strip()
 
 
-def _sweep_on(cluster: str, registry: Path, store: Path, *extra: str
-              ) -> tuple[subprocess.Popen[str], list[str], threading.Thread]:
+def _sweep_on(
+    cluster: str, registry: Path, store: Path, *extra: str
+) -> tuple[subprocess.Popen[str], list[str], threading.Thread]:
     """A sweep started on the cluster, its progress lines read as they come."""
     run = subprocess.Popen(
-        [sys.executable, "-m", "inventory.cli", *SWEEP, "--registry-file", str(registry),
-         "--executor", "ray", "--ray-address", cluster, *extra], cwd=ROOT, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env={**os.environ, **RAY_ENV, "INVENTORY_CACHE": str(store), "COLUMNS": "400"})
+        [
+            sys.executable,
+            "-m",
+            "inventory.cli",
+            *SWEEP,
+            "--registry-file",
+            str(registry),
+            "--executor",
+            "ray",
+            "--ray-address",
+            cluster,
+            *extra,
+        ],
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **RAY_ENV, "INVENTORY_CACHE": str(store), "COLUMNS": "400"},
+    )
     lines: list[str] = []
     stderr = run.stderr
     assert stderr is not None and run.stdout is not None  # both piped
-    reader = threading.Thread(target=lambda: lines.extend(iter(stderr.readline, "")),
-                              daemon=True)
+    reader = threading.Thread(target=lambda: lines.extend(iter(stderr.readline, "")), daemon=True)
     reader.start()
     return run, lines, reader
 
@@ -238,8 +282,9 @@ def test_a_node_agent_killed_mid_run_its_jobs_run_elsewhere(cluster, local, tmp_
 
 def _wait_for_both_in_flight(run: subprocess.Popen[str], lines: list[str]) -> None:
     deadline = time.monotonic() + 300
-    while not any(re.search(rf"ray: 0/{len(CHANNELS)} jobs .*in flight .*in flight", ln)
-                  for ln in lines):
+    while not any(
+        re.search(rf"ray: 0/{len(CHANNELS)} jobs .*in flight .*in flight", ln) for ln in lines
+    ):
         assert run.poll() is None and time.monotonic() < deadline, "".join(lines)
         time.sleep(0.05)
 
@@ -273,7 +318,8 @@ def test_a_node_lost_mid_run_leaves_stdout_the_json_document(env, local, tmp_pat
 
 
 def test_the_head_node_lost_mid_run_is_inconclusive_in_one_line_and_stores_nothing(
-        env, local, tmp_path):
+    env, local, tmp_path
+):
     """The head (its GCS) removed, not gracefully, while both nodes run jobs: Ray would retry
     it for minutes; the run says so in one line, answers every job not answered as not run
     (inconclusive, exit 3), stores none of them, and stdout is still the one JSON document."""
@@ -299,11 +345,18 @@ def test_the_head_node_lost_mid_run_is_inconclusive_in_one_line_and_stores_nothi
 
 def _named_agents(cluster: str, pid: int) -> list[str]:
     """The live agents a run (by its pid) still has on the cluster, asked by another driver."""
-    code = ("import ray, sys\nray.init(address=sys.argv[1], log_to_driver=False)\n"
-            "print(' '.join(a['name'] for a in ray.util.list_named_actors(all_namespaces=True)\n"
-            "               if a['name'].startswith(f'inventory-{sys.argv[2]}-')))\n")
-    asked = subprocess.run([sys.executable, "-c", code, cluster, str(pid)], capture_output=True,
-                           text=True, timeout=120, env={**os.environ, **RAY_ENV})
+    code = (
+        "import ray, sys\nray.init(address=sys.argv[1], log_to_driver=False)\n"
+        "print(' '.join(a['name'] for a in ray.util.list_named_actors(all_namespaces=True)\n"
+        "               if a['name'].startswith(f'inventory-{sys.argv[2]}-')))\n"
+    )
+    asked = subprocess.run(
+        [sys.executable, "-c", code, cluster, str(pid)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **RAY_ENV},
+    )
     assert asked.returncode == 0, asked.stderr
     return asked.stdout.split()
 
@@ -338,18 +391,34 @@ def test_two_drivers_share_one_store_the_second_dispatches_nothing(cluster, loca
     shared = tmp_path / "shared"
     first_cache = borrowing_store(tmp_path, "first")
     second_cache = borrowing_store(tmp_path, "second")
-    first = spawn(*SWEEP, "--registry-file", str(registry), "-q",
-                  INVENTORY_CACHE=str(first_cache), INVENTORY_STORE=str(shared))
+    first = spawn(
+        *SWEEP,
+        "--registry-file",
+        str(registry),
+        "-q",
+        INVENTORY_CACHE=str(first_cache),
+        INVENTORY_STORE=str(shared),
+    )
     assert first.returncode == 0, first.stderr
-    assert answer_in(first.stdout.replace(str(shared), str(first_cache)), first_cache) \
-        == local_answer
+    assert (
+        answer_in(first.stdout.replace(str(shared), str(first_cache)), first_cache) == local_answer
+    )
     assert len(list((shared / "results").iterdir())) == len(CHANNELS)
-    second = spawn(*SWEEP, "--registry-file", str(registry), "-q", "--executor", "ray",
-                   "--ray-address", cluster, INVENTORY_CACHE=str(second_cache),
-                   INVENTORY_STORE=str(shared), **RAY_ENV)
+    second = spawn(
+        *SWEEP,
+        "--registry-file",
+        str(registry),
+        "-q",
+        "--executor",
+        "ray",
+        "--ray-address",
+        cluster,
+        INVENTORY_CACHE=str(second_cache),
+        INVENTORY_STORE=str(shared),
+        **RAY_ENV,
+    )
     assert second.returncode == 0, second.stderr
-    assert without(answer_in(second.stdout, shared), "cached") \
-        == without(local_answer, "cached")
+    assert without(answer_in(second.stdout, shared), "cached") == without(local_answer, "cached")
     [ledger] = _ledgers(second_cache)
     assert ledger["dispatched"] == 0 and ledger["from_store"] == len(CHANNELS)
     assert not (first_cache / "results").exists() and not (second_cache / "results").exists()

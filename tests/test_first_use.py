@@ -29,8 +29,12 @@ ROOT = Path(__file__).resolve().parent.parent
 def _fresh_clone(dest: Path) -> Path:
     """The checkout's files as a clone has them: tracked ones and new ones not ignored (so the
     change under test is in it), no `.venv`, no store."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
-                             "--exclude-standard"], cwd=ROOT, capture_output=True, check=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    )
     for name in listed.stdout.decode().split("\0"):
         source = ROOT / name
         if name and source.is_file():
@@ -50,23 +54,44 @@ def test_plan_verify_checks_mimi_whole_from_a_fresh_clone(tmp_path, converter_en
     clone = _fresh_clone(tmp_path / "clone")
     assert converter_envs  # built in the session's cache, before the clone's first run
     cache = _cache_with_the_sessions_environments(tmp_path / "cache")
-    environ = {k: v for k, v in os.environ.items()
-               if k not in ("INVENTORY_STORE", "VIRTUAL_ENV", "PYTHONPATH")}
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("INVENTORY_STORE", "VIRTUAL_ENV", "PYTHONPATH")
+    }
     proc = subprocess.run(
-        [str(clone / "scripts" / "inventory"), "plan", "--to", "0.4.2", "--verify", "--bundle",
-         "mimi", "--json"], cwd=clone, capture_output=True, text=True,
-        env={**environ, "INVENTORY_CACHE": str(cache)})
+        [
+            str(clone / "scripts" / "inventory"),
+            "plan",
+            "--to",
+            "0.4.2",
+            "--verify",
+            "--bundle",
+            "mimi",
+            "--json",
+        ],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        env={**environ, "INVENTORY_CACHE": str(cache)},
+    )
 
     # the set-up installed no extra into the clone's interpreter ...
     venv_python = clone / ".venv" / "bin" / "python"
-    assert subprocess.run([str(venv_python), "-c", "import transformers"],
-                          capture_output=True).returncode != 0
+    assert (
+        subprocess.run(
+            [str(venv_python), "-c", "import transformers"], capture_output=True
+        ).returncode
+        != 0
+    )
     # ... and the check built the module with the store's environment of it, saying so
     reqs = extra.requirements()
     assert (envs_dir() / extra.env_name(reqs) / MANIFEST).is_file(), proc.stderr[-3000:]
     said = " ".join(proc.stderr.split())  # progress lines wrap at the console's width
-    assert (f"need the `trace` extra ({', '.join(reqs)}), which this interpreter lacks: using "
-            f"the store's environment {extra.env_name(reqs)}") in said
+    assert (
+        f"need the `trace` extra ({', '.join(reqs)}), which this interpreter lacks: using "
+        f"the store's environment {extra.env_name(reqs)}"
+    ) in said
     assert "No module named" not in proc.stdout + said
 
     assert proc.returncode == 0, proc.stderr[-3000:]

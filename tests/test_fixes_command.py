@@ -30,9 +30,19 @@ def test_fixes_json_lists_every_record_with_its_release_step(json_schema):
     by = {f["id"]: f for f in data["fixes"]}
     for record in records:
         listed = by[record.id]
-        assert (listed["title"], listed["kind"], listed["ships_in"], listed["aliases"],
-                listed["constructs"]) == (record.title, record.kind, record.ships_in,
-                                          list(record.aliases), list(record.constructs))
+        assert (
+            listed["title"],
+            listed["kind"],
+            listed["ships_in"],
+            listed["aliases"],
+            listed["constructs"],
+        ) == (
+            record.title,
+            record.kind,
+            record.ships_in,
+            list(record.aliases),
+            list(record.constructs),
+        )
     assert by["40"]["step"] == "0.4.1->0.4.2" and by["core-b3"]["step"] == "0.4.2->0.4.3"
     assert by["28"]["step"] == "0.4.0->0.4.1" and by["29"]["aliases"] == ["30", "31"]
     releases = [f["ships_in"] for f in data["fixes"]]
@@ -46,8 +56,9 @@ def test_fixes_lists_each_id_and_reads_another_database():
     rows = {ln.split()[0] for ln in table.stdout.splitlines()[2:] if ln.strip()}
     assert {r.id for r in load_fixes()} <= rows
     draft = json.loads(invoke("fixes", "--fixes", str(DRAFT), "--json").stdout)["result"]
-    assert "54" not in {f["id"] for f in draft["fixes"]} and "40" in {f["id"] for f in
-                                                                     draft["fixes"]}
+    assert "54" not in {f["id"] for f in draft["fixes"]} and "40" in {
+        f["id"] for f in draft["fixes"]
+    }
 
 
 def test_a_malformed_database_is_one_line(tmp_path):
@@ -61,8 +72,10 @@ def test_a_malformed_database_is_one_line(tmp_path):
 def test_an_unknown_fix_names_the_closest_ids_and_the_command_that_lists_them():
     proc = invoke("affected", "--fix", "999", "-q")
     assert proc.returncode == 2
-    assert one_line(proc) == ("error: unknown fix '999': not in the fix database (fixes.toml); "
-                              "the closest ids: 79, 29; `inventory fixes` lists every record")
+    assert one_line(proc) == (
+        "error: unknown fix '999': not in the fix database (fixes.toml); "
+        "the closest ids: 79, 29; `inventory fixes` lists every record"
+    )
     proc = invoke("affected", "--fix", "core-b4", "-q")
     assert "the closest ids: core-b3, core-b2;" in one_line(proc)
 
@@ -76,10 +89,22 @@ def test_a_fix_is_found_as_written_upstream_or_by_alias():
         find_fix("54", load_fixes(DRAFT), DRAFT)
 
 
-@pytest.mark.parametrize(("typed", "named"), [
-    ("v0.4.3", "0.4.3"), ("V0.4.3", "0.4.3"), ("0.4.3", "0.4.3"), ("v10", "10"),
-    # not a tagged release: left as typed, for the catalog to refuse in its own words
-    ("v", "v"), ("vx", "vx"), (" ", " "), ("", ""), ("0.4.3v", "0.4.3v"), ("vv0.4", "vv0.4")])
+@pytest.mark.parametrize(
+    ("typed", "named"),
+    [
+        ("v0.4.3", "0.4.3"),
+        ("V0.4.3", "0.4.3"),
+        ("0.4.3", "0.4.3"),
+        ("v10", "10"),
+        # not a tagged release: left as typed, for the catalog to refuse in its own words
+        ("v", "v"),
+        ("vx", "vx"),
+        (" ", " "),
+        ("", ""),
+        ("0.4.3v", "0.4.3v"),
+        ("vv0.4", "vv0.4"),
+    ],
+)
 def test_a_release_named_as_its_tag_is_the_release(typed, named):
     assert release_name(typed) == named
 

@@ -39,12 +39,17 @@ def test_every_fix_record_and_release_pair_has_an_entry():
 
 
 def test_the_diff_names_the_field_that_moved():
-    snapshot = {"bundles": {"sortformer": {"probes": [{"verdict": "values-move"}],
-                                           "reexport": "optional"}},
-                "fixes": {"40": {"probes": {"conv_transpose/1d-op1-p0": {"shipped": "differs"}}}}}
-    got = {"bundles": {"sortformer": {"probes": [{"verdict": "same-program"}, {}],
-                                      "reexport": "optional"}, "extra": {}},
-           "fixes": {"40": {"probes": {}}}}
+    snapshot = {
+        "bundles": {"sortformer": {"probes": [{"verdict": "values-move"}], "reexport": "optional"}},
+        "fixes": {"40": {"probes": {"conv_transpose/1d-op1-p0": {"shipped": "differs"}}}},
+    }
+    got = {
+        "bundles": {
+            "sortformer": {"probes": [{"verdict": "same-program"}, {}], "reexport": "optional"},
+            "extra": {},
+        },
+        "fixes": {"40": {"probes": {}}},
+    }
     assert answers.diff(snapshot, got, "affected/54") == [
         "affected/54/bundles/sortformer/probes[0]/verdict: expected values-move, got same-program",
         "affected/54/bundles/sortformer/probes[1]: not in the snapshot, got {}",

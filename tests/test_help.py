@@ -48,8 +48,17 @@ IDS = [" ".join(path) for path, _ in COMMANDS]
 
 def test_every_command_is_covered():
     # the walk finds them all: a new command is checked by the tests below without listing it
-    assert {"plan", "affected", "fixes", "cache list", "cache du", "cache prune", "envs build",
-            "verify", "trace"} <= set(IDS)
+    assert {
+        "plan",
+        "affected",
+        "fixes",
+        "cache list",
+        "cache du",
+        "cache prune",
+        "envs build",
+        "verify",
+        "trace",
+    } <= set(IDS)
 
 
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=IDS)
@@ -59,10 +68,10 @@ def test_help_has_examples_that_parse_as_the_command(path, command):
     for example in examples:
         assert len(example) <= WIDTH, example
         argv = shlex.split(example)
-        assert tuple(argv[:1 + len(path)]) == ("inventory", *path), example
+        assert tuple(argv[: 1 + len(path)]) == ("inventory", *path), example
         # parsed as the command parses it (every required option present, every value of the
         # right type), without running it
-        args = argv[1 + len(path):]
+        args = argv[1 + len(path) :]
         with command.make_context(" ".join(("inventory", *path)), args):
             pass
 
@@ -92,8 +101,9 @@ def test_help_names_what_to_type_and_h_is_help(path, command):
         if getattr(param, "is_flag", False):
             continue  # a flag takes no value and shows none
         # a value names what to type, in capitals or as its choices (local|ray, HOST:PORT)
-        assert param.metavar and param.metavar == param.metavar.upper() or "|" in \
-            (param.metavar or ""), (path, param.name, param.metavar)
+        assert (
+            param.metavar and param.metavar == param.metavar.upper() or "|" in (param.metavar or "")
+        ), (path, param.name, param.metavar)
         assert param.metavar in shown, (path, param.name)
 
 
@@ -102,8 +112,10 @@ def test_plan_h_works_and_the_root_lists_the_exit_codes():
     assert proc.returncode == 0 and "Usage: inventory plan" in proc.stdout
     root = invoke("-h", COLUMNS="100")
     assert root.returncode == 0
-    assert [int(x.split()[0]) for x in section(split_doc(sys.modules["inventory.cli"].__doc__)[1],
-                                               EXIT_CODES)] == [0, 1, 2, 3, 4, 143]
+    assert [
+        int(x.split()[0])
+        for x in section(split_doc(sys.modules["inventory.cli"].__doc__)[1], EXIT_CODES)
+    ] == [0, 1, 2, 3, 4, 143]
     assert "--install-completion" in root.stdout and not PYTHON_TYPE.search(root.stdout)
 
 
@@ -121,8 +133,10 @@ def test_a_docstring_keeps_its_examples_and_exit_codes_line_by_line():
     """
     text, epilog = split_doc(doc)
     assert text == "First line of the prose."
-    assert epilog == ("Examples:\n  inventory x --a 1\n\nExit codes:\n  0  fine\n"
-                      "  3  inconclusive, said on\n     two lines")
+    assert epilog == (
+        "Examples:\n  inventory x --a 1\n\nExit codes:\n  0  fine\n"
+        "  3  inconclusive, said on\n     two lines"
+    )
     assert section(epilog, EXIT_CODES) == ["0  fine", "3  inconclusive, said on two lines"]
 
 
@@ -131,9 +145,17 @@ def _complete(words: str) -> list[str]:
     installed console script as a shell runs it)."""
     script = Path(sys.executable).with_name("inventory")
     cword = len(words.split()) - (0 if words.endswith(" ") else 1)
-    proc = subprocess.run([str(script)], capture_output=True, text=True,
-                          env={**os.environ, "_INVENTORY_COMPLETE": "complete_bash",
-                               "COMP_WORDS": words, "COMP_CWORD": str(cword)})
+    proc = subprocess.run(
+        [str(script)],
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "_INVENTORY_COMPLETE": "complete_bash",
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(cword),
+        },
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.split()
 

@@ -51,8 +51,10 @@ def test_pip_options_become_uv_flags_and_variables():
     assert args[args.index("--find-links") + 1] == "/srv/wheels"
     assert args[args.index("--constraint") + 1] == "/etc/pip/constraints.txt"
     assert args[args.index("--only-binary") + 1] == ":all:"
-    assert uv.env == {"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt",
-                      "UV_HTTP_TIMEOUT": "180"}
+    assert uv.env == {
+        "SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt",
+        "UV_HTTP_TIMEOUT": "180",
+    }
     # said in the build log, never silently dropped; cosmetic options are not listed
     assert uv.skipped == ("some-future-option",)
     assert "some-future-option" in uv.describe()
@@ -60,8 +62,9 @@ def test_pip_options_become_uv_flags_and_variables():
 
 def test_the_machines_pip_configuration_is_read_from_pip_itself(tmp_path, monkeypatch):
     conf = tmp_path / "pip.conf"
-    conf.write_text("[global]\nfind-links = /from/the/file\nconstraint = /c.txt\n"
-                    "[install]\nno-index = true\n")
+    conf.write_text(
+        "[global]\nfind-links = /from/the/file\nconstraint = /c.txt\n[install]\nno-index = true\n"
+    )
     monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
     monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "file:///from/the/variable")
     monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
@@ -88,8 +91,9 @@ def test_an_unknown_installer_is_one_line_and_exit_2():
 def _dist_info(site: Path, name: str, version: str, metadata: str = "") -> Path:
     info = site / f"{name}-{version}.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-                                   f"{metadata}\n")
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{metadata}\n"
+    )
     return info
 
 
@@ -103,8 +107,7 @@ def test_a_cuda_torch_is_told_apart_from_the_cpu_wheel(tmp_path):
 
 
 def _record_hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(
-        b"=").decode()
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
 def _install(root: Path, body: bytes, recorded: bytes | None = None) -> Path:
@@ -113,10 +116,12 @@ def _install(root: Path, body: bytes, recorded: bytes | None = None) -> Path:
     (site / "demo").mkdir(parents=True)
     (site / "demo" / "__init__.py").write_bytes(body)
     info = _dist_info(site, "demo", "1.0")
-    (info / "RECORD").write_text(f"demo/__init__.py,{_record_hash(recorded or body)},"
-                                 f"{len(body)}\ndemo-1.0.dist-info/METADATA,,\n"
-                                 f"demo/__pycache__/__init__.cpython-311.pyc,,\n"
-                                 f"demo-1.0.dist-info/RECORD,,\n")
+    (info / "RECORD").write_text(
+        f"demo/__init__.py,{_record_hash(recorded or body)},"
+        f"{len(body)}\ndemo-1.0.dist-info/METADATA,,\n"
+        f"demo/__pycache__/__init__.cpython-311.pyc,,\n"
+        f"demo-1.0.dist-info/RECORD,,\n"
+    )
     return site
 
 
@@ -144,7 +149,8 @@ def test_an_environments_files_are_recorded_and_a_change_is_found(tmp_path):
 
 
 def test_a_distribution_installed_damaged_is_installed_again_and_damaged_twice_is_an_error(
-        tmp_path):
+    tmp_path,
+):
     root = tmp_path / "env"
     attempts: list[int] = []
     said: list[str] = []
@@ -173,8 +179,7 @@ def test_the_status_shows_the_latest_line_of_each_phase():
     assert shown == ["coreai-torch-0.4.0: ready", "sweep 0.4.1->0.4.2 [2/50]: arange/mimi"]
     phases.update("mimi: checking")
     shown = phases.update("sam3: checking").plain.splitlines()
-    assert shown == ["sweep 0.4.1->0.4.2 [2/50]: arange/mimi", "mimi: checking",
-                     "sam3: checking"]
+    assert shown == ["sweep 0.4.1->0.4.2 [2/50]: arange/mimi", "mimi: checking", "sam3: checking"]
 
 
 def test_an_answer_builds_only_the_environments_it_converts_in():
@@ -187,9 +192,11 @@ def test_an_answer_builds_only_the_environments_it_converts_in():
     # fix 40 ships in 0.4.2: mimi (0.4.1) and sam3 (0.4.0) hold transposed convolutions, and
     # every bundle's instances are swept in 0.4.1 -> 0.4.2; 0.4.3 is never built
     assert releases_needed(bundles, "0.4.2", find_fix("40", fixes), catalog) == [
-        "0.4.0", "0.4.1", "0.4.2"]
-    assert releases_needed(bundles, "0.4.3", None, catalog) == [
-        "0.4.0", "0.4.1", "0.4.2", "0.4.3"]
+        "0.4.0",
+        "0.4.1",
+        "0.4.2",
+    ]
+    assert releases_needed(bundles, "0.4.3", None, catalog) == ["0.4.0", "0.4.1", "0.4.2", "0.4.3"]
     fix = find_fix("40", fixes)
     mimi = [b for b in bundles if b.name == "mimi"]
     assert releases_needed(mimi, "0.4.2", fix, catalog) == ["0.4.1", "0.4.2"]

@@ -16,11 +16,16 @@ def _strict(text: str):
 
 
 def test_non_finite_measurements_are_written_as_strings():
-    doc = {"maxabs_old_new": math.inf, "values": [-math.inf, math.nan, 0.5],
-           "nested": {"ref_magnitude": 7.9, "none": None}}
+    doc = {
+        "maxabs_old_new": math.inf,
+        "values": [-math.inf, math.nan, 0.5],
+        "nested": {"ref_magnitude": 7.9, "none": None},
+    }
     assert _strict(envelope("release-notes", doc)) == {
-        "maxabs_old_new": "inf", "values": ["-inf", "nan", 0.5],
-        "nested": {"ref_magnitude": 7.9, "none": None}}
+        "maxabs_old_new": "inf",
+        "values": ["-inf", "nan", 0.5],
+        "nested": {"ref_magnitude": 7.9, "none": None},
+    }
 
 
 def test_finite_documents_are_unchanged():

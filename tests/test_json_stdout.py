@@ -39,8 +39,15 @@ def _inputs(tmp: Path) -> dict[str, tuple[str, ...]]:
         "envs list": ("envs", "list"),
         "fixes": ("fixes",),
         "plan": ("plan", "--to", "0.4.2", "--registry", str(empty)),
-        "release-notes": ("release-notes", "--from", "0.4.1", "--to", "0.4.2", "--fixes",
-                          str(empty)),
+        "release-notes": (
+            "release-notes",
+            "--from",
+            "0.4.1",
+            "--to",
+            "0.4.2",
+            "--fixes",
+            str(empty),
+        ),
         "repair": ("repair", str(tmp), "-o", str(tmp / "out")),
         "scan": ("scan", str(bundle.parent)),
         "sweep": ("sweep", "--from", "0.4.1", "--to", "0.4.2", "--fixes", str(empty)),
@@ -65,14 +72,34 @@ def test_every_json_command_is_run_under_the_noise(tmp_path):
     assert {name.split()[0] for name in _inputs(tmp_path)} == _json_commands()
 
 
-@pytest.mark.parametrize("command", ["affected", "bisect", "cache", "draft", "envs",
-                                     "envs list", "fixes", "plan", "release-notes",
-                                     "repair", "scan", "sweep", "verify"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "affected",
+        "bisect",
+        "cache",
+        "draft",
+        "envs",
+        "envs list",
+        "fixes",
+        "plan",
+        "release-notes",
+        "repair",
+        "scan",
+        "sweep",
+        "verify",
+    ],
+)
 def test_stdout_is_the_json_document_whatever_else_prints(command, tmp_path):
     args = _inputs(tmp_path)[command]
     quiet = () if command in ("cache", "envs list", "fixes") else ("-q",)  # no progress
-    ran = spawn(*args, "--json", *quiet, INVENTORY_CACHE=str(tmp_path / "store"),
-                **fault_env(INVENTORY_FAULT="noisy"))
+    ran = spawn(
+        *args,
+        "--json",
+        *quiet,
+        INVENTORY_CACHE=str(tmp_path / "store"),
+        **fault_env(INVENTORY_FAULT="noisy"),
+    )
     assert ran.returncode in (0, 1, 2, 3), ran.stderr
     doc = json.loads(ran.stdout)  # the whole of stdout, or this raises
     assert doc["command"].split()[0] == command.split()[0] and NOISE not in ran.stdout
@@ -91,9 +118,19 @@ def test_an_answer_whose_conversions_crash_keeps_stdout_to_the_document(env, tmp
     store.mkdir()
     (store / "envs").symlink_to(envs_dir())
     registry = conv_transpose_registry(tmp_path, channels=2)
-    ran = spawn("affected", "--fix", "40", "--registry", str(registry), "--no-cache", "--json",
-                "-q", INVENTORY_CACHE=str(store), INVENTORY_STORE=str(store),
-                **fault_env(INVENTORY_FAULT="noisy", INVENTORY_WORKER_FAULT="crash"))
+    ran = spawn(
+        "affected",
+        "--fix",
+        "40",
+        "--registry",
+        str(registry),
+        "--no-cache",
+        "--json",
+        "-q",
+        INVENTORY_CACHE=str(store),
+        INVENTORY_STORE=str(store),
+        **fault_env(INVENTORY_FAULT="noisy", INVENTORY_WORKER_FAULT="crash"),
+    )
     assert ran.returncode == 3, ran.stderr
     doc = json.loads(ran.stdout)
     assert doc["command"] == "affected" and NOISE not in ran.stdout

@@ -16,10 +16,12 @@ COREAI_ALLOWED = {
     "oracle.workers.probe_worker": "the in-environment probe worker",
     "oracle.workers.scan_worker": "the in-environment bundle reader",
     "oracle.workers.asset_worker": "the in-environment asset loader and location rewriter",
-    "oracle.workers.program_worker":
-        "the in-environment whole-program converter (inventory verify)",
-    "oracle.workers.location_worker":
-        "the in-environment debug-location reader (scripts/conformance)",
+    "oracle.workers.program_worker": (
+        "the in-environment whole-program converter (inventory verify)"
+    ),
+    "oracle.workers.location_worker": (
+        "the in-environment debug-location reader (scripts/conformance)"
+    ),
     "oracle.constructs.quantize": "the probe of coreai-torch's own quantize ops (built in env)",
     "inventory.trace.trace_worker": "the trace subprocess: get_decomp_table() only",
 }
@@ -31,8 +33,9 @@ def _layer(module: str) -> int:
         return 0
     if module.startswith("inventory.report") or module == "inventory.output":
         return 2
-    if module.startswith(("inventory.cli", "inventory.commands", "inventory.options",
-                          "inventory.terminal")):
+    if module.startswith(
+        ("inventory.cli", "inventory.commands", "inventory.options", "inventory.terminal")
+    ):
         return 3
     return 1
 
@@ -53,8 +56,9 @@ def _imports(path: Path, top_level_only: bool, annotations: bool = False) -> set
     return _imports_in(path.read_text(), top_level_only, annotations, _module_names())
 
 
-def _imports_in(source: str, top_level_only: bool, annotations: bool = False,
-                modules: set[str] | None = None) -> set[str]:
+def _imports_in(
+    source: str, top_level_only: bool, annotations: bool = False, modules: set[str] | None = None
+) -> set[str]:
     """What `source` imports: at module level only, or at any level; with `annotations`, the
     imports under `if TYPE_CHECKING:` too (never executed, but a dependency all the same: a
     cycle closed there is a design cycle). `from package import name` is the module
@@ -65,8 +69,11 @@ def _imports_in(source: str, top_level_only: bool, annotations: bool = False,
 
     def visit(node: ast.AST, nested: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test) \
-                    and not annotations:
+            if (
+                isinstance(child, ast.If)
+                and "TYPE_CHECKING" in ast.unparse(child.test)
+                and not annotations
+            ):
                 continue
             inner = nested or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
             if inner and top_level_only:
@@ -76,8 +83,9 @@ def _imports_in(source: str, top_level_only: bool, annotations: bool = False,
             elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
                 for a in child.names:
                     full = f"{child.module}.{a.name}"
-                    found.update((full,) if modules is not None and full in modules
-                                 else (child.module, full))
+                    found.update(
+                        (full,) if modules is not None and full in modules else (child.module, full)
+                    )
             visit(child, inner)
 
     visit(tree, False)
@@ -92,8 +100,11 @@ def _module_names() -> set[str]:
 
 
 def test_oracle_never_imports_inventory():
-    bad = {m: sorted(i for i in _imports(p, False) if i.split(".")[0] == "inventory")
-           for m, p in MODULES.items() if m.startswith("oracle")}
+    bad = {
+        m: sorted(i for i in _imports(p, False) if i.split(".")[0] == "inventory")
+        for m, p in MODULES.items()
+        if m.startswith("oracle")
+    }
     assert not {m: v for m, v in bad.items() if v}
 
 
@@ -107,21 +118,28 @@ def test_no_import_from_a_lower_layer_to_a_higher_one():
 
 
 def test_only_in_environment_code_imports_coreai():
-    users = {m for m, p in MODULES.items()
-             if any(i.split(".")[0] in ("coreai", "coreai_torch", "coreai_core")
-                    for i in _imports(p, False))}
+    users = {
+        m
+        for m, p in MODULES.items()
+        if any(
+            i.split(".")[0] in ("coreai", "coreai_torch", "coreai_core") for i in _imports(p, False)
+        )
+    }
     assert users <= set(COREAI_ALLOWED), users - set(COREAI_ALLOWED)
     assert {"oracle.workers.probe_worker", "oracle.workers.scan_worker"} <= users
 
 
-def _graph(top_level_only: bool, annotations: bool = False,
-           modules: dict[str, Path] | None = None) -> dict[str, set[str]]:
+def _graph(
+    top_level_only: bool, annotations: bool = False, modules: dict[str, Path] | None = None
+) -> dict[str, set[str]]:
     """Module -> the modules of `inventory/` and `oracle/` it imports. `from package import
     name` names a module or an attribute; a package's __init__ is its own node, so only edges
     to real modules count."""
     modules = MODULES if modules is None else modules
-    return {m: {i for i in _imports(p, top_level_only, annotations) if i in modules and i != m}
-            for m, p in modules.items()}
+    return {
+        m: {i for i in _imports(p, top_level_only, annotations) if i in modules and i != m}
+        for m, p in modules.items()
+    }
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -134,7 +152,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (cycle := walk(nxt)):
                 return cycle
         stack.pop()
@@ -155,8 +173,9 @@ def test_module_level_imports_form_no_cycle():
 def test_imports_at_any_level_form_no_cycle():
     """An import inside a function defers the cycle to a call; it does not remove it."""
     cycle = _cycle(_graph(top_level_only=False))
-    assert cycle is None, "import cycle (function-level imports included): " + \
-        " -> ".join(cycle or [])
+    assert cycle is None, "import cycle (function-level imports included): " + " -> ".join(
+        cycle or []
+    )
 
 
 def test_imports_for_annotations_form_no_cycle():
@@ -164,8 +183,7 @@ def test_imports_for_annotations_form_no_cycle():
     closed there (a service handing itself down to a helper that names its class) is a design
     cycle, broken by design (a protocol the lower module owns), not hidden from the check."""
     cycle = _cycle(_graph(top_level_only=False, annotations=True))
-    assert cycle is None, "import cycle (annotation imports included): " + \
-        " -> ".join(cycle or [])
+    assert cycle is None, "import cycle (annotation imports included): " + " -> ".join(cycle or [])
 
 
 def test_the_cycle_check_sees_annotation_imports(tmp_path):
@@ -175,13 +193,17 @@ def test_the_cycle_check_sees_annotation_imports(tmp_path):
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "high.py").write_text("from pkg.low import helper\n")
-    (package / "low.py").write_text("from typing import TYPE_CHECKING\n\n"
-                                    "if TYPE_CHECKING:\n    from pkg.high import Service\n\n"
-                                    "def helper(service: 'Service') -> None: ...\n")
+    (package / "low.py").write_text(
+        "from typing import TYPE_CHECKING\n\n"
+        "if TYPE_CHECKING:\n    from pkg.high import Service\n\n"
+        "def helper(service: 'Service') -> None: ...\n"
+    )
     tree = {f"pkg.{p.stem}": p for p in package.glob("*.py") if p.stem != "__init__"}
     assert _cycle(_graph(top_level_only=False, modules=tree)) is None
     assert _cycle(_graph(top_level_only=False, annotations=True, modules=tree)) in (
-        ["pkg.high", "pkg.low", "pkg.high"], ["pkg.low", "pkg.high", "pkg.low"])
+        ["pkg.high", "pkg.low", "pkg.high"],
+        ["pkg.low", "pkg.high", "pkg.low"],
+    )
 
 
 # The oracle's parts and which of them each may import (its own modules always), bottom up: the
@@ -196,14 +218,43 @@ ORACLE_PARTS: dict[str, set[str]] = {
     "oracle.catalog": {"oracle.errors", "oracle.infra", "oracle.constructs", "oracle.compare"},
     "oracle.envs": {"oracle.errors", "oracle.infra", "oracle.catalog"},
     "oracle.clients": {"oracle.errors", "oracle.infra", "oracle.catalog", "oracle.envs"},
-    "oracle.store": {"oracle.errors", "oracle.infra", "oracle.compare", "oracle.catalog",
-                     "oracle.envs", "oracle.clients"},
-    "oracle.executors": {"oracle.errors", "oracle.infra", "oracle.compare", "oracle.catalog",
-                         "oracle.envs", "oracle.clients", "oracle.store"},
-    "oracle.session": {"oracle.errors", "oracle.infra", "oracle.compare", "oracle.catalog",
-                       "oracle.envs", "oracle.clients", "oracle.store", "oracle.executors"},
-    "oracle.load_check": {"oracle.errors", "oracle.infra", "oracle.compare", "oracle.catalog",
-                          "oracle.envs", "oracle.clients", "oracle.store", "oracle.session"},
+    "oracle.store": {
+        "oracle.errors",
+        "oracle.infra",
+        "oracle.compare",
+        "oracle.catalog",
+        "oracle.envs",
+        "oracle.clients",
+    },
+    "oracle.executors": {
+        "oracle.errors",
+        "oracle.infra",
+        "oracle.compare",
+        "oracle.catalog",
+        "oracle.envs",
+        "oracle.clients",
+        "oracle.store",
+    },
+    "oracle.session": {
+        "oracle.errors",
+        "oracle.infra",
+        "oracle.compare",
+        "oracle.catalog",
+        "oracle.envs",
+        "oracle.clients",
+        "oracle.store",
+        "oracle.executors",
+    },
+    "oracle.load_check": {
+        "oracle.errors",
+        "oracle.infra",
+        "oracle.compare",
+        "oracle.catalog",
+        "oracle.envs",
+        "oracle.clients",
+        "oracle.store",
+        "oracle.session",
+    },
 }
 
 
@@ -214,11 +265,16 @@ def _part(module: str) -> str | None:
 
 
 def test_each_oracle_part_imports_only_the_parts_beneath_it():
-    assert set(ORACLE_PARTS) == {_part(m) for m in MODULES if _part(m)}, \
+    assert set(ORACLE_PARTS) == {_part(m) for m in MODULES if _part(m)}, (
         "a part of the oracle missing from the table (and from docs/architecture.md)"
-    bad = sorted(f"{m} -> {i}" for m, p in MODULES.items() if (own := _part(m))
-                 for i in _imports(p, False, annotations=True)
-                 if (other := _part(i)) and other != own and other not in ORACLE_PARTS[own])
+    )
+    bad = sorted(
+        f"{m} -> {i}"
+        for m, p in MODULES.items()
+        if (own := _part(m))
+        for i in _imports(p, False, annotations=True)
+        if (other := _part(i)) and other != own and other not in ORACLE_PARTS[own]
+    )
     assert not bad
 
 
@@ -268,8 +324,10 @@ def test_the_cycle_check_sees_function_level_imports():
     assert _cycle(graph) is None
     graph["b"].add("a")
     assert _cycle(graph) == ["a", "b", "a"]
-    source = ("class A:\n    def f(self):\n        from inventory.affected import Analyzer\n"
-              "        import oracle.store.result_store\n")
+    source = (
+        "class A:\n    def f(self):\n        from inventory.affected import Analyzer\n"
+        "        import oracle.store.result_store\n"
+    )
     assert not _imports_in(source, top_level_only=True)
     found = _imports_in(source, top_level_only=False)
     assert {"inventory.affected", "oracle.store.result_store"} <= found
@@ -279,15 +337,18 @@ def test_no_module_imports_click():
     """typer 0.29 vendors click, so a plain install of the project (the README's main job, no
     extras) has no `click`: importing it broke `scripts/inventory` on a clean clone while the
     test environment, where another package brings click, passed."""
-    users = sorted(m for m, p in MODULES.items()
-                   if any(i.split(".")[0] == "click" for i in _imports(p, False)))
+    users = sorted(
+        m for m, p in MODULES.items() if any(i.split(".")[0] == "click" for i in _imports(p, False))
+    )
     assert not users
 
 
 def test_no_shipped_module_reads_a_fault_injection_variable():
     """Faults no real input provokes are injected by test doubles (tests/doubles/), never by a
     variable the product reads."""
-    readers = sorted(m for m, p in MODULES.items()
-                     if any(v in p.read_text() for v in ("INVENTORY_FAULT",
-                                                         "INVENTORY_WORKER_FAULT")))
+    readers = sorted(
+        m
+        for m, p in MODULES.items()
+        if any(v in p.read_text() for v in ("INVENTORY_FAULT", "INVENTORY_WORKER_FAULT"))
+    )
     assert not readers

@@ -33,8 +33,11 @@ def test_no_two_modules_share_a_basename_outside_a_convention():
                 by_name[path.name].append(path)
     # a shared name is admitted when at most one of its modules is outside every convention
     # (`inventory/plan.py` beside `inventory/commands/plan.py`)
-    outside = {name: sorted(str(p.relative_to(ROOT)) for p in paths if _convention(p) is None)
-               for name, paths in by_name.items() if len(paths) > 1}
+    outside = {
+        name: sorted(str(p.relative_to(ROOT)) for p in paths if _convention(p) is None)
+        for name, paths in by_name.items()
+        if len(paths) > 1
+    }
     assert not {name: paths for name, paths in outside.items() if len(paths) > 1}
 
 

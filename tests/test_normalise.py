@@ -33,8 +33,12 @@ BLOB = "10000000" + "AB" * 256
 
 
 def _text(rand: str, res: str, path: str = "a", blob: str = BLOB) -> str:
-    return (COMPOSITE.replace("RAND", rand).replace("RES", res).replace("PATH", path)
-            .replace("BLOB", blob))
+    return (
+        COMPOSITE.replace("RAND", rand)
+        .replace("RES", res)
+        .replace("PATH", path)
+        .replace("BLOB", blob)
+    )
 
 
 def test_random_composite_names_resource_handles_and_locations_are_erased():
@@ -56,7 +60,8 @@ def test_a_weight_change_is_never_normalised_away():
 
 def test_specialised_composite_names_keep_their_suffix():
     text = _text("hxmvlxqs", "resource_1").replace(
-        "@batch_norm_hxmvlxqs", "@batch_norm_hxmvlxqs_spec_tensor4f32")
+        "@batch_norm_hxmvlxqs", "@batch_norm_hxmvlxqs_spec_tensor4f32"
+    )
     out = normalise(text)
     assert "@batch_norm_G1_spec_tensor4f32" in out
 
@@ -66,8 +71,17 @@ def test_two_conversions_in_two_processes_normalise_identical(env, tmp_path):
     """Real IR: the same module converted by two separate worker processes."""
     from oracle.clients.worker_pool import Pool
 
-    spec = ProbeSpec("conv_transpose", {"dim": 1, "in_channels": 64, "out_channels": 32,
-                                        "kernel": [16], "stride": [8], "input_shape": [1, 64, 5]})
+    spec = ProbeSpec(
+        "conv_transpose",
+        {
+            "dim": 1,
+            "in_channels": 64,
+            "out_channels": 32,
+            "kernel": [16],
+            "stride": [8],
+            "input_shape": [1, 64, 5],
+        },
+    )
     texts = []
     for i in range(2):
         with Pool(tmp_path / f"logs{i}") as pool:  # a fresh process each time

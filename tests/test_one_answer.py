@@ -42,9 +42,9 @@ def test_every_record_a_stored_check_credits_has_verifys_level_for_its_step(entr
             for fix in region["explained_by"]:
                 level, item = items[fix]
                 credited += 1
-                assert (_reexport(level), item["verdict"]) == (step["reexport"],
-                                                               step["verdict"]), \
+                assert (_reexport(level), item["verdict"]) == (step["reexport"], step["verdict"]), (
                     f"{entry.key} {b['bundle']} {fix}: {item['reason']} vs {step['reason']}"
+                )
                 # the drift it rests on, and says which (the runs, or the regions' own cuts)
                 assert step["drift_source"] in ("model-level run", "region cuts")
                 assert step["reason"] in item["reason"]
@@ -54,16 +54,17 @@ def test_every_record_a_stored_check_credits_has_verifys_level_for_its_step(entr
 
 
 @pytest.mark.parametrize("entry", PIPELINE, ids=lambda e: e.key)
-def test_a_pipeline_record_is_answered_on_the_bundles_own_program_with_verifys_drift(
-        entry, matrix):
+def test_a_pipeline_record_is_answered_on_the_bundles_own_program_with_verifys_drift(entry, matrix):
     """On the store holding every check, a pipeline record is answered on each bundle's own
     program: the level and the drift source of the step `verify BUNDLE --to <its release>`
     gives (the plan of that release embeds exactly that check)."""
     data = matrix.run_entry(entry).data["result"]
     fix = entry.args[2]
-    plan = matrix.run_entry(answers.Entry(f"checked/plan/{data['ships_in']}",
-                                          ("plan", "--to", data["ships_in"]),
-                                          answers.CHECKED)).data["result"]
+    plan = matrix.run_entry(
+        answers.Entry(
+            f"checked/plan/{data['ships_in']}", ("plan", "--to", data["ships_in"]), answers.CHECKED
+        )
+    ).data["result"]
     checks = {b["bundle"]: b["verify"] for b in plan["bundles"]}
     answered = [b for b in data["bundles"] if b["verdict"] != "not-affected"]
     assert answered
@@ -83,16 +84,18 @@ def test_sam3s_core_b2_reads_the_drift_at_its_regions_cuts(matrix):
     its model-level runs are over the run budget, so both `verify` and `affected` judge the
     step at the regions' own cuts (values move, within fp16's tolerance), never inconclusive
     for want of a run the cuts already replace."""
-    data = matrix.run_entry(answers.Entry("checked/affected/core-b2",
-                                          ("affected", "--fix", "core-b2"),
-                                          answers.CHECKED)).data["result"]
+    data = matrix.run_entry(
+        answers.Entry("checked/affected/core-b2", ("affected", "--fix", "core-b2"), answers.CHECKED)
+    ).data["result"]
     sam3 = next(b for b in data["bundles"] if b["bundle"] == "sam3")
     assert sam3["whole_program"]["drift_source"] == "region cuts"
     assert sam3["verdict"] == "values-move" and sam3["reexport"] == "optional"
     assert "region(s)' own cuts" in sam3["reason"]
     bare = matrix.run_cli(("affected", "--fix", "core-b2")).data["result"]
-    assert next(b for b in bare["bundles"] if b["bundle"] == "sam3")["verdict"] == \
-        "asset-probe-same-program"
+    assert (
+        next(b for b in bare["bundles"] if b["bundle"] == "sam3")["verdict"]
+        == "asset-probe-same-program"
+    )
 
 
 @pytest.mark.parametrize("to", answers.releases()[1:])

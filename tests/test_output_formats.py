@@ -26,11 +26,22 @@ COMMANDS = {
     "repair": ("repair", "old.aimodel", "-o", "new.aimodel"),
 }
 # the JSON envelope's own keys: the only ones at the top of a document (the answer is `result`)
-ENVELOPE = {"schema_version", "version", "tool", "command", "inputs", "summary", "result",
-            "warnings", "error"}
+ENVELOPE = {
+    "schema_version",
+    "version",
+    "tool",
+    "command",
+    "inputs",
+    "summary",
+    "result",
+    "warnings",
+    "error",
+}
 # a bundle exported with 0.4.2: `affected --fix 40` answers it without converting anything
-EXPORTED_WITH_0_4_2 = ('[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
-                       '[bundles.a.exporter]\nconverter = "0.4.2"\nsource = "test"\n')
+EXPORTED_WITH_0_4_2 = (
+    '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
+    '[bundles.a.exporter]\nconverter = "0.4.2"\nsource = "test"\n'
+)
 
 
 def test_the_format_is_chosen_once():
@@ -106,11 +117,18 @@ def test_the_envelope_holds_the_result_once_under_result():
     assert document["result"] == answer
 
 
-@pytest.mark.parametrize("args", [("fixes",), ("cache", "list"), ("cache", "du"),
-                                  ("envs", "list"), ("affected", "--fix", "40", "-q")],
-                         ids=lambda args: " ".join(args[:2]))
-def test_no_field_of_the_result_is_repeated_at_the_top_of_the_document(args, tmp_path,
-                                                                       json_schema):
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("fixes",),
+        ("cache", "list"),
+        ("cache", "du"),
+        ("envs", "list"),
+        ("affected", "--fix", "40", "-q"),
+    ],
+    ids=lambda args: " ".join(args[:2]),
+)
+def test_no_field_of_the_result_is_repeated_at_the_top_of_the_document(args, tmp_path, json_schema):
     """A field of the answer is in `result` and nowhere else: repeated at the top level it
     doubled every document (a plan's 102 KB printed as 205 KB). The command's schema refuses a
     document that repeats them."""
@@ -146,8 +164,9 @@ def test_markdown_links_each_fix_as_the_answers_own_records_name_it(tmp_path):
     own.write_text(text.replace(packaged, fork))
 
     def page(fixes: Path | None) -> str:
-        renderer: Renderer[None] = Renderer("plan", lambda v: {}, lambda v: "",
-                                            lambda v: "#54 moves values", fixes=fixes)
+        renderer: Renderer[None] = Renderer(
+            "plan", lambda v: {}, lambda v: "", lambda v: "#54 moves values", fixes=fixes
+        )
         out = tmp_path / "page.md"
         renderer.render(None, OutputFormat.MARKDOWN, Console(), to=out)
         return out.read_text()

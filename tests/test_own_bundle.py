@@ -29,12 +29,15 @@ LEVELS = ("required", "inconclusive", "optional", "not_affected")
 def _section() -> str:
     text = (ROOT / "docs" / "registry.md").read_text()
     start = text.index("## Adding your own bundle")
-    return text[start:text.index("\n## ", start + 1)]
+    return text[start : text.index("\n## ", start + 1)]
 
 
 def _blocks(language: str) -> list[str]:
-    return [body for lang, body in re.findall(r"```(\w*)\n(.*?)```", _section(), re.S)
-            if lang == language]
+    return [
+        body
+        for lang, body in re.findall(r"```(\w*)\n(.*?)```", _section(), re.S)
+        if lang == language
+    ]
 
 
 def _commands() -> list[list[str]]:
@@ -54,8 +57,13 @@ def own(tmp_path_factory, converter_envs) -> dict[str, Any]:
     cache = tmp / "cache"
     cache.mkdir()
     (cache / "envs").symlink_to(envs_dir())
-    own = {"repo": repo, "commit": commit, "registry": registry, "tmp": tmp,
-           "env": {"INVENTORY_CACHE": str(cache)}}
+    own = {
+        "repo": repo,
+        "commit": commit,
+        "registry": registry,
+        "tmp": tmp,
+        "env": {"INVENTORY_CACHE": str(cache)},
+    }
     trace, *_ = _commands()
     own["traced"] = _run(own, trace)  # the paragraph's first command, once for every test
     return own
@@ -81,8 +89,10 @@ def test_the_page_runs_as_written(own, json_schema):
 
     proc = own["traced"]
     assert proc.returncode == 0, proc.stderr
-    assert {i["kind"] for i in tomllib.loads(own["registry"].read_text())["bundles"]["mine"][
-        "instances"]} == {"batch_norm", "true_divide"}
+    assert {
+        i["kind"]
+        for i in tomllib.loads(own["registry"].read_text())["bundles"]["mine"]["instances"]
+    } == {"batch_norm", "true_divide"}
 
     proc = _run(own, plan)
     assert proc.returncode == 0, proc.stderr
@@ -99,8 +109,11 @@ def test_the_page_runs_as_written(own, json_schema):
     json_schema(data)
     [v] = data["result"]["bundles"]
     form = v["form"]
-    assert form["form"] == "miniature" and form["build"] == {"channels": 8, "length": 32,
-                                                             "blocks": 1}
+    assert form["form"] == "miniature" and form["build"] == {
+        "channels": 8,
+        "length": 32,
+        "blocks": 1,
+    }
     assert form["target"] == "export/export_mine.py:trace_target" and not form["standin"]
     assert form["recipe"]["commit"] == own["commit"] and form["recipe"]["adapter"] is None
     assert any("the module is the recipe's own" in n for n in v["notes"])
@@ -125,8 +138,9 @@ def test_the_page_runs_as_written(own, json_schema):
     assert b["verify"] == again and again["cached"] is True
     level, item = _item(b, "54")
     assert (level, item["verdict"]) == (step["reexport"], step["verdict"])
-    assert item["reason"].startswith("the whole miniature program in 0.4.1->0.4.2 "
-                                     "(model-level run)")
+    assert item["reason"].startswith(
+        "the whole miniature program in 0.4.1->0.4.2 (model-level run)"
+    )
     [part] = item["whole_program"]
     assert part["rule"] == "construct batch_norm"
 
@@ -144,17 +158,20 @@ def checkpoint(own: dict[str, Any]) -> None:
     from safetensors.torch import save_file
 
     gen = torch.Generator().manual_seed(3)
-    tensors = {"blocks.0.dw.weight": torch.randn(8, 1, 5, generator=gen) * 0.4,
-               "blocks.0.norm.weight": 1 + 0.1 * torch.randn(8, generator=gen),
-               "blocks.0.norm.bias": 0.1 * torch.randn(8, generator=gen),
-               "blocks.0.norm.running_mean": 0.5 * torch.randn(8, generator=gen),
-               "blocks.0.norm.running_var": torch.rand(8, generator=gen) + 0.2}
+    tensors = {
+        "blocks.0.dw.weight": torch.randn(8, 1, 5, generator=gen) * 0.4,
+        "blocks.0.norm.weight": 1 + 0.1 * torch.randn(8, generator=gen),
+        "blocks.0.norm.bias": 0.1 * torch.randn(8, generator=gen),
+        "blocks.0.norm.running_mean": 0.5 * torch.randn(8, generator=gen),
+        "blocks.0.norm.running_var": torch.rand(8, generator=gen) + 0.2,
+    }
     save_file({k: v.half() for k, v in tensors.items()}, str(own["tmp"] / "mine.safetensors"))
 
 
 def test_without_the_checkout_verify_says_it_needs_one(own):
-    proc = invoke("verify", "mine", "--to", "0.4.2", "--registry", str(own["registry"]), "-q",
-                  **own["env"])
+    proc = invoke(
+        "verify", "mine", "--to", "0.4.2", "--registry", str(own["registry"]), "-q", **own["env"]
+    )
     assert proc.returncode == 2
     line = one_line(proc)
     assert "has no project target to build whole" in line and "--recipe-root" in line
@@ -178,8 +195,19 @@ def test_the_miniature_keeps_every_distinct_instance_of_the_recipes_module(own, 
 def test_a_pipeline_record_is_answered_on_the_recipes_own_program(own, json_schema):
     """`affected --verify --recipe-root`: core-b3 (0.4.3) on the recipe's own module, the check
     `verify mine --to 0.4.3` is (the miniature, built from the checkout)."""
-    proc = _run(own, ["affected", "--fix", "core-b3", "--bundle", "mine", "--verify",
-                      "--recipe-root", "~/src/my-recipes"])
+    proc = _run(
+        own,
+        [
+            "affected",
+            "--fix",
+            "core-b3",
+            "--bundle",
+            "mine",
+            "--verify",
+            "--recipe-root",
+            "~/src/my-recipes",
+        ],
+    )
     assert proc.returncode in (0, 1), proc.stderr
     data = json.loads(proc.stdout)
     json_schema(data)

@@ -18,8 +18,12 @@ from cli import invoke
 
 from inventory.report.text import for_release_page
 
-LEVELS = (("required", "required"), ("inconclusive", "inconclusive"),
-          ("optional", "optional"), ("not_affected", "no"))
+LEVELS = (
+    ("required", "required"),
+    ("inconclusive", "inconclusive"),
+    ("optional", "optional"),
+    ("not_affected", "no"),
+)
 # wide enough that no table cell wraps: a finding is then one run of text in each format
 WIDE = "2000"
 
@@ -91,16 +95,27 @@ def _formats(*args: str, details: bool = True) -> Answer:
 
 
 # the VEX state each level maps to (docs/reports.md)
-STATE = {"required": "exploitable", "optional": "exploitable", "inconclusive": "in_triage",
-         "no": "not_affected"}
+STATE = {
+    "required": "exploitable",
+    "optional": "exploitable",
+    "inconclusive": "in_triage",
+    "no": "not_affected",
+}
 
 
 def _vex_ref(fix: str) -> str:
     return f"apple/coreai-torch#{fix}" if fix.isdigit() else fix
 
 
-def _check_report(a: Answer, name: str, fix: str, title: str, level: str,
-                  item: dict[str, Any], ignored: str | None = None) -> None:
+def _check_report(
+    a: Answer,
+    name: str,
+    fix: str,
+    title: str,
+    level: str,
+    item: dict[str, Any],
+    ignored: str | None = None,
+) -> None:
     """One finding in the HTML (its level, reason, caveats, ignore) and in the VEX (its state,
     reason, caveats, ignore)."""
     reason = _flat(item["reason"])
@@ -111,8 +126,10 @@ def _check_report(a: Answer, name: str, fix: str, title: str, level: str,
     for remedy in item.get("remedies") or []:
         assert _flat(f"remedy: {remedy}") in a.html.text, (name, fix, remedy)
     if ignored:
-        assert _flat(f"{_vex_ref(fix)} ({level}, {item['verdict']}): ignored: {ignored}") \
-            in a.html.text, (name, fix)
+        assert (
+            _flat(f"{_vex_ref(fix)} ({level}, {item['verdict']}): ignored: {ignored}")
+            in a.html.text
+        ), (name, fix)
     entry = a.vex[(_vex_ref(fix), name)]
     assert entry["analysis"]["state"] == STATE[level], (name, fix)
     assert reason in _flat(entry["analysis"]["detail"]), (name, fix)
@@ -139,23 +156,38 @@ def _check_plan(a: Answer) -> None:
                     # folded to a count by default; named with its verdict under --details
                     assert f"{label} ({item['verdict']})" in table, (name, label)
                     assert f"{for_release_page(label)} ({item['verdict']})" in markdown, (
-                        name, label)
+                        name,
+                        label,
+                    )
                     continue
                 reason = _flat(item["reason"])  # its caveats included (#54's running_var)
                 assert f"{name} {label} ({level}): {reason}" in table, (name, label)
-                assert f"{for_release_page(label)}** ({item['verdict']}): " \
-                       f"{_flat(for_release_page(reason))}" in markdown, (name, label)
+                assert (
+                    f"{for_release_page(label)}** ({item['verdict']}): "
+                    f"{_flat(for_release_page(reason))}" in markdown
+                ), (name, label)
         for item in b["ignored"]:
             label = _label(item["fix"])
-            _check_report(a, name, item["fix"], item["title"], item["ignored"]["level"], item,
-                          item["ignored"]["reason"])
+            _check_report(
+                a,
+                name,
+                item["fix"],
+                item["title"],
+                item["ignored"]["level"],
+                item,
+                item["ignored"]["reason"],
+            )
             said = f"{name} {label}: ignored ({item['ignored']['reason']}"
             assert said in table, said
-            assert f"{name} {for_release_page(label)}: ignored ({item['ignored']['reason']}" \
-                in markdown, said
+            assert (
+                f"{name} {for_release_page(label)}: ignored ({item['ignored']['reason']}"
+                in markdown
+            ), said
         for u in b["unexplained"]:
-            said = f"{name}: unexplained change in {u['step']}: {u['probe']}: re-export " \
-                   f"{u['reexport']}"
+            said = (
+                f"{name}: unexplained change in {u['step']}: {u['probe']}: re-export "
+                f"{u['reexport']}"
+            )
             assert said in table, said
             assert _flat(for_release_page(said)) in markdown, said
             assert _flat(u["reason"]) in a.html.text, said
@@ -176,8 +208,10 @@ def test_every_unrecorded_change_of_a_draft_plan_is_in_every_format(matrix):
 
 def test_an_ignored_finding_and_its_reason_are_in_every_format(matrix, tmp_path: Path):
     ignore = tmp_path / "ignore.toml"
-    ignore.write_text('[[ignore]]\nfix = "28"\nbundle = "sam3"\nreason = "repaired in place"\n'
-                      'expires = "2999-01-01"\n')
+    ignore.write_text(
+        '[[ignore]]\nfix = "28"\nbundle = "sam3"\nreason = "repaired in place"\n'
+        'expires = "2999-01-01"\n'
+    )
     answer = _formats("plan", "--to", "0.4.3", "--ignore", str(ignore))
     (sam3,) = [b for b in answer.result["bundles"] if b["bundle"] == "sam3"]
     assert [i["fix"] for i in sam3["ignored"]] == ["28"]
@@ -190,9 +224,10 @@ def test_every_bundle_of_an_affected_answer_is_in_every_format(fix, matrix):
     result, table, markdown = a.result, a.table, a.markdown
     for b in result["bundles"]:
         assert f"│ {b['bundle']} │" in table and f"| {b['bundle']} |" in markdown
-        assert f"| {b['verdict']} | **{b['reexport']}** | " \
-               f"{_flat(for_release_page(b['reason'])).replace('|', chr(92) + '|')} |" \
-               in markdown, b["bundle"]
+        assert (
+            f"| {b['verdict']} | **{b['reexport']}** | "
+            f"{_flat(for_release_page(b['reason'])).replace('|', chr(92) + '|')} |" in markdown
+        ), b["bundle"]
         assert _flat(b["reason"]) in table, b["bundle"]
         assert a.html.bundle_level(b["bundle"]) == b["reexport"], b["bundle"]
         ignored = (b.get("ignored") or {}).get("reason")
@@ -203,4 +238,5 @@ def test_every_bundle_of_an_affected_answer_is_in_every_format(fix, matrix):
         assert _flat(b["reason"]) in _flat(entry["analysis"]["detail"]), b["bundle"]
         assert (entry["analysis"].get("justification") is not None) == (b["reexport"] == "no")
         assert {p["name"]: p["value"] for p in entry.get("properties", [])}.get(
-            "inventory:ignored") == ignored, b["bundle"]
+            "inventory:ignored"
+        ) == ignored, b["bundle"]

@@ -29,11 +29,13 @@ def _in_every(said: str, *texts: str) -> None:
         assert _flat(said) in text, said
 
 
-def _each_format(*args: str, formats: tuple[str, ...] = ("table", "markdown"),
-                 store: str | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+def _each_format(
+    *args: str, formats: tuple[str, ...] = ("table", "markdown"), store: str | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
     """The JSON result and each other format's text (flattened; the HTML as the page shows
     it), from the CLI on one store: in this process on the session's store, or as a process
     of its own on another of the suite's stores."""
+
     def cli(*more: str) -> str:
         if store is None:
             return invoke(*args, *more, "-q", COLUMNS=WIDE).stdout
@@ -57,14 +59,17 @@ def test_every_finding_of_release_notes_is_in_every_format(matrix):
         for p in f["probes"]:
             name = p["probe"].split("/", 1)[1]
             # one row per probe: the record, the probe and its verdict
-            assert f"│ {label} │ {name} │ {p['emitted']} │ {p['shipped']} │ {p['outputs']} │ " \
-                   f"{p['verdict']} │" in table, (label, name)
+            assert (
+                f"│ {label} │ {name} │ {p['emitted']} │ {p['shipped']} │ {p['outputs']} │ "
+                f"{p['verdict']} │" in table
+            ), (label, name)
             assert f"| `{name}`" in markdown and f"| {p['verdict']} |" in markdown, name
         for pair in f["loads"]:
             for side in (pair["old"], pair["new"]):
-                said = ", ".join(f"{o['core']} {o['outcome']}"
-                                 + (f" ({o['signal']})" if o["signal"] else "")
-                                 for o in side["outcomes"])
+                said = ", ".join(
+                    f"{o['core']} {o['outcome']}" + (f" ({o['signal']})" if o["signal"] else "")
+                    for o in side["outcomes"]
+                )
                 _in_every(f"{side['exporter']}: {said}", table, markdown)
         for bundle in f["bundles"]:
             assert bundle in table and bundle in markdown, (label, bundle)
@@ -85,8 +90,9 @@ def test_every_changing_probe_of_a_sweep_is_in_every_format(matrix):
     for c in sweep["changed"]:
         row = f"{c['probe']} │ {c['shipped']} │ {c['outputs']} │ {c['verdict']} │"
         assert row in table, row
-        assert f"| `{c['probe']}` | {c['shipped']} | {c['outputs']} | {c['verdict']} |" \
-            in markdown, c["probe"]
+        assert (
+            f"| `{c['probe']}` | {c['shipped']} | {c['outputs']} | {c['verdict']} |" in markdown
+        ), c["probe"]
         for fix in c["explained_by"]:
             assert _label(fix) in table and for_release_page(_label(fix)) in markdown
     assert f"{len(sweep['unexplained'])} explained by no fix record" in markdown
@@ -99,8 +105,9 @@ def test_every_finding_of_a_whole_program_check_is_in_every_format(matrix):
     each bundle's status, answer, level and reason, each region it was cut into, each change
     no record explains and each caveat, in the table, the markdown and the HTML report."""
     bundles = ("parakeet", "lfm_audio", "sortformer", "mimi", "sam3")
-    check, t = _each_format("verify", *bundles, "--to", "0.4.3",
-                            formats=("table", "markdown", "html"), store=CHECKED)
+    check, t = _each_format(
+        "verify", *bundles, "--to", "0.4.3", formats=("table", "markdown", "html"), store=CHECKED
+    )
     table, markdown, html = t["table"], t["markdown"], t["html"]
     assert [b["bundle"] for b in check["bundles"]] == list(bundles)
     for b in check["bundles"]:
@@ -120,8 +127,12 @@ def test_every_finding_of_a_whole_program_check_is_in_every_format(matrix):
             for said in b[key]:
                 _in_every(said, table, markdown, html)
         for u in b["unrecorded"]:
-            _in_every(f"{u['step']} {u['stage']}: {u['regions']} region(s), "
-                      f"{u['changed_lines']} lines", table, markdown, html)
+            _in_every(
+                f"{u['step']} {u['stage']}: {u['regions']} region(s), {u['changed_lines']} lines",
+                table,
+                markdown,
+                html,
+            )
         for step in b["steps"]:
             _in_every(f"{step['step']}: emitted", table, markdown)
 
@@ -132,12 +143,14 @@ def test_every_bundle_a_scan_reads_is_in_every_format(matrix, tmp_path: Path):
     runtime, in the table, the markdown and the CycloneDX document."""
     results = stores()[BARE] / "results"
     for release in ("0.4.0", "0.4.2"):
-        asset = max(results.glob(f"load-{release}-float16-*/export-{release}/model.aimodel"),
-                    key=lambda p: p.stat().st_mtime, default=None)
+        asset = max(
+            results.glob(f"load-{release}-float16-*/export-{release}/model.aimodel"),
+            key=lambda p: p.stat().st_mtime,
+            default=None,
+        )
         assert asset is not None, release
         shutil.copytree(asset, tmp_path / f"probe-{release.replace('.', '')}.aimodel")
-    scan, t = _each_format("scan", str(tmp_path),
-                           formats=("table", "markdown", "cyclonedx"))
+    scan, t = _each_format("scan", str(tmp_path), formats=("table", "markdown", "cyclonedx"))
     table, markdown = t["table"], t["markdown"]
     bom = json.loads(t["cyclonedx"])
     models = {c["name"]: c for c in bom["components"] if c["type"] == "machine-learning-model"}

@@ -17,6 +17,7 @@ KEPT = ["aten.reflection_pad1d.default", "aten.replication_pad1d.default"]
 def _keep(ops):
     def change(raw):
         raw["pipeline"]["keep"] = ops
+
     return change
 
 
@@ -52,8 +53,9 @@ def test_a_misspelt_kept_op_is_one_line(tmp_path):
 def test_regimes_keep_ops_out_as_the_upstream_pad_tests_do():
     kept = [r for r in load_regimes() if r.spec.pipeline.keep]
     ops = {op for r in kept for op in r.spec.pipeline.keep}
-    assert {f"aten.{m}_pad{n}d.default" for m in ("reflection", "replication")
-            for n in (1, 2, 3)} <= ops
+    assert {
+        f"aten.{m}_pad{n}d.default" for m in ("reflection", "replication") for n in (1, 2, 3)
+    } <= ops
 
 
 def test_a_whole_program_is_converted_and_stored_under_the_recipes_table(tmp_path):
@@ -62,5 +64,8 @@ def test_a_whole_program_is_converted_and_stored_under_the_recipes_table(tmp_pat
     plain = load_registry(registry_with(tmp_path, "parakeet", lambda raw: None))[0]
     (kept,) = load_registry(registry_with(tmp_path, "parakeet", _keep(KEPT)))
     assert whole.pipeline_of(plain) == {"decompositions": "coreai", "optimize": True}
-    assert whole.pipeline_of(kept) == {"decompositions": "coreai", "optimize": True,
-                                       "keep": sorted(KEPT)}
+    assert whole.pipeline_of(kept) == {
+        "decompositions": "coreai",
+        "optimize": True,
+        "keep": sorted(KEPT),
+    }

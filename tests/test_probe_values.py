@@ -41,8 +41,9 @@ def _values_batch_norm(r: Regime, probe: probes.Probe) -> None:
         return
     assert (mean != 0).all() and not torch.allclose(weight, torch.ones_like(weight))
     assert (bias != 0).all()
-    regime = r.spec.params.get("running_var",
-                               {"trained": "spread", "adversarial": "mixed"}[r.spec.values])
+    regime = r.spec.params.get(
+        "running_var", {"trained": "spread", "adversarial": "mixed"}[r.spec.values]
+    )
     tiny, huge = var < probes.FP16_TINY, var > probes.FP16_MAX
     if regime == "spread":
         assert not tiny.any() and not huge.any()
@@ -86,7 +87,8 @@ def _values_min_dim(r: Regime, probe: probes.Probe) -> None:
         assert x.min() >= probes.INT_MIN[int_dtype] and x.max() <= probes.INT_MAX[int_dtype]
     else:
         assert (x == -math.inf).any(dim=r.spec.params["dim"]).all() == (
-            r.spec.values == "adversarial")
+            r.spec.values == "adversarial"
+        )
 
 
 def _values_true_divide(r: Regime, probe: probes.Probe) -> None:
@@ -131,10 +133,14 @@ def _values_norm(r: Regime, probe: probes.Probe) -> None:
 
 
 VALUE_CHECKS = {
-    "batch_norm": _values_batch_norm, "atan2": _values_atan2, "min_dim": _values_min_dim,
-    "true_divide": _values_true_divide, "mean_dtype": _values_mean_dtype,
+    "batch_norm": _values_batch_norm,
+    "atan2": _values_atan2,
+    "min_dim": _values_min_dim,
+    "true_divide": _values_true_divide,
+    "mean_dtype": _values_mean_dtype,
     "max_pool2d": _values_max_pool2d,
-    "layer_norm": _values_norm, "group_norm": _values_norm,
+    "layer_norm": _values_norm,
+    "group_norm": _values_norm,
 }
 
 
@@ -167,8 +173,10 @@ def test_probe_values_are_what_the_regime_claims(regime: Regime):
     p = regime.spec.params
     eager_rejects = regime.construct == "conv_transpose" and any(
         o >= s and o >= d
-        for o, s, d in zip(p["output_padding"], p["stride"],
-                           p.get("dilation", [1] * len(p["stride"])), strict=True))
+        for o, s, d in zip(
+            p["output_padding"], p["stride"], p.get("dilation", [1] * len(p["stride"])), strict=True
+        )
+    )
     if not eager_rejects:
         with torch.no_grad():
             probe.reference_module(*probe.reference_inputs.values())
@@ -198,9 +206,13 @@ def test_quantize_values_in_converter_env(newest_env):
     """The quantize probes, built where coreai-torch is: int8 codes, per-channel scales."""
     wanted = {r.id: r for r in REGIMES if r.construct == "quantize"}
     assert wanted
-    proc = subprocess.run([str(newest_env.python), "-c", _QUANT_VALUES.format(root=str(ROOT))],
-                          input=json.dumps({k: r.spec.to_json() for k, r in wanted.items()}),
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [str(newest_env.python), "-c", _QUANT_VALUES.format(root=str(ROOT))],
+        input=json.dumps({k: r.spec.to_json() for k, r in wanted.items()}),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     for key, regime in wanted.items():
@@ -224,5 +236,6 @@ def test_builders_keep_the_interface():
 
     for construct, builder in probes.builders().items():
         takes = ["params", "gen", "values"] + (
-            ["tensors"] if constructs.get(construct).checkpoint else [])
+            ["tensors"] if constructs.get(construct).checkpoint else []
+        )
         assert list(inspect.signature(builder).parameters) == takes, construct

@@ -42,17 +42,40 @@ IDS = [r.id for r in REGIMES]
 
 # The constructs the changelog's lowering changes touch (externalization, #18/#53, has none).
 CHANGELOG_CONSTRUCTS = {
-    "conv_transpose", "batch_norm", "layer_norm", "group_norm", "true_divide", "mean_dtype",
-    "min_dim", "max_pool2d", "atan2", "quantize", "pad", "arange", "repeat_symbolic",
-    "cat_dynamic", "view_dynamic", "masked_scatter", "select_dynamic",
+    "conv_transpose",
+    "batch_norm",
+    "layer_norm",
+    "group_norm",
+    "true_divide",
+    "mean_dtype",
+    "min_dim",
+    "max_pool2d",
+    "atan2",
+    "quantize",
+    "pad",
+    "arange",
+    "repeat_symbolic",
+    "cat_dynamic",
+    "view_dynamic",
+    "masked_scatter",
+    "select_dynamic",
 }
 # Constructs found by tracing the recipes whose lowering a changelog change rewrote, though the
 # changelog does not name them: floor division (sam3) is lowered by div.Tensor_mode's function,
 # which #32 rewrote.
 TRACED_CONSTRUCTS = {"floor_divide"}
 # Regimes the changelog names as controls, by construct.
-CHANGELOG_CONTROLS = {"cat_dynamic", "repeat_symbolic", "arange", "pad", "true_divide",
-                      "mean_dtype", "min_dim", "max_pool2d", "batch_norm"}
+CHANGELOG_CONTROLS = {
+    "cat_dynamic",
+    "repeat_symbolic",
+    "arange",
+    "pad",
+    "true_divide",
+    "mean_dtype",
+    "min_dim",
+    "max_pool2d",
+    "batch_norm",
+}
 
 
 # ---- the regimes file -------------------------------------------------------------------------
@@ -61,8 +84,11 @@ CHANGELOG_CONTROLS = {"cat_dynamic", "repeat_symbolic", "arange", "pad", "true_d
 def test_regimes_cover_every_changelog_construct_and_its_controls():
     regimed = {r.construct for r in REGIMES}
     assert regimed == CHANGELOG_CONSTRUCTS | TRACED_CONSTRUCTS
-    assert set(probes.builders()) == {c.kind for c in constructs.probed()} == \
-        CHANGELOG_CONSTRUCTS | TRACED_CONSTRUCTS
+    assert (
+        set(probes.builders())
+        == {c.kind for c in constructs.probed()}
+        == CHANGELOG_CONSTRUCTS | TRACED_CONSTRUCTS
+    )
     controls = {r.construct for r in REGIMES if r.control}
     assert controls >= CHANGELOG_CONTROLS
     for construct in regimed:
@@ -91,8 +117,10 @@ def describe(graph: Any) -> list[dict[str, Any]]:
 
     def meta(v: Any) -> Any:
         if isinstance(v, torch.Tensor):
-            return {"dtype": str(v.dtype).removeprefix("torch."),
-                    "shape": [d if isinstance(d, int) else str(d) for d in v.shape]}
+            return {
+                "dtype": str(v.dtype).removeprefix("torch."),
+                "shape": [d if isinstance(d, int) else str(d) for d in v.shape],
+            }
         if isinstance(v, tuple | list):
             return [meta(x) for x in v]
         if isinstance(v, torch.SymInt):
@@ -101,8 +129,11 @@ def describe(graph: Any) -> list[dict[str, Any]]:
 
     def arg(a: Any) -> Any:
         if isinstance(a, torch.fx.Node):
-            return {"node": a.name, "op": str(a.target) if a.op == "call_function" else a.op,
-                    "val": meta(a.meta.get("val"))}
+            return {
+                "node": a.name,
+                "op": str(a.target) if a.op == "call_function" else a.op,
+                "val": meta(a.meta.get("val")),
+            }
         if isinstance(a, tuple | list):
             return [arg(x) for x in a]
         if isinstance(a, torch.dtype):
@@ -113,9 +144,17 @@ def describe(graph: Any) -> list[dict[str, Any]]:
             return a
         return str(a)
 
-    return [{"name": n.name, "target": str(n.target), "args": [arg(a) for a in n.args],
-             "kwargs": {k: arg(v) for k, v in n.kwargs.items()}, "val": meta(n.meta.get("val"))}
-            for n in graph.nodes if n.op == "call_function"]
+    return [
+        {
+            "name": n.name,
+            "target": str(n.target),
+            "args": [arg(a) for a in n.args],
+            "kwargs": {k: arg(v) for k, v in n.kwargs.items()},
+            "val": meta(n.meta.get("val")),
+        }
+        for n in graph.nodes
+        if n.op == "call_function"
+    ]
 
 
 @cache
@@ -165,10 +204,16 @@ print(json.dumps(out))
 def converter_graphs(python: Path) -> dict[str, list[dict[str, Any]]]:
     """Graphs of the regimes that need coreai-torch, exported in one converter-env subprocess."""
     wanted = {r.id: r.spec.to_json() for r in REGIMES if _needs_converter(r)}
-    script = _SUBPROCESS.format(root=str(ROOT),
-                                describe=textwrap.dedent(inspect.getsource(describe)))
-    proc = subprocess.run([str(python), "-c", script], input=json.dumps(wanted),
-                          capture_output=True, text=True, timeout=600)
+    script = _SUBPROCESS.format(
+        root=str(ROOT), describe=textwrap.dedent(inspect.getsource(describe))
+    )
+    proc = subprocess.run(
+        [str(python), "-c", script],
+        input=json.dumps(wanted),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -181,8 +226,9 @@ def graph_of(regime: Regime, env: Env) -> list[dict[str, Any]]:
     probe = probes.build(regime.spec.to_json())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ep = torch.export.export(probe.module, tuple(probe.inputs.values()),
-                                 dynamic_shapes=probe.dynamic_shapes())
+        ep = torch.export.export(
+            probe.module, tuple(probe.inputs.values()), dynamic_shapes=probe.dynamic_shapes()
+        )
         decomp = regime.spec.pipeline.decompositions
         if decomp == "coreai":
             ep = ep.run_decompositions(coreai_table(env.path))
@@ -385,8 +431,10 @@ def _quantize(r: Regime, g: list[dict]) -> None:
         assert (equal >= 2) == claims_equal, f"{r.name}: {equal} dims of the axis's size"
 
 
-PAD_OPS = {"reflect": "aten.reflection_pad{}d.default",
-           "replicate": "aten.replication_pad{}d.default"}
+PAD_OPS = {
+    "reflect": "aten.reflection_pad{}d.default",
+    "replicate": "aten.replication_pad{}d.default",
+}
 
 
 def _pad(r: Regime, g: list[dict]) -> None:
@@ -513,13 +561,24 @@ def _masked_scatter(r: Regime, g: list[dict]) -> None:
 
 
 CHECKS = {
-    "conv_transpose": _conv_transpose, "batch_norm": _batch_norm, "layer_norm": _layer_norm,
-    "group_norm": _group_norm, "select_dynamic": _select_dynamic, "true_divide": _true_divide,
+    "conv_transpose": _conv_transpose,
+    "batch_norm": _batch_norm,
+    "layer_norm": _layer_norm,
+    "group_norm": _group_norm,
+    "select_dynamic": _select_dynamic,
+    "true_divide": _true_divide,
     "floor_divide": _floor_divide,
-    "mean_dtype": _mean_dtype, "min_dim": _min_dim, "max_pool2d": _max_pool2d,
-    "atan2": _atan2, "quantize": _quantize, "pad": _pad, "arange": _arange,
-    "repeat_symbolic": _repeat_symbolic, "cat_dynamic": _cat_dynamic,
-    "view_dynamic": _view_dynamic, "masked_scatter": _masked_scatter,
+    "mean_dtype": _mean_dtype,
+    "min_dim": _min_dim,
+    "max_pool2d": _max_pool2d,
+    "atan2": _atan2,
+    "quantize": _quantize,
+    "pad": _pad,
+    "arange": _arange,
+    "repeat_symbolic": _repeat_symbolic,
+    "cat_dynamic": _cat_dynamic,
+    "view_dynamic": _view_dynamic,
+    "masked_scatter": _masked_scatter,
 }
 
 

@@ -54,7 +54,7 @@ def trace_target(channels, length, blocks=2):
     return model.to(torch.float16), {{"x": torch.zeros(1, channels, length, dtype=torch.float16)}}
 '''
 
-REGISTRY = '''\
+REGISTRY = """\
 [bundles.mine]
 files = ["mine_float16.aimodel"]
 dtype = "float16"
@@ -76,7 +76,7 @@ path = "{path}"
 call = "trace_target"
 kwargs = {{ channels = 8, length = 32 }}
 {extra}
-'''
+"""
 
 
 def run(*args: str) -> Ran:
@@ -84,8 +84,9 @@ def run(*args: str) -> Ran:
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def recipe_repo(tmp_path: Path, scale: float = 4.0) -> tuple[Path, str]:
@@ -98,8 +99,9 @@ def recipe_repo(tmp_path: Path, scale: float = 4.0) -> tuple[Path, str]:
     return repo, git(repo, "rev-parse", "HEAD")
 
 
-def registry(tmp_path: Path, commit: str, path: str = "export/export_mine.py",
-             extra: str = "") -> Path:
+def registry(
+    tmp_path: Path, commit: str, path: str = "export/export_mine.py", extra: str = ""
+) -> Path:
     reg = tmp_path / "recipes.toml"
     reg.write_text(REGISTRY.format(commit=commit, path=path, extra=extra))
     return reg
@@ -113,20 +115,23 @@ def one_line(proc: subprocess.CompletedProcess[str] | Ran) -> str:
 
 
 def test_a_users_bundle_is_traced_from_their_repository_and_recorded_with_provenance(
-        tmp_path, converter_envs):
+    tmp_path, converter_envs
+):
     repo, commit = recipe_repo(tmp_path)
     reg = registry(tmp_path, commit)
-    proc = run("trace", "mine", "--recipe-root", str(repo), "--registry", str(reg), "--write",
-               "-q")
+    proc = run("trace", "mine", "--recipe-root", str(repo), "--registry", str(reg), "--write", "-q")
     assert proc.returncode == 0, proc.stderr
     assert f"recipe example/my-recipes {commit[:12]} (git rev-parse HEAD)" in proc.stdout
     bundle = tomllib.loads(reg.read_text())["bundles"]["mine"]
     trace = bundle["trace"]
     assert trace["origin"] == "recipe" and trace["export"] == {"grad": "no_grad"}
     assert trace["provenance"] == {
-        "repository": "example/my-recipes", "commit": commit,
-        "commit_source": "git rev-parse HEAD", "file": "export/export_mine.py",
-        "builder": "export/export_mine.py: trace_target(channels=8, length=32)"}
+        "repository": "example/my-recipes",
+        "commit": commit,
+        "commit_source": "git rev-parse HEAD",
+        "file": "export/export_mine.py",
+        "builder": "export/export_mine.py: trace_target(channels=8, length=32)",
+    }
     assert trace["decompositions"] == "coreai_torch 0.4.1 get_decomp_table()"
     assert trace["facts"]["softmax"] == {"float16": 2}
     kinds = {i["kind"]: i for i in bundle["instances"]}
@@ -137,31 +142,37 @@ def test_a_users_bundle_is_traced_from_their_repository_and_recorded_with_proven
     assert norm["params"]["depthwise_kernel"] == 5 and norm["params"]["channels"] == 8
     assert kinds["true_divide"]["params"]["divisor"] == 4.0
 
-    proc = run("trace", "mine", "--recipe-root", str(repo), "--registry", str(reg), "--check",
-               "-q")
+    proc = run("trace", "mine", "--recipe-root", str(repo), "--registry", str(reg), "--check", "-q")
     assert proc.returncode == 0 and "registry instances match a fresh trace" in proc.stdout
 
     # The recipe changes upstream: the recorded trace is stale, and says how and from which commit.
     (repo / "export" / "export_mine.py").write_text(RECIPE.format(scale=8.0))
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "scale 8")
-    proc = run("trace", "mine", "--recipe-root", str(repo), "--registry", str(reg), "--check",
-               "-q")
+    proc = run("trace", "mine", "--recipe-root", str(repo), "--registry", str(reg), "--check", "-q")
     assert proc.returncode == 1
-    assert "stale: mine: recorded but not traced" in proc.stderr and '"divisor": 4.0' in \
-        proc.stderr
+    assert "stale: mine: recorded but not traced" in proc.stderr and '"divisor": 4.0' in proc.stderr
     assert f"recorded from recipe commit {commit[:12]}" in proc.stderr
     assert "warning: mine: the registry names recipe commit" in proc.stderr
 
 
-@pytest.mark.parametrize("path, extra, says", [
-    ("../outside.py", "", "leaves the recipe root"),
-    ("/etc/passwd", "", "must be a path relative to the recipe root"),
-    ("export/missing.py", "", "is not in"),
-    ("export/export_mine.py", 'adapter = "os:system"', "is not a module of "
-                                                        "inventory.trace.recipes"),
-    ("export/export_mine.py", 'cannot_trace_offline = "its weights come from a gated hub repo"',
-     "the recipe cannot be traced offline: its weights come from a gated hub repo"),
-])
+@pytest.mark.parametrize(
+    "path, extra, says",
+    [
+        ("../outside.py", "", "leaves the recipe root"),
+        ("/etc/passwd", "", "must be a path relative to the recipe root"),
+        ("export/missing.py", "", "is not in"),
+        (
+            "export/export_mine.py",
+            'adapter = "os:system"',
+            "is not a module of inventory.trace.recipes",
+        ),
+        (
+            "export/export_mine.py",
+            'cannot_trace_offline = "its weights come from a gated hub repo"',
+            "the recipe cannot be traced offline: its weights come from a gated hub repo",
+        ),
+    ],
+)
 def test_a_builder_the_registry_may_not_run_is_refused_in_one_line(tmp_path, path, extra, says):
     repo, commit = recipe_repo(tmp_path)
     (tmp_path / "outside.py").write_text("raise SystemExit('imported')\n")

@@ -76,8 +76,9 @@ class Fusion(RecordKind):
 
 def _database(tmp_path: Path, **record: object) -> Path:
     document = tomllib.loads(FIXES_FILE.read_text())
-    document["fix"].append({"id": "container-1", "title": "container v2",
-                            "ships_in": "0.4.2", **record})
+    document["fix"].append(
+        {"id": "container-1", "title": "container v2", "ships_in": "0.4.2", **record}
+    )
     path = tmp_path / "fixes.toml"
     path.write_text(tomli_w.dumps(document))
     return path
@@ -129,8 +130,7 @@ def test_a_new_kind_is_read_and_answered_by_its_class_alone(tmp_path, container)
     assert attributed(region, [record]) == {"container-1": "container record, optimizer stage"}
 
 
-def test_a_made_up_kind_is_answered_end_to_end_by_its_class_alone(tmp_path, fusion,
-                                                                  monkeypatch):
+def test_a_made_up_kind_is_answered_end_to_end_by_its_class_alone(tmp_path, fusion, monkeypatch):
     bundle, construct = _holder()
     fixes = load_fixes(_database(tmp_path, kind="fusion", constructs=[construct]))
     record = next(f for f in fixes if f.id == "container-1")
@@ -140,8 +140,9 @@ def test_a_made_up_kind_is_answered_end_to_end_by_its_class_alone(tmp_path, fusi
     assert _regimes_of(record, regimes) == asset_regimes()
     # the bundles it concerns: the holders of its construct, each with its traced instances
     concerned = record.record_kind.concerned(_Concerned(bundles), record)
-    assert concerned == tuple(b.name for b in bundles
-                              if any(i.kind == construct for i in b.instances))
+    assert concerned == tuple(
+        b.name for b in bundles if any(i.kind == construct for i in b.instances)
+    )
     assert bundle.name in concerned and len(concerned) < len(bundles)
     held = record.record_kind.concerned(_HeldBy(bundles), record)
     assert {b for b, _, _ in held} == set(concerned)
@@ -188,22 +189,30 @@ def test_the_shipped_kinds_have_records_and_probe_them_as_they_say():
 
 # a kind's property compared, or a name of how a kind probes or concerns compared against it:
 # the decision belongs to the kind's class (`probed`, `concerned`, `answer`)
-_COMPARED = re.compile(r"record_kind(\.\w+)?\s*(==|!=|\bis\b|\bin\b)"
-                       r"|isinstance\([^)]*record_kind"
-                       r"|(==|!=|\bis\b)\s*\w*record_kind\b"
-                       r"|\b(LOAD_CHECKS|CONSTRUCT_REGIMES|ASSET_PROBE|HOLDERS|EXPORTED_BEFORE)\b"
-                       r"|record_kind\.(probe|concerns)\b")
+_COMPARED = re.compile(
+    r"record_kind(\.\w+)?\s*(==|!=|\bis\b|\bin\b)"
+    r"|isinstance\([^)]*record_kind"
+    r"|(==|!=|\bis\b)\s*\w*record_kind\b"
+    r"|\b(LOAD_CHECKS|CONSTRUCT_REGIMES|ASSET_PROBE|HOLDERS|EXPORTED_BEFORE)\b"
+    r"|record_kind\.(probe|concerns)\b"
+)
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_no_code_outside_the_kinds_compares_a_kind():
-    sources = [p for d in ("inventory", "oracle", "scripts", "tests")
-               for p in sorted((ROOT / d).rglob("*.py"))]
+    sources = [
+        p
+        for d in ("inventory", "oracle", "scripts", "tests")
+        for p in sorted((ROOT / d).rglob("*.py"))
+    ]
     here = Path(__file__).resolve()
-    found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in sources
-             if p != here and p != ROOT / "oracle" / "record_kinds.py"
-             for n, line in enumerate(p.read_text().splitlines(), start=1)
-             if _COMPARED.search(line)]
+    found = [
+        f"{p.relative_to(ROOT)}:{n}: {line.strip()}"
+        for p in sources
+        if p != here and p != ROOT / "oracle" / "record_kinds.py"
+        for n, line in enumerate(p.read_text().splitlines(), start=1)
+        if _COMPARED.search(line)
+    ]
     assert not found, "\n".join(found)
     # the check itself sees what it forbids
     assert _COMPARED.search("if fix.record_kind.probe == LOAD_CHECKS:")

@@ -24,8 +24,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def conv_t(**kw) -> ProbeSpec:
-    params = {"dim": 1, "in_channels": 4, "out_channels": 4, "kernel": [4], "stride": [2],
-              "padding": [0], "output_padding": [1], "input_shape": [1, 4, 7]}
+    params = {
+        "dim": 1,
+        "in_channels": 4,
+        "out_channels": 4,
+        "kernel": [4],
+        "stride": [2],
+        "padding": [0],
+        "output_padding": [1],
+        "input_shape": [1, 4, 7],
+    }
     params.update(kw)
     return ProbeSpec("conv_transpose", params)
 
@@ -57,9 +65,14 @@ def test_a_damaged_stored_result_is_detected_and_recomputed(env, tmp_path):
 
 
 def _inventory(*args: str, cache: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "inventory.cli", *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "INVENTORY_CACHE": str(cache)})
+    return subprocess.Popen(
+        [sys.executable, "-m", "inventory.cli", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "INVENTORY_CACHE": str(cache)},
+    )
 
 
 def _shared_envs(tmp_path: Path, env) -> Path:
@@ -92,8 +105,9 @@ def test_two_concurrent_runs_share_environments_and_store(env, tmp_path):
 def test_ctrl_c_leaves_no_half_written_result(env, tmp_path):
     cache = _shared_envs(tmp_path, env)
     registry = _registry(tmp_path, channels=8)
-    run = _inventory("affected", "--fix", "40", "--registry", str(registry), "--json", "-q",
-                     cache=cache)
+    run = _inventory(
+        "affected", "--fix", "40", "--registry", str(registry), "--json", "-q", cache=cache
+    )
     results = cache / "results"
     while run.poll() is None:  # interrupt while a probe is being built
         if results.exists() and any(p.name.startswith(".") for p in results.iterdir()):

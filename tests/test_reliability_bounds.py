@@ -29,8 +29,12 @@ from oracle.envs.environment import Env
 from oracle.infra.inputfile import read_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
-TIMEOUTS = ("INVENTORY_VERIFY_RUN_TIMEOUT", "INVENTORY_VERIFY_CONVERT_TIMEOUT",
-            "INVENTORY_WORKER_TIMEOUT", "INVENTORY_TRACE_TIMEOUT")
+TIMEOUTS = (
+    "INVENTORY_VERIFY_RUN_TIMEOUT",
+    "INVENTORY_VERIFY_CONVERT_TIMEOUT",
+    "INVENTORY_WORKER_TIMEOUT",
+    "INVENTORY_TRACE_TIMEOUT",
+)
 
 
 def usage_error(*args: str, **env: str) -> str:
@@ -51,28 +55,35 @@ def minimal_bundle(folder: Path) -> Path:
 
 
 @pytest.mark.parametrize("name", TIMEOUTS)
-@pytest.mark.parametrize(("value", "why"), [
-    ("abc", "not a number of seconds"),
-    ("-1", "must be a finite number of seconds, above 0"),
-    ("-5", "must be a finite number of seconds, above 0"),
-    ("0", "must be a finite number of seconds, above 0"),
-    ("nan", "must be a finite number of seconds, above 0"),
-    ("inf", "must be a finite number of seconds, above 0"),
-])
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("abc", "not a number of seconds"),
+        ("-1", "must be a finite number of seconds, above 0"),
+        ("-5", "must be a finite number of seconds, above 0"),
+        ("0", "must be a finite number of seconds, above 0"),
+        ("nan", "must be a finite number of seconds, above 0"),
+        ("inf", "must be a finite number of seconds, above 0"),
+    ],
+)
 def test_a_bad_timeout_variable_is_exit_2_before_any_work(name, value, why, tmp_path):
     """`INVENTORY_VERIFY_RUN_TIMEOUT=-1` used to fail only after a full build and two
     conversions; `=abc` was exit 4. The store stays empty: nothing ran."""
     store = tmp_path / "store"
-    for command in (("verify", "mimi", "--to", "0.4.2", "-q"), ("plan", "--to", "0.4.2", "-q"),
-                    ("envs", "list")):
+    for command in (
+        ("verify", "mimi", "--to", "0.4.2", "-q"),
+        ("plan", "--to", "0.4.2", "-q"),
+        ("envs", "list"),
+    ):
         line = usage_error(*command, INVENTORY_CACHE=str(store), **{name: value})
         assert line == f"error: {name}={value!r}: {why}"
     assert not store.exists()
 
 
 def test_a_bad_timeout_under_json_is_the_envelope(json_schema):
-    proc = invoke("verify", "mimi", "--to", "0.4.2", "--json", "-q",
-                  INVENTORY_VERIFY_RUN_TIMEOUT="abc")
+    proc = invoke(
+        "verify", "mimi", "--to", "0.4.2", "--json", "-q", INVENTORY_VERIFY_RUN_TIMEOUT="abc"
+    )
     assert proc.returncode == ExitCode.USAGE
     data = json.loads(proc.stdout)
     json_schema(data)
@@ -81,7 +92,8 @@ def test_a_bad_timeout_under_json_is_the_envelope(json_schema):
 
 def test_the_lock_timeout_may_be_0_and_is_checked_like_the_others():
     assert usage_error("envs", "list", INVENTORY_LOCK_TIMEOUT="soon") == (
-        "error: INVENTORY_LOCK_TIMEOUT='soon': not a number of seconds")
+        "error: INVENTORY_LOCK_TIMEOUT='soon': not a number of seconds"
+    )
     assert invoke("envs", "list", INVENTORY_LOCK_TIMEOUT="0").returncode == 0
 
 
@@ -123,21 +135,34 @@ def test_the_stated_timeout_is_the_one_applied(tmp_path, monkeypatch, stated):
     assert stated <= time.monotonic() - start < stated + SLACK
 
 
-@pytest.mark.parametrize(("cache", "expected"), [
-    ("/proc", "error: INVENTORY_CACHE /proc: under /proc, not a folder results can be kept in"),
-    ("/proc/self/fd", "error: INVENTORY_CACHE /proc/{pid}/fd: under /proc, not a folder "
-                      "results can be kept in"),
-    ("{file}", "error: INVENTORY_CACHE {file} is a file, not a folder"),
-    ("{file}/sub", "error: INVENTORY_CACHE {file}/sub is inside {file}, which is a file, not a "
-                   "folder"),
-])
+@pytest.mark.parametrize(
+    ("cache", "expected"),
+    [
+        ("/proc", "error: INVENTORY_CACHE /proc: under /proc, not a folder results can be kept in"),
+        (
+            "/proc/self/fd",
+            "error: INVENTORY_CACHE /proc/{pid}/fd: under /proc, not a folder "
+            "results can be kept in",
+        ),
+        ("{file}", "error: INVENTORY_CACHE {file} is a file, not a folder"),
+        (
+            "{file}/sub",
+            "error: INVENTORY_CACHE {file}/sub is inside {file}, which is a file, not a folder",
+        ),
+    ],
+)
 def test_an_inventory_cache_that_cannot_be_a_store_is_exit_2_in_every_command(
-        tmp_path, cache, expected):
+    tmp_path, cache, expected
+):
     file = tmp_path / "a-file"
     file.write_text("x")
     cache = cache.format(file=file)
-    for command in (("envs", "list"), ("cache", "prune"), ("plan", "--to", "0.4.2", "-q"),
-                    ("scan", str(tmp_path))):
+    for command in (
+        ("envs", "list"),
+        ("cache", "prune"),
+        ("plan", "--to", "0.4.2", "-q"),
+        ("scan", str(tmp_path)),
+    ):
         proc = spawn(*command, INVENTORY_CACHE=cache)  # /proc/self: the process's own pid
         assert proc.returncode == ExitCode.USAGE, (command, proc.stderr)
         line = one_line(proc)
@@ -158,11 +183,13 @@ def test_a_repair_output_that_cannot_be_written_is_refused_before_the_repair(tmp
         line = one_line(invoke("repair", str(bundle), "-o", out, INVENTORY_CACHE=str(store)))
         assert line.startswith(f"refused: {Path(out).parent}: cannot write the output there (")
     read_only = read_only_mount(tmp_path / "ro")
-    proc = read_only.run("repair", str(bundle), "-o", str(read_only.path / "y.aimodel"),
-                         INVENTORY_CACHE=str(store))
+    proc = read_only.run(
+        "repair", str(bundle), "-o", str(read_only.path / "y.aimodel"), INVENTORY_CACHE=str(store)
+    )
     assert proc.returncode == ExitCode.USAGE
-    assert one_line(proc) == (f"refused: {read_only.path}: cannot write the output there "
-                              "(Read-only file system)")
+    assert one_line(proc) == (
+        f"refused: {read_only.path}: cannot write the output there (Read-only file system)"
+    )
     assert not store.exists()
 
 
@@ -173,17 +200,28 @@ class read_only_mount:  # noqa: N801 - used like a function
     def __init__(self, path: Path) -> None:
         self.path = path
         path.mkdir(parents=True, exist_ok=True)
-        probe = subprocess.run(["unshare", "-m", "sh", "-c",
-                                f"mount --bind -o ro '{path}' '{path}'"], capture_output=True)
+        probe = subprocess.run(
+            ["unshare", "-m", "sh", "-c", f"mount --bind -o ro '{path}' '{path}'"],
+            capture_output=True,
+        )
         if shutil.which("unshare") is None or probe.returncode != 0:
             pytest.skip("no mount namespace here to make a read-only folder")
 
     def run(self, *args: str, **env: str) -> Ran:
         command = " ".join(f"'{a}'" for a in [sys.executable, "-m", "inventory.cli", *args])
         proc = subprocess.run(
-            ["unshare", "-m", "sh", "-c",
-             f"mount --bind -o ro '{self.path}' '{self.path}' && exec {command}"],
-            capture_output=True, text=True, cwd=ROOT, env={**os.environ, **env})
+            [
+                "unshare",
+                "-m",
+                "sh",
+                "-c",
+                f"mount --bind -o ro '{self.path}' '{self.path}' && exec {command}",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, **env},
+        )
         return Ran(args, proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -192,11 +230,13 @@ def test_cache_prune_on_a_read_only_store_is_one_line_and_removes_nothing(tmp_pa
     kept = store / "results" / "pad-0.4.1-0.4.2-0123456789abcdef0123"
     kept.mkdir(parents=True)
     (kept / "result.json").write_text("{}")
-    proc = read_only_mount(store).run("cache", "prune", "--all", "--yes",
-                                      INVENTORY_CACHE=str(store), INVENTORY_STORE=str(store))
+    proc = read_only_mount(store).run(
+        "cache", "prune", "--all", "--yes", INVENTORY_CACHE=str(store), INVENTORY_STORE=str(store)
+    )
     assert proc.returncode == ExitCode.USAGE, proc.stderr
-    assert one_line(proc) == (f"error: cannot prune the store {store / 'results'}: it is "
-                              "read-only; nothing removed")
+    assert one_line(proc) == (
+        f"error: cannot prune the store {store / 'results'}: it is read-only; nothing removed"
+    )
     assert proc.stdout == "" and kept.is_dir()
 
 
@@ -205,28 +245,38 @@ def test_a_symlink_loop_under_the_recipe_root_is_one_line(tmp_path):
     (root / "conversion").mkdir(parents=True)
     (root / "conversion" / "pocket-tts").symlink_to("pocket-tts")  # points at itself
     line = usage_error("trace", "mimi", "--recipe-root", str(root), "-q")
-    assert line == ("error: mimi: recipe.builder.path 'conversion/pocket-tts/"
-                    f"export_mimi_decoder.py': a symlink loop under the recipe root {root}")
+    assert line == (
+        "error: mimi: recipe.builder.path 'conversion/pocket-tts/"
+        f"export_mimi_decoder.py': a symlink loop under the recipe root {root}"
+    )
 
 
 # ---- --json with an argument error ------------------------------------------------------
 
 
-@pytest.mark.parametrize(("args", "command", "error"), [
-    (("plan", "--json"), "plan", "Missing option '--to'."),
-    (("affected", "--fix", "40", "--tolerance", "abc", "--json"), "affected",
-     "Invalid value for '--tolerance': Input should be a valid number, unable to parse string "
-     "as a number"),
-    # click names the option it takes for a typo (`--jobs` is as close as it looks for)
-    (("sweep", "--from", "0.4.1", "--to", "0.4.2", "--bogus", "--json"), "sweep",
-     "No such option: --bogus (Possible options: --jobs)"),
-    (("repair", "x.aimodel", "--json"), "repair", "Missing option '--out' / '-o'."),
-    (("release-notes", "--json", "--to", "0.4.2"), "release-notes", "Missing option '--from'."),
-    (("verify", "--json", "--to", "0.4.2"), "verify", "Missing argument 'BUNDLE'."),
-    (("scan", "--json", "--runtime"), "scan", "Option '--runtime' requires an argument."),
-])
-def test_an_argument_error_under_json_is_the_one_error_envelope(args, command, error,
-                                                                 json_schema):
+@pytest.mark.parametrize(
+    ("args", "command", "error"),
+    [
+        (("plan", "--json"), "plan", "Missing option '--to'."),
+        (
+            ("affected", "--fix", "40", "--tolerance", "abc", "--json"),
+            "affected",
+            "Invalid value for '--tolerance': Input should be a valid number, unable to parse "
+            "string as a number",
+        ),
+        # click names the option it takes for a typo (`--jobs` is as close as it looks for)
+        (
+            ("sweep", "--from", "0.4.1", "--to", "0.4.2", "--bogus", "--json"),
+            "sweep",
+            "No such option: --bogus (Possible options: --jobs)",
+        ),
+        (("repair", "x.aimodel", "--json"), "repair", "Missing option '--out' / '-o'."),
+        (("release-notes", "--json", "--to", "0.4.2"), "release-notes", "Missing option '--from'."),
+        (("verify", "--json", "--to", "0.4.2"), "verify", "Missing argument 'BUNDLE'."),
+        (("scan", "--json", "--runtime"), "scan", "Option '--runtime' requires an argument."),
+    ],
+)
+def test_an_argument_error_under_json_is_the_one_error_envelope(args, command, error, json_schema):
     proc = invoke(*args)
     assert proc.returncode == ExitCode.USAGE
     data = json.loads(proc.stdout)  # the whole of stdout is one document
@@ -249,11 +299,15 @@ def test_dev_zero_or_a_fifo_as_an_input_file_is_one_line_not_a_hang(tmp_path, op
     """`plan --baseline /dev/zero` grew to 21 GB; a FIFO blocked forever."""
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    for path, kind in (("/dev/zero", "a character device"), (str(fifo), "a FIFO"),
-                       (str(tmp_path), "a folder")):
+    for path, kind in (
+        ("/dev/zero", "a character device"),
+        (str(fifo), "a FIFO"),
+        (str(tmp_path), "a folder"),
+    ):
         start = time.monotonic()
-        proc = spawn("plan", "--to", "0.4.2", option, path, "-q",
-                     INVENTORY_CACHE=str(tmp_path / "store"))
+        proc = spawn(
+            "plan", "--to", "0.4.2", option, path, "-q", INVENTORY_CACHE=str(tmp_path / "store")
+        )
         assert time.monotonic() - start < 30
         assert proc.returncode == ExitCode.USAGE, proc.stderr
         assert one_line(proc) == f"error: {path}: not a regular file ({kind})"
@@ -264,8 +318,7 @@ def test_an_input_file_past_the_size_cap_is_one_line(tmp_path):
     with big.open("wb") as handle:  # sparse: 65 MiB without writing them
         handle.truncate(65 * 1024 * 1024)
     line = usage_error("plan", "--to", "0.4.2", "--baseline", str(big), "-q")
-    assert line == (f"error: {big}: 68157440 bytes, more than the 64 MiB an input file may "
-                    "have")
+    assert line == (f"error: {big}: 68157440 bytes, more than the 64 MiB an input file may have")
     small = tmp_path / "small"
     small.write_bytes(b"x" * 11)
     with pytest.raises(ValueError, match="more than the 10 bytes"):

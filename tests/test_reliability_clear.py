@@ -15,15 +15,18 @@ from oracle.catalog.fixes import FIXES_FILE
 
 
 @pytest.mark.parametrize("variable", ["INVENTORY_CACHE", "INVENTORY_STORE"])
-@pytest.mark.parametrize("command", [("envs", "list"), ("cache", "prune"),
-                                     ("plan", "--to", "0.4.2", "-q")])
+@pytest.mark.parametrize(
+    "command", [("envs", "list"), ("cache", "prune"), ("plan", "--to", "0.4.2", "-q")]
+)
 def test_a_store_that_is_a_symlink_loop_is_one_line_and_exit_2(tmp_path, variable, command):
     (tmp_path / "loop").symlink_to("loop")
     env = {"INVENTORY_CACHE": str(tmp_path / "cache"), variable: str(tmp_path / "loop")}
     ran = invoke(*command, **env)
     assert ran.returncode == 2, (ran.returncode, ran.stderr)
-    assert one_line(ran) == (f"error: {variable} {tmp_path / 'loop'}: cannot be a store "
-                             f"(Symlink loop from '{tmp_path / 'loop'}')")
+    assert one_line(ran) == (
+        f"error: {variable} {tmp_path / 'loop'}: cannot be a store "
+        f"(Symlink loop from '{tmp_path / 'loop'}')"
+    )
 
 
 @pytest.mark.parametrize("value", ["", " ", "squeeze", "rm -rf /", "aten.", "coreai"])
@@ -45,20 +48,35 @@ def test_touches_that_name_ops_still_load(tmp_path):
 
     text = FIXES_FILE.read_text()
     draft = tmp_path / "draft.toml"
-    draft.write_text(text.replace(
-        "[[fix]]\n", '[[fix]]\ntouches = ["aten.squeeze.dims", "coreai.conv"]\n', 1))
+    draft.write_text(
+        text.replace("[[fix]]\n", '[[fix]]\ntouches = ["aten.squeeze.dims", "coreai.conv"]\n', 1)
+    )
     assert load_fixes(draft)[0].touches == ("aten.squeeze.dims", "coreai.conv")
 
 
 def test_weights_naming_a_device_says_what_it_is(tmp_path):
-    ran = invoke("affected", "--fix", "40", "--weights", "sam3=/dev/zero", "-q",
-                 INVENTORY_CACHE=str(tmp_path / "store"))
+    ran = invoke(
+        "affected",
+        "--fix",
+        "40",
+        "--weights",
+        "sam3=/dev/zero",
+        "-q",
+        INVENTORY_CACHE=str(tmp_path / "store"),
+    )
     assert ran.returncode == 2
     assert one_line(ran) == "error: /dev/zero: not a regular file (a character device)"
     fifo = tmp_path / "w.fifo"
     os.mkfifo(fifo)
-    ran = invoke("affected", "--fix", "40", "--weights", f"sam3={fifo}", "-q",
-                 INVENTORY_CACHE=str(tmp_path / "store"))
+    ran = invoke(
+        "affected",
+        "--fix",
+        "40",
+        "--weights",
+        f"sam3={fifo}",
+        "-q",
+        INVENTORY_CACHE=str(tmp_path / "store"),
+    )
     assert one_line(ran) == f"error: {fifo}: not a regular file (a FIFO)"
 
 
@@ -69,8 +87,9 @@ def test_weights_that_are_no_checkpoint_are_refused_before_any_bundle_is_answere
     with open(zeros, "wb") as handle:
         handle.truncate(65 * 1024 * 1024)
     store = tmp_path / "store"
-    ran = invoke("affected", "--fix", "40", "--weights", f"sam3={zeros}", "-q",
-                 INVENTORY_CACHE=str(store))
+    ran = invoke(
+        "affected", "--fix", "40", "--weights", f"sam3={zeros}", "-q", INVENTORY_CACHE=str(store)
+    )
     assert ran.returncode == 2
     assert one_line(ran).startswith(f"error: {zeros}: not a readable safetensors file")
     assert not (store / "results").exists()
@@ -80,19 +99,32 @@ def test_weights_that_are_no_checkpoint_are_refused_before_any_bundle_is_answere
 def test_a_registry_file_without_registry_is_refused_not_ignored(tmp_path, command):
     registry = tmp_path / "r.toml"
     registry.write_text("[bundles]\n")
-    ran = invoke(command[0], "--from", "0.4.1", "--to", "0.4.2", "--registry-file",
-                 str(registry), *command[1:], "-q", INVENTORY_CACHE=str(tmp_path / "store"))
+    ran = invoke(
+        command[0],
+        "--from",
+        "0.4.1",
+        "--to",
+        "0.4.2",
+        "--registry-file",
+        str(registry),
+        *command[1:],
+        "-q",
+        INVENTORY_CACHE=str(tmp_path / "store"),
+    )
     assert ran.returncode == 2
-    assert one_line(ran) == (f"error: --registry-file {registry} is read only with --registry: "
-                             "add --registry to probe the shipped instances it lists")
+    assert one_line(ran) == (
+        f"error: --registry-file {registry} is read only with --registry: "
+        "add --registry to probe the shipped instances it lists"
+    )
 
 
 def test_repair_names_an_empty_folder_it_would_drop(tmp_path):
     bundle = minimal_bundle(tmp_path / "x.aimodel")
     (bundle / "assets").mkdir()
     out = tmp_path / "y.aimodel"
-    line = refused(invoke("repair", str(bundle), "-o", str(out), "-q",
-                          INVENTORY_CACHE=str(tmp_path / "store")))
+    line = refused(
+        invoke("repair", str(bundle), "-o", str(out), "-q", INVENTORY_CACHE=str(tmp_path / "store"))
+    )
     assert "would drop assets/ (an empty folder)" in line
     assert not out.exists()
 
@@ -104,8 +136,9 @@ def test_scan_json_of_a_corrupt_bundle_says_the_error_in_the_envelope(tmp_path):
     ran = invoke("scan", str(bundle.parent), "--json", INVENTORY_CACHE=str(tmp_path / "store"))
     assert ran.returncode == 2
     doc = json.loads(ran.stdout)
-    assert doc["error"].startswith("1 of 1 bundle(s) could not be read; the first: "
-                                   f"{bundle / 'metadata.json'}: not valid JSON")
+    assert doc["error"].startswith(
+        f"1 of 1 bundle(s) could not be read; the first: {bundle / 'metadata.json'}: not valid JSON"
+    )
     assert doc["result"]["bundles"][0]["error"] in doc["error"]
 
 
@@ -114,16 +147,31 @@ def test_affected_warns_of_an_ignore_entry_naming_no_fix(tmp_path):
     for a fix no record has can never match anything). A bundle exported with the fix's own
     release needs no probe, so nothing is built."""
     registry = tmp_path / "r.toml"
-    registry.write_text('[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
-                        '[bundles.a.exporter]\nconverter = "0.4.2"\nsource = "test"\n')
+    registry.write_text(
+        '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
+        '[bundles.a.exporter]\nconverter = "0.4.2"\nsource = "test"\n'
+    )
     ignore = tmp_path / "ignore.toml"
-    ignore.write_text('[[ignore]]\nfix = "999"\nbundle = "a"\nreason = "typo"\n'
-                      'expires = 2099-01-01\n')
-    ran = invoke("affected", "--fix", "40", "--registry", str(registry), "--ignore",
-                 str(ignore), "--json", "-q", INVENTORY_CACHE=str(tmp_path / "store"))
+    ignore.write_text(
+        '[[ignore]]\nfix = "999"\nbundle = "a"\nreason = "typo"\nexpires = 2099-01-01\n'
+    )
+    ran = invoke(
+        "affected",
+        "--fix",
+        "40",
+        "--registry",
+        str(registry),
+        "--ignore",
+        str(ignore),
+        "--json",
+        "-q",
+        INVENTORY_CACHE=str(tmp_path / "store"),
+    )
     doc = json.loads(ran.stdout)
-    assert "ignore entry for fix #999 / a: no fix record has that id, so it can never match" \
-        in doc["warnings"], (ran.stderr, doc["warnings"])
+    assert (
+        "ignore entry for fix #999 / a: no fix record has that id, so it can never match"
+        in doc["warnings"]
+    ), (ran.stderr, doc["warnings"])
 
 
 def test_the_minimal_bundle_helper_is_a_bundle(tmp_path):
@@ -146,14 +194,29 @@ def test_a_sweep_whose_workers_die_is_inconclusive_not_a_standing_failure(env, t
     store.mkdir()
     (store / "envs").symlink_to(envs_dir())
     registry = conv_transpose_registry(tmp_path, channels=2)
-    ran = spawn("sweep", "--registry", "--registry-file", str(registry), "--from", "0.4.1",
-                "--to", "0.4.2", "--no-cache", "--json", "-q", INVENTORY_CACHE=str(store),
-                INVENTORY_STORE=str(store), **fault_env(INVENTORY_WORKER_FAULT="crash"))
+    ran = spawn(
+        "sweep",
+        "--registry",
+        "--registry-file",
+        str(registry),
+        "--from",
+        "0.4.1",
+        "--to",
+        "0.4.2",
+        "--no-cache",
+        "--json",
+        "-q",
+        INVENTORY_CACHE=str(store),
+        INVENTORY_STORE=str(store),
+        **fault_env(INVENTORY_WORKER_FAULT="crash"),
+    )
     assert ran.returncode == 3, ran.stderr
     doc = json.loads(ran.stdout)
     assert doc["result"]["changed"] == [] and len(doc["result"]["failing_both"]) == 1
-    assert doc["warnings"] == ["1 probe(s) not run (their worker died, timed out or was lost): "
-                               "the sweep is inconclusive for them"]
+    assert doc["warnings"] == [
+        "1 probe(s) not run (their worker died, timed out or was lost): "
+        "the sweep is inconclusive for them"
+    ]
 
 
 def test_scan_of_a_bundle_holding_a_symlink_loop_is_one_line(tmp_path):
@@ -162,11 +225,14 @@ def test_scan_of_a_bundle_holding_a_symlink_loop_is_one_line(tmp_path):
     bundle.mkdir(parents=True)
     (bundle / "metadata.json").write_text('{"producer": "coreai-core 1.0.0b1"}')
     (bundle / "l").symlink_to("l")
-    ran = invoke("scan", str(bundle.parent), "--json", "-q",
-                 INVENTORY_CACHE=str(tmp_path / "store"))
+    ran = invoke(
+        "scan", str(bundle.parent), "--json", "-q", INVENTORY_CACHE=str(tmp_path / "store")
+    )
     assert ran.returncode == 2, ran.stderr
-    assert one_line(ran) == f"error: {bundle / 'l'}: is a symlink loop; a bundle is read only " \
-                            "from its own files"
+    assert (
+        one_line(ran) == f"error: {bundle / 'l'}: is a symlink loop; a bundle is read only "
+        "from its own files"
+    )
     assert json.loads(ran.stdout)["error"].startswith("1 of 1 bundle(s) could not be read")
 
 
@@ -174,7 +240,18 @@ def test_scan_of_a_bundle_holding_a_symlink_loop_is_one_line(tmp_path):
 def test_a_ray_address_with_a_port_that_is_no_port_is_one_line(tmp_path, port):
     """Found by the hostile round: a port of 5000 digits was exit 4 (int() refuses it). The
     address is refused before anything is sent (127.0.0.1 only)."""
-    ran = invoke("sweep", "--from", "0.4.1", "--to", "0.4.2", "-q", "--executor", "ray",
-                 "--ray-address", f"127.0.0.1:{port}", INVENTORY_CACHE=str(tmp_path / "s"))
+    ran = invoke(
+        "sweep",
+        "--from",
+        "0.4.1",
+        "--to",
+        "0.4.2",
+        "-q",
+        "--executor",
+        "ray",
+        "--ray-address",
+        f"127.0.0.1:{port}",
+        INVENTORY_CACHE=str(tmp_path / "s"),
+    )
     assert ran.returncode == 2
     assert "not HOST:PORT with a port from 1 to 65535" in one_line(ran)

@@ -31,8 +31,9 @@ from oracle.infra.paths import envs_dir
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def _commit(repo: Path, message: str) -> str:
@@ -52,16 +53,18 @@ def hostile_tree(root: Path, marker: Path, version: str = "0.4.1") -> Path:
     pkg = root / "coreai_torch"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text(_marker_code(marker, "__init__ imported"))
-    (pkg / "__version__.py").write_text(_marker_code(marker, "__version__ imported")
-                                        + f'__version__ = "{version}"\n')
+    (pkg / "__version__.py").write_text(
+        _marker_code(marker, "__version__ imported") + f'__version__ = "{version}"\n'
+    )
     (pkg / "py.typed").write_text("")
-    (root / "setup.py").write_text(_marker_code(marker, "setup.py run")
-                                   + "import os\nos.system('echo shell >> "
-                                   f"{marker}')\n")
+    (root / "setup.py").write_text(
+        _marker_code(marker, "setup.py run") + f"import os\nos.system('echo shell >> {marker}')\n"
+    )
     (root / "backend.py").write_text(_marker_code(marker, "backend imported"))
     (root / "pyproject.toml").write_text(
         '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
-        '[project]\nname = "coreai-torch"\ndynamic = ["version"]\n')
+        '[project]\nname = "coreai-torch"\ndynamic = ["version"]\n'
+    )
     elsewhere = root / "vendored" / "extra"
     elsewhere.mkdir(parents=True)
     (elsewhere / "__init__.py").write_text("VALUE = 1\n")
@@ -78,8 +81,17 @@ def test_bisect_without_allow_code_is_refused_before_anything_runs(tmp_path):
     _git(repo, "init", "-q", "-b", "main")
     _commit(repo, "release")
     _git(repo, "tag", "v0.4.1")
-    ran = invoke("bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", str(repo), "-q",
-                 INVENTORY_CACHE=str(tmp_path / "store"))
+    ran = invoke(
+        "bisect",
+        "--from",
+        "0.4.1",
+        "--to",
+        "0.4.2",
+        "--repo",
+        str(repo),
+        "-q",
+        INVENTORY_CACHE=str(tmp_path / "store"),
+    )
     assert ran.returncode == 2
     assert "refused without --allow-code" in one_line(ran)
     assert not marker.exists() and not (tmp_path / "store").exists()
@@ -121,8 +133,9 @@ def test_a_source_tree_is_installed_without_running_any_of_its_code(env, tmp_pat
     assert again.returncode == 0, again.stderr
     other = envs_dir() / again.stdout.split(":")[0]
     assert other != path
-    assert (next(other.glob("lib/python*/site-packages")) / "coreai_torch" / "extra"
-            / "__init__.py").read_text() == "VALUE = 2\n"
+    assert (
+        next(other.glob("lib/python*/site-packages")) / "coreai_torch" / "extra" / "__init__.py"
+    ).read_text() == "VALUE = 2\n"
     assert not marker.exists()
 
 
@@ -147,9 +160,19 @@ def _sparse(path: Path, size: int) -> None:
         handle.truncate(size)
 
 
-@pytest.mark.parametrize("case", ["link-to-etc", "link-to-dev-zero", "link-loop", "fifo-version",
-                                  "fifo-pyproject", "fifo-in-package", "huge-file",
-                                  "version-not-text"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "link-to-etc",
+        "link-to-dev-zero",
+        "link-loop",
+        "fifo-version",
+        "fifo-pyproject",
+        "fifo-in-package",
+        "huge-file",
+        "version-not-text",
+    ],
+)
 def test_a_hostile_source_tree_is_one_line_and_exit_2(tmp_path, case):
     marker = tmp_path / "ran"
     tree = hostile_tree(tmp_path / "tree", marker)
@@ -178,14 +201,16 @@ def test_a_hostile_source_tree_is_one_line_and_exit_2(tmp_path, case):
     ran = invoke("envs", "build", "--from-source", str(tree))
     assert ran.returncode == 2, (ran.stdout, ran.stderr)
     line = one_line(ran)
-    expected = {"link-to-etc": "coreai_torch/etc is a symlink out of the tree",
-                "link-to-dev-zero": "coreai_torch/__version__.py is a symlink out of the tree",
-                "link-loop": "is a symlink loop",
-                "fifo-version": "not a regular file (a FIFO)",
-                "fifo-pyproject": "not a regular file (a FIFO)",
-                "fifo-in-package": "coreai_torch/pipe.py is not a regular file (a FIFO)",
-                "huge-file": "more than the 64 MiB a tree's file may have",
-                "version-not-text": "not UTF-8 text"}[case]
+    expected = {
+        "link-to-etc": "coreai_torch/etc is a symlink out of the tree",
+        "link-to-dev-zero": "coreai_torch/__version__.py is a symlink out of the tree",
+        "link-loop": "is a symlink loop",
+        "fifo-version": "not a regular file (a FIFO)",
+        "fifo-pyproject": "not a regular file (a FIFO)",
+        "fifo-in-package": "coreai_torch/pipe.py is not a regular file (a FIFO)",
+        "huge-file": "more than the 64 MiB a tree's file may have",
+        "version-not-text": "not UTF-8 text",
+    }[case]
     assert expected in line, line
     assert time.monotonic() - started < 60  # a FIFO is never waited on (no timing claim: a hang
     # would never get here)
@@ -206,16 +231,21 @@ def _evil_repo(tmp_path: Path, marker: Path) -> tuple[Path, str]:
     (repo / ".gitattributes").write_text("* filter=evil\n")
     sha = _commit(repo, "release (#1)")
     script = tmp_path / "evil.sh"
-    script.write_text(f"#!/bin/sh\necho \"$0 $*\" >> {marker}\ncat\n")
+    script.write_text(f'#!/bin/sh\necho "$0 $*" >> {marker}\ncat\n')
     script.chmod(0o755)
     hooks = tmp_path / "hooks"
     hooks.mkdir()
     for hook in ("post-checkout", "pre-commit", "reference-transaction", "post-index-change"):
         (hooks / hook).write_text(f"#!/bin/sh\necho hook >> {marker}\n")
         (hooks / hook).chmod(0o755)
-    for key, value in (("filter.evil.smudge", str(script)), ("filter.evil.clean", str(script)),
-                       ("filter.evil.process", str(script)), ("filter.evil.required", "true"),
-                       ("core.fsmonitor", str(script)), ("core.hooksPath", str(hooks))):
+    for key, value in (
+        ("filter.evil.smudge", str(script)),
+        ("filter.evil.clean", str(script)),
+        ("filter.evil.process", str(script)),
+        ("filter.evil.required", "true"),
+        ("core.fsmonitor", str(script)),
+        ("core.hooksPath", str(hooks)),
+    ):
         _git(repo, "config", key, value)
     return repo, sha
 
@@ -312,8 +342,7 @@ def test_every_commit_keeps_at_most_the_tree_in_use(tmp_path, monkeypatch):
     assert list(scratch.iterdir()) == []
 
 
-def test_a_killed_bisect_leaves_its_scratch_in_the_store_and_cache_prune_reclaims_it(
-        env, tmp_path):
+def test_a_killed_bisect_leaves_its_scratch_in_the_store_and_cache_prune_reclaims_it(env, tmp_path):
     """The scratch of a bisect lives under the store's `tmp/` named by its pid: SIGKILL the run
     once it is there, and `cache prune` removes it (so does the next run's session)."""
     env("0.4.1")
@@ -331,10 +360,25 @@ def test_a_killed_bisect_leaves_its_scratch_in_the_store_and_cache_prune_reclaim
         _commit(repo, f"release {release}")
         _git(repo, "tag", f"v{release}")
     run = subprocess.Popen(
-        [sys.executable, "-m", "inventory.cli", "bisect", "--from", "0.4.1", "--to", "0.4.2",
-         "--repo", str(repo), "--allow-code", "-q"], cwd=ROOT, stdout=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "inventory.cli",
+            "bisect",
+            "--from",
+            "0.4.1",
+            "--to",
+            "0.4.2",
+            "--repo",
+            str(repo),
+            "--allow-code",
+            "-q",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "INVENTORY_CACHE": str(store), "INVENTORY_STORE": str(store)})
+        env={**os.environ, "INVENTORY_CACHE": str(store), "INVENTORY_STORE": str(store)},
+    )
     deadline = time.monotonic() + 300
     while not list((store / "tmp").glob(f"{run.pid}-bisect-*")):
         assert run.poll() is None and time.monotonic() < deadline

@@ -51,12 +51,15 @@ def _fault(monkeypatch, tmp_path: Path, value: str) -> None:
 
 
 def _runtime_ids(session: Session, catalog) -> dict[str, dict[str, str]]:
-    return {c: {k: session.env_for_core(c).packages.get(k, "?") for k in ("coreai-core", "numpy")}
-            for c in cores(catalog)}
+    return {
+        c: {k: session.env_for_core(c).packages.get(k, "?") for k in ("coreai-core", "numpy")}
+        for c in cores(catalog)
+    }
 
 
 def test_a_load_check_that_aborts_once_is_flaky_unstored_and_the_next_run_checks_afresh(
-        env, store, tmp_path, monkeypatch):
+    env, store, tmp_path, monkeypatch
+):
     catalog = load_catalog()
     exporter = env("0.4.1")
     _fault(monkeypatch, tmp_path, "abort:1")
@@ -65,8 +68,10 @@ def test_a_load_check_that_aborts_once_is_flaky_unstored_and_the_next_run_checks
         final = check_dir(SPEC, exporter, _runtime_ids(session, catalog))
     first, *rest = check.outcomes
     assert first.outcome == "flaky", first
-    assert first.error.startswith("crashes (SIGABRT) on the first attempt, loads on the second, "
-                                  "in a fresh process: no lasting answer"), first.error
+    assert first.error.startswith(
+        "crashes (SIGABRT) on the first attempt, loads on the second, "
+        "in a fresh process: no lasting answer"
+    ), first.error
     assert [o.outcome for o in rest] == ["loads"] * len(rest)
     # both attempts' evidence, kept outside the temp folder; nothing stored
     assert Path(first.files["log"]).is_file() and Path(first.files["confirm.log"]).is_file()
@@ -117,8 +122,7 @@ def test_scan_of_a_runtime_that_aborts_once_is_inconclusive(env, store, tmp_path
     assert again.returncode == 0, again.stderr
 
 
-def test_a_verify_run_that_aborts_once_is_flaky_and_not_stored(env, store, tmp_path,
-                                                               monkeypatch):
+def test_a_verify_run_that_aborts_once_is_flaky_and_not_stored(env, store, tmp_path, monkeypatch):
     """verify's run of an asset on a runtime (`whole.run`, what each chain step's measurement
     calls), on the inputs a first run stored."""
     asset = export(env, "0.4.1", tmp_path / "export")
@@ -127,11 +131,13 @@ def test_a_verify_run_that_aborts_once_is_flaky_and_not_stored(env, store, tmp_p
     with Session(load_catalog(), log_dir=tmp_path / "logs") as session:
         assert run_on(asset, runtime.core, session, inputs).loads  # seeded inputs, stored
         _fault(monkeypatch, tmp_path, "abort:1")
-        flaky = whole.run(session, runtime, str(asset), inputs, tmp_path / "flaky",
-                          lambda _: None, "the probe")
+        flaky = whole.run(
+            session, runtime, str(asset), inputs, tmp_path / "flaky", lambda _: None, "the probe"
+        )
         _fault(monkeypatch, tmp_path, "abort:2")
-        repeated = whole.run(session, runtime, str(asset), inputs, tmp_path / "repeated",
-                             lambda _: None, "the probe")
+        repeated = whole.run(
+            session, runtime, str(asset), inputs, tmp_path / "repeated", lambda _: None, "the probe"
+        )
     assert flaky["stage"] == "flaky" and "died of SIGABRT" in flaky["error"]
     assert "then ran in a fresh process: no lasting answer" in flaky["error"]
     assert not parts.run_repeats(flaky)
@@ -140,7 +146,8 @@ def test_a_verify_run_that_aborts_once_is_flaky_and_not_stored(env, store, tmp_p
 
 
 def test_repair_with_a_runtime_that_aborts_once_is_inconclusive_and_writes_nothing(
-        env, store, tmp_path, monkeypatch):
+    env, store, tmp_path, monkeypatch
+):
     asset = export(env, "0.4.0", tmp_path / "export")
     out = tmp_path / "repaired.aimodel"
     _fault(monkeypatch, tmp_path, "abort:1")

@@ -31,24 +31,51 @@ from oracle.load_check import check_dir
 from oracle.store import result_store as store
 
 BUNDLE: dict[str, Any] = {
-    "files": ["x.aimodel"], "dtype": "float16", "note": "n",
-    "exporter": {"converter": "0.4.1", "core": "1.0.0b2", "source": "s", "torch": "2.9.0",
-                 "torch_source": "t"},
+    "files": ["x.aimodel"],
+    "dtype": "float16",
+    "note": "n",
+    "exporter": {
+        "converter": "0.4.1",
+        "core": "1.0.0b2",
+        "source": "s",
+        "torch": "2.9.0",
+        "torch_source": "t",
+    },
     "pipeline": {"decompositions": "coreai", "shapes": "static", "export": "e"},
-    "recipe": {"repository": "r", "path": "conversion/x.py", "builder": {
-        "path": "conversion/x.py", "call": "Model",
-        "adapter": "inventory.trace.recipes.mimi:build"}},
+    "recipe": {
+        "repository": "r",
+        "path": "conversion/x.py",
+        "builder": {
+            "path": "conversion/x.py",
+            "call": "Model",
+            "adapter": "inventory.trace.recipes.mimi:build",
+        },
+    },
     "trace": {"decompositions": "d", "notes": "n", "origin": "recipe"},
     "standin": {"target": "inventory.trace.targets.mimi:build", "notes": "n"},
     "verify": {"form": "full", "why": "w"},
     "fingerprints": ["f"],
-    "instances": [{"kind": "pad", "dtype": "float16", "source": "s", "modules": ["m"],
-                   "producers": [""], "params": {"mode": "constant", "pad": [1, 1],
-                                                 "input_shape": [1, 2, 3]}}],
+    "instances": [
+        {
+            "kind": "pad",
+            "dtype": "float16",
+            "source": "s",
+            "modules": ["m"],
+            "producers": [""],
+            "params": {"mode": "constant", "pad": [1, 1], "input_shape": [1, 2, 3]},
+        }
+    ],
 }
-FIX: dict[str, Any] = {"id": "77", "title": "t", "ships_in": "0.4.2", "kind": "lowering",
-                       "upstream": "u", "checked": "c", "constructs": ["pad"],
-                       "aliases": ["78"]}
+FIX: dict[str, Any] = {
+    "id": "77",
+    "title": "t",
+    "ships_in": "0.4.2",
+    "kind": "lowering",
+    "upstream": "u",
+    "checked": "c",
+    "constructs": ["pad"],
+    "aliases": ["78"],
+}
 
 
 def hostile(tmp_path: Path) -> list[str]:
@@ -76,8 +103,14 @@ def replaced(document: Any, path: tuple[Any, ...], new: str) -> Any:
 
 
 def env(version: str, core: str = "1.0.0b2") -> Env:
-    return Env(version, core, env_path(version), env_path(version) / "bin" / "python",
-               {"coreai-torch": version, "coreai-core": core}, ())
+    return Env(
+        version,
+        core,
+        env_path(version),
+        env_path(version) / "bin" / "python",
+        {"coreai-torch": version, "coreai-core": core},
+        (),
+    )
 
 
 def assert_inside(path: Path, store_root: Path) -> None:
@@ -100,15 +133,20 @@ def store_paths_of_registry(path: Path) -> list[Path]:
             continue  # a verify form the data cannot make is refused before any path
         build = parts.build_folder(bundle, form, None, True)
         sides = (parts.side_folder(bundle, build, old), parts.side_folder(bundle, build, new))
-        out += [build, *sides, parts.pair_folder(bundle, *sides, old.converter, new.converter),
-                parts.run_folder(bundle, "0" * 20, build.name, new),
-                parts.cut_folder(bundle, build, new, f"{old.converter}->{new.converter}", [], 0),
-                parts.cut_side_folder(bundle, "0" * 20, new)]
+        out += [
+            build,
+            *sides,
+            parts.pair_folder(bundle, *sides, old.converter, new.converter),
+            parts.run_folder(bundle, "0" * 20, build.name, new),
+            parts.cut_folder(bundle, build, new, f"{old.converter}->{new.converter}", [], 0),
+            parts.cut_side_folder(bundle, "0" * 20, new),
+        ]
     return out
 
 
 def test_every_registry_string_field_with_dotdot_or_an_absolute_path_stays_in_the_store(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     store_root = (tmp_path / "store").resolve()
     monkeypatch.setenv("INVENTORY_CACHE", str(store_root))
     fields = [("name",)] + [("field", *p) for p in string_fields(BUNDLE)]
@@ -136,7 +174,8 @@ def test_every_registry_string_field_with_dotdot_or_an_absolute_path_stays_in_th
 
 
 def test_every_fix_string_field_with_dotdot_or_an_absolute_path_stays_in_the_store(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     store_root = (tmp_path / "store").resolve()
     monkeypatch.setenv("INVENTORY_CACHE", str(store_root))
     accepted = refused = 0
@@ -156,8 +195,7 @@ def test_every_fix_string_field_with_dotdot_or_an_absolute_path_stays_in_the_sto
             assert_inside(env_path(fix.ships_in), store_root)
             for construct in fix.constructs:
                 spec = ProbeSpec(construct, {})
-                assert_inside(store.result_dir(spec, env("0.4.1"), env(fix.ships_in)),
-                              store_root)
+                assert_inside(store.result_dir(spec, env("0.4.1"), env(fix.ships_in)), store_root)
     assert accepted and refused
     # ships_in and constructs, the fields that reach a path, never take such a value
     for field in (("ships_in",), ("constructs", 0)):
@@ -167,28 +205,34 @@ def test_every_fix_string_field_with_dotdot_or_an_absolute_path_stays_in_the_sto
                 load_fixes(fixes)
 
 
-def test_the_issues_two_hostile_registries_are_refused_or_kept_in_the_store(tmp_path,
-                                                                           monkeypatch):
+def test_the_issues_two_hostile_registries_are_refused_or_kept_in_the_store(tmp_path, monkeypatch):
     """The two cases of the issue, through the CLI where no converter is needed."""
     store_root = (tmp_path / "store").resolve()
-    document = {"bundles": {"x": replaced(BUNDLE, ("instances", 0, "dtype"),
-                                          "../../../../outside/dt")}}
+    document = {
+        "bundles": {"x": replaced(BUNDLE, ("instances", 0, "dtype"), "../../../../outside/dt")}
+    }
     registry = tmp_path / "recipes.toml"
     registry.write_text(tomli_w.dumps(document))
-    proc = invoke("plan", "--to", "0.4.2", "--registry", str(registry), "-q",
-                  INVENTORY_CACHE=str(store_root))
+    proc = invoke(
+        "plan", "--to", "0.4.2", "--registry", str(registry), "-q", INVENTORY_CACHE=str(store_root)
+    )
     assert proc.returncode == ExitCode.USAGE and "instance 1 dtype must be a probe dtype" in (
-        proc.stderr)
+        proc.stderr
+    )
     # a bundle name is free text (printed literally), so it is sanitised into the path
     monkeypatch.setenv("INVENTORY_CACHE", str(store_root))
     registry.write_text(tomli_w.dumps({"bundles": {"../../../../outside/evil": BUNDLE}}))
     paths = [p for p in store_paths_of_registry(registry) if p.name.startswith("verify-")]
     assert len(paths) == 7 and {p.parent for p in paths} == {store_root / "results"}
     assert {p.name.rsplit("-", 1)[0] for p in paths} == {
-        "verify-build-_outside_evil", "verify-side-_outside_evil-0.4.1",
-        "verify-side-_outside_evil-0.4.2", "verify-pair-_outside_evil-0.4.1-0.4.2",
-        "verify-run-_outside_evil-1.0.0b2", "verify-cut-_outside_evil-0.4.1-0.4.2",
-        "verify-cutside-_outside_evil-0.4.2"}
+        "verify-build-_outside_evil",
+        "verify-side-_outside_evil-0.4.1",
+        "verify-side-_outside_evil-0.4.2",
+        "verify-pair-_outside_evil-0.4.1-0.4.2",
+        "verify-run-_outside_evil-1.0.0b2",
+        "verify-cut-_outside_evil-0.4.1-0.4.2",
+        "verify-cutside-_outside_evil-0.4.2",
+    }
 
 
 def test_a_name_from_data_becomes_one_harmless_path_component():

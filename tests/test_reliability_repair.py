@@ -45,11 +45,12 @@ def test_a_bundle_with_files_repair_does_not_write_is_refused_naming_them(tmp_pa
     (bundle / "weights" / "w.bin").write_bytes(b"\1" * 8)
     (bundle / "README.txt").write_text("r")
     store, out = tmp_path / "store", tmp_path / "y.aimodel"
-    line = refused(invoke("repair", str(bundle), "-o", str(out), "-q",
-                          INVENTORY_CACHE=str(store)))
-    assert line == (f"refused: {bundle}: repair writes main.hash, main.mlirb, metadata.json "
-                    "only and would drop README.txt, weights/w.bin; move them out of the "
-                    "bundle (and back into the repaired one if they belong there)")
+    line = refused(invoke("repair", str(bundle), "-o", str(out), "-q", INVENTORY_CACHE=str(store)))
+    assert line == (
+        f"refused: {bundle}: repair writes main.hash, main.mlirb, metadata.json "
+        "only and would drop README.txt, weights/w.bin; move them out of the "
+        "bundle (and back into the repaired one if they belong there)"
+    )
     assert not out.exists() and not store.exists()  # before anything ran
 
 
@@ -57,16 +58,34 @@ def test_a_symlink_out_of_the_bundle_is_refused_and_never_followed(tmp_path):
     bundle = minimal_bundle(tmp_path / "x.aimodel")
     (bundle / "weights").symlink_to("/etc")
     (bundle / "loop").symlink_to("loop")
-    line = refused(invoke("repair", str(bundle), "-o", str(tmp_path / "y.aimodel"), "-q",
-                          INVENTORY_CACHE=str(tmp_path / "store")))
-    assert line == (f"refused: {bundle}: loop -> loop, weights -> /etc: a symlink out of the "
-                    "bundle; repair follows none")
+    line = refused(
+        invoke(
+            "repair",
+            str(bundle),
+            "-o",
+            str(tmp_path / "y.aimodel"),
+            "-q",
+            INVENTORY_CACHE=str(tmp_path / "store"),
+        )
+    )
+    assert line == (
+        f"refused: {bundle}: loop -> loop, weights -> /etc: a symlink out of the "
+        "bundle; repair follows none"
+    )
     # a symlink that stays inside is an entry like any other: named, not silently dropped
     (bundle / "weights").unlink()
     (bundle / "loop").unlink()
     (bundle / "alias.json").symlink_to("metadata.json")
-    line = refused(invoke("repair", str(bundle), "-o", str(tmp_path / "y.aimodel"), "-q",
-                          INVENTORY_CACHE=str(tmp_path / "store")))
+    line = refused(
+        invoke(
+            "repair",
+            str(bundle),
+            "-o",
+            str(tmp_path / "y.aimodel"),
+            "-q",
+            INVENTORY_CACHE=str(tmp_path / "store"),
+        )
+    )
     assert "would drop alias.json;" in line
 
 
@@ -79,10 +98,13 @@ def test_a_repair_leaves_no_tmp_aimodelx_in_the_system_temp_directory(env, tmp_p
     store.mkdir()
     (store / "envs").symlink_to(Path(env("0.4.0").path).parent)
     out = tmp_path / "repaired.aimodel"
-    proc = subprocess.run([sys.executable, "-m", "inventory.cli", "repair", str(asset), "-o",
-                           str(out), "-q"], capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, "TMPDIR": str(system_tmp),
-                               "INVENTORY_CACHE": str(store)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "inventory.cli", "repair", str(asset), "-o", str(out), "-q"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(system_tmp), "INVENTORY_CACHE": str(store)},
+    )
     assert proc.returncode == 0, proc.stderr
     assert out.is_dir()  # repaired, so the aborting runtimes did run
     assert sorted(p.name for p in system_tmp.iterdir()) == []

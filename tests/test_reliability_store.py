@@ -36,14 +36,29 @@ def _run(*args: str, cache: Path, **extra: str) -> Ran:
 
 
 def _start(*args: str, cache: Path, **extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "inventory.cli", *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "INVENTORY_CACHE": str(cache), **extra})
+    return subprocess.Popen(
+        [sys.executable, "-m", "inventory.cli", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "INVENTORY_CACHE": str(cache), **extra},
+    )
 
 
 def _affected(registry: Path, cache: Path, *extra: str, **env: str):
-    proc = _run("affected", "--fix", "40", "--registry", str(registry), "--json", "-q", *extra,
-                cache=cache, **env)
+    proc = _run(
+        "affected",
+        "--fix",
+        "40",
+        "--registry",
+        str(registry),
+        "--json",
+        "-q",
+        *extra,
+        cache=cache,
+        **env,
+    )
     return proc, (json.loads(proc.stdout) if proc.stdout.strip() else None)
 
 
@@ -66,8 +81,13 @@ def _shared_envs(tmp_path: Path, env) -> Path:
     return cache
 
 
-def _own_envs(tmp_path: Path, env, copies: tuple[str, ...] = ("0.4.1",),
-              copy_torch: bool = False, name: str = "cache") -> Path:
+def _own_envs(
+    tmp_path: Path,
+    env,
+    copies: tuple[str, ...] = ("0.4.1",),
+    copy_torch: bool = False,
+    name: str = "cache",
+) -> Path:
     """A store whose environments `copies` (and, with `copy_torch`, the shared torch) are
     hard-linked copies of the built ones, safe to break; the others are symlinks."""
     env("0.4.1")
@@ -145,13 +165,22 @@ def test_a_broken_shared_torch_pth_is_repointed_not_blamed_on_the_converter(env,
     cache = _own_envs(tmp_path, env)
     pth = _site(cache, "0.4.1") / SHARED_TORCH_PTH
     _rewrite(pth, "")
-    proc = _run("affected", "--fix", "40", "--registry", str(_registry(tmp_path, channels=5)),
-                "--json", cache=cache)
+    proc = _run(
+        "affected",
+        "--fix",
+        "40",
+        "--registry",
+        str(_registry(tmp_path, channels=5)),
+        "--json",
+        cache=cache,
+    )
     assert proc.returncode == 1, proc.stderr
     assert "re-pointing coreai-torch-0.4.1 at the shared torch" in proc.stderr
     assert _probe(json.loads(proc.stdout))["shipped"] == "differs"
-    assert Path(pth.read_text().strip()).resolve() == (
-        envs_dir() / f"torch-{load_catalog().torch}" / "site").resolve()
+    assert (
+        Path(pth.read_text().strip()).resolve()
+        == (envs_dir() / f"torch-{load_catalog().torch}" / "site").resolve()
+    )
 
 
 # ---- 2, 3. --no-cache replaces what is stored; failures are recorded and prunable -----------
@@ -231,8 +260,16 @@ def test_prune_during_a_run_leaves_that_run_intact(env, tmp_path):
     cache = _shared_envs(tmp_path, env)
     (cache / "results").mkdir()
     dead = cache / "results" / ".conv_transpose-0.4.1-0.4.2-0123456789abcdef0123.dead"
-    run = _start("affected", "--fix", "40", "--registry", str(_registry(tmp_path, channels=11)),
-                 "--json", "-q", cache=cache)
+    run = _start(
+        "affected",
+        "--fix",
+        "40",
+        "--registry",
+        str(_registry(tmp_path, channels=11)),
+        "--json",
+        "-q",
+        cache=cache,
+    )
     held: list[Path] = []
     while run.poll() is None and not held:
         held = [p for p in _temp_folders(cache) if p != dead]
@@ -281,8 +318,16 @@ def _alive(pid: int) -> bool:
 
 def test_sigterm_leaves_no_temp_folder_and_no_worker(env, tmp_path):
     cache = _shared_envs(tmp_path, env)
-    run = _start("affected", "--fix", "40", "--registry", str(_registry(tmp_path, channels=12)),
-                 "--json", "-q", cache=cache)
+    run = _start(
+        "affected",
+        "--fix",
+        "40",
+        "--registry",
+        str(_registry(tmp_path, channels=12)),
+        "--json",
+        "-q",
+        cache=cache,
+    )
     workers: list[int] = []
     while run.poll() is None and not (workers and _temp_folders(cache)):
         workers = _workers_of(run.pid)
@@ -297,17 +342,28 @@ def test_sigterm_leaves_no_temp_folder_and_no_worker(env, tmp_path):
     assert _gone(workers), "a worker outlived the run"
 
 
-def _mid_probe(cache: Path, tmp_path: Path, fault: str = "hang"
-               ) -> tuple[subprocess.Popen[str], list[int]]:
+def _mid_probe(
+    cache: Path, tmp_path: Path, fault: str = "hang"
+) -> tuple[subprocess.Popen[str], list[int]]:
     """A run stopped nowhere yet: its two workers inside a conversion that never returns (the
     hang double; `gil`: one that holds the GIL), writing into the run's temp folder. A worker
     left alone would stay there, so whatever ends it is the run's doing, not the job's end."""
-    run = _start("affected", "--fix", "40", "--registry", str(_registry(tmp_path, channels=12)),
-                 "--json", "-q", "--no-cache", cache=cache,
-                 **fault_env(INVENTORY_WORKER_FAULT=fault))
+    run = _start(
+        "affected",
+        "--fix",
+        "40",
+        "--registry",
+        str(_registry(tmp_path, channels=12)),
+        "--json",
+        "-q",
+        "--no-cache",
+        cache=cache,
+        **fault_env(INVENTORY_WORKER_FAULT=fault),
+    )
     workers: list[int] = []
-    while run.poll() is None and not (len(workers) == 2 and _temp_folders(cache)
-                                      and _converting(cache) == 2):
+    while run.poll() is None and not (
+        len(workers) == 2 and _temp_folders(cache) and _converting(cache) == 2
+    ):
         workers = _workers_of(run.pid)
         time.sleep(0.02)
     assert run.poll() is None, "the run ended before it could be stopped mid-probe"
@@ -348,8 +404,7 @@ def test_sigterm_stops_the_workers_mid_conversion(env, tmp_path):
     assert not list((cache / "tmp").iterdir())  # the workers' temp folders went with them
 
 
-def test_sigkill_of_the_run_leaves_no_worker_and_the_next_run_reclaims_its_folders(env,
-                                                                                   tmp_path):
+def test_sigkill_of_the_run_leaves_no_worker_and_the_next_run_reclaims_its_folders(env, tmp_path):
     """SIGTERM then SIGKILL used to leave the temp folder and 2 orphaned workers; a watchdog
     thread could not end a worker whose native call held the GIL (the `gil` double): the
     watchdog is a process of its own."""
@@ -373,22 +428,38 @@ def test_a_held_environment_lock_names_its_holder_and_times_out(tmp_path):
     cache = tmp_path / "cache"
     torch = f"torch-{load_catalog().torch}"
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time\nfrom oracle.envs.environment import locked\n"
-         f"with locked({torch!r}):\n    print('held', flush=True)\n    time.sleep(300)\n"],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
-        env={**os.environ, "INVENTORY_CACHE": str(cache)})
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom oracle.envs.environment import locked\n"
+            f"with locked({torch!r}):\n    print('held', flush=True)\n    time.sleep(300)\n",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "INVENTORY_CACHE": str(cache)},
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         build = _run("envs", "build", "0.4.1", cache=cache, INVENTORY_LOCK_TIMEOUT="2")
-        answer = _run("affected", "--fix", "40", "--registry", str(_registry(tmp_path)),
-                      "--json", cache=cache, INVENTORY_LOCK_TIMEOUT="2")
+        answer = _run(
+            "affected",
+            "--fix",
+            "40",
+            "--registry",
+            str(_registry(tmp_path)),
+            "--json",
+            cache=cache,
+            INVENTORY_LOCK_TIMEOUT="2",
+        )
     finally:
         holder.kill()
         holder.wait()
     waiting = f"waiting for environment {torch}: locked by pid {holder.pid} (-c)"
-    timed_out = (f"environment {torch} is still locked by pid {holder.pid} (-c) after 2 s "
-                 "(INVENTORY_LOCK_TIMEOUT); wait for it to finish, or stop it")
+    timed_out = (
+        f"environment {torch} is still locked by pid {holder.pid} (-c) after 2 s "
+        "(INVENTORY_LOCK_TIMEOUT); wait for it to finish, or stop it"
+    )
     assert build.returncode == 2 and "Traceback" not in build.stderr, build.stderr
     lines = [ln for ln in build.stderr.splitlines() if ln.strip()]
     assert lines.count(waiting) == 1 and lines[-1] == f"error: {timed_out}", build.stderr

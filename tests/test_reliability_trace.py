@@ -19,7 +19,7 @@ import pytest
 from cli import Ran, spawn
 from test_reliability_data import evil_registry, one_clean_line
 
-BUILDERS = '''\
+BUILDERS = """\
 import os, subprocess, sys, time
 from types import SimpleNamespace
 
@@ -43,7 +43,7 @@ def big(**kwargs):
     assert len(kwargs["blob"]) == 2_000_000
     return SimpleNamespace(module=torch.nn.Linear(2, 2), args=(torch.zeros(1, 2),), kwargs={},
                            dtype="float32", notes=[], packages=[])
-'''
+"""
 
 
 def _alive(pid: int) -> bool:
@@ -62,8 +62,9 @@ def builders(env, tmp_path) -> dict[str, str]:
 
 
 def _trace(tmp_path: Path, builder: str, extra: dict[str, str]) -> tuple[Ran, list[int]]:
-    registry = evil_registry(tmp_path, f'[bundles.evil.trace]\ntarget = '
-                                       f'"hostile_builders:{builder}"')
+    registry = evil_registry(
+        tmp_path, f'[bundles.evil.trace]\ntarget = "hostile_builders:{builder}"'
+    )
     ran = spawn("trace", "evil", "--registry", str(registry), "--allow-code", "-q", **extra)
     pids_file = tmp_path / "pids"
     pids = [int(p) for p in pids_file.read_text().split()] if pids_file.exists() else []
@@ -73,15 +74,22 @@ def _trace(tmp_path: Path, builder: str, extra: dict[str, str]) -> tuple[Ran, li
 def test_a_builder_that_never_returns_is_ended_at_the_stated_timeout(builders, tmp_path):
     ran, _ = _trace(tmp_path, "hang", {**builders, "INVENTORY_TRACE_TIMEOUT": "3"})
     assert ran.returncode == 2
-    assert one_clean_line(ran) == ("error: tracing evil failed: the builder did not answer "
-                                   "within 3 s (INVENTORY_TRACE_TIMEOUT)")
+    assert one_clean_line(ran) == (
+        "error: tracing evil failed: the builder did not answer "
+        "within 3 s (INVENTORY_TRACE_TIMEOUT)"
+    )
 
 
-@pytest.mark.parametrize("builder, line", [
-    ("fork_and_raise", "ValueError: the builder broke"),
-    ("setsid_and_raise", "RuntimeError: after a setsid grandchild")])
-def test_a_builder_that_raises_answers_at_once_and_leaves_no_process(builders, tmp_path,
-                                                                     builder, line):
+@pytest.mark.parametrize(
+    "builder, line",
+    [
+        ("fork_and_raise", "ValueError: the builder broke"),
+        ("setsid_and_raise", "RuntimeError: after a setsid grandchild"),
+    ],
+)
+def test_a_builder_that_raises_answers_at_once_and_leaves_no_process(
+    builders, tmp_path, builder, line
+):
     """The child it forked holds the worker's stdout and stderr (the run used to wait on it
     forever), or escaped the process group with setsid (it used to outlive the run)."""
     started = time.monotonic()
@@ -103,7 +111,6 @@ def test_a_2_mb_keyword_argument_travels_in_a_file(builders, tmp_path, monkeypat
         monkeypatch.setenv(key, value)
     registry = evil_registry(tmp_path, '[bundles.evil.trace]\ntarget = "hostile_builders:big"')
     [bundle] = load_registry(registry)
-    result = trace_target(bundle, load_catalog(), allow_code=True,
-                          build={"blob": "x" * 2_000_000})
+    result = trace_target(bundle, load_catalog(), allow_code=True, build={"blob": "x" * 2_000_000})
     assert result.aten_ops and result.dtype == "float32"
     assert os.environ["PYTHONPATH"] == str(tmp_path)

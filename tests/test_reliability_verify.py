@@ -24,15 +24,24 @@ def test_a_checkpoint_holding_nan_or_inf_is_refused_before_anything_converts(tmp
 
     from inventory.trace.targets import mimi
 
-    state = {k: v.clone().contiguous() for k, v in
-             mimi.build(device="cpu").module.state_dict().items()}
+    state = {
+        k: v.clone().contiguous() for k, v in mimi.build(device="cpu").module.state_dict().items()
+    }
     name = next(k for k, v in state.items() if v.is_floating_point() and v.dim() == 3)
     state[name] = torch.full_like(state[name], value)
     ckpt = tmp_path / "bad.safetensors"
     save_file(state, str(ckpt))
     cache = tmp_path / "cache"
-    proc = invoke("verify", "mimi", "--to", "0.4.2", "--weights", f"mimi={ckpt}", "-q",
-                  INVENTORY_CACHE=str(cache))
+    proc = invoke(
+        "verify",
+        "mimi",
+        "--to",
+        "0.4.2",
+        "--weights",
+        f"mimi={ckpt}",
+        "-q",
+        INVENTORY_CACHE=str(cache),
+    )
     assert proc.returncode == 2, proc.stderr
     [line] = proc.stderr.strip().splitlines()
     assert f"{name} holds" in line and "NaN/inf" in line
@@ -51,9 +60,17 @@ def test_a_negative_running_variance_is_refused(tmp_path):
 
 
 def test_a_reference_without_finite_values_makes_the_whole_check_inconclusive():
-    row = {"output": "preds", "shape": [2], "bit_identical": True, "rel_old": 0.0,
-           "rel_new": 0.0, "maxabs_old_new": 0.0, "nonfinite_old": 0, "nonfinite_new": 0,
-           "ref_nonfinite": 2}
+    row = {
+        "output": "preds",
+        "shape": [2],
+        "bit_identical": True,
+        "rel_old": 0.0,
+        "rel_new": 0.0,
+        "maxabs_old_new": 0.0,
+        "nonfinite_old": 0,
+        "nonfinite_new": 0,
+        "ref_nonfinite": 2,
+    }
     verdict = judge_drift([row], "rt", 1e-2)
     assert verdict.reexport == "inconclusive" and "reference holds non-finite" in verdict.reason
 
@@ -89,8 +106,17 @@ def test_a_failed_build_points_at_a_log_that_outlives_it(tmp_path):
 
     registry = registry_with(tmp_path, "mimi", broken)
     cache = tmp_path / "cache"
-    proc = invoke("verify", "mimi", "--to", "0.4.2", "--registry", str(registry), "--json",
-                  "-q", INVENTORY_CACHE=str(cache))
+    proc = invoke(
+        "verify",
+        "mimi",
+        "--to",
+        "0.4.2",
+        "--registry",
+        str(registry),
+        "--json",
+        "-q",
+        INVENTORY_CACHE=str(cache),
+    )
     b = json.loads(proc.stdout)["result"]["bundles"][0]
     assert proc.returncode == 3 and b["status"] == "inconclusive"
     log = Path(b["error"].rsplit("(log: ", 1)[1].rstrip(")"))
@@ -105,8 +131,7 @@ def test_a_missing_upstream_package_names_the_extra_that_brings_it(tmp_path, mon
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "needs_upstream.py").write_text("import not_installed_upstream_pkg  # noqa\n")
-    path = f"{package}:{os.environ['PYTHONPATH']}" if os.environ.get("PYTHONPATH") \
-        else str(package)
+    path = f"{package}:{os.environ['PYTHONPATH']}" if os.environ.get("PYTHONPATH") else str(package)
     monkeypatch.setenv("PYTHONPATH", path)
 
     def elsewhere(raw: dict) -> None:
@@ -114,9 +139,19 @@ def test_a_missing_upstream_package_names_the_extra_that_brings_it(tmp_path, mon
         raw["standin"] = {**raw.get("standin", {}), "target": "needs_upstream:build"}
 
     registry = registry_with(tmp_path, "mimi", elsewhere)
-    proc = invoke("verify", "mimi", "--to", "0.4.2", "--registry", str(registry), "--json",
-                  "-q", "--allow-code", INVENTORY_CACHE=str(tmp_path / "cache"),
-                  PYTHONPATH=path)
+    proc = invoke(
+        "verify",
+        "mimi",
+        "--to",
+        "0.4.2",
+        "--registry",
+        str(registry),
+        "--json",
+        "-q",
+        "--allow-code",
+        INVENTORY_CACHE=str(tmp_path / "cache"),
+        PYTHONPATH=path,
+    )
     b = json.loads(proc.stdout)["result"]["bundles"][0]
     assert proc.returncode == 3
     assert "No module named 'not_installed_upstream_pkg'" in b["error"]

@@ -38,9 +38,13 @@ def _run_in_shell(command: str, folder: Path, tmp_path: Path) -> list[list[str]]
     stand_in.chmod(0o755)
     record = tmp_path / "calls.jsonl"
     record.unlink(missing_ok=True)
-    proc = subprocess.run(["sh", "-c", command], cwd=folder, capture_output=True, text=True,
-                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
-                               "RECORD": str(record)})
+    proc = subprocess.run(
+        ["sh", "-c", command],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RECORD": str(record)},
+    )
     assert proc.returncode == 0, proc.stderr
     return [json.loads(line) for line in record.read_text().splitlines()]
 
@@ -79,9 +83,12 @@ def test_the_printed_commands_run_on_the_shipped_files(bundle, tmp_path):
 
 
 def test_a_name_with_a_placeholder_is_a_glob_and_the_rest_is_quoted():
-    assert shell_path("lfm_audio_encoder_adapter_float16_L<L>.aimodel") == \
-        "lfm_audio_encoder_adapter_float16_L*.aimodel"
+    assert (
+        shell_path("lfm_audio_encoder_adapter_float16_L<L>.aimodel")
+        == "lfm_audio_encoder_adapter_float16_L*.aimodel"
+    )
     assert shell_path("my model <N>.aimodel") == "'my model '*.aimodel"
     assert repair_command(["sam3_float16/sam3_float16.aimodel"]) == (
         "inventory repair sam3_float16/sam3_float16.aimodel -o "
-        "sam3_float16/repaired-sam3_float16.aimodel")
+        "sam3_float16/repaired-sam3_float16.aimodel"
+    )

@@ -39,11 +39,11 @@ def tree_digest(folder: Path) -> str:
 
 def export(env, version: str, out: Path) -> Path:
     """The asset probe (nested modules), as the given release writes it."""
-    spec = ProbeSpec(asset_probe.CONSTRUCT, dict(asset_probe.DEFAULT_PARAMS), "float32",
-                     Pipeline())
+    spec = ProbeSpec(asset_probe.CONSTRUCT, dict(asset_probe.DEFAULT_PARAMS), "float32", Pipeline())
     with Pool(out / "logs") as pool:
         answer = pool.worker(env(version)).call(
-            {"op": "convert", "spec": spec.to_json(), "out": str(out / version)})
+            {"op": "convert", "spec": spec.to_json(), "out": str(out / version)}
+        )
     assert answer["ok"], answer
     return Path(answer["files"]["asset"])
 
@@ -55,7 +55,8 @@ def asset_040(env, tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 def test_repair_makes_a_040_asset_load_on_b3_with_the_same_weights_and_outputs(
-        env, asset_040, tmp_path, json_schema):
+    env, asset_040, tmp_path, json_schema
+):
     before = tree_digest(asset_040)
     out = tmp_path / "repaired.aimodel"
     proc = run("repair", str(asset_040), "-o", str(out), "--json")
@@ -75,8 +76,9 @@ def test_repair_makes_a_040_asset_load_on_b3_with_the_same_weights_and_outputs(
         assert on_b3.outcome == "loads", on_b3.describe()
         # ... and on b1 it computes what the original computes, bit for bit, from one input.
         original = run_on(asset_040, "1.0.0b1", session, tmp_path / "b1-original", seed=7)
-        repaired = run_on(out, "1.0.0b1", session, tmp_path / "b1-repaired",
-                          inputs=tmp_path / "b1-original")
+        repaired = run_on(
+            out, "1.0.0b1", session, tmp_path / "b1-repaired", inputs=tmp_path / "b1-original"
+        )
         b1 = session.env_for_core("1.0.0b1")
     a = load_file(original.files["main.outputs"])
     b = load_file(repaired.files["main.outputs"])
@@ -87,9 +89,12 @@ def test_repair_makes_a_040_asset_load_on_b3_with_the_same_weights_and_outputs(
     # Weights: every constant's bytes, as coreai-core 1.0.0b1 reads them from both files.
     worker = ScanWorker(b1, tmp_path / "scan.log")
     try:
-        fingerprints = [worker.call({"op": "read", "bundle": str(p),
-                                     "log": str(tmp_path / f"{i}.log")})["weights"]
-                        for i, p in enumerate((asset_040, out))]
+        fingerprints = [
+            worker.call({"op": "read", "bundle": str(p), "log": str(tmp_path / f"{i}.log")})[
+                "weights"
+            ]
+            for i, p in enumerate((asset_040, out))
+        ]
     finally:
         worker.close()
     assert fingerprints[0]["constants"] > 0
@@ -98,16 +103,26 @@ def test_repair_makes_a_040_asset_load_on_b3_with_the_same_weights_and_outputs(
 
     # The report in markdown (to --report FILE) says what the JSON says, and so does the table.
     md = tmp_path / "repair.md"
-    again = run("repair", str(asset_040), "-o", str(tmp_path / "again.aimodel"), "-f",
-                "markdown", "--report", str(md))
+    again = run(
+        "repair",
+        str(asset_040),
+        "-o",
+        str(tmp_path / "again.aimodel"),
+        "-f",
+        "markdown",
+        "--report",
+        str(md),
+    )
     assert again.returncode == 0 and again.stdout == "", again.stderr
     table = run("repair", str(asset_040), "-o", str(tmp_path / "third.aimodel")).stdout
     w, o, loc = report["weights"]["original"], report["outputs"], report["locations"]
-    for said in (f"{loc['ops']} op and {loc['block_args']} block-argument locations",
-                 f"{report['producer']} (re-saved with coreai-core {report['stamper']})",
-                 f"byte-identical: {w['fingerprint']} ({w['constants']} tensors",
-                 f"bit-identical on {o['runtime']}: {o['arrays']} array(s)",
-                 *(f"{x['core']} {x['outcome']}" for x in report["original"] + report["repaired"])):
+    for said in (
+        f"{loc['ops']} op and {loc['block_args']} block-argument locations",
+        f"{report['producer']} (re-saved with coreai-core {report['stamper']})",
+        f"byte-identical: {w['fingerprint']} ({w['constants']} tensors",
+        f"bit-identical on {o['runtime']}: {o['arrays']} array(s)",
+        *(f"{x['core']} {x['outcome']}" for x in report["original"] + report["repaired"]),
+    ):
         assert said in md.read_text() and said in " ".join(table.split()), said
 
     # The repaired asset is told apart from a re-export by scan.
@@ -133,10 +148,11 @@ def test_bad_paths_are_refused_before_anything_runs(tmp_path):
     taken = tmp_path / "taken.aimodel"
     taken.mkdir()
     for args, message in (
-            ((str(tmp_path / "none.aimodel"), "-o", str(tmp_path / "o")), "no metadata.json"),
-            ((str(bundle), "-o", str(taken)), "already exists"),
-            ((str(bundle), "-o", str(bundle / "inner")), "outside the bundle"),
-            ((str(bundle), "-o", str(tmp_path / "no" / "such" / "o")), "no such folder")):
+        ((str(tmp_path / "none.aimodel"), "-o", str(tmp_path / "o")), "no metadata.json"),
+        ((str(bundle), "-o", str(taken)), "already exists"),
+        ((str(bundle), "-o", str(bundle / "inner")), "outside the bundle"),
+        ((str(bundle), "-o", str(tmp_path / "no" / "such" / "o")), "no such folder"),
+    ):
         proc = run("repair", *args)
         assert proc.returncode == 2, proc.stderr
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
@@ -151,8 +167,9 @@ def test_outputs_that_differ_by_one_bit_are_not_bit_identical(tmp_path):
         save_file({"main/output:y": data}, str(tmp_path / f"{name}.safetensors"))
 
     def outcome(name: str) -> RuntimeOutcome:
-        return RuntimeOutcome("1.0.0b1", "loads",
-                              files={"main.outputs": str(tmp_path / f"{name}.safetensors")})
+        return RuntimeOutcome(
+            "1.0.0b1", "loads", files={"main.outputs": str(tmp_path / f"{name}.safetensors")}
+        )
 
     assert compare_outputs(outcome("a"), outcome("c")).identical is True
     found = compare_outputs(outcome("a"), outcome("b"))

@@ -22,15 +22,23 @@ from golden.answers import BARE, CHECKED, ROOT, stores, suite_env
 from inventory.report.cyclonedx_report import plan_bom
 
 pytestmark = pytest.mark.slow
-_STATE = {"required": "exploitable", "optional": "exploitable", "inconclusive": "in_triage",
-          "no": "not_affected"}
+_STATE = {
+    "required": "exploitable",
+    "optional": "exploitable",
+    "inconclusive": "in_triage",
+    "no": "not_affected",
+}
 
 
 def _format(args: tuple[str, ...], fmt: str, out: Path, store: str = BARE) -> Path:
     """The CLI writing one report to a file, on one of the suite's stores."""
-    proc = subprocess.run([sys.executable, "-m", "inventory.cli", *args, "-f", fmt, "-o",
-                           str(out), "-q"], capture_output=True, text=True, cwd=ROOT,
-                          env=suite_env(store))
+    proc = subprocess.run(
+        [sys.executable, "-m", "inventory.cli", *args, "-f", fmt, "-o", str(out), "-q"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=suite_env(store),
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     assert out.is_file() and out.stat().st_size > 0, proc.stderr
     return out
@@ -66,10 +74,18 @@ def test_plan_as_cyclonedx_gives_every_answer_its_vex_state(matrix, tmp_path):
     bom = json.loads(text)
     assert bom["specVersion"] == "1.6"
     vex = _vex(bom)
-    levels = {"required": "required", "inconclusive": "inconclusive", "optional": "optional",
-              "not_affected": "no"}
-    expected = {(_fix_ref(i["fix"]), b["bundle"]): level for b in plan["bundles"]
-                for key, level in levels.items() for i in b[key]}
+    levels = {
+        "required": "required",
+        "inconclusive": "inconclusive",
+        "optional": "optional",
+        "not_affected": "no",
+    }
+    expected = {
+        (_fix_ref(i["fix"]), b["bundle"]): level
+        for b in plan["bundles"]
+        for key, level in levels.items()
+        for i in b[key]
+    }
     # every finding of every bundle is there, in the state its level maps to, and nothing else
     assert set(vex) == set(expected)
     for key, level in expected.items():
@@ -88,12 +104,31 @@ def test_plan_as_cyclonedx_gives_every_answer_its_vex_state(matrix, tmp_path):
 def test_an_ignored_finding_keeps_its_measured_state_and_says_why():
     """An ignore file changes the decision, not what was measured (a made-up plan document:
     only the renderer is under test)."""
-    item = {"fix": "28", "title": "t", "kind": "asset", "verdict": "does-not-load",
-            "reason": "r", "remedies": [], "evidence": [],
-            "ignored": {"reason": "we ship b1 only", "expires": None, "level": "required"}}
-    doc = {"to": "0.4.3", "bundles": [{"bundle": "b", "exporter": "0.4.0", "reexport": "no",
-                                       "required": [], "inconclusive": [], "optional": [],
-                                       "not_affected": [], "ignored": [item]}]}
+    item = {
+        "fix": "28",
+        "title": "t",
+        "kind": "asset",
+        "verdict": "does-not-load",
+        "reason": "r",
+        "remedies": [],
+        "evidence": [],
+        "ignored": {"reason": "we ship b1 only", "expires": None, "level": "required"},
+    }
+    doc = {
+        "to": "0.4.3",
+        "bundles": [
+            {
+                "bundle": "b",
+                "exporter": "0.4.0",
+                "reexport": "no",
+                "required": [],
+                "inconclusive": [],
+                "optional": [],
+                "not_affected": [],
+                "ignored": [item],
+            }
+        ],
+    }
     [v] = list(plan_bom(doc).vulnerabilities)
     assert v.analysis.state.value == "exploitable"
     assert {r.value for r in v.analysis.responses} == {"update", "will_not_fix"}
@@ -102,9 +137,11 @@ def test_an_ignored_finding_keeps_its_measured_state_and_says_why():
 
 def test_scan_as_cyclonedx_lists_each_bundle_with_its_files(matrix, tmp_path):
     # the asset coreai-torch 0.4.0 writes for sam3's load probe (the matrix's load checks)
-    asset = max((stores()[BARE] / "results").glob(
-        "load-0.4.0-float16-*/export-0.4.0/model.aimodel"), key=lambda p: p.stat().st_mtime,
-        default=None)
+    asset = max(
+        (stores()[BARE] / "results").glob("load-0.4.0-float16-*/export-0.4.0/model.aimodel"),
+        key=lambda p: p.stat().st_mtime,
+        default=None,
+    )
     assert asset is not None
     bundle = tmp_path / "probe_float16.aimodel"
     shutil.copytree(asset, bundle)
@@ -114,19 +151,26 @@ def test_scan_as_cyclonedx_lists_each_bundle_with_its_files(matrix, tmp_path):
     bom = json.loads(text)
     [model] = [c for c in bom["components"] if c["type"] == "machine-learning-model"]
     files = {c["name"]: c["hashes"][0]["content"] for c in model["components"]}
-    assert files == {p.relative_to(bundle).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-                     for p in bundle.rglob("*") if p.is_file()}
+    assert files == {
+        p.relative_to(bundle).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in bundle.rglob("*")
+        if p.is_file()
+    }
     props = {p["name"]: p["value"] for p in model["properties"]}
     assert props["inventory:loads:linux-cpu, coreai-core 1.0.0b3"] == "crashes"
     [deps] = [d for d in bom["dependencies"] if d["ref"] == model["bom-ref"]]
     assert "pkg:pypi/coreai-torch@0.4.0" in deps["dependsOn"]
 
 
-@pytest.mark.skipif(chromium() is None and not os.environ.get("CI"),
-                    reason="Debian's chromium is not installed (scripts/browser installs it)")
-@pytest.mark.parametrize("args,store", [(("plan", "--to", "0.4.3"), BARE),
-                                        (("verify", "mimi", "--to", "0.4.3"), CHECKED)],
-                         ids=["plan-0.4.3", "verify-mimi-0.4.3"])
+@pytest.mark.skipif(
+    chromium() is None and not os.environ.get("CI"),
+    reason="Debian's chromium is not installed (scripts/browser installs it)",
+)
+@pytest.mark.parametrize(
+    "args,store",
+    [(("plan", "--to", "0.4.3"), BARE), (("verify", "mimi", "--to", "0.4.3"), CHECKED)],
+    ids=["plan-0.4.3", "verify-mimi-0.4.3"],
+)
 def test_the_html_report_renders_in_a_real_browser(matrix, tmp_path, args, store):
     doc = matrix.run_cli(args, store).data["result"]
     name = "-".join(a.lstrip("-") for a in args)
@@ -140,8 +184,12 @@ def test_the_html_report_renders_in_a_real_browser(matrix, tmp_path, args, store
     for level in set(levels):
         assert f"{levels.count(level)} {level}" in seen.summary, seen.summary
     assert all(w > 0 and h > 0 for w, h in seen.plots), seen.plots
-    moved = [b for b in doc["bundles"] if b.get("reexport") in ("required", "optional")
-             and any(i.get("verdict") == "values-move" for i in b.get("optional", []))]
+    moved = [
+        b
+        for b in doc["bundles"]
+        if b.get("reexport") in ("required", "optional")
+        and any(i.get("verdict") == "values-move" for i in b.get("optional", []))
+    ]
     if args[0] == "plan":  # every bundle whose program moves has its probes drawn
         assert moved and len(seen.plots) >= len(moved)
     assert shot.stat().st_size > 10_000

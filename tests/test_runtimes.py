@@ -43,9 +43,14 @@ def registry(tmp_path: Path, deploy: str = "", runtimes: str = "") -> Path:
 
 def test_the_runtime_catalog_is_the_cores_of_the_converter_catalog_in_release_order():
     assert cores(load_catalog()) == ["1.0.0b1", "1.0.0b2", "1.0.0b3"]
-    other = Catalog("2.13.0", {"1.0": Release("1.0", "2.0.0", ()),
-                               "0.9": Release("0.9", "1.9.0", ()),
-                               "1.1": Release("1.1", "2.0.0", ())})
+    other = Catalog(
+        "2.13.0",
+        {
+            "1.0": Release("1.0", "2.0.0", ()),
+            "0.9": Release("0.9", "1.9.0", ()),
+            "1.1": Release("1.1", "2.0.0", ()),
+        },
+    )
     assert cores(other) == ["1.9.0", "2.0.0"]
 
 
@@ -72,8 +77,9 @@ def test_the_default_is_every_runtime_at_or_above_the_targets_core(tmp_path):
 
 def test_the_registry_states_runtimes_for_all_bundles_or_per_bundle(tmp_path):
     catalog = load_catalog()
-    path = registry(tmp_path, deploy='[deploy]\nruntimes = ["1.0.0b3"]',
-                    runtimes='runtimes = ["b1", "b2"]')
+    path = registry(
+        tmp_path, deploy='[deploy]\nruntimes = ["1.0.0b3"]', runtimes='runtimes = ["b1", "b2"]'
+    )
     a, b = load_registry(path)
     assert deployment(a, catalog, "0.4.2").cores == ("1.0.0b1", "1.0.0b2")
     assert deployment(a, catalog, "0.4.2").source == "recipes.toml [bundles.a] runtimes"
@@ -104,11 +110,14 @@ def test_asset_and_pipeline_records_are_in_the_fix_database_with_where_they_were
     assert find_fix("core-b3").label == "core-b3" and fix.label == "#28"
 
 
-@pytest.mark.parametrize(("record", "message"), [
-    ('kind = "magic"\nconstructs = ["pad"]', "kind must be one of lowering, asset, pipeline"),
-    ("", "a lowering record needs constructs"),
-    ('kind = "asset"\nconstructs = ["pad"]', "answered without constructs"),
-])
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ('kind = "magic"\nconstructs = ["pad"]', "kind must be one of lowering, asset, pipeline"),
+        ("", "a lowering record needs constructs"),
+        ('kind = "asset"\nconstructs = ["pad"]', "answered without constructs"),
+    ],
+)
 def test_a_malformed_record_kind_is_one_line(tmp_path, record, message):
     path = tmp_path / "fixes.toml"
     path.write_text(f'[[fix]]\nid = "1"\ntitle = "t"\nships_in = "0.4.1"\n{record}\n')
@@ -124,13 +133,16 @@ B2_LOG = (
     '"Sequential$2"], identifiers = ["_native_batch_norm_legit_no_training"]}>["/x/b.py":210:0, '
     '"torch"("op_id":9:0)])\n'
     'loc(fused<{call_stack = ["Conv1d$1"]}>["/x/conv.py":385:0]): error: Failed to convert to '
-    'versioned IR\n'
-    "terminate called after throwing an instance of 'nanobind::python_error'\n")
+    "versioned IR\n"
+    "terminate called after throwing an instance of 'nanobind::python_error'\n"
+)
 
 
 def test_the_first_error_line_is_quoted_with_location_lists_abbreviated():
-    assert first_error(B2_LOG) == ("error: expected AICode versioned location, got: "
-                                   "loc(fused<{call_stack = [...], identifiers = [...]}>[...])")
+    assert first_error(B2_LOG) == (
+        "error: expected AICode versioned location, got: "
+        "loc(fused<{call_stack = [...], identifiers = [...]}>[...])"
+    )
     assert first_error("noise\nterminate called after x\n") == "terminate called after x"
     assert first_error("nothing here\n") == ""
     assert abbreviate("a [b [c] d] e") == "a [...] e"

@@ -110,8 +110,13 @@ for arg in sys.argv[2:]:
     convert(kind, int(seed), Path(sys.argv[1]) / f"{name}.aimodel")
 '''
 
-JOBS = ("batchnorms:batchnorms:0", "batchnorms-again:batchnorms:0",
-        "batchnorms-other:batchnorms:1", "convbn:convbn:0", "upsampler:upsampler:0")
+JOBS = (
+    "batchnorms:batchnorms:0",
+    "batchnorms-again:batchnorms:0",
+    "batchnorms-other:batchnorms:1",
+    "convbn:convbn:0",
+    "upsampler:upsampler:0",
+)
 
 
 def run_scan(*args: str) -> Ran:
@@ -143,8 +148,9 @@ def bundles(tmp_path_factory, env) -> Path:
     for version in VERSIONS:
         out = root / version
         out.mkdir()
-        proc = subprocess.run([str(env(version).python), str(script), str(out), *JOBS],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [str(env(version).python), str(script), str(out), *JOBS], capture_output=True, text=True
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
     script.unlink()
     return root
@@ -160,8 +166,9 @@ def scanned(bundles, json_schema) -> dict[tuple[str, str], dict]:
     assert data["_exit"] == 1, data["_stderr"]
     failing = data["result"]["not_loading"]
     assert failing and all(Path(f["path"]).parent.name == "0.4.0" for f in failing), failing
-    assert len(failing) == sum(1 for b in data["result"]["bundles"]
-                               if Path(b["path"]).parent.name == "0.4.0")
+    assert len(failing) == sum(
+        1 for b in data["result"]["bundles"] if Path(b["path"]).parent.name == "0.4.0"
+    )
     assert all({r["core"] for r in f["runtimes"]} == {"1.0.0b2", "1.0.0b3"} for f in failing)
     json_schema({k: v for k, v in data.items() if not k.startswith("_")})
     assert data["schema_version"] == 1 and data["command"] == "scan"
@@ -231,8 +238,7 @@ def test_batch_norms_scan_as_composite_call_sites_with_shared_bodies(scanned, ve
 
 @pytest.mark.slow
 def test_conv_then_batch_norm_is_folded_from_core_b2_on(scanned):
-    assert [c["call_sites"] for c in composites(scanned[("0.4.0", "convbn")], "batch_norm")] \
-        == [1]
+    assert [c["call_sites"] for c in composites(scanned[("0.4.0", "convbn")], "batch_norm")] == [1]
     for version in ("0.4.1", "0.4.2", "0.4.3"):
         assert composites(scanned[(version, "convbn")], "batch_norm") == []
 
@@ -358,8 +364,9 @@ def _findings(data: dict, bundle: str) -> dict[str, dict]:
 def test_registry_batch_norm_visible_on_b1_and_folded_on_b2(bundles, scanned, tmp_path):
     fp = scanned[("0.4.2", "upsampler")]["weights"]["fingerprint"]
     registry = _registry(tmp_path, fp, "0.4.0", "1.0.0b1")
-    data = scan_json(str(bundles / "0.4.0" / "convbn.aimodel"), "--against-registry",
-                     "--registry", str(registry))
+    data = scan_json(
+        str(bundles / "0.4.0" / "convbn.aimodel"), "--against-registry", "--registry", str(registry)
+    )
     found = _findings(data, "convnet")
     assert found["batch_norm"]["status"] == "agree"
     assert found["exporter"]["status"] == "agree"  # no producer: the 1.0.0b1 era
@@ -371,14 +378,21 @@ def test_registry_batch_norm_visible_on_b1_and_folded_on_b2(bundles, scanned, tm
     assert "expected AICode versioned location" in found["loads"]["scanned"]
     assert "every runtime in the catalog" in found["loads"]["traced"]
     # Deployed on 1.0.0b1 only (--runtime), nothing disagrees.
-    data = scan_json(str(bundles / "0.4.0" / "convbn.aimodel"), "--against-registry",
-                     "--registry", str(registry), "--runtime", "b1")
+    data = scan_json(
+        str(bundles / "0.4.0" / "convbn.aimodel"),
+        "--against-registry",
+        "--registry",
+        str(registry),
+        "--runtime",
+        "b1",
+    )
     assert data["_exit"] == 0, data["_stderr"]
     assert _findings(data, "convnet")["loads"]["status"] == "agree"
 
     registry = _registry(tmp_path, fp, "0.4.2", "1.0.0b2")
-    data = scan_json(str(bundles / "0.4.2" / "convbn.aimodel"), "--against-registry",
-                     "--registry", str(registry))
+    data = scan_json(
+        str(bundles / "0.4.2" / "convbn.aimodel"), "--against-registry", "--registry", str(registry)
+    )
     found = _findings(data, "convnet")
     assert found["batch_norm"]["status"] == "cannot-tell"
     assert "folds a batch norm" in found["batch_norm"]["reason"]
@@ -391,8 +405,13 @@ def test_registry_exporter_and_instance_disagreements(bundles, scanned, tmp_path
     fp = scanned[("0.4.2", "upsampler")]["weights"]["fingerprint"]
     # The registry says 0.4.1 (core b2); the 0.4.0 bundle carries no producer.
     registry = _registry(tmp_path, fp, "0.4.1", "1.0.0b2")
-    data = scan_json(str(bundles / "0.4.0" / "convbn.aimodel"), str(bundles / "0.4.2"
-                     / "upsampler.aimodel"), "--against-registry", "--registry", str(registry))
+    data = scan_json(
+        str(bundles / "0.4.0" / "convbn.aimodel"),
+        str(bundles / "0.4.2" / "upsampler.aimodel"),
+        "--against-registry",
+        "--registry",
+        str(registry),
+    )
     assert data["_exit"] == 1
     json_schema({k: v for k, v in data.items() if not k.startswith("_")})
     convnet = _findings(data, "convnet")
@@ -414,8 +433,12 @@ def test_registry_exporter_and_instance_disagreements(bundles, scanned, tmp_path
 @pytest.mark.slow
 def test_registry_text_report_and_unmatched_bundle(bundles, tmp_path):
     registry = _registry(tmp_path, "sha256:none", "0.4.2", "1.0.0b2")
-    proc = run_scan(str(bundles / "0.4.2" / "batchnorms.aimodel"), "--against-registry",
-                    "--registry", str(registry))
+    proc = run_scan(
+        str(bundles / "0.4.2" / "batchnorms.aimodel"),
+        "--against-registry",
+        "--registry",
+        str(registry),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "no registry entry" in proc.stdout and "batch_norm x3 call sites" in proc.stdout
 
@@ -456,19 +479,22 @@ def test_unreadable_bundle_files_are_one_line_errors(tmp_path):
 
 def test_resource_blobs_hash_the_same_in_any_chunking():
     rng = random.Random(0)
-    blobs = {f"resource_{i}": bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300)))
-             for i in range(4)}
+    blobs = {
+        f"resource_{i}": bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300)))
+        for i in range(4)
+    }
     body = "module {\n  %0 = coreai.constant dense_resource<resource_0> : tensor<2xf32>\n}\n"
     entries = ",\n".join(f'      {k}: "0x10000000{v.hex().upper()}"' for k, v in blobs.items())
-    text = (body + "\n{-#\n  dialect_resources: {\n    builtin: {\n" + entries
-            + "\n    }\n  }\n#-}\n")
+    text = (
+        body + "\n{-#\n  dialect_resources: {\n    builtin: {\n" + entries + "\n    }\n  }\n#-}\n"
+    )
     want = {k: (hashlib.sha256(v).hexdigest(), len(v)) for k, v in blobs.items()}
     for _ in range(20):
         sink = _ResourceHasher()
         at = 0
         while at < len(text):
             step = rng.randrange(1, 40)
-            sink.write(text[at:at + step])
+            sink.write(text[at : at + step])
             at += step
         assert sink.digests == want
 
@@ -477,24 +503,48 @@ def test_invokes_resolve_to_composites_through_plain_graphs():
     from inventory.scan import resolve_entry
 
     def graph(name, ops, invokes=None, composite=None, public=False, noinline=True):
-        return {"name": name, "public": public, "noinline": noinline, "composite": composite,
-                "template_op": None, "inputs": [{"name": "x", "shape": [2, "?"],
-                                                  "dtype": "f16", "dynamic": True}],
-                "outputs": [], "ops": ops, "invokes": invokes or {}, "dynamic_results": 0,
-                "result_dtypes": {"f32": 1}}
+        return {
+            "name": name,
+            "public": public,
+            "noinline": noinline,
+            "composite": composite,
+            "template_op": None,
+            "inputs": [{"name": "x", "shape": [2, "?"], "dtype": "f16", "dynamic": True}],
+            "outputs": [],
+            "ops": ops,
+            "invokes": invokes or {},
+            "dynamic_results": 0,
+            "result_dtypes": {"f32": 1},
+        }
 
-    graphs = {g["name"]: g for g in [
-        graph("main", {"coreai.relu": 1, "coreai.invoke": 3},
-              {"block_abcdefgh": 2, "missing": 1}, public=True, noinline=False),
-        # a plain private graph (no declaration, no composite-like name) is inlined per call
-        graph("block_abcdefgh", {"coreai.conv2d": 1, "coreai.invoke": 2},
-              {"layer_norm_qwertyui": 1, "hardswish_zxcvbnmq": 1}, noinline=False),
-        graph("layer_norm_qwertyui", {"coreai.rsqrt": 1}, composite="layer_norm"),
-        graph("hardswish_zxcvbnmq", {"coreai.invoke": 1}, {"hard_sigmoid_asdfghjk": 1},
-              composite="hardswish"),
-        # no declaration at all: recognised by its name only, and said so
-        graph("hard_sigmoid_asdfghjk", {"coreai.clamp": 1}),
-    ]}
+    graphs = {
+        g["name"]: g
+        for g in [
+            graph(
+                "main",
+                {"coreai.relu": 1, "coreai.invoke": 3},
+                {"block_abcdefgh": 2, "missing": 1},
+                public=True,
+                noinline=False,
+            ),
+            # a plain private graph (no declaration, no composite-like name) is inlined per call
+            graph(
+                "block_abcdefgh",
+                {"coreai.conv2d": 1, "coreai.invoke": 2},
+                {"layer_norm_qwertyui": 1, "hardswish_zxcvbnmq": 1},
+                noinline=False,
+            ),
+            graph("layer_norm_qwertyui", {"coreai.rsqrt": 1}, composite="layer_norm"),
+            graph(
+                "hardswish_zxcvbnmq",
+                {"coreai.invoke": 1},
+                {"hard_sigmoid_asdfghjk": 1},
+                composite="hardswish",
+            ),
+            # no declaration at all: recognised by its name only, and said so
+            graph("hard_sigmoid_asdfghjk", {"coreai.clamp": 1}),
+        ]
+    }
     entry = resolve_entry(graphs["main"], graphs)
     by_kind = {c.kind: c for c in entry.composites}
     assert by_kind["layer_norm"].call_sites == 2 and len(by_kind["layer_norm"].bodies) == 1
@@ -503,8 +553,12 @@ def test_invokes_resolve_to_composites_through_plain_graphs():
     assert by_kind["hard_sigmoid"].nested == 2 and by_kind["hard_sigmoid"].call_sites == 0
     assert by_kind["hard_sigmoid"].declared_by == "name"
     assert entry.ops == {"coreai.conv2d": 2, "coreai.relu": 1}
-    assert entry.inlined == {"coreai.clamp": 2, "coreai.conv2d": 2, "coreai.rsqrt": 2,
-                             "coreai.relu": 1}
+    assert entry.inlined == {
+        "coreai.clamp": 2,
+        "coreai.conv2d": 2,
+        "coreai.rsqrt": 2,
+        "coreai.relu": 1,
+    }
     assert entry.unresolved == {"missing": 1}
     assert entry.dynamic == ["input x: [2, ?]"]
 

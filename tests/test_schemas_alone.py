@@ -46,9 +46,14 @@ def test_every_reference_of_a_schema_resolves_inside_it(path):
 def _local(node: Any, prefix: str) -> Any:
     """A definition of another schema as bundled: its own references renamed `prefix.<def>`."""
     if isinstance(node, dict):
-        return {k: (f"#/$defs/{prefix}.{v.rsplit('/', 1)[-1]}" if k == "$ref" and
-                    isinstance(v, str) and v.startswith("#/$defs/") else _local(v, prefix))
-                for k, v in node.items()}
+        return {
+            k: (
+                f"#/$defs/{prefix}.{v.rsplit('/', 1)[-1]}"
+                if k == "$ref" and isinstance(v, str) and v.startswith("#/$defs/")
+                else _local(v, prefix)
+            )
+            for k, v in node.items()
+        }
     if isinstance(node, list):
         return [_local(v, prefix) for v in node]
     return node
@@ -64,4 +69,5 @@ def test_a_bundled_definition_is_the_same_as_its_original(path):
         theirs = json.loads((SCHEMAS / f"{source}.schema.json").read_text())["$defs"][original]
         assert bundled == _local(theirs, source), (
             f"{path.name}: $defs/{name} differs from {source}.schema.json's $defs/{original}: "
-            "copy it again")
+            "copy it again"
+        )

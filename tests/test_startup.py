@@ -25,11 +25,20 @@ print("IMPORTED", sorted({m.split(".")[0] for m in sys.modules} & heavy))
 """
 
 
-@pytest.mark.parametrize("args", [("--version",), ("--help",), ("affected", "--help"),
-                                  ("plan", "--help"), ("envs", "list", "--help")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--version",),
+        ("--help",),
+        ("affected", "--help"),
+        ("plan", "--help"),
+        ("envs", "list", "--help"),
+    ],
+)
 def test_version_and_help_import_no_torch_no_converter(args):
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT, *args], capture_output=True,
-                          text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, *args], capture_output=True, text=True, cwd=ROOT
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[-1] == "IMPORTED []", proc.stdout

@@ -41,8 +41,12 @@ def test_identical_outputs_are_bit_identical_and_zero_apart(tmp_path):
 
 
 def test_a_different_dtype_is_not_bit_identical_even_with_equal_values(tmp_path):
-    s = stats(tmp_path, {"y": f32(1.0, 2.0)}, {"y": np.array([1.0, 2.0], np.float16)},
-              {"y": f32(1.0, 2.0)})
+    s = stats(
+        tmp_path,
+        {"y": f32(1.0, 2.0)},
+        {"y": np.array([1.0, 2.0], np.float16)},
+        {"y": f32(1.0, 2.0)},
+    )
     assert not s.bit_identical and s.maxabs_old_new == 0.0
 
 
@@ -57,13 +61,13 @@ def test_nan_on_both_sides_is_no_distance_on_one_side_infinitely_far(tmp_path):
 
 
 def test_same_sign_infinities_agree_opposite_signs_do_not(tmp_path):
-    same = stats(tmp_path, {"y": f32(INF, -INF, 2.0)}, {"y": f32(INF, -INF, 2.0)},
-                 {"y": f32(INF, -INF, 2.0)})
+    same = stats(
+        tmp_path, {"y": f32(INF, -INF, 2.0)}, {"y": f32(INF, -INF, 2.0)}, {"y": f32(INF, -INF, 2.0)}
+    )
     assert same.maxabs_old_new == 0.0 and same.maxabs_old_ref == 0.0
     # where the reference itself is not finite, a non-finite output is not counted against it
     assert same.nonfinite_old == 0
-    opposite = stats(tmp_path, {"y": f32(INF, 2.0)}, {"y": f32(-INF, 2.0)},
-                     {"y": f32(INF, 2.0)})
+    opposite = stats(tmp_path, {"y": f32(INF, 2.0)}, {"y": f32(-INF, 2.0)}, {"y": f32(INF, 2.0)})
     assert opposite.maxabs_old_new == math.inf and opposite.maxabs_new_ref == math.inf
 
 
@@ -82,23 +86,32 @@ def test_reference_values_fp16_cannot_hold_are_left_out_and_counted(tmp_path):
     assert s.maxabs_old_new == 0.5  # old vs new has no mask: inf == inf agrees
 
     # the same reference against fp32 outputs is representable: nothing is masked
-    s32 = stats(tmp_path, {"y": f32(INF, 100.0, -3.0)}, {"y": f32(70000.0, 100.0, -3.0)},
-                {"y": ref})
+    s32 = stats(
+        tmp_path, {"y": f32(INF, 100.0, -3.0)}, {"y": f32(70000.0, 100.0, -3.0)}, {"y": ref}
+    )
     assert s32.unrepresentable == 0 and s32.ref_magnitude == 70000.0
     assert s32.nonfinite_old == 1 and s32.maxabs_old_ref == math.inf
 
 
 def test_ref_magnitude_is_the_largest_reference_value_over_all_outputs(tmp_path):
-    s = stats(tmp_path, {"a": f32(1.0), "b": f32(0.0, 0.0)}, {"a": f32(1.0), "b": f32(0.0, 0.0)},
-              {"a": f32(-9.5), "b": f32(2.0, -4.0)})
+    s = stats(
+        tmp_path,
+        {"a": f32(1.0), "b": f32(0.0, 0.0)},
+        {"a": f32(1.0), "b": f32(0.0, 0.0)},
+        {"a": f32(-9.5), "b": f32(2.0, -4.0)},
+    )
     assert s.ref_magnitude == 9.5
     # the worst output decides each distance
     assert s.maxabs_old_ref == 10.5 and s.shapes_ref == [[1], [2]]  # outputs in name order
 
 
 def test_a_shape_mismatch_has_no_elementwise_distance(tmp_path):
-    s = stats(tmp_path, {"y": np.zeros((1, 4, 16), np.float32)},
-              {"y": np.zeros((1, 4, 15), np.float32)}, {"y": np.zeros((1, 4, 15), np.float32)})
+    s = stats(
+        tmp_path,
+        {"y": np.zeros((1, 4, 16), np.float32)},
+        {"y": np.zeros((1, 4, 15), np.float32)},
+        {"y": np.zeros((1, 4, 15), np.float32)},
+    )
     assert not s.bit_identical
     assert s.maxabs_old_new is None and s.maxabs_old_ref is None
     assert s.maxabs_new_ref == 0.0
@@ -127,7 +140,11 @@ def test_one_side_alone_is_read_against_the_reference_by_the_same_rules(tmp_path
 def test_nan_and_inf_in_the_reference_do_not_make_the_magnitude_nan_or_inf(tmp_path):
     """Errors are read relative to the magnitude: a NaN one made every error fall back to an
     absolute one, an infinite one every relative error 0 (or NaN, which no tolerance refuses)."""
-    s = stats(tmp_path, {"y": f32(1.0, NAN, INF, 3.0)}, {"y": f32(1.0, NAN, INF, 0.0)},
-              {"y": f32(1.0, NAN, INF, 3.0)})
+    s = stats(
+        tmp_path,
+        {"y": f32(1.0, NAN, INF, 3.0)},
+        {"y": f32(1.0, NAN, INF, 0.0)},
+        {"y": f32(1.0, NAN, INF, 3.0)},
+    )
     assert s.ref_magnitude == 3.0
     assert s.maxabs_new_ref == 3.0

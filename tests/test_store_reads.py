@@ -29,6 +29,7 @@ def test_a_second_read_of_unchanged_files_hashes_nothing(tmp_path, monkeypatch):
     def manifest(f):
         hashed.append(f)
         return {}
+
     monkeypatch.setattr(store, "manifest", manifest)
     assert (store.read_record(folder) or {}).get("verdict") == "same-program"
     assert hashed == []
@@ -48,4 +49,3 @@ def test_an_edited_file_is_hashed_again_and_found_damaged(tmp_path):
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 10**9))
     assert store.read_record(folder) is None
-

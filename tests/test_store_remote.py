@@ -115,8 +115,9 @@ def test_a_result_exists_remotely_only_through_a_complete_matching_manifest(tier
 
     whole = _fetched("whole")
     assert whole is not None and whole["verdict"] == "same-program"
-    assert (results_root() / "whole" / "old-0.4.1" / "shipped.mlir").read_text() \
-        == "module { // same-program\n}\n"
+    assert (
+        results_root() / "whole" / "old-0.4.1" / "shipped.mlir"
+    ).read_text() == "module { // same-program\n}\n"
     for name in ("killed", "truncated", "file-gone", "edited"):
         assert _fetched(name) is None, name
     # made again (here: the same record) and published over what was there: read whole again
@@ -141,8 +142,7 @@ def test_of_two_writers_of_one_key_the_first_complete_manifest_wins(tier, tmp_pa
     # --no-cache: the fresh result replaces it, and the prefix the old manifest named goes
     assert tier.publish("key", files(second), replace=True) is True
     assert len(_objects(tier, "key")) == len(before)
-    assert not set(_objects(tier, "key")) & (set(before) - {f"{tier.root}/results/key/"
-                                                            f"{MANIFEST}"})
+    assert not set(_objects(tier, "key")) & (set(before) - {f"{tier.root}/results/key/{MANIFEST}"})
     assert _verdict("key") == "second"
 
 
@@ -153,8 +153,10 @@ def test_a_file_url_is_the_same_protocol_in_a_folder(tmp_path, monkeypatch):
     try:
         _published("r", "same-program")
         [manifest] = shared.glob(f"results/r/{MANIFEST}")
-        assert json.loads(manifest.read_text())["files"].keys() \
-            == {store.RESULT_FILE, "old-0.4.1/shipped.mlir"}
+        assert json.loads(manifest.read_text())["files"].keys() == {
+            store.RESULT_FILE,
+            "old-0.4.1/shipped.mlir",
+        }
         assert _verdict("r") == "same-program"
     finally:
         store_location.reset()
@@ -164,9 +166,12 @@ def test_a_bucket_gone_mid_run_costs_the_remote_copy_only_and_says_so(tier, monk
     """The network gone after the command connected: a fetch is a miss and a publish is skipped,
     each said in one line; the result is made and kept in the local store all the same."""
     said: list[str] = []
-    gone = s3fs.S3FileSystem(skip_instance_cache=True, use_listings_cache=False,
-                             endpoint_url=f"http://127.0.0.1:{_closed_port()}",
-                             config_kwargs={"retries": {"max_attempts": 1}})
+    gone = s3fs.S3FileSystem(
+        skip_instance_cache=True,
+        use_listings_cache=False,
+        endpoint_url=f"http://127.0.0.1:{_closed_port()}",
+        config_kwargs={"retries": {"max_attempts": 1}},
+    )
     monkeypatch.setattr(tier, "fs", gone)
     monkeypatch.setattr(store_location, "notice", said.append)
     assert _fetched("r") is None
@@ -174,7 +179,9 @@ def test_a_bucket_gone_mid_run_costs_the_remote_copy_only_and_says_so(tier, monk
     kept = store.read_record(final)
     assert kept is not None and kept["verdict"] == "same-program"
     assert [line.split(" (")[0] for line in said] == [
-        f"--store {tier.url}: r not fetched", f"--store {tier.url}: r not published"]
+        f"--store {tier.url}: r not fetched",
+        f"--store {tier.url}: r not published",
+    ]
     assert all("\n" not in line and "EndpointConnectionError" in line for line in said)
 
 
@@ -184,17 +191,27 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize("url, aws, said", [
-    ("ftp://host/results", {}, "a store is a local path, file:///PATH or s3://BUCKET/PREFIX, "
-                               "not ftp://"),
-    (f"s3://no-such-{BUCKET}/p", {}, f"no bucket no-such-{BUCKET}"),
-    (f"s3://{BUCKET}/p", {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{_closed_port()}"},
-     f"cannot reach bucket {BUCKET}: EndpointConnectionError"),
-], ids=["scheme", "no-bucket", "unreachable"])
+@pytest.mark.parametrize(
+    "url, aws, said",
+    [
+        (
+            "ftp://host/results",
+            {},
+            "a store is a local path, file:///PATH or s3://BUCKET/PREFIX, not ftp://",
+        ),
+        (f"s3://no-such-{BUCKET}/p", {}, f"no bucket no-such-{BUCKET}"),
+        (
+            f"s3://{BUCKET}/p",
+            {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{_closed_port()}"},
+            f"cannot reach bucket {BUCKET}: EndpointConnectionError",
+        ),
+    ],
+    ids=["scheme", "no-bucket", "unreachable"],
+)
 def test_a_store_that_cannot_be_used_is_one_line_and_exit_2_before_any_work(
-        s3, tmp_path, url, aws, said):
-    ran = invoke("affected", "--fix", "40", "--store", url,
-                 INVENTORY_CACHE=str(tmp_path), **aws)
+    s3, tmp_path, url, aws, said
+):
+    ran = invoke("affected", "--fix", "40", "--store", url, INVENTORY_CACHE=str(tmp_path), **aws)
     assert ran.returncode == 2
     line = one_line(ran)
     assert said in line and "testing" not in line  # never a credential
@@ -208,24 +225,27 @@ SWEEP = ("sweep", "--registry", "--from", "0.4.1", "--to", "0.4.2", "--json", "-
 
 def _registry(folder: Path) -> Path:
     path = folder / "three.toml"
-    text = ('[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
-            '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n')
+    text = (
+        '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
+        '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n'
+    )
     for c in CHANNELS:
-        text += ('[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\n'
-                 f'source = "test"\nparams = {{ dim = 1, in_channels = {c}, out_channels = 2, '
-                 'kernel = [4], stride = [2], padding = [0], output_padding = [1], '
-                 f'input_shape = [1, {c}, 11] }}\n')
+        text += (
+            '[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\n'
+            f'source = "test"\nparams = {{ dim = 1, in_channels = {c}, out_channels = 2, '
+            "kernel = [4], stride = [2], padding = [0], output_padding = [1], "
+            f"input_shape = [1, {c}, 11] }}\n"
+        )
     path.write_text(text)
     return path
-
-
 
 
 def _cached(data: Any) -> list[bool]:
     """Every `cached` flag of the document, in its order."""
     if isinstance(data, dict):
-        return ([data["cached"]] if "cached" in data else []) + \
-            [f for v in data.values() for f in _cached(v)]
+        return ([data["cached"]] if "cached" in data else []) + [
+            f for v in data.values() for f in _cached(v)
+        ]
     if isinstance(data, list):
         return [f for v in data for f in _cached(v)]
     return []
@@ -247,8 +267,9 @@ def test_two_drivers_through_one_bucket_answer_as_a_local_store(env, s3, tmp_pat
     assert without(answer_in(first.stdout, first_cache), "cached") == local_answer
     fs = s3fs.S3FileSystem(skip_instance_cache=True)
     names = sorted(p.rsplit("/", 1)[1] for p in fs.ls(f"{BUCKET}/two-drivers/results"))
-    assert names == sorted(p.name for p in (first_cache / "results").iterdir()
-                           if not p.name.startswith("."))
+    assert names == sorted(
+        p.name for p in (first_cache / "results").iterdir() if not p.name.startswith(".")
+    )
     assert len(names) == len(CHANNELS)
     tier = RemoteStore(url, fs, f"{BUCKET}/two-drivers")
     whole, edited, killed = names

@@ -22,11 +22,23 @@ def _render(table, width: int) -> str:
 
 
 def test_a_narrow_table_leaves_out_the_least_important_columns_and_says_so():
-    columns = [Column("bundle", 0, no_wrap=True), Column("level", 0, no_wrap=True),
-               Column("why", 0), Column("extra", 2), Column("more", 1)]
+    columns = [
+        Column("bundle", 0, no_wrap=True),
+        Column("level", 0, no_wrap=True),
+        Column("why", 0),
+        Column("extra", 2),
+        Column("more", 1),
+    ]
     rows: list[dict[str, Cell]]
-    rows = [{"bundle": "a_long_bundle_name", "level": Text("inconclusive"),
-             "why": "several words that may wrap", "extra": "x" * 30, "more": "y" * 20}]
+    rows = [
+        {
+            "bundle": "a_long_bundle_name",
+            "level": Text("inconclusive"),
+            "why": "several words that may wrap",
+            "extra": "x" * 30,
+            "more": "y" * 20,
+        }
+    ]
     table = fitted_table(columns, rows)
     assert list(names(table, 200)) == ["bundle", "level", "why", "extra", "more"]
     assert list(names(table, 80)) == ["bundle", "level", "why", "more"]  # extra goes first
@@ -47,11 +59,13 @@ def test_plan_at_120_columns_puts_the_summary_first_and_fits_a_screen(matrix):
     assert all(len(line) <= 120 for line in lines)
     summary = next(n for n, line in enumerate(lines) if " of 5 bundles" in line)
     assert summary < 3, lines[:5]
-    counts = {level: int(n) for n, level in re.findall(r"(\d+) (\w+)", lines[summary])
-              if level in LEVELS}
+    counts = {
+        level: int(n) for n, level in re.findall(r"(\d+) (\w+)", lines[summary]) if level in LEVELS
+    }
     data = matrix.run_cli(("plan", "--to", "0.4.3")).data["result"]
-    assert counts == {level: sum(1 for b in data["bundles"] if b["reexport"] == level)
-                      for level in LEVELS}
+    assert counts == {
+        level: sum(1 for b in data["bundles"] if b["reexport"] == level) for level in LEVELS
+    }
     top = next(n for n, line in enumerate(lines) if line.startswith("┏"))
     bottom = next(n for n, line in enumerate(lines) if line.startswith("└"))
     assert bottom - top + 1 <= 40
@@ -86,8 +100,12 @@ def test_piped_progress_is_one_line_per_phase_with_its_counts():
     written: list[str] = []
     lines = PhaseLines(written.append)
     lines.update(Routine("parakeet: fix #23"))
-    lines.update(Routine("dwconv k9 -> BatchNorm1d 1024 var=tiny params fp16 fp16: locating the "
-                      "change, 0.4.1 -> 0.4.2"))  # a probe's own label: the phase in course
+    lines.update(
+        Routine(
+            "dwconv k9 -> BatchNorm1d 1024 var=tiny params fp16 fp16: locating the "
+            "change, 0.4.1 -> 0.4.2"
+        )
+    )  # a probe's own label: the phase in course
     for _ in range(3):
         lines.tally(Tally.STORED)
     lines.tally(Tally.CONVERTED)
@@ -96,5 +114,7 @@ def test_piped_progress_is_one_line_per_phase_with_its_counts():
     lines.update(Routine("sweep 0.4.1->0.4.2 [2/47]: pad/parakeet:pad"))
     lines.tally(Tally.STORED)
     lines.close()
-    assert written == ["parakeet: 3 steps; 4 probes: 3 stored, 1 converted",
-                       "sweep 0.4.1->0.4.2: 2 steps; 1 probe: 1 stored, 0 converted"]
+    assert written == [
+        "parakeet: 3 steps; 4 probes: 3 stored, 1 converted",
+        "sweep 0.4.1->0.4.2: 2 steps; 1 probe: 1 stored, 0 converted",
+    ]

@@ -22,32 +22,75 @@ ROOT = Path(__file__).resolve().parents[1]
 # A small Mimi: 3 upsampling ratios like the shipped one, 4 steps per frame, a 6-step attention
 # context in a 12-slot ring so that a few frames already wrap it.
 MIMI_SMALL: dict[str, Any] = {
-    "sample_rate": 960, "frame_rate": 10.0, "inner_dim": 8, "outer_dim": 16,
+    "sample_rate": 960,
+    "frame_rate": 10.0,
+    "inner_dim": 8,
+    "outer_dim": 16,
     "seanet": {"dimension": 16, "n_filters": 4, "ratios": [4, 3, 2]},
-    "transformer": {"d_model": 16, "num_heads": 2, "num_layers": 1, "context": 6,
-                    "dim_feedforward": 32, "input_dimension": 16, "output_dimensions": [16]},
+    "transformer": {
+        "d_model": 16,
+        "num_heads": 2,
+        "num_layers": 1,
+        "context": 6,
+        "dim_feedforward": 32,
+        "input_dimension": 16,
+        "output_dimensions": [16],
+    },
     "quantizer": {"dimension": 8, "output_dimension": 16},
 }
 MIMI_SMALL_RING = 12
 
-CONFORMER_SMALL: dict[str, Any] = {"hidden": 32, "layers": 2, "heads": 2, "ff": 64, "mels": 16,
-                   "sub_channels": 8}
+CONFORMER_SMALL: dict[str, Any] = {
+    "hidden": 32,
+    "layers": 2,
+    "heads": 2,
+    "ff": 64,
+    "mels": 16,
+    "sub_channels": 8,
+}
 
 SAM3_SMALL = {
     "vision_config": {
-        "backbone_config": {"model_type": "sam3_vit_model", "hidden_size": 64,
-                            "intermediate_size": 128, "num_hidden_layers": 2,
-                            "num_attention_heads": 2, "image_size": 224, "window_size": 8,
-                            "global_attn_indexes": [1], "pretrain_image_size": 224},
-        "fpn_hidden_size": 32, "backbone_feature_sizes": [[64, 64], [32, 32], [16, 16]]},
-    "text_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-                    "num_attention_heads": 2, "projection_dim": 64},
-    "geometry_encoder_config": {"hidden_size": 32, "num_layers": 1, "num_attention_heads": 2,
-                                "intermediate_size": 64},
-    "detr_encoder_config": {"hidden_size": 32, "num_layers": 1, "num_attention_heads": 2,
-                            "intermediate_size": 64},
-    "detr_decoder_config": {"hidden_size": 32, "num_layers": 1, "num_attention_heads": 2,
-                            "intermediate_size": 64, "num_queries": 8},
+        "backbone_config": {
+            "model_type": "sam3_vit_model",
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "image_size": 224,
+            "window_size": 8,
+            "global_attn_indexes": [1],
+            "pretrain_image_size": 224,
+        },
+        "fpn_hidden_size": 32,
+        "backbone_feature_sizes": [[64, 64], [32, 32], [16, 16]],
+    },
+    "text_config": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "projection_dim": 64,
+    },
+    "geometry_encoder_config": {
+        "hidden_size": 32,
+        "num_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+    },
+    "detr_encoder_config": {
+        "hidden_size": 32,
+        "num_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+    },
+    "detr_decoder_config": {
+        "hidden_size": 32,
+        "num_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "num_queries": 8,
+    },
     "mask_decoder_config": {"hidden_size": 32, "num_attention_heads": 2},
 }
 
@@ -63,20 +106,34 @@ def _outputs(ep) -> list[list[int]]:
 
     out = next(n for n in ep.graph.nodes if n.op == "output")
     specs = ep.graph_signature.output_specs
-    return [list(a.meta["val"].shape) for a, spec in zip(out.args[0], specs, strict=True)
-            if spec.kind == OutputKind.USER_OUTPUT]
+    return [
+        list(a.meta["val"].shape)
+        for a, spec in zip(out.args[0], specs, strict=True)
+        if spec.kind == OutputKind.USER_OUTPUT
+    ]
 
 
 def _count(ep, op: str) -> int:
     return sum(1 for n in ep.graph.nodes if n.op == "call_function" and str(n.target) == op)
 
 
-def _convtr(in_ch: int, out_ch: int, kernel: list[int], stride: list[int],
-            input_shape: list[int]) -> dict:
+def _convtr(
+    in_ch: int, out_ch: int, kernel: list[int], stride: list[int], input_shape: list[int]
+) -> dict:
     dim = len(kernel)
-    return {"dim": dim, "in_channels": in_ch, "out_channels": out_ch, "kernel": kernel,
-            "stride": stride, "padding": [0] * dim, "output_padding": [0] * dim,
-            "dilation": [1] * dim, "groups": 1, "bias": True, "input_shape": input_shape}
+    return {
+        "dim": dim,
+        "in_channels": in_ch,
+        "out_channels": out_ch,
+        "kernel": kernel,
+        "stride": stride,
+        "padding": [0] * dim,
+        "output_padding": [0] * dim,
+        "dilation": [1] * dim,
+        "groups": 1,
+        "bias": True,
+        "input_shape": input_shape,
+    }
 
 
 def test_mimi_step_holds_the_three_decoder_conv_transposes_and_no_upsampler():
@@ -121,12 +178,18 @@ def test_mimi_step_reproduces_pocket_tts_streaming_decode():
 
 # Slow without a converter environment: each builds and exports a whole upstream model (10-20 s).
 @pytest.mark.slow
-@pytest.mark.parametrize("build, shapes", [
-    (lambda: parakeet.build(mel_len=96, **CONFORMER_SMALL), [[1, 12, 640]]),
-    (lambda: sortformer.build(chunk_mel=80, spkcache=6, tf_layers=1, **CONFORMER_SMALL),
-     [[1, 16, 4], [1, 10, 32]]),
-    (lambda: lfm_audio.build(mel_len=64, **CONFORMER_SMALL), [[1, 8, 2048]]),
-], ids=["parakeet", "sortformer", "lfm_audio"])
+@pytest.mark.parametrize(
+    "build, shapes",
+    [
+        (lambda: parakeet.build(mel_len=96, **CONFORMER_SMALL), [[1, 12, 640]]),
+        (
+            lambda: sortformer.build(chunk_mel=80, spkcache=6, tf_layers=1, **CONFORMER_SMALL),
+            [[1, 16, 4], [1, 10, 32]],
+        ),
+        (lambda: lfm_audio.build(mel_len=64, **CONFORMER_SMALL), [[1, 8, 2048]]),
+    ],
+    ids=["parakeet", "sortformer", "lfm_audio"],
+)
 def test_fastconformer_targets_hold_no_conv_transpose(build, shapes):
     target = build()
     ep = _trace(target)
@@ -134,8 +197,12 @@ def test_fastconformer_targets_hold_no_conv_transpose(build, shapes):
     assert _outputs(ep) == shapes
     assert target.dtype == "float16"
     # one depthwise conv + fp16 batch norm per block, as the recipes' graphs have
-    norms = [n for n in ep.graph.nodes if n.op == "call_function"
-             and str(n.target) == "aten._native_batch_norm_legit_no_training.default"]
+    norms = [
+        n
+        for n in ep.graph.nodes
+        if n.op == "call_function"
+        and str(n.target) == "aten._native_batch_norm_legit_no_training.default"
+    ]
     assert len(norms) == CONFORMER_SMALL["layers"]
     assert all(n.args[0].meta["val"].dtype == torch.float16 for n in norms)
 
@@ -145,10 +212,20 @@ def test_sam3_fpn_neck_holds_three_conv_transposes_two_parameter_sets():
     ep = _trace(sam3.build(config_overrides=SAM3_SMALL, image=224))
     found = group(detect(ep.graph.nodes, ["conv_transpose"]))
     assert [(g.params, g.dtype, g.count, g.modules) for g in found] == [
-        (_convtr(64, 32, [2, 2], [2, 2], [1, 64, 16, 16]), "float16", 2,
-         ("_model.vision_encoder.neck.fpn_layers.0.scale_layers.0",
-          "_model.vision_encoder.neck.fpn_layers.1.scale_layers.0")),
-        (_convtr(32, 16, [2, 2], [2, 2], [1, 32, 32, 32]), "float16", 1,
-         ("_model.vision_encoder.neck.fpn_layers.0.scale_layers.2",)),
+        (
+            _convtr(64, 32, [2, 2], [2, 2], [1, 64, 16, 16]),
+            "float16",
+            2,
+            (
+                "_model.vision_encoder.neck.fpn_layers.0.scale_layers.0",
+                "_model.vision_encoder.neck.fpn_layers.1.scale_layers.0",
+            ),
+        ),
+        (
+            _convtr(32, 16, [2, 2], [2, 2], [1, 32, 32, 32]),
+            "float16",
+            1,
+            ("_model.vision_encoder.neck.fpn_layers.0.scale_layers.2",),
+        ),
     ]
     assert len(_outputs(ep)) == 5

@@ -31,5 +31,6 @@ def test_nothing_is_ignored_wholesale():
         assert not override.get("ignore_errors"), override["module"]
         if override.get("ignore_missing_imports"):
             # only packages outside the project: the converters, and untyped third parties
-            assert not any(m.split(".")[0] in ("inventory", "oracle", "tests")
-                           for m in override["module"]), override["module"]
+            assert not any(
+                m.split(".")[0] in ("inventory", "oracle", "tests") for m in override["module"]
+            ), override["module"]

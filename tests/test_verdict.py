@@ -16,9 +16,18 @@ NEW = Side("0.4.2", {}, True)
 
 
 def _stats(**kw) -> OutputStats:
-    base: dict[str, Any] = dict(bit_identical=False, shapes_old=[[1, 4]], shapes_new=[[1, 4]],
-                shapes_ref=[[1, 4]], maxabs_old_new=0.1, maxabs_old_ref=0.1,
-                maxabs_new_ref=0.001, ref_magnitude=1.0, nonfinite_old=0, nonfinite_new=0)
+    base: dict[str, Any] = dict(
+        bit_identical=False,
+        shapes_old=[[1, 4]],
+        shapes_new=[[1, 4]],
+        shapes_ref=[[1, 4]],
+        maxabs_old_new=0.1,
+        maxabs_old_ref=0.1,
+        maxabs_new_ref=0.001,
+        ref_magnitude=1.0,
+        nonfinite_old=0,
+        nonfinite_new=0,
+    )
     base.update(kw)
     return OutputStats(**base)
 
@@ -65,10 +74,19 @@ def test_identical_programs_need_nothing_and_bit_identical_outputs_are_optional(
 
 def test_a_failed_run_is_never_a_pass():
     failed = Side("0.4.1", {}, False, "worker", "worker died of SIGABRT")
-    assert judge(_result(None, shipped="old-cannot-convert", old=failed),
-                 load_policy()).reexport == "inconclusive"
-    unmeasured = ProbeResult(SPEC, OK, NEW, Identity.DIFFERS, Identity.DIFFERS,
-                             Measurement("none", ["b2: aborted"], False, "no runtime"), "/e")
+    assert (
+        judge(_result(None, shipped="old-cannot-convert", old=failed), load_policy()).reexport
+        == "inconclusive"
+    )
+    unmeasured = ProbeResult(
+        SPEC,
+        OK,
+        NEW,
+        Identity.DIFFERS,
+        Identity.DIFFERS,
+        Measurement("none", ["b2: aborted"], False, "no runtime"),
+        "/e",
+    )
     assert judge(unmeasured, load_policy()).verdict == "inconclusive"
     assert worst(["no", "inconclusive", "optional"]) == "inconclusive"
     assert worst(["optional", "required"]) == "required"
@@ -87,23 +105,29 @@ def _alone(stats: SideStats | None, side: str = "new") -> ProbeResult:
     failed = Side("0.4.1" if side == "new" else "0.4.2", {}, False, "convert", "unsupported op")
     old, new = (failed, NEW) if side == "new" else (OK, failed)
     shipped = "old-cannot-convert" if side == "new" else "new-cannot-convert"
-    alone = Alone(side, "linux-cpu, coreai-core 1.0.0b2", stats is not None,
-                  "" if stats else "aborted", stats)
-    return ProbeResult(SPEC, old, new, Identity(shipped), Identity(shipped), None, "/evidence",
-                       alone=alone)
+    alone = Alone(
+        side, "linux-cpu, coreai-core 1.0.0b2", stats is not None, "" if stats else "aborted", stats
+    )
+    return ProbeResult(
+        SPEC, old, new, Identity(shipped), Identity(shipped), None, "/evidence", alone=alone
+    )
 
 
 def _side(**kw) -> SideStats:
-    base: dict[str, Any] = dict(shapes=[[1, 4]], shapes_ref=[[1, 4]], maxabs_ref=1e-5,
-                                ref_magnitude=1.0, nonfinite=0)
+    base: dict[str, Any] = dict(
+        shapes=[[1, 4]], shapes_ref=[[1, 4]], maxabs_ref=1e-5, ref_magnitude=1.0, nonfinite=0
+    )
     base.update(kw)
     return SideStats(**base)
 
 
 def test_the_one_side_that_converts_is_judged_against_torch_and_the_reason_says_so():
     right = judge(_alone(_side()), load_policy())
-    assert (right.verdict, right.reexport, right.alone) == ("old-cannot-convert",
-                                                            "inconclusive", "right")
+    assert (right.verdict, right.reexport, right.alone) == (
+        "old-cannot-convert",
+        "inconclusive",
+        "right",
+    )
     assert "0.4.2's program matches torch fp32" in right.reason
     wrong = judge(_alone(_side(maxabs_ref=1.57, ref_magnitude=3.14)), load_policy())
     assert (wrong.verdict, wrong.alone) == ("old-cannot-convert", "wrong")
@@ -124,7 +148,13 @@ def test_a_shipped_program_the_new_release_cannot_rebuild_is_still_checked():
 def test_a_side_that_could_not_run_alone_is_not_run_never_right():
     v = judge(_alone(None), load_policy())
     assert v.alone == "not-run" and "could not be checked against torch fp32: aborted" in v.reason
-    stored_before = ProbeResult(SPEC, Side("0.4.1", {}, False, "convert", "x"), NEW,
-                                Identity.OLD_CANNOT_CONVERT, Identity.OLD_CANNOT_CONVERT, None,
-                                "/e")
+    stored_before = ProbeResult(
+        SPEC,
+        Side("0.4.1", {}, False, "convert", "x"),
+        NEW,
+        Identity.OLD_CANNOT_CONVERT,
+        Identity.OLD_CANNOT_CONVERT,
+        None,
+        "/e",
+    )
     assert judge(stored_before, load_policy()).alone == "not-run"

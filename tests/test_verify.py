@@ -29,7 +29,6 @@ REGISTRY = ROOT / "recipes.toml"
 DRAFT_NO54 = ROOT / "tests" / "golden" / "drafts" / "no54.toml"
 
 
-
 # sortformer in small: every construct kind of the full step, one layer of each encoder
 MINI = {"chunk_mel": 160, "spkcache": 12, "layers": 1, "tf_layers": 1}
 
@@ -49,8 +48,11 @@ def verify_json(*args: str, json_schema=None, **env: str) -> tuple[int, dict]:
 
 
 def mini_sortformer(raw: dict) -> None:
-    raw["verify"] = {"form": "miniature", "why": "test: one layer of each encoder",
-                     "build": dict(MINI)}
+    raw["verify"] = {
+        "form": "miniature",
+        "why": "test: one layer of each encoder",
+        "build": dict(MINI),
+    }
     # as if exported with 0.4.0: a chain of two steps (see the module's docstring)
     raw["exporter"] = {**raw["exporter"], "converter": "0.4.0", "core": "1.0.0b1"}
 
@@ -58,8 +60,9 @@ def mini_sortformer(raw: dict) -> None:
 @pytest.fixture(scope="module")
 def sortformer_mini(converter_envs, tmp_path_factory, json_schema) -> tuple[int, dict, Path]:
     registry = registry_with(tmp_path_factory.mktemp("verify"), "sortformer", mini_sortformer)
-    code, data = verify_json("sortformer", "--to", "0.4.2", "--registry", str(registry),
-                             json_schema=json_schema)
+    code, data = verify_json(
+        "sortformer", "--to", "0.4.2", "--registry", str(registry), json_schema=json_schema
+    )
     return code, data, registry
 
 
@@ -75,8 +78,9 @@ def own_store(converter_envs, tmp_path_factory) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("to", ["0.4.2", "0.4.3"])
-def test_mimi_whole_program_is_identical_and_agrees_with_every_probe(converter_envs, to,
-                                                                     json_schema, own_store):
+def test_mimi_whole_program_is_identical_and_agrees_with_every_probe(
+    converter_envs, to, json_schema, own_store
+):
     code, data = verify_json("mimi", "--to", to, json_schema=json_schema, **own_store)
     b = data["bundles"][0]
     assert code == 0, b
@@ -88,15 +92,17 @@ def test_mimi_whole_program_is_identical_and_agrees_with_every_probe(converter_e
     assert b["probes"]["probed"] > 0 and b["probes"]["changed"] == []
     assert b["run"] is None and b["regions"] == [] and b["unrecorded"] == []
     # every release of the chain converted once, every step compared
-    releases = ["0.4.1", "0.4.2", "0.4.3"][:2 if to == "0.4.2" else 3]
+    releases = ["0.4.1", "0.4.2", "0.4.3"][: 2 if to == "0.4.2" else 3]
     assert b["releases"] == releases and list(b["sides"]) == releases
-    assert [s["step"] for s in b["steps"]] == [f"{a}->{c}" for a, c in
-                                               zip(releases, releases[1:], strict=False)]
+    assert [s["step"] for s in b["steps"]] == [
+        f"{a}->{c}" for a, c in zip(releases, releases[1:], strict=False)
+    ]
     # cost is reported per side; the evidence is in the store
     assert all(s["ok"] and s["seconds"] > 0 and s["peak_mb"] > 0 for s in b["sides"].values())
     evidence = Path(b["evidence"])
-    assert (evidence / "shipped.old.normalised.mlir").read_text() == \
-        (evidence / "shipped.new.normalised.mlir").read_text()
+    assert (evidence / "shipped.old.normalised.mlir").read_text() == (
+        evidence / "shipped.new.normalised.mlir"
+    ).read_text()
     assert (Path(b["build"]["evidence"]) / "program.pt2").is_file()
     # content-addressed: the second run reads the stored parts
     code, again = verify_json("mimi", "--to", to, **own_store)
@@ -114,7 +120,8 @@ def test_0_4_3s_emitted_program_is_captured_before_its_optimizer(converter_envs,
 
 
 def test_a_probe_that_changes_where_the_whole_program_does_not_is_an_inconsistency(
-        converter_envs, tmp_path, json_schema, own_store):
+    converter_envs, tmp_path, json_schema, own_store
+):
     """mimi's whole program is identical under 0.4.1 and 0.4.2; a registry that (wrongly) says
     it holds an fp16 batch norm, whose probe does change in 0.4.2 (#54), must be caught."""
     sortformer = tomllib.loads(REGISTRY.read_text())["bundles"]["sortformer"]
@@ -124,18 +131,22 @@ def test_a_probe_that_changes_where_the_whole_program_does_not_is_an_inconsisten
         raw["instances"] = [*raw["instances"], batch_norm]
 
     registry = registry_with(tmp_path, "mimi", add_batch_norm)
-    code, data = verify_json("mimi", "--to", "0.4.2", "--registry", str(registry),
-                             json_schema=json_schema, **own_store)
+    code, data = verify_json(
+        "mimi", "--to", "0.4.2", "--registry", str(registry), json_schema=json_schema, **own_store
+    )
     b = data["bundles"][0]
     assert code == 3
     assert b["status"] == "inconsistent"
     assert [c["construct"] for c in b["probes"]["changed"]] == ["batch_norm"]
-    assert any("whole shipped programs are identical" in i and "batch_norm" in i
-               for i in b["inconsistencies"]), b["inconsistencies"]
+    assert any(
+        "whole shipped programs are identical" in i and "batch_norm" in i
+        for i in b["inconsistencies"]
+    ), b["inconsistencies"]
 
 
 def test_sortformer_changes_only_in_0_4_2_in_its_batch_norm_lowering_explained_by_54(
-        sortformer_mini):
+    sortformer_mini,
+):
     code, data, _ = sortformer_mini
     b = data["bundles"][0]
     assert code == 0, (b["inconsistencies"], b["unrecorded"])
@@ -156,8 +167,9 @@ def test_sortformer_changes_only_in_0_4_2_in_its_batch_norm_lowering_explained_b
     assert region["explained_how"] == {"54": "construct batch_norm"}
     assert region["unrecorded"] is False
     changed = b["probes"]["changed"]
-    assert changed and {(c["construct"], c["step"]) for c in changed} == \
-        {("batch_norm", "0.4.1->0.4.2")}
+    assert changed and {(c["construct"], c["step"]) for c in changed} == {
+        ("batch_norm", "0.4.1->0.4.2")
+    }
 
 
 def test_the_chain_runs_on_one_runtime_and_measures_each_step(sortformer_mini):
@@ -179,20 +191,30 @@ def test_the_chain_runs_on_one_runtime_and_measures_each_step(sortformer_mini):
     first, second = b["steps"]
     # the step where nothing changes moves nothing; the other moves what the whole pair moves
     assert all(r["bit_identical"] for r in first["drift"])
-    assert [r["maxabs_old_new"] for r in second["drift"]] == \
-        [r["maxabs_old_new"] for r in run_["outputs"]]
+    assert [r["maxabs_old_new"] for r in second["drift"]] == [
+        r["maxabs_old_new"] for r in run_["outputs"]
+    ]
     assert first["runtime"] == second["runtime"] == run_["runtime"]
     assert b["verdict"] == "values-move" and b["reexport"] in ("optional", "required")
 
 
 def test_a_change_no_record_of_its_step_explains_is_unrecorded_with_its_drift(
-        sortformer_mini, json_schema):
+    sortformer_mini, json_schema
+):
     """Release day: a draft database without #54's record. The same whole program (read
     back), but its batch-norm region is then explained by no record: listed as an unrecorded
     change of 0.4.1 -> 0.4.2 with the step's drift, exit 1."""
     _code, mine, registry = sortformer_mini
-    code, data = verify_json("sortformer", "--to", "0.4.2", "--registry", str(registry),
-                             "--fixes", str(DRAFT_NO54), json_schema=json_schema)
+    code, data = verify_json(
+        "sortformer",
+        "--to",
+        "0.4.2",
+        "--registry",
+        str(registry),
+        "--fixes",
+        str(DRAFT_NO54),
+        json_schema=json_schema,
+    )
     b = data["bundles"][0]
     assert code == 1 and data["unrecorded"] is True
     assert b["cached"] is True  # the same whole program: read back, not measured again
@@ -213,11 +235,23 @@ def test_plan_and_verify_give_one_answer(sortformer_mini, json_schema):
     _code, _data, registry = sortformer_mini
     for fixes in (None, DRAFT_NO54):
         extra = ["--fixes", str(fixes)] if fixes else []
-        _c, checked = verify_json("sortformer", "--to", "0.4.2", "--registry", str(registry),
-                                  *extra)
+        _c, checked = verify_json(
+            "sortformer", "--to", "0.4.2", "--registry", str(registry), *extra
+        )
         for flag in (["--verify"], []):
-            proc = run("plan", "--to", "0.4.2", "-b", "sortformer", "--registry",
-                       str(registry), *extra, *flag, "--json", "-q")
+            proc = run(
+                "plan",
+                "--to",
+                "0.4.2",
+                "-b",
+                "sortformer",
+                "--registry",
+                str(registry),
+                *extra,
+                *flag,
+                "--json",
+                "-q",
+            )
             document = json.loads(proc.stdout)
             json_schema(document)
             [b] = document["result"]["bundles"]
@@ -227,13 +261,22 @@ def test_plan_and_verify_give_one_answer(sortformer_mini, json_schema):
                 levels = ("required", "inconclusive", "optional", "no")
                 assert levels.index(b["reexport"]) <= levels.index(u["reexport"])
             # the pipeline record is answered on the same stored program
-            [pin] = [i for level in ("required", "optional", "inconclusive", "not_affected")
-                     for i in b[level] if i["fix"] == "core-b2"]
-            assert "the whole miniature program is identical across 0.4.0->0.4.1" in \
-                pin["reason"], pin["reason"]
+            [pin] = [
+                i
+                for level in ("required", "optional", "inconclusive", "not_affected")
+                for i in b[level]
+                if i["fix"] == "core-b2"
+            ]
+            assert (
+                "the whole miniature program is identical across 0.4.0->0.4.1" in pin["reason"]
+            ), pin["reason"]
             if not fixes:
-                [item] = [i for level in ("required", "optional", "inconclusive",
-                                          "not_affected") for i in b[level] if i["fix"] == "54"]
+                [item] = [
+                    i
+                    for level in ("required", "optional", "inconclusive", "not_affected")
+                    for i in b[level]
+                    if i["fix"] == "54"
+                ]
                 [joined] = item["whole_program"]
                 assert joined["step"] == "0.4.1->0.4.2" and joined["stage"] == "lowering"
                 assert joined["rule"] == "construct batch_norm"
@@ -244,8 +287,17 @@ def test_a_pipeline_record_is_answered_on_the_bundles_own_program(sortformer_min
     which the stored check measured: no region of that step, so the pin changes nothing this
     bundle ships; and the answer agrees with what verify says of that step."""
     _code, data, registry = sortformer_mini
-    proc = run("affected", "--fix", "core-b2", "-b", "sortformer", "--registry", str(registry),
-               "--json", "-q")
+    proc = run(
+        "affected",
+        "--fix",
+        "core-b2",
+        "-b",
+        "sortformer",
+        "--registry",
+        str(registry),
+        "--json",
+        "-q",
+    )
     out = json.loads(proc.stdout)
     json_schema(out)
     [b] = out["result"]["bundles"]
@@ -267,8 +319,18 @@ def test_a_run_that_exceeds_the_timeout_is_inconclusive_not_stored(sortformer_mi
     # starts)
     # a limit no run meets, the regions' small cuts included (a region measured at its cut would
     # judge the level without the model-level run)
-    proc = spawn("verify", "sortformer", "--to", "0.4.2", "--registry", str(registry), "--json",
-                 "-q", INVENTORY_CACHE=str(cache), INVENTORY_VERIFY_RUN_TIMEOUT="0.001")
+    proc = spawn(
+        "verify",
+        "sortformer",
+        "--to",
+        "0.4.2",
+        "--registry",
+        str(registry),
+        "--json",
+        "-q",
+        INVENTORY_CACHE=str(cache),
+        INVENTORY_VERIFY_RUN_TIMEOUT="0.001",
+    )
     code, data = proc.returncode, json.loads(proc.stdout)["result"]
     b = data["bundles"][0]
     assert code == 3 and b["status"] == "inconclusive"
@@ -280,8 +342,10 @@ def test_a_run_that_exceeds_the_timeout_is_inconclusive_not_stored(sortformer_mi
     # the build and the conversions are kept (they repeat), and so would be a runtime's refusal
     # of an asset (an abort, the same every time); a run that timed out is not
     assert list(results.glob("verify-side-*")) and list(results.glob("verify-cutside-*"))
-    stored = [json.loads((f / "result.json").read_text())
-              for f in [*results.glob("verify-run-*"), *results.glob("verify-cutrun-*")]]
+    stored = [
+        json.loads((f / "result.json").read_text())
+        for f in [*results.glob("verify-run-*"), *results.glob("verify-cutrun-*")]
+    ]
     assert all(not r["ok"] and "SIGABRT" in r["error"] for r in stored), stored
 
 
@@ -297,8 +361,9 @@ def test_a_bad_form_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2 and "--to must be a later release" in proc.stderr
 
 
-def test_plan_verify_adds_the_whole_bundle_check_to_the_plan(converter_envs, json_schema,
-                                                             own_store):
+def test_plan_verify_adds_the_whole_bundle_check_to_the_plan(
+    converter_envs, json_schema, own_store
+):
     proc = run("plan", "--to", "0.4.2", "-b", "mimi", "--verify", "--json", "-q", **own_store)
     data = json.loads(proc.stdout)
     json_schema(data)
@@ -312,7 +377,8 @@ def test_plan_verify_adds_the_whole_bundle_check_to_the_plan(converter_envs, jso
 
 
 def test_weights_are_loaded_by_name_and_a_checkpoint_matching_nothing_is_exit_2(
-        converter_envs, tmp_path, json_schema):
+    converter_envs, tmp_path, json_schema
+):
     import torch
     from safetensors.torch import save_file
 
@@ -325,22 +391,23 @@ def test_weights_are_loaded_by_name_and_a_checkpoint_matching_nothing_is_exit_2(
     [line] = proc.stderr.strip().splitlines()
     assert "no tensor matches the module's state by name and shape" in line
 
-    state = {k: v.clone().contiguous() for k, v in
-             mimi.build(device="cpu").module.state_dict().items()}
+    state = {
+        k: v.clone().contiguous() for k, v in mimi.build(device="cpu").module.state_dict().items()
+    }
     first = next(k for k, v in state.items() if v.is_floating_point() and v.dim() == 3)
     state[first] = state[first] * 1.5  # not what a seeded build holds
     good = tmp_path / "mimi.safetensors"
     save_file(state, str(good))
-    code, data = verify_json("mimi", "--to", "0.4.2", "--weights", f"mimi={good}",
-                             json_schema=json_schema)
+    code, data = verify_json(
+        "mimi", "--to", "0.4.2", "--weights", f"mimi={good}", json_schema=json_schema
+    )
     b = data["bundles"][0]
     assert code == 0 and b["cached"] is False  # other weights: another program, measured
     assert b["build"]["weights"]["loaded"] == len(state) == b["build"]["weights"]["state_entries"]
     assert b["shipped"]["identity"] == "identical"
 
 
-def test_without_a_stored_check_a_pipeline_record_falls_back_to_the_asset_probe_and_says_so(
-        matrix):
+def test_without_a_stored_check_a_pipeline_record_falls_back_to_the_asset_probe_and_says_so(matrix):
     """The shipped registry on the suite's store without checks: core-b2 is answered with the
     asset probe, its verdict says so (never a bare same-program: sam3's own program moves in
     that step), and the chain says it holds none of sam3's own patterns. (A stored check is
@@ -349,11 +416,10 @@ def test_without_a_stored_check_a_pipeline_record_falls_back_to_the_asset_probe_
     sam3 = next(b for b in data["bundles"] if b["bundle"] == "sam3")
     assert sam3["whole_program"] is None
     assert [p["probe"] for p in sam3["probes"]] and sam3["probes"][0]["probe"].startswith(
-        "asset_hierarchy")
+        "asset_hierarchy"
+    )
     assert sam3["probes"][0]["verdict"] == "same-program"
     assert sam3["verdict"] == "asset-probe-same-program" and sam3["reexport"] == "no"
-    assert sam3["not_checked"].startswith("no whole-program check holding 0.4.0->0.4.1 is "
-                                          "stored")
-    assert sam3["reason"].startswith("answered by the asset probe alone, not on sam3's own "
-                                     "program")
+    assert sam3["not_checked"].startswith("no whole-program check holding 0.4.0->0.4.1 is stored")
+    assert sam3["reason"].startswith("answered by the asset probe alone, not on sam3's own program")
     assert any("the asset probe stands in" in line for line in sam3["chain"]), sam3["chain"]

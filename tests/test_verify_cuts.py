@@ -31,17 +31,31 @@ MINI = {"chunk_mel": 160, "spkcache": 12, "layers": 2, "tf_layers": 1}
 
 
 def _mini_sortformer(raw: dict) -> None:
-    raw["verify"] = {"form": "miniature", "why": "test: two conformer layers",
-                     "build": dict(MINI), "seconds_per_run": 1000,
-                     "cost_measured": "a test's own figure"}
+    raw["verify"] = {
+        "form": "miniature",
+        "why": "test: two conformer layers",
+        "build": dict(MINI),
+        "seconds_per_run": 1000,
+        "cost_measured": "a test's own figure",
+    }
 
 
 @pytest.fixture(scope="module")
 def sortformer(converter_envs, tmp_path_factory, json_schema) -> tuple[dict, Path]:
     """verify --to 0.4.2 with the model-level runs over the budget: only region runs."""
     registry = registry_with(tmp_path_factory.mktemp("cuts"), "sortformer", _mini_sortformer)
-    proc = invoke("verify", "sortformer", "--to", "0.4.2", "--registry", str(registry),
-                  "--run-budget", "60", "--json", "-q")
+    proc = invoke(
+        "verify",
+        "sortformer",
+        "--to",
+        "0.4.2",
+        "--registry",
+        str(registry),
+        "--run-budget",
+        "60",
+        "--json",
+        "-q",
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     document = json.loads(proc.stdout)
     json_schema(document)
@@ -58,7 +72,9 @@ def test_the_batch_norm_region_is_cut_reproduced_and_measured_at_each_call_site(
     assert run["reproduces"] is True and run["hops"] == 0, run
     # one output per call site, each labelled with its module
     assert [o["output"].split(" (")[1] for o in run["outputs"]] == [
-        "stack.encoder.layers.0.conv.norm)", "stack.encoder.layers.1.conv.norm)"]
+        "stack.encoder.layers.0.conv.norm)",
+        "stack.encoder.layers.1.conv.norm)",
+    ]
     # the inputs are the activations that reach each batch norm, in the program's dtype
     assert len(run["inputs"]) == 2 and {i["dtype"] for i in run["inputs"]} == {"float16"}
     for o in run["outputs"]:
@@ -87,8 +103,18 @@ def test_with_both_the_region_and_the_model_level_run_agree(sortformer, json_sch
     """The same check with the budget lifted: the model-level runs are measured too (the
     region runs are read back), and the region that moves shows at the output it reaches."""
     _data, registry = sortformer
-    proc = invoke("verify", "sortformer", "--to", "0.4.2", "--registry", str(registry),
-                  "--run-budget", "inf", "--json", "-q")
+    proc = invoke(
+        "verify",
+        "sortformer",
+        "--to",
+        "0.4.2",
+        "--registry",
+        str(registry),
+        "--run-budget",
+        "inf",
+        "--json",
+        "-q",
+    )
     document = json.loads(proc.stdout)
     json_schema(document)
     data = document["result"]
@@ -119,8 +145,7 @@ def test_a_cut_that_does_not_reproduce_its_region_is_reported_not_measured(sortf
     _data, registry = sortformer
     with _stored(registry, ["0.4.1", "0.4.2"]) as (session, p, build, sides):
         nodes = json.loads(Path(sides["0.4.2"]["files"]["nodes"]).read_text())
-        norm = next(n for n, v in nodes.items()
-                    if v["target"] == "aten.native_layer_norm.default")
+        norm = next(n for n, v in nodes.items() if v["target"] == "aten.native_layer_norm.default")
         step = p.pair(sides, "0.4.1", "0.4.2")
         envs = [session.env("0.4.2")]
         out = cuts.region_runs(p, step, [Region("main", "", nodes={norm})], build, envs, {})
@@ -150,8 +175,11 @@ def test_a_sam3_optimizer_region_is_reproduced_by_its_cut(converter_envs, tmp_pa
         shipped = whole.differing(step, sides["0.4.0"], sides["0.4.1"], "shipped")
         emitted = whole.differing(step, sides["0.4.0"], sides["0.4.1"], "emitted")
         texts = explain.stage_texts(step, sides["0.4.0"], sides["0.4.1"])
-        rope = next(r for r in shipped if "aten.neg.default" in r.ops
-                    and any("attention" in m for m in r.modules))
+        rope = next(
+            r
+            for r in shipped
+            if "aten.neg.default" in r.ops and any("attention" in m for m in r.modules)
+        )
         assert explain.stage_of(rope, emitted, texts) == "optimizer"
         envs = [session.env("0.4.1"), session.env("0.4.0")]  # b2 first, as the chain tries
         out = cuts.region_runs(p, step, [rope], build, envs, {})

@@ -93,8 +93,10 @@ def test_a_miniatures_why_states_its_parameter_counts_full_then_miniature(bundle
     stated = _millions(bundle.verify["why"])
     # the why's first count is the full target's, its last the miniature's, to the digits given
     assert len(stated) >= 2, bundle.verify["why"]
-    assert [_as_written(full, stated[0]), _as_written(mini, stated[-1])] == \
-        [stated[0], stated[-1]], f"{bundle.name}: {full} and {mini} parameters"
+    assert [_as_written(full, stated[0]), _as_written(mini, stated[-1])] == [
+        stated[0],
+        stated[-1],
+    ], f"{bundle.name}: {full} and {mini} parameters"
 
 
 # ---- slow: traced (the decomposition table comes from a converter environment) -------------
@@ -111,8 +113,11 @@ def test_a_miniature_keeps_every_distinct_instance(bundle, traced):
     assert not missing and not extra, (
         f"the {bundle.name} miniature {build!r} does not keep the full target's distinct instances "
         f"({len(missing)} missing, {len(extra)} extra):\n"
-        + "\n".join([f"  missing from the miniature: {key}" for key in missing]
-                    + [f"  only in the miniature: {key}" for key in extra]))
+        + "\n".join(
+            [f"  missing from the miniature: {key}" for key in missing]
+            + [f"  only in the miniature: {key}" for key in extra]
+        )
+    )
 
 
 def test_dropping_a_stack_of_layers_loses_its_instances(traced):
@@ -128,8 +133,7 @@ def test_dropping_a_stack_of_layers_loses_its_instances(traced):
 
 @pytest.mark.parametrize("full", [False, True], ids=["stated", "full"])
 @pytest.mark.parametrize("bundle", WITH_RUN_FORM, ids=lambda b: b.name)
-def test_the_run_form_builds_with_every_construct_kind_of_the_compared_form(bundle, full,
-                                                                            traced):
+def test_the_run_form_builds_with_every_construct_kind_of_the_compared_form(bundle, full, traced):
     """Over the miniature and, with --full, over no arguments at all: a run form that only
     builds over the miniature's (sam3's backbone table without its model_type) fails here."""
     compared, run = forms.compared_form(bundle, full), forms.run_form(bundle, full)
@@ -177,7 +181,8 @@ def test_plan_full_asks_the_chain_for_the_full_target(stopped_chain):
     from oracle.catalog.fixes import load_fixes
     from oracle.envs.environment import load_catalog
 
-    checks = verified([_by_name("sortformer")], "0.4.2", load_fixes(), load_catalog(),
-                      load_policy(), full=True)
+    checks = verified(
+        [_by_name("sortformer")], "0.4.2", load_fixes(), load_catalog(), load_policy(), full=True
+    )
     assert stopped_chain == [True]
     assert checks["sortformer"].record["form"]["form"] == "full"

@@ -29,10 +29,15 @@ module {
 #metadata2 = #debuginfo.metadata<"call_stack": ["BatchNorm1d$2", "Block$1"]>
 #metadata3 = #debuginfo.metadata<"sources": [{identifiers = ["relu_2", "add_3"]}]>
 """
-NODES = {"bn_1": {"target": "aten._native_batch_norm_legit_no_training.default",
-                  "module": "block.conv.norm", "kind": "batch_norm"},
-         "relu_2": {"target": "aten.relu.default", "module": "block.act"},
-         "add_3": {"target": "aten.add.Tensor", "module": "block"}}
+NODES = {
+    "bn_1": {
+        "target": "aten._native_batch_norm_legit_no_training.default",
+        "module": "block.conv.norm",
+        "kind": "batch_norm",
+    },
+    "relu_2": {"target": "aten.relu.default", "module": "block.act"},
+    "add_3": {"target": "aten.add.Tensor", "module": "block"},
+}
 
 
 def side(suffix: str, op: str = "sqrt", act: str = "relu") -> Side:

@@ -8,8 +8,11 @@ from inventory.verify import parts
 
 def test_a_converter_refusal_is_stored_but_a_full_disk_is_not():
     refused = {"ok": False, "stage": "convert", "error": "RuntimeError: unsupported op"}
-    full_disk = {"ok": False, "stage": "save",
-                 "error": "OSError: [Errno 28] No space left on device"}
+    full_disk = {
+        "ok": False,
+        "stage": "save",
+        "error": "OSError: [Errno 28] No space left on device",
+    }
     died = {"ok": False, "stage": "worker", "error": "the worker died"}
     assert parts.repeatable(refused)
     assert not parts.repeatable(full_disk)

@@ -42,13 +42,26 @@ from oracle.catalog import FIXES_FILE, load_catalog
 
 
 def affected_cmd(
-    fix: Annotated[str, typer.Option(
-        "--fix", metavar="FIX", autocompletion=complete_fix,
-        help="Fix id: the upstream PR number (40 or coreai-torch#40), an alias, or a "
-             "pipeline record's name (core-b3); `inventory fixes` lists them.")],
-    to: Annotated[str | None, typer.Option(
-        "--to", metavar="VERSION", callback=release_option, autocompletion=complete_release,
-        help="Converter release to compare against (default: the fix's release).")] = None,
+    fix: Annotated[
+        str,
+        typer.Option(
+            "--fix",
+            metavar="FIX",
+            autocompletion=complete_fix,
+            help="Fix id: the upstream PR number (40 or coreai-torch#40), an alias, or a "
+            "pipeline record's name (core-b3); `inventory fixes` lists them.",
+        ),
+    ],
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            metavar="VERSION",
+            callback=release_option,
+            autocompletion=complete_release,
+            help="Converter release to compare against (default: the fix's release).",
+        ),
+    ] = None,
     bundle: Bundles = None,
     registry: Registry = DEFAULT_REGISTRY,
     as_json: Json = False,
@@ -62,23 +75,37 @@ def affected_cmd(
     jobs: Jobs = None,
     tolerance: Tolerance = None,
     ignore: Ignore = None,
-    weights: Annotated[list[str] | None, typer.Option(
-        metavar="BUNDLE=FILE",
-        help="BUNDLE=CHECKPOINT.safetensors: measure each traced module with its own tensors "
-             "from the bundle's checkpoint, where the construct's probe can take them (batch "
-             "norm: running statistics, affine parameters, the depthwise conv before it); "
-             "else decide value conditions from them (repeatable).")] = None,
+    weights: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="BUNDLE=FILE",
+            help="BUNDLE=CHECKPOINT.safetensors: measure each traced module with its own tensors "
+            "from the bundle's checkpoint, where the construct's probe can take them (batch "
+            "norm: running statistics, affine parameters, the depthwise conv before it); "
+            "else decide value conditions from them (repeatable).",
+        ),
+    ] = None,
     runtime: Runtimes = None,
-    fixes: Annotated[Path, typer.Option(
-        "--fixes", metavar="FILE",
-        help="The fix database (e.g. a draft of the next release's records): the "
-             "fix is looked up there, and changes of its release step that no "
-             "record there explains are mentioned.")] = FIXES_FILE,
-    verify: Annotated[bool, typer.Option(
-        "--verify", help="A pipeline record (a coreai-core pin): measure its release step on "
-                         "each bundle's whole program (inventory verify's parts) where none is "
-                         "stored; without it a stored check is read, else the asset probe "
-                         "stands in and the answer says so.")] = False,
+    fixes: Annotated[
+        Path,
+        typer.Option(
+            "--fixes",
+            metavar="FILE",
+            help="The fix database (e.g. a draft of the next release's records): the "
+            "fix is looked up there, and changes of its release step that no "
+            "record there explains are mentioned.",
+        ),
+    ] = FIXES_FILE,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="A pipeline record (a coreai-core pin): measure its release step on "
+            "each bundle's whole program (inventory verify's parts) where none is "
+            "stored; without it a stored check is read, else the asset probe "
+            "stands in and the answer says so.",
+        ),
+    ] = False,
     recipe_root: RecipeRoot = None,
     allow_code: AllowCode = False,
     quiet: Quiet = False,
@@ -124,13 +151,34 @@ def affected_cmd(
     known = load_catalog()  # with --catalog's releases (set for the run by `command`)
     runtimes = parse_overrides(runtime, known)
     result = report(
-        Renderer("affected", affected_record, affected_table, affected_markdown,
-                 affected_summary, input_files(registry=registry, fixes=fixes), fixes),
-        fmt, quiet,
-        lambda progress: affected(the_fix, bundles, known, load_policy(tolerance), to=to,
-                                  use_cache=not no_cache, progress=progress, ignores=ignores,
-                                  weights=checkpoints, runtimes=runtimes, fixes=records,
-                                  verify=verify, recipe_root=recipe_root,
-                                  allow_code=allow_code),
-        lambda r: r.warnings, to=output)
+        Renderer(
+            "affected",
+            affected_record,
+            affected_table,
+            affected_markdown,
+            affected_summary,
+            input_files(registry=registry, fixes=fixes),
+            fixes,
+        ),
+        fmt,
+        quiet,
+        lambda progress: affected(
+            the_fix,
+            bundles,
+            known,
+            load_policy(tolerance),
+            to=to,
+            use_cache=not no_cache,
+            progress=progress,
+            ignores=ignores,
+            weights=checkpoints,
+            runtimes=runtimes,
+            fixes=records,
+            verify=verify,
+            recipe_root=recipe_root,
+            allow_code=allow_code,
+        ),
+        lambda r: r.warnings,
+        to=output,
+    )
     finish(exit_for_reexport(result.reexport))

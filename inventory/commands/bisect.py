@@ -32,35 +32,68 @@ from oracle.infra import Progress
 def bisect_cmd(
     old: FromRelease,
     new: ToRelease,
-    repo: Annotated[Path, typer.Option(
-        "--repo", metavar="DIR",
-        help="A git repository of coreai-torch (bare or not; a clone of "
-             "https://github.com/apple/coreai-torch) holding both releases' commits: a tag vX, "
-             "or the commit that sets the version.")],
+    repo: Annotated[
+        Path,
+        typer.Option(
+            "--repo",
+            metavar="DIR",
+            help="A git repository of coreai-torch (bare or not; a clone of "
+            "https://github.com/apple/coreai-torch) holding both releases' commits: a tag vX, "
+            "or the commit that sets the version.",
+        ),
+    ],
     as_json: Json = False,
     markdown: Markdown = False,
     output_format: Format = None,
     output: OutputFile = None,
-    registry: Annotated[bool, typer.Option(
-        "--registry", help="Also bisect every distinct traced instance of the shipped "
-                           "bundles that changes, beside the library's regimes.")] = False,
-    registry_file: Annotated[Path | None, typer.Option(
-        "--registry-file", metavar="FILE",
-        help="The bundle registry --registry reads (default: recipes.toml).")] = None,
-    only: Annotated[list[str] | None, typer.Option(
-        "--probe", metavar="PROBE",
-        help="Only this probe: a regime id (max_pool2d/functional-no-stride) or a "
-             "construct (every regime of it); repeatable.")] = None,
-    fixes: Annotated[Path, typer.Option(
-        "--fixes", metavar="FILE",
-        help="The fix database the release comparison is read with.")] = FIXES_FILE,
-    every_commit: Annotated[bool, typer.Option(
-        "--every-commit", help="Convert each changing probe at every commit against its parent "
-                               "instead of a binary search: every change point, including one "
-                               "undone between two commits a binary search tests.")] = False,
-    allow_code: Annotated[bool, typer.Option(
-        "--allow-code", help="Consent to run the repository's code: each commit's coreai_torch "
-                             "converts the probes (its files are copied, never built).")] = False,
+    registry: Annotated[
+        bool,
+        typer.Option(
+            "--registry",
+            help="Also bisect every distinct traced instance of the shipped "
+            "bundles that changes, beside the library's regimes.",
+        ),
+    ] = False,
+    registry_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--registry-file",
+            metavar="FILE",
+            help="The bundle registry --registry reads (default: recipes.toml).",
+        ),
+    ] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--probe",
+            metavar="PROBE",
+            help="Only this probe: a regime id (max_pool2d/functional-no-stride) or a "
+            "construct (every regime of it); repeatable.",
+        ),
+    ] = None,
+    fixes: Annotated[
+        Path,
+        typer.Option(
+            "--fixes", metavar="FILE", help="The fix database the release comparison is read with."
+        ),
+    ] = FIXES_FILE,
+    every_commit: Annotated[
+        bool,
+        typer.Option(
+            "--every-commit",
+            help="Convert each changing probe at every commit against its parent "
+            "instead of a binary search: every change point, including one "
+            "undone between two commits a binary search tests.",
+        ),
+    ] = False,
+    allow_code: Annotated[
+        bool,
+        typer.Option(
+            "--allow-code",
+            help="Consent to run the repository's code: each commit's coreai_torch "
+            "converts the probes (its files are copied, never built).",
+        ),
+    ] = False,
     no_cache: NoCache = False,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
@@ -98,13 +131,34 @@ def bisect_cmd(
 
     def work(progress: Progress) -> Bisection:
         bundles = load_registry(registry_file) if registry else None
-        return bisect(old, new, repo, records, load_regimes(), load_catalog(), load_policy(),
-                      bundles, use_cache=not no_cache, progress=progress,
-                      only=frozenset(only or ()), every_commit=every_commit,
-                      allow_code=allow_code)
+        return bisect(
+            old,
+            new,
+            repo,
+            records,
+            load_regimes(),
+            load_catalog(),
+            load_policy(),
+            bundles,
+            use_cache=not no_cache,
+            progress=progress,
+            only=frozenset(only or ()),
+            every_commit=every_commit,
+            allow_code=allow_code,
+        )
 
-    result = report(Renderer("bisect", bisect_record, bisect_table, bisect_markdown,
-                             inputs=input_files(registry=registry_file if registry else None,
-                                                fixes=fixes), fixes=fixes),
-                    fmt, quiet, work, to=output)
+    result = report(
+        Renderer(
+            "bisect",
+            bisect_record,
+            bisect_table,
+            bisect_markdown,
+            inputs=input_files(registry=registry_file if registry else None, fixes=fixes),
+            fixes=fixes,
+        ),
+        fmt,
+        quiet,
+        work,
+        to=output,
+    )
     finish(ExitCode.FINDING if result.unattributed else ExitCode.OK)

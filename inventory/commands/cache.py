@@ -31,8 +31,7 @@ def cache_list(as_json: Json = False) -> None:
     from inventory.report.cache_report import list_record, list_table
     from oracle.store import listing
 
-    show(Renderer("cache list", list_record, list_table), OutputFormat.choose(as_json),
-         listing())
+    show(Renderer("cache list", list_record, list_table), OutputFormat.choose(as_json), listing())
 
 
 def cache_du(as_json: Json = False) -> None:
@@ -58,19 +57,34 @@ def cache_du(as_json: Json = False) -> None:
 
 
 def cache_prune(
-    older_than: Annotated[float | None, typer.Option(
-        "--older-than", metavar="DAYS",
-        help="Also remove results older than this many days.")] = None,
-    everything: Annotated[bool, typer.Option(
-        "--all", help="Remove every stored result: the evidence every earlier answer cites. "
-                      "Asks first on a terminal; elsewhere needs --yes.")] = False,
-    failures: Annotated[bool, typer.Option(
-        "--failures", help="Also remove results that record a failure (a side could not "
-                           "convert, a measurement or a runtime could not run).")] = False,
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Say what would be removed, and remove nothing.")] = False,
-    yes: Annotated[bool, typer.Option(
-        "--yes", "-y", help="With --all: remove without asking.")] = False,
+    older_than: Annotated[
+        float | None,
+        typer.Option(
+            "--older-than", metavar="DAYS", help="Also remove results older than this many days."
+        ),
+    ] = None,
+    everything: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Remove every stored result: the evidence every earlier answer cites. "
+            "Asks first on a terminal; elsewhere needs --yes.",
+        ),
+    ] = False,
+    failures: Annotated[
+        bool,
+        typer.Option(
+            "--failures",
+            help="Also remove results that record a failure (a side could not "
+            "convert, a measurement or a runtime could not run).",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would be removed, and remove nothing.")
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="With --all: remove without asking.")
+    ] = False,
 ) -> None:
     """Remove interrupted, damaged and outdated results from the store (environments stay);
     a temp folder a running run holds is never touched.
@@ -93,11 +107,14 @@ def cache_prune(
     if everything and not dry_run and not yes:
         results = listing()
         count = sum(1 for e in results.entries if e.kind != "temp")
-        what = (f"remove every stored result ({count}) in {results.results}: the evidence "
-                "every earlier answer cites")
+        what = (
+            f"remove every stored result ({count}) in {results.results}: the evidence "
+            "every earlier answer cites"
+        )
         if not sys.stdin.isatty():
-            raise UsageError(f"cache prune --all would {what}; pass --yes to confirm (nothing "
-                             "removed)")
+            raise UsageError(
+                f"cache prune --all would {what}; pass --yes to confirm (nothing removed)"
+            )
         if not typer.confirm(f"{what[0].upper()}{what[1:]}?", default=False, err=True):
             err.print("nothing removed", highlight=False)
             return
@@ -106,9 +123,9 @@ def cache_prune(
     for line in pruned.removed:
         out.print(f"{verb} {line}", highlight=False, markup=False, soft_wrap=True)
     for name in pruned.in_use:
-        out.print(f"kept {name}: in use by a running run", highlight=False, markup=False,
-                  soft_wrap=True)
+        out.print(
+            f"kept {name}: in use by a running run", highlight=False, markup=False, soft_wrap=True
+        )
     # a live run's folder is kept too, and counted so
     counts = f"{len(pruned.removed)} {verb}, {pruned.kept + len(pruned.in_use)} kept"
     out.print(f"{counts} (dry run: nothing removed)" if dry_run else counts)
-

@@ -32,8 +32,10 @@ def registry_file_for(registry: bool, registry_file: Path | None) -> Path:
     from inventory.registry import DEFAULT_REGISTRY
 
     if registry_file is not None and not registry:
-        raise UsageError(f"--registry-file {registry_file} is read only with --registry: add "
-                         "--registry to probe the shipped instances it lists")
+        raise UsageError(
+            f"--registry-file {registry_file} is read only with --registry: add "
+            "--registry to probe the shipped instances it lists"
+        )
     return registry_file or DEFAULT_REGISTRY
 
 
@@ -44,8 +46,12 @@ def use_executor(name: str, address: str | None, jobs: int | None = None) -> Non
     warning line on stderr, even with `-q`."""
     from oracle.executors import choose
 
-    choose(name.strip().lower(), (address or "").strip() or None,
-           notice=lambda line: warn([line]), jobs=jobs)
+    choose(
+        name.strip().lower(),
+        (address or "").strip() or None,
+        notice=lambda line: warn([line]),
+        jobs=jobs,
+    )
 
 
 def use_store(value: str | None) -> None:
@@ -67,8 +73,14 @@ def run(quiet: bool, work: Callable[[Progress], T]) -> T:
         return work(report_progress)
 
 
-def show(renderer: Renderer[T], fmt: OutputFormat, result: T,
-         warnings: Sequence[str] = (), error: str | None = None, to: Path | None = None) -> T:
+def show(
+    renderer: Renderer[T],
+    fmt: OutputFormat,
+    result: T,
+    warnings: Sequence[str] = (),
+    error: str | None = None,
+    to: Path | None = None,
+) -> T:
     """The result in `fmt` (its warnings, and an error that ends the run with exit 2, in the
     JSON envelope), on standard output or written to `to` (`--output`), then the warnings on
     stderr."""
@@ -79,8 +91,14 @@ def show(renderer: Renderer[T], fmt: OutputFormat, result: T,
     return result
 
 
-def report(renderer: Renderer[T], fmt: OutputFormat, quiet: bool, work: Callable[[Progress], T],
-           warnings: Callable[[T], Sequence[str]] = lambda _: (), to: Path | None = None) -> T:
+def report(
+    renderer: Renderer[T],
+    fmt: OutputFormat,
+    quiet: bool,
+    work: Callable[[Progress], T],
+    warnings: Callable[[T], Sequence[str]] = lambda _: (),
+    to: Path | None = None,
+) -> T:
     """`run` then `show`: the result is returned for the exit code."""
     result = run(quiet, work)
     return show(renderer, fmt, result, warnings(result), to=to)

@@ -21,38 +21,76 @@ from oracle.infra import Progress
 def draft_cmd(
     old: FromRelease,
     new: ToRelease,
-    repo: Annotated[Path | None, typer.Option(
-        "--repo", metavar="DIR",
-        help="A git repository of coreai-torch holding both releases' commits: each change is "
-             "grouped by the commit bisection names for it (its pull request and title from "
-             "the merge message), the pin commit becomes a pipeline record. Without it, "
-             "changes are grouped by construct and stage, and the draft says so.")] = None,
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", metavar="FILE",
-        help="Write the draft here (default: print it).")] = None,
-    against: Annotated[Path | None, typer.Option(
-        "--against", metavar="FILE",
-        help="A curated fix database (e.g. oracle/catalog/fixes.toml): print, record by record, "
-             "where the draft differs from its records of the same steps, with precision and "
-             "recall.")] = None,
-    fixes: Annotated[Path, typer.Option(
-        "--fixes", metavar="FILE",
-        help="The fix database whose records of --from and earlier the draft keeps, so that "
-             "it answers every bundle's whole range.")] = FIXES_FILE,
-    verify: Annotated[bool, typer.Option(
-        "--verify", help="Measure every bundle's whole program across the step (inventory "
-                         "verify) and draft from its regions too; without it, stored checks "
-                         "are read.")] = False,
-    allow_code: Annotated[bool, typer.Option(
-        "--allow-code", help="Consent to run the repository's code (--repo): each commit's "
-                             "coreai_torch converts the probes.")] = False,
-    only: Annotated[list[str] | None, typer.Option(
-        "--probe", metavar="PROBE",
-        help="Only this probe: a regime id or a construct (repeatable); the load checks run "
-             "only with --probe asset_hierarchy, no whole-program region is read.")] = None,
-    registry_file: Annotated[Path, typer.Option(
-        "--registry", metavar="FILE",
-        help="The bundle registry whose shipped instances are probed.")] = DEFAULT_REGISTRY,
+    repo: Annotated[
+        Path | None,
+        typer.Option(
+            "--repo",
+            metavar="DIR",
+            help="A git repository of coreai-torch holding both releases' commits: each change is "
+            "grouped by the commit bisection names for it (its pull request and title from "
+            "the merge message), the pin commit becomes a pipeline record. Without it, "
+            "changes are grouped by construct and stage, and the draft says so.",
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="Write the draft here (default: print it)."
+        ),
+    ] = None,
+    against: Annotated[
+        Path | None,
+        typer.Option(
+            "--against",
+            metavar="FILE",
+            help="A curated fix database (e.g. oracle/catalog/fixes.toml): print, record by "
+            "record, where the draft differs from its records of the same steps, with precision "
+            "and recall.",
+        ),
+    ] = None,
+    fixes: Annotated[
+        Path,
+        typer.Option(
+            "--fixes",
+            metavar="FILE",
+            help="The fix database whose records of --from and earlier the draft keeps, so that "
+            "it answers every bundle's whole range.",
+        ),
+    ] = FIXES_FILE,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Measure every bundle's whole program across the step (inventory "
+            "verify) and draft from its regions too; without it, stored checks "
+            "are read.",
+        ),
+    ] = False,
+    allow_code: Annotated[
+        bool,
+        typer.Option(
+            "--allow-code",
+            help="Consent to run the repository's code (--repo): each commit's "
+            "coreai_torch converts the probes.",
+        ),
+    ] = False,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--probe",
+            metavar="PROBE",
+            help="Only this probe: a regime id or a construct (repeatable); the load checks run "
+            "only with --probe asset_hierarchy, no whole-program region is read.",
+        ),
+    ] = None,
+    registry_file: Annotated[
+        Path,
+        typer.Option(
+            "--registry",
+            metavar="FILE",
+            help="The bundle registry whose shipped instances are probed.",
+        ),
+    ] = DEFAULT_REGISTRY,
     as_json: Json = False,
     no_cache: NoCache = False,
     catalog: CatalogFile = None,
@@ -87,9 +125,22 @@ def draft_cmd(
     ready(("--from", old), ("--to", new))
 
     def work(progress: Progress) -> Draft:
-        made = draft(old, new, load_regimes(), load_registry(registry_file), load_catalog(),
-                     load_policy(), fixes, repo, allow_code, verify, not no_cache,
-                     frozenset(only or ()), against, progress)
+        made = draft(
+            old,
+            new,
+            load_regimes(),
+            load_registry(registry_file),
+            load_catalog(),
+            load_policy(),
+            fixes,
+            repo,
+            allow_code,
+            verify,
+            not no_cache,
+            frozenset(only or ()),
+            against,
+            progress,
+        )
         return write(made, output) if output is not None else made
 
     if fmt is OutputFormat.TABLE and output is None and against is None:

@@ -25,21 +25,42 @@ from oracle.envs import (
 
 
 def envs_build(
-    versions: Annotated[list[str] | None, typer.Argument(
-        metavar="VERSION", callback=release_list, autocompletion=complete_release,
-        help="coreai-torch releases (default: every supported release).")] = None,
-    from_source: Annotated[Path | None, typer.Option(
-        "--from-source", metavar="DIR",
-        help="Build from a coreai-torch source tree (a checkout at a commit) instead, with the "
-             "pins of the release its coreai_torch/__version__.py names.")] = None,
-    name: Annotated[str | None, typer.Option(
-        "--name", metavar="NAME",
-        help="With --from-source: the environment is coreai-torch-src-NAME "
-             "(default: the tree's digest).")] = None,
-    allow_code: Annotated[bool, typer.Option(
-        "--allow-code", help="With --from-source: consent to run the tree's build code, which a "
-                             "tree that is not pure Python needs (a pure-Python tree is "
-                             "installed by copying its files: nothing of it runs).")] = False,
+    versions: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="VERSION",
+            callback=release_list,
+            autocompletion=complete_release,
+            help="coreai-torch releases (default: every supported release).",
+        ),
+    ] = None,
+    from_source: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-source",
+            metavar="DIR",
+            help="Build from a coreai-torch source tree (a checkout at a commit) instead, with the "
+            "pins of the release its coreai_torch/__version__.py names.",
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name",
+            metavar="NAME",
+            help="With --from-source: the environment is coreai-torch-src-NAME "
+            "(default: the tree's digest).",
+        ),
+    ] = None,
+    allow_code: Annotated[
+        bool,
+        typer.Option(
+            "--allow-code",
+            help="With --from-source: consent to run the tree's build code, which a "
+            "tree that is not pure Python needs (a pure-Python tree is "
+            "installed by copying its files: nothing of it runs).",
+        ),
+    ] = False,
     catalog: CatalogFile = None,
 ) -> None:
     """Build converter environments ahead of time (needs the package registry once), or one
@@ -65,16 +86,25 @@ def envs_build(
     for version in versions or sorted(known.releases, key=version_key):
         with progress(True) as report_progress:
             env = ensure_env(version, known, report_progress)
-        out.print(f"{env.name}: ready ({env.runtime}) at {env.path}{_source(version, known)}",
-                  highlight=False, soft_wrap=True)
+        out.print(
+            f"{env.name}: ready ({env.runtime}) at {env.path}{_source(version, known)}",
+            highlight=False,
+            soft_wrap=True,
+        )
         for deviation in deviations_with_evidence(env, known):
             out.print(f"  deviation: {deviation}", highlight=False, soft_wrap=True)
 
 
-def envs_list(as_json: Json = False, output_format: Annotated[str | None, typer.Option(
-        "--format", "-f", metavar="table|json",
-        help="table (the default) or json (= --json).")] = None,
-        catalog: CatalogFile = None) -> None:
+def envs_list(
+    as_json: Json = False,
+    output_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format", "-f", metavar="table|json", help="table (the default) or json (= --json)."
+        ),
+    ] = None,
+    catalog: CatalogFile = None,
+) -> None:
     """List the converter environments that are ready, with their exact versions, the
     installer that built each, what its build recorded (every distribution and the sha256 of
     every file) and whether its files are still as built (one that changed is rebuilt before it
@@ -98,14 +128,20 @@ def envs_list(as_json: Json = False, output_format: Annotated[str | None, typer.
         raise UsageError("envs list --format markdown: envs list is table or json")
     known = load_catalog()
     listing = EnvListing(
-        tuple({"name": env.name, "path": str(env.path),
-               "packages": dict(env.packages), "source": _source(env.converter, known) or None,
-               "record": record_line(env.path),
-               "deviations": deviations_with_evidence(env, known)}
-              for env in installed_envs()),
+        tuple(
+            {
+                "name": env.name,
+                "path": str(env.path),
+                "packages": dict(env.packages),
+                "source": _source(env.converter, known) or None,
+                "record": record_line(env.path),
+                "deviations": deviations_with_evidence(env, known),
+            }
+            for env in installed_envs()
+        ),
         tuple(damaged_envs()),
-        tuple({"name": t.name, "path": str(t), "record": record_line(t)}
-              for t in torch_installs()))
+        tuple({"name": t.name, "path": str(t), "record": record_line(t)} for t in torch_installs()),
+    )
     show(Renderer("envs list", EnvListing.record, EnvListing.table), fmt, listing)
 
 
@@ -119,8 +155,7 @@ class EnvListing:
     torches: tuple[dict, ...]
 
     def record(self) -> dict:
-        return {"envs": list(self.envs), "damaged": list(self.damaged),
-                "torch": list(self.torches)}
+        return {"envs": list(self.envs), "damaged": list(self.damaged), "torch": list(self.torches)}
 
     def table(self) -> str:
         """Plain lines, each as long as it is (never wrapped or cropped: a reader splits them
@@ -130,15 +165,16 @@ class EnvListing:
             lines.append("no converter environments yet (inventory envs build)")
         lines += list(self.damaged)
         for env in self.envs:
-            pkgs = ", ".join(f"{k} {env['packages'][k]}" for k in
-                             ("coreai-torch", "coreai-core", "torch", "numpy")
-                             if k in env["packages"])
+            pkgs = ", ".join(
+                f"{k} {env['packages'][k]}"
+                for k in ("coreai-torch", "coreai-core", "torch", "numpy")
+                if k in env["packages"]
+            )
             source = f"; {env['source']}" if env.get("source") else ""
             lines.append(f"{env['name']}: {pkgs}{source}")
             lines.append(f"  {env['record']}")
             lines += [f"  deviation: {d}" for d in env["deviations"]]
-        lines += [f"{t['name']} (shared through .pth files): {t['record']}"
-                  for t in self.torches]
+        lines += [f"{t['name']} (shared through .pth files): {t['record']}" for t in self.torches]
         return "\n".join(lines)
 
 
@@ -180,15 +216,23 @@ def envs_discover(
     from oracle.envs import Discovery, discover
 
     known = load_catalog(discovered=False)
-    result: Discovery = report(Renderer("envs discover", discovery_record, discovery_table),
-                               OutputFormat.choose(as_json), quiet,
-                               lambda progress: discover(known, progress),
-                               lambda d: d.problems)
+    result: Discovery = report(
+        Renderer("envs discover", discovery_record, discovery_table),
+        OutputFormat.choose(as_json),
+        quiet,
+        lambda progress: discover(known, progress),
+        lambda d: d.problems,
+    )
     finish(ExitCode.FINDING if any(f.derived.problem for f in result.found) else ExitCode.OK)
 
 
-def _build_from_source(versions: list[str] | None, tree: Path | None, name: str | None,
-                       catalog: Catalog, allow_code: bool) -> None:
+def _build_from_source(
+    versions: list[str] | None,
+    tree: Path | None,
+    name: str | None,
+    catalog: Catalog,
+    allow_code: bool,
+) -> None:
     from inventory.errors import UsageError
     from oracle.envs import ensure_source_env
 
@@ -199,9 +243,12 @@ def _build_from_source(versions: list[str] | None, tree: Path | None, name: str 
     if not tree.is_dir():
         raise UsageError(f"--from-source {tree}: no such directory")
     with progress(True) as report_progress:
-        env = ensure_source_env(tree.resolve(), name, catalog, report_progress,
-                                allow_code=allow_code)
-    out.print(f"{env.name}: ready (coreai-torch {env.converter}, {env.runtime}) at {env.path}",
-              highlight=False)
+        env = ensure_source_env(
+            tree.resolve(), name, catalog, report_progress, allow_code=allow_code
+        )
+    out.print(
+        f"{env.name}: ready (coreai-torch {env.converter}, {env.runtime}) at {env.path}",
+        highlight=False,
+    )
     for deviation in deviations_with_evidence(env, catalog):
         out.print(f"  deviation: {deviation}", highlight=False, soft_wrap=True)

@@ -13,9 +13,13 @@ from oracle.catalog import FIXES_FILE
 
 
 def fixes_cmd(
-    fixes: Annotated[Path, typer.Option(
-        "--fixes", metavar="FILE",
-        help="The fix database to list (e.g. a draft of the next release's records).")
+    fixes: Annotated[
+        Path,
+        typer.Option(
+            "--fixes",
+            metavar="FILE",
+            help="The fix database to list (e.g. a draft of the next release's records).",
+        ),
     ] = FIXES_FILE,
     as_json: Json = False,
     catalog: CatalogFile = None,
@@ -39,5 +43,8 @@ def fixes_cmd(
     from inventory.report.fixes_report import fixes_record, fixes_table
     from oracle.catalog import load_catalog, load_fixes
 
-    show(Renderer("fixes", fixes_record, fixes_table), OutputFormat.choose(as_json),
-         listing(load_fixes(fixes), load_catalog(), fixes))
+    show(
+        Renderer("fixes", fixes_record, fixes_table),
+        OutputFormat.choose(as_json),
+        listing(load_fixes(fixes), load_catalog(), fixes),
+    )

@@ -48,12 +48,23 @@ from oracle.infra import Progress
 
 
 def plan_cmd(
-    to: Annotated[str, typer.Option("--to", metavar="VERSION", callback=release_option,
-                                    autocompletion=complete_release,
-                                    help="The release to re-export with (e.g. 0.4.3).")],
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            metavar="VERSION",
+            callback=release_option,
+            autocompletion=complete_release,
+            help="The release to re-export with (e.g. 0.4.3).",
+        ),
+    ],
     bundle: Bundles = None,
-    baseline: Annotated[Path | None, typer.Option(
-        metavar="FILE", help="A previous `plan --json`: report only what changed since.")] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE", help="A previous `plan --json`: report only what changed since."
+        ),
+    ] = None,
     ignore: Ignore = None,
     registry: Registry = DEFAULT_REGISTRY,
     as_json: Json = False,
@@ -68,22 +79,36 @@ def plan_cmd(
     jobs: Jobs = None,
     tolerance: Tolerance = None,
     runtime: Runtimes = None,
-    fixes: Annotated[Path, typer.Option(
-        "--fixes", metavar="FILE",
-        help="The fix database (e.g. a draft of the next release's records); a "
-             "change is credited to its records of the step it happens in.")
+    fixes: Annotated[
+        Path,
+        typer.Option(
+            "--fixes",
+            metavar="FILE",
+            help="The fix database (e.g. a draft of the next release's records); a "
+            "change is credited to its records of the step it happens in.",
+        ),
     ] = FIXES_FILE,
-    verify: Annotated[bool, typer.Option(
-        "--verify", help="Measure each bundle's whole program along the release chain "
-                         "(inventory verify) and join it to the plan; without it, a stored "
-                         "check is read. Exit 3 on an inconsistency.")] = False,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Measure each bundle's whole program along the release chain "
+            "(inventory verify) and join it to the plan; without it, a stored "
+            "check is read. Exit 3 on an inconsistency.",
+        ),
+    ] = False,
     run_budget: RunBudget = 120.0,
     recipe_root: RecipeRoot = None,
     allow_code: AllowCode = False,
-    full: Annotated[bool, typer.Option(
-        "--full", help="The whole-program check of each bundle's full target, even where its "
-                       "registry entry states a miniature: measured with --verify, else read "
-                       "if stored.")] = False,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="The whole-program check of each bundle's full target, even where its "
+            "registry entry states a miniature: measured with --verify, else read "
+            "if stored.",
+        ),
+    ] = False,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
@@ -141,24 +166,51 @@ def plan_cmd(
         # One answer: each bundle's whole-program check (stored, or measured by --verify) is
         # had first, so that the records it credits, pipeline records included, are answered
         # from the very steps it holds.
-        checks = verified(bundles, to, records, known, load_policy(tolerance),
-                          use_cache=not no_cache if verify else True, compute=verify,
-                          progress=progress, run_budget=run_budget, full=full,
-                          recipe_root=recipe_root, allow_code=allow_code)
-        result = plan(to, bundles, records, known, load_policy(tolerance),
-                      load_ignores(ignore), use_cache=not no_cache, progress=progress,
-                      runtimes=runtimes, checks=checks, recipe_root=recipe_root,
-                      allow_code=allow_code)
+        checks = verified(
+            bundles,
+            to,
+            records,
+            known,
+            load_policy(tolerance),
+            use_cache=not no_cache if verify else True,
+            compute=verify,
+            progress=progress,
+            run_budget=run_budget,
+            full=full,
+            recipe_root=recipe_root,
+            allow_code=allow_code,
+        )
+        result = plan(
+            to,
+            bundles,
+            records,
+            known,
+            load_policy(tolerance),
+            load_ignores(ignore),
+            use_cache=not no_cache,
+            progress=progress,
+            runtimes=runtimes,
+            checks=checks,
+            recipe_root=recipe_root,
+            allow_code=allow_code,
+        )
         result = replace(result, verify_computed=verify)
         return since_baseline(result, baseline) if baseline is not None else result
 
     table = functools.partial(plan_table, details=details)
-    renderer = Renderer("plan", plan_record, table, plan_markdown, plan_summary,
-                        input_files(registry=registry, fixes=fixes), fixes)
-    result = report(renderer, fmt, quiet, work,
-                    lambda r: r.warnings, to=output)
+    renderer = Renderer(
+        "plan",
+        plan_record,
+        table,
+        plan_markdown,
+        plan_summary,
+        input_files(registry=registry, fixes=fixes),
+        fixes,
+    )
+    result = report(renderer, fmt, quiet, work, lambda r: r.warnings, to=output)
     if any(not v.consistent or v.inconclusive for v in result.verified.values()):
         finish(ExitCode.INCONCLUSIVE)
     # since a baseline, the exit code follows what changed (nothing changed: 0)
-    finish(exit_for_reexport(baseline_reexport(result) if baseline is not None
-                             else result.reexport))
+    finish(
+        exit_for_reexport(baseline_reexport(result) if baseline is not None else result.reexport)
+    )

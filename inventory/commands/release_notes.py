@@ -44,10 +44,15 @@ def release_notes_cmd(
     output: OutputFile = None,
     details: Details = False,
     registry: Registry = DEFAULT_REGISTRY,
-    fixes: Annotated[Path, typer.Option(
-        "--fixes", metavar="FILE",
-        help="The fix database (e.g. a draft of the next release's records): the "
-             "fixes listed, and the records that explain a change.")] = FIXES_FILE,
+    fixes: Annotated[
+        Path,
+        typer.Option(
+            "--fixes",
+            metavar="FILE",
+            help="The fix database (e.g. a draft of the next release's records): the "
+            "fixes listed, and the records that explain a change.",
+        ),
+    ] = FIXES_FILE,
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
@@ -91,11 +96,34 @@ def release_notes_cmd(
         catalog, regimes, bundles = load_catalog(), load_regimes(), load_registry(registry)
         with Session(catalog, progress) as session:
             # every comparison of the notes, handed to the executor at once
-            session.dispatch(batch.release_notes(session, old, new, records, regimes, bundles),
-                             use_cache=not no_cache)
-            return release_notes(old, new, records, regimes, bundles, catalog, load_policy(),
-                                 use_cache=not no_cache, progress=progress, session=session)
+            session.dispatch(
+                batch.release_notes(session, old, new, records, regimes, bundles),
+                use_cache=not no_cache,
+            )
+            return release_notes(
+                old,
+                new,
+                records,
+                regimes,
+                bundles,
+                catalog,
+                load_policy(),
+                use_cache=not no_cache,
+                progress=progress,
+                session=session,
+            )
 
-    report(Renderer("release-notes", notes_record, notes_table, markdown_form,
-                    inputs=input_files(registry=registry, fixes=fixes), fixes=fixes),
-           fmt, quiet, work, to=output)
+    report(
+        Renderer(
+            "release-notes",
+            notes_record,
+            notes_table,
+            markdown_form,
+            inputs=input_files(registry=registry, fixes=fixes),
+            fixes=fixes,
+        ),
+        fmt,
+        quiet,
+        work,
+        to=output,
+    )

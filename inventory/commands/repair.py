@@ -17,21 +17,43 @@ from oracle.envs import python_ok
 
 
 def repair_cmd(
-    bundle: Annotated[Path, typer.Argument(help="The .aimodel bundle to repair (never written).",
-                                           metavar="BUNDLE", show_default=False)],
-    output: Annotated[Path, typer.Option("--out", "-o", metavar="PATH",
-                                         help="Where to write the repaired bundle (must not "
-                                              "exist).")],
+    bundle: Annotated[
+        Path,
+        typer.Argument(
+            help="The .aimodel bundle to repair (never written).",
+            metavar="BUNDLE",
+            show_default=False,
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            metavar="PATH",
+            help="Where to write the repaired bundle (must not exist).",
+        ),
+    ],
     as_json: Json = False,
     markdown: Markdown = False,
-    output_format: Annotated[str | None, typer.Option(
-        "--format", "-f", metavar="table|json|markdown",
-        help="The report's format: table (the default), json (= --json) or markdown (= "
-             "--markdown). Its -o is the repaired bundle; --report FILE writes the report.")
+    output_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="table|json|markdown",
+            help="The report's format: table (the default), json (= --json) or markdown (= "
+            "--markdown). Its -o is the repaired bundle; --report FILE writes the report.",
+        ),
     ] = None,
-    report_file: Annotated[Path | None, typer.Option(
-        "--report", metavar="FILE",
-        help="Write the report (in --format) to FILE instead of standard output.")] = None,
+    report_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            metavar="FILE",
+            help="Write the report (in --format) to FILE instead of standard output.",
+        ),
+    ] = None,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
@@ -62,8 +84,9 @@ def repair_cmd(
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="repair")
     check_output(report_file, "--report")
     as_json = fmt is OutputFormat.JSON
-    renderer = Renderer("repair", repair_record, repair_table, repair_markdown,
-                        inputs=input_files(), soft_wrap=True)
+    renderer = Renderer(
+        "repair", repair_record, repair_table, repair_markdown, inputs=input_files(), soft_wrap=True
+    )
     try:
         python_ok()
         with progress(not quiet and not as_json) as report_progress:
@@ -76,7 +99,10 @@ def repair_cmd(
         flaky = isinstance(exc, RepairInconclusive)
         if as_json:
             emit(envelope("repair", error=str(exc)))
-        err.print(labelled("inconclusive:" if flaky else "refused:", "red", str(exc)),
-                  highlight=False, soft_wrap=True)
+        err.print(
+            labelled("inconclusive:" if flaky else "refused:", "red", str(exc)),
+            highlight=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(ExitCode.INCONCLUSIVE if flaky else ExitCode.USAGE) from None
     show(renderer, fmt, report, to=report_file)

@@ -29,18 +29,33 @@ from oracle.catalog import load_catalog
 
 
 def scan_cmd(
-    paths: Annotated[list[Path] | None, typer.Argument(
-        metavar="PATH", help="Bundle folders (.aimodel), or folders holding bundles.",
-        show_default=False)] = None,
-    against_registry: Annotated[bool, typer.Option(
-        "--against-registry",
-        help="Match each bundle to its registry entry (by file name or fingerprint) and flag "
-             "what disagrees with the traced instances.")] = False,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="PATH",
+            help="Bundle folders (.aimodel), or folders holding bundles.",
+            show_default=False,
+        ),
+    ] = None,
+    against_registry: Annotated[
+        bool,
+        typer.Option(
+            "--against-registry",
+            help="Match each bundle to its registry entry (by file name or fingerprint) and flag "
+            "what disagrees with the traced instances.",
+        ),
+    ] = False,
     registry: Registry = DEFAULT_REGISTRY,
-    reader: Annotated[str | None, typer.Option(
-        "--reader", metavar="VERSION", callback=release_option,
-        help="Read only with this coreai-torch release's environment (default: the core the "
-             "bundle's producer names, then the others).")] = None,
+    reader: Annotated[
+        str | None,
+        typer.Option(
+            "--reader",
+            metavar="VERSION",
+            callback=release_option,
+            help="Read only with this coreai-torch release's environment (default: the core the "
+            "bundle's producer names, then the others).",
+        ),
+    ] = None,
     runtime: Runtimes = None,
     as_json: Json = False,
     output_format: Format = None,
@@ -84,22 +99,50 @@ def scan_cmd(
     runtimes = parse_overrides(runtime, known)
     linked = (registry, load_registry(registry)) if against_registry else None
     try:
-        result = run(quiet or as_json,
-                     lambda progress: scan(list(paths or []), known, reader=reader,
-                                           registry=linked, progress=progress,
-                                           runtimes=runtimes))
+        result = run(
+            quiet or as_json,
+            lambda progress: scan(
+                list(paths or []),
+                known,
+                reader=reader,
+                registry=linked,
+                progress=progress,
+                runtimes=runtimes,
+            ),
+        )
     except OSError as exc:
         fail(f"{exc.filename or 'scan'}: {exc.strerror or exc}", as_json, "scan")
         return
     failed = result.errors
-    flaky = [f"{s.name} on coreai-core {o.core}: {o.describe()} (inconclusive: scan again)"
-             for s in result.scans for o in s.loads if o.outcome == "flaky"]
+    flaky = [
+        f"{s.name} on coreai-core {o.core}: {o.describe()} (inconclusive: scan again)"
+        for s in result.scans
+        for o in s.loads
+        if o.outcome == "flaky"
+    ]
     result.warnings.extend(w for w in flaky if w not in result.warnings)
-    error = (f"{len(failed)} of {len(result.scans)} bundle(s) could not be read; the first: "
-             f"{failed[0].error}") if failed else None
-    show(Renderer("scan", scan_record, scan_text, scan_markdown, inputs=input_files(
-        registry=registry if against_registry else None)), fmt, result, result.warnings, error,
-         to=output)
+    error = (
+        (
+            f"{len(failed)} of {len(result.scans)} bundle(s) could not be read; the first: "
+            f"{failed[0].error}"
+        )
+        if failed
+        else None
+    )
+    show(
+        Renderer(
+            "scan",
+            scan_record,
+            scan_text,
+            scan_markdown,
+            inputs=input_files(registry=registry if against_registry else None),
+        ),
+        fmt,
+        result,
+        result.warnings,
+        error,
+        to=output,
+    )
     for bad in failed:
         err.print(labelled("error:", "red", bad.error or ""), highlight=False, soft_wrap=True)
     if failed:

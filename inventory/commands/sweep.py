@@ -35,8 +35,9 @@ from oracle.infra import Progress
 
 def later(catalog: Catalog, old: str, new: str) -> bool:
     """Both releases are in the catalog and `new` is the later one."""
-    return old in catalog.releases and new in catalog.releases \
-        and version_key(new) > version_key(old)
+    return (
+        old in catalog.releases and new in catalog.releases and version_key(new) > version_key(old)
+    )
 
 
 def sweep_cmd(
@@ -45,17 +46,32 @@ def sweep_cmd(
     as_json: Json = False,
     output_format: Format = None,
     output: OutputFile = None,
-    fixes: Annotated[Path, typer.Option(
-        "--fixes", metavar="FILE",
-        help="The fix database whose records explain a change (e.g. a draft of "
-             "the next release's records).")] = FIXES_FILE,
-    shipped: Annotated[bool, typer.Option(
-        "--registry", help="Probe every distinct traced instance of the shipped bundles (their "
-                           "own parameters, dtype and pipeline) instead of the library's "
-                           "regimes.")] = False,
-    registry_file: Annotated[Path | None, typer.Option(
-        "--registry-file", metavar="FILE",
-        help="The bundle registry --registry reads (default: recipes.toml).")] = None,
+    fixes: Annotated[
+        Path,
+        typer.Option(
+            "--fixes",
+            metavar="FILE",
+            help="The fix database whose records explain a change (e.g. a draft of "
+            "the next release's records).",
+        ),
+    ] = FIXES_FILE,
+    shipped: Annotated[
+        bool,
+        typer.Option(
+            "--registry",
+            help="Probe every distinct traced instance of the shipped bundles (their "
+            "own parameters, dtype and pipeline) instead of the library's "
+            "regimes.",
+        ),
+    ] = False,
+    registry_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--registry-file",
+            metavar="FILE",
+            help="The bundle registry --registry reads (default: recipes.toml).",
+        ),
+    ] = None,
     no_cache: NoCache = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
@@ -104,20 +120,45 @@ def sweep_cmd(
             if later(catalog, old, new):  # else `sweep` says what is wrong with the pair
                 # every comparison the sweep asks for, handed over at once (each change located
                 # step by step as it lands): run side by side, up to --jobs or on a cluster
-                session.dispatch(batch.regimes(session, regimes, old, new),
-                                 use_cache=not no_cache)
-            return sweep(old, new, records, regimes, catalog, load_policy(),
-                         use_cache=not no_cache, progress=progress,
-                         source="registry" if shipped else "library", session=session)
+                session.dispatch(batch.regimes(session, regimes, old, new), use_cache=not no_cache)
+            return sweep(
+                old,
+                new,
+                records,
+                regimes,
+                catalog,
+                load_policy(),
+                use_cache=not no_cache,
+                progress=progress,
+                source="registry" if shipped else "library",
+                session=session,
+            )
 
     def said(result: Sweep) -> list[str]:
-        return [f"{len(result.not_run)} probe(s) not run (their worker died, timed out or was "
-                "lost): the sweep is inconclusive for them"] if result.not_run else []
+        return (
+            [
+                f"{len(result.not_run)} probe(s) not run (their worker died, timed out or was "
+                "lost): the sweep is inconclusive for them"
+            ]
+            if result.not_run
+            else []
+        )
 
-    result = report(Renderer("sweep", sweep_record, sweep_table, sweep_markdown,
-                             inputs=input_files(registry=registry_file if shipped else None,
-                                                fixes=fixes), fixes=fixes),
-                    fmt, quiet, work, said, to=output)
+    result = report(
+        Renderer(
+            "sweep",
+            sweep_record,
+            sweep_table,
+            sweep_markdown,
+            inputs=input_files(registry=registry_file if shipped else None, fixes=fixes),
+            fixes=fixes,
+        ),
+        fmt,
+        quiet,
+        work,
+        said,
+        to=output,
+    )
     if result.unexplained:
         finish(ExitCode.FINDING)
     finish(ExitCode.INCONCLUSIVE if result.not_run else ExitCode.OK)

@@ -38,22 +38,43 @@ from oracle.catalog import FIXES_FILE, load_catalog
 
 
 def verify_cmd(
-    bundle: Annotated[list[str], typer.Argument(help="The bundles to verify.", metavar="BUNDLE",
-                                                autocompletion=complete_bundle,
-                                                show_default=False)],
-    to: Annotated[str, typer.Option("--to", metavar="VERSION", callback=release_option,
-                                    autocompletion=complete_release,
-                                    help="The release to compare the exporter with.")],
-    weights: Annotated[list[str] | None, typer.Option(
-        metavar="BUNDLE=FILE",
-        help="BUNDLE=CHECKPOINT.safetensors: build the module with the checkpoint's tensors "
-             "(every name and shape that matches its state) instead of trained-looking random "
-             "ones (repeatable).")] = None,
+    bundle: Annotated[
+        list[str],
+        typer.Argument(
+            help="The bundles to verify.",
+            metavar="BUNDLE",
+            autocompletion=complete_bundle,
+            show_default=False,
+        ),
+    ],
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            metavar="VERSION",
+            callback=release_option,
+            autocompletion=complete_release,
+            help="The release to compare the exporter with.",
+        ),
+    ],
+    weights: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="BUNDLE=FILE",
+            help="BUNDLE=CHECKPOINT.safetensors: build the module with the checkpoint's tensors "
+            "(every name and shape that matches its state) instead of trained-looking random "
+            "ones (repeatable).",
+        ),
+    ] = None,
     registry: Registry = DEFAULT_REGISTRY,
-    fixes: Annotated[Path, typer.Option(
-        "--fixes", metavar="FILE",
-        help="The fix database whose records of each step explain its regions "
-             "(a draft lacking a record makes its changes unrecorded).")
+    fixes: Annotated[
+        Path,
+        typer.Option(
+            "--fixes",
+            metavar="FILE",
+            help="The fix database whose records of each step explain its regions "
+            "(a draft lacking a record makes its changes unrecorded).",
+        ),
     ] = FIXES_FILE,
     as_json: Json = False,
     markdown: Markdown = False,
@@ -113,13 +134,33 @@ def verify_cmd(
     bundles = select(all_bundles, bundle)
     checkpoints = parse_weights(weights, all_bundles)
     result = report(
-        Renderer("verify", verify_record, verify_table, verify_markdown, verify_summary,
-                 input_files(registry=registry, fixes=fixes), fixes), fmt, quiet,
-        lambda progress: verify(bundles, to, load_fixes(fixes), load_catalog(), load_policy(),
-                                weights=checkpoints, use_cache=not no_cache,
-                                allow_code=allow_code, progress=progress,
-                                run_budget=run_budget, full=full, recipe_root=recipe_root),
-        to=output)
+        Renderer(
+            "verify",
+            verify_record,
+            verify_table,
+            verify_markdown,
+            verify_summary,
+            input_files(registry=registry, fixes=fixes),
+            fixes,
+        ),
+        fmt,
+        quiet,
+        lambda progress: verify(
+            bundles,
+            to,
+            load_fixes(fixes),
+            load_catalog(),
+            load_policy(),
+            weights=checkpoints,
+            use_cache=not no_cache,
+            allow_code=allow_code,
+            progress=progress,
+            run_budget=run_budget,
+            full=full,
+            recipe_root=recipe_root,
+        ),
+        to=output,
+    )
     if result.inconsistent or result.inconclusive:
         finish(ExitCode.INCONCLUSIVE)
     finish(ExitCode.FINDING if result.unrecorded else ExitCode.OK)

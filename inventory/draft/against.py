@@ -109,26 +109,41 @@ def compare(steps: tuple[StepDraft, ...], curated: list[Fix], source: str) -> Co
             con_c += [f"{o.label} {s}" for s in _subjects(f.kind, f.constructs)]
         for r in drafted:
             pr_d += _drafted_prs(r)
-            pair_d += [f"#{p} {s}" for p in _drafted_prs(r)
-                       for s in _subjects(r.kind, r.constructs)]
+            pair_d += [
+                f"#{p} {s}" for p in _drafted_prs(r) for s in _subjects(r.kind, r.constructs)
+            ]
             con_d += [f"{o.label} {s}" for s in _subjects(r.kind, r.constructs)]
         unmatched = list(drafted)
         for f in mine:
             match = _match(f, unmatched)
             if match is None:
-                diffs.append(RecordDiff("missing", None, f.id, o.label,
-                                        (_missing_why(f, sd),)))
+                diffs.append(RecordDiff("missing", None, f.id, o.label, (_missing_why(f, sd),)))
                 continue
             unmatched.remove(match)
             details = _details(match, f, sd, drafted)
-            diffs.append(RecordDiff("differs" if details else "same", match.id, f.id, o.label,
-                                    details))
+            diffs.append(
+                RecordDiff("differs" if details else "same", match.id, f.id, o.label, details)
+            )
         for r in unmatched:
-            diffs.append(RecordDiff("extra", r.id, None, o.label,
-                                    (f"{r.kind} record of {', '.join(r.constructs) or r.kind}:"
-                                     f" {r.grouped_by}; reaches {r.reaches}",)))
-    return Comparison(source, tuple(diffs), Score(tuple(pr_d), tuple(pr_c)),
-                      Score(tuple(pair_d), tuple(pair_c)), Score(tuple(con_d), tuple(con_c)))
+            diffs.append(
+                RecordDiff(
+                    "extra",
+                    r.id,
+                    None,
+                    o.label,
+                    (
+                        f"{r.kind} record of {', '.join(r.constructs) or r.kind}:"
+                        f" {r.grouped_by}; reaches {r.reaches}",
+                    ),
+                )
+            )
+    return Comparison(
+        source,
+        tuple(diffs),
+        Score(tuple(pr_d), tuple(pr_c)),
+        Score(tuple(pair_d), tuple(pair_c)),
+        Score(tuple(con_d), tuple(con_c)),
+    )
 
 
 def _match(f: Fix, drafted: list[Drafted]) -> Drafted | None:
@@ -172,24 +187,34 @@ def _details(r: Drafted, f: Fix, sd: StepDraft, drafted: list[Drafted]) -> tuple
     if missing:
         mine = _changes_of(f, sd)
         said = [k for k in missing if not any(k in held(c) for c in mine)]
-        why = (f" (no change of {', '.join(said)} in {sd.observed.label} is credited to "
-               f"{f.label}{' by bisection' if sd.observed.history else ''})" if said else "")
+        why = (
+            f" (no change of {', '.join(said)} in {sd.observed.label} is credited to "
+            f"{f.label}{' by bisection' if sd.observed.history else ''})"
+            if said
+            else ""
+        )
         out.append(f"constructs only the curated record names: {', '.join(missing)}{why}")
     aliases = [a for a in f.aliases if any(a in d.prs for d in drafted if d is not r)]
     if aliases:
-        out.append(f"the curated record holds #{', #'.join(aliases)} as aliases; the draft has "
-                   "a record of each")
+        out.append(
+            f"the curated record holds #{', #'.join(aliases)} as aliases; the draft has "
+            "a record of each"
+        )
     if f.kind == LOWERING_KIND:
         mine = _changes_of(f, sd)
         values = columns.values(mine)
         if values != r.values:
-            out.append(f"values: drafted '{r.values}'; the curated record's constructs in its "
-                       f"step: '{values}'")
+            out.append(
+                f"values: drafted '{r.values}'; the curated record's constructs in its "
+                f"step: '{values}'"
+            )
         reaches = columns.reaches(mine, f.constructs, sd.observed)
         drafted_reach = columns.reaches(r.changes, f.constructs, sd.observed)
         if reaches != drafted_reach:
-            out.append(f"reaches (over the curated constructs): drafted '{drafted_reach}'; "
-                       f"curated '{reaches}'")
+            out.append(
+                f"reaches (over the curated constructs): drafted '{drafted_reach}'; "
+                f"curated '{reaches}'"
+            )
     return tuple(out)
 
 
@@ -198,7 +223,13 @@ def _missing_why(f: Fix, sd: StepDraft) -> str:
         return f"a {f.kind} record the draft has none of"
     mine = _changes_of(f, sd)
     if not mine:
-        return (f"no probe of {', '.join(f.constructs)} changes in {sd.observed.label}"
-                + (f" at a commit of {', '.join('#' + p for p in prs_of(f))}"
-                   if sd.observed.history else "") + ": the instruments see nothing to draft")
+        return (
+            f"no probe of {', '.join(f.constructs)} changes in {sd.observed.label}"
+            + (
+                f" at a commit of {', '.join('#' + p for p in prs_of(f))}"
+                if sd.observed.history
+                else ""
+            )
+            + ": the instruments see nothing to draft"
+        )
     return f"{len(mine)} change(s) of its constructs are drafted under other records"

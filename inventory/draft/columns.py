@@ -14,12 +14,14 @@ from inventory.verdict import Verdict
 from oracle.catalog import Regime
 
 # What a probe's verdict says of its values, in the order the column lists them.
-_VALUES = ((Verdict.VALUES_IDENTICAL, "values identical"),
-           (Verdict.SHAPE_CHANGE, "shapes change"),
-           (Verdict.VALUES_MOVE, "values move"),
-           (Verdict.OLD_CANNOT_CONVERT, "the old side cannot convert"),
-           (Verdict.NEW_CANNOT_CONVERT, "the new side cannot convert"),
-           (Verdict.INCONCLUSIVE, "inconclusive"))
+_VALUES = (
+    (Verdict.VALUES_IDENTICAL, "values identical"),
+    (Verdict.SHAPE_CHANGE, "shapes change"),
+    (Verdict.VALUES_MOVE, "values move"),
+    (Verdict.OLD_CANNOT_CONVERT, "the old side cannot convert"),
+    (Verdict.NEW_CANNOT_CONVERT, "the new side cannot convert"),
+    (Verdict.INCONCLUSIVE, "inconclusive"),
+)
 NAMES_SHOWN = 8
 
 
@@ -37,17 +39,26 @@ def values(changes: Sequence[Change]) -> str:
             continue
         text = f"{words} in {len(mine)}"
         if verdict in (Verdict.VALUES_MOVE, Verdict.SHAPE_CHANGE):
-            moves = [m.stats.maxabs_old_new for c in mine
-                     if (m := c.outcome.result.measurement) and m.ok and m.stats
-                     and m.stats.maxabs_old_new is not None]
+            moves = [
+                m.stats.maxabs_old_new
+                for c in mine
+                if (m := c.outcome.result.measurement)
+                and m.ok
+                and m.stats
+                and m.stats.maxabs_old_new is not None
+            ]
             if moves:
                 text += f" (max |old-new| {_num(max(moves))})"
         parts.append(text)
     return "; ".join(parts) or "no probe changes"
 
 
-def reaches(changes: Sequence[Change], constructs: Iterable[str], observed: Observed,
-            regions: Sequence[tuple[str, dict[str, Any]]] = ()) -> str:
+def reaches(
+    changes: Sequence[Change],
+    constructs: Iterable[str],
+    observed: Observed,
+    regions: Sequence[tuple[str, dict[str, Any]]] = (),
+) -> str:
     """How many of the constructs' library regimes and shipped instances change in the step
     by this record, and the whole-program regions joined to it."""
     kinds = tuple(constructs)
@@ -59,15 +70,19 @@ def reaches(changes: Sequence[Change], constructs: Iterable[str], observed: Obse
     held = sorted({b for r in reg if r.spec.key() in mine for b in _holders(r)})
     parts = []
     if kinds:
-        parts = [f"{n_lib} of {len(lib)} library regime(s) of {', '.join(kinds)}",
-                 f"{n_reg} of {len(reg)} shipped instance(s)" + (f" ({', '.join(held)})"
-                                                                 if held else "")]
+        parts = [
+            f"{n_lib} of {len(lib)} library regime(s) of {', '.join(kinds)}",
+            f"{n_reg} of {len(reg)} shipped instance(s)"
+            + (f" ({', '.join(held)})" if held else ""),
+        ]
     others = [c for c in changes if c.regime.construct not in kinds]
     if others:
         by = sorted({b for c in others if c.source == REGISTRY for b in _holders(c.regime)})
-        parts.append(f"{len(others)} {'other ' if kinds else ''}probe(s) of "
-                     f"{observed.probed} ({_names(c.regime.id for c in others)})"
-                     + (f", shipped instances of {', '.join(by)}" if by else ""))
+        parts.append(
+            f"{len(others)} {'other ' if kinds else ''}probe(s) of "
+            f"{observed.probed} ({_names(c.regime.id for c in others)})"
+            + (f", shipped instances of {', '.join(by)}" if by else "")
+        )
     if regions:
         bundles = sorted({b for b, _ in regions})
         parts.append(f"{len(regions)} whole-program region(s) ({', '.join(bundles)})")
@@ -90,11 +105,16 @@ def _attributes(regime: Regime) -> dict[str, str]:
     """What a regime is made of, attribute by attribute, as text (a separating attribute is
     named in these words)."""
     spec = regime.spec
-    out = {"dtype": spec.dtype, "values": spec.values,
-           "decompositions": spec.pipeline.decompositions,
-           "optimize": str(spec.pipeline.optimize).lower(), "shapes": spec.pipeline.shapes}
-    out.update({k: json.dumps(v, sort_keys=True, separators=(",", ":"))
-                for k, v in spec.params.items()})
+    out = {
+        "dtype": spec.dtype,
+        "values": spec.values,
+        "decompositions": spec.pipeline.decompositions,
+        "optimize": str(spec.pipeline.optimize).lower(),
+        "shapes": spec.pipeline.shapes,
+    }
+    out.update(
+        {k: json.dumps(v, sort_keys=True, separators=(",", ":")) for k, v in spec.params.items()}
+    )
     return out
 
 
@@ -109,13 +129,16 @@ def separating(changed: Sequence[Regime], unchanged: Sequence[Regime]) -> list[s
         yes = {_attributes(r).get(key, "(absent)") for r in changed}
         no = {_attributes(r).get(key, "(absent)") for r in unchanged}
         if not yes & no:
-            out.append(f"{key} is {' or '.join(sorted(yes))} where it changes, "
-                       f"{' or '.join(sorted(no))} where it does not")
+            out.append(
+                f"{key} is {' or '.join(sorted(yes))} where it changes, "
+                f"{' or '.join(sorted(no))} where it does not"
+            )
     return out
 
 
-def conditions(changes: Sequence[Change], constructs: Iterable[str], observed: Observed,
-               others: dict[str, str]) -> tuple[str, ...]:
+def conditions(
+    changes: Sequence[Change], constructs: Iterable[str], observed: Observed, others: dict[str, str]
+) -> tuple[str, ...]:
     """Per construct: the library regimes this record changes, those changed by another record
     of the step (`others`: regime id -> who), those that do not change (controls marked), and
     the attributes that separate the changing from the unchanging; then its shipped
@@ -134,11 +157,11 @@ def conditions(changes: Sequence[Change], constructs: Iterable[str], observed: O
             text += f" ({_names(r.name for r in yes)})"
         if elsewhere:
             text += "; changed by another record of the step in " + _names(
-                f"{r.name} ({others[r.id]})" for r in elsewhere)
+                f"{r.name} ({others[r.id]})" for r in elsewhere
+            )
         text += f"; does not change in {len(no)}"
         if no:
-            text += " (" + _names(f"{r.name}{' (control)' if r.control else ''}" for r in no) \
-                + ")"
+            text += " (" + _names(f"{r.name}{' (control)' if r.control else ''}" for r in no) + ")"
         split = separating(yes, no)
         if split:
             text += "; " + "; ".join(split[:3])
@@ -146,6 +169,8 @@ def conditions(changes: Sequence[Change], constructs: Iterable[str], observed: O
         reg = observed.of(kind, REGISTRY)
         if reg:
             changed = [r for r in reg if r.spec.key() in mine]
-            out.append(f"{kind} shipped instances: {len(changed)} of {len(reg)} change"
-                       + (f" ({_names(r.name for r in changed)})" if changed else ""))
+            out.append(
+                f"{kind} shipped instances: {len(changed)} of {len(reg)} change"
+                + (f" ({_names(r.name for r in changed)})" if changed else "")
+            )
     return tuple(out)

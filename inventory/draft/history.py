@@ -64,18 +64,27 @@ class AssetSearch:
     problem: str = ""
 
 
-def asset_commit(repo: Repo, bisection: Bisection, session: Session, spec: ProbeSpec,
-                 core: str, envs: dict[str, Env], use_cache: bool,
-                 progress: Progress) -> AssetSearch:
+def asset_commit(
+    repo: Repo,
+    bisection: Bisection,
+    session: Session,
+    spec: ProbeSpec,
+    core: str,
+    envs: dict[str, Env],
+    use_cache: bool,
+    progress: Progress,
+) -> AssetSearch:
     """Binary search over the step's first-parent line (bisection's) for the first commit whose
     asset probe, written by that commit's converter, loads on coreai-core `core`: the old
     release's does not, the new one's does (the caller knows both). `envs`: the released
     environments of the two releases, used for their commits where the wheel holds the
     commit's very files (bisection's check)."""
     line = [bisection.old_commit, *bisection.commits]
-    releases = {c.sha: envs[r] for c, r in ((bisection.old_commit, bisection.old),
-                                             (bisection.new_commit, bisection.new))
-                if bisection.wheel_check.get(r) == WHEEL_SAME}
+    releases = {
+        c.sha: envs[r]
+        for c, r in ((bisection.old_commit, bisection.old), (bisection.new_commit, bisection.new))
+        if bisection.wheel_check.get(r) == WHEEL_SAME
+    }
     tested: list[tuple[str, bool, str]] = []
     lo, hi = 0, len(line) - 1
     with scratch("draft-asset") as folder:  # each commit's tree lies there while it is built
@@ -85,8 +94,9 @@ def asset_commit(repo: Repo, bisection: Bisection, session: Session, spec: Probe
             commit = line[mid]
             progress(f"asset probe written at {commit.label()}, loaded on coreai-core {core}")
             try:
-                check: LoadCheck = load_check(spec, commit_env(commit.sha), [core], session,
-                                              use_cache)
+                check: LoadCheck = load_check(
+                    spec, commit_env(commit.sha), [core], session, use_cache
+                )
             except Exception as exc:  # noqa: BLE001 - said, never a verdict
                 return AssetSearch(None, tuple(tested), f"{commit.short}: {exc}")
             outcome = check.on(core)

@@ -107,8 +107,9 @@ class Observed:
         return tuple(r for r, s in self.probed_as if r.construct == construct and s == source)
 
 
-def probes(library: list[Regime], bundles: list[Bundle], only: frozenset[str]
-           ) -> list[tuple[Regime, str]]:
+def probes(
+    library: list[Regime], bundles: list[Bundle], only: frozenset[str]
+) -> list[tuple[Regime, str]]:
     """What `sweep` and `bisect` compare (every library regime, the asset probe in both dtypes,
     every distinct shipped instance), each with how it was probed; `only` (regime ids or
     constructs), as bisect's `--probe` selects them."""
@@ -118,25 +119,61 @@ def probes(library: list[Regime], bundles: list[Bundle], only: frozenset[str]
     if only:
         unknown = sorted(only - {n for r, _ in out for n in (r.id, r.construct)})
         if unknown:
-            raise UsageError(f"--probe {unknown[0]}: no probe regime or construct of that name "
-                             "(`inventory sweep` lists the regimes)")
+            raise UsageError(
+                f"--probe {unknown[0]}: no probe regime or construct of that name "
+                "(`inventory sweep` lists the regimes)"
+            )
         out = [(r, s) for r, s in out if {r.id, r.construct} & only]
     return out
 
 
-def observe(old: str, new: str, library: list[Regime], bundles: list[Bundle],
-            catalog: Catalog, policy: Policy, repo_path: Path | None = None,
-            allow_code: bool = False, verify: bool = False, use_cache: bool = True,
-            only: frozenset[str] = frozenset(),
-            progress: Progress = lambda _: None) -> Observed:
+def observe(
+    old: str,
+    new: str,
+    library: list[Regime],
+    bundles: list[Bundle],
+    catalog: Catalog,
+    policy: Policy,
+    repo_path: Path | None = None,
+    allow_code: bool = False,
+    verify: bool = False,
+    use_cache: bool = True,
+    only: frozenset[str] = frozenset(),
+    progress: Progress = lambda _: None,
+) -> Observed:
     chosen = probes(library, bundles, only)
     source = {r.spec.key(): s for r, s in chosen}
     with Session(catalog, progress) as session:
-        sw = sweep(old, new, [], [r for r, _ in chosen], catalog, policy, use_cache, progress,
-                   "draft", session)
-    bisection = (bisect(old, new, repo_path, [], library, catalog, policy, bundles, use_cache,
-                        progress, only=only, allow_code=allow_code)
-                 if repo_path is not None else None)
+        sw = sweep(
+            old,
+            new,
+            [],
+            [r for r, _ in chosen],
+            catalog,
+            policy,
+            use_cache,
+            progress,
+            "draft",
+            session,
+        )
+    bisection = (
+        bisect(
+            old,
+            new,
+            repo_path,
+            [],
+            library,
+            catalog,
+            policy,
+            bundles,
+            use_cache,
+            progress,
+            only=only,
+            allow_code=allow_code,
+        )
+        if repo_path is not None
+        else None
+    )
     found = {p.regime.spec.key(): p for p in (bisection.probes if bisection else ())}
     changes = []
     for f in sw.changed:
@@ -144,41 +181,75 @@ def observe(old: str, new: str, library: list[Regime], bundles: list[Bundle],
         if not program_changed(o.result):
             continue
         b = found.get(o.regime.spec.key())
-        changes.append(Change(o, source[o.regime.spec.key()], stage(o.result),
-                              tuple(t.commit for t in b.transitions) if b else (),
-                              (b.problem or ("no commit changes it" if not b.transitions
-                                             else "")) if b else ""))
+        changes.append(
+            Change(
+                o,
+                source[o.regime.spec.key()],
+                stage(o.result),
+                tuple(t.commit for t in b.transitions) if b else (),
+                (b.problem or ("no commit changes it" if not b.transitions else "")) if b else "",
+            )
+        )
     changed = {c.regime.spec.key() for c in changes}
     unchanged = tuple(r for r, _ in chosen if r.spec.key() not in changed)
     repo = Repo(repo_path) if repo_path is not None else None
     pin = _pin(old, new, catalog, repo, bisection)
     loads, asset = _loads(old, new, catalog, use_cache, progress, only, repo, bisection)
-    regions, checked = _regions(old, new, bundles, catalog, policy, use_cache, verify,
-                                progress, only)
-    return Observed(old, new, sw.probed, tuple(changes), unchanged, tuple(chosen), pin, asset,
-                    loads, regions, checked,
-                    bisection.repo if bisection else "", bisection)
+    regions, checked = _regions(
+        old, new, bundles, catalog, policy, use_cache, verify, progress, only
+    )
+    return Observed(
+        old,
+        new,
+        sw.probed,
+        tuple(changes),
+        unchanged,
+        tuple(chosen),
+        pin,
+        asset,
+        loads,
+        regions,
+        checked,
+        bisection.repo if bisection else "",
+        bisection,
+    )
 
 
-def _pin(old: str, new: str, catalog: Catalog, repo: Repo | None,
-         bisection: Bisection | None) -> Pin | None:
+def _pin(
+    old: str, new: str, catalog: Catalog, repo: Repo | None, bisection: Bisection | None
+) -> Pin | None:
     a, b = catalog.release(old).core, catalog.release(new).core
     if a == b:
         return None
     if repo is None or bisection is None:
-        return Pin(a, b, None, f"the catalog's entries (coreai-torch {old} pins coreai-core "
-                               f"{a}, {new} pins {b}); no history to find the commit in")
+        return Pin(
+            a,
+            b,
+            None,
+            f"the catalog's entries (coreai-torch {old} pins coreai-core "
+            f"{a}, {new} pins {b}); no history to find the commit in",
+        )
     line = [bisection.old_commit, *bisection.commits]
     commit = pin_commit(repo, line, b)
-    how = (f"{commit.short}'s pyproject.toml moves coreai-core=={a} to =={b}" if commit else
-           f"no commit of {bisection.repo}'s first-parent line {line[0].short}.."
-           f"{line[-1].short} sets coreai-core=={b} in pyproject.toml")
+    how = (
+        f"{commit.short}'s pyproject.toml moves coreai-core=={a} to =={b}"
+        if commit
+        else f"no commit of {bisection.repo}'s first-parent line {line[0].short}.."
+        f"{line[-1].short} sets coreai-core=={b} in pyproject.toml"
+    )
     return Pin(a, b, commit, how)
 
 
-def _loads(old: str, new: str, catalog: Catalog, use_cache: bool, progress: Progress,
-           only: frozenset[str], repo: Repo | None, bisection: Bisection | None
-           ) -> tuple[tuple[tuple[LoadCheck, LoadCheck], ...], AssetChange | None]:
+def _loads(
+    old: str,
+    new: str,
+    catalog: Catalog,
+    use_cache: bool,
+    progress: Progress,
+    only: frozenset[str],
+    repo: Repo | None,
+    bisection: Bisection | None,
+) -> tuple[tuple[tuple[LoadCheck, LoadCheck], ...], AssetChange | None]:
     """The asset probe in both dtypes, written by each release and loaded on every runtime of
     the catalog; an asset change where, on the new release's runtime, the old asset does not
     load and the new one does."""
@@ -190,15 +261,20 @@ def _loads(old: str, new: str, catalog: Catalog, use_cache: bool, progress: Prog
         envs = {old: session.env(old), new: session.env(new)}
         for regime in asset_regimes():
             progress(f"load checks of {regime.name} written by {old} and {new}")
-            out.append((load_check(regime.spec, envs[old], cores(catalog), session, use_cache),
-                        load_check(regime.spec, envs[new], cores(catalog), session, use_cache)))
+            out.append(
+                (
+                    load_check(regime.spec, envs[old], cores(catalog), session, use_cache),
+                    load_check(regime.spec, envs[new], cores(catalog), session, use_cache),
+                )
+            )
         broken = [(a, b) for a, b in out if not _loads_on(a, core) and _loads_on(b, core)]
         if not broken:
             return tuple(out), None
         search = None
         if repo is not None and bisection is not None:
-            search = asset_commit(repo, bisection, session, broken[0][0].spec, core, envs,
-                                  use_cache, progress)
+            search = asset_commit(
+                repo, bisection, session, broken[0][0].spec, core, envs, use_cache, progress
+            )
     return tuple(out), AssetChange(core, tuple(broken), search)
 
 
@@ -207,9 +283,17 @@ def _loads_on(check: LoadCheck, core: str) -> bool:
     return outcome is not None and outcome.loads
 
 
-def _regions(old: str, new: str, bundles: list[Bundle], catalog: Catalog, policy: Policy,
-             use_cache: bool, verify: bool, progress: Progress, only: frozenset[str]
-             ) -> tuple[tuple[tuple[str, dict[str, Any]], ...], tuple[str, ...]]:
+def _regions(
+    old: str,
+    new: str,
+    bundles: list[Bundle],
+    catalog: Catalog,
+    policy: Policy,
+    use_cache: bool,
+    verify: bool,
+    progress: Progress,
+    only: frozenset[str],
+) -> tuple[tuple[tuple[str, dict[str, Any]], ...], tuple[str, ...]]:
     """Every region of the step in the bundles' whole programs: stored checks are read, or with
     `verify` measured (a bundle without a whole-bundle form has none)."""
     from inventory.verify.service import verified
@@ -217,8 +301,16 @@ def _regions(old: str, new: str, bundles: list[Bundle], catalog: Catalog, policy
     if only:
         return (), ()
     try:
-        checks = verified(bundles, new, [], catalog, policy, use_cache=use_cache,
-                          compute=verify, progress=progress)
+        checks = verified(
+            bundles,
+            new,
+            [],
+            catalog,
+            policy,
+            use_cache=use_cache,
+            compute=verify,
+            progress=progress,
+        )
     except EnvError:
         if verify:
             raise
@@ -232,4 +324,3 @@ def _regions(old: str, new: str, bundles: list[Bundle], catalog: Catalog, policy
         checked.append(name)
         out += [(name, r) for r in check.regions if r["step"] == label]
     return tuple(out), tuple(checked)
-

@@ -72,9 +72,15 @@ class Drafted:
         if self.touches:
             out["touches"] = list(self.touches)
         out["checked"] = DRAFTED
-        out["draft"] = {"step": self.step, "stage": self.stage, "grouped_by": self.grouped_by,
-                        "reaches": self.reaches, "values": self.values,
-                        "conditions": list(self.conditions), "evidence": list(self.evidence)}
+        out["draft"] = {
+            "step": self.step,
+            "stage": self.stage,
+            "grouped_by": self.grouped_by,
+            "reaches": self.reaches,
+            "values": self.values,
+            "conditions": list(self.conditions),
+            "evidence": list(self.evidence),
+        }
         return out
 
 
@@ -130,13 +136,20 @@ def group(observed: Observed, repo_url: str = "") -> StepDraft:
         targets: list[_Group] = []
         if observed.history and change.commits:
             for commit in dict.fromkeys(change.commits):
-                targets.append(get(f"pr-{commit.pr}" if commit.pr else f"commit-{commit.short}",
-                                   LOWERING_KIND, commit))
+                targets.append(
+                    get(
+                        f"pr-{commit.pr}" if commit.pr else f"commit-{commit.short}",
+                        LOWERING_KIND,
+                        commit,
+                    )
+                )
         else:
             target = get(f"construct-{held(change)[0]}", LOWERING_KIND)
             if observed.history:
-                target.notes.append(f"{change.regime.id}: bisection named no commit "
-                                    f"({change.problem or 'not bisected'})")
+                target.notes.append(
+                    f"{change.regime.id}: bisection named no commit "
+                    f"({change.problem or 'not bisected'})"
+                )
             targets.append(target)
         for g in targets:
             g.changes.append(change)
@@ -152,29 +165,43 @@ def group(observed: Observed, repo_url: str = "") -> StepDraft:
     return StepDraft(observed, tuple(_unique(records)), tuple(notes))
 
 
-def _place_region(bundle: str, region: dict[str, Any], groups: dict[str, _Group], get: Any,
-                  pipeline_key: str, notes: list[str]) -> None:
-    where = (f"{bundle} @{region['graph']} ({', '.join(region['modules'][:2]) or 'no module'}"
-             f"{' ...' if region.get('module_count', 0) > 2 else ''})")
+def _place_region(
+    bundle: str,
+    region: dict[str, Any],
+    groups: dict[str, _Group],
+    get: Any,
+    pipeline_key: str,
+    notes: list[str],
+) -> None:
+    where = (
+        f"{bundle} @{region['graph']} ({', '.join(region['modules'][:2]) or 'no module'}"
+        f"{' ...' if region.get('module_count', 0) > 2 else ''})"
+    )
     if region["stage"] == OPTIMIZER:
         get(pipeline_key, PIPELINE).regions.append((bundle, region))
         return
-    kinds = [k for k in (*region["constructs"], region.get("composite") or "")
-             if k in construct_kinds()]
-    joined = [g for g in groups.values() if g.kind == LOWERING_KIND and set(kinds) &
-              set(g.constructs)]
+    kinds = [
+        k for k in (*region["constructs"], region.get("composite") or "") if k in construct_kinds()
+    ]
+    joined = [
+        g for g in groups.values() if g.kind == LOWERING_KIND and set(kinds) & set(g.constructs)
+    ]
     if not joined and kinds:
         g = get(f"construct-{kinds[0]}", LOWERING_KIND)
         g.constructs += [k for k in kinds if k not in g.constructs]
-        g.notes.append(f"{where}: a {', '.join(kinds)} region changes in the whole program "
-                       "and no probe of it does")
+        g.notes.append(
+            f"{where}: a {', '.join(kinds)} region changes in the whole program "
+            "and no probe of it does"
+        )
         joined = [g]
     if not joined:
         ops = ", ".join(region.get("ops", [])[:6]) or "no aten target located"
-        notes.append(f"not drafted: {where}, lowering stage, {region['changed_lines']} changed "
-                     f"line(s), no construct detector names it (aten targets: {ops}; Core AI "
-                     f"ops: {', '.join(region.get('coreai_ops', [])[:6]) or 'none'}): a record "
-                     "naming it needs a construct, or `touches` written by hand")
+        notes.append(
+            f"not drafted: {where}, lowering stage, {region['changed_lines']} changed "
+            f"line(s), no construct detector names it (aten targets: {ops}; Core AI "
+            f"ops: {', '.join(region.get('coreai_ops', [])[:6]) or 'none'}): a record "
+            "naming it needs a construct, or `touches` written by hand"
+        )
         return
     for g in joined:
         g.regions.append((bundle, region))
@@ -183,9 +210,10 @@ def _place_region(bundle: str, region: dict[str, Any], groups: dict[str, _Group]
 def _ordered(groups: dict[str, _Group]) -> list[_Group]:
     """Pipeline and asset records first (they concern every bundle exported before the step),
     then lowering records by pull request number, then by construct."""
+
     def key(g: _Group) -> tuple[int, int, str]:
         rank = {"pin": 0, "asset": 1}.get(g.key, 2 if g.kind == PIPELINE else 3)
-        pr = int(g.commit.pr) if g.commit and g.commit.pr else 10 ** 9
+        pr = int(g.commit.pr) if g.commit and g.commit.pr else 10**9
         return rank, pr, g.key
 
     return sorted(groups.values(), key=key)
@@ -204,8 +232,7 @@ def _unique(records: list[Drafted]) -> list[Drafted]:
     return out
 
 
-def _record(g: _Group, observed: Observed, groups: dict[str, _Group],
-            repo_url: str) -> Drafted:
+def _record(g: _Group, observed: Observed, groups: dict[str, _Group], repo_url: str) -> Drafted:
     step = f"{observed.old}-{observed.new}"
     label = observed.label
     if g.kind == ASSET:
@@ -216,25 +243,45 @@ def _record(g: _Group, observed: Observed, groups: dict[str, _Group],
     if commit is not None:
         rid = commit.pr or f"commit-{commit.short}"
         title = _SUBJECT_PR.sub("", commit.subject) or commit.short
-        grouped = (f"commit {commit.label()} of {observed.repo}, bisected: the commit that "
-                   f"changes each of its probes")
+        grouped = (
+            f"commit {commit.label()} of {observed.repo}, bisected: the commit that "
+            f"changes each of its probes"
+        )
     else:
         kind = g.key.removeprefix("construct-")
         rid = f"draft-{step}-{kind}"
         title = f"{kind} lowering changes in coreai-torch {observed.old} -> {observed.new}"
-        grouped = (f"construct {kind}, lowering stage: "
-                   + ("no commit named by bisection" if observed.history else
-                      "no history was available (no --repo): grouped by construct and stage, "
-                      "not by pull request"))
-    others = {c.regime.id: ", ".join(f"#{p}" for p in c.prs) or "another commit"
-              for other in groups.values() if other is not g for c in other.changes}
+        grouped = f"construct {kind}, lowering stage: " + (
+            "no commit named by bisection"
+            if observed.history
+            else "no history was available (no --repo): grouped by construct and stage, "
+            "not by pull request"
+        )
+    others = {
+        c.regime.id: ", ".join(f"#{p}" for p in c.prs) or "another commit"
+        for other in groups.values()
+        if other is not g
+        for c in other.changes
+    }
     conditions = columns.conditions(g.changes, g.constructs, observed, others) + tuple(g.notes)
-    return Drafted(rid, title, observed.new, LOWERING_KIND,
-                   _upstream(repo_url, commit.pr if commit else None), tuple(g.constructs),
-                   _touches(g), label, LOWERING, grouped,
-                   columns.reaches(g.changes, g.constructs, observed, g.regions),
-                   columns.values(g.changes), conditions, _evidence(g),
-                   (commit.pr,) if commit and commit.pr else (), tuple(g.changes))
+    return Drafted(
+        rid,
+        title,
+        observed.new,
+        LOWERING_KIND,
+        _upstream(repo_url, commit.pr if commit else None),
+        tuple(g.constructs),
+        _touches(g),
+        label,
+        LOWERING,
+        grouped,
+        columns.reaches(g.changes, g.constructs, observed, g.regions),
+        columns.values(g.changes),
+        conditions,
+        _evidence(g),
+        (commit.pr,) if commit and commit.pr else (),
+        tuple(g.changes),
+    )
 
 
 def _touches(g: _Group) -> tuple[str, ...]:
@@ -264,26 +311,44 @@ def _pipeline_record(g: _Group, observed: Observed, repo_url: str) -> Drafted:
         grouped = f"the coreai-core pin: {pin.how}"
     else:
         rid = f"draft-{step}-pipeline"
-        title = (f"what runs around the lowerings changes in coreai-torch {observed.old} -> "
-                 f"{observed.new} (optimizer-stage changes; the coreai-core pin does not move)")
+        title = (
+            f"what runs around the lowerings changes in coreai-torch {observed.old} -> "
+            f"{observed.new} (optimizer-stage changes; the coreai-core pin does not move)"
+        )
         grouped = "the optimizer stage, no coreai-core pin change: one record for the step"
     stages = sorted({c.stage for c in g.changes} | {r["stage"] for _, r in g.regions})
     conditions = [f"{c.regime.id}: {c.stage} ({c.outcome.verdict.verdict})" for c in g.changes]
-    conditions += [f"{b} @{r['graph']}: {r['stage']} stage, {r['changed_lines']} line(s), "
-                   f"{', '.join(r.get('coreai_ops', [])[:4]) or 'no op'}" for b, r in g.regions]
+    conditions += [
+        f"{b} @{r['graph']}: {r['stage']} stage, {r['changed_lines']} line(s), "
+        f"{', '.join(r.get('coreai_ops', [])[:4]) or 'no op'}"
+        for b, r in g.regions
+    ]
     if not g.changes and not g.regions:
         conditions.append("no probe or region of the step changes at the optimizer stage")
-    return Drafted(rid, title, observed.new, PIPELINE,
-                   _upstream(repo_url, commit.pr if commit else None), (), (), observed.label,
-                   ", ".join(stages) or OPTIMIZER, grouped,
-                   columns.reaches(g.changes, (), observed, g.regions),
-                   columns.values(g.changes), tuple(conditions), _evidence(g),
-                   (commit.pr,) if commit and commit.pr else (), tuple(g.changes))
+    return Drafted(
+        rid,
+        title,
+        observed.new,
+        PIPELINE,
+        _upstream(repo_url, commit.pr if commit else None),
+        (),
+        (),
+        observed.label,
+        ", ".join(stages) or OPTIMIZER,
+        grouped,
+        columns.reaches(g.changes, (), observed, g.regions),
+        columns.values(g.changes),
+        tuple(conditions),
+        _evidence(g),
+        (commit.pr,) if commit and commit.pr else (),
+        tuple(g.changes),
+    )
 
 
 def _loads_line(check: LoadCheck) -> str:
-    return ", ".join(f"{o.core} {o.outcome}" + (f" ({o.signal})" if o.signal else "")
-                     for o in check.outcomes)
+    return ", ".join(
+        f"{o.core} {o.outcome}" + (f" ({o.signal})" if o.signal else "") for o in check.outcomes
+    )
 
 
 def _asset_record(g: _Group, observed: Observed, repo_url: str) -> Drafted:
@@ -295,30 +360,50 @@ def _asset_record(g: _Group, observed: Observed, repo_url: str) -> Drafted:
     if search is not None and commit is not None:
         rid = commit.pr or f"commit-{commit.short}"
         title = _SUBJECT_PR.sub("", commit.subject) or commit.short
-        grouped = (f"commit {commit.label()} of {observed.repo}: the first whose asset probe "
-                   f"loads on coreai-core {change.core} (binary search over the step's "
-                   f"first-parent line, {len(search.tested)} check(s))")
+        grouped = (
+            f"commit {commit.label()} of {observed.repo}: the first whose asset probe "
+            f"loads on coreai-core {change.core} (binary search over the step's "
+            f"first-parent line, {len(search.tested)} check(s))"
+        )
     else:
         rid = f"draft-{step}-asset"
-        title = (f"Assets written by coreai-torch {observed.old} do not load on coreai-core "
-                 f"{change.core}; those of {observed.new} do")
-        why = search.problem if search is not None and search.problem else \
-            "no history was available (no --repo)"
+        title = (
+            f"Assets written by coreai-torch {observed.old} do not load on coreai-core "
+            f"{change.core}; those of {observed.new} do"
+        )
+        why = (
+            search.problem
+            if search is not None and search.problem
+            else "no history was available (no --repo)"
+        )
         grouped = f"the load checks of the asset probe: {why}"
-    conditions = [f"asset probe {a.spec.dtype}: written by {observed.old}: {_loads_line(a)}; "
-                  f"written by {observed.new}: {_loads_line(b)}" for a, b in change.checks]
+    conditions = [
+        f"asset probe {a.spec.dtype}: written by {observed.old}: {_loads_line(a)}; "
+        f"written by {observed.new}: {_loads_line(b)}"
+        for a, b in change.checks
+    ]
     errors = sorted({o.error for a, _ in change.checks for o in a.outcomes if o.error})
     conditions += [f"refused with: {e}" for e in errors[:2]]
-    evidence = [_id(a.evidence) for a, _ in change.checks] + \
-        [_id(b.evidence) for _, b in change.checks]
+    evidence = [_id(a.evidence) for a, _ in change.checks] + [
+        _id(b.evidence) for _, b in change.checks
+    ]
     if search is not None:
         evidence += [_id(e) for _, _, e in search.tested]
-    return Drafted(rid, title, observed.new, ASSET,
-                   _upstream(repo_url, commit.pr if commit else None), (), (), observed.label,
-                   "load", grouped,
-                   f"yes: the asset the old release writes does not load on coreai-core "
-                   f"{change.core}, the runtime {observed.new} pins",
-                   f"does not load: {observed.old}'s asset on {change.core}; loads: "
-                   f"{observed.new}'s", tuple(conditions),
-                   tuple(i for i in dict.fromkeys(evidence) if i),
-                   (commit.pr,) if commit and commit.pr else ())
+    return Drafted(
+        rid,
+        title,
+        observed.new,
+        ASSET,
+        _upstream(repo_url, commit.pr if commit else None),
+        (),
+        (),
+        observed.label,
+        "load",
+        grouped,
+        f"yes: the asset the old release writes does not load on coreai-core "
+        f"{change.core}, the runtime {observed.new} pins",
+        f"does not load: {observed.old}'s asset on {change.core}; loads: {observed.new}'s",
+        tuple(conditions),
+        tuple(i for i in dict.fromkeys(evidence) if i),
+        (commit.pr,) if commit and commit.pr else (),
+    )

@@ -47,8 +47,9 @@ class Draft:
 def _forge_url(repo_path: Path) -> str:
     """The repository's address on GitHub (its `origin` remote), where its pull requests are
     `<url>/pull/N`; "" for another remote or none."""
-    proc = subprocess.run(["git", "-C", str(repo_path), "remote", "get-url", "origin"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "-C", str(repo_path), "remote", "get-url", "origin"], capture_output=True, text=True
+    )
     url = proc.stdout.strip().removesuffix("/").removesuffix(".git")
     if proc.returncode != 0 or "github.com" not in url:
         return ""
@@ -62,29 +63,58 @@ def _base(path: Path, old: str) -> tuple[dict[str, Any], ...]:
 
     load_fixes(path)
     data = read_toml(path, FixError)
-    return tuple(t for t in data.get("fix", [])
-                 if version_key(str(t.get("ships_in", ""))) <= version_key(old))
+    return tuple(
+        t
+        for t in data.get("fix", [])
+        if version_key(str(t.get("ships_in", ""))) <= version_key(old)
+    )
 
 
-def draft(old: str, new: str, library: list[Regime], bundles: list[Bundle], catalog: Catalog,
-          policy: Policy, base: Path, repo_path: Path | None = None, allow_code: bool = False,
-          verify: bool = False, use_cache: bool = True, only: frozenset[str] = frozenset(),
-          against: Path | None = None, progress: Progress = lambda _: None) -> Draft:
+def draft(
+    old: str,
+    new: str,
+    library: list[Regime],
+    bundles: list[Bundle],
+    catalog: Catalog,
+    policy: Policy,
+    base: Path,
+    repo_path: Path | None = None,
+    allow_code: bool = False,
+    verify: bool = False,
+    use_cache: bool = True,
+    only: frozenset[str] = frozenset(),
+    against: Path | None = None,
+    progress: Progress = lambda _: None,
+) -> Draft:
     catalog.release(old)
     catalog.release(new)
     if version_key(new) <= version_key(old):
         raise UsageError(f"--to {new} must be a later release than --from {old}")
     if repo_path is not None and not allow_code:
-        raise UsageError("draft --repo converts the probes with the code of each commit of the "
-                         "repository (inventory bisect): refused without --allow-code")
+        raise UsageError(
+            "draft --repo converts the probes with the code of each commit of the "
+            "repository (inventory bisect): refused without --allow-code"
+        )
     curated = load_fixes(against) if against is not None else None
     kept = _base(base, old)
     url = _forge_url(repo_path) if repo_path is not None else ""
     steps = []
     for a, b in release_steps(catalog, old, new):
         progress(f"drafting {a} -> {b}")
-        seen = observe(a, b, library, bundles, catalog, policy, repo_path, allow_code, verify,
-                       use_cache, only, progress)
+        seen = observe(
+            a,
+            b,
+            library,
+            bundles,
+            catalog,
+            policy,
+            repo_path,
+            allow_code,
+            verify,
+            use_cache,
+            only,
+            progress,
+        )
         steps.append(group(seen, url))
     repo = next((s.observed.repo for s in steps if s.observed.repo), "")
     comparison = compare(tuple(steps), curated, str(against)) if curated is not None else None
@@ -93,20 +123,25 @@ def draft(old: str, new: str, library: list[Regime], bundles: list[Bundle], cata
 
 def text(d: Draft) -> str:
     """The draft as a fix database: what `--fixes` reads."""
-    history = (f"bisected over {d.repo}'s history (inventory bisect), each record one pull "
-               "request's commit" if d.repo else
-               "no history was available (no --repo): each lowering record groups the changes "
-               "of one construct at the lowering stage, named draft-<from>-<to>-<construct>, "
-               "not a pull request")
-    head = [f"# Fix records drafted by `inventory draft --from {d.old} --to {d.new}` "
-            f"(inventory {version()}).",
-            f"# Records shipping in {d.old} or before: copied from {_name(d.base_source)}.",
-            f"# Records of {', '.join(s.observed.label for s in d.steps)}: drafted from what the "
-            "instruments measured (the library and registry sweeps, the whole-program regions "
-            "of stored checks, the load checks of the asset probe), " + history + ".",
-            '# checked = "drafted": read against no upstream diff yet. [fix.draft] holds what '
-            "was measured; evidence names the stored results (`$INVENTORY_STORE/results/ID`).",
-            ""]
+    history = (
+        f"bisected over {d.repo}'s history (inventory bisect), each record one pull "
+        "request's commit"
+        if d.repo
+        else "no history was available (no --repo): each lowering record groups the changes "
+        "of one construct at the lowering stage, named draft-<from>-<to>-<construct>, "
+        "not a pull request"
+    )
+    head = [
+        f"# Fix records drafted by `inventory draft --from {d.old} --to {d.new}` "
+        f"(inventory {version()}).",
+        f"# Records shipping in {d.old} or before: copied from {_name(d.base_source)}.",
+        f"# Records of {', '.join(s.observed.label for s in d.steps)}: drafted from what the "
+        "instruments measured (the library and registry sweeps, the whole-program regions "
+        "of stored checks, the load checks of the asset probe), " + history + ".",
+        '# checked = "drafted": read against no upstream diff yet. [fix.draft] holds what '
+        "was measured; evidence names the stored results (`$INVENTORY_STORE/results/ID`).",
+        "",
+    ]
     out = "\n".join(head) + "\n"
     if d.base:
         out += tomli_w.dumps({"fix": [portable(t) for t in d.base]}) + "\n"
@@ -130,4 +165,3 @@ def write(d: Draft, output: Path) -> Draft:
 
     write_text_atomic(output, text(d))
     return Draft(d.old, d.new, d.steps, d.base, d.base_source, d.repo, str(output), d.against)
-

@@ -18,9 +18,16 @@ def _commit(c: Commit) -> dict[str, Any]:
 
 
 def _transition(t: Transition) -> dict[str, Any]:
-    return {**_commit(t.commit), "parent": t.parent, "reference": t.reference,
-            "shipped": t.shipped, "reference_error": t.old_error or None,
-            "error": t.new_error or None, "result": t.result, "final": t.final}
+    return {
+        **_commit(t.commit),
+        "parent": t.parent,
+        "reference": t.reference,
+        "shipped": t.shipped,
+        "reference_error": t.old_error or None,
+        "error": t.new_error or None,
+        "result": t.result,
+        "final": t.final,
+    }
 
 
 def _probe(p: ProbeBisection) -> dict[str, Any]:
@@ -33,8 +40,16 @@ def _probe(p: ProbeBisection) -> dict[str, Any]:
         "release_result": p.release.evidence,
         "commits": [_transition(t) for t in p.transitions],
         "prs": list(p.prs),
-        "tested": [{"commit": t.commit, "reference": t.reference, "changed": t.changed,
-                    "shipped": t.shipped, "result": t.result} for t in p.tested],
+        "tested": [
+            {
+                "commit": t.commit,
+                "reference": t.reference,
+                "changed": t.changed,
+                "shipped": t.shipped,
+                "result": t.result,
+            }
+            for t in p.tested
+        ],
         "problem": p.problem or None,
     }
 
@@ -44,10 +59,16 @@ def bisect_record(b: Bisection) -> dict[str, Any]:
         "from": b.old,
         "to": b.new,
         "repo": b.repo,
-        "from_commit": {**_commit(b.old_commit), "found_by": b.found_by[b.old],
-                        "wheel": b.wheel_check[b.old]},
-        "to_commit": {**_commit(b.new_commit), "found_by": b.found_by[b.new],
-                      "wheel": b.wheel_check[b.new]},
+        "from_commit": {
+            **_commit(b.old_commit),
+            "found_by": b.found_by[b.old],
+            "wheel": b.wheel_check[b.old],
+        },
+        "to_commit": {
+            **_commit(b.new_commit),
+            "found_by": b.found_by[b.new],
+            "wheel": b.wheel_check[b.new],
+        },
         "commits": [_commit(c) for c in b.commits],
         "probed": b.probed,
         "changing": len(b.probes),
@@ -61,8 +82,7 @@ def bisect_record(b: Bisection) -> dict[str, Any]:
 def _who(p: ProbeBisection) -> Text:
     if not p.transitions:
         return Text(f"not attributed: {p.problem or 'no commit found'}", style="bold red")
-    parts = [t.commit.label() + ("" if t.final else " (then changed again)")
-             for t in p.transitions]
+    parts = [t.commit.label() + ("" if t.final else " (then changed again)") for t in p.transitions]
     return Text(", then ".join(parts) if len(parts) > 1 else parts[0])
 
 
@@ -70,11 +90,17 @@ def bisect_table(b: Bisection) -> Group:
     lines: list = []
     for release, commit in ((b.old, b.old_commit), (b.new, b.new_commit)):
         check = b.wheel_check[release]
-        lines.append(Text(f"{release}: {commit.short} ({b.found_by[release]}); wheel: "
-                          f"{'same files as the commit' if check == WHEEL_SAME else check}"))
-    table = Table(title=f"bisect coreai-torch {b.old} → {b.new}: {len(b.probes)} of {b.probed} "
-                        f"probes change, over {len(b.commits)} first-parent commits",
-                  title_justify="left")
+        lines.append(
+            Text(
+                f"{release}: {commit.short} ({b.found_by[release]}); wheel: "
+                f"{'same files as the commit' if check == WHEEL_SAME else check}"
+            )
+        )
+    table = Table(
+        title=f"bisect coreai-torch {b.old} → {b.new}: {len(b.probes)} of {b.probed} "
+        f"probes change, over {len(b.commits)} first-parent commits",
+        title_justify="left",
+    )
     for col in ("probe", "release step", "changed by"):
         table.add_column(col, overflow="fold")
     for p in b.probes:
@@ -85,11 +111,13 @@ def bisect_table(b: Bisection) -> Group:
         for t in p.transitions:
             prs[t.commit.label()] = prs.get(t.commit.label(), 0) + 1
     if prs:
-        lines.append(Text("per commit: " + "; ".join(f"{k}: {n} probe(s)"
-                                                     for k, n in prs.items())))
+        lines.append(Text("per commit: " + "; ".join(f"{k}: {n} probe(s)" for k, n in prs.items())))
     if b.unattributed:
-        lines.append(Text(f"{len(b.unattributed)} changing probe(s) could not be attributed",
-                          style="bold red"))
+        lines.append(
+            Text(
+                f"{len(b.unattributed)} changing probe(s) could not be attributed", style="bold red"
+            )
+        )
     return Group(*lines)
 
 
@@ -100,16 +128,24 @@ def _who_plain(p: ProbeBisection) -> str:
 def bisect_markdown(b: Bisection) -> str:
     """The same document as the table, for a release page or a ticket: the two releases'
     commits and how they were found, one row per changing probe, the count per commit."""
-    lines = [f"## bisect coreai-torch {b.old} → {b.new}", "",
-             f"{len(b.probes)} of {b.probed} probes change, over {len(b.commits)} "
-             f"first-parent commits of {b.repo}.", ""]
+    lines = [
+        f"## bisect coreai-torch {b.old} → {b.new}",
+        "",
+        f"{len(b.probes)} of {b.probed} probes change, over {len(b.commits)} "
+        f"first-parent commits of {b.repo}.",
+        "",
+    ]
     for release, commit in ((b.old, b.old_commit), (b.new, b.new_commit)):
         check = b.wheel_check[release]
-        lines.append(f"- {release}: `{commit.short}` ({b.found_by[release]}); wheel: "
-                     f"{'same files as the commit' if check == WHEEL_SAME else check}")
+        lines.append(
+            f"- {release}: `{commit.short}` ({b.found_by[release]}); wheel: "
+            f"{'same files as the commit' if check == WHEEL_SAME else check}"
+        )
     lines += ["", "| probe | release step | changed by |", "|---|---|---|"]
-    lines += [f"| {md_cell(p.regime.id)} | {p.release.shipped} | {md_cell(_who_plain(p))} |"
-              for p in b.probes]
+    lines += [
+        f"| {md_cell(p.regime.id)} | {p.release.shipped} | {md_cell(_who_plain(p))} |"
+        for p in b.probes
+    ]
     prs: dict[str, int] = {}
     for p in b.probes:
         for t in p.transitions:
@@ -117,6 +153,9 @@ def bisect_markdown(b: Bisection) -> str:
     if prs:
         lines += ["", "per commit: " + "; ".join(f"{k}: {n} probe(s)" for k, n in prs.items())]
     if b.unattributed:
-        lines += ["", f"**{len(b.unattributed)} changing probe(s) could not be attributed**: "
-                  + ", ".join(p.regime.id for p in b.unattributed)]
+        lines += [
+            "",
+            f"**{len(b.unattributed)} changing probe(s) could not be attributed**: "
+            + ", ".join(p.regime.id for p in b.unattributed),
+        ]
     return "\n".join(lines) + "\n"

@@ -30,13 +30,25 @@ def age(days: float) -> str:
 def list_record(listing: Listing) -> dict[str, Any]:
     return {
         "results": listing.results,
-        "ages": [{"name": name, "below_days": None if high == float("inf") else high}
-                 for name, high in AGES],
-        "kinds": [{"kind": k.kind, "label": k.label, "count": k.count, "ages": list(k.ages),
-                   "newest_days": k.newest_days, "oldest_days": k.oldest_days}
-                  for k in listing.kinds()],
-        "entries": [{"name": e.name, "kind": e.kind, "part": e.part or None,
-                     "age_days": e.age_days} for e in listing.entries],
+        "ages": [
+            {"name": name, "below_days": None if high == float("inf") else high}
+            for name, high in AGES
+        ],
+        "kinds": [
+            {
+                "kind": k.kind,
+                "label": k.label,
+                "count": k.count,
+                "ages": list(k.ages),
+                "newest_days": k.newest_days,
+                "oldest_days": k.oldest_days,
+            }
+            for k in listing.kinds()
+        ],
+        "entries": [
+            {"name": e.name, "kind": e.kind, "part": e.part or None, "age_days": e.age_days}
+            for e in listing.entries
+        ],
     }
 
 
@@ -44,8 +56,12 @@ def list_table(listing: Listing) -> Group:
     kinds = listing.kinds()
     if not kinds:
         return Group(Text(f"no stored results in {listing.results}"))
-    table = Table(box=None, pad_edge=False, title_justify="left",
-                  title=f"stored results in {listing.results}, by kind and age")
+    table = Table(
+        box=None,
+        pad_edge=False,
+        title_justify="left",
+        title=f"stored results in {listing.results}, by kind and age",
+    )
     table.add_column("kind")
     table.add_column("results", justify="right")
     for name, _ in AGES:
@@ -53,20 +69,36 @@ def list_table(listing: Listing) -> Group:
     table.add_column("newest", justify="right")
     table.add_column("oldest", justify="right")
     for k in kinds:
-        table.add_row(k.label, str(k.count), *(str(n) for n in k.ages), age(k.newest_days),
-                      age(k.oldest_days))
-    return Group(table, Text("sizes: inventory cache du; what prune would remove: "
-                             "inventory cache prune --dry-run", style="dim"))
+        table.add_row(
+            k.label, str(k.count), *(str(n) for n in k.ages), age(k.newest_days), age(k.oldest_days)
+        )
+    return Group(
+        table,
+        Text(
+            "sizes: inventory cache du; what prune would remove: inventory cache prune --dry-run",
+            style="dim",
+        ),
+    )
 
 
 def _usage(u: Usage) -> dict[str, Any]:
-    return {"name": u.name, "path": u.path or None, "bytes": u.bytes, "count": u.count,
-            "note": u.note or None, "items": [_usage(i) for i in u.items]}
+    return {
+        "name": u.name,
+        "path": u.path or None,
+        "bytes": u.bytes,
+        "count": u.count,
+        "note": u.note or None,
+        "items": [_usage(i) for i in u.items],
+    }
 
 
 def du_record(usage: DiskUsage) -> dict[str, Any]:
-    return {"store": usage.store, "cache": usage.cache, "total_bytes": usage.total,
-            "parts": [_usage(p) for p in usage.parts]}
+    return {
+        "store": usage.store,
+        "cache": usage.cache,
+        "total_bytes": usage.total,
+        "parts": [_usage(p) for p in usage.parts],
+    }
 
 
 def du_table(usage: DiskUsage) -> Table:

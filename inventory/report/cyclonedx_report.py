@@ -53,10 +53,12 @@ from inventory.version import version
 
 UPSTREAM = "apple/coreai-torch"
 LEVELS = ("required", "inconclusive", "optional", "no")
-_STATE = {"required": ImpactAnalysisState.EXPLOITABLE,
-          "optional": ImpactAnalysisState.EXPLOITABLE,
-          "inconclusive": ImpactAnalysisState.IN_TRIAGE,
-          "no": ImpactAnalysisState.NOT_AFFECTED}
+_STATE = {
+    "required": ImpactAnalysisState.EXPLOITABLE,
+    "optional": ImpactAnalysisState.EXPLOITABLE,
+    "inconclusive": ImpactAnalysisState.IN_TRIAGE,
+    "no": ImpactAnalysisState.NOT_AFFECTED,
+}
 # verdicts of a "no" that hold no instance of the construct; any other "no" holds one
 _ABSENT = {"not-affected", "not-present"}
 
@@ -75,28 +77,42 @@ def upstream_ref(fix: str) -> str:
 
 
 def _converter(release: str) -> Component:
-    return Component(name="coreai-torch", version=release, type=ComponentType.LIBRARY,
-                     bom_ref=f"pkg:pypi/coreai-torch@{release}",
-                     purl=PackageURL("pypi", name="coreai-torch", version=release))
+    return Component(
+        name="coreai-torch",
+        version=release,
+        type=ComponentType.LIBRARY,
+        bom_ref=f"pkg:pypi/coreai-torch@{release}",
+        purl=PackageURL("pypi", name="coreai-torch", version=release),
+    )
 
 
 def _runtime(core: str) -> Component:
-    return Component(name="coreai-core", version=core, type=ComponentType.LIBRARY,
-                     bom_ref=f"pkg:pypi/coreai-core@{core}",
-                     purl=PackageURL("pypi", name="coreai-core", version=core))
+    return Component(
+        name="coreai-core",
+        version=core,
+        type=ComponentType.LIBRARY,
+        bom_ref=f"pkg:pypi/coreai-core@{core}",
+        purl=PackageURL("pypi", name="coreai-core", version=core),
+    )
 
 
 def _props(pairs: Iterable[tuple[str, Any]]) -> list[Property]:
-    return [Property(name=f"inventory:{k}", value=str(v)) for k, v in pairs
-            if v not in (None, "", [])]
+    return [
+        Property(name=f"inventory:{k}", value=str(v)) for k, v in pairs if v not in (None, "", [])
+    ]
 
 
 def _bom(command: str) -> Bom:
     bom = Bom()
-    bom.metadata.tools.components.add(Component(
-        name="inventory", version=version(), type=ComponentType.APPLICATION,
-        description=f"inventory {command}: does a new coreai-torch release change the bundles "
-                    f"you shipped?"))
+    bom.metadata.tools.components.add(
+        Component(
+            name="inventory",
+            version=version(),
+            type=ComponentType.APPLICATION,
+            description=f"inventory {command}: does a new coreai-torch release change the bundles "
+            f"you shipped?",
+        )
+    )
     return bom
 
 
@@ -118,6 +134,7 @@ def _release_of(exporter: str | None) -> str | None:
 
 # ---- scan: the bundles as they are ------------------------------------------------------------
 
+
 def scan_bom(result: dict[str, Any]) -> Bom:
     bom = _bom("scan")
     seen: dict[str, Component] = {}
@@ -126,24 +143,35 @@ def scan_bom(result: dict[str, Any]) -> Bom:
             continue
         entries = b.get("entries") or []
         model = Component(
-            name=b["name"], type=ComponentType.MACHINE_LEARNING_MODEL,
+            name=b["name"],
+            type=ComponentType.MACHINE_LEARNING_MODEL,
             bom_ref=f"bundle:{b['name']}",
-            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=f["sha256"])
-                    for f in b.get("files", []) if len(b.get("files", [])) == 1],
-            properties=_props([
-                ("producer", b.get("producer") or "none"),
-                ("exporter", b.get("exporter")),
-                ("asset_version", b.get("asset_version")),
-                ("weights", (b.get("weights") or {}).get("fingerprint")),
-                ("dtype", ",".join(sorted((b.get("weights") or {}).get("dtypes", {})))),
-                *[(f"entry_point:{e['name']}", _signature(e)) for e in entries],
-                *[(f"loads:{o['runtime']}", o["outcome"]) for o in b.get("loads", [])],
-            ]),
-            components=[Component(name=f["path"], type=ComponentType.FILE,
-                                  bom_ref=f"bundle:{b['name']}/{f['path']}",
-                                  hashes=[HashType(alg=HashAlgorithm.SHA_256,
-                                                   content=f["sha256"])])
-                         for f in b.get("files", [])])
+            hashes=[
+                HashType(alg=HashAlgorithm.SHA_256, content=f["sha256"])
+                for f in b.get("files", [])
+                if len(b.get("files", [])) == 1
+            ],
+            properties=_props(
+                [
+                    ("producer", b.get("producer") or "none"),
+                    ("exporter", b.get("exporter")),
+                    ("asset_version", b.get("asset_version")),
+                    ("weights", (b.get("weights") or {}).get("fingerprint")),
+                    ("dtype", ",".join(sorted((b.get("weights") or {}).get("dtypes", {})))),
+                    *[(f"entry_point:{e['name']}", _signature(e)) for e in entries],
+                    *[(f"loads:{o['runtime']}", o["outcome"]) for o in b.get("loads", [])],
+                ]
+            ),
+            components=[
+                Component(
+                    name=f["path"],
+                    type=ComponentType.FILE,
+                    bom_ref=f"bundle:{b['name']}/{f['path']}",
+                    hashes=[HashType(alg=HashAlgorithm.SHA_256, content=f["sha256"])],
+                )
+                for f in b.get("files", [])
+            ],
+        )
         _add(bom, seen, model)
         needs = []
         release = _release_of(b.get("exporter"))
@@ -159,20 +187,35 @@ def scan_bom(result: dict[str, Any]) -> Bom:
 
 def _signature(entry: dict[str, Any]) -> str:
     def io(ts: list[dict[str, Any]]) -> str:
-        return ", ".join(f"{t.get('name') or '-'} {t.get('dtype')} {t.get('shape')}"
-                         for t in ts if t.get("kind") != "token")
+        return ", ".join(
+            f"{t.get('name') or '-'} {t.get('dtype')} {t.get('shape')}"
+            for t in ts
+            if t.get("kind") != "token"
+        )
+
     return f"({io(entry.get('inputs', []))}) -> ({io(entry.get('outputs', []))})"
 
 
 # ---- plan and affected: the fixes as VEX ---------------------------------------------------------
 
-def _finding(bom: Bom, bundle: Component, fix: str, title: str, level: str, item: dict[str, Any],
-             ignored: str | None) -> None:
+
+def _finding(
+    bom: Bom,
+    bundle: Component,
+    fix: str,
+    title: str,
+    level: str,
+    item: dict[str, Any],
+    ignored: str | None,
+) -> None:
     verdict = item.get("verdict", "")
     justification = None
     if level == "no":
-        justification = (ImpactAnalysisJustification.CODE_NOT_PRESENT if verdict in _ABSENT
-                         else ImpactAnalysisJustification.CODE_NOT_REACHABLE)
+        justification = (
+            ImpactAnalysisJustification.CODE_NOT_PRESENT
+            if verdict in _ABSENT
+            else ImpactAnalysisJustification.CODE_NOT_REACHABLE
+        )
     responses = []
     if level in ("required", "optional"):
         responses.append(ImpactAnalysisResponse.UPDATE)
@@ -185,16 +228,27 @@ def _finding(bom: Bom, bundle: Component, fix: str, title: str, level: str, item
     if evidence:
         detail += f" (evidence: {', '.join(evidence)})"
     url = upstream_url(fix)
-    bom.vulnerabilities.add(Vulnerability(
-        bom_ref=f"{upstream_ref(fix)}/{bundle.bom_ref.value}",
-        id=upstream_ref(fix), description=title,
-        source=VulnerabilitySource(name=UPSTREAM, url=XsUri(url)) if url else None,
-        recommendation="; ".join(item.get("remedies") or []) or None,
-        analysis=VulnerabilityAnalysis(state=_STATE[level], justification=justification,
-                                       responses=responses, detail=detail),
-        affects=[BomTarget(ref=str(bundle.bom_ref.value))],
-        properties=_props([("level", level), ("verdict", verdict), ("ignored", ignored),
-                           ("kind", item.get("kind"))])))
+    bom.vulnerabilities.add(
+        Vulnerability(
+            bom_ref=f"{upstream_ref(fix)}/{bundle.bom_ref.value}",
+            id=upstream_ref(fix),
+            description=title,
+            source=VulnerabilitySource(name=UPSTREAM, url=XsUri(url)) if url else None,
+            recommendation="; ".join(item.get("remedies") or []) or None,
+            analysis=VulnerabilityAnalysis(
+                state=_STATE[level], justification=justification, responses=responses, detail=detail
+            ),
+            affects=[BomTarget(ref=str(bundle.bom_ref.value))],
+            properties=_props(
+                [
+                    ("level", level),
+                    ("verdict", verdict),
+                    ("ignored", ignored),
+                    ("kind", item.get("kind")),
+                ]
+            ),
+        )
+    )
 
 
 def _evidence(item: dict[str, Any]) -> list[str]:
@@ -209,10 +263,16 @@ def _evidence(item: dict[str, Any]) -> list[str]:
 
 
 def _bundle_component(bom: Bom, seen: dict[str, Component], b: dict[str, Any]) -> Component:
-    model = _add(bom, seen, Component(
-        name=b["bundle"], type=ComponentType.MACHINE_LEARNING_MODEL,
-        bom_ref=f"bundle:{b['bundle']}",
-        properties=_props([("exporter", b.get("exporter")), ("reexport", b.get("reexport"))])))
+    model = _add(
+        bom,
+        seen,
+        Component(
+            name=b["bundle"],
+            type=ComponentType.MACHINE_LEARNING_MODEL,
+            bom_ref=f"bundle:{b['bundle']}",
+            properties=_props([("exporter", b.get("exporter")), ("reexport", b.get("reexport"))]),
+        ),
+    )
     needs = []
     if b.get("exporter"):
         needs.append(_add(bom, seen, _converter(str(b["exporter"]))))
@@ -227,28 +287,56 @@ def plan_bom(result: dict[str, Any]) -> Bom:
     bom = _bom("plan")
     seen: dict[str, Component] = {}
     target = _add(bom, seen, _converter(str(result["to"])))
-    bom.metadata.component = Component(name="re-export plan", type=ComponentType.APPLICATION,
-                                       version=str(result["to"]), bom_ref="plan")
+    bom.metadata.component = Component(
+        name="re-export plan",
+        type=ComponentType.APPLICATION,
+        version=str(result["to"]),
+        bom_ref="plan",
+    )
     bom.register_dependency(bom.metadata.component, [target])
     for b in result.get("bundles", []):
         model = _bundle_component(bom, seen, b)
-        levels = {"required": "required", "inconclusive": "inconclusive",
-                  "optional": "optional", "not_affected": "no"}
+        levels = {
+            "required": "required",
+            "inconclusive": "inconclusive",
+            "optional": "optional",
+            "not_affected": "no",
+        }
         for key, level in levels.items():
             for item in b.get(key) or []:
                 _finding(bom, model, str(item["fix"]), item.get("title", ""), level, item, None)
         for item in b.get("ignored") or []:  # measured at its own level, ignored by the user
-            _finding(bom, model, str(item["fix"]), item.get("title", ""),
-                     item["ignored"]["level"], item, item["ignored"]["reason"])
+            _finding(
+                bom,
+                model,
+                str(item["fix"]),
+                item.get("title", ""),
+                item["ignored"]["level"],
+                item,
+                item["ignored"]["reason"],
+            )
         load = b.get("load") or {}
         if load.get("reexport") not in (None, "no") and not b.get("load_explained_by"):
             # the asset does not load where it ships, and no record explains it: still a finding
-            _finding(bom, model, "asset-load", "the shipped asset on its deployment runtimes",
-                     load["reexport"], load, None)
+            _finding(
+                bom,
+                model,
+                "asset-load",
+                "the shipped asset on its deployment runtimes",
+                load["reexport"],
+                load,
+                None,
+            )
         for u in b.get("unexplained") or []:  # a change no fix record explains: still a finding
-            _finding(bom, model, f"unrecorded:{u['probe']}@{u['step']}",
-                     f"{u['construct']} changes in {u['step']} (no fix record explains it)",
-                     u["reexport"], u, None)
+            _finding(
+                bom,
+                model,
+                f"unrecorded:{u['probe']}@{u['step']}",
+                f"{u['construct']} changes in {u['step']} (no fix record explains it)",
+                u["reexport"],
+                u,
+                None,
+            )
     return bom
 
 
@@ -259,8 +347,11 @@ def affected_bom(result: dict[str, Any]) -> Bom:
     for b in result.get("bundles", []):
         model = _bundle_component(bom, seen, b)
         ignored = (b.get("ignored") or {}).get("reason")
-        item = {**b, "kind": result.get("kind"),
-                "evidence": [p["evidence"] for p in b.get("probes", []) if p.get("evidence")]}
+        item = {
+            **b,
+            "kind": result.get("kind"),
+            "evidence": [p["evidence"] for p in b.get("probes", []) if p.get("evidence")],
+        }
         _finding(bom, model, fix, result.get("title", ""), b["reexport"], item, ignored)
     return bom
 

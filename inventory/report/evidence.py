@@ -18,7 +18,7 @@ def evidence_id(path: str) -> str:
     parts = PurePath(path).parts
     if "results" in parts:
         at = len(parts) - 1 - parts[::-1].index("results")
-        rest = parts[at + 1:]
+        rest = parts[at + 1 :]
         if rest:
             return str(PurePath(*rest))
     return path
@@ -65,8 +65,9 @@ def measured_tensors(folder: Path) -> list[tuple[str, Any, Any, Any]]:
             sides[side] = load_file(folder / files[side])
         except (KeyError, OSError, ValueError):
             sides[side] = {}
-    return [(name, ref[name], sides["old"].get(name), sides["new"].get(name))
-            for name in sorted(ref)]
+    return [
+        (name, ref[name], sides["old"].get(name), sides["new"].get(name)) for name in sorted(ref)
+    ]
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

@@ -31,8 +31,11 @@ from inventory.report.verify_report import unrecorded_line
 from inventory.version import version
 
 LEVELS = ("required", "inconclusive", "optional", "no")
-_FINDING_KEYS = (("required", "required"), ("inconclusive", "inconclusive"),
-                 ("optional", "optional"))
+_FINDING_KEYS = (
+    ("required", "required"),
+    ("inconclusive", "inconclusive"),
+    ("optional", "optional"),
+)
 _MAX_PROBE_VIEWS = 12  # probes drawn per report: the rest are listed with their evidence
 _DIFF_LINES = 4000  # lines of a normalised program compared side by side
 
@@ -100,23 +103,31 @@ class Report:
         """Bundles per level (per status for a whole-program check), most urgent first."""
         order = (*LEVELS[:3], "inconsistent", "consistent", "no")
         found = {b.level for b in self.bundles}
-        return {level: sum(b.level == level for b in self.bundles)
-                for level in (*order, *sorted(found - set(order))) if level in found}
+        return {
+            level: sum(b.level == level for b in self.bundles)
+            for level in (*order, *sorted(found - set(order)))
+            if level in found
+        }
 
 
-def _finding(item: dict[str, Any], level: str, fix: str | None = None,
-             title: str | None = None) -> Finding:
+def _finding(
+    item: dict[str, Any], level: str, fix: str | None = None, title: str | None = None
+) -> Finding:
     evidence = item.get("evidence") or []
     if isinstance(evidence, str):
         evidence = [evidence]
     ignored = item.get("ignored")
-    return Finding(fix=str(fix if fix is not None else item.get("fix", "")),
-                   title=title if title is not None else item.get("title", ""), level=level,
-                   verdict=str(item.get("verdict", "")), reason=str(item.get("reason", "")),
-                   remedies=list(item.get("remedies") or []),
-                   evidence=[evidence_id(e) for e in evidence],
-                   ignored=ignored.get("reason") if isinstance(ignored, dict) else None,
-                   not_checked=item.get("not_checked"))
+    return Finding(
+        fix=str(fix if fix is not None else item.get("fix", "")),
+        title=title if title is not None else item.get("title", ""),
+        level=level,
+        verdict=str(item.get("verdict", "")),
+        reason=str(item.get("reason", "")),
+        remedies=list(item.get("remedies") or []),
+        evidence=[evidence_id(e) for e in evidence],
+        ignored=ignored.get("reason") if isinstance(ignored, dict) else None,
+        not_checked=item.get("not_checked"),
+    )
 
 
 def _load_row(load: dict[str, Any] | None) -> dict[str, str]:
@@ -124,8 +135,10 @@ def _load_row(load: dict[str, Any] | None) -> dict[str, str]:
     if not load or not load.get("checks"):
         return {}
     own = load["checks"][0]
-    return {o["runtime"]: o["outcome"] + (" (deployment)" if o.get("deployment") else "")
-            for o in own.get("outcomes", [])}
+    return {
+        o["runtime"]: o["outcome"] + (" (deployment)" if o.get("deployment") else "")
+        for o in own.get("outcomes", [])
+    }
 
 
 def _probe_view(label: str, ref: str) -> ProbeView:
@@ -135,19 +148,27 @@ def _probe_view(label: str, ref: str) -> ProbeView:
         view.missing = f"evidence {evidence_id(ref)} is not in this machine's store"
         return view
     for name, reference, old, new in measured_tensors(folder):
-        bad = [f"{side} {int(np.size(x) - np.isfinite(x).sum())} non-finite"
-               for side, x in (("old", old), ("new", new))
-               if x is not None and not np.isfinite(x).all()]
-        view.plots.append(plots.values(
-            f"{label}: {name} {list(reference.shape)}{' (' + ', '.join(bad) + ')' if bad else ''}",
-            reference, old, new))
+        bad = [
+            f"{side} {int(np.size(x) - np.isfinite(x).sum())} non-finite"
+            for side, x in (("old", old), ("new", new))
+            if x is not None and not np.isfinite(x).all()
+        ]
+        view.plots.append(
+            plots.values(
+                f"{label}: {name} {list(reference.shape)}"
+                f"{' (' + ', '.join(bad) + ')' if bad else ''}",
+                reference,
+                old,
+                new,
+            )
+        )
     ir = normalised_ir(folder)
     if ir is not None and ir[0] != ir[1]:
         old_lines = ir[0].splitlines()[:_DIFF_LINES]
         new_lines = ir[1].splitlines()[:_DIFF_LINES]
         view.diff = difflib.HtmlDiff(tabsize=2, wrapcolumn=90).make_table(
-            old_lines, new_lines, "old (normalised)", "new (normalised)", context=True,
-            numlines=3)
+            old_lines, new_lines, "old (normalised)", "new (normalised)", context=True, numlines=3
+        )
     return view  # a load check keeps neither: its outcomes are in the load matrix
 
 
@@ -166,43 +187,69 @@ def _views(findings: Iterable[Finding], budget: list[int]) -> list[ProbeView]:
 
 # ---- plan -----------------------------------------------------------------------------------
 
+
 def plan_report(result: dict[str, Any]) -> Report:
     budget = [_MAX_PROBE_VIEWS]
     bundles = []
     loads: dict[str, dict[str, str]] = {}
     for b in result.get("bundles", []):
-        view = BundleView(name=b["bundle"], level=b["reexport"], reason="",
-                          exporter=f"coreai-torch {b.get('exporter')}"
-                          f"{' (assumed)' if b.get('exporter_assumed') else ''}")
+        view = BundleView(
+            name=b["bundle"],
+            level=b["reexport"],
+            reason="",
+            exporter=f"coreai-torch {b.get('exporter')}"
+            f"{' (assumed)' if b.get('exporter_assumed') else ''}",
+        )
         for key, level in _FINDING_KEYS:
             view.findings += [_finding(i, level) for i in b.get(key) or []]
         view.ignored = [_finding(i, i["ignored"].get("level", "")) for i in b.get("ignored") or []]
         view.not_affected = [_finding(i, "no") for i in b.get("not_affected") or []]
         load = b.get("load")
         if load and load.get("reexport") not in (None, "no") and not b.get("load_explained_by"):
-            view.findings.insert(0, Finding(fix="load", title="the shipped asset on its "
-                                            "deployment runtimes", level=load["reexport"],
-                                            verdict=load.get("verdict", ""),
-                                            reason=load.get("reason", ""),
-                                            remedies=list(load.get("remedies") or [])))
+            view.findings.insert(
+                0,
+                Finding(
+                    fix="load",
+                    title="the shipped asset on its deployment runtimes",
+                    level=load["reexport"],
+                    verdict=load.get("verdict", ""),
+                    reason=load.get("reason", ""),
+                    remedies=list(load.get("remedies") or []),
+                ),
+            )
         for u in b.get("unexplained") or []:
-            view.findings.append(Finding(
-                fix="unrecorded", title=f"{u['construct']} changes in {u['step']}",
-                level=u["reexport"], verdict=u["verdict"], reason=u["reason"],
-                evidence=[evidence_id(u["evidence"])] if u.get("evidence") else []))
+            view.findings.append(
+                Finding(
+                    fix="unrecorded",
+                    title=f"{u['construct']} changes in {u['step']}",
+                    level=u["reexport"],
+                    verdict=u["verdict"],
+                    reason=u["reason"],
+                    evidence=[evidence_id(u["evidence"])] if u.get("evidence") else [],
+                )
+            )
         top = next((f for f in view.findings if f.level == view.level), None)
-        view.reason = (f"{top.ref}: {top.reason}" if top else
-                       f"none of {len(view.not_affected)} fixes changes its program")
+        view.reason = (
+            f"{top.ref}: {top.reason}"
+            if top
+            else f"none of {len(view.not_affected)} fixes changes its program"
+        )
         if b.get("verify"):
             view.notes.append(f"whole program: {b['verify'].get('answer')}")
             _whole_program(view, b["verify"])
-        view.probes = _views([f for f in view.findings if f.level in ("required", "optional")],
-                             budget)
+        view.probes = _views(
+            [f for f in view.findings if f.level in ("required", "optional")], budget
+        )
         loads[view.name] = _load_row(load)
         bundles.append(view)
     runtimes = sorted({r for row in loads.values() for r in row})
-    report = Report("plan", f"Re-export plan for coreai-torch {result.get('to')}",
-                    _ordered(bundles), runtimes, loads)
+    report = Report(
+        "plan",
+        f"Re-export plan for coreai-torch {result.get('to')}",
+        _ordered(bundles),
+        runtimes,
+        loads,
+    )
     if result.get("suggest"):
         report.notes.append(result["suggest"])
     return report
@@ -215,36 +262,60 @@ def _ordered(bundles: list[BundleView]) -> list[BundleView]:
 
 # ---- affected ---------------------------------------------------------------------------------
 
+
 def affected_report(result: dict[str, Any]) -> Report:
     budget = [_MAX_PROBE_VIEWS]
     fix, title = str(result["fix"]), result.get("title", "")
     bundles, loads = [], {}
     for b in result.get("bundles", []):
-        finding = _finding({**b, "evidence": [p["evidence"] for p in b.get("probes", [])
-                                              if p.get("evidence")]}, b["reexport"], fix, title)
-        view = BundleView(name=b["bundle"], level=b["reexport"], reason=b.get("reason", ""),
-                          exporter=f"coreai-torch {b.get('exporter')}")
-        (view.ignored if finding.ignored else view.findings if b["reexport"] != "no"
-         else view.not_affected).append(finding)
-        view.notes += [f"instance: {i['count']}x {i['kind']} {i['params']}"
-                       for i in b.get("instances", [])]
+        finding = _finding(
+            {**b, "evidence": [p["evidence"] for p in b.get("probes", []) if p.get("evidence")]},
+            b["reexport"],
+            fix,
+            title,
+        )
+        view = BundleView(
+            name=b["bundle"],
+            level=b["reexport"],
+            reason=b.get("reason", ""),
+            exporter=f"coreai-torch {b.get('exporter')}",
+        )
+        (
+            view.ignored
+            if finding.ignored
+            else view.findings
+            if b["reexport"] != "no"
+            else view.not_affected
+        ).append(finding)
+        view.notes += [
+            f"instance: {i['count']}x {i['kind']} {i['params']}" for i in b.get("instances", [])
+        ]
         if b.get("reexport") in ("required", "optional"):
             view.probes = _views([finding], budget)
         loads[view.name] = _load_row(b.get("load"))
         bundles.append(view)
     runtimes = sorted({r for row in loads.values() for r in row})
-    return Report("affected", f"{upstream_ref(fix)}: {title} (coreai-torch {result.get('to')})",
-                  _ordered(bundles), runtimes, loads)
+    return Report(
+        "affected",
+        f"{upstream_ref(fix)}: {title} (coreai-torch {result.get('to')})",
+        _ordered(bundles),
+        runtimes,
+        loads,
+    )
 
 
 # ---- verify -----------------------------------------------------------------------------------
 
+
 def verify_report(result: dict[str, Any]) -> Report:
     bundles = []
     for b in result.get("bundles", []):
-        view = BundleView(name=b["bundle"], level=b.get("status") or "inconclusive",
-                          reason=b.get("answer") or b.get("reason") or "",
-                          exporter=f"coreai-torch {b.get('exporter')}")
+        view = BundleView(
+            name=b["bundle"],
+            level=b.get("status") or "inconclusive",
+            reason=b.get("answer") or b.get("reason") or "",
+            exporter=f"coreai-torch {b.get('exporter')}",
+        )
         if b.get("reexport"):
             view.notes.append(f"re-export {b['reexport']}: {b.get('reason')}")
         view.notes += [f"INCONSISTENT: {i}" for i in b.get("inconsistencies") or []]
@@ -257,40 +328,65 @@ def verify_report(result: dict[str, Any]) -> Report:
         view.notes += [f"note: {n}" for n in b.get("notes") or []]
         _whole_program(view, b)
         bundles.append(view)
-    return Report("verify", f"Whole-program check to coreai-torch {result.get('to')}",
-                  _ordered(bundles))
+    return Report(
+        "verify", f"Whole-program check to coreai-torch {result.get('to')}", _ordered(bundles)
+    )
 
 
 def _whole_program(view: BundleView, b: dict[str, Any]) -> None:
     """Drift per output and per region, and the module tree with the changed regions."""
     steps = [s for s in b.get("steps") or [] if isinstance(s, dict)]
-    rows = [{**r, "step": s.get("step")} for s in steps for r in s.get("drift") or []
-            if isinstance(r, dict)]
+    rows = [
+        {**r, "step": s.get("step")}
+        for s in steps
+        for r in s.get("drift") or []
+        if isinstance(r, dict)
+    ]
     if rows:
-        view.drift_plots.append(plots.drift_bars(
-            f"{view.name}: max |difference| per output (model-level run, on "
-            f"{(b.get('run') or {}).get('runtime')})",
-            [f"{r.get('step', '')} {r['output']}" for r in rows],
-            {"|old - fp32|": [r.get("maxabs_old") for r in rows],
-             "|new - fp32|": [r.get("maxabs_new") for r in rows],
-             "|old - new|": [r.get("maxabs_old_new") for r in rows]}))
+        view.drift_plots.append(
+            plots.drift_bars(
+                f"{view.name}: max |difference| per output (model-level run, on "
+                f"{(b.get('run') or {}).get('runtime')})",
+                [f"{r.get('step', '')} {r['output']}" for r in rows],
+                {
+                    "|old - fp32|": [r.get("maxabs_old") for r in rows],
+                    "|new - fp32|": [r.get("maxabs_new") for r in rows],
+                    "|old - new|": [r.get("maxabs_old_new") for r in rows],
+                },
+            )
+        )
     regions = [g for g in b.get("regions") or [] if isinstance(g, dict)]
     measured = [g for g in regions if ((g.get("region_run") or {}).get("drift"))]
     if measured:
-        view.drift_plots.append(plots.drift_bars(
-            f"{view.name}: max |difference| per changed region (at its own cut)",
-            [f"{g.get('step')} @{g.get('graph')} {', '.join(g.get('modules') or [])[:40]}"
-             for g in measured],
-            {"|old - fp32|": [g["region_run"]["drift"].get("maxabs_old") for g in measured],
-             "|new - fp32|": [g["region_run"]["drift"].get("maxabs_new") for g in measured],
-             "|old - new|": [g["region_run"]["drift"].get("maxabs_old_new")
-                             for g in measured]}))
+        view.drift_plots.append(
+            plots.drift_bars(
+                f"{view.name}: max |difference| per changed region (at its own cut)",
+                [
+                    f"{g.get('step')} @{g.get('graph')} {', '.join(g.get('modules') or [])[:40]}"
+                    for g in measured
+                ],
+                {
+                    "|old - fp32|": [g["region_run"]["drift"].get("maxabs_old") for g in measured],
+                    "|new - fp32|": [g["region_run"]["drift"].get("maxabs_new") for g in measured],
+                    "|old - new|": [
+                        g["region_run"]["drift"].get("maxabs_old_new") for g in measured
+                    ],
+                },
+            )
+        )
     view.tree = module_tree(regions)
     for s in steps:
         emitted, shipped = s.get("emitted") or {}, s.get("shipped") or {}
-        view.steps.append((str(s.get("step")), _identity(emitted), _identity(shipped),
-                           str(s.get("verdict") or "-"), str(s.get("reexport") or "-"),
-                           str(s.get("reason") or "")))
+        view.steps.append(
+            (
+                str(s.get("step")),
+                _identity(emitted),
+                _identity(shipped),
+                str(s.get("verdict") or "-"),
+                str(s.get("reexport") or "-"),
+                str(s.get("reason") or ""),
+            )
+        )
         if emitted.get("identity") == "differs" and shipped.get("identity") == "identical":
             excerpt = _diff_excerpt(emitted.get("diff"))
             if excerpt:
@@ -332,8 +428,11 @@ def module_tree(regions: list[dict[str, Any]]) -> list[dict[str, Any]]:
             node["marks"].add(mark)
 
     def flat(node: dict[str, Any]) -> list[dict[str, Any]]:
-        return [{"name": name, "marks": sorted(child["marks"]), "children": flat(child)}
-                for name, child in sorted(node["children"].items())]
+        return [
+            {"name": name, "marks": sorted(child["marks"]), "children": flat(child)}
+            for name, child in sorted(node["children"].items())
+        ]
+
     return flat(root)
 
 
@@ -351,8 +450,12 @@ def render_html(command: str, result: dict[str, Any], warnings: Iterable[str] = 
 
     report = BUILDERS[command](result)
     report.notes += [f"warning: {w}" for w in warnings]
-    env = jinja2.Environment(loader=jinja2.PackageLoader("inventory.report", "templates"),
-                             autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("inventory.report", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     return env.get_template("report.html.j2").render(r=report, levels=LEVELS, version=version())
 
 

@@ -13,8 +13,14 @@ from oracle.compare import ProbeResult
 
 
 def _instance(i: Instance) -> dict[str, Any]:
-    return {"kind": i.kind, "params": i.params, "count": i.count, "dtype": i.dtype,
-            "modules": list(i.modules), "source": i.source}
+    return {
+        "kind": i.kind,
+        "params": i.params,
+        "count": i.count,
+        "dtype": i.dtype,
+        "modules": list(i.modules),
+        "source": i.source,
+    }
 
 
 def result_fields(r: ProbeResult) -> dict[str, Any]:
@@ -34,10 +40,16 @@ def result_fields(r: ProbeResult) -> dict[str, Any]:
         "shapes_ref": s.shapes_ref if s else [],
         "runtime": m.runtime if m and m.ok else None,
         "runtime_attempts": m.attempts if m else [],
-        "old": {"converter": r.old.converter, "packages": r.old.packages,
-                "error": r.old.error or None},
-        "new": {"converter": r.new.converter, "packages": r.new.packages,
-                "error": r.new.error or None},
+        "old": {
+            "converter": r.old.converter,
+            "packages": r.old.packages,
+            "error": r.old.error or None,
+        },
+        "new": {
+            "converter": r.new.converter,
+            "packages": r.new.packages,
+            "error": r.new.error or None,
+        },
         "cached": r.cached,
         "evidence": r.evidence,
         "alone": _alone(r),
@@ -50,11 +62,16 @@ def _alone(r: ProbeResult) -> dict[str, Any] | None:
     if a is None:
         return None
     s = a.stats
-    return {"side": a.side, "runtime": a.runtime if a.ok else None, "error": a.error or None,
-            "maxabs_ref": s.maxabs_ref if s else None,
-            "ref_magnitude": s.ref_magnitude if s else None,
-            "nonfinite": s.nonfinite if s else None,
-            "shapes": s.shapes if s else [], "shapes_ref": s.shapes_ref if s else []}
+    return {
+        "side": a.side,
+        "runtime": a.runtime if a.ok else None,
+        "error": a.error or None,
+        "maxabs_ref": s.maxabs_ref if s else None,
+        "ref_magnitude": s.ref_magnitude if s else None,
+        "nonfinite": s.nonfinite if s else None,
+        "shapes": s.shapes if s else [],
+        "shapes_ref": s.shapes_ref if s else [],
+    }
 
 
 def with_alone_check(found: dict[str, Any], verdict: ProbeVerdict) -> dict[str, Any]:
@@ -65,22 +82,44 @@ def with_alone_check(found: dict[str, Any], verdict: ProbeVerdict) -> dict[str, 
 
 
 def _probe(p: ProbeAnswer) -> dict[str, Any]:
-    found = with_alone_check(result_fields(p.result), p.verdict) if p.result else {
-        "emitted": "not-run", "shipped": "not-run", "outputs": "not-run"}
-    return {"probe": p.spec.label(), "spec": p.spec.to_json(), **found,
-            "verdict": p.verdict.verdict, "reexport": p.verdict.reexport,
-            "reason": p.verdict.reason, "module": p.module or None,
-            "steps": [step_json(s) for s in p.steps],
-            "elsewhere": {"verdict": p.elsewhere.verdict, "reexport": p.elsewhere.reexport,
-                          "reason": p.elsewhere.reason} if p.elsewhere else None}
+    found = (
+        with_alone_check(result_fields(p.result), p.verdict)
+        if p.result
+        else {"emitted": "not-run", "shipped": "not-run", "outputs": "not-run"}
+    )
+    return {
+        "probe": p.spec.label(),
+        "spec": p.spec.to_json(),
+        **found,
+        "verdict": p.verdict.verdict,
+        "reexport": p.verdict.reexport,
+        "reason": p.verdict.reason,
+        "module": p.module or None,
+        "steps": [step_json(s) for s in p.steps],
+        "elsewhere": {
+            "verdict": p.elsewhere.verdict,
+            "reexport": p.elsewhere.reexport,
+            "reason": p.elsewhere.reason,
+        }
+        if p.elsewhere
+        else None,
+    }
 
 
 def step_json(s: Step) -> dict[str, Any]:
     """One release step's comparison of a probe whose program changes across the range."""
-    return {"from": s.old, "to": s.new, "emitted": s.result.emitted,
-            "shipped": s.result.shipped, "outputs": s.result.outputs, "changed": s.changed,
-            "explained_by": list(s.explained_by), "unexplained": s.unexplained,
-            "note": s.note or None, "evidence": s.result.evidence}
+    return {
+        "from": s.old,
+        "to": s.new,
+        "emitted": s.result.emitted,
+        "shipped": s.result.shipped,
+        "outputs": s.result.outputs,
+        "changed": s.changed,
+        "explained_by": list(s.explained_by),
+        "unexplained": s.unexplained,
+        "note": s.note or None,
+        "evidence": s.result.evidence,
+    }
 
 
 def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:
@@ -100,29 +139,51 @@ def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:
         "deployment": b.deployment.to_json() if b.deployment else None,
         "load": load_answer_record(b.load),
         "remedies": list(b.remedies),
-        "conditions": [{
-            "construct": f.instance.kind,
-            "condition": f.condition.name,
-            "when": f.condition.when,
-            "trained": {"verdict": f.trained.verdict.verdict,
-                        "reexport": f.trained.verdict.reexport,
-                        "evidence": f.trained.result.evidence if f.trained.result else None},
-            "if_met": {"verdict": f.adversarial.verdict.verdict,
-                            "reexport": f.adversarial.verdict.reexport,
-                            "reason": f.adversarial.verdict.reason,
-                            "evidence": f.adversarial.result.evidence
-                            if f.adversarial.result else None},
-            "checked": {"holds": f.check.holds, "detail": f.check.detail,
-                        "weights": f.check.weights} if f.check else None,
-        } for f in b.conditions],
-        "ignored": {"reason": ignored.reason,
-                    "expires": ignored.expires.isoformat() if ignored.expires else None}
-        if ignored else None,
-        "unrecorded": [{"probe": u.spec.label(), "construct": u.spec.construct,
-                        "step": u.step.label, "verdict": u.outcome.verdict.verdict,
-                        "reexport": u.outcome.verdict.reexport,
-                        "reason": u.outcome.verdict.reason, "note": u.step.note or None,
-                        "evidence": u.step.result.evidence} for u in b.unrecorded],
+        "conditions": [
+            {
+                "construct": f.instance.kind,
+                "condition": f.condition.name,
+                "when": f.condition.when,
+                "trained": {
+                    "verdict": f.trained.verdict.verdict,
+                    "reexport": f.trained.verdict.reexport,
+                    "evidence": f.trained.result.evidence if f.trained.result else None,
+                },
+                "if_met": {
+                    "verdict": f.adversarial.verdict.verdict,
+                    "reexport": f.adversarial.verdict.reexport,
+                    "reason": f.adversarial.verdict.reason,
+                    "evidence": f.adversarial.result.evidence if f.adversarial.result else None,
+                },
+                "checked": {
+                    "holds": f.check.holds,
+                    "detail": f.check.detail,
+                    "weights": f.check.weights,
+                }
+                if f.check
+                else None,
+            }
+            for f in b.conditions
+        ],
+        "ignored": {
+            "reason": ignored.reason,
+            "expires": ignored.expires.isoformat() if ignored.expires else None,
+        }
+        if ignored
+        else None,
+        "unrecorded": [
+            {
+                "probe": u.spec.label(),
+                "construct": u.spec.construct,
+                "step": u.step.label,
+                "verdict": u.outcome.verdict.verdict,
+                "reexport": u.outcome.verdict.reexport,
+                "reason": u.outcome.verdict.reason,
+                "note": u.step.note or None,
+                "evidence": u.step.result.evidence,
+            }
+            for u in b.unrecorded
+        ],
         "whole_program": b.whole_program,
         "not_checked": b.not_checked or None,
     }

@@ -27,23 +27,39 @@ def _num(v: float | None) -> str:
 
 
 def outcome_json(o: RegimeOutcome) -> dict[str, Any]:
-    return {"probe": o.regime.id, "label": o.result.spec.label(), "control": o.regime.control,
-            "regime": o.result.spec.to_json(),
-            **with_alone_check(result_fields(o.result), o.verdict),
-            "verdict": o.verdict.verdict, "reason": o.verdict.reason}
+    return {
+        "probe": o.regime.id,
+        "label": o.result.spec.label(),
+        "control": o.regime.control,
+        "regime": o.result.spec.to_json(),
+        **with_alone_check(result_fields(o.result), o.verdict),
+        "verdict": o.verdict.verdict,
+        "reason": o.verdict.reason,
+    }
 
 
 def _loads(check: LoadCheck) -> str:
     """`1.0.0b1 loads, 1.0.0b2 crashes (SIGABRT), ...`"""
-    return ", ".join(f"{o.core} {o.outcome}" + (f" ({o.signal})" if o.signal else "")
-                     for o in check.outcomes)
+    return ", ".join(
+        f"{o.core} {o.outcome}" + (f" ({o.signal})" if o.signal else "") for o in check.outcomes
+    )
 
 
 def _load_json(check: LoadCheck) -> dict[str, Any]:
-    return {"exporter": check.exporter, "probe": check.spec.to_json(),
-            "outcomes": [{"core": o.core, "outcome": o.outcome, "error": o.error or None,
-                          "signal": o.signal or None} for o in check.outcomes],
-            "evidence": check.evidence}
+    return {
+        "exporter": check.exporter,
+        "probe": check.spec.to_json(),
+        "outcomes": [
+            {
+                "core": o.core,
+                "outcome": o.outcome,
+                "error": o.error or None,
+                "signal": o.signal or None,
+            }
+            for o in check.outcomes
+        ],
+        "evidence": check.evidence,
+    }
 
 
 def notes_record(notes: ReleaseNotes) -> dict[str, Any]:
@@ -51,21 +67,42 @@ def notes_record(notes: ReleaseNotes) -> dict[str, Any]:
         "from": notes.old,
         "to": notes.new,
         "runtime": "; ".join(notes.runtimes) or None,
-        "fixes": [{"fix": f.fix.id, "kind": f.fix.kind, "aliases": list(f.fix.aliases),
-                   "title": f.fix.title, "upstream": f.fix.upstream,
-                   "constructs": list(f.fix.constructs),
-                   "probes": [{**outcome_json(o),
-                               "steps": [step_json(s) for s in f.steps.get(o.regime.id, ())]}
-                              for o in f.outcomes],
-                   "loads": [{"old": _load_json(a), "new": _load_json(b)} for a, b in f.loads],
-                   "bundles": list(f.bundles),
-                   "held_by": [{"bundle": b, "instance": label, "count": count}
-                               for b, label, count in f.held_by],
-                   "summary": _summary_json(f), "draft": _draft_json(f)}
-                  for f in notes.fixes],
-        "unexplained": [{"probe": o.regime.id, "step": s.label, "verdict": o.verdict.verdict,
-                         "note": s.note or None, "evidence": s.result.evidence}
-                        for o, s in notes.unexplained],
+        "fixes": [
+            {
+                "fix": f.fix.id,
+                "kind": f.fix.kind,
+                "aliases": list(f.fix.aliases),
+                "title": f.fix.title,
+                "upstream": f.fix.upstream,
+                "constructs": list(f.fix.constructs),
+                "probes": [
+                    {
+                        **outcome_json(o),
+                        "steps": [step_json(s) for s in f.steps.get(o.regime.id, ())],
+                    }
+                    for o in f.outcomes
+                ],
+                "loads": [{"old": _load_json(a), "new": _load_json(b)} for a, b in f.loads],
+                "bundles": list(f.bundles),
+                "held_by": [
+                    {"bundle": b, "instance": label, "count": count}
+                    for b, label, count in f.held_by
+                ],
+                "summary": _summary_json(f),
+                "draft": _draft_json(f),
+            }
+            for f in notes.fixes
+        ],
+        "unexplained": [
+            {
+                "probe": o.regime.id,
+                "step": s.label,
+                "verdict": o.verdict.verdict,
+                "note": s.note or None,
+                "evidence": s.result.evidence,
+            }
+            for o, s in notes.unexplained
+        ],
     }
 
 
@@ -81,8 +118,11 @@ def _drafted_line(f: FixNotes) -> list[str]:
     d = f.fix.draft
     if d is None:
         return []
-    return [f"Drafted ({f.fix.checked}): {md_cell(d.grouped_by)}. Conditions measured for the "
-            f"draft: {md_cell('; '.join(d.conditions) or 'none')}.", ""]
+    return [
+        f"Drafted ({f.fix.checked}): {md_cell(d.grouped_by)}. Conditions measured for the "
+        f"draft: {md_cell('; '.join(d.conditions) or 'none')}.",
+        "",
+    ]
 
 
 class _Concerned:
@@ -92,23 +132,31 @@ class _Concerned:
         self.bundles = notes.bundles
 
     def holders(self, record: Fix) -> str:
-        return (f"Shipped bundles holding {' or '.join(record.constructs)}: "
-                f"{', '.join(self.bundles) or 'none'}.")
+        return (
+            f"Shipped bundles holding {' or '.join(record.constructs)}: "
+            f"{', '.join(self.bundles) or 'none'}."
+        )
 
     def exported_before(self, record: Fix) -> str:
-        return (f"A change of the {record.kind}: it concerns every bundle exported before "
-                f"{record.ships_in} ({', '.join(self.bundles) or 'none in the registry'}).")
+        return (
+            f"A change of the {record.kind}: it concerns every bundle exported before "
+            f"{record.ships_in} ({', '.join(self.bundles) or 'none in the registry'})."
+        )
 
 
 def _summary_json(f: FixNotes) -> dict[str, Any] | None:
     if not f.fix.record_kind.compares_programs:
         return None
     s = f.summary()
-    out = {"reaches_graph": s.reaches_graph, "changed": list(s.changed),
-           "values_move": list(s.values_move), "max_abs_move": s.max_abs_move,
-           "old_cannot_convert": list(s.old_cannot_convert),
-           "new_cannot_convert": list(s.new_cannot_convert),
-           "alone_wrong": list(s.alone_wrong)}
+    out = {
+        "reaches_graph": s.reaches_graph,
+        "changed": list(s.changed),
+        "values_move": list(s.values_move),
+        "max_abs_move": s.max_abs_move,
+        "old_cannot_convert": list(s.old_cannot_convert),
+        "new_cannot_convert": list(s.new_cannot_convert),
+        "alone_wrong": list(s.alone_wrong),
+    }
     if s.attributed_elsewhere:  # only where bisection moved a change to another record
         out["attributed_elsewhere"] = dict(s.attributed_elsewhere)
     return out
@@ -118,14 +166,24 @@ def _summary_lines(f: FixNotes) -> list[str]:
     """The four questions a release manager asks of a fix, answered in one line each."""
     s = f.summary()
     n = len(f.outcomes)
-    moved = (f"yes, in {len(s.values_move)} regime(s), max |old-new| {_num(s.max_abs_move)} "
-             f"({', '.join(f'`{r}`' for r in s.values_move)})" if s.values_move else "no")
+    moved = (
+        f"yes, in {len(s.values_move)} regime(s), max |old-new| {_num(s.max_abs_move)} "
+        f"({', '.join(f'`{r}`' for r in s.values_move)})"
+        if s.values_move
+        else "no"
+    )
     held: dict[str, list[str]] = {}
     for bundle, label, count in f.held_by:
         held.setdefault(bundle, []).append(f"`{label}` ×{count}")
-    elsewhere = (["- Changed in this step by another pull request's commit (bisected): "
-                  + "; ".join(f"`{r}` by {c}" for r, c in s.attributed_elsewhere.items())
-                  + "."] if s.attributed_elsewhere else [])
+    elsewhere = (
+        [
+            "- Changed in this step by another pull request's commit (bisected): "
+            + "; ".join(f"`{r}` by {c}" for r, c in s.attributed_elsewhere.items())
+            + "."
+        ]
+        if s.attributed_elsewhere
+        else []
+    )
     return elsewhere + [
         f"- Reaches a graph: {'yes' if s.reaches_graph else 'no'} ({len(s.changed)} of {n} "
         f"regime(s) change the shipped program).",
@@ -135,8 +193,11 @@ def _summary_lines(f: FixNotes) -> list[str]:
         f"{', '.join(f'`{r}`' for r in s.new_cannot_convert) or 'none'}.",
         "- Converts on one side only, and wrong against torch fp32: "
         f"{', '.join(f'`{r}`' for r in s.alone_wrong) or 'none'}.",
-        "- Shipped bundles holding it: " + ("; ".join(
-            f"{b} ({', '.join(md_cell(x) for x in xs)})" for b, xs in held.items()) or "none")
+        "- Shipped bundles holding it: "
+        + (
+            "; ".join(f"{b} ({', '.join(md_cell(x) for x in xs)})" for b, xs in held.items())
+            or "none"
+        )
         + ".",
     ]
 
@@ -147,14 +208,24 @@ def notes_json(notes: ReleaseNotes) -> str:
 
 def sweep_record(sw: Sweep) -> dict[str, Any]:
     return {
-        "from": sw.old, "to": sw.new, "source": sw.source, "probed": sw.probed,
+        "from": sw.old,
+        "to": sw.new,
+        "source": sw.source,
+        "probed": sw.probed,
         "unchanged": sw.unchanged,
-        "changed": [{**outcome_json(f.outcome), "explained_by": list(f.explained_by),
-                     "steps": [step_json(s) for s in f.steps]}
-                    for f in sw.changed],
+        "changed": [
+            {
+                **outcome_json(f.outcome),
+                "explained_by": list(f.explained_by),
+                "steps": [step_json(s) for s in f.steps],
+            }
+            for f in sw.changed
+        ],
         "unexplained": [f.outcome.regime.id for f in sw.unexplained],
-        "failing_both": [{"probe": o.regime.id, "error": o.result.old.error,
-                          "evidence": o.result.evidence} for o in sw.failing_both],
+        "failing_both": [
+            {"probe": o.regime.id, "error": o.result.old.error, "evidence": o.result.evidence}
+            for o in sw.failing_both
+        ],
     }
 
 
@@ -187,9 +258,13 @@ def _headline(notes: ReleaseNotes) -> list[str]:
     out = ["| record | probes | shipped program changes | verdicts |", "|---|---|---|---|"]
     for f in notes.fixes:
         if f.loads:
-            out.append(f"| {f.fix.label} | {len(f.loads)} asset probe(s) | load check | "
-                       + "; ".join(f"{a.exporter}: {_loads(a)}, {b.exporter}: {_loads(b)}"
-                                   for a, b in f.loads) + " |")
+            out.append(
+                f"| {f.fix.label} | {len(f.loads)} asset probe(s) | load check | "
+                + "; ".join(
+                    f"{a.exporter}: {_loads(a)}, {b.exporter}: {_loads(b)}" for a, b in f.loads
+                )
+                + " |"
+            )
             continue
         changed = sum(1 for o in f.outcomes if o.result.shipped != Identity.IDENTICAL)
         verdicts: dict[str, int] = {}
@@ -207,9 +282,11 @@ def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
     excerpt of each (the size of a page grows with them: 115 KB for 0.4.1 -> 0.4.2)."""
     out = [f"# coreai-torch {notes.old} → {notes.new}: what changes in converted programs", ""]
     out += _headline(notes)
-    out.append(f"Measured on: {'; '.join(notes.runtimes) or 'no run needed'}. Every row comes "
-               "from a conversion under both releases; evidence folders hold the IR, the "
-               "normalised diff and the tensors.")
+    out.append(
+        f"Measured on: {'; '.join(notes.runtimes) or 'no run needed'}. Every row comes "
+        "from a conversion under both releases; evidence folders hold the IR, the "
+        "normalised diff and the tensors."
+    )
     out.append("")
     for f in notes.fixes:
         alias = f" (also #{', #'.join(f.fix.aliases)})" if f.fix.aliases else ""
@@ -223,8 +300,9 @@ def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
             out.append("| asset probe | old asset on each runtime | new asset on each runtime |")
             out.append("|---|---|---|")
             out += [f"| {a.spec.dtype} | {_loads(a)} | {_loads(b)} |" for a, b in f.loads]
-            errors = sorted({o.error for a, b in f.loads for o in (*a.outcomes, *b.outcomes)
-                             if o.error})
+            errors = sorted(
+                {o.error for a, b in f.loads for o in (*a.outcomes, *b.outcomes) if o.error}
+            )
             out += [""] + [f"- `{md_cell(e)}`" for e in errors] + [""]
             continue
         if not f.outcomes:
@@ -233,28 +311,34 @@ def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
             continue
         if f.fix.record_kind.names_constructs:
             out += _summary_lines(f) + [""]
-        out.append("| probe | emitted | shipped | outputs | max abs old-new | verdict | "
-                   "finding |")
+        out.append("| probe | emitted | shipped | outputs | max abs old-new | verdict | finding |")
         out.append("|---|---|---|---|---|---|---|")
         for o in f.outcomes:
             r = o.result
             s = r.measurement.stats if r.measurement and r.measurement.ok else None
             control = " (control)" if o.regime.control else ""
-            out.append(f"| `{o.regime.name}`{control} | {r.emitted} | {r.shipped} | {r.outputs} "
-                       f"| {_num(s.maxabs_old_new) if s else '-'} | {o.verdict.verdict} | "
-                       f"{md_cell(_finding(o))} |")
+            out.append(
+                f"| `{o.regime.name}`{control} | {r.emitted} | {r.shipped} | {r.outputs} "
+                f"| {_num(s.maxabs_old_new) if s else '-'} | {o.verdict.verdict} | "
+                f"{md_cell(_finding(o))} |"
+            )
         out.append("")
         diffs = [o for o in f.outcomes if (Path(o.result.evidence) / "shipped.diff").exists()]
         if diffs and not details:
-            out += ["<details><summary>Shipped IR diffs (evidence folders; --details quotes "
-                    "them)</summary>", ""]
+            out += [
+                "<details><summary>Shipped IR diffs (evidence folders; --details quotes "
+                "them)</summary>",
+                "",
+            ]
             out += [f"- `{o.regime.name}`: `{o.result.evidence}/shipped.diff`" for o in diffs]
             out += ["", "</details>", ""]
         for o in f.outcomes if details else ():
             excerpt = _excerpt(o.result.evidence)
             if excerpt:
-                out.append(f"<details><summary>{o.regime.name}: shipped IR diff "
-                           f"(<code>{o.result.evidence}</code>)</summary>")
+                out.append(
+                    f"<details><summary>{o.regime.name}: shipped IR diff "
+                    f"(<code>{o.result.evidence}</code>)</summary>"
+                )
                 out.append("")
                 out.append("```diff")
                 out.append(excerpt)
@@ -263,49 +347,76 @@ def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
                 out.append("")
     if notes.unexplained:
         out += ["## Changes no fix record explains", ""]
-        out += [f"- `{o.regime.id}` changes in {s.label} ({o.verdict.verdict}); no record of "
-                f"{s.label} names {o.regime.construct}"
-                + (f" ({s.note})" if s.note else "") + f": `{s.result.evidence}`"
-                for o, s in notes.unexplained] + [""]
+        out += [
+            f"- `{o.regime.id}` changes in {s.label} ({o.verdict.verdict}); no record of "
+            f"{s.label} names {o.regime.construct}"
+            + (f" ({s.note})" if s.note else "")
+            + f": `{s.result.evidence}`"
+            for o, s in notes.unexplained
+        ] + [""]
     return "\n".join(out) + "\n"
 
 
 def notes_table(notes: ReleaseNotes) -> Group:
-    table = Table(title=f"coreai-torch {notes.old} → {notes.new}", show_lines=False,
-                  title_justify="left")
+    table = Table(
+        title=f"coreai-torch {notes.old} → {notes.new}", show_lines=False, title_justify="left"
+    )
     for col in ("fix", "probe", "emitted", "shipped", "outputs", "verdict"):
         table.add_column(col, overflow="fold")
     for f in notes.fixes:
         for a, b in f.loads:
-            table.add_row(f.fix.label, f"asset probe {a.spec.dtype}: load check", "", "", "",
-                          f"{a.exporter}: {_loads(a)}; {b.exporter}: {_loads(b)}")
+            table.add_row(
+                f.fix.label,
+                f"asset probe {a.spec.dtype}: load check",
+                "",
+                "",
+                "",
+                f"{a.exporter}: {_loads(a)}; {b.exporter}: {_loads(b)}",
+            )
         if not f.outcomes and not f.loads:
             table.add_row(f.fix.label, "(no probe)", "", "", "", "")
         for o in f.outcomes:
-            table.add_row(f.fix.label, o.regime.name, o.result.emitted, o.result.shipped,
-                          o.result.outputs, o.verdict.verdict)
+            table.add_row(
+                f.fix.label,
+                o.regime.name,
+                o.result.emitted,
+                o.result.shipped,
+                o.result.outputs,
+                o.verdict.verdict,
+            )
     lines: list = [table]
     # which shipped bundles each record concerns, as the markdown says it (a finding the
     # terminal dropped would make it a different answer)
     for f in notes.fixes:
         if f.held_by:
-            lines.append(Text(f"{f.fix.label} held by: " + "; ".join(
-                f"{b} {label} x{count}" for b, label, count in f.held_by)))
+            lines.append(
+                Text(
+                    f"{f.fix.label} held by: "
+                    + "; ".join(f"{b} {label} x{count}" for b, label, count in f.held_by)
+                )
+            )
         elif f.bundles:
             lines.append(Text(f"{f.fix.label} concerns: {', '.join(f.bundles)}"))
     for o, s in notes.unexplained:
-        lines.append(Text(f"unexplained: {o.regime.id} changes in {s.label} "
-                          f"({o.verdict.verdict}); no record of {s.label} names "
-                          f"{o.regime.construct}" + (f" ({s.note})" if s.note else ""),
-                          style="bold red"))
+        lines.append(
+            Text(
+                f"unexplained: {o.regime.id} changes in {s.label} "
+                f"({o.verdict.verdict}); no record of {s.label} names "
+                f"{o.regime.construct}" + (f" ({s.note})" if s.note else ""),
+                style="bold red",
+            )
+        )
     runtimes = "; ".join(notes.runtimes) or "no run needed"
     return Group(*lines, Text(f"measured on: {runtimes}"))
 
 
 def sweep_table(sw: Sweep) -> Group:
     what = "shipped instances" if sw.source == "registry" else "probes"
-    table = Table(title=f"sweep coreai-torch {sw.old} → {sw.new}: {len(sw.changed)} of "
-                        f"{sw.probed} {what} change the shipped program", title_justify="left")
+    table = Table(
+        title=f"sweep coreai-torch {sw.old} → {sw.new}: {len(sw.changed)} of "
+        f"{sw.probed} {what} change the shipped program",
+        title_justify="left",
+    )
     for col in ("probe", "shipped", "outputs", "verdict", "explained by"):
         table.add_column(col, overflow="fold")
     for f in sw.changed:
@@ -313,13 +424,20 @@ def sweep_table(sw: Sweep) -> Group:
         explained = ", ".join(f"#{i}" if i.isdigit() else i for i in f.explained_by)
         if f.steps:
             explained = step_line(f.steps).removeprefix("changes in ")
-        cell = Text("no fix record", style="bold red") if f.unexplained and not f.steps \
+        cell = (
+            Text("no fix record", style="bold red")
+            if f.unexplained and not f.steps
             else Text(explained, style="bold red" if f.unexplained else "")
+        )
         table.add_row(o.regime.id, o.result.shipped, o.result.outputs, o.verdict.verdict, cell)
     lines: list = [table]
     if sw.failing_both:
-        lines.append(Text(f"{len(sw.failing_both)} probe(s) fail the same way under both "
-                          "releases (a standing limitation, not a change):"))
+        lines.append(
+            Text(
+                f"{len(sw.failing_both)} probe(s) fail the same way under both "
+                "releases (a standing limitation, not a change):"
+            )
+        )
         lines += [Text(f"  {o.regime.id}: {o.result.old.error}") for o in sw.failing_both]
     return Group(*lines)
 
@@ -330,10 +448,15 @@ def sweep_markdown(sw: Sweep) -> str:
     from inventory.report.text import md_cell
 
     what = "shipped instances" if sw.source == "registry" else "probes"
-    out = [f"# Sweep of coreai-torch {sw.old} → {sw.new}", "",
-           f"**{len(sw.changed)} of {sw.probed} {what} change the shipped program; "
-           f"{len(sw.unexplained)} explained by no fix record**", "",
-           "| probe | shipped | outputs | verdict | explained by |", "|---|---|---|---|---|"]
+    out = [
+        f"# Sweep of coreai-torch {sw.old} → {sw.new}",
+        "",
+        f"**{len(sw.changed)} of {sw.probed} {what} change the shipped program; "
+        f"{len(sw.unexplained)} explained by no fix record**",
+        "",
+        "| probe | shipped | outputs | verdict | explained by |",
+        "|---|---|---|---|---|",
+    ]
     for f in sw.changed:
         o = f.outcome
         explained = ", ".join(f"#{i}" if i.isdigit() else i for i in f.explained_by)
@@ -341,10 +464,16 @@ def sweep_markdown(sw: Sweep) -> str:
             explained = step_line(f.steps).removeprefix("changes in ")
         if f.unexplained and not f.steps:
             explained = "**no fix record**"
-        out.append(f"| `{o.regime.id}` | {o.result.shipped} | {o.result.outputs} | "
-                   f"{o.verdict.verdict} | {md_cell(explained)} |")
+        out.append(
+            f"| `{o.regime.id}` | {o.result.shipped} | {o.result.outputs} | "
+            f"{o.verdict.verdict} | {md_cell(explained)} |"
+        )
     if sw.failing_both:
-        out += ["", f"{len(sw.failing_both)} probe(s) fail the same way under both releases (a "
-                "standing limitation, not a change):", ""]
+        out += [
+            "",
+            f"{len(sw.failing_both)} probe(s) fail the same way under both releases (a "
+            "standing limitation, not a change):",
+            "",
+        ]
         out += [f"- `{o.regime.id}`: {md_cell(o.result.old.error)}" for o in sw.failing_both]
     return "\n".join(out) + "\n"

@@ -10,8 +10,13 @@ from inventory.report.table_fit import Cell, Column, fitted_table
 from inventory.report.text import md_cell
 from inventory.verdict import rank
 
-_STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
-          "inconclusive": "bold magenta", "ignored": "dim"}
+_STYLE = {
+    "required": "bold red",
+    "optional": "yellow",
+    "no": "green",
+    "inconclusive": "bold magenta",
+    "ignored": "dim",
+}
 
 
 def _fixes(b: BundlePlan, level: str) -> str:
@@ -20,9 +25,11 @@ def _fixes(b: BundlePlan, level: str) -> str:
 
 
 def _unexplained(b: BundlePlan) -> list[str]:
-    return [f"{b.bundle}: unexplained change in {u.step.label}: {u.probe}: re-export "
-            f"{u.verdict.reexport}: {u.reason} (evidence {u.evidence})"
-            for u in b.unexplained]
+    return [
+        f"{b.bundle}: unexplained change in {u.step.label}: {u.probe}: re-export "
+        f"{u.verdict.reexport}: {u.reason} (evidence {u.evidence})"
+        for u in b.unexplained
+    ]
 
 
 def _loads(b: BundlePlan) -> str:
@@ -49,11 +56,21 @@ def _lines(p: Plan, b: BundlePlan, details: bool = True) -> list[tuple[str, str]
             out += [(f"  remedy: {r}", "") for r in i.answer.remedies]
         if i.ignored:
             expires = f", expires {i.ignored.expires.isoformat()}" if i.ignored.expires else ""
-            out.append((f"{b.bundle} {i.fix.label}: ignored ({i.ignored.reason}{expires}); "
-                        f"answered {i.answer.reexport} ({i.answer.verdict})", "dim"))
+            out.append(
+                (
+                    f"{b.bundle} {i.fix.label}: ignored ({i.ignored.reason}{expires}); "
+                    f"answered {i.answer.reexport} ({i.answer.verdict})",
+                    "dim",
+                )
+            )
         if i.answer.not_checked and details:
-            out.append((f"{b.bundle} {i.fix.label}: not checked on its own program "
-                        f"({i.answer.verdict}): {i.answer.not_checked}", ""))
+            out.append(
+                (
+                    f"{b.bundle} {i.fix.label}: not checked on its own program "
+                    f"({i.answer.verdict}): {i.answer.not_checked}",
+                    "",
+                )
+            )
     out += [(line, "bold") for line in _unexplained(b)]
     out += [(line, "bold red" if "INCONSISTENT" in line else "") for line in _verified(p, b)]
     return out
@@ -78,21 +95,34 @@ def _verified(p: Plan, b: BundlePlan) -> list[str]:
 
 def _changes_table(p: Plan) -> Group:
     """Since a baseline: one line if nothing changed, else each change with both sides."""
-    head = Text(f"Re-export plan for coreai-torch {p.to}, changes since {p.baseline}",
-                style="bold")
+    head = Text(f"Re-export plan for coreai-torch {p.to}, changes since {p.baseline}", style="bold")
     if not p.changes:
         compared = sum(len(b.items) for b in p.bundles)
         return Group(head, Text(f"no change since the baseline ({compared} answers compared)"))
-    columns = [Column("bundle", 0, no_wrap=True), Column("record", 0, no_wrap=True),
-               Column("baseline", 0, no_wrap=True), Column("now", 0, no_wrap=True),
-               Column("reason now", 1)]
+    columns = [
+        Column("bundle", 0, no_wrap=True),
+        Column("record", 0, no_wrap=True),
+        Column("baseline", 0, no_wrap=True),
+        Column("now", 0, no_wrap=True),
+        Column("reason now", 1),
+    ]
     rows: list[dict[str, Cell]]
-    rows = [{"bundle": c.bundle, "record": c.item.fix.label, "baseline": c.before or "absent",
-             "now": Text(c.now, style=_STYLE[c.now]), "reason now": c.item.answer.reason}
-            for c in sorted(p.changes, key=lambda c: rank(c.now))]
+    rows = [
+        {
+            "bundle": c.bundle,
+            "record": c.item.fix.label,
+            "baseline": c.before or "absent",
+            "now": Text(c.now, style=_STYLE[c.now]),
+            "reason now": c.item.answer.reason,
+        }
+        for c in sorted(p.changes, key=lambda c: rank(c.now))
+    ]
     n = len(p.changes)
-    return Group(head, Text(f"{n} answer{'' if n == 1 else 's'} changed since the baseline"),
-                 fitted_table(columns, rows))
+    return Group(
+        head,
+        Text(f"{n} answer{'' if n == 1 else 's'} changed since the baseline"),
+        fitted_table(columns, rows),
+    )
 
 
 def plan_table(p: Plan, details: bool = False) -> Group:
@@ -107,20 +137,33 @@ def plan_table(p: Plan, details: bool = False) -> Group:
     head.append(summary.line())
     order = {line.bundle: n for n, line in enumerate(summary.bundles)}
     bundles = sorted(p.bundles, key=lambda b: order[b.bundle])
-    columns = [Column("bundle", 0, no_wrap=True), Column("re-export", 0, no_wrap=True),
-               Column("set by", 0), Column("not affected", 1),
-               Column("exporter", 2, no_wrap=True), Column("loads (deployment runtimes)", 3)]
+    columns = [
+        Column("bundle", 0, no_wrap=True),
+        Column("re-export", 0, no_wrap=True),
+        Column("set by", 0),
+        Column("not affected", 1),
+        Column("exporter", 2, no_wrap=True),
+        Column("loads (deployment runtimes)", 3),
+    ]
     rows: list[dict[str, Cell]]
-    rows = [{"bundle": b.bundle,
-             "re-export": Text(b.reexport, style=_STYLE[b.reexport]),
-             "set by": _fixes(b, b.reexport) if b.reexport != "no" else "-",
-             "not affected": _not_affected(b, details),
-             "exporter": f"{b.exporter} (assumed)" if b.exporter_assumed else b.exporter,
-             "loads (deployment runtimes)": _loads(b)} for b in bundles]
+    rows = [
+        {
+            "bundle": b.bundle,
+            "re-export": Text(b.reexport, style=_STYLE[b.reexport]),
+            "set by": _fixes(b, b.reexport) if b.reexport != "no" else "-",
+            "not affected": _not_affected(b, details),
+            "exporter": f"{b.exporter} (assumed)" if b.exporter_assumed else b.exporter,
+            "loads (deployment runtimes)": _loads(b),
+        }
+        for b in bundles
+    ]
     lines: list[RenderableType] = [head, fitted_table(columns, rows)]
-    others = [(b.bundle, level, _fixes(b, level)) for b in bundles
-              for level in ("inconclusive", "optional") if rank(level) > rank(b.reexport)
-              and _fixes(b, level) != "-"]
+    others = [
+        (b.bundle, level, _fixes(b, level))
+        for b in bundles
+        for level in ("inconclusive", "optional")
+        if rank(level) > rank(b.reexport) and _fixes(b, level) != "-"
+    ]
     lines += [Text(f"{bundle} also {level}: {cells}") for bundle, level, cells in others]
     deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
     lines += [Text(f"deployment runtimes: {d}") for d in deployments]
@@ -131,8 +174,14 @@ def plan_table(p: Plan, details: bool = False) -> Group:
     for w in p.warnings:
         lines.append(Text(f"warning: {w}", style="yellow"))
     # the answer again where a terminal's last screen shows it, after the reasons
-    lines.append(Text("answer: " + ", ".join(f"{b.bundle} {b.level}" for b in summary.bundles)
-                      + f" ({summary.line()})", style="bold"))
+    lines.append(
+        Text(
+            "answer: "
+            + ", ".join(f"{b.bundle} {b.level}" for b in summary.bundles)
+            + f" ({summary.line()})",
+            style="bold",
+        )
+    )
     return Group(*lines)
 
 
@@ -149,9 +198,11 @@ def _changes_markdown(p: Plan) -> str:
     if not p.changes:
         return "\n".join(out + ["No change since the baseline."]) + "\n"
     out += ["| bundle | record | baseline | now | reason now |", "|---|---|---|---|---|"]
-    out += [f"| {c.bundle} | {c.item.fix.label} | {c.before or 'absent'} | **{c.now}** | "
-            f"{md_cell(c.item.answer.reason)} |"
-            for c in sorted(p.changes, key=lambda c: rank(c.now))]
+    out += [
+        f"| {c.bundle} | {c.item.fix.label} | {c.before or 'absent'} | **{c.now}** | "
+        f"{md_cell(c.item.answer.reason)} |"
+        for c in sorted(p.changes, key=lambda c: rank(c.now))
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -159,42 +210,59 @@ def plan_markdown(p: Plan) -> str:
     if p.baseline is not None:
         return _changes_markdown(p)
     summary = plan_summary(p)
-    out = [f"# Re-export plan for coreai-torch {p.to}", "",
-           f"**{summary.line()}**", "", "| bundle | re-export | set by |", "|---|---|---|"]
+    out = [
+        f"# Re-export plan for coreai-torch {p.to}",
+        "",
+        f"**{summary.line()}**",
+        "",
+        "| bundle | re-export | set by |",
+        "|---|---|---|",
+    ]
     out += [f"| {b.bundle} | **{b.level}** | {md_cell(b.reason)} |" for b in summary.bundles]
     out.append("")
     deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
     out += [f"Deployment runtimes: {d}." for d in deployments] + [""]
-    out += ["| bundle | exporter | re-export | loads | forces it | cannot tell | suggests it |",
-            "|---|---|---|---|---|---|---|"]
+    out += [
+        "| bundle | exporter | re-export | loads | forces it | cannot tell | suggests it |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for b in p.bundles:
         exporter = f"{b.exporter} (assumed)" if b.exporter_assumed else b.exporter
-        out.append(f"| {b.bundle} | {exporter} | **{b.reexport}** | {_loads(b)} | "
-                   f"{_fixes(b, 'required')} | {_fixes(b, 'inconclusive')} | "
-                   f"{_fixes(b, 'optional')} |")
+        out.append(
+            f"| {b.bundle} | {exporter} | **{b.reexport}** | {_loads(b)} | "
+            f"{_fixes(b, 'required')} | {_fixes(b, 'inconclusive')} | "
+            f"{_fixes(b, 'optional')} |"
+        )
     out += ["", "<details><summary>Each finding: reasons, caveats, remedies</summary>", ""]
     for b in p.bundles:
         if b.load is not None and b.load.reexport != "no" and not b.load_explained_by:
             out.append(f"- **{b.bundle} (load)** ({b.load.verdict}): {b.load.reason}")
         for i in b.items:
             if i.level in ("required", "inconclusive", "optional"):
-                out.append(f"- **{b.bundle} {i.fix.label}** ({i.answer.verdict}): "
-                           f"{i.answer.reason}")
+                out.append(
+                    f"- **{b.bundle} {i.fix.label}** ({i.answer.verdict}): {i.answer.reason}"
+                )
                 out += [f"  - remedy: {r}" for r in i.answer.remedies]
             if i.ignored:
-                expires = (f", expires {i.ignored.expires.isoformat()}"
-                           if i.ignored.expires else "")
-                out.append(f"- {b.bundle} {i.fix.label}: ignored ({i.ignored.reason}{expires}); "
-                           f"answered {i.answer.reexport} ({i.answer.verdict}): "
-                           f"{i.answer.reason}")
+                expires = f", expires {i.ignored.expires.isoformat()}" if i.ignored.expires else ""
+                out.append(
+                    f"- {b.bundle} {i.fix.label}: ignored ({i.ignored.reason}{expires}); "
+                    f"answered {i.answer.reexport} ({i.answer.verdict}): "
+                    f"{i.answer.reason}"
+                )
             if i.answer.not_checked:
-                out.append(f"- {b.bundle} {i.fix.label}: not checked on its own program "
-                           f"({i.answer.verdict}): {i.answer.not_checked}")
+                out.append(
+                    f"- {b.bundle} {i.fix.label}: not checked on its own program "
+                    f"({i.answer.verdict}): {i.answer.not_checked}"
+                )
     if (line := suggestion(p)) is not None:
         out.append(f"- {line}")
     out += [f"- warning: {w}" for w in p.warnings]
-    out += [f"- {b.bundle}: not affected: {_not_affected(b, details=True)}"
-            for b in p.bundles if b.by_level("no")]
+    out += [
+        f"- {b.bundle}: not affected: {_not_affected(b, details=True)}"
+        for b in p.bundles
+        if b.by_level("no")
+    ]
     out += ["", "</details>"]
     checks = [line for b in p.bundles for line in _verified(p, b)]
     if checks:

@@ -36,11 +36,12 @@ def _svg(plt: ModuleType, fig: Figure) -> str:
     fig.savefig(out, format="svg")
     plt.close(fig)
     text = out.getvalue()
-    return text[text.index("<svg"):]  # the XML prolog is not allowed inside HTML
+    return text[text.index("<svg") :]  # the XML prolog is not allowed inside HTML
 
 
-def values(title: str, reference: np.ndarray, old: np.ndarray | None,
-           new: np.ndarray | None) -> str:
+def values(
+    title: str, reference: np.ndarray, old: np.ndarray | None, new: np.ndarray | None
+) -> str:
     """One output, over its first elements (flattened): left, the fp32 reference and what the
     old and the new program compute; right, each side's |difference| from the reference (log
     axis), where a change within fp16's rounding shows that the lines on the left overlap."""
@@ -54,17 +55,28 @@ def values(title: str, reference: np.ndarray, old: np.ndarray | None,
     x = np.arange(n)
     ref = reference.reshape(-1)[:n].astype(np.float64)
     left.plot(x, ref, label="torch fp32 reference", color="#222222", linewidth=1.6)
-    for name, data, color, style in (("old", old, "#d62728", "-"),
-                                     ("new", new, "#1f77b4", "--")):
+    for name, data, color, style in (("old", old, "#d62728", "-"), ("new", new, "#1f77b4", "--")):
         if data is None or not data.size:
             continue
         side = data.reshape(-1)[:n].astype(np.float64)
-        left.plot(x[:side.size], side, label=f"{name} program", color=color, linewidth=1.0,
-                  linestyle=style)
-        error = np.abs(side - ref[:side.size])
+        left.plot(
+            x[: side.size],
+            side,
+            label=f"{name} program",
+            color=color,
+            linewidth=1.0,
+            linestyle=style,
+        )
+        error = np.abs(side - ref[: side.size])
         shown = np.where(np.isfinite(error), np.maximum(error, 1e-12), np.nan)
-        right.plot(x[:side.size], shown, label=f"|{name} - fp32|", color=color,
-                   linewidth=0.9, linestyle=style)
+        right.plot(
+            x[: side.size],
+            shown,
+            label=f"|{name} - fp32|",
+            color=color,
+            linewidth=0.9,
+            linestyle=style,
+        )
     left.set_title(title, fontsize=8)
     right.set_title("distance from the reference", fontsize=8)
     right.set_yscale("log")
@@ -75,13 +87,11 @@ def values(title: str, reference: np.ndarray, old: np.ndarray | None,
     return _svg(plt, fig)
 
 
-def drift_bars(title: str, labels: Sequence[str],
-               series: dict[str, Sequence[float | None]]) -> str:
+def drift_bars(title: str, labels: Sequence[str], series: dict[str, Sequence[float | None]]) -> str:
     """Max |difference| per row (an output, a region), one bar per series, on a log axis; a
     missing or non-finite value is drawn at the axis' top and said in the label."""
     plt, fig, ax = _figure(height=max(1.6, 0.42 * len(labels) + 0.9))
-    finite = [v for vs in series.values() for v in vs
-              if v is not None and np.isfinite(v) and v > 0]
+    finite = [v for vs in series.values() for v in vs if v is not None and np.isfinite(v) and v > 0]
     top = max(finite, default=1.0) * 10
     floor = min(finite, default=1e-8) / 10
     y = np.arange(len(labels))

@@ -25,17 +25,26 @@ def _lines(r: RepairReport) -> list[tuple[str, str]]:
     after = "; ".join(f"{o.core} {o.describe()}" for o in r.repaired)
     return [
         ("repaired", f"{r.source} -> {r.out}"),
-        ("locations", f"{loc.ops} op and {loc.block_args} block-argument locations "
-                      f"rewritten with coreai-core {r.reader} "
-                      f"({_counts(loc.locations_before)} -> {_counts(loc.locations_after)}); "
-                      f"{loc.op_ids_kept} coreai op ids kept"),
+        (
+            "locations",
+            f"{loc.ops} op and {loc.block_args} block-argument locations "
+            f"rewritten with coreai-core {r.reader} "
+            f"({_counts(loc.locations_before)} -> {_counts(loc.locations_after)}); "
+            f"{loc.op_ids_kept} coreai op ids kept",
+        ),
         ("producer", f"{r.producer} (re-saved with coreai-core {r.stamper})"),
         ("before", before),
         ("after", f"{after} (every function run on the original's seeded inputs)"),
-        ("weights", f"byte-identical: {w.fingerprint} ({w.constants} tensors, {w.bytes} bytes) "
-                    f"in both, read with {r.weights.read_with}"),
-        ("outputs", f"bit-identical on {r.outputs.runtime}: {r.outputs.arrays} array(s) of "
-                    f"{', '.join(r.outputs.functions)}, seed {r.outputs.seed}"),
+        (
+            "weights",
+            f"byte-identical: {w.fingerprint} ({w.constants} tensors, {w.bytes} bytes) "
+            f"in both, read with {r.weights.read_with}",
+        ),
+        (
+            "outputs",
+            f"bit-identical on {r.outputs.runtime}: {r.outputs.arrays} array(s) of "
+            f"{', '.join(r.outputs.functions)}, seed {r.outputs.seed}",
+        ),
         ("evidence", r.evidence),
     ]
 

@@ -11,8 +11,13 @@ from rich.text import Text
 
 from inventory.scan import BundleScan, Entry, RegistryLink, ScanReport
 
-_STATUS_STYLE = {"agree": "green", "disagree": "bold red", "cannot-tell": "yellow",
-                 "not-traced": "dim", "info": "cyan"}
+_STATUS_STYLE = {
+    "agree": "green",
+    "disagree": "bold red",
+    "cannot-tell": "yellow",
+    "not-traced": "dim",
+    "info": "cyan",
+}
 _TOP_OPS = 12
 
 
@@ -58,9 +63,18 @@ def scan_dict(s: BundleScan) -> dict[str, Any]:
         "notes": s.notes,
         "exporter": s.exporter,
         "files": s.files,
-        "loads": [{"core": o.core, "runtime": o.runtime, "outcome": o.outcome,
-                   "stage": o.stage or None, "error": o.error or None,
-                   "signal": o.signal or None, "log": o.files.get("log")} for o in s.loads],
+        "loads": [
+            {
+                "core": o.core,
+                "runtime": o.runtime,
+                "outcome": o.outcome,
+                "stage": o.stage or None,
+                "error": o.error or None,
+                "signal": o.signal or None,
+                "log": o.files.get("log"),
+            }
+            for o in s.loads
+        ],
     }
 
 
@@ -79,15 +93,19 @@ def scan_record(report: ScanReport) -> dict[str, Any]:
     return {
         "bundles": [scan_dict(s) for s in report.scans],
         "registry": report.registry,
-        "links": [link_dict(link) for link in report.links] if report.links is not None
-        else None,
+        "links": [link_dict(link) for link in report.links] if report.links is not None else None,
         "disagreements": report.disagreements,
         "errors": [s.error for s in report.errors],
-        "not_loading": [{"bundle": s.name, "path": s.path, "deployment": list(s.deployment),
-                         "deployment_source": s.deployment_source,
-                         "runtimes": [{"core": o.core, "outcome": o.outcome}
-                                      for o in s.not_loading]}
-                        for s in report.not_loading],
+        "not_loading": [
+            {
+                "bundle": s.name,
+                "path": s.path,
+                "deployment": list(s.deployment),
+                "deployment_source": s.deployment_source,
+                "runtimes": [{"core": o.core, "outcome": o.outcome} for o in s.not_loading],
+            }
+            for s in report.not_loading
+        ],
     }
 
 
@@ -95,8 +113,10 @@ def _composites(e: Entry) -> list[str]:
     out = []
     for c in e.composites:
         bodies = len(c.bodies)
-        text = (f"{c.kind} x{c.call_sites} call site{'s' if c.call_sites != 1 else ''}, "
-                f"{bodies} bod{'y' if bodies == 1 else 'ies'}")
+        text = (
+            f"{c.kind} x{c.call_sites} call site{'s' if c.call_sites != 1 else ''}, "
+            f"{bodies} bod{'y' if bodies == 1 else 'ies'}"
+        )
         if c.nested:
             text += f", {c.nested} more inside other composites"
         dtypes = sorted({d for b in c.bodies for d in b["inputs"][:1]})
@@ -140,8 +160,12 @@ def scan_block(s: BundleScan) -> Group:
         _row(grid, "  failed", attempt, "yellow")
     w = s.weights
     dtypes = ", ".join(f"{k} {v}" for k, v in sorted((w.get("dtypes") or {}).items()))
-    _row(grid, "weights", f"{w.get('fingerprint')}  ({w.get('constants')} tensors, "
-                          f"{w.get('bytes')} bytes{'; ' + dtypes if dtypes else ''})")
+    _row(
+        grid,
+        "weights",
+        f"{w.get('fingerprint')}  ({w.get('constants')} tensors, "
+        f"{w.get('bytes')} bytes{'; ' + dtypes if dtypes else ''})",
+    )
     for e in s.entries:
         _row(grid, "entry", e.name, "bold")
         _row(grid, "  inputs", _io(e.inputs))
@@ -152,12 +176,16 @@ def scan_block(s: BundleScan) -> Group:
         _row(grid, "  dynamic", dynamic)
         composites = _composites(e)
         _row(grid, "  composites", "; ".join(composites) if composites else "none")
-        _row(grid, "  ops", _ops({k: v for k, v in e.ops.items()
-                                  if not k.endswith((".constant", ".output"))}))
+        _row(
+            grid,
+            "  ops",
+            _ops({k: v for k, v in e.ops.items() if not k.endswith((".constant", ".output"))}),
+        )
     for o in s.loads:
         style = "" if o.loads else ("dim" if o.outcome == "not-run" else "bold red")
-        _row(grid, "loads" if o is s.loads[0] else "", f"coreai-core {o.core}: {o.describe()}",
-             style)
+        _row(
+            grid, "loads" if o is s.loads[0] else "", f"coreai-core {o.core}: {o.describe()}", style
+        )
     for note in s.notes:
         _row(grid, "note", note, "yellow")
     return Group(title, grid)
@@ -166,18 +194,27 @@ def scan_block(s: BundleScan) -> Group:
 def link_block(link: RegistryLink) -> Group:
     if link.bundle is None:
         reason = next(iter(link.matched_by.values()), "")
-        return Group(Text(f"{', '.join(link.scans)}: no registry entry ({reason})",
-                          style="yellow"))
+        return Group(Text(f"{', '.join(link.scans)}: no registry entry ({reason})", style="yellow"))
     how = "; ".join(f"{p.rsplit('/', 1)[-1]} by {h}" for p, h in link.matched_by.items())
     head = Text(f"{link.bundle}", style="bold")
     head.append(f"  matched: {how}", style="dim")
     table = Table(show_header=True, show_lines=False, box=None, pad_edge=False)
-    for col, ratio in (("", 1), ("subject", 1), ("traced / recorded", 2), ("scanned", 2),
-                       ("why", 4)):
+    for col, ratio in (
+        ("", 1),
+        ("subject", 1),
+        ("traced / recorded", 2),
+        ("scanned", 2),
+        ("why", 4),
+    ):
         table.add_column(col, overflow="fold", ratio=ratio)
     for f in link.findings:
-        table.add_row(Text(f.status, style=_STATUS_STYLE.get(f.status, "")), f.subject,
-                      f.traced, f.scanned, f.reason)
+        table.add_row(
+            Text(f.status, style=_STATUS_STYLE.get(f.status, "")),
+            f.subject,
+            f.traced,
+            f.scanned,
+            f.reason,
+        )
     parts: list[Any] = [head, table]
     if link.files_missing:
         parts.append(Text(f"  not scanned: {', '.join(link.files_missing)}", style="dim"))
@@ -202,13 +239,16 @@ def scan_text(report: ScanReport) -> Group:
     ok = sum(1 for s in report.scans if s.ok)
     summary = f"{ok} of {len(report.scans)} bundle(s) read"
     for s in report.not_loading:
-        parts.append(Text(f"{s.name} does not load on a deployment runtime ("
-                          f"{s.deployment_source}): " + ", ".join(
-                              f"coreai-core {o.core} {o.outcome}" for o in s.not_loading),
-                          style="bold red"))
+        parts.append(
+            Text(
+                f"{s.name} does not load on a deployment runtime ("
+                f"{s.deployment_source}): "
+                + ", ".join(f"coreai-core {o.core} {o.outcome}" for o in s.not_loading),
+                style="bold red",
+            )
+        )
     if report.scans:
-        summary += (f"; {len(report.not_loading)} of them not loading on a deployment "
-                    "runtime")
+        summary += f"; {len(report.not_loading)} of them not loading on a deployment runtime"
     if report.links is not None:
         summary += f"; {report.disagreements} disagreement(s) with the registry"
     parts.append(Text(summary))
@@ -222,34 +262,59 @@ def scan_markdown(report: ScanReport) -> str:
     from inventory.report.text import md_cell
 
     ok = sum(1 for s in report.scans if s.ok)
-    out = ["# Scan of shipped bundles", "",
-           f"**{ok} of {len(report.scans)} bundle(s) read; {len(report.not_loading)} not loading "
-           f"on a deployment runtime**", "",
-           "| bundle | producer | exporter | weights | loads |", "|---|---|---|---|---|"]
+    out = [
+        "# Scan of shipped bundles",
+        "",
+        f"**{ok} of {len(report.scans)} bundle(s) read; {len(report.not_loading)} not loading "
+        f"on a deployment runtime**",
+        "",
+        "| bundle | producer | exporter | weights | loads |",
+        "|---|---|---|---|---|",
+    ]
     for s in report.scans:
         if not s.ok:
             out.append(f"| {s.name} | - | - | - | error: {md_cell(s.error or '')} |")
             continue
         loads = "; ".join(f"{o.core} {o.outcome}" for o in s.loads) or "not tried"
-        out.append(f"| {s.name} | {md_cell(s.producer or 'none (coreai-core 1.0.0b1 era)')} | "
-                   f"{md_cell(s.exporter or '-')} | `{s.weights.get('fingerprint')}` | "
-                   f"{md_cell(loads)} |")
+        out.append(
+            f"| {s.name} | {md_cell(s.producer or 'none (coreai-core 1.0.0b1 era)')} | "
+            f"{md_cell(s.exporter or '-')} | `{s.weights.get('fingerprint')}` | "
+            f"{md_cell(loads)} |"
+        )
     out.append("")
-    out += [f"- **{s.name}** does not load on a deployment runtime ({s.deployment_source}): "
-            + ", ".join(f"coreai-core {o.core} {md_cell(o.describe())}" for o in s.not_loading)
-            for s in report.not_loading]
+    out += [
+        f"- **{s.name}** does not load on a deployment runtime ({s.deployment_source}): "
+        + ", ".join(f"coreai-core {o.core} {md_cell(o.describe())}" for o in s.not_loading)
+        for s in report.not_loading
+    ]
     if report.links is not None:
-        out += ["", f"## Against the registry `{report.registry}`", "",
-                f"{report.disagreements} disagreement(s).", "",
-                "| bundle | status | subject | traced / recorded | scanned | why |",
-                "|---|---|---|---|---|---|"]
+        out += [
+            "",
+            f"## Against the registry `{report.registry}`",
+            "",
+            f"{report.disagreements} disagreement(s).",
+            "",
+            "| bundle | status | subject | traced / recorded | scanned | why |",
+            "|---|---|---|---|---|---|",
+        ]
         for link in report.links:
             name = link.bundle or ", ".join(link.scans)
-            out += [f"| {name} | {f.status} | {md_cell(f.subject)} | {md_cell(f.traced)} | "
-                    f"{md_cell(f.scanned)} | {md_cell(f.reason)} |" for f in link.findings]
+            out += [
+                f"| {name} | {f.status} | {md_cell(f.subject)} | {md_cell(f.traced)} | "
+                f"{md_cell(f.scanned)} | {md_cell(f.reason)} |"
+                for f in link.findings
+            ]
     for s in report.scans:
-        out += ["", f"<details><summary>{s.name}</summary>", "", "```",
-                _plain(scan_block(s)).rstrip(), "```", "", "</details>"]
+        out += [
+            "",
+            f"<details><summary>{s.name}</summary>",
+            "",
+            "```",
+            _plain(scan_block(s)).rstrip(),
+            "```",
+            "",
+            "</details>",
+        ]
     return "\n".join(out) + "\n"
 
 

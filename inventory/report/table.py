@@ -12,8 +12,12 @@ from inventory.summary import BundleLine, Summary, summarise
 from inventory.verdict import IGNORED
 from oracle.constructs import label
 
-_STYLE = {"required": "bold red", "optional": "yellow", "no": "green",
-          "inconclusive": "bold magenta"}
+_STYLE = {
+    "required": "bold red",
+    "optional": "yellow",
+    "no": "green",
+    "inconclusive": "bold magenta",
+}
 
 
 def _exporter(b: BundleAnswer) -> str:
@@ -27,7 +31,8 @@ def load_outcomes(b: BundleAnswer) -> str:
     assert b.load is not None
     return "\n".join(
         f"{f.release} asset: " + ", ".join(f"{o.core} {o.outcome}" for o in f.outcomes())
-        for f in b.load.findings)
+        for f in b.load.findings
+    )
 
 
 def _instances(b: BundleAnswer) -> str:
@@ -61,11 +66,16 @@ def _found(b: BundleAnswer) -> str:
 
 def affected_summary(report: AffectedReport) -> Summary:
     """Per bundle its level and what set it: the verdict, or the accepted risk and its reason."""
+
     def line(b: BundleAnswer) -> BundleLine:
         if b.bundle in report.ignored:
-            return BundleLine(b.bundle, IGNORED, f"{report.fix.label} ignored "
-                              f"({report.ignored[b.bundle].reason}); answered {b.reexport} "
-                              f"({b.verdict})")
+            return BundleLine(
+                b.bundle,
+                IGNORED,
+                f"{report.fix.label} ignored "
+                f"({report.ignored[b.bundle].reason}); answered {b.reexport} "
+                f"({b.verdict})",
+            )
         return BundleLine(b.bundle, b.reexport, f"{report.fix.label} ({b.verdict})")
 
     return summarise(line(b) for b in report.bundles)
@@ -73,15 +83,21 @@ def affected_summary(report: AffectedReport) -> Summary:
 
 def affected_table(report: AffectedReport) -> Group:
     fix = report.fix
-    title = (f"Fix {fix.label} {fix.title} (ships in coreai-torch {fix.ships_in}); "
-             f"comparing each bundle's exporter with {report.to}")
+    title = (
+        f"Fix {fix.label} {fix.title} (ships in coreai-torch {fix.ships_in}); "
+        f"comparing each bundle's exporter with {report.to}"
+    )
     table = Table(title=title, show_lines=True, title_justify="left")
-    for col, ratio in (("bundle", 1), ("exporter", 1), ("instances traced", 4),
-                       ("probe per instance / load check", 2), ("re-export", 1),
-                       ("reason", 3)):
+    for col, ratio in (
+        ("bundle", 1),
+        ("exporter", 1),
+        ("instances traced", 4),
+        ("probe per instance / load check", 2),
+        ("re-export", 1),
+        ("reason", 3),
+    ):
         # a bundle's name and its level are never split mid-word
-        table.add_column(col, overflow="fold", ratio=ratio,
-                         no_wrap=col in ("bundle", "re-export"))
+        table.add_column(col, overflow="fold", ratio=ratio, no_wrap=col in ("bundle", "re-export"))
     summary = affected_summary(report)
     order = {line.bundle: n for n, line in enumerate(summary.bundles)}
     bundles = sorted(report.bundles, key=lambda b: order[b.bundle])  # worst level first
@@ -89,8 +105,7 @@ def affected_table(report: AffectedReport) -> Group:
         exporter = _exporter(b)
         level = Text(b.reexport, style=_STYLE.get(b.reexport, ""))
         if b.bundle in report.ignored:
-            level = Text(f"{b.reexport} (ignored: {report.ignored[b.bundle].reason})",
-                         style="dim")
+            level = Text(f"{b.reexport} (ignored: {report.ignored[b.bundle].reason})", style="dim")
         table.add_row(b.bundle, exporter, _instances(b), _found(b), level, b.reason)
     details = [Text("")]
     for b in bundles:
@@ -111,30 +126,45 @@ def affected_table(report: AffectedReport) -> Group:
 
 def affected_markdown(report: AffectedReport) -> str:
     fix = report.fix
-    out = [f"# Fix {fix.label} {fix.title}", "",
-           f"Ships in coreai-torch {fix.ships_in}; each bundle's exporter compared with "
-           f"{report.to}. Measured on: {'; '.join(report.runtimes) or 'no run needed'}.",
-           *[f"Deployment runtimes: {d}." for d in
-             sorted({b.deployment.describe() for b in report.bundles if b.deployment})], "",
-           "| bundle | exporter | instances | verdict | re-export | reason |",
-           "|---|---|---|---|---|---|"]
+    out = [
+        f"# Fix {fix.label} {fix.title}",
+        "",
+        f"Ships in coreai-torch {fix.ships_in}; each bundle's exporter compared with "
+        f"{report.to}. Measured on: {'; '.join(report.runtimes) or 'no run needed'}.",
+        *[
+            f"Deployment runtimes: {d}."
+            for d in sorted({b.deployment.describe() for b in report.bundles if b.deployment})
+        ],
+        "",
+        "| bundle | exporter | instances | verdict | re-export | reason |",
+        "|---|---|---|---|---|---|",
+    ]
     for b in report.bundles:
         exporter = _exporter(b)
-        inst = "; ".join(f"{i.count}x {label(i.kind, i.params, i.dtype)}"
-                         for i in b.instances) or "none traced"
-        out.append(f"| {b.bundle} | {exporter} | {inst} | {b.verdict} | **{b.reexport}** | "
-                   f"{md_cell(b.reason)} |")
+        inst = (
+            "; ".join(f"{i.count}x {label(i.kind, i.params, i.dtype)}" for i in b.instances)
+            or "none traced"
+        )
+        out.append(
+            f"| {b.bundle} | {exporter} | {inst} | {b.verdict} | **{b.reexport}** | "
+            f"{md_cell(b.reason)} |"
+        )
     out.append("")
     for b in report.bundles:
         out += [f"- {b.bundle}: remedy: {r}" for r in b.remedies]
         if b.unrecorded_line:
             out.append(f"- {b.bundle}: {md_cell(b.unrecorded_line)}")
         if b.load is not None:
-            out += [f"- {b.bundle}: load check of a {f.release} asset: {f.summary()}; evidence "
-                    f"`{f.check.evidence}`" for f in b.load.findings]
+            out += [
+                f"- {b.bundle}: load check of a {f.release} asset: {f.summary()}; evidence "
+                f"`{f.check.evidence}`"
+                for f in b.load.findings
+            ]
         for p in b.probes:
             if p.result is not None:
                 whose = f" with {p.module}'s own tensors" if p.module else ""
-                out.append(f"- {b.bundle}: `{p.spec.label()}`{whose} → {p.verdict.verdict}; "
-                           f"evidence `{p.result.evidence}`")
+                out.append(
+                    f"- {b.bundle}: `{p.spec.label()}`{whose} → {p.verdict.verdict}; "
+                    f"evidence `{p.result.evidence}`"
+                )
     return "\n".join(out) + "\n"

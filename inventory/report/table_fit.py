@@ -63,13 +63,17 @@ class FittedTable:
             table.add_row(*(r[c.name] for c in kept))
         yield table
         if dropped:
-            yield Text(f"(left out at {options.max_width} columns: "
-                       f"{', '.join(c.name for c in dropped)}; a wider terminal, COLUMNS=N or "
-                       "--format json/markdown shows them)", style="dim")
+            yield Text(
+                f"(left out at {options.max_width} columns: "
+                f"{', '.join(c.name for c in dropped)}; a wider terminal, COLUMNS=N or "
+                "--format json/markdown shows them)",
+                style="dim",
+            )
 
 
-def fitted_table(columns: Sequence[Column], rows: Sequence[Mapping[str, Cell]],
-                 title: str | None = None) -> FittedTable:
+def fitted_table(
+    columns: Sequence[Column], rows: Sequence[Mapping[str, Cell]], title: str | None = None
+) -> FittedTable:
     return FittedTable(tuple(columns), tuple(rows), title)
 
 

@@ -24,6 +24,7 @@ CONVERTER_REPO = "apple/coreai-torch"
 def link_upstream(text: str, upstream: dict[str, str]) -> str:
     """Every `#N` as `[owner/repo#N](its pull request)`: the address the answer's fix records
     give it, else the converter's repository's pull request N (never a bare `#N`)."""
+
     def link(m: re.Match[str]) -> str:
         url = upstream.get(m[1], "")
         if not url.startswith("https://github.com/"):

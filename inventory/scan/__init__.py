@@ -42,8 +42,9 @@ from oracle.catalog import Catalog, EnvError, at_or_above, cores
 from oracle.infra import Progress
 
 
-def deployed_on(s: BundleScan, catalog: Catalog, runtimes: tuple[str, ...] | None
-                ) -> tuple[tuple[str, ...], str]:
+def deployed_on(
+    s: BundleScan, catalog: Catalog, runtimes: tuple[str, ...] | None
+) -> tuple[tuple[str, ...], str]:
     """The runtimes a scanned bundle must load on, and why those: --runtime, else every runtime
     from the core its producer stamp names (none: the oldest core's era, as its exporter is
     inferred), else every runtime tried."""
@@ -52,15 +53,23 @@ def deployed_on(s: BundleScan, catalog: Catalog, runtimes: tuple[str, ...] | Non
     core = s.producer_core or cores(catalog)[0]
     if core in cores(catalog):
         why = "its producer" if s.producer_core else "no producer stamp: the oldest core's era"
-        return (tuple(at_or_above(catalog, core)),
-                f"every runtime at or above coreai-core {core}, {why}")
+        return (
+            tuple(at_or_above(catalog, core)),
+            f"every runtime at or above coreai-core {core}, {why}",
+        )
     return tuple(o.core for o in s.loads), "every runtime tried (its producer core is unknown)"
 
 
-def scan(paths: list[Path], catalog: Catalog, *, reader: str | None = None,
-         registry: tuple[Path, list[Bundle]] | None = None,
-         progress: Progress = lambda _: None, runtimes: tuple[str, ...] | None = None,
-         loads: bool = True) -> ScanReport:
+def scan(
+    paths: list[Path],
+    catalog: Catalog,
+    *,
+    reader: str | None = None,
+    registry: tuple[Path, list[Bundle]] | None = None,
+    progress: Progress = lambda _: None,
+    runtimes: tuple[str, ...] | None = None,
+    loads: bool = True,
+) -> ScanReport:
     """Scan every bundle under `paths` and load it on each runtime (`runtimes`, default every
     runtime in the catalog); with a registry, link each to its entry."""
     found = find_bundles(paths)
@@ -72,9 +81,16 @@ def scan(paths: list[Path], catalog: Catalog, *, reader: str | None = None,
     try:
         for bundle in found:
             if bundle in escaped:
-                scans.append(BundleScan(path=str(bundle), name=bundle.name, error=(
-                    f"{bundle}: is a symlink out of the scanned folder {escaped[bundle]}; "
-                    f"a folder's bundles are read only from inside it")))
+                scans.append(
+                    BundleScan(
+                        path=str(bundle),
+                        name=bundle.name,
+                        error=(
+                            f"{bundle}: is a symlink out of the scanned folder {escaped[bundle]}; "
+                            f"a folder's bundles are read only from inside it"
+                        ),
+                    )
+                )
                 continue
             progress(f"reading {bundle.name}")
             scans.append(scan_bundle(bundle, readers))
@@ -90,9 +106,11 @@ def scan(paths: list[Path], catalog: Catalog, *, reader: str | None = None,
     links = None
     if registry is not None:
         links = link_registry(scans, registry[1], registry[0], catalog, runtimes)
-    warnings = [f"{s.name}: read with coreai-core {s.reader['core']} after: "
-                f"{'; '.join(s.attempts)}" for s in scans if s.ok and s.attempts
-                and s.reader.get("why") == "fallback"]
+    warnings = [
+        f"{s.name}: read with coreai-core {s.reader['core']} after: {'; '.join(s.attempts)}"
+        for s in scans
+        if s.ok and s.attempts and s.reader.get("why") == "fallback"
+    ]
     return ScanReport(scans, links, str(registry[0]) if registry else None, warnings)
 
 

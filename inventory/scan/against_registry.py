@@ -26,7 +26,6 @@ CANNOT_ESTABLISH = (
 )
 
 
-
 def _file_pattern(name: str) -> re.Pattern[str]:
     """A registry file name; `<L>`-style placeholders stand for any text."""
     parts = re.split(r"<[^<>]+>", Path(name).name)
@@ -40,8 +39,11 @@ def match(scan: BundleScan, bundles: list[Bundle]) -> tuple[Bundle | None, str, 
     by_fp = [b for b in bundles if fp and fp in b.fingerprints]
     if by_name and by_fp:
         if by_name[0][0].name != by_fp[0].name:
-            return None, "", (f"name matches {by_name[0][0].name}, fingerprint matches "
-                              f"{by_fp[0].name}")
+            return (
+                None,
+                "",
+                (f"name matches {by_name[0][0].name}, fingerprint matches {by_fp[0].name}"),
+            )
         return by_name[0][0], by_name[0][1], "name and fingerprint"
     if by_name:
         return by_name[0][0], by_name[0][1], "name"
@@ -54,42 +56,62 @@ def _traced(bundle: Bundle) -> bool:
     return bool(bundle.instances) or "summary" in bundle.trace or "packages" in bundle.trace
 
 
-def _exporter_finding(bundle: Bundle, scans: list[BundleScan],
-                      catalog: Catalog) -> Finding:
+def _exporter_finding(bundle: Bundle, scans: list[BundleScan], catalog: Catalog) -> Finding:
     recorded = bundle.exporter.core
-    traced = (f"coreai-torch {bundle.exporter.converter}, coreai-core {recorded}"
-              if bundle.exporter.converter != UNKNOWN else "unknown")
+    traced = (
+        f"coreai-torch {bundle.exporter.converter}, coreai-core {recorded}"
+        if bundle.exporter.converter != UNKNOWN
+        else "unknown"
+    )
     cores = core_order(catalog)
     # A bundle `inventory repair` re-saved carries the re-save's producer; what exported it is
     # the producer-less original its metadata names.
     seen = sorted({"none" if repaired(s.metadata) else s.producer_core or "none" for s in scans})
-    scanned = ", ".join(f"producer coreai-core {c}" if c != "none" else "no producer"
-                        for c in seen)
+    scanned = ", ".join(f"producer coreai-core {c}" if c != "none" else "no producer" for c in seen)
     if any(repaired(s.metadata) for s in scans):
-        scanned = scanned.replace("no producer", "no producer before `inventory repair` "
-                                  "re-saved it")
-    pins = {c: sorted((v for v, r in catalog.releases.items() if r.core == c), key=version_key)
-            for c in cores}
+        scanned = scanned.replace(
+            "no producer", "no producer before `inventory repair` re-saved it"
+        )
+    pins = {
+        c: sorted((v for v, r in catalog.releases.items() if r.core == c), key=version_key)
+        for c in cores
+    }
     implied = set()
     for c in seen:
         core = cores[0] if c == "none" else c
         implied.add(core)
     if len(implied) > 1:
-        return Finding("exporter", Status.DISAGREE, traced, scanned,
-                       "the registry's files were written by different cores")
+        return Finding(
+            "exporter",
+            Status.DISAGREE,
+            traced,
+            scanned,
+            "the registry's files were written by different cores",
+        )
     core = implied.pop()
     releases = ", ".join(pins.get(core, [])) or "no supported release"
-    why_none = (f"a bundle without a producer points to coreai-core {cores[0]}, which stamps "
-                f"none" if "none" in seen else f"coreai-core {core} is pinned by coreai-torch "
-                f"{releases}")
+    why_none = (
+        f"a bundle without a producer points to coreai-core {cores[0]}, which stamps none"
+        if "none" in seen
+        else f"coreai-core {core} is pinned by coreai-torch {releases}"
+    )
     if recorded == UNKNOWN:
-        return Finding("exporter", Status.INFO, traced, scanned,
-                       f"the registry records no exporter; {why_none} (coreai-torch "
-                       f"{releases})")
+        return Finding(
+            "exporter",
+            Status.INFO,
+            traced,
+            scanned,
+            f"the registry records no exporter; {why_none} (coreai-torch {releases})",
+        )
     if recorded == core:
         return Finding("exporter", Status.AGREE, traced, scanned, why_none)
-    return Finding("exporter", Status.DISAGREE, traced, scanned,
-                   f"the registry records coreai-core {recorded}; {why_none}")
+    return Finding(
+        "exporter",
+        Status.DISAGREE,
+        traced,
+        scanned,
+        f"the registry records coreai-core {recorded}; {why_none}",
+    )
 
 
 def _dtype_finding(bundle: Bundle, scans: list[BundleScan]) -> Finding:
@@ -100,16 +122,29 @@ def _dtype_finding(bundle: Bundle, scans: list[BundleScan]) -> Finding:
     floats = {k: v for k, v in weights.items() if k in ("float16", "bfloat16", "float32")}
     scanned = ", ".join(f"{k} {v}" for k, v in sorted(floats.items())) or "no float weights"
     if not floats:
-        return Finding("dtype", Status.CANNOT_TELL, bundle.dtype, scanned,
-                       "no floating-point weight to compare")
+        return Finding(
+            "dtype",
+            Status.CANNOT_TELL,
+            bundle.dtype,
+            scanned,
+            "no floating-point weight to compare",
+        )
     dominant = max(floats, key=lambda k: floats[k])
     if bundle.dtype in floats and floats[bundle.dtype] > 0:
         status = Status.AGREE if dominant == bundle.dtype else Status.INFO
-        reason = ("the weights are mostly " + dominant
-                  + ("" if status == Status.AGREE else f"; {bundle.dtype} weights present too"))
+        reason = (
+            "the weights are mostly "
+            + dominant
+            + ("" if status == Status.AGREE else f"; {bundle.dtype} weights present too")
+        )
         return Finding("dtype", status, bundle.dtype, scanned, reason)
-    return Finding("dtype", Status.DISAGREE, bundle.dtype, f"weights: {scanned}",
-                   f"no {bundle.dtype} weight in the scanned file(s)")
+    return Finding(
+        "dtype",
+        Status.DISAGREE,
+        bundle.dtype,
+        f"weights: {scanned}",
+        f"no {bundle.dtype} weight in the scanned file(s)",
+    )
 
 
 def traced_kinds() -> set[str]:
@@ -117,28 +152,41 @@ def traced_kinds() -> set[str]:
     return {c.kind for c in constructs.detected()}
 
 
-def _instance_findings(bundle: Bundle, scans: list[BundleScan],
-                       files_missing: list[str]) -> list[Finding]:
+def _instance_findings(
+    bundle: Bundle, scans: list[BundleScan], files_missing: list[str]
+) -> list[Finding]:
     if not _traced(bundle):
-        return [Finding("instances", Status.NOT_TRACED, "not traced", "-",
-                        "the registry holds no trace of this bundle yet (inventory trace "
-                        f"{bundle.name} --write); nothing to compare")]
+        return [
+            Finding(
+                "instances",
+                Status.NOT_TRACED,
+                "not traced",
+                "-",
+                "the registry holds no trace of this bundle yet (inventory trace "
+                f"{bundle.name} --write); nothing to compare",
+            )
+        ]
     traced: Counter[str] = Counter()
     for inst in bundle.instances:
         traced[inst.kind] += inst.count
     findings = []
     # What a scan counts per kind: call sites of a composite declaration, or plain ops by name.
-    composite_of = {c.kind: c.scan.composite for c in constructs.all_constructs()
-                    if c.scan.composite}
+    composite_of = {
+        c.kind: c.scan.composite for c in constructs.all_constructs() if c.scan.composite
+    }
     ops_of = {c.kind: c.scan.ops for c in constructs.all_constructs() if c.scan.ops}
-    kinds = set(traced) | {k for k, comp in composite_of.items()
-                           if any(s.composite_uses(comp) for s in scans)} | {
-        k for k, frags in ops_of.items() if any(s.op_count(f) for s in scans for f in frags)}
+    kinds = (
+        set(traced)
+        | {k for k, comp in composite_of.items() if any(s.composite_uses(comp) for s in scans)}
+        | {k for k, frags in ops_of.items() if any(s.op_count(f) for s in scans for f in frags)}
+    )
     detected = traced_kinds()
     seen_besides = ScanSeen(
-        optimized=bundle.pipeline.optimize, decompositions=bundle.pipeline.decompositions,
+        optimized=bundle.pipeline.optimize,
+        decompositions=bundle.pipeline.decompositions,
         stamped=any(s.producer_core is not None for s in scans),
-        op_count=lambda fragment: sum(s.op_count(fragment) for s in scans))
+        op_count=lambda fragment: sum(s.op_count(fragment) for s in scans),
+    )
     for kind in sorted(kinds):
         want = traced.get(kind, 0)
         if kind in composite_of:
@@ -148,8 +196,15 @@ def _instance_findings(bundle: Bundle, scans: list[BundleScan],
             seen = sum(s.op_count(f) for s in scans for f in ops_of[kind])
             what = f"{seen} {'/'.join(ops_of[kind])} op(s)"
         else:
-            findings.append(Finding(kind, Status.CANNOT_TELL, f"{want}x {kind}", "-",
-                                    f"a scan has no signature for {kind}"))
+            findings.append(
+                Finding(
+                    kind,
+                    Status.CANNOT_TELL,
+                    f"{want}x {kind}",
+                    "-",
+                    f"a scan has no signature for {kind}",
+                )
+            )
             continue
         label = f"{want}x {kind}" if want else "none traced"
         if seen == want:
@@ -157,35 +212,69 @@ def _instance_findings(bundle: Bundle, scans: list[BundleScan],
             continue
         if seen > want:
             if want == 0 and kind not in detected:
-                findings.append(Finding(kind, Status.INFO, label, what,
-                                        f"present in the bundle; the tracer does not detect "
-                                        f"{kind}, so the registry cannot say"))
+                findings.append(
+                    Finding(
+                        kind,
+                        Status.INFO,
+                        label,
+                        what,
+                        f"present in the bundle; the tracer does not detect "
+                        f"{kind}, so the registry cannot say",
+                    )
+                )
                 continue
-            findings.append(Finding(kind, Status.DISAGREE, label, what,
-                                    "the bundle holds more than the trace recorded: a stale "
-                                    "trace, or another export than the recipe traced"))
+            findings.append(
+                Finding(
+                    kind,
+                    Status.DISAGREE,
+                    label,
+                    what,
+                    "the bundle holds more than the trace recorded: a stale "
+                    "trace, or another export than the recipe traced",
+                )
+            )
             continue
         reasons = []
         if files_missing:
-            reasons.append(f"{len(files_missing)} file(s) of the bundle not scanned "
-                           f"({', '.join(files_missing)})")
+            reasons.append(
+                f"{len(files_missing)} file(s) of the bundle not scanned "
+                f"({', '.join(files_missing)})"
+            )
         # How a lowering or the pipeline hides instances from the count is the construct's
         # own knowledge (its ScanSignature.fewer), so a new construct brings its reasoning.
         fewer = constructs.get(kind).scan.fewer
         if fewer is not None:
             reasons += fewer(seen_besides)
         if reasons:
-            findings.append(Finding(kind, Status.CANNOT_TELL, label, what,
-                                    f"{want - seen} not seen; " + "; ".join(reasons)))
+            findings.append(
+                Finding(
+                    kind,
+                    Status.CANNOT_TELL,
+                    label,
+                    what,
+                    f"{want - seen} not seen; " + "; ".join(reasons),
+                )
+            )
         else:
-            findings.append(Finding(kind, Status.DISAGREE, label, what,
-                                    f"{want - seen} traced instance(s) missing from the bundle"))
+            findings.append(
+                Finding(
+                    kind,
+                    Status.DISAGREE,
+                    label,
+                    what,
+                    f"{want - seen} traced instance(s) missing from the bundle",
+                )
+            )
     return findings
 
 
-def link_registry(scans: list[BundleScan], bundles: list[Bundle], registry: Path,
-                  catalog: Catalog, runtimes: tuple[str, ...] | None = None
-                  ) -> list[RegistryLink]:
+def link_registry(
+    scans: list[BundleScan],
+    bundles: list[Bundle],
+    registry: Path,
+    catalog: Catalog,
+    runtimes: tuple[str, ...] | None = None,
+) -> list[RegistryLink]:
     groups: dict[str, list[tuple[BundleScan, str, str]]] = {}
     links: list[RegistryLink] = []
     known = {b.name: b for b in bundles}
@@ -194,8 +283,16 @@ def link_registry(scans: list[BundleScan], bundles: list[Bundle], registry: Path
             continue
         entry, file, how = match(s, bundles)
         if entry is None:
-            links.append(RegistryLink(None, [s.path], {s.path: how}, [], [Finding(
-                "registry", Status.INFO, "-", s.name, how)], []))
+            links.append(
+                RegistryLink(
+                    None,
+                    [s.path],
+                    {s.path: how},
+                    [],
+                    [Finding("registry", Status.INFO, "-", s.name, how)],
+                    [],
+                )
+            )
             continue
         groups.setdefault(entry.name, []).append((s, file, how))
     for name, members in groups.items():
@@ -212,18 +309,28 @@ def link_registry(scans: list[BundleScan], bundles: list[Bundle], registry: Path
         cannot = []
         cores = {s.producer_core for s in group}
         for core in sorted(c for c in cores if c):
-            pins = sorted((v for v, r in catalog.releases.items() if r.core == core),
-                          key=version_key)
+            pins = sorted(
+                (v for v, r in catalog.releases.items() if r.core == core), key=version_key
+            )
             if len(pins) > 1:
-                cannot.append(f"which coreai-torch release exported it: coreai-core {core} is "
-                              f"pinned by coreai-torch {' and '.join(pins)}")
+                cannot.append(
+                    f"which coreai-torch release exported it: coreai-core {core} is "
+                    f"pinned by coreai-torch {' and '.join(pins)}"
+                )
         if not cannot:
-            cannot.append("which coreai-torch release exported it: the producer names "
-                          "coreai-core only (and a 1.0.0b1 bundle has none)")
+            cannot.append(
+                "which coreai-torch release exported it: the producer names "
+                "coreai-core only (and a 1.0.0b1 bundle has none)"
+            )
         cannot += CANNOT_ESTABLISH
-        links.append(RegistryLink(name, [s.path for s in group],
-                                  {s.path: h for s, _f, h in members}, missing, findings,
-                                  cannot))
+        links.append(
+            RegistryLink(
+                name,
+                [s.path for s in group],
+                {s.path: h for s, _f, h in members},
+                missing,
+                findings,
+                cannot,
+            )
+        )
     return links
-
-

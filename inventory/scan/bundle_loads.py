@@ -32,27 +32,32 @@ def repaired(metadata: dict | None) -> str | None:
     return str(custom[REPAIR_KEY]) if isinstance(custom, dict) and REPAIR_KEY in custom else None
 
 
-def inferred_exporter(producer_core: str | None, catalog: Catalog,
-                      metadata: dict | None = None) -> str:
+def inferred_exporter(
+    producer_core: str | None, catalog: Catalog, metadata: dict | None = None
+) -> str:
     """The coreai-torch release(s) whose assets carry this producer stamp (none: the oldest
     core's releases, which stamp none); a repaired asset says so in its metadata."""
     note = repaired(metadata)
     if note is not None:
         oldest = releases_pinning(catalog, cores(catalog)[0])
-        return (f"coreai-torch {' or '.join(oldest)}, repaired by `inventory repair` "
-                f"({REPAIR_KEY}: {note}); the producer stamp is the re-save's")
+        return (
+            f"coreai-torch {' or '.join(oldest)}, repaired by `inventory repair` "
+            f"({REPAIR_KEY}: {note}); the producer stamp is the re-save's"
+        )
     core = producer_core or cores(catalog)[0]
     releases = releases_pinning(catalog, core)
     if not releases:
         return f"unknown (producer coreai-core {core} is pinned by no release in the catalog)"
     names = " or ".join(releases)
-    why = ("no producer in metadata.json" if producer_core is None
-           else f"producer coreai-core {core}")
+    why = (
+        "no producer in metadata.json" if producer_core is None else f"producer coreai-core {core}"
+    )
     return f"coreai-torch {names} ({why})"
 
 
-def check_loads(scans: list[BundleScan], catalog: Catalog, wanted: tuple[str, ...] | None,
-                progress: Progress) -> None:
+def check_loads(
+    scans: list[BundleScan], catalog: Catalog, wanted: tuple[str, ...] | None, progress: Progress
+) -> None:
     """Fill each readable scan's `loads`: the outcome on every runtime of `wanted` (default:
     every runtime in the catalog)."""
     chosen = list(wanted or cores(catalog))
@@ -65,16 +70,16 @@ def check_loads(scans: list[BundleScan], catalog: Catalog, wanted: tuple[str, ..
             for core in chosen:
                 progress(f"loading {s.name} on coreai-core {core}")
                 out = root / f"{run}-{_safe(s.name)}-{core}"
-                s.loads.append(run_on(Path(s.path).resolve(), core, session, out,
-                                      execute=False))
+                s.loads.append(run_on(Path(s.path).resolve(), core, session, out, execute=False))
 
 
 def _safe(name: str) -> str:
     return re.sub(r"[^\w.\-]+", "_", name)
 
 
-def load_finding(entry: Bundle, group: list[BundleScan], catalog: Catalog,
-                 override: tuple[str, ...] | None) -> Finding:
+def load_finding(
+    entry: Bundle, group: list[BundleScan], catalog: Catalog, override: tuple[str, ...] | None
+) -> Finding:
     """agree when every scanned file loads on every runtime the registry expects it to load on;
     disagree when one fails; cannot-tell when a runtime could not be tried."""
     expected = deployment(entry, catalog, None, override)
@@ -90,12 +95,23 @@ def load_finding(entry: Bundle, group: list[BundleScan], catalog: Catalog,
                 failing.append((s.name, outcome))
     if failing:
         seen = "; ".join(f"{name}: coreai-core {o.core} {o.describe()}" for name, o in failing)
-        return Finding("loads", Status.DISAGREE, expects, seen,
-                       "the registry expects the bundle to load there; re-export with a release "
-                       "whose assets load, or `inventory repair` when the runtime refused its "
-                       "debug locations")
+        return Finding(
+            "loads",
+            Status.DISAGREE,
+            expects,
+            seen,
+            "the registry expects the bundle to load there; re-export with a release "
+            "whose assets load, or `inventory repair` when the runtime refused its "
+            "debug locations",
+        )
     if missing:
-        return Finding("loads", Status.CANNOT_TELL, expects, "-",
-                       f"not tried: {'; '.join(missing)}")
-    return Finding("loads", Status.AGREE, expects, "loads on each", "every deployment runtime "
-                   "loaded every function")
+        return Finding(
+            "loads", Status.CANNOT_TELL, expects, "-", f"not tried: {'; '.join(missing)}"
+        )
+    return Finding(
+        "loads",
+        Status.AGREE,
+        expects,
+        "loads on each",
+        "every deployment runtime loaded every function",
+    )

@@ -21,8 +21,11 @@ METADATA_MAX_DEPTH = 64
 
 
 def is_bundle(path: Path) -> bool:
-    return path.is_dir() and (path.suffix == ".aimodel" or (path / "main.mlirb").exists()
-                              or (path / "metadata.json").exists())
+    return path.is_dir() and (
+        path.suffix == ".aimodel"
+        or (path / "main.mlirb").exists()
+        or (path / "metadata.json").exists()
+    )
 
 
 def find_bundles(paths: list[Path]) -> list[Path]:
@@ -80,8 +83,10 @@ def check_contained(bundle: Path) -> None:
         for name in dirs + files:
             path = here / name
             if path.is_symlink() and not _inside(path, real):
-                raise BundleError(f"{path}: is a symlink out of the bundle; a bundle is read "
-                                  f"only from its own folder")
+                raise BundleError(
+                    f"{path}: is a symlink out of the bundle; a bundle is read "
+                    f"only from its own folder"
+                )
 
 
 def _inside(path: Path, real: Path) -> bool:
@@ -90,15 +95,17 @@ def _inside(path: Path, real: Path) -> bool:
     try:
         return path.resolve().is_relative_to(real)
     except (RuntimeError, OSError):
-        raise BundleError(f"{path}: is a symlink loop; a bundle is read only from its own "
-                          "files") from None
+        raise BundleError(
+            f"{path}: is a symlink loop; a bundle is read only from its own files"
+        ) from None
 
 
 def _contained_file(bundle: Path, name: str) -> Path:
     path = bundle / name
     if path.is_symlink() and not _inside(path, bundle.resolve()):
-        raise BundleError(f"{path}: is a symlink out of the bundle; a bundle is read only from "
-                          f"its own folder")
+        raise BundleError(
+            f"{path}: is a symlink out of the bundle; a bundle is read only from its own folder"
+        )
     return path
 
 
@@ -118,8 +125,9 @@ def iso_date(raw: Any) -> str | None:
         try:
             return datetime.fromtimestamp(raw, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         except (OverflowError, ValueError, OSError):
-            raise BundleError(f"creationDate {raw!r} is not a date (a timestamp out of "
-                              f"range)") from None
+            raise BundleError(
+                f"creationDate {raw!r} is not a date (a timestamp out of range)"
+            ) from None
     if not isinstance(raw, str) or not raw:
         return None
     for fmt in ("%Y%m%dT%H%M%SZ", "%Y-%m-%dT%H:%M:%SZ"):
@@ -147,11 +155,20 @@ def _depth(value: Any) -> int:
 
 # What the scanner reads from metadata.json, and the JSON types each may have (absent or null
 # is always allowed). bool is excluded from the numbers: json gives True for `true`.
-_FIELDS: dict[str, tuple[type, ...]] = {"producer": (str,), "creationDate": (str, int, float),
-                                        "assetVersion": (str, int, float),
-                                        "creatorDefinedMetadata": (dict,)}
-_JSON_TYPES = {str: "a string", int: "a number", float: "a number", dict: "an object",
-               list: "an array", bool: "a boolean"}
+_FIELDS: dict[str, tuple[type, ...]] = {
+    "producer": (str,),
+    "creationDate": (str, int, float),
+    "assetVersion": (str, int, float),
+    "creatorDefinedMetadata": (dict,),
+}
+_JSON_TYPES = {
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    dict: "an object",
+    list: "an array",
+    bool: "a boolean",
+}
 
 
 def _check_fields(path: Path, data: dict[str, Any]) -> None:
@@ -161,8 +178,10 @@ def _check_fields(path: Path, data: dict[str, Any]) -> None:
             continue
         if isinstance(value, bool) or not isinstance(value, types):
             wanted = " or ".join(dict.fromkeys(_JSON_TYPES[t] for t in types))
-            raise BundleError(f"{path}: {key} must be {wanted}, not "
-                              f"{_JSON_TYPES.get(type(value), type(value).__name__)}")
+            raise BundleError(
+                f"{path}: {key} must be {wanted}, not "
+                f"{_JSON_TYPES.get(type(value), type(value).__name__)}"
+            )
     try:
         iso_date(data.get("creationDate"))
     except BundleError as exc:
@@ -179,17 +198,21 @@ def read_metadata(bundle: Path) -> dict[str, Any]:
         raise BundleError(f"{path}: not a regular file")
     try:
         if path.stat().st_size > METADATA_MAX_BYTES:
-            raise BundleError(f"{path}: larger than {METADATA_MAX_BYTES >> 20} MiB, not a "
-                              f"bundle's metadata")
+            raise BundleError(
+                f"{path}: larger than {METADATA_MAX_BYTES >> 20} MiB, not a bundle's metadata"
+            )
         data = json.loads(path.read_bytes(), parse_constant=_not_json_constant)
     except OSError as exc:
         raise BundleError(f"{path}: cannot read: {exc.strerror or type(exc).__name__}") from None
     except UnicodeDecodeError as exc:
-        raise BundleError(f"{path}: not UTF-8 text (byte {exc.start}): truncated or "
-                          f"corrupt") from None
+        raise BundleError(
+            f"{path}: not UTF-8 text (byte {exc.start}): truncated or corrupt"
+        ) from None
     except json.JSONDecodeError as exc:
-        raise BundleError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno} column "
-                          f"{exc.colno}): truncated or corrupt") from None
+        raise BundleError(
+            f"{path}: not valid JSON ({exc.msg}, line {exc.lineno} column "
+            f"{exc.colno}): truncated or corrupt"
+        ) from None
     except ValueError as exc:  # NaN, Infinity
         raise BundleError(f"{path}: not valid JSON ({exc})") from None
     except RecursionError:
@@ -197,8 +220,9 @@ def read_metadata(bundle: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BundleError(f"{path}: not a JSON object")
     if _depth(data) > METADATA_MAX_DEPTH:
-        raise BundleError(f"{path}: nested deeper than {METADATA_MAX_DEPTH} levels, not a "
-                          f"bundle's metadata")
+        raise BundleError(
+            f"{path}: nested deeper than {METADATA_MAX_DEPTH} levels, not a bundle's metadata"
+        )
     _check_fields(path, data)
     return data
 
@@ -229,9 +253,11 @@ def check_program(bundle: Path) -> str:
         return "no main.hash: program integrity not checked"
     expected = stored.read_bytes()
     if expected != digest.digest():
-        raise BundleError(f"{program}: does not match main.hash ({size} bytes, sha256 "
-                          f"{digest.hexdigest()[:16]}..., stored {expected.hex()[:16]}...): "
-                          f"truncated or modified")
+        raise BundleError(
+            f"{program}: does not match main.hash ({size} bytes, sha256 "
+            f"{digest.hexdigest()[:16]}..., stored {expected.hex()[:16]}...): "
+            f"truncated or modified"
+        )
     return f"main.mlirb matches main.hash (sha256 {digest.hexdigest()[:16]}..., {size} bytes)"
 
 
@@ -250,6 +276,11 @@ def file_digests(bundle: Path) -> list[dict[str, Any]]:
                 while chunk := handle.read(1 << 20):
                     digest.update(chunk)
                     size += len(chunk)
-            out.append({"path": path.relative_to(bundle).as_posix(), "bytes": size,
-                        "sha256": digest.hexdigest()})
+            out.append(
+                {
+                    "path": path.relative_to(bundle).as_posix(),
+                    "bytes": size,
+                    "sha256": digest.hexdigest(),
+                }
+            )
     return out

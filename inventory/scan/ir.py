@@ -26,9 +26,12 @@ def _tensor(t: dict[str, Any]) -> dict[str, Any]:
     found = _HANDLE.search(text)
     if found:
         dims = [d for d in found.group(1).split("x") if d]
-        return {**out, "kind": "state",
-                "shape": [d if d == "?" else int(d) for d in dims],
-                "dtype": dtype_name(found.group(2))}
+        return {
+            **out,
+            "kind": "state",
+            "shape": [d if d == "?" else int(d) for d in dims],
+            "dtype": dtype_name(found.group(2)),
+        }
     return {**out, "kind": "token" if "token" in text else text, "dtype": None}
 
 
@@ -55,8 +58,7 @@ def resolve_entry(entry: dict[str, Any], graphs: dict[str, dict[str, Any]]) -> E
     uses: dict[str, dict[str, Any]] = {}
     dynamic_results = 0
 
-    def walk(graph: dict[str, Any], mult: int, in_composite: bool,
-             stack: tuple[str, ...]) -> None:
+    def walk(graph: dict[str, Any], mult: int, in_composite: bool, stack: tuple[str, ...]) -> None:
         nonlocal dynamic_results
         for op, n in graph["ops"].items():
             if op.endswith(".invoke"):
@@ -73,29 +75,43 @@ def resolve_entry(entry: dict[str, Any], graphs: dict[str, dict[str, Any]]) -> E
                 continue
             kind, declared_by = composite_kind(target)
             if kind:
-                use = uses.setdefault(kind, {"call_sites": 0, "nested": 0, "bodies": {},
-                                             "declared_by": set()})
+                use = uses.setdefault(
+                    kind, {"call_sites": 0, "nested": 0, "bodies": {}, "declared_by": set()}
+                )
                 use["declared_by"].add(declared_by)
                 use["nested" if in_composite else "call_sites"] += n * mult
-                body = use["bodies"].setdefault(callee, {
-                    "name": callee,
-                    "call_sites": 0,
-                    "inputs": [dtype_name(t.get("dtype")) for t in target["inputs"]],
-                    "input_shapes": [t.get("shape") for t in target["inputs"]],
-                    "computes": sorted(dtype_name(d) for d in target.get("result_dtypes", {})),
-                })
+                body = use["bodies"].setdefault(
+                    callee,
+                    {
+                        "name": callee,
+                        "call_sites": 0,
+                        "inputs": [dtype_name(t.get("dtype")) for t in target["inputs"]],
+                        "input_shapes": [t.get("shape") for t in target["inputs"]],
+                        "computes": sorted(dtype_name(d) for d in target.get("result_dtypes", {})),
+                    },
+                )
                 body["call_sites"] += n * mult
                 walk(target, n * mult, True, (*stack, callee))
             else:
                 walk(target, n * mult, in_composite, (*stack, callee))
 
     walk(entry, 1, False, (entry["name"],))
-    composites = [Composite(kind, u["call_sites"], u["nested"], list(u["bodies"].values()),
-                            "+".join(sorted(u["declared_by"])))
-                  for kind, u in sorted(uses.items())]
-    dynamic = [f"{side} {t.get('name') or i}: [{', '.join(str(d) for d in t['shape'] or [])}]"
-               for side, items in (("input", entry["inputs"]), ("output", entry["outputs"]))
-               for i, t in enumerate(items) if t.get("dynamic")]
+    composites = [
+        Composite(
+            kind,
+            u["call_sites"],
+            u["nested"],
+            list(u["bodies"].values()),
+            "+".join(sorted(u["declared_by"])),
+        )
+        for kind, u in sorted(uses.items())
+    ]
+    dynamic = [
+        f"{side} {t.get('name') or i}: [{', '.join(str(d) for d in t['shape'] or [])}]"
+        for side, items in (("input", entry["inputs"]), ("output", entry["outputs"]))
+        for i, t in enumerate(items)
+        if t.get("dynamic")
+    ]
     return Entry(
         name=entry["name"],
         inputs=[_tensor(t) for t in entry["inputs"]],
@@ -124,15 +140,18 @@ def absorb(scan: BundleScan, answer: dict[str, Any]) -> None:
                 scan.notes.append(
                     f"{e.name}: {c.kind} has {c.call_sites + c.nested} call site(s) sharing "
                     f"{len(c.bodies)} bod{'y' if len(c.bodies) == 1 else 'ies'} "
-                    f"(identical composites deduplicated by the optimizer)")
+                    f"(identical composites deduplicated by the optimizer)"
+                )
             if "name" in c.declared_by:
-                scan.notes.append(f"{e.name}: {c.kind} is named so but carries no composite "
-                                  f"declaration: counted by its name only")
+                scan.notes.append(
+                    f"{e.name}: {c.kind} is named so but carries no composite "
+                    f"declaration: counted by its name only"
+                )
         if e.unresolved:
             names = ", ".join(sorted(e.unresolved))
             scan.notes.append(f"{e.name}: invoke of a graph the bundle does not hold: {names}")
     if scan.weights.get("unresolved_resources"):
-        scan.notes.append(f"{scan.weights['unresolved_resources']} weight resource(s) could not "
-                          f"be read; the fingerprint leaves them out")
-
-
+        scan.notes.append(
+            f"{scan.weights['unresolved_resources']} weight resource(s) could not "
+            f"be read; the fingerprint leaves them out"
+        )

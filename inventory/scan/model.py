@@ -9,8 +9,17 @@ from typing import Any
 from inventory.errors import InventoryError
 from oracle.store import RuntimeOutcome
 
-DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
-               "si8": "int8", "si32": "int32", "si64": "int64", "ui8": "uint8", "i1": "bool"}
+DTYPE_NAMES = {
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "f32": "float32",
+    "f64": "float64",
+    "si8": "int8",
+    "si32": "int32",
+    "si64": "int64",
+    "ui8": "uint8",
+    "i1": "bool",
+}
 
 
 def dtype_name(raw: str | None) -> str:
@@ -95,20 +104,25 @@ class BundleScan:
     def not_loading(self) -> list[RuntimeOutcome]:
         """The deployment runtimes that refuse it or crash on it (a runtime not tried, or one
         with no lasting answer, is neither)."""
-        return [o for o in self.loads if o.core in self.deployment and not o.loads
-                and o.outcome not in ("not-run", "flaky")]
+        return [
+            o
+            for o in self.loads
+            if o.core in self.deployment and not o.loads and o.outcome not in ("not-run", "flaky")
+        ]
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
     def composite_uses(self, kind: str) -> int:
-        return sum(c.call_sites + c.nested for e in self.entries for c in e.composites
-                   if c.kind == kind)
+        return sum(
+            c.call_sites + c.nested for e in self.entries for c in e.composites if c.kind == kind
+        )
 
     def op_count(self, fragment: str) -> int:
-        return sum(n for e in self.entries for op, n in e.inlined.items()
-                   if fragment in op.split(".")[-1])
+        return sum(
+            n for e in self.entries for op, n in e.inlined.items() if fragment in op.split(".")[-1]
+        )
 
 
 @dataclass
@@ -148,6 +162,6 @@ class ScanReport:
 
     @property
     def disagreements(self) -> int:
-        return sum(1 for link in self.links or [] for f in link.findings
-                   if f.status == Status.DISAGREE)
-
+        return sum(
+            1 for link in self.links or [] for f in link.findings if f.status == Status.DISAGREE
+        )

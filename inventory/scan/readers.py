@@ -38,12 +38,16 @@ def reader_plan(producer_core: str | None, catalog: Catalog) -> list[tuple[str, 
     if producer_core is None:
         first = cores[0]
         return [(first, f"no producer: a coreai-core {first} era bundle")] + [
-            (c, "fallback") for c in cores[1:]]
+            (c, "fallback") for c in cores[1:]
+        ]
     if producer_core in cores:
         return [(producer_core, "the producer's own core")] + [
-            (c, "fallback") for c in reversed(cores) if c != producer_core]
-    return [(c, f"producer coreai-core {producer_core} has no environment; fallback")
-            for c in reversed(cores)]
+            (c, "fallback") for c in reversed(cores) if c != producer_core
+        ]
+    return [
+        (c, f"producer coreai-core {producer_core} has no environment; fallback")
+        for c in reversed(cores)
+    ]
 
 
 class Readers:
@@ -80,12 +84,17 @@ class Readers:
         start = log.stat().st_size if log.exists() else 0
         try:
             answer = self.worker(env).call(
-                {"op": "read", "bundle": str(bundle.resolve()), "log": str(log)})
+                {"op": "read", "bundle": str(bundle.resolve()), "log": str(log)}
+            )
         except WorkerFailure as exc:
             native = _native_error(log, start)
             died = str(exc).split(" (log:")[0].replace(f"{env.name} worker ", "")
-            return {"ok": False, "stage": "native", "log": str(log),
-                    "error": printable(f"{native} ({died})" if native else died)}
+            return {
+                "ok": False,
+                "stage": "native",
+                "log": str(log),
+                "error": printable(f"{native} ({died})" if native else died),
+            }
         if not answer.get("ok"):
             native = _native_error(log, start)
             if native:
@@ -114,12 +123,15 @@ def _native_error(log: Path, start: int) -> str:
         return ""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("error:") or ": error:" in ln]
-    pick = errors[-1] if errors else next(
-        (ln for ln in reversed(lines) if ln.startswith(("what():", "terminate called"))), "")
+    pick = (
+        errors[-1]
+        if errors
+        else next(
+            (ln for ln in reversed(lines) if ln.startswith(("what():", "terminate called"))), ""
+        )
+    )
     pick = pick.split(": error:", 1)[-1].removeprefix("error:").strip()
     return pick[:200]
-
-
 
 
 def scan_bundle(bundle: Path, readers: Readers) -> BundleScan:
@@ -135,12 +147,15 @@ def scan_bundle(bundle: Path, readers: Readers) -> BundleScan:
     producer = scan.metadata.get("producer")
     scan.producer = producer if isinstance(producer, str) and producer else None
     scan.producer_core = core_of_producer(scan.producer)
-    scan.asset_version = (str(scan.metadata["assetVersion"])
-                          if "assetVersion" in scan.metadata else None)
+    scan.asset_version = (
+        str(scan.metadata["assetVersion"]) if "assetVersion" in scan.metadata else None
+    )
     scan.created = iso_date(scan.metadata.get("creationDate"))
     if scan.producer is None:
-        scan.notes.append("no producer in metadata.json: written by coreai-core 1.0.0b1 "
-                          "(coreai-torch 0.4.0), which stamps none, or edited afterwards")
+        scan.notes.append(
+            "no producer in metadata.json: written by coreai-core 1.0.0b1 "
+            "(coreai-torch 0.4.0), which stamps none, or edited afterwards"
+        )
     own = scan.producer_core
     if scan.created is None:
         scan.notes.append("no creationDate in metadata.json")
@@ -153,17 +168,20 @@ def scan_bundle(bundle: Path, readers: Readers) -> BundleScan:
             continue
         answer = readers.read(bundle, env)
         if answer.get("ok"):
-            scan.reader = {"core": core, "env": env.name, "why": why,
-                           "log": answer.get("log")}
+            scan.reader = {"core": core, "env": env.name, "why": why, "log": answer.get("log")}
             scan.attempts = [f"coreai-core {c}: {e}" for c, e in failures]
             if own and core != own and any(c == own for c, _e in failures):
-                scan.notes.append(f"the producer names coreai-core {own}, which cannot read "
-                                  f"it; metadata.json may have been edited")
+                scan.notes.append(
+                    f"the producer names coreai-core {own}, which cannot read "
+                    f"it; metadata.json may have been edited"
+                )
             try:
                 absorb(scan, answer)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                scan.error = (f"{bundle}: coreai-core {core} gave an answer this scanner does "
-                              f"not understand ({type(exc).__name__}: {exc})")
+                scan.error = (
+                    f"{bundle}: coreai-core {core} gave an answer this scanner does "
+                    f"not understand ({type(exc).__name__}: {exc})"
+                )
             return scan
         failures.append((core, str(answer.get("error", "failed"))))
     scan.attempts = [f"coreai-core {c}: {e}" for c, e in failures]
@@ -177,9 +195,6 @@ def _read_failure(bundle: Path, failures: list[tuple[str, str]]) -> str:
     if len(errors) == 1:
         detail = errors.pop()
         hint = ": truncated or corrupt" if "parse" in detail or "bytecode" in detail else ""
-        return (f"{bundle / 'main.mlirb'}: coreai-core {cores} cannot read it: {detail}"
-                f"{hint}")
+        return f"{bundle / 'main.mlirb'}: coreai-core {cores} cannot read it: {detail}{hint}"
     detail = "; ".join(f"{c}: {e}" for c, e in failures)
     return f"{bundle / 'main.mlirb'}: no coreai-core could read it ({detail})"
-
-

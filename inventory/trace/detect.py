@@ -77,8 +77,7 @@ def group(found: list[Found]) -> list[Grouped]:
     acc: dict[tuple, list[Found]] = {}
     for f in found:
         loose = representative.get(f.kind, ())
-        key = (f.kind, f.dtype, repr(sorted((k, v) for k, v in f.params.items()
-                                            if k not in loose)))
+        key = (f.kind, f.dtype, repr(sorted((k, v) for k, v in f.params.items() if k not in loose)))
         if key not in acc:
             order.append(key)
             acc[key] = []
@@ -98,11 +97,19 @@ def group(found: list[Found]) -> list[Grouped]:
             if len(seen) > 1:
                 more = len(seen) - SHAPES_SHOWN
                 params["shapes_seen"] = seen[:SHAPES_SHOWN] + (
-                    [f"and {more} more"] if more > 0 else [])
-        producers = tuple(f.producer for f in members) if any(f.producer for f in members) \
-            else ()
-        out.append(Grouped(first.kind, params, first.dtype, len(members),
-                           tuple(f.module for f in members), producers))
+                    [f"and {more} more"] if more > 0 else []
+                )
+        producers = tuple(f.producer for f in members) if any(f.producer for f in members) else ()
+        out.append(
+            Grouped(
+                first.kind,
+                params,
+                first.dtype,
+                len(members),
+                tuple(f.module for f in members),
+                producers,
+            )
+        )
     return out
 
 
@@ -112,4 +119,3 @@ def _shown(value: Any) -> str:
     if isinstance(value, list):
         return "x".join(str(v) for v in value) or "scalar"
     return str(value)
-

@@ -99,10 +99,13 @@ def module_python(catalog: Catalog, progress: Progress = lambda _: None) -> str:
     if installed_here(reqs):
         return sys.executable
     name = env_name(reqs)
-    progress(f"the bundles' modules need the `{EXTRA}` extra ({', '.join(reqs)}), which this "
-             f"interpreter lacks: using the store's environment {name} (built once)")
+    progress(
+        f"the bundles' modules need the `{EXTRA}` extra ({', '.join(reqs)}), which this "
+        f"interpreter lacks: using the store's environment {name} (built once)"
+    )
     try:
         return requirements_env(reqs, catalog, progress)
     except EnvError as exc:
-        raise EnvError(f"the `{EXTRA}` extra ({', '.join(reqs)}) could not be installed into "
-                       f"the store: {exc}") from None
+        raise EnvError(
+            f"the `{EXTRA}` extra ({', '.join(reqs)}) could not be installed into the store: {exc}"
+        ) from None

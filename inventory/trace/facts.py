@@ -27,8 +27,9 @@ def graph_facts(ep: Any) -> dict[str, Any]:
 
     calls = [n for n in ep.graph.nodes if n.op == "call_function"]
     softmax = Counter(dtype(n.args[0]) for n in calls if target_name(n) in SOFTMAX_OPS)
-    functionalized = sum(isinstance(n.target, AutoFunctionalized | AutoFunctionalizedV2)
-                         for n in calls)
+    functionalized = sum(
+        isinstance(n.target, AutoFunctionalized | AutoFunctionalizedV2) for n in calls
+    )
     return {
         "aten_ops": len(calls),
         "softmax": dict(sorted(softmax.items())),

@@ -91,8 +91,11 @@ def traceable(bundle: Bundle, recipe_root: Path | None) -> bool:
         try:
             # Only whether the recipe file is in this checkout decides; a builder naming code it
             # may not is then refused loudly by `vet`, not skipped here.
-            recipes.check(recipes.Builder.from_table(bundle.recipe.get("builder") or {}),
-                          recipe_root, allow_code=True)
+            recipes.check(
+                recipes.Builder.from_table(bundle.recipe.get("builder") or {}),
+                recipe_root,
+                allow_code=True,
+            )
         except recipes.RecipeError:
             return False
         return True
@@ -118,7 +121,7 @@ def vet(bundle: Bundle, recipe_root: Path | None, allow_code: bool) -> None:
                 recipes.check(recipes.Builder.from_table(table), recipe_root, allow_code)
             where = f"[bundles.{bundle.name}.recipe.environment] requirements entry"
             env = bundle.recipe.get("environment")
-            for requirement in (env.get("requirements", []) if isinstance(env, dict) else []):
+            for requirement in env.get("requirements", []) if isinstance(env, dict) else []:
                 trust.check_requirement(str(requirement), where, allow_code)
             return
         target, key, _standin = _target_ref(bundle)
@@ -151,8 +154,9 @@ def _python(bundle: Bundle, catalog: Catalog, progress: Any) -> str:
     return extra.requirements_env(requirements, catalog, progress)
 
 
-def recipe_process(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: None
-                   ) -> tuple[str, str]:
+def recipe_process(
+    bundle: Bundle, catalog: Catalog, progress: Any = lambda _: None
+) -> tuple[str, str]:
     """The interpreter a recipe's code runs with (the project's, or the environment its
     `[recipe.environment]` pins) and the converter site-packages a trace appends to its path:
     what `inventory verify` builds a recipe-traced bundle with too."""
@@ -174,14 +178,14 @@ class Supervised:
     def detail(self) -> str:
         """One line saying why it gave no result."""
         if self.code is None:
-            return (f"the builder did not answer within {self.limit:g} s "
-                    "(INVENTORY_TRACE_TIMEOUT)")
+            return f"the builder did not answer within {self.limit:g} s (INVENTORY_TRACE_TIMEOUT)"
         lines = [ln for ln in self.log.splitlines() if ln.strip()]
         return (lines[-1] if lines else f"exit code {self.code}").removeprefix("error: ")
 
 
-def supervised(python: str, module: str, args: list[str], options: dict[str, Any],
-               allow_code: bool) -> Supervised:
+def supervised(
+    python: str, module: str, args: list[str], options: dict[str, Any], allow_code: bool
+) -> Supervised:
     """`python -m MODULE ARGS... FOLDER`, the supervisor of a builder's processes
     (`inventory.trace.trace_worker.supervise`): its own process group, its options and result in a
     scratch folder of the store (never on argv or a pipe a forked child could hold open), at
@@ -189,14 +193,19 @@ def supervised(python: str, module: str, args: list[str], options: dict[str, Any
     bundle's module."""
     limit = seconds(TRACE_TIMEOUT)
     with scratch("trace") as folder:
-        (folder / OPTIONS).write_text(json.dumps({**options, "allow_code": allow_code,
-                                                  "timeout": limit}))
+        (folder / OPTIONS).write_text(
+            json.dumps({**options, "allow_code": allow_code, "timeout": limit})
+        )
         log = folder / "trace.log"
         with log.open("wb") as err:
             proc = subprocess.Popen(
                 [python, "-m", module, *args, str(folder)],
-                stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=PROJECT_ROOT,
-                start_new_session=True)
+                stdin=subprocess.DEVNULL,
+                stdout=err,
+                stderr=err,
+                cwd=PROJECT_ROOT,
+                start_new_session=True,
+            )
             try:
                 code: int | None = proc.wait(timeout=limit + _GRACE)
             except subprocess.TimeoutExpired:
@@ -210,11 +219,13 @@ def supervised(python: str, module: str, args: list[str], options: dict[str, Any
         return Supervised(code, answer, log.read_text(errors="replace"), limit)
 
 
-def _run_worker(bundle: Bundle, python: str, target: str, site: Path,
-                options: dict[str, Any], allow_code: bool) -> dict[str, Any]:
+def _run_worker(
+    bundle: Bundle, python: str, target: str, site: Path, options: dict[str, Any], allow_code: bool
+) -> dict[str, Any]:
     """The trace worker (`inventory.trace.trace_worker`), supervised (`supervised`)."""
-    run = supervised(python, "inventory.trace.trace_worker", [target, str(site)], options,
-                     allow_code)
+    run = supervised(
+        python, "inventory.trace.trace_worker", [target, str(site)], options, allow_code
+    )
     if run.result is not None:
         return run.result
     raise TraceError(f"tracing {bundle.name} failed: {run.detail}")
@@ -223,8 +234,12 @@ def _run_worker(bundle: Bundle, python: str, target: str, site: Path,
 def _instances(data: dict[str, Any], source: str) -> list[dict[str, Any]]:
     out = []
     for g in data["instances"]:
-        inst = {"kind": g["kind"], "count": g["count"], "dtype": g["dtype"],
-                "modules": list(g["modules"])}
+        inst = {
+            "kind": g["kind"],
+            "count": g["count"],
+            "dtype": g["dtype"],
+            "modules": list(g["modules"]),
+        }
         if g.get("producers"):
             inst["producers"] = list(g["producers"])
         inst["params"] = g["params"]
@@ -233,22 +248,30 @@ def _instances(data: dict[str, Any], source: str) -> list[dict[str, Any]]:
     return out
 
 
-def trace_recipe(bundle: Bundle, root: Path, catalog: Catalog,
-                 progress: Any = lambda _: None, allow_code: bool = False,
-                 build: dict[str, Any] | None = None) -> TraceResult:
+def trace_recipe(
+    bundle: Bundle,
+    root: Path,
+    catalog: Catalog,
+    progress: Any = lambda _: None,
+    allow_code: bool = False,
+    build: dict[str, Any] | None = None,
+) -> TraceResult:
     """Trace the recipe's own module from a checkout of its repository; `build`: keyword
     arguments over the builder's (a verify form's miniature, stated as the builder's own)."""
     table = bundle.recipe.get("builder")
     if not table:
-        raise TraceError(f"bundle {bundle.name!r}: the registry names no recipe builder "
-                         f"([bundles.{bundle.name}.recipe.builder])")
+        raise TraceError(
+            f"bundle {bundle.name!r}: the registry names no recipe builder "
+            f"([bundles.{bundle.name}.recipe.builder])"
+        )
     if build:
         table = {**table, "kwargs": {**table.get("kwargs", {}), **build}}
     try:
         builder = recipes.Builder.from_table(table)
         if builder.offline:
-            raise TraceError(f"{bundle.name}: the recipe cannot be traced offline: "
-                             f"{builder.offline}")
+            raise TraceError(
+                f"{bundle.name}: the recipe cannot be traced offline: {builder.offline}"
+            )
         recipes.check(builder, root, allow_code)
     except recipes.RecipeError as exc:
         raise TraceError(f"{bundle.name}: {exc}") from None
@@ -257,35 +280,76 @@ def trace_recipe(bundle: Bundle, root: Path, catalog: Catalog,
     checkout = recipes.checkout(root)
     progress(f"tracing {bundle.name} from its recipe ({builder.described()}, {root})")
     steps = export_steps(bundle)
-    data = _run_worker(bundle, python, "recipe", site_packages(env.python), {
-        "recipe": {"root": str(root.resolve()), "builder": builder.to_json(),
-                   "dtype": bundle.dtype},
-        "export": steps, "keep": list(bundle.pipeline.keep)}, allow_code)
+    data = _run_worker(
+        bundle,
+        python,
+        "recipe",
+        site_packages(env.python),
+        {
+            "recipe": {
+                "root": str(root.resolve()),
+                "builder": builder.to_json(),
+                "dtype": bundle.dtype,
+            },
+            "export": steps,
+            "keep": list(bundle.pipeline.keep),
+        },
+        allow_code,
+    )
     repository = bundle.recipe.get("repository", "unknown")
-    provenance = {"repository": repository, "commit": checkout.commit,
-                  "commit_source": checkout.how, "file": builder.file,
-                  "builder": builder.described()}
+    provenance = {
+        "repository": repository,
+        "commit": checkout.commit,
+        "commit_source": checkout.how,
+        "file": builder.file,
+        "builder": builder.described(),
+    }
     if checkout.modified:
         provenance["modified"] = True
     warnings = []
     recorded = str(bundle.recipe.get("commit", ""))
-    if recorded and checkout.commit != "unknown" and not checkout.commit.startswith(recorded) \
-            and not recorded.startswith(checkout.commit):
-        warnings.append(f"{bundle.name}: the registry names recipe commit {recorded[:12]}, the "
-                        f"checkout is {checkout.commit[:12]} ({checkout.how})")
+    if (
+        recorded
+        and checkout.commit != "unknown"
+        and not checkout.commit.startswith(recorded)
+        and not recorded.startswith(checkout.commit)
+    ):
+        warnings.append(
+            f"{bundle.name}: the registry names recipe commit {recorded[:12]}, the "
+            f"checkout is {checkout.commit[:12]} ({checkout.how})"
+        )
     if checkout.modified:
         warnings.append(f"{bundle.name}: the checkout has local changes")
-    source = (f"traced from the recipe: inventory trace {bundle.name} --recipe-root ({repository} "
-              f"{checkout.commit[:12]}, {builder.described()}; torch.export, "
-              f"{data['decompositions']}, aten graph read node by node)")
-    return TraceResult(bundle.name, builder.described(), RECIPE, data["dtype"], data["notes"],
-                       data["decompositions"], data["packages"], data["aten_ops"],
-                       _instances(data, source), data["detected"], data["facts"], steps,
-                       provenance, tuple(warnings))
+    source = (
+        f"traced from the recipe: inventory trace {bundle.name} --recipe-root ({repository} "
+        f"{checkout.commit[:12]}, {builder.described()}; torch.export, "
+        f"{data['decompositions']}, aten graph read node by node)"
+    )
+    return TraceResult(
+        bundle.name,
+        builder.described(),
+        RECIPE,
+        data["dtype"],
+        data["notes"],
+        data["decompositions"],
+        data["packages"],
+        data["aten_ops"],
+        _instances(data, source),
+        data["detected"],
+        data["facts"],
+        steps,
+        provenance,
+        tuple(warnings),
+    )
 
 
-def trace_target(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: None,
-                 allow_code: bool = False, build: dict[str, Any] | None = None) -> TraceResult:
+def trace_target(
+    bundle: Bundle,
+    catalog: Catalog,
+    progress: Any = lambda _: None,
+    allow_code: bool = False,
+    build: dict[str, Any] | None = None,
+) -> TraceResult:
     """Trace the project's target for the bundle: its stand-in when the registry's authority is
     a recipe trace, else the registry's own target; `build`: keyword arguments to the target
     (a verify form's miniature)."""
@@ -298,28 +362,58 @@ def trace_target(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: Non
     progress(f"tracing {bundle.name} ({target}{', the stand-in' if is_standin else ''})")
     steps = export_steps(bundle)
     python = extra.module_python(catalog, progress)  # the `trace` extra, installed on first use
-    data = _run_worker(bundle, python, target, site_packages(env.python),
-                       {"export": steps, "build": build or {},
-                        "keep": list(bundle.pipeline.keep)}, allow_code)
-    source = (f"traced: inventory trace {bundle.name} (torch.export, "
-              f"{data['decompositions']}, aten graph read node by node)")
-    return TraceResult(bundle.name, target, TARGET, data["dtype"], data["notes"],
-                       data["decompositions"], data["packages"], data["aten_ops"],
-                       _instances(data, source), data["detected"], data["facts"], steps,
-                       {"standin": True} if is_standin else {})
+    data = _run_worker(
+        bundle,
+        python,
+        target,
+        site_packages(env.python),
+        {"export": steps, "build": build or {}, "keep": list(bundle.pipeline.keep)},
+        allow_code,
+    )
+    source = (
+        f"traced: inventory trace {bundle.name} (torch.export, "
+        f"{data['decompositions']}, aten graph read node by node)"
+    )
+    return TraceResult(
+        bundle.name,
+        target,
+        TARGET,
+        data["dtype"],
+        data["notes"],
+        data["decompositions"],
+        data["packages"],
+        data["aten_ops"],
+        _instances(data, source),
+        data["detected"],
+        data["facts"],
+        steps,
+        {"standin": True} if is_standin else {},
+    )
 
 
-def trace_bundle(bundle: Bundle, catalog: Catalog, progress: Any = lambda _: None,
-                 recipe_root: Path | None = None, allow_code: bool = False) -> TraceResult:
+def trace_bundle(
+    bundle: Bundle,
+    catalog: Catalog,
+    progress: Any = lambda _: None,
+    recipe_root: Path | None = None,
+    allow_code: bool = False,
+) -> TraceResult:
     if recipe_root is not None:
         return trace_recipe(bundle, recipe_root, catalog, progress, allow_code)
     return trace_target(bundle, catalog, progress, allow_code)
 
 
-def trace_bundles(registry: Path, bundles: list[Bundle], catalog: Catalog, *, write: bool,
-                  check: bool, progress: Any = lambda _: None,
-                  recipe_root: Path | None = None, allow_code: bool = False,
-                  ) -> Iterator[tuple[TraceResult, list[str]]]:
+def trace_bundles(
+    registry: Path,
+    bundles: list[Bundle],
+    catalog: Catalog,
+    *,
+    write: bool,
+    check: bool,
+    progress: Any = lambda _: None,
+    recipe_root: Path | None = None,
+    allow_code: bool = False,
+) -> Iterator[tuple[TraceResult, list[str]]]:
     """Trace each bundle in turn: its result and, with `check`, what keeps the registry from
     matching it; with `write`, the registry is updated after each. Every bundle's code is vetted
     first, so a refused entry stops the run before any bundle is traced or written."""
@@ -336,16 +430,30 @@ def trace_bundles(registry: Path, bundles: list[Bundle], catalog: Catalog, *, wr
 
 def _trace_table(result: TraceResult, previous: dict[str, Any]) -> dict[str, Any]:
     kinds = sorted({i["kind"] for i in result.instances})
-    summary = (f"{sum(i['count'] for i in result.instances)} instance(s) of "
-               f"{', '.join(kinds) or 'no tracked construct'} among {result.aten_ops} aten ops")
-    table = {k: v for k, v in previous.items()
-             if k not in ("provenance", "facts", "export", "target", "builder")}
+    summary = (
+        f"{sum(i['count'] for i in result.instances)} instance(s) of "
+        f"{', '.join(kinds) or 'no tracked construct'} among {result.aten_ops} aten ops"
+    )
+    table = {
+        k: v
+        for k, v in previous.items()
+        if k not in ("provenance", "facts", "export", "target", "builder")
+    }
     # A recipe trace names its builder; `target` is only ever a project module:function.
     where = "builder" if result.origin == RECIPE else "target"
-    table.update({"origin": result.origin, where: result.target,
-                  "decompositions": result.decompositions, "export": result.export,
-                  "packages": result.packages, "notes": result.notes, "summary": summary,
-                  "detected": result.detected, "facts": result.facts})
+    table.update(
+        {
+            "origin": result.origin,
+            where: result.target,
+            "decompositions": result.decompositions,
+            "export": result.export,
+            "packages": result.packages,
+            "notes": result.notes,
+            "summary": summary,
+            "detected": result.detected,
+            "facts": result.facts,
+        }
+    )
     if result.provenance:
         table["provenance"] = result.provenance
     if not result.export:
@@ -356,13 +464,20 @@ def _trace_table(result: TraceResult, previous: dict[str, Any]) -> dict[str, Any
 def _standin_table(result: TraceResult, previous: dict[str, Any]) -> dict[str, Any]:
     """The stand-in's own facts (target, packages, notes); its stated differences are kept."""
     table = dict(previous)
-    table.update({"target": result.target, "decompositions": result.decompositions,
-                  "packages": result.packages, "notes": result.notes})
+    table.update(
+        {
+            "target": result.target,
+            "decompositions": result.decompositions,
+            "packages": result.packages,
+            "notes": result.notes,
+        }
+    )
     return table
 
 
-def _same_packages(recorded: dict[str, str], traced: dict[str, str], who: str,
-                   bundle: str) -> list[str]:
+def _same_packages(
+    recorded: dict[str, str], traced: dict[str, str], who: str, bundle: str
+) -> list[str]:
     if recorded and recorded != traced:
         return [f"{bundle}: {who} traced with {recorded}, now {traced}"]
     return []
@@ -375,19 +490,26 @@ def differences(bundle_raw: dict[str, Any], result: TraceResult) -> list[str]:
     out: list[str] = []
     old_detected = trace.get("detected", [])
     if old_detected != result.detected:
-        out.append(f"{result.bundle}: recorded trace looked for {old_detected}, "
-                   f"the tracer now detects {result.detected}")
+        out.append(
+            f"{result.bundle}: recorded trace looked for {old_detected}, "
+            f"the tracer now detects {result.detected}"
+        )
     if result.is_standin:
         table = bundle_raw.get("standin", {})
-        out += _same_packages(table.get("packages", {}), result.packages, "the stand-in",
-                              result.bundle)
-        problems = standin.check(result.bundle, table, result.instances, result.facts, recorded,
-                                 trace.get("facts", {}))
+        out += _same_packages(
+            table.get("packages", {}), result.packages, "the stand-in", result.bundle
+        )
+        problems = standin.check(
+            result.bundle, table, result.instances, result.facts, recorded, trace.get("facts", {})
+        )
         if problems:
-            derived = standin.derived(result.instances, recorded, result.facts,
-                                      trace.get("facts", {}))
-            problems.append(f"{result.bundle}: the stand-in differs from the recipe trace by "
-                            f"(to review and state, with why): {json.dumps(derived)}")
+            derived = standin.derived(
+                result.instances, recorded, result.facts, trace.get("facts", {})
+            )
+            problems.append(
+                f"{result.bundle}: the stand-in differs from the recipe trace by "
+                f"(to review and state, with why): {json.dumps(derived)}"
+            )
         return out + problems
     rec = {standin.key(i) for i in recorded}
     new = {standin.key(i) for i in result.instances}
@@ -395,15 +517,20 @@ def differences(bundle_raw: dict[str, Any], result: TraceResult) -> list[str]:
     out += [f"{result.bundle}: traced but not recorded: {k}" for k in sorted(new - rec)]
     for fact, value in sorted(trace.get("facts", {}).items()):
         if result.facts.get(fact) != value:
-            out.append(f"{result.bundle}: fact {fact}: recorded {value!r}, traced "
-                       f"{result.facts.get(fact)!r}")
-    out += _same_packages(trace.get("packages", {}), result.packages, "recorded trace",
-                          result.bundle)
+            out.append(
+                f"{result.bundle}: fact {fact}: recorded {value!r}, traced "
+                f"{result.facts.get(fact)!r}"
+            )
+    out += _same_packages(
+        trace.get("packages", {}), result.packages, "recorded trace", result.bundle
+    )
     if result.origin == RECIPE and trace.get("origin") == RECIPE:
         was = trace.get("provenance", {}).get("commit")
         if was and was != result.provenance.get("commit"):
-            out.append(f"{result.bundle}: recorded from recipe commit {was[:12]}, the checkout "
-                       f"is {result.provenance.get('commit', '?')[:12]}")
+            out.append(
+                f"{result.bundle}: recorded from recipe commit {was[:12]}, the checkout "
+                f"is {result.provenance.get('commit', '?')[:12]}"
+            )
     return out
 
 
@@ -415,11 +542,18 @@ def write_trace(registry: Path, result: TraceResult) -> None:
         # The recipe trace stays the authority: only the stand-in's own facts are refreshed.
         raw["standin"] = _standin_table(result, raw.get("standin", {}))
     else:
-        if result.origin == RECIPE and previous.get("origin", TARGET) == TARGET \
-                and previous.get("target") and "standin" not in raw:
+        if (
+            result.origin == RECIPE
+            and previous.get("origin", TARGET) == TARGET
+            and previous.get("target")
+            and "standin" not in raw
+        ):
             # A bundle traced from a project target until now: that target becomes its stand-in.
-            raw["standin"] = {k: previous[k] for k in
-                              ("target", "decompositions", "packages", "notes") if k in previous}
+            raw["standin"] = {
+                k: previous[k]
+                for k in ("target", "decompositions", "packages", "notes")
+                if k in previous
+            }
         raw["trace"] = _trace_table(result, previous)
         raw["instances"] = result.instances
         if "standin" in raw:  # keep the stand-in table after the instances

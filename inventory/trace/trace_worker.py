@@ -48,7 +48,8 @@ def _target(target_ref: str, options: dict[str, Any]) -> Any:
         # `build`: keyword arguments to the target (a verify form's miniature, see
         # inventory.verify.forms); none for the registry's own trace
         return getattr(importlib.import_module(mod_name), fn_name or "build")(
-            **options.get("build", {}))
+            **options.get("build", {})
+        )
     from inventory.trace import recipes
 
     return recipes.target(options["recipe"], allow_code)
@@ -118,18 +119,21 @@ def _trace(target_ref: str, site: str, options: dict[str, Any], result: Path) ->
     facts = graph_facts(ep)
     tmp = result.with_suffix(".tmp")
     with tmp.open("w") as protocol:
-        json.dump({
-            "target": target_ref,
-            "dtype": target.dtype,
-            "notes": target.notes,
-            "decompositions": decomp,
-            "export": steps,
-            "packages": packages,
-            "aten_ops": facts["aten_ops"],
-            "facts": facts,
-            "detected": detected_kinds(),
-            "instances": [asdict(g) for g in found],
-        }, protocol)
+        json.dump(
+            {
+                "target": target_ref,
+                "dtype": target.dtype,
+                "notes": target.notes,
+                "decompositions": decomp,
+                "export": steps,
+                "packages": packages,
+                "aten_ops": facts["aten_ops"],
+                "facts": facts,
+                "detected": detected_kinds(),
+                "instances": [asdict(g) for g in found],
+            },
+            protocol,
+        )
     tmp.replace(result)
     return 0
 
@@ -186,8 +190,11 @@ def _wait(tracer: int, limit: float | None) -> int:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(tracer, signal.SIGKILL)
             os.waitpid(tracer, 0)
-            print(f"the builder did not answer within {limit:g} s (INVENTORY_TRACE_TIMEOUT)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"the builder did not answer within {limit:g} s (INVENTORY_TRACE_TIMEOUT)",
+                file=sys.stderr,
+                flush=True,
+            )
             return 124
         time.sleep(0.02)
 
@@ -206,8 +213,11 @@ def supervise(job: Callable[[], int], limit: float | None) -> int:
         except BaseException as exc:  # noqa: BLE001 - the builder raised: one line, at once
             traceback.print_exc()
             detail = " ".join(str(exc).split())
-            print(f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__,
-                  file=sys.stderr, flush=True)
+            print(
+                f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__,
+                file=sys.stderr,
+                flush=True,
+            )
         finally:
             with contextlib.suppress(Exception):
                 sys.stderr.flush()
@@ -220,8 +230,9 @@ def supervise(job: Callable[[], int], limit: float | None) -> int:
 def main(argv: list[str]) -> int:
     target_ref, site, folder = argv[0], argv[1], Path(argv[2])
     options = json.loads((folder / OPTIONS).read_text())
-    return supervise(lambda: _trace(target_ref, site, options, folder / RESULT),
-                     options.get("timeout"))
+    return supervise(
+        lambda: _trace(target_ref, site, options, folder / RESULT), options.get("timeout")
+    )
 
 
 if __name__ == "__main__":

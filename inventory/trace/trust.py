@@ -26,7 +26,8 @@ ADAPTERS_PACKAGE = "inventory.trace.recipes"
 _INDEX_REQUIREMENT = re.compile(
     r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:\[[A-Za-z0-9._, -]+\])?"
     r"(?:\s*(?:===|==|!=|~=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_-]+(?:\s*,\s*(?:===|==|!=|~=|<=|>=|<|>)"
-    r"\s*[A-Za-z0-9.*+!_-]+)*)?")
+    r"\s*[A-Za-z0-9.*+!_-]+)*)?"
+)
 
 
 class UntrustedCode(InventoryError):
@@ -48,8 +49,10 @@ def check_code(ref: str, package: str, where: str, allow_code: bool) -> None:
         return
     module = ref.partition(":")[0]
     if not module.startswith(package + "."):
-        raise UntrustedCode(f"{where} {ref!r} is not a module of {package}; the registry names "
-                            f"code, and only the project's own is run without --allow-code")
+        raise UntrustedCode(
+            f"{where} {ref!r} is not a module of {package}; the registry names "
+            f"code, and only the project's own is run without --allow-code"
+        )
 
 
 def check_target(ref: str, where: str, allow_code: bool) -> None:
@@ -65,6 +68,8 @@ def check_requirement(requirement: str, where: str, allow_code: bool) -> None:
     unless `allow_code`."""
     if allow_code or _INDEX_REQUIREMENT.fullmatch(requirement.strip()):
         return
-    raise UntrustedCode(f"{where} {requirement!r} is not a package of the index (name and "
-                        f"version specifiers); a URL, a path or a pip option installs code from "
-                        f"anywhere, refused without --allow-code")
+    raise UntrustedCode(
+        f"{where} {requirement!r} is not a package of the index (name and "
+        f"version specifiers); a URL, a path or a pip option installs code from "
+        f"anywhere, refused without --allow-code"
+    )

@@ -64,10 +64,14 @@ def _trained_looking(module: Any, generator: Any) -> int:
             if isinstance(layer, weighted) and getattr(layer, "weight", None) is not None:
                 w = layer.weight
                 transposed = isinstance(layer, nn.modules.conv._ConvTransposeNd)
-                fan_in = (w.shape[1] * math.prod(w.shape[2:]) if transposed
-                          else math.prod(w.shape[1:]))
-                w.copy_((torch.randn(w.shape, generator=generator) / math.sqrt(max(fan_in, 1)))
-                        .to(w.dtype))
+                fan_in = (
+                    w.shape[1] * math.prod(w.shape[2:]) if transposed else math.prod(w.shape[1:])
+                )
+                w.copy_(
+                    (torch.randn(w.shape, generator=generator) / math.sqrt(max(fan_in, 1))).to(
+                        w.dtype
+                    )
+                )
                 b = layer.bias
                 if b is not None:
                     b.copy_((0.02 * torch.randn(b.shape, generator=generator)).to(b.dtype))
@@ -81,13 +85,17 @@ def _trained_looking(module: Any, generator: Any) -> int:
                 n = running_var.numel()
                 var = torch.exp(torch.randn(n, generator=generator) - 0.7).clamp(1e-3, 50.0)
                 running_var.copy_(var.to(running_var.dtype))
-                running_mean.copy_((torch.randn(n, generator=generator) * 0.5)
-                                   .to(running_mean.dtype))
+                running_mean.copy_(
+                    (torch.randn(n, generator=generator) * 0.5).to(running_mean.dtype)
+                )
             for name, scale, centre in (("weight", 0.2, 1.0), ("bias", 0.1, 0.0)):
                 tensor = getattr(layer, name, None)
                 if tensor is not None:
-                    tensor.copy_((centre + scale * torch.randn(tensor.shape, generator=generator))
-                                 .to(tensor.dtype))
+                    tensor.copy_(
+                        (centre + scale * torch.randn(tensor.shape, generator=generator)).to(
+                            tensor.dtype
+                        )
+                    )
             done += 1
     return done
 
@@ -118,10 +126,11 @@ def _load_weights(module: Any, path: str) -> dict[str, Any]:
             state[name].copy_(tensor.to(state[name].dtype))
             loaded += 1
     if not loaded:
-        raise WeightsMismatch(f"{path}: no tensor matches the module's state by name and shape "
-                         f"({len(state)} entries, e.g. {next(iter(state), '?')})")
-    return {"file": path, "loaded": loaded, "state_entries": len(state),
-            "skipped": skipped}
+        raise WeightsMismatch(
+            f"{path}: no tensor matches the module's state by name and shape "
+            f"({len(state)} entries, e.g. {next(iter(state), '?')})"
+        )
+    return {"file": path, "loaded": loaded, "state_entries": len(state), "skipped": skipped}
 
 
 def _refuse_untrained(path: str, name: str, tensor: Any) -> None:
@@ -133,11 +142,14 @@ def _refuse_untrained(path: str, name: str, tensor: Any) -> None:
     if tensor.is_floating_point():
         bad = int((~torch.isfinite(tensor)).sum())
         if bad:
-            raise WeightsMismatch(f"{path}: {name} holds {bad} NaN/inf value(s): not a trained "
-                                  "checkpoint, nothing to measure")
+            raise WeightsMismatch(
+                f"{path}: {name} holds {bad} NaN/inf value(s): not a trained "
+                "checkpoint, nothing to measure"
+            )
         if name.endswith("running_var") and bool((tensor < 0).any()):
-            raise WeightsMismatch(f"{path}: {name} holds a negative variance: not a trained "
-                                  "checkpoint")
+            raise WeightsMismatch(
+                f"{path}: {name} holds a negative variance: not a trained checkpoint"
+            )
 
 
 def _seeded_inputs(values: list[Any], generator: Any) -> tuple[list[Any], list[str]]:
@@ -186,9 +198,15 @@ def _reference(module: Any, args: list[Any], kwargs: dict[str, Any], path: Path)
     outs = result if isinstance(result, tuple | list) else (result,)
     # contiguous first: safetensors.numpy writes a strided array's raw buffer, so a transposed
     # output (a view) was stored in the wrong element order
-    save_file({f"out{i}": np.ascontiguousarray(o.detach().float().numpy()
-                                               if o.is_floating_point() else o.detach().numpy())
-               for i, o in enumerate(outs)}, str(path))
+    save_file(
+        {
+            f"out{i}": np.ascontiguousarray(
+                o.detach().float().numpy() if o.is_floating_point() else o.detach().numpy()
+            )
+            for i, o in enumerate(outs)
+        },
+        str(path),
+    )
     return len(outs)
 
 
@@ -200,7 +218,8 @@ def _built(options: dict[str, Any], allow_code: bool) -> Any:
     if not recipe:
         mod_name, _, fn_name = options["target"].partition(":")
         return getattr(importlib.import_module(mod_name), fn_name or "build")(
-            **options.get("build", {}), device="cpu")
+            **options.get("build", {}), device="cpu"
+        )
     from inventory.trace import recipes
 
     if options.get("site"):
@@ -260,26 +279,36 @@ def _build(options: dict[str, Any], result: Path) -> int:
     norms = _trained_looking(module, generator)
     weights = _load_weights(module, options["weights"]) if options.get("weights") else None
     params = sum(p.numel() for p in module.parameters())
-    nonfinite = sum(int((~torch.isfinite(t)).sum()) for t in module.state_dict().values()
-                    if t.is_floating_point())
+    nonfinite = sum(
+        int((~torch.isfinite(t)).sum())
+        for t in module.state_dict().values()
+        if t.is_floating_point()
+    )
     seconds["build"] = time.perf_counter() - start
     names_kw = list(target.kwargs)
     values, how = _seeded_inputs(list(target.args) + list(target.kwargs.values()), generator)
-    args = values[:len(target.args)]
-    kwargs = dict(zip(names_kw, values[len(target.args):], strict=True))
+    args = values[: len(target.args)]
+    kwargs = dict(zip(names_kw, values[len(target.args) :], strict=True))
     start = time.perf_counter()
     # Exported on copies: a module that writes its state inputs in place must not change the
     # inputs the runtime and the reference are fed.
     with export_context(options.get("export", {})):
-        ep = torch.export.export(module, tuple(a.clone() for a in args),
-                                 kwargs={k: v.clone() for k, v in kwargs.items()}, strict=False)
+        ep = torch.export.export(
+            module,
+            tuple(a.clone() for a in args),
+            kwargs={k: v.clone() for k, v in kwargs.items()},
+            strict=False,
+        )
     torch.export.save(ep, str(out / "program.pt2"))
-    names = [s.arg.name for s in ep.graph_signature.input_specs
-             if s.kind == torch.export.graph_signature.InputKind.USER_INPUT]
+    names = [
+        s.arg.name
+        for s in ep.graph_signature.input_specs
+        if s.kind == torch.export.graph_signature.InputKind.USER_INPUT
+    ]
     seconds["export"] = time.perf_counter() - start
     # positional inputs by place, keyword inputs by name: in the exported program's order
     by_name = {**dict(zip(names, args, strict=False)), **kwargs}
-    how_by_name = dict(zip(list(names[:len(args)]) + names_kw, how, strict=True))
+    how_by_name = dict(zip(list(names[: len(args)]) + names_kw, how, strict=True))
     missing = [n for n in names if n not in by_name]
     if missing:
         raise ValueError(f"the exported program's inputs {missing} match no example input")
@@ -293,17 +322,35 @@ def _build(options: dict[str, Any], result: Path) -> int:
         seconds["reference"] = time.perf_counter() - start
     tmp = result.with_suffix(".tmp")
     with tmp.open("w") as protocol:
-        json.dump({
-            "ok": True, "params": params, "norms_set": norms, "nonfinite_state": nonfinite,
-            "dtype": target.dtype, "inputs": [{"name": n, "values": h, "shape": list(v.shape),
-                                               "dtype": str(v.dtype).removeprefix("torch.")}
-                                              for n, h, v in zip(names, how, values, strict=True)],
-            "outputs": outputs, "weights": weights, "seconds": seconds, "peak_mb": peak_mb(),
-            "torch": torch.__version__,
-            "files": {"program": str(out / "program.pt2"),
-                      "inputs": str(out / "main.inputs.safetensors"),
-                      **({"reference": str(out / "reference.safetensors")} if outputs else {})},
-        }, protocol)
+        json.dump(
+            {
+                "ok": True,
+                "params": params,
+                "norms_set": norms,
+                "nonfinite_state": nonfinite,
+                "dtype": target.dtype,
+                "inputs": [
+                    {
+                        "name": n,
+                        "values": h,
+                        "shape": list(v.shape),
+                        "dtype": str(v.dtype).removeprefix("torch."),
+                    }
+                    for n, h, v in zip(names, how, values, strict=True)
+                ],
+                "outputs": outputs,
+                "weights": weights,
+                "seconds": seconds,
+                "peak_mb": peak_mb(),
+                "torch": torch.__version__,
+                "files": {
+                    "program": str(out / "program.pt2"),
+                    "inputs": str(out / "main.inputs.safetensors"),
+                    **({"reference": str(out / "reference.safetensors")} if outputs else {}),
+                },
+            },
+            protocol,
+        )
     tmp.replace(result)
     return 0
 

@@ -46,17 +46,30 @@ class Missing(Exception):
 
 
 class _Parts:
-    def __init__(self, bundle: Bundle, session: Session, weights: Path | None,
-                 use_cache: bool, allow_code: bool, progress: Progress, read_only: bool,
-                 recipe_root: Path | None = None) -> None:
+    def __init__(
+        self,
+        bundle: Bundle,
+        session: Session,
+        weights: Path | None,
+        use_cache: bool,
+        allow_code: bool,
+        progress: Progress,
+        read_only: bool,
+        recipe_root: Path | None = None,
+    ) -> None:
         self.bundle, self.session, self.weights = bundle, session, weights
         self.use_cache, self.allow_code, self.progress = use_cache, allow_code, progress
         self.read_only = read_only
         self.recipe_root = recipe_root
         self.all_cached = True
 
-    def part(self, folder: Path, make: parts.Make, keep: Callable[[dict[str, Any]], bool],
-             kind: tuple[Path, ...]) -> dict[str, Any]:
+    def part(
+        self,
+        folder: Path,
+        make: parts.Make,
+        keep: Callable[[dict[str, Any]], bool],
+        kind: tuple[Path, ...],
+    ) -> dict[str, Any]:
         if self.read_only:
             record = parts.read(folder)
             if record is None or record["code"] != parts.code(kind):
@@ -73,16 +86,26 @@ class _Parts:
             site = None
             try:
                 if form.recipe is not None:  # as a trace of the recipe runs it
-                    python, site = recipe_process(self.bundle, self.session.catalog,
-                                                  self.progress)
+                    python, site = recipe_process(self.bundle, self.session.catalog, self.progress)
                 else:  # the `trace` extra, installed on first use
                     python = extra.module_python(self.session.catalog, self.progress)
             except EnvError as exc:
-                raise whole.VerifyError(f"{self.bundle.name}: the {form.name} module cannot be "
-                                        f"built: {exc}") from None
+                raise whole.VerifyError(
+                    f"{self.bundle.name}: the {form.name} module cannot be built: {exc}"
+                ) from None
             self.progress(f"{self.bundle.name}: building the whole module, {form.described()}")
-            return whole.build(self.bundle, form, work, reference, self.weights,
-                               self.allow_code, python, self.recipe_root, site)
+            return whole.build(
+                self.bundle,
+                form,
+                work,
+                reference,
+                self.weights,
+                self.allow_code,
+                python,
+                self.recipe_root,
+                site,
+            )
+
         return {**self.part(folder, make, _always, parts.BUILDING), "folder": str(folder)}
 
     def sides(self, build: dict[str, Any], releases: list[str]) -> dict[str, dict[str, Any]]:
@@ -91,13 +114,16 @@ class _Parts:
             folder = parts.side_folder(self.bundle, Path(build["folder"]), env)
 
             def make(work: Path) -> dict[str, Any]:
-                self.progress(f"{self.bundle.name}: converting it whole under coreai-torch "
-                              f"{release}")
-                side = whole.convert(self.session, env, build["files"]["program"],
-                                     self.bundle, work)
+                self.progress(
+                    f"{self.bundle.name}: converting it whole under coreai-torch {release}"
+                )
+                side = whole.convert(
+                    self.session, env, build["files"]["program"], self.bundle, work
+                )
                 if side.get("ok"):
                     side["shipped_digest"] = parts.shipped_digest(side)
                 return side
+
             return self.part(folder, make, parts.repeatable, parts.CONVERTING)
 
         if self.read_only:
@@ -113,41 +139,61 @@ class _Parts:
             keep: Callable[[dict[str, Any]], bool] = lambda _: False  # noqa: E731
         else:
             keep = _always
-        folder = parts.pair_folder(self.bundle, Path(old.get("evidence") or a),
-                                   Path(new.get("evidence") or b), a, b)
-        record = self.part(folder, lambda work: whole.compared(old, new, work), keep,
-                           parts.COMPARING)
+        folder = parts.pair_folder(
+            self.bundle, Path(old.get("evidence") or a), Path(new.get("evidence") or b), a, b
+        )
+        record = self.part(
+            folder, lambda work: whole.compared(old, new, work), keep, parts.COMPARING
+        )
         return {**record, "from": a, "to": b}
 
-    def drift(self, old: dict[str, Any], new: dict[str, Any], reference: Path,
-              labels: list[str]) -> list[dict[str, Any]]:
+    def drift(
+        self, old: dict[str, Any], new: dict[str, Any], reference: Path, labels: list[str]
+    ) -> list[dict[str, Any]]:
         """Two runs' drift per output against the reference: derived once from their tensors
         and kept beside them (a read then loads no tensor); computed directly for a run that
         was not stored."""
+
         def rows() -> list[dict[str, Any]]:
-            return drift.per_output(Path(old["outputs_file"]), Path(new["outputs_file"]),
-                                    reference, new["outputs"], labels)
+            return drift.per_output(
+                Path(old["outputs_file"]),
+                Path(new["outputs_file"]),
+                reference,
+                new["outputs"],
+                labels,
+            )
+
         if not old.get("evidence") or not new.get("evidence"):
             return rows()
-        folder = parts.drift_folder(self.bundle, Path(old["evidence"]).name,
-                                    Path(new["evidence"]).name, reference, labels)
+        folder = parts.drift_folder(
+            self.bundle, Path(old["evidence"]).name, Path(new["evidence"]).name, reference, labels
+        )
         stored = parts.read(folder)
         if stored is not None and stored["code"] == parts.code(parts.DRIFTING):
             return stored["rows"]
-        record, _cached = parts.stored(folder, lambda _work: {"rows": rows()}, True,
-                                       _always, parts.DRIFTING)
+        record, _cached = parts.stored(
+            folder, lambda _work: {"rows": rows()}, True, _always, parts.DRIFTING
+        )
         return record["rows"]
 
-    def run(self, side: dict[str, Any], label: str, runtime: Any, inputs: Path,
-            inputs_key: str, kind: str = "run") -> dict[str, Any]:
+    def run(
+        self,
+        side: dict[str, Any],
+        label: str,
+        runtime: Any,
+        inputs: Path,
+        inputs_key: str,
+        kind: str = "run",
+    ) -> dict[str, Any]:
         """One asset run on the inputs stored in the folder `inputs` (`inputs_key` names them
         in the run's key)."""
-        folder = parts.run_folder(self.bundle, side["shipped_digest"], inputs_key, runtime,
-                                  kind)
+        folder = parts.run_folder(self.bundle, side["shipped_digest"], inputs_key, runtime, kind)
 
         def make(work: Path) -> dict[str, Any]:
-            return whole.run(self.session, runtime, side["files"]["asset"], inputs, work,
-                             self.progress, label)
+            return whole.run(
+                self.session, runtime, side["files"]["asset"], inputs, work, self.progress, label
+            )
+
         return self.part(folder, make, parts.run_repeats, parts.RUNNING)
 
 
@@ -155,10 +201,19 @@ def _differs(pair: dict[str, Any]) -> bool:
     return pair.get("shipped", {}).get("identity") == "differs"
 
 
-def measure(bundle: Bundle, session: Session, releases: list[str],
-            weights: Path | None, use_cache: bool, allow_code: bool, progress: Progress,
-            read_only: bool = False, run_budget: float | None = DEFAULT_RUN_BUDGET,
-            full: bool = False, recipe_root: Path | None = None) -> dict[str, Any]:
+def measure(
+    bundle: Bundle,
+    session: Session,
+    releases: list[str],
+    weights: Path | None,
+    use_cache: bool,
+    allow_code: bool,
+    progress: Progress,
+    read_only: bool = False,
+    run_budget: float | None = DEFAULT_RUN_BUDGET,
+    full: bool = False,
+    recipe_root: Path | None = None,
+) -> dict[str, Any]:
     """The chain's record: its sides, steps, the exporter-to-target pair, the model-level runs
     (within `run_budget` seconds, None: whatever they cost) and the region runs of every step
     whose programs differ. `read_only`: only what is stored (raises Missing otherwise); `full`:
@@ -169,41 +224,60 @@ def measure(bundle: Bundle, session: Session, releases: list[str],
         run_budget = None  # no limit (`--run-budget inf`): JSON has no infinity
     form = forms.compared_form(bundle, full, recipe_root)
     run_form = forms.run_form(bundle, full, recipe_root)
-    key = json.dumps([str(parts.store.results_root()), bundle.name, bundle.verify,
-                      bundle.pipeline.decompositions, bundle.pipeline.optimize, releases,
-                      str(weights), run_budget, full, form.to_json(), run_form.to_json()],
-                     sort_keys=True, default=str)
+    key = json.dumps(
+        [
+            str(parts.store.results_root()),
+            bundle.name,
+            bundle.verify,
+            bundle.pipeline.decompositions,
+            bundle.pipeline.optimize,
+            releases,
+            str(weights),
+            run_budget,
+            full,
+            form.to_json(),
+            run_form.to_json(),
+        ],
+        sort_keys=True,
+        default=str,
+    )
     if use_cache and key in _READ:
         # read back whole earlier in this process (plan reads a chain once for its check and
         # again for each pipeline record): the same stored parts, not read again
         return _READ[key]
     same_form = run_form == form
-    p = _Parts(bundle, session, weights, use_cache, allow_code, progress, read_only,
-               recipe_root)
-    record: dict[str, Any] = {"bundle": bundle.name, "releases": releases,
-                              "form": form.to_json()}
+    p = _Parts(bundle, session, weights, use_cache, allow_code, progress, read_only, recipe_root)
+    record: dict[str, Any] = {"bundle": bundle.name, "releases": releases, "form": form.to_json()}
     record["build"] = p.build(form, reference=same_form)
     sides = p.sides(record["build"], releases)
     record["sides"] = sides
     steps = [p.pair(sides, a, b) for a, b in zip(releases, releases[1:], strict=False)]
     record["steps"] = steps
-    record["overall"] = steps[0] if len(steps) == 1 else p.pair(sides, releases[0],
-                                                                releases[-1])
+    record["overall"] = steps[0] if len(steps) == 1 else p.pair(sides, releases[0], releases[-1])
     record["run"] = None
     record["region_runs"] = []
     if any(_differs(s) for s in steps) or _differs(record["overall"]):
-        record["run"] = _model_level(p, bundle, record, run_form, same_form, releases,
-                                     run_budget, full)
+        record["run"] = _model_level(
+            p, bundle, record, run_form, same_form, releases, run_budget, full
+        )
         m = record["run"].get("measurement") or {}
         # the model-level runs' runtime, else the chain's candidates in their order
-        runtimes = [e for e in _candidates(p, releases)
-                    if not m.get("ok") or e.runtime == m["runtime"]]
+        runtimes = [
+            e for e in _candidates(p, releases) if not m.get("ok") or e.runtime == m["runtime"]
+        ]
         refused: dict[tuple[str, str], str] = {}
         record["region_runs"] = [
-            cuts.region_runs(p, s, whole.differing(s, sides[s["from"]], sides[s["to"]],
-                                                   "shipped"), record["build"], runtimes,
-                             refused)
-            for s in steps if _differs(s)]
+            cuts.region_runs(
+                p,
+                s,
+                whole.differing(s, sides[s["from"]], sides[s["to"]], "shipped"),
+                record["build"],
+                runtimes,
+                refused,
+            )
+            for s in steps
+            if _differs(s)
+        ]
     record["cached"] = p.all_cached
     # what measuring the parts cost when they were measured (the same on every read)
     record["timing"] = timing(record)
@@ -228,13 +302,21 @@ def _estimate(bundle: Bundle, needed: int, full: bool) -> tuple[float | None, st
     per = table.get("seconds_per_run")
     if not isinstance(per, int | float) or isinstance(per, bool) or per < 0:
         return None, "no measured cost in the registry"
-    return float(per) * needed, (f"{needed} run(s) at {per:g} s each, measured "
-                                 f"{table.get('cost_measured', 'here')}")
+    return float(per) * needed, (
+        f"{needed} run(s) at {per:g} s each, measured {table.get('cost_measured', 'here')}"
+    )
 
 
-def _model_level(p: _Parts, bundle: Bundle, record: dict[str, Any], run_form: forms.Form,
-                 same_form: bool, releases: list[str], budget: float | None, full: bool
-                 ) -> dict[str, Any]:
+def _model_level(
+    p: _Parts,
+    bundle: Bundle,
+    record: dict[str, Any],
+    run_form: forms.Form,
+    same_form: bool,
+    releases: list[str],
+    budget: float | None,
+    full: bool,
+) -> dict[str, Any]:
     """The model-level runs, when their cost fits the budget or they are stored; else what was
     skipped and why."""
     needed = len(_wanted(record))
@@ -242,23 +324,35 @@ def _model_level(p: _Parts, bundle: Bundle, record: dict[str, Any], run_form: fo
     if budget is None or estimate is None or estimate <= budget:
         out = _runs(p, bundle, record, run_form, same_form, releases)
         out["estimate_seconds"], out["budget_seconds"] = estimate, budget
-        out["note"] = (f"run: {how}" if estimate is None else
-                       f"run: {how} = {estimate:g} s, within the budget")
+        out["note"] = (
+            f"run: {how}" if estimate is None else f"run: {how} = {estimate:g} s, within the budget"
+        )
         return out
     # over budget: served if every part is stored, never measured
     was, p.read_only = p.read_only, True
     try:
         stored = _runs(p, bundle, record, run_form, same_form, releases)
         stored["estimate_seconds"], stored["budget_seconds"] = estimate, budget
-        stored["note"] = (f"read from the store: {how} = {estimate:g} s is over the run "
-                          "budget, so it would not be measured now")
+        stored["note"] = (
+            f"read from the store: {how} = {estimate:g} s is over the run "
+            "budget, so it would not be measured now"
+        )
         return stored
     except Missing:
-        return {"form": run_form.to_json(), "same_as_compared": same_form, "skipped": True,
-                "estimate_seconds": estimate, "budget_seconds": budget,
-                "measurement": {"ok": False, "runtime": None, "attempts": [],
-                                "error": f"model-level run skipped: {how} = {estimate:g} s, "
-                                         f"over the run budget of {budget:g} s (--run-budget)"}}
+        return {
+            "form": run_form.to_json(),
+            "same_as_compared": same_form,
+            "skipped": True,
+            "estimate_seconds": estimate,
+            "budget_seconds": budget,
+            "measurement": {
+                "ok": False,
+                "runtime": None,
+                "attempts": [],
+                "error": f"model-level run skipped: {how} = {estimate:g} s, "
+                f"over the run budget of {budget:g} s (--run-budget)",
+            },
+        }
     finally:
         p.read_only = was
 
@@ -281,17 +375,25 @@ def timing(record: dict[str, Any]) -> dict[str, float]:
     runs = ((run.get("measurement") or {}).get("runs") or {}).values()
     once = {r.get("evidence") or id(r): r.get("seconds") or 0.0 for r in runs}
     regions = [r.get("seconds") or {} for r in record.get("region_runs") or []]
-    out = {"build": sum(x.get("wall_seconds") or 0.0 for x in builds),
-           "conversions": sum(x.get("wall_seconds") or 0.0 for x in sides),
-           "runs": sum(once.values()),
-           "region_cuts": sum(r.get("cut", 0.0) for r in regions),
-           "region_conversions": sum(r.get("conversions", 0.0) for r in regions),
-           "region_runs": sum(r.get("runs", 0.0) for r in regions)}
+    out = {
+        "build": sum(x.get("wall_seconds") or 0.0 for x in builds),
+        "conversions": sum(x.get("wall_seconds") or 0.0 for x in sides),
+        "runs": sum(once.values()),
+        "region_cuts": sum(r.get("cut", 0.0) for r in regions),
+        "region_conversions": sum(r.get("conversions", 0.0) for r in regions),
+        "region_runs": sum(r.get("runs", 0.0) for r in regions),
+    }
     return {k: round(v, 3) for k, v in out.items()}
 
 
-def _runs(p: _Parts, bundle: Bundle, record: dict[str, Any], run_form: forms.Form,
-          same_form: bool, releases: list[str]) -> dict[str, Any]:
+def _runs(
+    p: _Parts,
+    bundle: Bundle,
+    record: dict[str, Any],
+    run_form: forms.Form,
+    same_form: bool,
+    releases: list[str],
+) -> dict[str, Any]:
     out: dict[str, Any] = {"form": run_form.to_json(), "same_as_compared": same_form}
     steps, overall = record["steps"], record["overall"]
     wanted = _wanted(record)
@@ -309,13 +411,21 @@ def _runs(p: _Parts, bundle: Bundle, record: dict[str, Any], run_form: forms.For
                 run_pairs[(s["from"], s["to"])] = p.pair(sides, s["from"], s["to"])
         out["build"] = build
         out["sides"] = sides
-    out["pairs"] = {f"{a}->{b}": {"emitted": v.get("emitted"), "shipped": v.get("shipped"),
-                                  "evidence": v.get("evidence")}
-                    for (a, b), v in run_pairs.items()}
+    out["pairs"] = {
+        f"{a}->{b}": {
+            "emitted": v.get("emitted"),
+            "shipped": v.get("shipped"),
+            "evidence": v.get("evidence"),
+        }
+        for (a, b), v in run_pairs.items()
+    }
     if any(not sides[r].get("ok") for r in needed):
         bad = [r for r in needed if not sides[r].get("ok")]
-        out["measurement"] = {"ok": False, "error": f"the run form does not convert under "
-                              f"{', '.join(bad)}", "attempts": []}
+        out["measurement"] = {
+            "ok": False,
+            "error": f"the run form does not convert under {', '.join(bad)}",
+            "attempts": [],
+        }
         return out
     out["measurement"] = _on_one_runtime(p, bundle, sides, needed, build, releases)
     m = out["measurement"]
@@ -327,13 +437,19 @@ def _runs(p: _Parts, bundle: Bundle, record: dict[str, Any], run_form: forms.For
             if a in m["runs"] and b in m["runs"]:
                 m["drift"][f"{a}->{b}"] = {
                     "shipped": pair.get("shipped", {}).get("identity"),
-                    "outputs": p.drift(m["runs"][a], m["runs"][b], reference, labels)}
+                    "outputs": p.drift(m["runs"][a], m["runs"][b], reference, labels),
+                }
     return out
 
 
-def _on_one_runtime(p: _Parts, bundle: Bundle, sides: dict[str, dict[str, Any]],
-                    needed: list[str], build: dict[str, Any], releases: list[str]
-                    ) -> dict[str, Any]:
+def _on_one_runtime(
+    p: _Parts,
+    bundle: Bundle,
+    sides: dict[str, dict[str, Any]],
+    needed: list[str],
+    build: dict[str, Any],
+    releases: list[str],
+) -> dict[str, Any]:
     # read-only, the same path is replayed from the store (a refusal is stored too), and a
     # run that is not stored raises Missing
     attempts: list[str] = []
@@ -341,13 +457,21 @@ def _on_one_runtime(p: _Parts, bundle: Bundle, sides: dict[str, dict[str, Any]],
         runs: dict[str, dict[str, Any]] = {}
         failed = ""
         for release in needed:  # oldest first: the asset a newer runtime may refuse
-            answer = p.run(sides[release], f"the {release} program", env,
-                           Path(build["folder"]), Path(build["folder"]).name)
+            answer = p.run(
+                sides[release],
+                f"the {release} program",
+                env,
+                Path(build["folder"]),
+                Path(build["folder"]).name,
+            )
             if answer.get("stage") == "flaky":  # no lasting answer: not another runtime's turn
-                return {"ok": False, "runtime": env.runtime,
-                        "attempts": [*attempts, f"{env.runtime}: {release}: flaky"],
-                        "error": f"coreai-core on {env.runtime} gave no lasting answer for the "
-                                 f"{release} program: {answer.get('error')}"}
+                return {
+                    "ok": False,
+                    "runtime": env.runtime,
+                    "attempts": [*attempts, f"{env.runtime}: {release}: flaky"],
+                    "error": f"coreai-core on {env.runtime} gave no lasting answer for the "
+                    f"{release} program: {answer.get('error')}",
+                }
             if not answer.get("ok"):
                 failed = f"{release}: {answer.get('stage')}: {answer.get('error')}"
                 break
@@ -356,8 +480,12 @@ def _on_one_runtime(p: _Parts, bundle: Bundle, sides: dict[str, dict[str, Any]],
             attempts.append(f"{env.runtime}: {failed}")
             continue
         return {"ok": True, "runtime": env.runtime, "attempts": attempts, "runs": runs}
-    return {"ok": False, "runtime": None, "attempts": attempts,
-            "error": "no runtime could run every program of the chain"}
+    return {
+        "ok": False,
+        "runtime": None,
+        "attempts": attempts,
+        "error": "no runtime could run every program of the chain",
+    }
 
 
 def _candidates(p: _Parts, releases: list[str]) -> list[Any]:

@@ -37,25 +37,36 @@ from oracle.infra import settings
 HOPS = (0, 2, 6)
 
 
-def make_cuts(p: Any, env: Env, build: dict[str, Any], requests: list[dict[str, Any]],
-              step: str, hops: int) -> dict[str, Any]:
+def make_cuts(
+    p: Any, env: Env, build: dict[str, Any], requests: list[dict[str, Any]], step: str, hops: int
+) -> dict[str, Any]:
     """The stored cuts of some of one step's regions with `hops` rings around them (cut in the
     step's newer environment: its decomposition names the nodes the regions were mapped to)."""
     folder = parts.cut_folder(p.bundle, Path(build["folder"]), env, step, requests, hops)
 
     def make(work: Path) -> dict[str, Any]:
-        p.progress(f"{p.bundle.name}: cutting {len(requests)} region(s) of {step} out of the "
-                   f"whole program ({hops} rings of neighbours)")
+        p.progress(
+            f"{p.bundle.name}: cutting {len(requests)} region(s) of {step} out of the "
+            f"whole program ({hops} rings of neighbours)"
+        )
         pool = p.session.pool_of(CutWorker, "cut")
         try:
             answer = pool.worker(env).call(
-                {"op": "cut", "program": build["files"]["program"],
-                 "inputs": build["files"]["inputs"], "pipeline": _pipeline(p.bundle),
-                 "cuts": requests, "hops": hops, "out": str(work)},
-                timeout=settings.seconds(whole.CONVERT_TIMEOUT))
+                {
+                    "op": "cut",
+                    "program": build["files"]["program"],
+                    "inputs": build["files"]["inputs"],
+                    "pipeline": _pipeline(p.bundle),
+                    "cuts": requests,
+                    "hops": hops,
+                    "out": str(work),
+                },
+                timeout=settings.seconds(whole.CONVERT_TIMEOUT),
+            )
         except WorkerFailure as exc:
             answer = {"ok": False, "stage": "worker", "error": str(exc)}
         return {**answer, "step": step, "cut_in": env.converter, "hops": hops}
+
     return p.part(folder, make, parts.repeatable, parts.CUTTING)
 
 
@@ -71,6 +82,7 @@ def _side(p: Any, env: Env, program: str) -> dict[str, Any]:
         if side.get("ok"):
             side["shipped_digest"] = parts.shipped_digest(side)
         return side
+
     return p.part(folder, make, parts.repeatable, parts.CONVERTING)
 
 
@@ -80,8 +92,14 @@ def _inputs_key(cut_dir: Path) -> str:
     return f"cut-{h.hexdigest()[:20]}"
 
 
-def region_runs(p: Any, step: dict[str, Any], regions: list[Region], build: dict[str, Any],
-                runtimes: list[Env], refused: dict[tuple[str, str], str]) -> dict[str, Any]:
+def region_runs(
+    p: Any,
+    step: dict[str, Any],
+    regions: list[Region],
+    build: dict[str, Any],
+    runtimes: list[Env],
+    refused: dict[tuple[str, str], str],
+) -> dict[str, Any]:
     """Every region of one step: its cut, whether the cut reproduces it, and its drift on the
     first runtime of `runtimes` that runs both sides (the chain's). A region whose cut does not
     reproduce it is cut again wider (HOPS). `refused`: (release, runtime) pairs whose cut a
@@ -90,15 +108,27 @@ def region_runs(p: Any, step: dict[str, Any], regions: list[Region], build: dict
     a, b = step["from"], step["to"]
     label = f"{a}->{b}"
     envs = {a: p.session.env(a), b: p.session.env(b)}
-    out: dict[str, Any] = {"step": label, "ok": True, "error": None, "cut_in": b,
-                           "seconds": {"cut": 0.0, "conversions": 0.0, "runs": 0.0},
-                           "evidence": [], "regions": []}
+    out: dict[str, Any] = {
+        "step": label,
+        "ok": True,
+        "error": None,
+        "cut_in": b,
+        "seconds": {"cut": 0.0, "conversions": 0.0, "runs": 0.0},
+        "evidence": [],
+        "regions": [],
+    }
     entries: list[dict[str, Any]] = []
     pending: dict[int, Region] = {}
     for i, region in enumerate(regions):
-        entry: dict[str, Any] = {"region": i, "graph": region.graph, "calls": region.calls,
-                                 "nodes": len(region.nodes), "reproduces": None,
-                                 "drift": None, "attempts": []}
+        entry: dict[str, Any] = {
+            "region": i,
+            "graph": region.graph,
+            "calls": region.calls,
+            "nodes": len(region.nodes),
+            "reproduces": None,
+            "drift": None,
+            "attempts": [],
+        }
         if region.nodes:
             pending[i] = region
         elif region.consumers:
@@ -106,14 +136,14 @@ def region_runs(p: Any, step: dict[str, Any], regions: list[Region], build: dict
             entry["cut_from"] = "the ops that use its values"
             pending[i] = region
         else:
-            entry["why"] = ("no located aten node, and no located op uses its values: "
-                            "nothing to cut")
+            entry["why"] = "no located aten node, and no located op uses its values: nothing to cut"
         entries.append(entry)
     for hops in HOPS:
         if not pending:
             break
-        requests = [{"id": f"r{i}", "nodes": sorted(r.nodes or r.consumers)}
-                    for i, r in pending.items()]
+        requests = [
+            {"id": f"r{i}", "nodes": sorted(r.nodes or r.consumers)} for i, r in pending.items()
+        ]
         cut = make_cuts(p, envs[b], build, requests, label, hops)
         out["seconds"]["cut"] += sum((cut.get("seconds") or {}).values())
         out["evidence"].append(cut.get("evidence"))
@@ -128,16 +158,26 @@ def region_runs(p: Any, step: dict[str, Any], regions: list[Region], build: dict
     for i in pending:
         e = entries[i]
         e["reproduces"] = False
-        e["why"] = ("no cut reproduces the region's difference (" +
-                    "; ".join(f"{t['hops']} rings: {t.get('outcome')}" for t in e["attempts"])
-                    + "): its drift is not measured at the region")
+        e["why"] = (
+            "no cut reproduces the region's difference ("
+            + "; ".join(f"{t['hops']} rings: {t.get('outcome')}" for t in e["attempts"])
+            + "): its drift is not measured at the region"
+        )
     out["regions"] = entries
     return out
 
 
-def _tried(p: Any, entry: dict[str, Any], c: dict[str, Any], envs: dict[str, Env], a: str,
-           b: str, runtimes: list[Env], seconds: dict[str, float],
-           refused: dict[tuple[str, str], str]) -> bool:
+def _tried(
+    p: Any,
+    entry: dict[str, Any],
+    c: dict[str, Any],
+    envs: dict[str, Env],
+    a: str,
+    b: str,
+    runtimes: list[Env],
+    seconds: dict[str, float],
+    refused: dict[tuple[str, str], str],
+) -> bool:
     """One cut of a region converted under both releases and, if it reproduces the region,
     measured: True when it reproduced."""
     # the region's nodes that the newer release's decomposition does not name: the cut holds
@@ -155,8 +195,11 @@ def _tried(p: Any, entry: dict[str, Any], c: dict[str, Any], envs: dict[str, Env
         old, new = ex.map(lambda r: _side(p, envs[r], program), (a, b))
     seconds["conversions"] += sum(s.get("wall_seconds") or 0.0 for s in (old, new))
     if not old.get("ok") or not new.get("ok"):
-        bad = [f"{r} ({s.get('stage')}: {s.get('error')})"
-               for r, s in ((a, old), (b, new)) if not s.get("ok")]
+        bad = [
+            f"{r} ({s.get('stage')}: {s.get('error')})"
+            for r, s in ((a, old), (b, new))
+            if not s.get("ok")
+        ]
         attempt["outcome"] = f"the cut does not convert under {'; '.join(bad)}"
         return False
     shipped = p.pair({a: old, b: new}, a, b).get("shipped", {})
@@ -167,42 +210,65 @@ def _tried(p: Any, entry: dict[str, Any], c: dict[str, Any], envs: dict[str, Env
         return False
     attempt["outcome"] = "reproduces"
     entry.update(reproduces=True, hops=c["hops"], inputs=c.get("inputs"))
-    entry.update(_measured(p, old, new, Path(program).parent, a, b, runtimes, c, seconds,
-                           refused))
+    entry.update(_measured(p, old, new, Path(program).parent, a, b, runtimes, c, seconds, refused))
     return True
 
 
-def _measured(p: Any, old: dict[str, Any], new: dict[str, Any], cut_dir: Path, a: str, b: str,
-              runtimes: list[Env], cut: dict[str, Any], seconds: dict[str, float],
-              refused: dict[tuple[str, str], str]) -> dict[str, Any]:
+def _measured(
+    p: Any,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    cut_dir: Path,
+    a: str,
+    b: str,
+    runtimes: list[Env],
+    cut: dict[str, Any],
+    seconds: dict[str, float],
+    refused: dict[tuple[str, str], str],
+) -> dict[str, Any]:
     tried: list[str] = []
     inputs_key = _inputs_key(cut_dir)
     for runtime in runtimes:
-        known = next((f"{r}: {refused[(r, runtime.runtime)]}" for r in (a, b)
-                      if (r, runtime.runtime) in refused), None)
+        known = next(
+            (
+                f"{r}: {refused[(r, runtime.runtime)]}"
+                for r in (a, b)
+                if (r, runtime.runtime) in refused
+            ),
+            None,
+        )
         if known:
             tried.append(f"{runtime.runtime}: not tried, it refused an earlier {known}")
             continue
         runs = {}
         for release, side in ((a, old), (b, new)):  # the older asset first
-            runs[release] = p.run(side, f"the {release} cut", runtime, cut_dir,
-                                  inputs_key, kind="cutrun")
+            runs[release] = p.run(
+                side, f"the {release} cut", runtime, cut_dir, inputs_key, kind="cutrun"
+            )
             if not runs[release].get("ok"):
                 break
         seconds["runs"] += sum(r.get("seconds") or 0.0 for r in runs.values())
         if all(r.get("ok") for r in runs.values()) and len(runs) == 2:
-            rows = p.drift(runs[a], runs[b], cut_dir / "reference.safetensors",
-                           list(cut.get("outputs") or []))
-            return {"runtime": runtime.runtime, "drift": rows,
-                    "run_evidence": {r: v.get("evidence") for r, v in runs.items()},
-                    "runtime_attempts": tried}
+            rows = p.drift(
+                runs[a], runs[b], cut_dir / "reference.safetensors", list(cut.get("outputs") or [])
+            )
+            return {
+                "runtime": runtime.runtime,
+                "drift": rows,
+                "run_evidence": {r: v.get("evidence") for r, v in runs.items()},
+                "runtime_attempts": tried,
+            }
         release, failed = next((r, v) for r, v in runs.items() if not v.get("ok"))
         why = f"{failed.get('stage')}: {failed.get('error')}"
         if "SIGABRT" in why or failed.get("stage") != "worker":
             refused[(release, runtime.runtime)] = f"cut ({why})"
         tried.append(f"{runtime.runtime}: {release}: {why}")
-    return {"runtime": None, "drift": None, "runtime_attempts": tried,
-            "why": "no runtime of the chain runs both sides of the cut"}
+    return {
+        "runtime": None,
+        "drift": None,
+        "runtime_attempts": tried,
+        "why": "no runtime of the chain runs both sides of the cut",
+    }
 
 
 def summary(rows: list[dict[str, Any]] | None) -> dict[str, Any] | None:
@@ -213,9 +279,15 @@ def summary(rows: list[dict[str, Any]] | None) -> dict[str, Any] | None:
     def worst(key: str) -> float | None:
         values = [r[key] for r in rows if r.get(key) is not None]
         return max(values) if values else None
-    return {"outputs": len(rows), "maxabs_old": worst("maxabs_old"),
-            "maxabs_new": worst("maxabs_new"), "rel_old": worst("rel_old"),
-            "rel_new": worst("rel_new"), "maxabs_old_new": worst("maxabs_old_new"),
-            "nonfinite_old": sum(r["nonfinite_old"] for r in rows),
-            "nonfinite_new": sum(r["nonfinite_new"] for r in rows),
-            "bit_identical": all(r["bit_identical"] for r in rows)}
+
+    return {
+        "outputs": len(rows),
+        "maxabs_old": worst("maxabs_old"),
+        "maxabs_new": worst("maxabs_new"),
+        "rel_old": worst("rel_old"),
+        "rel_new": worst("rel_new"),
+        "maxabs_old_new": worst("maxabs_old_new"),
+        "nonfinite_old": sum(r["nonfinite_old"] for r in rows),
+        "nonfinite_new": sum(r["nonfinite_new"] for r in rows),
+        "bit_identical": all(r["bit_identical"] for r in rows),
+    }

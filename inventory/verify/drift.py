@@ -37,8 +37,9 @@ def _maxabs(a: np.ndarray, b: np.ndarray) -> float | None:
     return float(diff[finite].max()) if finite.any() else (0.0 if not diff.size else None)
 
 
-def per_output(old: Path, new: Path, reference: Path, names: list[str],
-               labels: list[str] | None = None) -> list[dict[str, Any]]:
+def per_output(
+    old: Path, new: Path, reference: Path, names: list[str], labels: list[str] | None = None
+) -> list[dict[str, Any]]:
     """Per output, in order: max abs error and relative error (max abs / max |reference|) of
     each side, how far the sides are apart, and non-finite values where the reference is
     finite. `labels`: the recipe's output names, when it names as many as the program has (the
@@ -49,18 +50,26 @@ def per_output(old: Path, new: Path, reference: Path, names: list[str],
     for i, name in enumerate(names):
         ref = r[f"out{i}"].astype(np.float64)
         magnitude = float(np.abs(ref[np.isfinite(ref)]).max()) if np.isfinite(ref).any() else 0.0
-        row: dict[str, Any] = {"output": labels[i], "graph_name": name,
-                               "shape": list(ref.shape),
-                               "ref_nonfinite": int((~np.isfinite(ref)).sum()),
-                               "dtype": str(n[name].dtype), "ref_magnitude": magnitude,
-                               "bit_identical": o[name].tobytes() == n[name].tobytes()}
+        row: dict[str, Any] = {
+            "output": labels[i],
+            "graph_name": name,
+            "shape": list(ref.shape),
+            "ref_nonfinite": int((~np.isfinite(ref)).sum()),
+            "dtype": str(n[name].dtype),
+            "ref_magnitude": magnitude,
+            "bit_identical": o[name].tobytes() == n[name].tobytes(),
+        }
         for side, values in (("old", o[name]), ("new", n[name])):
             err = _maxabs(values, ref)
             row[f"maxabs_{side}"] = err
-            row[f"rel_{side}"] = (err / magnitude if magnitude > 0 else err) \
-                if err is not None else None
-            bad = ~np.isfinite(values.astype(np.float64)) & np.isfinite(ref) \
-                if values.shape == ref.shape else np.zeros(0, dtype=bool)
+            row[f"rel_{side}"] = (
+                (err / magnitude if magnitude > 0 else err) if err is not None else None
+            )
+            bad = (
+                ~np.isfinite(values.astype(np.float64)) & np.isfinite(ref)
+                if values.shape == ref.shape
+                else np.zeros(0, dtype=bool)
+            )
             row[f"nonfinite_{side}"] = int(bad.sum())
         row["maxabs_old_new"] = _maxabs(o[name], n[name])
         rows.append(row)

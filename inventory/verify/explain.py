@@ -50,23 +50,27 @@ def stage_of(region: Region, emitted: list[Region], texts: dict[str, Any] | None
         # the emitted bodies of the same composite are compared
         return LOWERING if any(e.composite == region.composite for e in emitted) else OPTIMIZER
     if region.nodes:
-        lowered = [[ln for node in sorted(region.nodes) for ln in side.get(node, [])]
-                   for side in (texts["by_node"]["old"], texts["by_node"]["new"])]
+        lowered = [
+            [ln for node in sorted(region.nodes) for ln in side.get(node, [])]
+            for side in (texts["by_node"]["old"], texts["by_node"]["new"])
+        ]
         if any(lowered):
             # what the lowerings emitted for the region's aten nodes, side by side
             return LOWERING if lowered[0] != lowered[1] else OPTIMIZER
         # neither emitted program attributes an op to these nodes: by the emitted regions
         return LOWERING if any(region.nodes & e.nodes for e in emitted) else OPTIMIZER
     old, new = texts["emitted"]["old"], texts["emitted"]["new"]
-    changed = [shape(texts["shipped"]["old"][n - 1]) for n in region.lines_old] + \
-        [shape(texts["shipped"]["new"][n - 1]) for n in region.lines_new]
+    changed = [shape(texts["shipped"]["old"][n - 1]) for n in region.lines_old] + [
+        shape(texts["shipped"]["new"][n - 1]) for n in region.lines_new
+    ]
     return LOWERING if any((ln in old) != (ln in new) for ln in changed) else OPTIMIZER
 
 
 def attributed(region: dict[str, Any], records: list[Fix]) -> dict[str, str]:
     """record id -> the rule that explains the region by it."""
-    kinds = set(region["constructs"]) | ({region["composite"]} if region.get("composite")
-                                        else set())
+    kinds = set(region["constructs"]) | (
+        {region["composite"]} if region.get("composite") else set()
+    )
     ops = set(region.get("ops", [])) | set(region.get("coreai_ops", []))
     out: dict[str, str] = {}
     for fix in records:
@@ -82,8 +86,13 @@ def attributed(region: dict[str, Any], records: list[Fix]) -> dict[str, str]:
     return out
 
 
-def step_regions(step: dict[str, Any], shipped: list[Region], emitted: list[Region],
-                 texts: dict[str, Any] | None, fixes: list[Fix]) -> list[dict[str, Any]]:
+def step_regions(
+    step: dict[str, Any],
+    shipped: list[Region],
+    emitted: list[Region],
+    texts: dict[str, Any] | None,
+    fixes: list[Fix],
+) -> list[dict[str, Any]]:
     """A step's regions, each with its step, stage and records (`texts`: whole.stage_texts)."""
     label = f"{step['from']}->{step['to']}"
     records = between(fixes, step["from"], step["to"])
@@ -101,14 +110,17 @@ def step_regions(step: dict[str, Any], shipped: list[Region], emitted: list[Regi
     return out
 
 
-def stage_texts(pair: dict[str, Any], old: dict[str, Any], new: dict[str, Any]
-                ) -> dict[str, Any] | None:
+def stage_texts(
+    pair: dict[str, Any], old: dict[str, Any], new: dict[str, Any]
+) -> dict[str, Any] | None:
     """What telling a change's stage needs beside the regions: both sides' normalised shipped
     lines, the set of each side's emitted lines and, per aten node, the emitted lines lowered
     from it (value numbers set aside); None when the emitted programs cannot be compared."""
     shipped, emitted = pair.get("shipped", {}), pair.get("emitted", {})
-    if shipped.get("identity") != "differs" or \
-            emitted.get("identity") not in ("identical", "differs"):
+    if shipped.get("identity") != "differs" or emitted.get("identity") not in (
+        "identical",
+        "differs",
+    ):
         return None
     text = {k: Path(v).read_text().splitlines() for k, v in shipped["normalised"].items()}
     lines = {k: Path(v).read_text().splitlines() for k, v in emitted["normalised"].items()}
@@ -124,27 +136,40 @@ def stage_texts(pair: dict[str, Any], old: dict[str, Any], new: dict[str, Any]
         for i, line in enumerate(lines[label]):
             for node in located.identifiers(i):
                 by_node[label].setdefault(node, []).append(shape(line))
-    return {"shipped": text, "emitted": {k: {shape(ln) for ln in v} for k, v in lines.items()},
-            "by_node": by_node}
+    return {
+        "shipped": text,
+        "emitted": {k: {shape(ln) for ln in v} for k, v in lines.items()},
+        "by_node": by_node,
+    }
 
 
-def judge_drift(rows: list[dict[str, Any]] | None, runtime: str | None, tolerance: float,
-                why_not: str = "") -> ProbeVerdict:
+def judge_drift(
+    rows: list[dict[str, Any]] | None, runtime: str | None, tolerance: float, why_not: str = ""
+) -> ProbeVerdict:
     """The re-export policy applied to a whole program's drift (as `verdict.judge` applies it
     to a probe's): the worst output decides."""
     if not rows:
-        return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
-                            f"the whole programs differ but were not run: {why_not or 'no run'}")
+        return ProbeVerdict(
+            Verdict.INCONCLUSIVE,
+            Reexport.INCONCLUSIVE,
+            f"the whole programs differ but were not run: {why_not or 'no run'}",
+        )
     bad_ref = [r for r in rows if r.get("ref_nonfinite")]
     if bad_ref:
         # NaN/inf in the torch fp32 reference: no error can be measured against it
-        return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
-                            f"the torch fp32 reference holds non-finite values in "
-                            f"{', '.join(r['output'] for r in bad_ref)}: nothing to measure "
-                            f"against ({runtime})")
+        return ProbeVerdict(
+            Verdict.INCONCLUSIVE,
+            Reexport.INCONCLUSIVE,
+            f"the torch fp32 reference holds non-finite values in "
+            f"{', '.join(r['output'] for r in bad_ref)}: nothing to measure "
+            f"against ({runtime})",
+        )
     if all(r["bit_identical"] for r in rows):
-        return ProbeVerdict(Verdict.VALUES_IDENTICAL, Reexport.OPTIONAL,
-                            f"whole shipped programs differ, outputs bit-identical on {runtime}")
+        return ProbeVerdict(
+            Verdict.VALUES_IDENTICAL,
+            Reexport.OPTIONAL,
+            f"whole shipped programs differ, outputs bit-identical on {runtime}",
+        )
     worst_old = worst_new = 0.0
     old_bad = new_bad = False
     for r in rows:
@@ -153,18 +178,28 @@ def judge_drift(rows: list[dict[str, Any]] | None, runtime: str | None, toleranc
         new_bad |= r["nonfinite_new"] > 0 or new_err is None or new_err > tolerance
         worst_old, worst_new = max(worst_old, old_err or 0.0), max(worst_new, new_err or 0.0)
     moved = max((r["maxabs_old_new"] or 0.0) for r in rows)
-    numbers = (f"max|old-new|={moved:.3g}, worst output's error vs torch fp32 relative to |ref|:"
-               f" old {worst_old:.3g}, new {worst_new:.3g}, tolerance {tolerance:g} ({runtime})")
+    numbers = (
+        f"max|old-new|={moved:.3g}, worst output's error vs torch fp32 relative to |ref|:"
+        f" old {worst_old:.3g}, new {worst_new:.3g}, tolerance {tolerance:g} ({runtime})"
+    )
     if old_bad and not new_bad:
-        return ProbeVerdict(Verdict.VALUES_MOVE, Reexport.REQUIRED,
-                            f"shipped outputs wrong: {numbers}")
+        return ProbeVerdict(
+            Verdict.VALUES_MOVE, Reexport.REQUIRED, f"shipped outputs wrong: {numbers}"
+        )
     closer = "new" if worst_new < worst_old else "old"
-    return ProbeVerdict(Verdict.VALUES_MOVE, Reexport.OPTIONAL,
-                        f"outputs move, {closer} side closer to torch: {numbers}")
+    return ProbeVerdict(
+        Verdict.VALUES_MOVE,
+        Reexport.OPTIONAL,
+        f"outputs move, {closer} side closer to torch: {numbers}",
+    )
 
 
-def unrecorded(regions: list[dict[str, Any]], steps: dict[str, dict[str, Any]],
-               fixes: list[Fix], overall: ProbeVerdict) -> list[dict[str, Any]]:
+def unrecorded(
+    regions: list[dict[str, Any]],
+    steps: dict[str, dict[str, Any]],
+    fixes: list[Fix],
+    overall: ProbeVerdict,
+) -> list[dict[str, Any]]:
     """The unrecorded regions, one entry per (step, stage, ops, constructs): where, how many,
     the step's drift, the records the step does have, and what the change does to the
     shipped bundle (`overall`: the exporter-to-target drift judged by the policy)."""
@@ -178,14 +213,26 @@ def unrecorded(regions: list[dict[str, Any]], steps: dict[str, dict[str, Any]],
             step = steps[r["step"]]
             a, b = r["step"].split("->")
             g = groups[key] = {
-                "step": r["step"], "stage": r["stage"], "regions": 0, "changed_lines": 0,
-                "graphs": [], "ops": [], "coreai_ops": list(r["coreai_ops"]),
-                "constructs": list(r["constructs"]), "modules": [], "module_count": 0,
-                "drift": step.get("drift"), "runtime": step.get("runtime"),
+                "step": r["step"],
+                "stage": r["stage"],
+                "regions": 0,
+                "changed_lines": 0,
+                "graphs": [],
+                "ops": [],
+                "coreai_ops": list(r["coreai_ops"]),
+                "constructs": list(r["constructs"]),
+                "modules": [],
+                "module_count": 0,
+                "drift": step.get("drift"),
+                "runtime": step.get("runtime"),
                 "records_of_step": [f.id for f in between(fixes, a, b)],
-                "verdict": overall.verdict, "reexport": overall.reexport,
-                "reason": overall.reason, "evidence": r.get("evidence"),
-                "region_drift": None, "regions_measured": 0}
+                "verdict": overall.verdict,
+                "reexport": overall.reexport,
+                "reason": overall.reason,
+                "evidence": r.get("evidence"),
+                "region_drift": None,
+                "regions_measured": 0,
+            }
         g["regions"] += 1
         g["changed_lines"] += r["changed_lines"]
         g["graphs"] += [r["graph"]] if r["graph"] not in g["graphs"] else []
@@ -202,4 +249,3 @@ def unrecorded(regions: list[dict[str, Any]], steps: dict[str, dict[str, Any]],
     for g in groups.values():
         g["modules"] = g["modules"][:MODULES_SHOWN]
     return list(groups.values())
-

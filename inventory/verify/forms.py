@@ -58,8 +58,13 @@ class Form:
         return f"{self.name} ({who}{self.target}({args}))"
 
     def to_json(self) -> dict[str, Any]:
-        out = {"form": self.name, "target": self.target, "build": self.build, "why": self.why,
-               "standin": self.standin}
+        out = {
+            "form": self.name,
+            "target": self.target,
+            "build": self.build,
+            "why": self.why,
+            "standin": self.standin,
+        }
         if self.recipe is not None:  # only then: a project target's stored parts keep their key
             out["recipe"] = self.recipe
         return out
@@ -71,11 +76,16 @@ def _target(bundle: Bundle) -> tuple[str, bool]:
     else:
         target, standin = bundle.trace.get("target"), False
     if not target:
-        hint = (" or, for its recipe's own module, --recipe-root CHECKOUT (the builder "
-                f"[bundles.{bundle.name}.recipe.builder] names)"
-                if bundle.recipe.get("builder") else "")
-        raise FormError(f"bundle {bundle.name!r} has no project target to build whole "
-                        f"([bundles.{bundle.name}.standin] or [.trace] target){hint}")
+        hint = (
+            " or, for its recipe's own module, --recipe-root CHECKOUT (the builder "
+            f"[bundles.{bundle.name}.recipe.builder] names)"
+            if bundle.recipe.get("builder")
+            else ""
+        )
+        raise FormError(
+            f"bundle {bundle.name!r} has no project target to build whole "
+            f"([bundles.{bundle.name}.standin] or [.trace] target){hint}"
+        )
     return str(target), standin
 
 
@@ -103,23 +113,36 @@ def _checkout(root: Path) -> recipes.Checkout:
     return recipes.checkout(root)
 
 
-def _recipe_form(bundle: Bundle, root: Path, builder: recipes.Builder, name: str,
-                 kwargs: dict[str, Any], inputs: dict[str, Any], why: str) -> Form:
+def _recipe_form(
+    bundle: Bundle,
+    root: Path,
+    builder: recipes.Builder,
+    name: str,
+    kwargs: dict[str, Any],
+    inputs: dict[str, Any],
+    why: str,
+) -> Form:
     checkout = _checkout(root.resolve())
     file = recipes.inside(root, builder.file, "recipe.builder")
     if not file.is_file():
-        file = recipes.inside(root, builder.module.replace(".", "/") + "/__init__.py",
-                              "recipe.builder.module")
+        file = recipes.inside(
+            root, builder.module.replace(".", "/") + "/__init__.py", "recipe.builder.module"
+        )
     env = bundle.recipe.get("environment")
-    recipe = {"repository": str(bundle.recipe.get("repository", "unknown")),
-              "commit": checkout.commit, "commit_source": checkout.how,
-              "modified": checkout.modified, "file": builder.file, "call": builder.call,
-              "adapter": builder.adapter or None, "inputs": inputs,
-              # what the build depends on beside the arguments: the recipe file's content and
-              # the packages its environment pins
-              "source": hashlib.sha256(file.read_bytes()).hexdigest()[:16],
-              "environment": list(env.get("requirements", [])) if isinstance(env, dict)
-              else []}
+    recipe = {
+        "repository": str(bundle.recipe.get("repository", "unknown")),
+        "commit": checkout.commit,
+        "commit_source": checkout.how,
+        "modified": checkout.modified,
+        "file": builder.file,
+        "call": builder.call,
+        "adapter": builder.adapter or None,
+        "inputs": inputs,
+        # what the build depends on beside the arguments: the recipe file's content and
+        # the packages its environment pins
+        "source": hashlib.sha256(file.read_bytes()).hexdigest()[:16],
+        "environment": list(env.get("requirements", [])) if isinstance(env, dict) else [],
+    }
     return Form(name, f"{builder.file}:{builder.call}", kwargs, why, False, recipe)
 
 
@@ -143,8 +166,7 @@ def _build_args(table: Any, where: str) -> dict[str, Any]:
     return dict(table)
 
 
-def compared_form(bundle: Bundle, full: bool = False, recipe_root: Path | None = None
-                  ) -> Form:
+def compared_form(bundle: Bundle, full: bool = False, recipe_root: Path | None = None) -> Form:
     """The form both converters convert whole; `full`: the full target whatever the registry
     states (a miniature's arguments are still checked, so a malformed entry is refused alike);
     `recipe_root`: the recipe's own module where the checkout holds its recipe."""
@@ -165,13 +187,19 @@ def compared_form(bundle: Bundle, full: bool = False, recipe_root: Path | None =
     why = str(table.get("why", ""))
     if full and name == MINIATURE:
         # the answer names this form, so it says it was asked for and what it replaces
-        return Form(FULL, target, {}, f"--full: the whole target, not the registry's "
-                    f"miniature ({why})", standin)
+        return Form(
+            FULL,
+            target,
+            {},
+            f"--full: the whole target, not the registry's miniature ({why})",
+            standin,
+        )
     return Form(name, target, build, why, standin)
 
 
-def _compared_recipe(bundle: Bundle, root: Path, builder: recipes.Builder, name: str,
-                     full: bool) -> Form:
+def _compared_recipe(
+    bundle: Bundle, root: Path, builder: recipes.Builder, name: str, full: bool
+) -> Form:
     """The recipe's own module: at the builder's kwargs (full), or a miniature stated as the
     builder's kwargs and inputs (`[verify] kwargs`, `inputs`)."""
     table = bundle.verify
@@ -185,13 +213,27 @@ def _compared_recipe(bundle: Bundle, root: Path, builder: recipes.Builder, name:
         raise FormError(
             f"{where}: the miniature is stated for the project target (build), not for the "
             f"recipe's builder: state it as the builder's own kwargs (and inputs), or build "
-            f"the recipe's full module with --full")
+            f"the recipe's full module with --full"
+        )
     if full and name == MINIATURE:
-        return _recipe_form(bundle, root, builder, FULL, dict(builder.kwargs),
-                            dict(builder.inputs), f"--full: the recipe's whole module, not the "
-                            f"registry's miniature ({why})")
-    return _recipe_form(bundle, root, builder, name, _merged(builder.kwargs, kwargs),
-                        _merged(builder.inputs, inputs), why)
+        return _recipe_form(
+            bundle,
+            root,
+            builder,
+            FULL,
+            dict(builder.kwargs),
+            dict(builder.inputs),
+            f"--full: the recipe's whole module, not the registry's miniature ({why})",
+        )
+    return _recipe_form(
+        bundle,
+        root,
+        builder,
+        name,
+        _merged(builder.kwargs, kwargs),
+        _merged(builder.inputs, inputs),
+        why,
+    )
 
 
 def run_form(bundle: Bundle, full: bool = False, recipe_root: Path | None = None) -> Form:
@@ -208,11 +250,19 @@ def run_form(bundle: Bundle, full: bool = False, recipe_root: Path | None = None
         kwargs = _recipe_table(table.get("kwargs"), f"{where} kwargs")
         inputs = _recipe_table(table.get("inputs"), f"{where} inputs")
         if not (kwargs or inputs):
-            raise FormError(f"{where}: states the run form for the project target (build); "
-                            "for the recipe's builder state its kwargs (and inputs)")
+            raise FormError(
+                f"{where}: states the run form for the project target (build); "
+                "for the recipe's builder state its kwargs (and inputs)"
+            )
         recipe = {**compared.recipe, "inputs": _merged(compared.recipe["inputs"], inputs)}
-        return Form(REDUCED, compared.target, _merged(compared.build, kwargs),
-                    str(table["why"]), False, recipe)
+        return Form(
+            REDUCED,
+            compared.target,
+            _merged(compared.build, kwargs),
+            str(table["why"]),
+            False,
+            recipe,
+        )
     build = _merged(compared.build, _build_args(table.get("build"), f"{where} build"))
     return Form(REDUCED, compared.target, build, str(table["why"]), compared.standin)
 
@@ -232,5 +282,9 @@ def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def distinct(instances: list[dict[str, Any]]) -> set[str]:
     """The distinct instances of a trace: kind, dtype and parameters, whatever their count and
     modules (what a miniature must keep of the full module)."""
-    return {json.dumps({"kind": i["kind"], "dtype": i.get("dtype"), "params": i["params"]},
-                       sort_keys=True) for i in instances}
+    return {
+        json.dumps(
+            {"kind": i["kind"], "dtype": i.get("dtype"), "params": i["params"]}, sort_keys=True
+        )
+        for i in instances
+    }

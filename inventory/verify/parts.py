@@ -51,11 +51,18 @@ HERE = Path(__file__).resolve().parent
 ORACLE = HERE.parents[1] / "oracle"
 # the code each kind of part depends on
 BUILDING = (HERE / "build_worker.py", HERE / "forms.py")
-CONVERTING = (ProgramWorker.script, ORACLE / "workers" / "probe_worker.py",
-              ORACLE / "workers" / "worker_io.py", ORACLE / "workers" / "memory.py",
-              ORACLE / "constructs")
-COMPARING = (HERE / "whole.py", ORACLE / "compare" / "normalisation.py",
-             ORACLE / "executors" / "comparison.py")
+CONVERTING = (
+    ProgramWorker.script,
+    ORACLE / "workers" / "probe_worker.py",
+    ORACLE / "workers" / "worker_io.py",
+    ORACLE / "workers" / "memory.py",
+    ORACLE / "constructs",
+)
+COMPARING = (
+    HERE / "whole.py",
+    ORACLE / "compare" / "normalisation.py",
+    ORACLE / "executors" / "comparison.py",
+)
 # the drift of two runs against a reference, derived from their tensors: kept so that a read
 # does not load every output again
 DRIFTING = (HERE / "drift.py",)
@@ -64,9 +71,13 @@ DRIFTING = (HERE / "drift.py",)
 RUNNING = (ORACLE / "workers" / "asset_worker.py", ORACLE / "workers" / "worker_io.py")
 # a region's cut: the cut worker decomposes as the program worker does and reads node names
 # and module paths as the detectors do
-CUTTING = (CutWorker.script, ORACLE / "workers" / "probe_worker.py",
-           ORACLE / "workers" / "worker_io.py", ORACLE / "workers" / "memory.py",
-           ORACLE / "constructs" / "_graph.py")
+CUTTING = (
+    CutWorker.script,
+    ORACLE / "workers" / "probe_worker.py",
+    ORACLE / "workers" / "worker_io.py",
+    ORACLE / "workers" / "memory.py",
+    ORACLE / "constructs" / "_graph.py",
+)
 
 PLACEHOLDER = "$RESULT"
 Make = Callable[[Path], dict[str, Any]]
@@ -74,7 +85,7 @@ Make = Callable[[Path], dict[str, Any]]
 
 def _rewrite(obj: Any, old: str, new: str) -> Any:
     if isinstance(obj, str):
-        return new + obj[len(old):] if obj.startswith(old) else obj
+        return new + obj[len(old) :] if obj.startswith(old) else obj
     if isinstance(obj, dict):
         return {k: _rewrite(v, old, new) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -116,8 +127,13 @@ def read(folder: Path) -> dict[str, Any] | None:
     return record
 
 
-def stored(final: Path, make: Make, use_cache: bool, keep: Callable[[dict[str, Any]], bool],
-           kind: tuple[Path, ...]) -> tuple[dict[str, Any], bool]:
+def stored(
+    final: Path,
+    make: Make,
+    use_cache: bool,
+    keep: Callable[[dict[str, Any]], bool],
+    kind: tuple[Path, ...],
+) -> tuple[dict[str, Any], bool]:
     """The part at `final` (read back: True), or measured now by `make(work)` and stored when
     `keep(record)` says it may repeat (False)."""
     if use_cache:
@@ -166,19 +182,26 @@ def run_repeats(run: dict[str, Any]) -> bool:
 
 
 def build_folder(bundle: Bundle, form: Form, weights: Path | None, reference: bool) -> Path:
-    payload = {"bundle": bundle.name,
-               "form": {k: v for k, v in form.to_json().items() if k != "why"},
-               "target_source": whole.target_source(form), "seed": whole.SEED,
-               "weights": whole.file_digest(weights) if weights else None,
-               "export": export_steps(bundle), "reference": reference,
-               "code": code(BUILDING)}
+    payload = {
+        "bundle": bundle.name,
+        "form": {k: v for k, v in form.to_json().items() if k != "why"},
+        "target_source": whole.target_source(form),
+        "seed": whole.SEED,
+        "weights": whole.file_digest(weights) if weights else None,
+        "export": export_steps(bundle),
+        "reference": reference,
+        "code": code(BUILDING),
+    }
     return _folder("verify", "build", bundle.name, _key(payload))
 
 
 def side_folder(bundle: Bundle, build: Path, env: Env) -> Path:
-    payload = {"build": build.name, "env": store.env_identity(env),
-               "pipeline": whole.pipeline_of(bundle),
-               "code": code(CONVERTING)}
+    payload = {
+        "build": build.name,
+        "env": store.env_identity(env),
+        "pipeline": whole.pipeline_of(bundle),
+        "code": code(CONVERTING),
+    }
     return _folder("verify", "side", bundle.name, env.converter, _key(payload))
 
 
@@ -199,41 +222,60 @@ def runtime_identity(runtime: Env) -> dict[str, str]:
     return {k: runtime.packages.get(k, "?") for k in ("coreai-core", "numpy")}
 
 
-def run_folder(bundle: Bundle, program: str, inputs: str, runtime: Env, kind: str = "run"
-               ) -> Path:
+def run_folder(bundle: Bundle, program: str, inputs: str, runtime: Env, kind: str = "run") -> Path:
     """One run per (program, inputs, runtime): two releases that ship the same program (sam3's
     0.4.1 and 0.4.2) share it, and so do two chains that reach one runtime through different
     releases' environments."""
-    payload = {"program": program, "inputs": inputs, "seed": whole.SEED,
-               "runtime": runtime_identity(runtime), "code": code(RUNNING)}
+    payload = {
+        "program": program,
+        "inputs": inputs,
+        "seed": whole.SEED,
+        "runtime": runtime_identity(runtime),
+        "code": code(RUNNING),
+    }
     # kind: "run" (a whole program) or "cutrun" (a region's cut), told apart in the store
     return _folder("verify", kind, bundle.name, runtime.core, _key(payload))
 
 
-def cut_folder(bundle: Bundle, build: Path, env: Env, step: str,
-               requests: list[dict[str, Any]], hops: int) -> Path:
+def cut_folder(
+    bundle: Bundle, build: Path, env: Env, step: str, requests: list[dict[str, Any]], hops: int
+) -> Path:
     """The cuts of one step's regions: the build they are cut from, the environment whose
     decomposition they are cut from, the pipeline, the regions' nodes and the cutting code."""
-    payload = {"build": build.name, "env": store.env_identity(env), "step": step,
-               "pipeline": whole.pipeline_of(bundle),
-               "cuts": requests, "hops": hops, "code": code(CUTTING)}
+    payload = {
+        "build": build.name,
+        "env": store.env_identity(env),
+        "step": step,
+        "pipeline": whole.pipeline_of(bundle),
+        "cuts": requests,
+        "hops": hops,
+        "code": code(CUTTING),
+    }
     return _folder("verify", "cut", bundle.name, *step.split("->"), _key(payload))
 
 
 def cut_side_folder(bundle: Bundle, program: str, env: Env) -> Path:
     """A cut program converted under one release: keyed by the program's digest, so the same
     cut made again (another step, another command) converts once."""
-    payload = {"program": program, "env": store.env_identity(env),
-               "pipeline": whole.pipeline_of(bundle),
-               "code": code(CONVERTING)}
+    payload = {
+        "program": program,
+        "env": store.env_identity(env),
+        "pipeline": whole.pipeline_of(bundle),
+        "code": code(CONVERTING),
+    }
     return _folder("verify", "cutside", bundle.name, env.converter, _key(payload))
 
 
-def drift_folder(bundle: Bundle, old_run: str, new_run: str, reference: Path,
-                 labels: list[str]) -> Path:
+def drift_folder(
+    bundle: Bundle, old_run: str, new_run: str, reference: Path, labels: list[str]
+) -> Path:
     """Two stored runs' drift against a stored reference (`<part folder>/<file>`: the part's
     key covers the reference's content)."""
-    payload = {"old": old_run, "new": new_run,
-               "reference": f"{reference.parent.name}/{reference.name}", "labels": labels,
-               "code": code(DRIFTING)}
+    payload = {
+        "old": old_run,
+        "new": new_run,
+        "reference": f"{reference.parent.name}/{reference.name}",
+        "labels": labels,
+        "code": code(DRIFTING),
+    }
     return _folder("verify", "drift", bundle.name, _key(payload))

@@ -9,9 +9,13 @@ from inventory.verify.service import BundleVerify, Verify, answer, status
 
 
 def _side(side: dict[str, Any]) -> dict[str, Any]:
-    out = {"converter": side.get("converter"), "ok": bool(side.get("ok")),
-           "seconds": side.get("wall_seconds"), "peak_mb": side.get("peak_mb"),
-           "packages": side.get("packages")}
+    out = {
+        "converter": side.get("converter"),
+        "ok": bool(side.get("ok")),
+        "seconds": side.get("wall_seconds"),
+        "peak_mb": side.get("peak_mb"),
+        "packages": side.get("packages"),
+    }
     if not side.get("ok"):
         out["error"] = f"{side.get('stage', '?')}: {side.get('error', '?')}"
     return out
@@ -22,8 +26,7 @@ def overall_rows(b: BundleVerify) -> list[dict[str, Any]]:
     o = b.overall
     if not o:
         return []
-    return list(((m.get("drift") or {}).get(f"{o['from']}->{o['to']}") or {})
-                .get("outputs") or [])
+    return list(((m.get("drift") or {}).get(f"{o['from']}->{o['to']}") or {}).get("outputs") or [])
 
 
 def _run(b: BundleVerify) -> dict[str, Any] | None:
@@ -32,14 +35,22 @@ def _run(b: BundleVerify) -> dict[str, Any] | None:
         return None
     m = run.get("measurement") or {}
     build = run.get("build") or b.record.get("build") or {}
-    return {"form": run["form"], "same_as_compared": run["same_as_compared"],
-            "skipped": bool(run.get("skipped")), "estimate_seconds": run.get("estimate_seconds"),
-            "budget_seconds": run.get("budget_seconds"), "note": run.get("note"),
-            "runtime": m.get("runtime"), "ok": bool(m.get("ok")), "error": m.get("error"),
-            "attempts": m.get("attempts", []),
-            "seconds": {r: v.get("seconds") for r, v in (m.get("runs") or {}).items()},
-            "params": build.get("params"), "outputs": overall_rows(b),
-            "evidence": {r: v.get("evidence") for r, v in (m.get("runs") or {}).items()}}
+    return {
+        "form": run["form"],
+        "same_as_compared": run["same_as_compared"],
+        "skipped": bool(run.get("skipped")),
+        "estimate_seconds": run.get("estimate_seconds"),
+        "budget_seconds": run.get("budget_seconds"),
+        "note": run.get("note"),
+        "runtime": m.get("runtime"),
+        "ok": bool(m.get("ok")),
+        "error": m.get("error"),
+        "attempts": m.get("attempts", []),
+        "seconds": {r: v.get("seconds") for r, v in (m.get("runs") or {}).items()},
+        "params": build.get("params"),
+        "outputs": overall_rows(b),
+        "evidence": {r: v.get("evidence") for r, v in (m.get("runs") or {}).items()},
+    }
 
 
 def bundle_record(b: BundleVerify) -> dict[str, Any]:
@@ -49,36 +60,56 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
     overall = b.overall
     parts_seconds = [s.get("wall_seconds") for s in r.get("sides", {}).values()]
     return {
-        "bundle": b.bundle, "exporter": b.exporter, "exporter_assumed": b.exporter_assumed,
-        "to": b.to, "status": status(b), "consistent": b.consistent, "answer": answer(b),
+        "bundle": b.bundle,
+        "exporter": b.exporter,
+        "exporter_assumed": b.exporter_assumed,
+        "to": b.to,
+        "status": status(b),
+        "consistent": b.consistent,
+        "answer": answer(b),
         "verdict": b.verdict.verdict if b.verdict else None,
         "reexport": b.verdict.reexport if b.verdict else None,
         "reason": b.verdict.reason if b.verdict else None,
-        "cached": b.cached, "form": r.get("form"), "error": r.get("error"),
-        "build": {"params": build.get("params"), "seconds": build.get("wall_seconds"),
-                  "peak_mb": build.get("peak_mb"), "torch": build.get("torch"),
-                  "inputs": build.get("inputs", []), "weights": build.get("weights"),
-                  # NaN/inf in the module's state (a -inf attention mask is legitimate; a
-                  # checkpoint tensor holding one is refused)
-                  "nonfinite_state": build.get("nonfinite_state"),
-                  "evidence": build.get("evidence")}
-        if build else None,
+        "cached": b.cached,
+        "form": r.get("form"),
+        "error": r.get("error"),
+        "build": {
+            "params": build.get("params"),
+            "seconds": build.get("wall_seconds"),
+            "peak_mb": build.get("peak_mb"),
+            "torch": build.get("torch"),
+            "inputs": build.get("inputs", []),
+            "weights": build.get("weights"),
+            # NaN/inf in the module's state (a -inf attention mask is legitimate; a
+            # checkpoint tensor holding one is refused)
+            "nonfinite_state": build.get("nonfinite_state"),
+            "evidence": build.get("evidence"),
+        }
+        if build
+        else None,
         "releases": list(r.get("releases", [])),
         "sides": {k: _side(v) for k, v in r.get("sides", {}).items()},
-        "emitted": _stage(overall.get("emitted")), "shipped": _stage(overall.get("shipped")),
-        "steps": list(b.steps), "regions": list(b.regions), "unrecorded": list(b.unrecorded),
+        "emitted": _stage(overall.get("emitted")),
+        "shipped": _stage(overall.get("shipped")),
+        "steps": list(b.steps),
+        "regions": list(b.regions),
+        "unrecorded": list(b.unrecorded),
         # a bundle that could not be built was never probed: the same fields, nothing in them
-        "run": _run(b), "probes": b.probes or {"probed": 0, "changed": [], "failing_both": []},
+        "run": _run(b),
+        "probes": b.probes or {"probed": 0, "changed": [], "failing_both": []},
         "inconsistencies": list(b.inconsistencies),
-        "limitations": list(b.limitations), "notes": list(b.notes),
-        "region_runs": [{k: s.get(k) for k in ("step", "ok", "error", "cut_in", "seconds",
-                                                "evidence")}
-                        for s in r.get("region_runs") or []],
+        "limitations": list(b.limitations),
+        "notes": list(b.notes),
+        "region_runs": [
+            {k: s.get(k) for k in ("step", "ok", "error", "cut_in", "seconds", "evidence")}
+            for s in r.get("region_runs") or []
+        ],
         "disagreements": list(b.disagreements),
-        "seconds": r.get("seconds"), "timing": r.get("timing"),
+        "seconds": r.get("seconds"),
+        "timing": r.get("timing"),
         "conversion_seconds": sum(x for x in parts_seconds if x) or None,
-        "peak_mb": max((s.get("peak_mb") or 0 for s in r.get("sides", {}).values()),
-                       default=None) or None,
+        "peak_mb": max((s.get("peak_mb") or 0 for s in r.get("sides", {}).values()), default=None)
+        or None,
         "evidence": overall.get("evidence"),
     }
 
@@ -90,7 +121,10 @@ def _stage(stage: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def verify_record(v: Verify) -> dict[str, Any]:
-    return {"to": v.to, "consistent": not v.inconsistent, "inconclusive": v.inconclusive,
-            "unrecorded": v.unrecorded, "bundles": [bundle_record(b) for b in v.bundles]}
-
-
+    return {
+        "to": v.to,
+        "consistent": not v.inconsistent,
+        "inconclusive": v.inconclusive,
+        "unrecorded": v.unrecorded,
+        "bundles": [bundle_record(b) for b in v.bundles],
+    }

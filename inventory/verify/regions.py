@@ -108,13 +108,22 @@ class Region:
         return len(self.lines_old) + len(self.lines_new)
 
     def to_json(self) -> dict[str, Any]:
-        return {"graph": self.graph, "composite": self.composite or None,
-                "changed_lines": self.changed,
-                "lines_old": _spans(self.lines_old), "lines_new": _spans(self.lines_new),
-                "calls": self.calls, "constructs": self.constructs,
-                "modules": self.modules[:MODULES_SHOWN], "module_count": len(self.modules),
-                "ops": self.ops, "coreai_ops": self.coreai_ops, "located": self.located,
-                "aten_nodes": len(self.nodes), "consumer_nodes": len(self.consumers)}
+        return {
+            "graph": self.graph,
+            "composite": self.composite or None,
+            "changed_lines": self.changed,
+            "lines_old": _spans(self.lines_old),
+            "lines_new": _spans(self.lines_new),
+            "calls": self.calls,
+            "constructs": self.constructs,
+            "modules": self.modules[:MODULES_SHOWN],
+            "module_count": len(self.modules),
+            "ops": self.ops,
+            "coreai_ops": self.coreai_ops,
+            "located": self.located,
+            "aten_nodes": len(self.nodes),
+            "consumer_nodes": len(self.consumers),
+        }
 
 
 def _spans(lines: list[int]) -> list[str]:
@@ -141,8 +150,11 @@ class Side:
 
 
 def _call_sites(side: Side, graph: str) -> list[int]:
-    return [i for i, line in enumerate(side.normalised)
-            if (m := _INVOKE.search(line)) and m.group(1) == graph]
+    return [
+        i
+        for i, line in enumerate(side.normalised)
+        if (m := _INVOKE.search(line)) and m.group(1) == graph
+    ]
 
 
 def _map(region: Region, side: Side, lines: list[int]) -> None:
@@ -195,13 +207,19 @@ def regions(old: Side, new: Side) -> list[Region]:
     graphs_old, graphs_new = graphs_of(old.normalised), graphs_of(new.normalised)
     found: dict[tuple[str, int], Region] = {}
     runs: dict[str, tuple[int, int]] = {}  # graph -> (its current run's number, where it ends)
-    matcher = difflib.SequenceMatcher(None, [shape(ln) for ln in old.normalised],
-                                      [shape(ln) for ln in new.normalised], autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        None,
+        [shape(ln) for ln in old.normalised],
+        [shape(ln) for ln in new.normalised],
+        autojunk=False,
+    )
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
-        for side, lines, graphs in (("old", range(i1, i2), graphs_old),
-                                    ("new", range(j1, j2), graphs_new)):
+        for side, lines, graphs in (
+            ("old", range(i1, i2), graphs_old),
+            ("new", range(j1, j2), graphs_new),
+        ):
             for n in lines:
                 g = graphs[n]
                 if composite(g):

@@ -100,19 +100,27 @@ def _present(record: dict[str, Any]) -> set[str]:
     for side in record.get("sides", {}).values():
         nodes = side.get("files", {}).get("nodes")
         if nodes and Path(nodes).is_file():
-            kinds |= {n["kind"] for n in json.loads(Path(nodes).read_text()).values()
-                      if n.get("kind")}
+            kinds |= {
+                n["kind"] for n in json.loads(Path(nodes).read_text()).values() if n.get("kind")
+            }
     return kinds
 
 
 def _changed(probes: Sweep) -> list[dict[str, Any]]:
-    return [{"probe": f.outcome.regime.id, "construct": f.outcome.regime.construct,
-             "verdict": f.outcome.verdict.verdict, "explained_by": list(f.explained_by)}
-            for f in probes.changed]
+    return [
+        {
+            "probe": f.outcome.regime.id,
+            "construct": f.outcome.regime.construct,
+            "verdict": f.outcome.verdict.verdict,
+            "explained_by": list(f.explained_by),
+        }
+        for f in probes.changed
+    ]
 
 
-def _step(record: dict[str, Any], pair: dict[str, Any], fixes: list[Fix]
-          ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _step(
+    record: dict[str, Any], pair: dict[str, Any], fixes: list[Fix]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One step's summary and its regions (step, stage, records)."""
     sides = record["sides"]
     old, new = sides[pair["from"]], sides[pair["to"]]
@@ -124,19 +132,23 @@ def _step(record: dict[str, Any], pair: dict[str, Any], fixes: list[Fix]
     _with_region_drift(regions, record, label)
     m = (record.get("run") or {}).get("measurement") or {}
     rows = (m.get("drift") or {}).get(label, {}).get("outputs")
-    summary = {"step": label, "from": pair["from"], "to": pair["to"],
-               "emitted": _identity(pair.get("emitted")),
-               "shipped": _identity(pair.get("shipped")),
-               "regions": len(regions),
-               "unrecorded_regions": sum(1 for r in regions if r["unrecorded"]),
-               "records": [f.id for f in _records(fixes, pair)],
-               "runtime": m.get("runtime") if rows else None,
-               "drift": rows, "evidence": pair.get("evidence")}
+    summary = {
+        "step": label,
+        "from": pair["from"],
+        "to": pair["to"],
+        "emitted": _identity(pair.get("emitted")),
+        "shipped": _identity(pair.get("shipped")),
+        "regions": len(regions),
+        "unrecorded_regions": sum(1 for r in regions if r["unrecorded"]),
+        "records": [f.id for f in _records(fixes, pair)],
+        "runtime": m.get("runtime") if rows else None,
+        "drift": rows,
+        "evidence": pair.get("evidence"),
+    }
     return summary, regions
 
 
-def _with_region_drift(regions: list[dict[str, Any]], record: dict[str, Any], label: str
-                       ) -> None:
+def _with_region_drift(regions: list[dict[str, Any]], record: dict[str, Any], label: str) -> None:
     """Each region's own run (`inventory.verify.cuts`): whether its cut reproduces it, and its
     drift per cut output (a composite's call sites), with the worst of them."""
     step_runs = next((r for r in record.get("region_runs") or [] if r["step"] == label), None)
@@ -146,20 +158,26 @@ def _with_region_drift(regions: list[dict[str, Any]], record: dict[str, Any], la
     for i, region in enumerate(regions):
         run = by_index.get(i)
         if run is None:
-            region["region_run"] = {"reproduces": None, "why": step_runs.get("error")
-                                    or "not cut"}
+            region["region_run"] = {"reproduces": None, "why": step_runs.get("error") or "not cut"}
             continue
         region["region_run"] = {
-            "reproduces": run.get("reproduces"), "why": run.get("why"),
-            "hops": run.get("hops"), "attempts": run.get("attempts", []),
-            "runtime": run.get("runtime"), "runtime_attempts": run.get("runtime_attempts", []),
-            "reaches_outputs": run.get("reaches_outputs"), "inputs": run.get("inputs"),
-            "drift": cuts.summary(run.get("drift")), "outputs": run.get("drift"),
-            "evidence": run.get("run_evidence"), "cut": step_runs.get("evidence"),
+            "reproduces": run.get("reproduces"),
+            "why": run.get("why"),
+            "hops": run.get("hops"),
+            "attempts": run.get("attempts", []),
+            "runtime": run.get("runtime"),
+            "runtime_attempts": run.get("runtime_attempts", []),
+            "reaches_outputs": run.get("reaches_outputs"),
+            "inputs": run.get("inputs"),
+            "drift": cuts.summary(run.get("drift")),
+            "outputs": run.get("drift"),
+            "evidence": run.get("run_evidence"),
+            "cut": step_runs.get("evidence"),
             # a hoisted constant is cut where its values are used; nodes the cut's release
             # does not name are left out of it: both said in the answer, not only in a log
             "cut_from": run.get("cut_from") or "the region's own aten nodes",
-            "nodes_missing": run.get("missing", [])}
+            "nodes_missing": run.get("missing", []),
+        }
 
 
 def _identity(stage: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -172,35 +190,48 @@ def _records(fixes: list[Fix], pair: dict[str, Any]) -> list[Fix]:
     return between(fixes, pair["from"], pair["to"])
 
 
-def reconcile_step(step: dict[str, Any], regions: list[dict[str, Any]], probes: Sweep,
-                   present: set[str]) -> tuple[dict[str, Any], list[str], list[str]]:
+def reconcile_step(
+    step: dict[str, Any], regions: list[dict[str, Any]], probes: Sweep, present: set[str]
+) -> tuple[dict[str, Any], list[str], list[str]]:
     """A step's probes against its whole programs."""
     changed = _changed(probes)
-    summary = {"step": step["step"], "probed": probes.probed, "changed": changed,
-               "failing_both": [o.regime.id for o in probes.failing_both]}
+    summary = {
+        "step": step["step"],
+        "probed": probes.probed,
+        "changed": changed,
+        "failing_both": [o.regime.id for o in probes.failing_both],
+    }
     inconsistencies: list[str] = []
     limitations: list[str] = []
     identity = (step.get("shipped") or {}).get("identity")
     if identity == "identical":
-        inconsistencies += [f"{step['step']}: probe {c['probe']} says the shipped program "
-                            f"changes ({c['verdict']}), but the whole shipped programs are "
-                            "identical in this step" for c in changed]
+        inconsistencies += [
+            f"{step['step']}: probe {c['probe']} says the shipped program "
+            f"changes ({c['verdict']}), but the whole shipped programs are "
+            "identical in this step"
+            for c in changed
+        ]
         return summary, inconsistencies, limitations
     if identity != "differs":
         return summary, inconsistencies, limitations
     kinds_changed = {c["construct"] for c in changed}
-    in_regions = {k for r in regions for k in r["constructs"]} | \
-        {r["composite"] for r in regions if r.get("composite")}
+    in_regions = {k for r in regions for k in r["constructs"]} | {
+        r["composite"] for r in regions if r.get("composite")
+    }
     for kind in sorted(kinds_changed - in_regions):
         probes_of = ", ".join(c["probe"] for c in changed if c["construct"] == kind)
         if kind in present:
-            inconsistencies.append(f"{step['step']}: the probes of {kind} change ({probes_of}),"
-                                   f" but no region of the whole program that differs in this "
-                                   f"step holds a {kind}")
+            inconsistencies.append(
+                f"{step['step']}: the probes of {kind} change ({probes_of}),"
+                f" but no region of the whole program that differs in this "
+                f"step holds a {kind}"
+            )
         else:
-            limitations.append(f"{step['step']}: the probes of {kind} change ({probes_of}); the"
-                               f" built form holds no {kind} (a stand-in difference), so the "
-                               "whole program cannot confirm them")
+            limitations.append(
+                f"{step['step']}: the probes of {kind} change ({probes_of}); the"
+                f" built form holds no {kind} (a stand-in difference), so the "
+                "whole program cannot confirm them"
+            )
     for r in regions:
         kinds = set(r["constructs"]) | ({r["composite"]} if r.get("composite") else set())
         r["explained_by_probes"] = sorted(kinds & kinds_changed)
@@ -213,18 +244,31 @@ def _overall_verdict(b_record: dict[str, Any], policy: Policy, dtype: str) -> Pr
     overall = b_record["overall"]
     shipped = overall.get("shipped", {}).get("identity")
     if shipped == "cannot-convert":
-        bad = [f"coreai-torch {r} ({s.get('stage')}: {s.get('error')})"
-               for r, s in b_record["sides"].items() if not s.get("ok")]
-        return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
-                            f"the whole module does not convert under {'; '.join(bad)}")
-    bad_steps = [s for s in b_record["steps"]
-                 if s.get("shipped", {}).get("identity") == "cannot-convert"]
+        bad = [
+            f"coreai-torch {r} ({s.get('stage')}: {s.get('error')})"
+            for r, s in b_record["sides"].items()
+            if not s.get("ok")
+        ]
+        return ProbeVerdict(
+            Verdict.INCONCLUSIVE,
+            Reexport.INCONCLUSIVE,
+            f"the whole module does not convert under {'; '.join(bad)}",
+        )
+    bad_steps = [
+        s for s in b_record["steps"] if s.get("shipped", {}).get("identity") == "cannot-convert"
+    ]
     if shipped == "identical":
-        return ProbeVerdict(Verdict.SAME_PROGRAM, Reexport.NO,
-                            f"identical shipped programs {overall['from']} -> {overall['to']}")
+        return ProbeVerdict(
+            Verdict.SAME_PROGRAM,
+            Reexport.NO,
+            f"identical shipped programs {overall['from']} -> {overall['to']}",
+        )
     if bad_steps:
-        return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
-                            "an intermediate release does not convert the whole module")
+        return ProbeVerdict(
+            Verdict.INCONCLUSIVE,
+            Reexport.INCONCLUSIVE,
+            "an intermediate release does not convert the whole module",
+        )
     m = (b_record.get("run") or {}).get("measurement") or {}
     label = f"{overall['from']}->{overall['to']}"
     rows = (m.get("drift") or {}).get(label, {}).get("outputs")
@@ -234,35 +278,48 @@ def _overall_verdict(b_record: dict[str, Any], policy: Policy, dtype: str) -> Pr
     return _judged_at_regions(b_record, policy.tolerance_for(dtype), why)
 
 
-def _judged_at_regions(b_record: dict[str, Any], tolerance: float, why_not: str,
-                       step: str | None = None) -> ProbeVerdict:
+def _judged_at_regions(
+    b_record: dict[str, Any], tolerance: float, why_not: str, step: str | None = None
+) -> ProbeVerdict:
     """Without a model-level run, the level is the region runs' drift, every cut output of
     every step (`step`: of that step only), judged by the same policy; a region that was not
     measured at its cut (nothing located, or no cut reproduces it) leaves the answer
     inconclusive, since its drift is unknown."""
-    regions = [r for s in b_record.get("region_runs") or [] if step in (None, s.get("step"))
-               for r in s.get("regions", [])]
+    regions = [
+        r
+        for s in b_record.get("region_runs") or []
+        if step in (None, s.get("step"))
+        for r in s.get("regions", [])
+    ]
     unmeasured = [r for r in regions if not r.get("drift")]
     rows = [row for r in regions for row in r.get("drift") or []]
     if not rows or unmeasured:
-        detail = f"{len(unmeasured)} of {len(regions)} region(s) not measured at their cut" \
-            if regions else "no region run"
-        return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
-                            f"the whole programs differ; no model-level run ({why_not}); "
-                            f"{detail}")
+        detail = (
+            f"{len(unmeasured)} of {len(regions)} region(s) not measured at their cut"
+            if regions
+            else "no region run"
+        )
+        return ProbeVerdict(
+            Verdict.INCONCLUSIVE,
+            Reexport.INCONCLUSIVE,
+            f"the whole programs differ; no model-level run ({why_not}); {detail}",
+        )
     runtimes = sorted({r["runtime"] for r in regions if r.get("runtime")})
     verdict = explain.judge_drift(rows, ", ".join(runtimes), tolerance)
-    return ProbeVerdict(verdict.verdict, verdict.reexport,
-                        f"at the {len(regions)} region(s)' own cuts ({why_not}): "
-                        f"{verdict.reason}")
+    return ProbeVerdict(
+        verdict.verdict,
+        verdict.reexport,
+        f"at the {len(regions)} region(s)' own cuts ({why_not}): {verdict.reason}",
+    )
 
 
 # where a step's level comes from: the step's model-level runs, else its regions' own cuts
 MODEL_LEVEL, REGION_CUTS = "model-level run", "region cuts"
 
 
-def step_verdict(b_record: dict[str, Any], step: dict[str, Any], policy: Policy, dtype: str
-                 ) -> tuple[ProbeVerdict, str | None]:
+def step_verdict(
+    b_record: dict[str, Any], step: dict[str, Any], policy: Policy, dtype: str
+) -> tuple[ProbeVerdict, str | None]:
     """One release step's level, judged as the bundle's is: its drift in the model-level runs
     when they ran, else its regions' drift at their own cuts; and which of the two it is (None
     when nothing was measured: identical programs, or a side that does not convert). A record
@@ -270,45 +327,72 @@ def step_verdict(b_record: dict[str, Any], step: dict[str, Any], policy: Policy,
     takes this level for its step: one measurement, one answer."""
     shipped = (step.get("shipped") or {}).get("identity")
     if shipped == "identical":
-        return ProbeVerdict(Verdict.SAME_PROGRAM, Reexport.NO,
-                            f"identical shipped programs in {step['step']}"), None
+        return ProbeVerdict(
+            Verdict.SAME_PROGRAM, Reexport.NO, f"identical shipped programs in {step['step']}"
+        ), None
     if shipped != "differs":
-        return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE,
-                            f"the whole program cannot be compared across {step['step']} "
-                            f"({shipped})"), None
+        return ProbeVerdict(
+            Verdict.INCONCLUSIVE,
+            Reexport.INCONCLUSIVE,
+            f"the whole program cannot be compared across {step['step']} ({shipped})",
+        ), None
     tolerance = policy.tolerance_for(dtype)
     m = (b_record.get("run") or {}).get("measurement") or {}
     why = m.get("error") or "; ".join(m.get("attempts", [])) or "not run"
     if step.get("drift"):
         verdict = explain.judge_drift(step["drift"], step.get("runtime"), tolerance)
-        return ProbeVerdict(verdict.verdict, verdict.reexport,
-                            f"{MODEL_LEVEL}: {verdict.reason}"), MODEL_LEVEL
+        return ProbeVerdict(
+            verdict.verdict, verdict.reexport, f"{MODEL_LEVEL}: {verdict.reason}"
+        ), MODEL_LEVEL
     return _judged_at_regions(b_record, tolerance, why, step["step"]), REGION_CUTS
 
 
-def _with_level(step: dict[str, Any], b_record: dict[str, Any], policy: Policy, dtype: str
-                ) -> None:
+def _with_level(step: dict[str, Any], b_record: dict[str, Any], policy: Policy, dtype: str) -> None:
     verdict, source = step_verdict(b_record, step, policy, dtype)
-    step.update(verdict=verdict.verdict, reexport=verdict.reexport, reason=verdict.reason,
-                drift_source=source)
+    step.update(
+        verdict=verdict.verdict,
+        reexport=verdict.reexport,
+        reason=verdict.reason,
+        drift_source=source,
+    )
 
 
 # ---- the measured part --------------------------------------------------------------------
 
 
-def measured(bundle: Bundle, session: Session, exporter: str, to: str, weights: Path | None,
-             use_cache: bool, allow_code: bool, progress: Progress, read_only: bool = False,
-             run_budget: float | None = chain.DEFAULT_RUN_BUDGET, full: bool = False,
-             recipe_root: Path | None = None) -> tuple[dict[str, Any], bool]:
+def measured(
+    bundle: Bundle,
+    session: Session,
+    exporter: str,
+    to: str,
+    weights: Path | None,
+    use_cache: bool,
+    allow_code: bool,
+    progress: Progress,
+    read_only: bool = False,
+    run_budget: float | None = chain.DEFAULT_RUN_BUDGET,
+    full: bool = False,
+    recipe_root: Path | None = None,
+) -> tuple[dict[str, Any], bool]:
     """The chain's record (measured now where a part is not stored), and whether every part
     was read back. `read_only`: raises chain.Missing unless every part is stored; `full`: the
     full target even where the registry states a miniature; `recipe_root`: a recipe-traced
     bundle built by its own builder from that checkout."""
     releases = [exporter] + [b for _a, b in release_steps(session.catalog, exporter, to)]
     try:
-        record = chain.measure(bundle, session, releases, weights, use_cache, allow_code,
-                               progress, read_only=read_only, run_budget=run_budget,
-                               full=full, recipe_root=recipe_root)
+        record = chain.measure(
+            bundle,
+            session,
+            releases,
+            weights,
+            use_cache,
+            allow_code,
+            progress,
+            read_only=read_only,
+            run_budget=run_budget,
+            full=full,
+            recipe_root=recipe_root,
+        )
     except whole.VerifyError as exc:
         # never stored: a failed build is told, and measured again next time
         form = forms.compared_form(bundle, full, recipe_root)
@@ -316,15 +400,25 @@ def measured(bundle: Bundle, session: Session, exporter: str, to: str, weights: 
     return record, bool(record.get("cached"))
 
 
-def assembled(bundle: Bundle, exporter: str, assumed: bool, to: str, record: dict[str, Any],
-              cached: bool, fixes: list[Fix], policy: Policy,
-              step_probes: dict[str, Sweep], deviations: list[str]) -> BundleVerify:
+def assembled(
+    bundle: Bundle,
+    exporter: str,
+    assumed: bool,
+    to: str,
+    record: dict[str, Any],
+    cached: bool,
+    fixes: list[Fix],
+    policy: Policy,
+    step_probes: dict[str, Sweep],
+    deviations: list[str],
+) -> BundleVerify:
     """What the stored parts say, derived on every read: steps, regions, records, level."""
     notes = tuple(_notes(bundle, record, deviations))
     verdict = _overall_verdict(record, policy, bundle.dtype)
     if record.get("error"):
-        return BundleVerify(bundle.name, exporter, assumed, to, record, cached, verdict=verdict,
-                            notes=notes)
+        return BundleVerify(
+            bundle.name, exporter, assumed, to, record, cached, verdict=verdict, notes=notes
+        )
     present = _present(record)
     steps, regions, probes = [], [], []
     inconsistencies: list[str] = []
@@ -333,8 +427,9 @@ def assembled(bundle: Bundle, exporter: str, assumed: bool, to: str, record: dic
         summary, step_regions = _step(record, pair, fixes)
         _with_level(summary, record, policy, bundle.dtype)
         if summary["step"] in step_probes:
-            p, inc, lim = reconcile_step(summary, step_regions, step_probes[summary["step"]],
-                                         present)
+            p, inc, lim = reconcile_step(
+                summary, step_regions, step_probes[summary["step"]], present
+            )
             probes.append(p)
             inconsistencies += inc
             limitations += lim
@@ -343,12 +438,28 @@ def assembled(bundle: Bundle, exporter: str, assumed: bool, to: str, record: dic
     by_step = {s["step"]: s for s in steps}
     found = explain.unrecorded(regions, by_step, fixes, verdict)
     disagreements = tuple(d for s in steps for d in agreement(s, regions))
-    probe_summary = {"probed": sum(p["probed"] for p in probes),
-                     "changed": [{**c, "step": p["step"]} for p in probes for c in p["changed"]],
-                     "failing_both": sorted({i for p in probes for i in p["failing_both"]})}
-    return BundleVerify(bundle.name, exporter, assumed, to, record, cached, tuple(steps),
-                        tuple(regions), tuple(found), verdict, probe_summary,
-                        tuple(inconsistencies), tuple(limitations), notes, disagreements)
+    probe_summary = {
+        "probed": sum(p["probed"] for p in probes),
+        "changed": [{**c, "step": p["step"]} for p in probes for c in p["changed"]],
+        "failing_both": sorted({i for p in probes for i in p["failing_both"]}),
+    }
+    return BundleVerify(
+        bundle.name,
+        exporter,
+        assumed,
+        to,
+        record,
+        cached,
+        tuple(steps),
+        tuple(regions),
+        tuple(found),
+        verdict,
+        probe_summary,
+        tuple(inconsistencies),
+        tuple(limitations),
+        notes,
+        disagreements,
+    )
 
 
 def agreement(step: dict[str, Any], regions: list[dict[str, Any]]) -> list[str]:
@@ -367,16 +478,20 @@ def agreement(step: dict[str, Any], regions: list[dict[str, Any]]) -> list[str]:
             continue
         reached = [rows[i] for i in run.get("reaches_outputs") or [] if i < len(rows)]
         if reached and all(r["bit_identical"] for r in reached):
-            out.append(f"{step['step']}: region @{region['graph']} "
-                       f"({', '.join(region['modules'][:2]) or 'no module'}) moves values at "
-                       f"its cut (max |old-new| {d['maxabs_old_new']:.3g}) but no model output "
-                       f"it reaches moves ({', '.join(r['output'] for r in reached)}) in the "
-                       "model-level run")
+            out.append(
+                f"{step['step']}: region @{region['graph']} "
+                f"({', '.join(region['modules'][:2]) or 'no module'}) moves values at "
+                f"its cut (max |old-new| {d['maxabs_old_new']:.3g}) but no model output "
+                f"it reaches moves ({', '.join(r['output'] for r in reached)}) in the "
+                "model-level run"
+            )
     if all(r.get("drift") for r in runs) and all(r["drift"]["bit_identical"] for r in runs):
         moved = [r["output"] for r in rows if not r["bit_identical"]]
         if moved:
-            out.append(f"{step['step']}: model outputs move ({', '.join(moved)}) but every "
-                       "region is bit-identical at its cut")
+            out.append(
+                f"{step['step']}: model outputs move ({', '.join(moved)}) but every "
+                "region is bit-identical at its cut"
+            )
     return out
 
 
@@ -384,23 +499,35 @@ def _notes(bundle: Bundle, record: dict[str, Any], deviations: list[str]) -> lis
     notes = [f"environment deviation: {d}" for d in deviations]
     form = record.get("form", {})
     if form.get("standin"):
-        notes.append(f"the module is the stand-in {form['target']}, not the recipe's own: its "
-                     f"stated differences are in [bundles.{bundle.name}.standin]")
+        notes.append(
+            f"the module is the stand-in {form['target']}, not the recipe's own: its "
+            f"stated differences are in [bundles.{bundle.name}.standin]"
+        )
     recipe = form.get("recipe")
     if recipe:
-        notes.append(f"the module is the recipe's own: {recipe['repository']} "
-                     f"{recipe['commit'][:12]} ({recipe['commit_source']}), {form['target']}, "
-                     "built by the registry's builder from --recipe-root"
-                     + ("; the checkout has local changes" if recipe["modified"] else ""))
+        notes.append(
+            f"the module is the recipe's own: {recipe['repository']} "
+            f"{recipe['commit'][:12]} ({recipe['commit_source']}), {form['target']}, "
+            "built by the registry's builder from --recipe-root"
+            + ("; the checkout has local changes" if recipe["modified"] else "")
+        )
     build = record.get("build", {})
     if build.get("torch"):
-        notes.append(f"built and exported on torch {build['torch']} (the recipe's own torch "
-                     f"and its measured sensitivity: [bundles.{bundle.name}.exporter])")
+        notes.append(
+            f"built and exported on torch {build['torch']} (the recipe's own torch "
+            f"and its measured sensitivity: [bundles.{bundle.name}.exporter])"
+        )
     return notes
 
 
-def _checked(bundles: list[Bundle], to: str, catalog: Catalog, allow_code: bool,
-             full: bool = False, recipe_root: Path | None = None) -> None:
+def _checked(
+    bundles: list[Bundle],
+    to: str,
+    catalog: Catalog,
+    allow_code: bool,
+    full: bool = False,
+    recipe_root: Path | None = None,
+) -> None:
     """A malformed form, a target or recipe builder the registry may not run (the trace's
     trust rules), or a --to that is not later than the exporter is refused before anything
     runs."""
@@ -410,24 +537,33 @@ def _checked(bundles: list[Bundle], to: str, catalog: Catalog, allow_code: bool,
     for bundle in bundles:
         exporter, _assumed = exporter_release(bundle.exporter, catalog)
         if version_key(exporter) >= version_key(to):
-            raise UsageError(f"{bundle.name} was exported with coreai-torch {exporter}: "
-                             f"--to must be a later release")
+            raise UsageError(
+                f"{bundle.name} was exported with coreai-torch {exporter}: "
+                f"--to must be a later release"
+            )
         form = forms.compared_form(bundle, full, recipe_root)
         forms.run_form(bundle, full, recipe_root)
         try:
             if form.recipe is not None:
                 vet(bundle, recipe_root, allow_code)
             else:
-                trust.check_target(form.target, f"[bundles.{bundle.name}] verify target",
-                                   allow_code)
+                trust.check_target(
+                    form.target, f"[bundles.{bundle.name}] verify target", allow_code
+                )
         except TraceError as exc:  # names the bundle itself
             raise forms.FormError(str(exc)) from None
         except trust.UntrustedCode as exc:
             raise forms.FormError(f"{bundle.name}: {exc}") from None
 
 
-def _checkable(bundle: Bundle, to: str, catalog: Catalog, full: bool = False,
-               recipe_root: Path | None = None, allow_code: bool = False) -> bool:
+def _checkable(
+    bundle: Bundle,
+    to: str,
+    catalog: Catalog,
+    full: bool = False,
+    recipe_root: Path | None = None,
+    allow_code: bool = False,
+) -> bool:
     try:
         _checked([bundle], to, catalog, allow_code, full, recipe_root)
     except (forms.FormError, UsageError):
@@ -435,22 +571,50 @@ def _checkable(bundle: Bundle, to: str, catalog: Catalog, full: bool = False,
     return True
 
 
-def _step_probes(bundle: Bundle, exporter: str, to: str, fixes: list[Fix], catalog: Catalog,
-                 policy: Policy, use_cache: bool, progress: Progress, session: Session
-                 ) -> dict[str, Sweep]:
-    progress(f"{bundle.name}: probing every traced instance, step by step from {exporter} to "
-             f"{to}")
-    return {f"{a}->{b}": sweep(a, b, fixes, registry_regimes([bundle]), catalog, policy,
-                               use_cache=use_cache, progress=progress, source="registry",
-                               session=session)
-            for a, b in release_steps(catalog, exporter, to)}
+def _step_probes(
+    bundle: Bundle,
+    exporter: str,
+    to: str,
+    fixes: list[Fix],
+    catalog: Catalog,
+    policy: Policy,
+    use_cache: bool,
+    progress: Progress,
+    session: Session,
+) -> dict[str, Sweep]:
+    progress(f"{bundle.name}: probing every traced instance, step by step from {exporter} to {to}")
+    return {
+        f"{a}->{b}": sweep(
+            a,
+            b,
+            fixes,
+            registry_regimes([bundle]),
+            catalog,
+            policy,
+            use_cache=use_cache,
+            progress=progress,
+            source="registry",
+            session=session,
+        )
+        for a, b in release_steps(catalog, exporter, to)
+    }
 
 
-def verify(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog, policy: Policy,
-           weights: dict[str, Path] | None = None, use_cache: bool = True,
-           allow_code: bool = False, progress: Progress = lambda _: None,
-           read_only: bool = False, run_budget: float | None = chain.DEFAULT_RUN_BUDGET,
-           full: bool = False, recipe_root: Path | None = None) -> Verify:
+def verify(
+    bundles: list[Bundle],
+    to: str,
+    fixes: list[Fix],
+    catalog: Catalog,
+    policy: Policy,
+    weights: dict[str, Path] | None = None,
+    use_cache: bool = True,
+    allow_code: bool = False,
+    progress: Progress = lambda _: None,
+    read_only: bool = False,
+    run_budget: float | None = chain.DEFAULT_RUN_BUDGET,
+    full: bool = False,
+    recipe_root: Path | None = None,
+) -> Verify:
     """`read_only` (`plan` without --verify): only bundles whose every part is stored are
     answered; the others are left out. `full` (`--full`): each bundle's full target, even where
     the registry states a miniature. `recipe_root` (`--recipe-root`): a bundle whose recipe the
@@ -461,23 +625,37 @@ def verify(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog, p
         exporter, assumed = exporter_release(bundle.exporter, catalog)
         with Session(catalog, progress) as session:
             try:
-                record, cached = measured(bundle, session, exporter, to,
-                                          (weights or {}).get(bundle.name), use_cache,
-                                          allow_code, progress, read_only=read_only,
-                                          run_budget=run_budget, full=full,
-                                          recipe_root=recipe_root)
+                record, cached = measured(
+                    bundle,
+                    session,
+                    exporter,
+                    to,
+                    (weights or {}).get(bundle.name),
+                    use_cache,
+                    allow_code,
+                    progress,
+                    read_only=read_only,
+                    run_budget=run_budget,
+                    full=full,
+                    recipe_root=recipe_root,
+                )
             except chain.Missing:
                 continue
             if record.get("error"):
                 # nothing was built: told at once (inconclusive), no environment or probe
-                out.append(assembled(bundle, exporter, assumed, to, record, cached, fixes,
-                                     policy, {}, []))
+                out.append(
+                    assembled(bundle, exporter, assumed, to, record, cached, fixes, policy, {}, [])
+                )
                 continue
             deviations = [d for v in record["releases"] for d in session.env(v).deviations]
-            probes = _step_probes(bundle, exporter, to, fixes, catalog, policy, use_cache,
-                                  progress, session)
-        out.append(assembled(bundle, exporter, assumed, to, record, cached, fixes, policy,
-                             probes, deviations))
+            probes = _step_probes(
+                bundle, exporter, to, fixes, catalog, policy, use_cache, progress, session
+            )
+        out.append(
+            assembled(
+                bundle, exporter, assumed, to, record, cached, fixes, policy, probes, deviations
+            )
+        )
     return Verify(to, tuple(out))
 
 
@@ -518,53 +696,88 @@ def answer(b: BundleVerify) -> str:
         return f"inconclusive: {b.verdict.reason if b.verdict else 'not measured'}"
     steps = "; ".join(_step_line(s, list(b.regions)) for s in b.steps)
     if shipped["identity"] == "identical":
-        text = (f"identical shipped programs: no fix between {b.exporter} and {b.to} can "
-                f"change this {form} module")
+        text = (
+            f"identical shipped programs: no fix between {b.exporter} and {b.to} can "
+            f"change this {form} module"
+        )
         emitted = overall.get("emitted") or {}
         if emitted.get("identity") == "differs":
-            text += (f" (the emitted programs differ in {emitted['changed_lines']} lines; "
-                     "the optimizer makes them the same)")
+            text += (
+                f" (the emitted programs differ in {emitted['changed_lines']} lines; "
+                "the optimizer makes them the same)"
+            )
         if len(b.steps) > 1 and any(s["regions"] for s in b.steps):
             text += f"; by step: {steps}"
         return text
     regions = list(b.regions)
     # few regions are spelled out; more are counted by step (each is in the record and table)
-    where = "; ".join(region_line(g) for g in regions) if len(regions) <= REGIONS_SPELLED \
-        else steps
-    return (f"shipped programs differ in {shipped['changed_lines']} lines, "
-            f"{len(regions)} region(s): {where}; {b.verdict.verdict}: {b.verdict.reason}")
+    where = "; ".join(region_line(g) for g in regions) if len(regions) <= REGIONS_SPELLED else steps
+    return (
+        f"shipped programs differ in {shipped['changed_lines']} lines, "
+        f"{len(regions)} region(s): {where}; {b.verdict.verdict}: {b.verdict.reason}"
+    )
 
 
 def region_line(g: dict[str, Any]) -> str:
     kinds = ", ".join(g["constructs"]) or "no detected construct"
     calls = f", {g['calls']} call(s)" if g.get("calls") else ""
-    more = f" and {g['module_count'] - len(g['modules'])} more" \
-        if g["module_count"] > len(g["modules"]) else ""
+    more = (
+        f" and {g['module_count'] - len(g['modules'])} more"
+        if g["module_count"] > len(g["modules"])
+        else ""
+    )
     modules = ", ".join(g["modules"]) + more if g["modules"] else "no located module"
     how = g.get("explained_how") or {}
-    fixes = ", ".join(f"{'#' + i if i.isdigit() else i} ({how.get(i, '')})"
-                      for i in g.get("explained_by", [])) or "no record: unrecorded"
+    fixes = (
+        ", ".join(
+            f"{'#' + i if i.isdigit() else i} ({how.get(i, '')})" for i in g.get("explained_by", [])
+        )
+        or "no record: unrecorded"
+    )
     ops = f"; {', '.join(g['coreai_ops'])}" if g.get("coreai_ops") and not g["composite"] else ""
-    return (f"{g.get('step', '')} {g.get('stage', '')} @{g['graph']} ({kinds}{calls}; "
-            f"{g['changed_lines']} lines{ops}; modules {modules}; explained by {fixes})").strip()
+    return (
+        f"{g.get('step', '')} {g.get('stage', '')} @{g['graph']} ({kinds}{calls}; "
+        f"{g['changed_lines']} lines{ops}; modules {modules}; explained by {fixes})"
+    ).strip()
 
 
-def verified(bundles: list[Bundle], to: str, fixes: list[Fix], catalog: Catalog,
-             policy: Policy, use_cache: bool = True, compute: bool = True,
-             progress: Progress = lambda _: None,
-             run_budget: float | None = chain.DEFAULT_RUN_BUDGET, full: bool = False,
-             recipe_root: Path | None = None, allow_code: bool = False
-             ) -> dict[str, BundleVerify]:
+def verified(
+    bundles: list[Bundle],
+    to: str,
+    fixes: list[Fix],
+    catalog: Catalog,
+    policy: Policy,
+    use_cache: bool = True,
+    compute: bool = True,
+    progress: Progress = lambda _: None,
+    run_budget: float | None = chain.DEFAULT_RUN_BUDGET,
+    full: bool = False,
+    recipe_root: Path | None = None,
+    allow_code: bool = False,
+) -> dict[str, BundleVerify]:
     """`plan`: each bundle's whole-program check, for the bundles exported before `to` (a bundle
     exported with `to` itself has nothing to compare). `compute=False` (plan without --verify):
     only the bundles whose every part is stored."""
-    later = [b for b in bundles
-             if version_key(exporter_release(b.exporter, catalog)[0]) < version_key(to)]
+    later = [
+        b
+        for b in bundles
+        if version_key(exporter_release(b.exporter, catalog)[0]) < version_key(to)
+    ]
     if not compute:
         # reading only: a bundle without a form verify can build has nothing stored
-        later = [b for b in later
-                 if _checkable(b, to, catalog, full, recipe_root, allow_code)]
-    result = verify(later, to, fixes, catalog, policy, use_cache=use_cache, progress=progress,
-                    read_only=not compute, run_budget=run_budget, full=full,
-                    allow_code=allow_code, recipe_root=recipe_root)
+        later = [b for b in later if _checkable(b, to, catalog, full, recipe_root, allow_code)]
+    result = verify(
+        later,
+        to,
+        fixes,
+        catalog,
+        policy,
+        use_cache=use_cache,
+        progress=progress,
+        read_only=not compute,
+        run_budget=run_budget,
+        full=full,
+        allow_code=allow_code,
+        recipe_root=recipe_root,
+    )
     return {b.bundle: b for b in result.bundles}

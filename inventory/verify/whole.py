@@ -62,25 +62,44 @@ def target_source(form: Form) -> str:
 # ---- build --------------------------------------------------------------------------------
 
 
-def build(bundle: Bundle, form: Form, out: Path, reference: bool, weights: Path | None,
-          allow_code: bool, python: str = sys.executable, recipe_root: Path | None = None,
-          site: str | None = None) -> dict[str, Any]:
+def build(
+    bundle: Bundle,
+    form: Form,
+    out: Path,
+    reference: bool,
+    weights: Path | None,
+    allow_code: bool,
+    python: str = sys.executable,
+    recipe_root: Path | None = None,
+    site: str | None = None,
+) -> dict[str, Any]:
     """Build the form's module in a subprocess (`build_worker`), with `python`: the interpreter
     with the `trace` extra (`inventory.trace.extra`) for a project target; for a recipe form,
     built from the checkout `recipe_root` by the recipe's builder, the interpreter and the
     converter site-packages (`site`) a trace of the recipe runs with
     (`inventory.trace.service.recipe_process`)."""
     options: dict[str, Any] = {
-        "target": form.target, "build": form.build, "seed": SEED,
-        "export": export_steps(bundle), "weights": str(weights) if weights else None,
-        "reference": reference, "out": str(out), "allow_code": allow_code}
+        "target": form.target,
+        "build": form.build,
+        "seed": SEED,
+        "export": export_steps(bundle),
+        "weights": str(weights) if weights else None,
+        "reference": reference,
+        "out": str(out),
+        "allow_code": allow_code,
+    }
     if form.recipe is not None:
         if recipe_root is None or site is None:
-            raise VerifyError(f"{bundle.name}: the {form.name} module is the recipe's own: "
-                              "--recipe-root names the checkout it is built from")
-        options["recipe"] = {"root": str(recipe_root.resolve()),
-                             "builder": {**bundle.recipe["builder"], "kwargs": form.build},
-                             "dtype": bundle.dtype, "inputs": form.recipe["inputs"]}
+            raise VerifyError(
+                f"{bundle.name}: the {form.name} module is the recipe's own: "
+                "--recipe-root names the checkout it is built from"
+            )
+        options["recipe"] = {
+            "root": str(recipe_root.resolve()),
+            "builder": {**bundle.recipe["builder"], "kwargs": form.build},
+            "dtype": bundle.dtype,
+            "inputs": form.recipe["inputs"],
+        }
         options["site"] = site
     start = time.perf_counter()
     # the trace's process rules: a supervisor ends every process the builder starts, at most
@@ -96,12 +115,15 @@ def build(bundle: Bundle, form: Form, out: Path, reference: bool, weights: Path 
             # the shipped bundles' upstream packages (pocket_tts, transformers) are the trace
             # extra, which `python` has: a module it lacks is one the extra does not bring
             where = "this interpreter" if python == sys.executable else python
-            detail += (f" (the `trace` extra, installed in {where}, does not bring it: the "
-                       "bundle's target needs another package there)")
+            detail += (
+                f" (the `trace` extra, installed in {where}, does not bring it: the "
+                "bundle's target needs another package there)"
+            )
         # the build folder is a temp folder, removed with the failure: the log is kept apart
         kept = _kept_log(bundle, out / "build.log")
-        raise VerifyError(f"{bundle.name}: building the {form.name} module failed: {detail} "
-                          f"(log: {kept})")
+        raise VerifyError(
+            f"{bundle.name}: building the {form.name} module failed: {detail} (log: {kept})"
+        )
     answer = run.result
     answer["wall_seconds"] = time.perf_counter() - start
     answer["form"] = form.to_json()
@@ -123,27 +145,34 @@ def pipeline_of(bundle: Bundle) -> dict[str, Any]:
     """What a whole-program or cut conversion takes of the bundle's pipeline: the table (with
     the ops the recipe keeps out of it, only when it keeps some, so every other stored part
     keeps its key) and whether optimize() runs."""
-    out: dict[str, Any] = {"decompositions": bundle.pipeline.decompositions,
-                           "optimize": bundle.pipeline.optimize}
+    out: dict[str, Any] = {
+        "decompositions": bundle.pipeline.decompositions,
+        "optimize": bundle.pipeline.optimize,
+    }
     if bundle.pipeline.keep:
         out["keep"] = list(bundle.pipeline.keep)
     return out
 
 
-def convert(session: Session, env: Env, program: str, bundle: Bundle, out: Path
-            ) -> dict[str, Any]:
+def convert(session: Session, env: Env, program: str, bundle: Bundle, out: Path) -> dict[str, Any]:
     """The whole program converted under one release, in its own environment's worker."""
     pool = session.pool_of(ProgramWorker, "program")
     pipeline = pipeline_of(bundle)
     start = time.perf_counter()
     try:
-        answer = pool.worker(env).call({"op": "convert_program", "program": program,
-                                        "pipeline": pipeline, "out": str(out)},
-                                       timeout=settings.seconds(CONVERT_TIMEOUT))
+        answer = pool.worker(env).call(
+            {"op": "convert_program", "program": program, "pipeline": pipeline, "out": str(out)},
+            timeout=settings.seconds(CONVERT_TIMEOUT),
+        )
     except WorkerFailure as exc:
         answer = {"ok": False, "stage": "worker", "error": str(exc)}
-    answer.update({"converter": env.converter, "packages": store.env_identity(env),
-                   "wall_seconds": time.perf_counter() - start})
+    answer.update(
+        {
+            "converter": env.converter,
+            "packages": store.env_identity(env),
+            "wall_seconds": time.perf_counter() - start,
+        }
+    )
     return answer
 
 
@@ -159,21 +188,31 @@ def _stage(old: dict[str, Any], new: dict[str, Any], stage: str, work: Path) -> 
     a, b = Path(old["files"][stage]).read_text(), Path(new["files"][stage]).read_text()
     (work / f"{stage}.old.normalised.mlir").write_text(normalise(a))
     (work / f"{stage}.new.normalised.mlir").write_text(normalise(b))
-    result = compare_texts(a, b, f"{stage} coreai-torch {old['converter']}",
-                           f"{stage} coreai-torch {new['converter']}")
-    out: dict[str, Any] = {"normalised": {side: str(work / f"{stage}.{side}.normalised.mlir")
-                                          for side in ("old", "new")}}
+    result = compare_texts(
+        a, b, f"{stage} coreai-torch {old['converter']}", f"{stage} coreai-torch {new['converter']}"
+    )
+    out: dict[str, Any] = {
+        "normalised": {
+            side: str(work / f"{stage}.{side}.normalised.mlir") for side in ("old", "new")
+        }
+    }
     if result.identical:
         return {**out, "identity": "identical", "changed_lines": 0}
     (work / f"{stage}.diff").write_text(result.diff)
-    return {**out, "identity": "differs", "changed_lines": result.changed_lines,
-            "diff": str(work / f"{stage}.diff")}
+    return {
+        **out,
+        "identity": "differs",
+        "changed_lines": result.changed_lines,
+        "diff": str(work / f"{stage}.diff"),
+    }
 
 
 def compared(old: dict[str, Any], new: dict[str, Any], work: Path) -> dict[str, Any]:
     """Both stages of two sides compared, the normalised texts and diffs kept in `work`."""
-    return {"emitted": _stage(old, new, "emitted", work),
-            "shipped": _stage(old, new, "shipped", work)}
+    return {
+        "emitted": _stage(old, new, "emitted", work),
+        "shipped": _stage(old, new, "shipped", work),
+    }
 
 
 def _side(answer: dict[str, Any], normalised: str, located: str) -> Side:
@@ -182,22 +221,32 @@ def _side(answer: dict[str, Any], normalised: str, located: str) -> Side:
     return Side(Path(normalised).read_text().splitlines(), Located(text), nodes)
 
 
-def differing(pair: dict[str, Any], old: dict[str, Any], new: dict[str, Any], stage: str
-              ) -> list[Region]:
+def differing(
+    pair: dict[str, Any], old: dict[str, Any], new: dict[str, Any], stage: str
+) -> list[Region]:
     """The regions in which a pair's programs of one stage differ, from its stored files."""
     compared_ = pair.get(stage, {})
     if compared_.get("identity") != "differs":
         return []
     located = "located" if stage == "shipped" else "emitted_located"
-    return regions(_side(old, compared_["normalised"]["old"], located),
-                   _side(new, compared_["normalised"]["new"], located))
+    return regions(
+        _side(old, compared_["normalised"]["old"], located),
+        _side(new, compared_["normalised"]["new"], located),
+    )
 
 
 # ---- run ------------------------------------------------------------------------------------
 
 
-def run(session: Session, env: Env, asset: str, build_dir: Path, out: Path,
-        progress: Progress, label: str) -> dict[str, Any]:
+def run(
+    session: Session,
+    env: Env,
+    asset: str,
+    build_dir: Path,
+    out: Path,
+    progress: Progress,
+    label: str,
+) -> dict[str, Any]:
     """One asset run on one runtime, on the build's seeded inputs. A run whose process dies or
     does not answer is tried again in a fresh process: a death that repeats is the runtime's
     answer (stored, as a refusal); one that does not, or an abort after the outputs were
@@ -208,17 +257,31 @@ def run(session: Session, env: Env, asset: str, build_dir: Path, out: Path,
     progress(f"confirming in a fresh process: {label} on {env.runtime} ({first['error']})")
     second = _run_once(session, env, asset, build_dir, out / "confirm", progress, label)
     # a death after the runtime wrote its outputs: it ran, whatever ended it
-    wrote = any(not a.get("ok") and any(o.glob("*.outputs.safetensors"))
-                for o, a in ((out, first), (out / "confirm", second)))
+    wrote = any(
+        not a.get("ok") and any(o.glob("*.outputs.safetensors"))
+        for o, a in ((out, first), (out / "confirm", second))
+    )
     attempts = [first["error"], second.get("error") or "ran"]
-    if not second.get("ok") and second.get("stage") == "worker" and not wrote \
-            and _death(first) == _death(second):
+    if (
+        not second.get("ok")
+        and second.get("stage") == "worker"
+        and not wrote
+        and _death(first) == _death(second)
+    ):
         return {**first, "attempts": attempts}
-    why = ("after writing its outputs" if wrote and not second.get("ok") else
-           f"then {'ran' if second.get('ok') else second.get('error')} in a fresh process")
-    return {"ok": False, "runtime": env.runtime, "stage": "flaky",
-            "error": f"{first['error']} on the first attempt, {why}: no lasting answer",
-            "attempts": attempts, "seconds": first["seconds"] + second["seconds"]}
+    why = (
+        "after writing its outputs"
+        if wrote and not second.get("ok")
+        else f"then {'ran' if second.get('ok') else second.get('error')} in a fresh process"
+    )
+    return {
+        "ok": False,
+        "runtime": env.runtime,
+        "stage": "flaky",
+        "error": f"{first['error']} on the first attempt, {why}: no lasting answer",
+        "attempts": attempts,
+        "seconds": first["seconds"] + second["seconds"],
+    }
 
 
 def _death(record: dict[str, Any]) -> str:
@@ -228,22 +291,47 @@ def _death(record: dict[str, Any]) -> str:
     return error.split(" (log:")[0]
 
 
-def _run_once(session: Session, env: Env, asset: str, build_dir: Path, out: Path,
-              progress: Progress, label: str) -> dict[str, Any]:
+def _run_once(
+    session: Session,
+    env: Env,
+    asset: str,
+    build_dir: Path,
+    out: Path,
+    progress: Progress,
+    label: str,
+) -> dict[str, Any]:
     pool = session.pool_of(AssetWorker, "asset")
     limit = settings.seconds(RUN_TIMEOUT)
     progress(f"running {label} on {env.runtime} (timeout {limit:g} s)")
     start = time.perf_counter()
     try:
         answer = pool.worker(env).call(
-            {"op": "run", "asset": asset, "out": str(out), "seed": SEED,
-             "execute": True, "inputs": str(build_dir)}, timeout=limit)
+            {
+                "op": "run",
+                "asset": asset,
+                "out": str(out),
+                "seed": SEED,
+                "execute": True,
+                "inputs": str(build_dir),
+            },
+            timeout=limit,
+        )
     except WorkerFailure as exc:
         answer = {"ok": False, "stage": "worker", "error": str(exc)}
     seconds = time.perf_counter() - start
     if not answer.get("ok"):
-        return {"ok": False, "runtime": env.runtime, "stage": answer.get("stage", "?"),
-                "error": str(answer.get("error", "?")), "seconds": seconds}
+        return {
+            "ok": False,
+            "runtime": env.runtime,
+            "stage": answer.get("stage", "?"),
+            "error": str(answer.get("error", "?")),
+            "seconds": seconds,
+        }
     function = answer["functions"][0]
-    return {"ok": True, "runtime": env.runtime, "outputs_file": function["outputs_file"],
-            "outputs": function["outputs"], "seconds": seconds}
+    return {
+        "ok": True,
+        "runtime": env.runtime,
+        "outputs_file": function["outputs_file"],
+        "outputs": function["outputs"],
+        "seconds": seconds,
+    }

@@ -52,14 +52,15 @@ def load_conditions(path: Path = CONDITIONS_FILE) -> dict[str, list[Condition]]:
         fields.keys(raw, _KEYS, where)
         if "below" not in raw and "above" not in raw:
             fields.problem(f"{where} needs 'below' or 'above' (the threshold it checks)")
-        cond = Condition(fields.kind(raw, "construct", where), fields.line(raw, "name", where),
-                         fields.line(raw, "when", where),
-                         fields.text(raw, "tensor_suffix", where),
-                         fields.number(raw, "below", where, -math.inf)
-                         if "below" in raw else -math.inf,
-                         fields.number(raw, "above", where, math.inf)
-                         if "above" in raw else math.inf,
-                         dict(fields.table(raw, "params", where)))
+        cond = Condition(
+            fields.kind(raw, "construct", where),
+            fields.line(raw, "name", where),
+            fields.line(raw, "when", where),
+            fields.text(raw, "tensor_suffix", where),
+            fields.number(raw, "below", where, -math.inf) if "below" in raw else -math.inf,
+            fields.number(raw, "above", where, math.inf) if "above" in raw else math.inf,
+            dict(fields.table(raw, "params", where)),
+        )
         names.append((where, f"{cond.construct}/{cond.name}"))
         out.setdefault(cond.construct, []).append(cond)
     unique(fields, names, "condition")
@@ -93,18 +94,24 @@ def check(condition: Condition, weights: Path) -> ConditionCheck:
             if real.size:
                 lowest, highest = min(lowest, real.min()), max(highest, real.max())
     if tensors == 0:
-        raise WeightsError(f"{weights}: no tensor named *{condition.tensor_suffix}; cannot "
-                           f"check whether {condition.when}")
+        raise WeightsError(
+            f"{weights}: no tensor named *{condition.tensor_suffix}; cannot "
+            f"check whether {condition.when}"
+        )
     suffix = condition.tensor_suffix
     if nan and not outside:
         # Not "does not hold": a NaN statistic makes the module output NaN in torch itself,
         # under any converter, so no value threshold on it decides anything; nor "holds":
         # re-exporting cannot repair it. The checkpoint is broken, and the answer says so.
-        raise WeightsError(f"{weights}: {suffix} has {nan} NaN of {total} values; the module "
-                           f"then outputs NaN in torch itself, so whether {condition.when} "
-                           f"cannot be decided (the checkpoint is broken, not its export)")
+        raise WeightsError(
+            f"{weights}: {suffix} has {nan} NaN of {total} values; the module "
+            f"then outputs NaN in torch itself, so whether {condition.when} "
+            f"cannot be decided (the checkpoint is broken, not its export)"
+        )
     ranged = f"range {lowest:.3g} .. {highest:.3g}" if lowest <= highest else "no values"
     odd = [f"{n} {what}" for n, what in ((nan, "NaN"), (inf, "inf")) if n]
-    detail = (f"{outside} of {total} {suffix} values in {tensors} tensors meet it "
-              f"({'; '.join([ranged, *odd])})")
+    detail = (
+        f"{outside} of {total} {suffix} values in {tensors} tensors meet it "
+        f"({'; '.join([ranged, *odd])})"
+    )
     return ConditionCheck(outside > 0, detail, str(weights))

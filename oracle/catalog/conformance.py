@@ -87,8 +87,9 @@ class Record:
         for test in self.tests:
             if test in held:
                 continue
-            why = next((g.why for g in self.unrelated
-                        if any(fnmatchcase(test, p) for p in g.tests)), None)
+            why = next(
+                (g.why for g in self.unrelated if any(fnmatchcase(test, p) for p in g.tests)), None
+            )
             if why is not None:
                 out[test] = why
         return out
@@ -96,12 +97,25 @@ class Record:
 
 _RECORD_KEYS = ("fix", "commits", "tests", "case", "pending", "unrelated")
 _UNRELATED_KEYS = ("tests", "why")
-_CASE_KEYS = ("test", "params", "count", "regimes", "keep", "checks", "ir_has", "ir_lacks",
-              "aten_has", "unmapped", "table", "program")
+_CASE_KEYS = (
+    "test",
+    "params",
+    "count",
+    "regimes",
+    "keep",
+    "checks",
+    "ir_has",
+    "ir_lacks",
+    "aten_has",
+    "unmapped",
+    "table",
+    "program",
+)
 
 
-def _subtables(fields: Fields, raw: dict, key: str, where: str,
-               keys: tuple[str, ...]) -> Iterator[tuple[str, dict]]:
+def _subtables(
+    fields: Fields, raw: dict, key: str, where: str, keys: tuple[str, ...]
+) -> Iterator[tuple[str, dict]]:
     """A record's `[[record.<key>]]` tables, each checked to be a table with known keys, with
     where it is for error lines."""
     for n, table in enumerate(raw.get(key, []), start=1):
@@ -122,32 +136,44 @@ def load_records(path: Path = CONFORMANCE_FILE) -> list[Record]:
         fix = fields.ident(raw, "fix", where)
         cases = []
         for at, case in _subtables(fields, raw, "case", f"{where} (fix {fix})", _CASE_KEYS):
-            cases.append(Case(
-                test=fields.line(case, "test", at),
-                params=fields.line(case, "params", at),
-                count=fields.integer(case, "count", at, None, 1, 10_000),
-                regimes=fields.strings(case, "regimes", at),
-                keep=fields.aten_overloads(case, "keep", at),
-                checks=fields.choice(case, "checks", at, CHECKS),
-                table=fields.choice(case, "table", at, TABLES, "default"),
-                ir_has=fields.strings(case, "ir_has", at),
-                ir_lacks=fields.strings(case, "ir_lacks", at),
-                aten_has=fields.aten_overloads(case, "aten_has", at),
-                unmapped=fields.line(case, "unmapped", at, ""),
-                program=fields.choice(case, "program", at, PROGRAMS, "shipped"),
-            ))
+            cases.append(
+                Case(
+                    test=fields.line(case, "test", at),
+                    params=fields.line(case, "params", at),
+                    count=fields.integer(case, "count", at, None, 1, 10_000),
+                    regimes=fields.strings(case, "regimes", at),
+                    keep=fields.aten_overloads(case, "keep", at),
+                    checks=fields.choice(case, "checks", at, CHECKS),
+                    table=fields.choice(case, "table", at, TABLES, "default"),
+                    ir_has=fields.strings(case, "ir_has", at),
+                    ir_lacks=fields.strings(case, "ir_lacks", at),
+                    aten_has=fields.aten_overloads(case, "aten_has", at),
+                    unmapped=fields.line(case, "unmapped", at, ""),
+                    program=fields.choice(case, "program", at, PROGRAMS, "shipped"),
+                )
+            )
         tests = fields.strings(raw, "tests", where)
         held = {c.test for c in cases}
         groups = []
-        for at, group in _subtables(fields, raw, "unrelated", f"{where} (fix {fix})",
-                                    _UNRELATED_KEYS):
+        for at, group in _subtables(
+            fields, raw, "unrelated", f"{where} (fix {fix})", _UNRELATED_KEYS
+        ):
             patterns = fields.strings(group, "tests", at, required=True)
             for pattern in patterns:
                 # a pattern that matches nothing is a misspelt test name, not a harmless no-op
                 if not any(fnmatchcase(t, pattern) for t in tests if t not in held):
-                    fields.problem(f"{at}: '{pattern}' matches none of the record's tests that "
-                                   "no case holds")
+                    fields.problem(
+                        f"{at}: '{pattern}' matches none of the record's tests that no case holds"
+                    )
             groups.append(Unrelated(patterns, fields.line(group, "why", at)))
-        records.append(Record(fix, fields.strings(raw, "commits", where), tests, tuple(cases),
-                              fields.line(raw, "pending", where, ""), tuple(groups)))
+        records.append(
+            Record(
+                fix,
+                fields.strings(raw, "commits", where),
+                tests,
+                tuple(cases),
+                fields.line(raw, "pending", where, ""),
+                tuple(groups),
+            )
+        )
     return records

@@ -19,6 +19,7 @@ FIXES_FILE = Path(__file__).with_name("fixes.toml")
 class FixError(OracleUserError):
     """The fix database is malformed or a fix id is unknown; the message is one line."""
 
+
 # What a record's `touches` may name: an aten target or a Core AI op, as the programs print them.
 _TOUCHES = re.compile(r"aten\.[A-Za-z_]\w*(\.[A-Za-z_]\w*)?|coreai\.[A-Za-z_][\w.]*")
 
@@ -69,8 +70,18 @@ class Fix:
         return f"#{self.id}" if self.id.isdigit() else self.id
 
 
-_KEYS = ("id", "title", "ships_in", "kind", "upstream", "constructs", "aliases", "checked",
-         "touches", "draft")
+_KEYS = (
+    "id",
+    "title",
+    "ships_in",
+    "kind",
+    "upstream",
+    "constructs",
+    "aliases",
+    "checked",
+    "touches",
+    "draft",
+)
 _DRAFT_TEXT = ("step", "stage", "grouped_by", "reaches", "values")
 _DRAFT_LISTS = ("conditions", "evidence")
 
@@ -92,29 +103,56 @@ def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
         kind = fields.choice(entry, "kind", where, tuple(KINDS), "lowering")
         if KINDS[kind].names_constructs:
             if entry.get("constructs") in (None, []):
-                fields.problem(f"{where}: a {kind} record needs constructs, a non-empty list "
-                               "of construct kinds")
-            constructs = fields.choices(entry, "constructs", where, construct_kinds(),
-                                        "construct kinds", required=True)
+                fields.problem(
+                    f"{where}: a {kind} record needs constructs, a non-empty list "
+                    "of construct kinds"
+                )
+            constructs = fields.choices(
+                entry, "constructs", where, construct_kinds(), "construct kinds", required=True
+            )
         else:
             constructs = fields.strings(entry, "constructs", where)
             if constructs:
-                fields.problem(f"{where}: an {kind} record is answered without constructs; "
-                               "remove them or make it a lowering")
-        aliases = tuple(fields.ident({"alias": a}, "alias", f"{where} aliases")
-                        for a in _list(fields, entry, "aliases", where))
+                fields.problem(
+                    f"{where}: an {kind} record is answered without constructs; "
+                    "remove them or make it a lowering"
+                )
+        aliases = tuple(
+            fields.ident({"alias": a}, "alias", f"{where} aliases")
+            for a in _list(fields, entry, "aliases", where)
+        )
         touches = fields.strings(entry, "touches", where, blank=True)
         for target in touches:
             if not _TOUCHES.fullmatch(target):
-                fields.fail(where, "touches", "aten targets ('aten.squeeze.dims') or Core AI ops "
-                            "('coreai.conv')", target)
-        fixes.append(Fix(fix_id, fields.line(entry, "title", where),
-                         fields.release(entry, "ships_in", where, releases),
-                         fields.text(entry, "upstream", where, ""), constructs, aliases,
-                         fields.text(entry, "checked", where, ""), kind, tuple(touches),
-                         _draft(fields, entry, where)))
-    unique(fields, ((f"fix record {i} ({f.id})", name) for i, f in enumerate(fixes, start=1)
-                    for name in (f.id, *f.aliases)), "id")
+                fields.fail(
+                    where,
+                    "touches",
+                    "aten targets ('aten.squeeze.dims') or Core AI ops ('coreai.conv')",
+                    target,
+                )
+        fixes.append(
+            Fix(
+                fix_id,
+                fields.line(entry, "title", where),
+                fields.release(entry, "ships_in", where, releases),
+                fields.text(entry, "upstream", where, ""),
+                constructs,
+                aliases,
+                fields.text(entry, "checked", where, ""),
+                kind,
+                tuple(touches),
+                _draft(fields, entry, where),
+            )
+        )
+    unique(
+        fields,
+        (
+            (f"fix record {i} ({f.id})", name)
+            for i, f in enumerate(fixes, start=1)
+            for name in (f.id, *f.aliases)
+        ),
+        "id",
+    )
     return fixes
 
 
@@ -124,8 +162,7 @@ def _draft(fields: Fields, entry: dict, where: str) -> DraftNote | None:
     table = fields.table(entry, "draft", where)
     at = f"{where} draft"
     fields.keys(table, (*_DRAFT_TEXT, *_DRAFT_LISTS), at)
-    step, stage, grouped_by, reaches, values = (fields.text(table, k, at, "")
-                                                for k in _DRAFT_TEXT)
+    step, stage, grouped_by, reaches, values = (fields.text(table, k, at, "") for k in _DRAFT_TEXT)
     conditions, evidence = (fields.strings(table, k, at, blank=True) for k in _DRAFT_LISTS)
     return DraftNote(step, stage, grouped_by, reaches, values, conditions, evidence)
 
@@ -150,8 +187,10 @@ def find_fix(fix_id: str, fixes: list[Fix] | None = None, source: Path = FIXES_F
     close = difflib.get_close_matches(wanted, names, n=5, cutoff=0.3)
     near = f"the closest ids: {', '.join(close)}" if close else "no id is close to it"
     listed = "inventory fixes" + ("" if source == FIXES_FILE else f" --fixes {source}")
-    raise FixError(f"unknown fix {fix_id!r}: not in the fix database ({source.name}); {near}; "
-                   f"`{listed}` lists every record")
+    raise FixError(
+        f"unknown fix {fix_id!r}: not in the fix database ({source.name}); {near}; "
+        f"`{listed}` lists every record"
+    )
 
 
 def between(fixes: list[Fix], old: str, new: str) -> list[Fix]:

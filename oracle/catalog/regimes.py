@@ -34,8 +34,17 @@ class Regime:
         return f"{self.construct}/{self.name}"
 
 
-_KEYS = ("construct", "name", "dtype", "params", "values", "seed", "control", "tolerance",
-         "pipeline")
+_KEYS = (
+    "construct",
+    "name",
+    "dtype",
+    "params",
+    "values",
+    "seed",
+    "control",
+    "tolerance",
+    "pipeline",
+)
 _PIPELINE = ("decompositions", "optimize", "shapes", "keep")
 
 
@@ -58,18 +67,25 @@ def load_regimes(path: Path = REGIMES_FILE) -> list[Regime]:
             params=dict(fields.table(raw, "params", where)),
             dtype=fields.dtype(raw, "dtype", where, "float32"),
             pipeline=Pipeline(
-                fields.choice(pipe, "decompositions", f"{where} pipeline", DECOMPOSITIONS,
-                              "coreai"),
+                fields.choice(
+                    pipe, "decompositions", f"{where} pipeline", DECOMPOSITIONS, "coreai"
+                ),
                 fields.boolean(pipe, "optimize", f"{where} pipeline", True),
                 fields.choice(pipe, "shapes", f"{where} pipeline", SHAPES, "static"),
-                fields.aten_overloads(pipe, "keep", f"{where} pipeline")),
+                fields.aten_overloads(pipe, "keep", f"{where} pipeline"),
+            ),
             values=fields.choice(raw, "values", where, VALUES, "trained"),
             seed=fields.integer(raw, "seed", where, 0, 0, 2**32 - 1),
         )
-        regime = Regime(construct, fields.line(raw, "name", where), spec,
-                        fields.boolean(raw, "control", where, False),
-                        fields.number(raw, "tolerance", where, None, positive=True)
-                        if "tolerance" in raw else None)
+        regime = Regime(
+            construct,
+            fields.line(raw, "name", where),
+            spec,
+            fields.boolean(raw, "control", where, False),
+            fields.number(raw, "tolerance", where, None, positive=True)
+            if "tolerance" in raw
+            else None,
+        )
         if regime.id in seen:
             raise RegimeError(f"{path}: regime {regime.id} is defined twice")
         seen.add(regime.id)

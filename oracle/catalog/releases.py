@@ -73,9 +73,11 @@ class TorchCheck:
     evidence: str
 
     def cited(self) -> str:
-        return (f"measured: torch {self.against} and {self.torch} give the same program for "
-                f"{self.identical} of {self.probes} registry probes under coreai-torch "
-                f"{', '.join(self.converters)} ({self.evidence})")
+        return (
+            f"measured: torch {self.against} and {self.torch} give the same program for "
+            f"{self.identical} of {self.probes} registry probes under coreai-torch "
+            f"{', '.join(self.converters)} ({self.evidence})"
+        )
 
 
 @dataclass(frozen=True)
@@ -118,30 +120,47 @@ def read_catalog(path: Path, source: str = PACKAGED, partial: bool = False) -> C
     for version, entry in fields.table(data, "converters", "", required=True).items():
         where = f"[converters.{version!r}]"
         if not re.fullmatch(r"\d+(\.\d+)+", version):
-            fields.problem(f"{where}: a release is digits and dots (e.g. \"0.4.2\"), "
-                           f"not {version!r}")
+            fields.problem(f'{where}: a release is digits and dots (e.g. "0.4.2"), not {version!r}')
         if not isinstance(entry, dict):
             fields.fail("", where, "a table", entry)
         fields.keys(entry, ("core", "extra"), where)
-        releases[version] = Release(version, fields.line(entry, "core", where),
-                                    fields.strings(entry, "extra", where), source, str(path))
+        releases[version] = Release(
+            version,
+            fields.line(entry, "core", where),
+            fields.strings(entry, "extra", where),
+            source,
+            str(path),
+        )
     if not releases:
-        fields.problem("no [converters.\"<release>\"] tables")
+        fields.problem('no [converters."<release>"] tables')
     checked = []
     for version, entry in fields.table(torch, "checked", "[torch]").items():
         where = f"[torch.checked.{version!r}]"
         if not isinstance(entry, dict):
             fields.fail("", where, "a table", entry)
         fields.keys(entry, ("against", "converters", "probes", "identical", "evidence"), where)
-        checked.append(TorchCheck(
-            version, fields.line(entry, "against", where),
-            fields.choices(entry, "converters", where, releases, "releases in converters.toml",
-                           required=True),
-            fields.integer(entry, "probes", where, None, 0, 1_000_000),
-            fields.integer(entry, "identical", where, None, 0, 1_000_000),
-            fields.text(entry, "evidence", where)))
-    return Catalog(torch="" if partial else fields.line(torch, "version", "[torch]"),
-                   releases=releases, checked=tuple(checked))
+        checked.append(
+            TorchCheck(
+                version,
+                fields.line(entry, "against", where),
+                fields.choices(
+                    entry,
+                    "converters",
+                    where,
+                    releases,
+                    "releases in converters.toml",
+                    required=True,
+                ),
+                fields.integer(entry, "probes", where, None, 0, 1_000_000),
+                fields.integer(entry, "identical", where, None, 0, 1_000_000),
+                fields.text(entry, "evidence", where),
+            )
+        )
+    return Catalog(
+        torch="" if partial else fields.line(torch, "version", "[torch]"),
+        releases=releases,
+        checked=tuple(checked),
+    )
 
 
 def load_catalog(path: Path | None = None, discovered: bool = True) -> Catalog:
@@ -159,8 +178,7 @@ def load_catalog(path: Path | None = None, discovered: bool = True) -> Catalog:
             catalog = read_catalog(user, USER)
         else:
             over = read_catalog(user, USER, partial=True)
-            catalog = Catalog(catalog.torch, {**catalog.releases, **over.releases},
-                              catalog.checked)
+            catalog = Catalog(catalog.torch, {**catalog.releases, **over.releases}, catalog.checked)
     if not discovered:
         return catalog
     found = {v: r for v, r in recorded().items() if v not in catalog.releases}
@@ -183,14 +201,18 @@ def recorded() -> dict[str, Release]:
         try:
             derived = derive((path / DISCOVERED_METADATA).read_text(errors="replace"))
         except OSError as exc:
-            raise EnvError(f"{path / DISCOVERED_METADATA}: cannot read: {exc.strerror or exc}; "
-                           "discover the release again (inventory envs discover)") from None
+            raise EnvError(
+                f"{path / DISCOVERED_METADATA}: cannot read: {exc.strerror or exc}; "
+                "discover the release again (inventory envs discover)"
+            ) from None
         for version, release in entry.releases.items():
             if derived.problem or (derived.version, derived.core) != (version, release.core):
                 said = derived.problem or f"{derived.version} pins {derived.core}"
-                raise EnvError(f"{path / DISCOVERED_ENTRY}: [converters.\"{version}\"] core = "
-                               f"{release.core!r} does not follow from the METADATA beside it "
-                               f"({said}); discover the release again (inventory envs "
-                               "discover)")
+                raise EnvError(
+                    f'{path / DISCOVERED_ENTRY}: [converters."{version}"] core = '
+                    f"{release.core!r} does not follow from the METADATA beside it "
+                    f"({said}); discover the release again (inventory envs "
+                    "discover)"
+                )
             out[version] = Release(version, release.core, release.extra, DISCOVERED, str(path))
     return out

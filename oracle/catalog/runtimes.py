@@ -43,11 +43,13 @@ def parse_runtime(text: str, catalog: Catalog) -> str:
     for core in known:
         if wanted == core or (wanted and core.endswith(wanted) and not wanted[0].isdigit()):
             return core
-    raise EnvError(f"runtime {text!r} is not in the catalog (coreai-core releases in "
-                   f"converters.toml: {', '.join(known)})")
+    raise EnvError(
+        f"runtime {text!r} is not in the catalog (coreai-core releases in "
+        f"converters.toml: {', '.join(known)})"
+    )
 
 
 def at_or_above(catalog: Catalog, core: str) -> list[str]:
     """Every runtime of the catalog from `core` on."""
     known = cores(catalog)
-    return known[known.index(core):] if core in known else known
+    return known[known.index(core) :] if core in known else known

@@ -40,7 +40,7 @@ class DataFileError(OracleUserError):
 def shown(value: Any) -> str:
     """A value as the user wrote it, cut to one short line."""
     text = value.isoformat() if isinstance(value, dt.date | dt.time) else repr(value)
-    return text if len(text) <= _SHOWN else text[:_SHOWN - 3] + "..."
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
 def construct_kinds() -> tuple[str, ...]:
@@ -81,8 +81,9 @@ class Fields:
             if key not in known:
                 self.problem(f"{where} has an unknown key {key!r} (known: {', '.join(known)})")
 
-    def table(self, table: dict[str, Any], key: str, where: str,
-              required: bool = False) -> dict[str, Any]:
+    def table(
+        self, table: dict[str, Any], key: str, where: str, required: bool = False
+    ) -> dict[str, Any]:
         value = self.need(table, key, where) if required else table.get(key, {})
         if not isinstance(value, dict):
             self.fail(where, key, "a table", value)
@@ -100,16 +101,14 @@ class Fields:
             out.append((f"{key} {i}", raw))
         return out
 
-    def text(self, table: dict[str, Any], key: str, where: str,
-             default: str | None = None) -> str:
+    def text(self, table: dict[str, Any], key: str, where: str, default: str | None = None) -> str:
         """A string; a required one (no default) must not be blank either."""
         value = self.need(table, key, where) if default is None else table.get(key, default)
         if not isinstance(value, str) or (default is None and not value.strip()):
             self.fail(where, key, "a non-empty string" if default is None else "a string", value)
         return value
 
-    def line(self, table: dict[str, Any], key: str, where: str,
-             default: str | None = None) -> str:
+    def line(self, table: dict[str, Any], key: str, where: str, default: str | None = None) -> str:
         """A string printed in answers and error lines: printable, on one line."""
         value = self.text(table, key, where, default)
         if not value.isprintable():
@@ -120,17 +119,30 @@ class Fields:
         """An id (a PR number or a short name): a string or a whole number, no blank, no space."""
         value = self.need(table, key, where)
         text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-        if not isinstance(text, str) or not text or text != text.strip() or any(
-                c.isspace() or not c.isprintable() for c in text):
+        if (
+            not isinstance(text, str)
+            or not text
+            or text != text.strip()
+            or any(c.isspace() or not c.isprintable() for c in text)
+        ):
             self.fail(where, key, "an id (a string or a whole number, no spaces)", value)
         return text
 
-    def strings(self, table: dict[str, Any], key: str, where: str, required: bool = False,
-                blank: bool = False) -> tuple[str, ...]:
+    def strings(
+        self,
+        table: dict[str, Any],
+        key: str,
+        where: str,
+        required: bool = False,
+        blank: bool = False,
+    ) -> tuple[str, ...]:
         """A list of strings (non-blank unless `blank`); a required one must not be empty."""
         value = self.need(table, key, where) if required else table.get(key, [])
-        if (not isinstance(value, list) or (required and not value)
-                or not all(isinstance(v, str) and (blank or v.strip()) for v in value)):
+        if (
+            not isinstance(value, list)
+            or (required and not value)
+            or not all(isinstance(v, str) and (blank or v.strip()) for v in value)
+        ):
             what = "a non-empty list of strings" if required else "a list of strings"
             self.fail(where, key, what, value)
         return tuple(value)
@@ -141,36 +153,66 @@ class Fields:
             self.fail(where, key, "true or false", value)
         return value
 
-    def integer(self, table: dict[str, Any], key: str, where: str, default: int | None,
-                low: int, high: int) -> int:
+    def integer(
+        self, table: dict[str, Any], key: str, where: str, default: int | None, low: int, high: int
+    ) -> int:
         value = self.need(table, key, where) if default is None else table.get(key, default)
         # bool is an int to Python, never a number to a reader
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             self.fail(where, key, f"a whole number from {low} to {high}", value)
         return value
 
-    def number(self, table: dict[str, Any], key: str, where: str, default: float | None,
-               positive: bool = False) -> float:
+    def number(
+        self,
+        table: dict[str, Any],
+        key: str,
+        where: str,
+        default: float | None,
+        positive: bool = False,
+    ) -> float:
         """A finite number (an int is one too); `positive`: above 0."""
         value = self.need(table, key, where) if default is None else table.get(key, default)
-        ok = (isinstance(value, int | float) and not isinstance(value, bool)
-              and math.isfinite(value) and (not positive or value > 0))
+        ok = (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and (not positive or value > 0)
+        )
         if not ok:
-            self.fail(where, key, "a finite number above 0" if positive else "a finite number",
-                      value)
+            self.fail(
+                where, key, "a finite number above 0" if positive else "a finite number", value
+            )
         return float(value)
 
-    def choice(self, table: dict[str, Any], key: str, where: str, choices: Iterable[str],
-               default: str | None = None, what: str = "") -> str:
+    def choice(
+        self,
+        table: dict[str, Any],
+        key: str,
+        where: str,
+        choices: Iterable[str],
+        default: str | None = None,
+        what: str = "",
+    ) -> str:
         known = tuple(choices)
         value = self.need(table, key, where) if default is None else table.get(key, default)
         if not isinstance(value, str) or value not in known:
-            self.fail(where, key, f"{what or 'one of'} ({_listed(known)})" if what
-                      else f"one of {_listed(known)}", value)
+            self.fail(
+                where,
+                key,
+                f"{what or 'one of'} ({_listed(known)})" if what else f"one of {_listed(known)}",
+                value,
+            )
         return value
 
-    def choices(self, table: dict[str, Any], key: str, where: str, choices: Iterable[str],
-                what: str, required: bool = False) -> tuple[str, ...]:
+    def choices(
+        self,
+        table: dict[str, Any],
+        key: str,
+        where: str,
+        choices: Iterable[str],
+        what: str,
+        required: bool = False,
+    ) -> tuple[str, ...]:
         values = self.strings(table, key, where, required=required)
         known = tuple(choices)
         for value in values:
@@ -184,23 +226,38 @@ class Fields:
         values = self.strings(table, key, where)
         for value in values:
             parts = value.split(".")
-            if len(parts) != 3 or parts[0] != "aten" or not all(
-                    p.replace("_", "").isalnum() for p in parts[1:]):
+            if (
+                len(parts) != 3
+                or parts[0] != "aten"
+                or not all(p.replace("_", "").isalnum() for p in parts[1:])
+            ):
                 self.fail(where, key, "a list of aten overloads (aten.NAME.OVERLOAD)", value)
         return values
 
     def kind(self, table: dict[str, Any], key: str, where: str) -> str:
         return self.choice(table, key, where, construct_kinds(), what="a construct kind")
 
-    def dtype(self, table: dict[str, Any], key: str, where: str,
-              default: str | None = None) -> str:
+    def dtype(self, table: dict[str, Any], key: str, where: str, default: str | None = None) -> str:
         return self.choice(table, key, where, PROBE_DTYPES, default, what="a probe dtype")
 
-    def release(self, table: dict[str, Any], key: str, where: str, releases: Iterable[str],
-                default: str | None = None, also: tuple[str, ...] = ()) -> str:
+    def release(
+        self,
+        table: dict[str, Any],
+        key: str,
+        where: str,
+        releases: Iterable[str],
+        default: str | None = None,
+        also: tuple[str, ...] = (),
+    ) -> str:
         """A coreai-torch release of the catalog (written exactly: "0.4.2", not "v0.4.2")."""
-        return self.choice(table, key, where, (*_sorted_releases(releases), *also), default,
-                           what="a release in converters.toml")
+        return self.choice(
+            table,
+            key,
+            where,
+            (*_sorted_releases(releases), *also),
+            default,
+            what="a release in converters.toml",
+        )
 
 
 def _sorted_releases(releases: Iterable[str]) -> list[str]:

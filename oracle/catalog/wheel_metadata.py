@@ -55,8 +55,9 @@ class Derived:
     @property
     def others(self) -> tuple[str, ...]:
         """The bounded requirements beside coreai-core and torch (`numpy<2.5`)."""
-        return tuple(r for r in self.requires
-                     if not r.startswith((CORE, TORCH)) and re.search(r"[<>=!~]", r))
+        return tuple(
+            r for r in self.requires if not r.startswith((CORE, TORCH)) and re.search(r"[<>=!~]", r)
+        )
 
 
 def derive(metadata: str) -> Derived:
@@ -64,8 +65,11 @@ def derive(metadata: str) -> Derived:
     headers = HeaderParser().parsestr(metadata)
     version = (headers.get("Version") or "").strip()
     name = re.sub(r"[-_.]+", "-", (headers.get("Name") or "").strip()).lower()
-    reqs = [r for r in (requirement(line) for line in headers.get_all("Requires-Dist") or [])
-            if r is not None and not r.optional]
+    reqs = [
+        r
+        for r in (requirement(line) for line in headers.get_all("Requires-Dist") or [])
+        if r is not None and not r.optional
+    ]
     requires = tuple(r.text for r in reqs)
     torch = next((r.text for r in reqs if r.name == TORCH), "")
     pins = [r for r in reqs if r.name == CORE]
@@ -74,13 +78,17 @@ def derive(metadata: str) -> Derived:
     if name != CONVERTER:
         problem = f"the metadata names {name or 'no distribution'!r}, not {CONVERTER}"
     elif not re.fullmatch(r"\d+(\.\d+)+", version):
-        problem = (f"{version or 'no version'!r} is not a release the catalog can name (digits "
-                   "and dots: a pre-release or local build is left to a user's catalog)")
+        problem = (
+            f"{version or 'no version'!r} is not a release the catalog can name (digits "
+            "and dots: a pre-release or local build is left to a user's catalog)"
+        )
     elif not pins:
         problem = "it declares no coreai-core requirement: the runtime it builds with is unknown"
     elif len(exact) != 1 or any(r.marker for r in pins):
         said = ", ".join(r.text for r in pins)
-        problem = (f"it requires {said}, not one coreai-core release: the runtime its assets "
-                   "are built with cannot be derived")
+        problem = (
+            f"it requires {said}, not one coreai-core release: the runtime its assets "
+            "are built with cannot be derived"
+        )
     core = exact[0].lstrip("=") if not problem else None
     return Derived(version, core, torch, requires, problem)

@@ -88,7 +88,7 @@ class EnvironmentFault(EnvError):
 
 
 def _rebuild_hint(env: Env) -> str:
-    return (f"remove {env.path} and run `inventory envs build {env.converter}` to rebuild it")
+    return f"remove {env.path} and run `inventory envs build {env.converter}` to rebuild it"
 
 
 class Worker:
@@ -103,8 +103,9 @@ class Worker:
     # failure is the environment's, not the converter's.
     needs: tuple[str, ...] = ("torch", "coreai_torch", "coreai.runtime", "safetensors")
 
-    def __init__(self, env: Env, log: Path, timeout: float | None = None,
-                 progress: Progress = lambda _: None) -> None:
+    def __init__(
+        self, env: Env, log: Path, timeout: float | None = None, progress: Progress = lambda _: None
+    ) -> None:
         self.env = env
         self.log = log
         self._progress = progress
@@ -133,20 +134,30 @@ class Worker:
 
     def _check_environment(self) -> str | None:
         try:
-            proc = subprocess.run([str(self.env.python), "-c", _IMPORTS, *self.needs],
-                                  capture_output=True, text=True, timeout=600)
+            proc = subprocess.run(
+                [str(self.env.python), "-c", _IMPORTS, *self.needs],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
         except OSError as exc:
-            return (f"environment fault: {self.env.name} cannot start its python "
-                    f"{self.env.python} ({exc.strerror or exc}); {_rebuild_hint(self.env)}")
+            return (
+                f"environment fault: {self.env.name} cannot start its python "
+                f"{self.env.python} ({exc.strerror or exc}); {_rebuild_hint(self.env)}"
+            )
         except subprocess.TimeoutExpired:
-            return (f"environment fault: {self.env.name} could not import "
-                    f"{', '.join(self.needs)} within 600 s; {_rebuild_hint(self.env)}")
+            return (
+                f"environment fault: {self.env.name} could not import "
+                f"{', '.join(self.needs)} within 600 s; {_rebuild_hint(self.env)}"
+            )
         if proc.returncode == 0:
             return None
         lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
         detail = lines[-1] if lines else f"exit code {proc.returncode}"
-        return (f"environment fault: {self.env.name} cannot import what its worker needs "
-                f"({detail}); {_rebuild_hint(self.env)}")
+        return (
+            f"environment fault: {self.env.name} cannot import what its worker needs "
+            f"({detail}); {_rebuild_hint(self.env)}"
+        )
 
     def _start(self) -> subprocess.Popen[str]:
         # never in an environment whose files changed since it was built: rebuilt first
@@ -195,8 +206,7 @@ class Worker:
                 self._proc = self._start()
                 if self.killed():  # kill() ran while this process started: it missed it
                     self._reap()
-                    raise WorkerFailure(f"{self.env.name} worker stopped: the run was "
-                                        "interrupted")
+                    raise WorkerFailure(f"{self.env.name} worker stopped: the run was interrupted")
             proc = self._proc
             self._next_id += 1
             request = {**request, "id": self._next_id}
@@ -337,9 +347,14 @@ class Pool:
     much memory), so the size is the run's concurrency, never more. `worker(env)` is the first
     one, for callers that run one call at a time (load checks, scan, repair)."""
 
-    def __init__(self, log_dir: Path, worker: type[Worker] = Worker,
-                 log_suffix: str = "worker", progress: Progress = lambda _: None,
-                 size: int = 1) -> None:
+    def __init__(
+        self,
+        log_dir: Path,
+        worker: type[Worker] = Worker,
+        log_suffix: str = "worker",
+        progress: Progress = lambda _: None,
+        size: int = 1,
+    ) -> None:
         self.log_dir = log_dir
         self.progress = progress
         self.worker_type = worker

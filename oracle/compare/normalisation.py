@@ -73,8 +73,13 @@ def _rename_composites(text: str) -> str:
             mapping[rand] = f"G{len(mapping) + 1}"
     if not mapping:
         return text
-    pattern = re.compile(r"_(" + "|".join(map(re.escape, mapping)) + r")\b|_(" +
-                         "|".join(map(re.escape, mapping)) + r")(?=_spec_)")
+    pattern = re.compile(
+        r"_("
+        + "|".join(map(re.escape, mapping))
+        + r")\b|_("
+        + "|".join(map(re.escape, mapping))
+        + r")(?=_spec_)"
+    )
     return pattern.sub(lambda m: "_" + mapping[m.group(1) or m.group(2)], text)
 
 
@@ -144,12 +149,12 @@ def compare_texts(old: str, new: str, old_label: str = "old", new_label: str = "
     return compare_normalised(normalise(old), normalise(new), old_label, new_label)
 
 
-def compare_normalised(a: str, b: str, old_label: str = "old",
-                       new_label: str = "new") -> Identity:
+def compare_normalised(a: str, b: str, old_label: str = "old", new_label: str = "new") -> Identity:
     """`compare_texts` of two texts already normalised."""
     if a == b:
         return Identity(True, "", 0)
-    diff = list(difflib.unified_diff(a.splitlines(), b.splitlines(), old_label, new_label,
-                                     lineterm="", n=2))
+    diff = list(
+        difflib.unified_diff(a.splitlines(), b.splitlines(), old_label, new_label, lineterm="", n=2)
+    )
     changed = sum(1 for ln in diff if ln[:1] in "+-" and not ln.startswith(("+++", "---")))
     return Identity(False, "\n".join(diff) + "\n", changed)

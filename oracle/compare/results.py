@@ -99,19 +99,42 @@ def to_json(result: ProbeResult) -> dict[str, Any]:
 
 def from_json(data: dict[str, Any]) -> ProbeResult:
     s = data["spec"]
-    spec = ProbeSpec(s["construct"], s["params"], s["dtype"], Pipeline(**s["pipeline"]),
-                     s["values"], s["seed"], s.get("tensors", {}), s.get("checkpoint", ""))
+    spec = ProbeSpec(
+        s["construct"],
+        s["params"],
+        s["dtype"],
+        Pipeline(**s["pipeline"]),
+        s["values"],
+        s["seed"],
+        s.get("tensors", {}),
+        s.get("checkpoint", ""),
+    )
     m = data.get("measurement")
     measurement = None
     if m is not None:
         stats = OutputStats(**m["stats"]) if m.get("stats") else None
-        measurement = Measurement(m["runtime"], m["attempts"], m["ok"], m.get("error", ""),
-                                  stats, m.get("files", {}))
+        measurement = Measurement(
+            m["runtime"], m["attempts"], m["ok"], m.get("error", ""), stats, m.get("files", {})
+        )
     a = data.get("alone")
     alone = None
     if a is not None:
-        alone = Alone(a["side"], a["runtime"], a["ok"], a.get("error", ""),
-                      SideStats(**a["stats"]) if a.get("stats") else None, a.get("files", {}))
-    return ProbeResult(spec, Side(**data["old"]), Side(**data["new"]), Identity(data["emitted"]),
-                       Identity(data["shipped"]), measurement, data["evidence"],
-                       data.get("cached", False), alone)
+        alone = Alone(
+            a["side"],
+            a["runtime"],
+            a["ok"],
+            a.get("error", ""),
+            SideStats(**a["stats"]) if a.get("stats") else None,
+            a.get("files", {}),
+        )
+    return ProbeResult(
+        spec,
+        Side(**data["old"]),
+        Side(**data["new"]),
+        Identity(data["emitted"]),
+        Identity(data["shipped"]),
+        measurement,
+        data["evidence"],
+        data.get("cached", False),
+        alone,
+    )

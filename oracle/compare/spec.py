@@ -24,8 +24,11 @@ class Pipeline:
         object.__setattr__(self, "keep", tuple(sorted(self.keep)))
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"decompositions": self.decompositions,
-                               "optimize": self.optimize, "shapes": self.shapes}
+        out: dict[str, Any] = {
+            "decompositions": self.decompositions,
+            "optimize": self.optimize,
+            "shapes": self.shapes,
+        }
         # only when set: a pipeline that keeps nothing out keys its results as before
         if self.keep:
             out["keep"] = list(self.keep)

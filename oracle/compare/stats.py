@@ -110,8 +110,10 @@ def output_stats(old: Path, new: Path, reference: Path) -> OutputStats:
     olds = [o[k] for k in names]
     news = [n[k] for k in names]
     refs = [r[k] for k in names]
-    bit_identical = all(a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
-                        for a, b in zip(olds, news, strict=True))
+    bit_identical = all(
+        a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+        for a, b in zip(olds, news, strict=True)
+    )
     fits_old = [_representable(a, c) for a, c in zip(olds, refs, strict=True)]
     fits_new = [_representable(b, c) for b, c in zip(news, refs, strict=True)]
     unrepresentable = sum(int((~f).sum()) for f in fits_new if f is not None)
@@ -121,15 +123,19 @@ def output_stats(old: Path, new: Path, reference: Path) -> OutputStats:
         shapes_new=[list(b.shape) for b in news],
         shapes_ref=[list(c.shape) for c in refs],
         maxabs_old_new=_worst([_maxabs(a, b) for a, b in zip(olds, news, strict=True)]),
-        maxabs_old_ref=_worst([_maxabs(a, c, f) for a, c, f in
-                               zip(olds, refs, fits_old, strict=True)]),
-        maxabs_new_ref=_worst([_maxabs(b, c, f) for b, c, f in
-                               zip(news, refs, fits_new, strict=True)]),
+        maxabs_old_ref=_worst(
+            [_maxabs(a, c, f) for a, c, f in zip(olds, refs, fits_old, strict=True)]
+        ),
+        maxabs_new_ref=_worst(
+            [_maxabs(b, c, f) for b, c, f in zip(news, refs, fits_new, strict=True)]
+        ),
         ref_magnitude=_magnitude(refs, fits_new),
-        nonfinite_old=sum(_nonfinite(a, c, f) for a, c, f in
-                          zip(olds, refs, fits_old, strict=True)),
-        nonfinite_new=sum(_nonfinite(b, c, f) for b, c, f in
-                          zip(news, refs, fits_new, strict=True)),
+        nonfinite_old=sum(
+            _nonfinite(a, c, f) for a, c, f in zip(olds, refs, fits_old, strict=True)
+        ),
+        nonfinite_new=sum(
+            _nonfinite(b, c, f) for b, c, f in zip(news, refs, fits_new, strict=True)
+        ),
         unrepresentable=unrepresentable,
     )
 

@@ -30,8 +30,11 @@ def kinds() -> list[str]:
 def _kinds() -> tuple[str, ...]:
     # listed once per process: `get` is asked for every probe's label (a warm plan listed the
     # package thousands of times)
-    return tuple(sorted(m.name for m in pkgutil.iter_modules([str(PACKAGE_DIR)])
-                        if not m.name.startswith("_")))
+    return tuple(
+        sorted(
+            m.name for m in pkgutil.iter_modules([str(PACKAGE_DIR)]) if not m.name.startswith("_")
+        )
+    )
 
 
 def get(kind: str) -> Construct:

@@ -109,8 +109,10 @@ def arrives_decomposed(kind: str) -> Fewer:
     def fewer(seen: ScanSeen) -> list[str]:
         if seen.decompositions == "coreai":
             return []
-        return [f"the pipeline decomposes with {seen.decompositions} decompositions: a {kind} "
-                f"arrives as plain ops"]
+        return [
+            f"the pipeline decomposes with {seen.decompositions} decompositions: a {kind} "
+            f"arrives as plain ops"
+        ]
 
     return fewer
 

@@ -18,10 +18,18 @@ import sympy
 import torch
 from torch.utils._sympy.numbers import int_oo
 
-DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
-               torch.int32: "int32", torch.int64: "int64", torch.int8: "int8",
-               torch.float64: "float64", torch.int16: "int16", torch.uint8: "uint8",
-               torch.bool: "bool"}
+DTYPE_NAMES = {
+    torch.float32: "float32",
+    torch.float16: "float16",
+    torch.bfloat16: "bfloat16",
+    torch.int32: "int32",
+    torch.int64: "int64",
+    torch.int8: "int8",
+    torch.float64: "float64",
+    torch.int16: "int16",
+    torch.uint8: "uint8",
+    torch.bool: "bool",
+}
 # Dtypes a probe can be built in (`module.to(dtype)`); others are recorded as float32 probes.
 PROBE_DTYPES = ("float32", "float16", "bfloat16")
 
@@ -32,7 +40,7 @@ SIZES_NOTE = {
     "dynamic": "dynamic: example sizes",
     "asserted": "data-dependent (.item()): sizes pinned by the graph's runtime asserts",
     "assumed": "data-dependent (.item()): sizes taken as equal factors of a runtime-asserted "
-               "product",
+    "product",
     "unresolved": f"data-dependent (.item()): unresolved, {FALLBACK_SIZE} assumed",
 }
 
@@ -71,8 +79,11 @@ def shape(node: Any) -> list[int | str]:
 def dtype(node: Any) -> str:
     v = node.meta.get("val") if hasattr(node, "meta") else None
     dt = getattr(v, "dtype", None)
-    return DTYPE_NAMES.get(dt, str(dt)) if isinstance(dt, torch.dtype) else str(
-        getattr(v, "dtype", "?"))
+    return (
+        DTYPE_NAMES.get(dt, str(dt))
+        if isinstance(dt, torch.dtype)
+        else str(getattr(v, "dtype", "?"))
+    )
 
 
 def module_path(node: Any) -> str:
@@ -179,8 +190,7 @@ class Sizes:
     read once per run and kept here (keyed by the env object itself, which the run keeps alive),
     never in module state."""
 
-    _facts: list[tuple[Any, tuple[dict[Any, int], dict[Any, int]]]] = field(
-        default_factory=list)
+    _facts: list[tuple[Any, tuple[dict[Any, int], dict[Any, int]]]] = field(default_factory=list)
 
     def facts(self, env: Any) -> tuple[dict[Any, int], dict[Any, int]]:
         for known, facts in self._facts:
@@ -342,8 +352,9 @@ def with_layout(params: dict[str, Any], x: Any, shape: list[int]) -> None:
     if found is None:
         return
     layout, source = found
-    params["item_shape"] = [d if isinstance(d, str) else int(s)
-                            for d, s in zip(layout, shape, strict=True)]
+    params["item_shape"] = [
+        d if isinstance(d, str) else int(s) for d, s in zip(layout, shape, strict=True)
+    ]
     params["size_source"] = source
 
 
@@ -379,6 +390,7 @@ def with_sizes(params: dict[str, Any], how: str) -> dict[str, Any]:
 
 # ---- a node's signature: what the converter's lowering of it depends on -----------------------
 
+
 def _dim_kind(d: Any) -> str:
     """A size as the converter sees it: an int, `d` a dynamic input dim (backed), `u` a
     data-dependent one (unbacked, from an .item())."""
@@ -412,12 +424,17 @@ def signature(node: Any) -> dict[str, Any]:
     lowered alike; a probe's node must have its traced instance's (tests/test_probe_fidelity.py).
     """
     out = val(node)
-    result = (f"{name(out.dtype)} [{'x'.join(_dim_kind(d) for d in out.shape)}]"
-              if isinstance(out, torch.Tensor) else type(out).__name__)
-    return {"op": target_name(node),
-            "args": [_operand(a) for a in node.args],
-            "kwargs": {k: _operand(v) for k, v in sorted(node.kwargs.items())},
-            "result": result}
+    result = (
+        f"{name(out.dtype)} [{'x'.join(_dim_kind(d) for d in out.shape)}]"
+        if isinstance(out, torch.Tensor)
+        else type(out).__name__
+    )
+    return {
+        "op": target_name(node),
+        "args": [_operand(a) for a in node.args],
+        "kwargs": {k: _operand(v) for k, v in sorted(node.kwargs.items())},
+        "result": result,
+    }
 
 
 def signature_of_value(node: Any) -> str:

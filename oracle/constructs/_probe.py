@@ -13,8 +13,14 @@ from typing import Any
 
 import torch
 
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-          "int32": torch.int32, "int8": torch.int8, "int64": torch.int64}
+DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int32": torch.int32,
+    "int8": torch.int8,
+    "int64": torch.int64,
+}
 FP16_TINY = 6.103515625e-05  # fp16's smallest normal
 FP16_MAX = 65504.0
 INT_MIN = {"int8": -(2**7), "int32": -(2**31)}
@@ -101,8 +107,9 @@ def permuted(n: int, gen: torch.Generator) -> torch.Tensor:
     return torch.randperm(n, generator=gen)
 
 
-def norm_affine(weight: torch.Tensor | None, bias: torch.Tensor | None, gen: torch.Generator,
-                values: str) -> None:
+def norm_affine(
+    weight: torch.Tensor | None, bias: torch.Tensor | None, gen: torch.Generator, values: str
+) -> None:
     """Norm scales around 1 and shifts around 0, as training leaves them (any rank)."""
     if values == "init":
         return
@@ -121,8 +128,9 @@ def int_operand(shape: list[int], gen: torch.Generator, lo: int, hi: int) -> tor
     return torch.randint(lo, hi, shape, generator=gen, dtype=torch.int32)
 
 
-def plant(x: torch.Tensor, specials: list[float], gen: torch.Generator,
-          fraction: float = 0.25) -> torch.Tensor:
+def plant(
+    x: torch.Tensor, specials: list[float], gen: torch.Generator, fraction: float = 0.25
+) -> torch.Tensor:
     """Put special values at random positions of a float tensor (a copy)."""
     x = x.clone()
     flat = x.view(-1)
@@ -208,8 +216,13 @@ class _ItemShaped(torch.nn.Module):
     """`inner` on inputs expanded to a data-dependent layout: the sizes read with `.item()`
     (from a constant made in forward, or from the last input `hw`), as the instance's were."""
 
-    def __init__(self, inner: torch.nn.Module, layout: list[int | str],
-                 values: tuple[int, int], from_input: bool) -> None:
+    def __init__(
+        self,
+        inner: torch.nn.Module,
+        layout: list[int | str],
+        values: tuple[int, int],
+        from_input: bool,
+    ) -> None:
         super().__init__()
         self.inner = inner
         self.layout = layout
@@ -222,12 +235,16 @@ class _ItemShaped(torch.nn.Module):
         return self.inner(*[item_expand(x, self.layout, h, w) for x in xs])
 
 
-def item_shaped(inner: torch.nn.Module, layout: list[int | str], shape: list[int],
-                source: str, inputs: dict[str, torch.Tensor]) -> Built:
+def item_shaped(
+    inner: torch.nn.Module,
+    layout: list[int | str],
+    shape: list[int],
+    source: str,
+    inputs: dict[str, torch.Tensor],
+) -> Built:
     """A probe whose tensor inputs (each built at `item_static(layout)`) take the instance's
     data-dependent layout inside forward (`_graph.item_layout`; `shape` holds its values)."""
     values = item_values(layout, shape)
     if source == "data":
         inputs = {**inputs, "hw": torch.tensor([list(values)], dtype=torch.long)}
-    return Built(_ItemShaped(inner, layout, values, source == "data"), inputs,
-                 fixed_dtype=("hw",))
+    return Built(_ItemShaped(inner, layout, values, source == "data"), inputs, fixed_dtype=("hw",))

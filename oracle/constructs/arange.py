@@ -29,8 +29,9 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         """x + arange(start, end, step, dtype): the arange's dtype is `input` (x's), a named dtype,
         or absent (torch's default for the bounds: int64 for integers, fp32 for a float)."""
 
-        def __init__(self, start: float, end: float, step: float, dtype: str | None,
-                     end_from_input: bool) -> None:
+        def __init__(
+            self, start: float, end: float, step: float, dtype: str | None, end_from_input: bool
+        ) -> None:
             super().__init__()
             self.start, self.end, self.step = start, end, step
             self.dtype = dtype
@@ -50,10 +51,10 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         """x + arange(start, h, step, dtype) where h is `.item()` of a [1, 2] size tensor (a
         constant made in forward, or the input `hw`), pinned as a product (sam3's decoder)."""
 
-        def forward(self, x: torch.Tensor, hw: torch.Tensor | None = None
-                    ) -> torch.Tensor:
-            dtype = x.dtype if self.dtype == "input" else (
-                p.DTYPES[self.dtype] if self.dtype else None)
+        def forward(self, x: torch.Tensor, hw: torch.Tensor | None = None) -> torch.Tensor:
+            dtype = (
+                x.dtype if self.dtype == "input" else (p.DTYPES[self.dtype] if self.dtype else None)
+            )
             h, _w = p.item_sizes((int(self.end), int(self.end)), hw)
             return x + torch.arange(self.start, h, self.step, dtype=dtype)
 
@@ -65,14 +66,20 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         inputs = {"x": torch.randn([int(params.get("batch", 1)), 1], generator=gen)}
         if source == "data":
             inputs["hw"] = torch.tensor([[int(end), int(end)]], dtype=torch.long)
-        return p.Built(_ArangeItem(start, end, step, params.get("arange_dtype", "input"), False),
-                       inputs, fixed_dtype=("hw",))
+        return p.Built(
+            _ArangeItem(start, end, step, params.get("arange_dtype", "input"), False),
+            inputs,
+            fixed_dtype=("hw",),
+        )
     from_input = source == "input"
     n = int(end) if from_input else len(torch.arange(start, end, step))
     x = torch.randn([int(params.get("batch", 1)), n], generator=gen)
     dynamic = {"x": {1: ("length", 1, max(64, 2 * n))}} if from_input else {}
-    return p.Built(_Arange(start, end, step, params.get("arange_dtype", "input"), from_input),
-                   {"x": x}, dynamic=dynamic)
+    return p.Built(
+        _Arange(start, end, step, params.get("arange_dtype", "input"), from_input),
+        {"x": x},
+        dynamic=dynamic,
+    )
 
 
 # ---- the detector ------------------------------------------------------------------------------
@@ -126,7 +133,8 @@ CONSTRUCT = Construct(
     kind="arange",
     params=("start", "end", "step", "arange_dtype", "batch", "end_source"),
     build=build,
-    readers=(Reader(("aten.arange.default", "aten.arange.start", "aten.arange.start_step"),
-                    detect),),
+    readers=(
+        Reader(("aten.arange.default", "aten.arange.start", "aten.arange.start_step"), detect),
+    ),
     scan=ScanSignature(unseen="an arange of static bounds is folded into a constant"),
 )

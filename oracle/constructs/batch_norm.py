@@ -34,7 +34,7 @@ def _running_var(c: int, regime: str, gen: torch.Generator) -> torch.Tensor:
         order = p.permuted(c, gen)
         quarter = max(1, c // 4)
         var[order[:quarter]] = p.log_uniform(quarter, 1e-9, p.FP16_TINY * 0.8, gen)
-        var[order[quarter:2 * quarter]] = p.log_uniform(quarter, p.FP16_MAX * 1.2, 1e7, gen)
+        var[order[quarter : 2 * quarter]] = p.log_uniform(quarter, p.FP16_MAX * 1.2, 1e7, gen)
         return var
     raise ValueError(f"unknown running_var regime {regime!r}")
 
@@ -44,8 +44,9 @@ def _bn_only(conv: torch.nn.Module | None) -> tuple[str, ...]:
     return ("bn",) if conv is not None else ()
 
 
-def build(params: dict[str, Any], gen: torch.Generator, values: str,
-          tensors: dict[str, Any] | None = None) -> Built:
+def build(
+    params: dict[str, Any], gen: torch.Generator, values: str, tensors: dict[str, Any] | None = None
+) -> Built:
     """With values "checkpoint", `tensors` holds the instance's own running statistics, affine
     parameters and depthwise conv weights (CHECKPOINT); a conv without a bias in the checkpoint
     gets a zero bias (the same values; the probe's conv always has the bias op)."""
@@ -75,7 +76,8 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str,
     if kernel and dim != 1:
         raise ValueError("depthwise_kernel needs dim = 1 (a Conv1d)")
     bn = {1: torch.nn.BatchNorm1d, 2: torch.nn.BatchNorm2d}[dim](
-        c, eps=float(params.get("eps", 1e-5)), affine=bool(params.get("affine", True)))
+        c, eps=float(params.get("eps", 1e-5)), affine=bool(params.get("affine", True))
+    )
     fill = "trained" if values == "checkpoint" else values
     p.fill_trained(bn, gen, fill)
     shape = [batch, c] + [length] * dim
@@ -94,11 +96,14 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str,
     var = _running_var(c, regime, gen)
     per_channel = [1, c] + [1] * dim
     if conv is None:
-        mean = torch.randn(c, generator=gen) * 0.5 * var.sqrt().clamp(max=10.0) + \
-            torch.randn(c, generator=gen) * 0.2
+        mean = (
+            torch.randn(c, generator=gen) * 0.5 * var.sqrt().clamp(max=10.0)
+            + torch.randn(c, generator=gen) * 0.2
+        )
         # The input the statistics describe: x ~ N(running_mean, running_var) per channel.
-        x = mean.view(per_channel) + var.sqrt().view(per_channel) * torch.randn(shape,
-                                                                             generator=gen)
+        x = mean.view(per_channel) + var.sqrt().view(per_channel) * torch.randn(
+            shape, generator=gen
+        )
     else:
         x = torch.randn(shape, generator=gen)
         with torch.no_grad():
@@ -116,8 +121,9 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str,
     return p.Built(_BatchNorm(bn, conv), {"x": x}, param_dtype_modules=_bn_only(conv))
 
 
-def _from_checkpoint(bn: Any, conv: Any, shape: list[int], tensors: dict[str, Any],
-                     gen: torch.Generator) -> Built:
+def _from_checkpoint(
+    bn: Any, conv: Any, shape: list[int], tensors: dict[str, Any], gen: torch.Generator
+) -> Built:
     """The probe with one traced module's own tensors. Its input: x ~ N(running_mean,
     running_var) per channel for a batch norm alone (the statistics describe its input); N(0, 1)
     into a depthwise conv (the activations the statistics came from are not in a checkpoint)."""
@@ -131,8 +137,10 @@ def _from_checkpoint(bn: Any, conv: Any, shape: list[int], tensors: dict[str, An
             target = {"bn": bn, "conv": conv}[name.split(".")[0]]
             tensor = getattr(target, name.split(".")[1])
             if tuple(tensor.shape) != tuple(value.shape):
-                raise ValueError(f"checkpoint tensor {name} has shape {list(value.shape)}, the "
-                                 f"probe's is {list(tensor.shape)}")
+                raise ValueError(
+                    f"checkpoint tensor {name} has shape {list(value.shape)}, the "
+                    f"probe's is {list(tensor.shape)}"
+                )
             tensor.copy_(value)
         if conv is not None and "conv.bias" not in own:
             conv.bias.zero_()
@@ -140,7 +148,8 @@ def _from_checkpoint(bn: Any, conv: Any, shape: list[int], tensors: dict[str, An
     if conv is None:
         per_channel = [1, shape[1]] + [1] * (len(shape) - 2)
         x = bn.running_mean.view(per_channel) + bn.running_var.clamp(min=0).sqrt().view(
-            per_channel) * torch.randn(shape, generator=gen)
+            per_channel
+        ) * torch.randn(shape, generator=gen)
     else:
         x = torch.randn(shape, generator=gen)
 
@@ -167,8 +176,11 @@ def _producer_depthwise(node: Any, channels: Any) -> tuple[int, str] | None:
     from oracle.constructs import _graph as g
 
     src = node.args[0] if node.args else None
-    if src is None or getattr(src, "op", "") != "call_function" or \
-            g.target_name(src) != "aten.convolution.default":
+    if (
+        src is None
+        or getattr(src, "op", "") != "call_function"
+        or g.target_name(src) != "aten.convolution.default"
+    ):
         return None
     args = list(src.args) + [None] * (9 - len(src.args))
     weight_shape = g.shape(args[1])
@@ -199,16 +211,23 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     producer = _producer_depthwise(node, channels)
     if producer is not None:
         params["depthwise_kernel"] = producer[0]
-    return g.Found("batch_norm", params, g.dtype(x), g.module_path(node),
-                   producer[1] if producer is not None else "")
+    return g.Found(
+        "batch_norm",
+        params,
+        g.dtype(x),
+        g.module_path(node),
+        producer[1] if producer is not None else "",
+    )
 
 
 def label(p: dict[str, Any], short: str) -> str:
     dw = f"dwconv k{p['depthwise_kernel']} -> " if p.get("depthwise_kernel") else ""
     pd = p.get("param_dtype")
     params_in = f" params {DTYPE_SHORT.get(pd, pd)}" if pd else ""
-    return (f"{dw}BatchNorm{p.get('dim', 1)}d {p.get('channels')} "
-            f"var={p.get('running_var', 'default')}{params_in} {short}")
+    return (
+        f"{dw}BatchNorm{p.get('dim', 1)}d {p.get('channels')} "
+        f"var={p.get('running_var', 'default')}{params_in} {short}"
+    )
 
 
 # ---- the scan ----------------------------------------------------------------------------------
@@ -218,16 +237,27 @@ def _fewer(seen: ScanSeen) -> list[str]:
     """optimize() of a stamping coreai-core folds a batch norm into the 2-D convolution before
     it, which is then all a scan finds."""
     if seen.optimized and seen.stamped and seen.op_count("conv2d"):
-        return ["optimize() in coreai-core 1.0.0b2 and later folds a batch norm that directly "
-                "follows a 2-D convolution into the convolution's weights: a folded batch norm "
-                "leaves no call site"]
+        return [
+            "optimize() in coreai-core 1.0.0b2 and later folds a batch norm that directly "
+            "follows a 2-D convolution into the convolution's weights: a folded batch norm "
+            "leaves no call site"
+        ]
     return []
 
 
 CONSTRUCT = Construct(
     kind="batch_norm",
-    params=("dim", "channels", "length", "batch", "eps", "affine", "running_var",
-            "depthwise_kernel", "param_dtype"),
+    params=(
+        "dim",
+        "channels",
+        "length",
+        "batch",
+        "eps",
+        "affine",
+        "running_var",
+        "depthwise_kernel",
+        "param_dtype",
+    ),
     build=build,
     readers=(Reader(("aten._native_batch_norm_legit_no_training.default",), detect),),
     scan=ScanSignature(composite="batch_norm", fewer=_fewer),

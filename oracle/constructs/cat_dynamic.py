@@ -58,13 +58,19 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
             return torch.cat(list(inputs), dim=self.dim)
 
     mode = params.get("mode", "sliced")
-    if params.get("input_shapes") and "dim" in params and mode == "sliced" and not (
-            params.get("dynamic_length") or params.get("dynamic_batch")):
+    if (
+        params.get("input_shapes")
+        and "dim" in params
+        and mode == "sliced"
+        and not (params.get("dynamic_length") or params.get("dynamic_batch"))
+    ):
         # a traced static cat: its own inputs and dim, not the [B, T, C] layout below (which
         # catted sortformer's [1, 188, 512] + [1, 190, 512] on dim 2 and folded sam3's rank-5
         # inputs to rank 3)
-        inputs = {f"x{i}": torch.randn([int(v) for v in shape], generator=gen)
-                  for i, shape in enumerate(params["input_shapes"])}
+        inputs = {
+            f"x{i}": torch.randn([int(v) for v in shape], generator=gen)
+            for i, shape in enumerate(params["input_shapes"])
+        }
         return p.Built(_CatLayout(int(params["dim"])), inputs)
     batch, length = int(params.get("batch", 2)), int(params.get("length", 12))
     c, d = int(params.get("channels", 8)), int(params.get("other_channels", 4))
@@ -77,17 +83,25 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         up = torch.nn.ConvTranspose1d(c, d, 4, stride=2, padding=1)
         p.fill_trained(up, gen, values)
         y = torch.randn([batch, d, prefix], generator=gen)
-        return p.Built(_Cat(mode, prefix, up), {"x": x, "y": y},
-                     dynamic=p.dynamic(params, "dynamic_length", "x", 2, "length"))
+        return p.Built(
+            _Cat(mode, prefix, up),
+            {"x": x, "y": y},
+            dynamic=p.dynamic(params, "dynamic_length", "x", 2, "length"),
+        )
     elif mode == "reshaped":  # y's rows are the flattened x's; only x has a dynamic batch
         y = torch.randn([prefix, length * c], generator=gen)
-        return p.Built(_Cat(mode, prefix), {"x": x, "y": y},
-                     dynamic=p.dynamic(params, "dynamic_batch", "x", 0, "batch"))
+        return p.Built(
+            _Cat(mode, prefix),
+            {"x": x, "y": y},
+            dynamic=p.dynamic(params, "dynamic_batch", "x", 0, "batch"),
+        )
     else:
         y = torch.randn([batch, prefix, d], generator=gen)
-    dynamic = p.merge(p.dynamic(params, "dynamic_length", "x", 1, "length"),
-                     p.dynamic(params, "dynamic_batch", "x", 0, "batch"),
-                     p.dynamic(params, "dynamic_batch", "y", 0, "batch"))
+    dynamic = p.merge(
+        p.dynamic(params, "dynamic_length", "x", 1, "length"),
+        p.dynamic(params, "dynamic_batch", "x", 0, "batch"),
+        p.dynamic(params, "dynamic_batch", "y", 0, "batch"),
+    )
     return p.Built(_Cat(mode, prefix), {"x": x, "y": y}, dynamic=dynamic)
 
 
@@ -135,21 +149,30 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     # [batch, prefix, channels] as the probe's: the leading size, then every other non-concat
     # size in one (the sizes between and after), then the concatenated sizes
     outer = first[0] if d > 0 else 1
-    inner = max(1, g.prod(first[1:d]) * g.prod(first[d + 1:]) if d > 0 else g.prod(first[1:]))
+    inner = max(1, g.prod(first[1:d]) * g.prod(first[d + 1 :]) if d > 0 else g.prod(first[1:]))
     channels = max(1, first[d])
     rest = sum(s[d] for s in shapes[1:])
-    params: dict[str, Any] = {"mode": "sliced", "batch": max(1, outer), "length": inner,
-                              "channels": channels, "other_channels": max(1, rest) if rest
-                              else channels, "prefix": inner}
+    params: dict[str, Any] = {
+        "mode": "sliced",
+        "batch": max(1, outer),
+        "length": inner,
+        "channels": channels,
+        "other_channels": max(1, rest) if rest else channels,
+        "prefix": inner,
+    }
     concat_sym = [s[d] for s in raw if g.is_symbolic(s[d])]
     sliced = next((t for t in tensors if _sliced_from_symbolic(t)), None)
     axis = -1
     if concat_sym:
         value, _ = sizes.resolve(concat_sym[0])
         static = [s[d] for s, r in zip(shapes, raw, strict=True) if not g.is_symbolic(r[d])]
-        params.update(mode="along_dynamic", length=value, channels=inner,
-                      prefix=max(1, static[0]) if static else value,
-                      dynamic_length=g.size_range(concat_sym[0], value))
+        params.update(
+            mode="along_dynamic",
+            length=value,
+            channels=inner,
+            prefix=max(1, static[0]) if static else value,
+            dynamic_length=g.size_range(concat_sym[0], value),
+        )
         params.pop("other_channels")
         axis = d
     elif sliced is not None:
@@ -157,9 +180,14 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
         axis = int(g.arg(sliced, 1, "dim", 0)) % g.val(src).dim()
         value, _ = sizes.resolve(g.val(src).shape[axis])
         prefix = max(1, first[axis])
-        params.update(batch=max(1, g.prod(first[:axis])), length=max(value, prefix),
-                      prefix=prefix, dynamic_length=g.size_range(g.val(src).shape[axis],
-                                                           max(value, prefix), at_least=prefix))
+        params.update(
+            batch=max(1, g.prod(first[:axis])),
+            length=max(value, prefix),
+            prefix=prefix,
+            dynamic_length=g.size_range(
+                g.val(src).shape[axis], max(value, prefix), at_least=prefix
+            ),
+        )
         how = g.worst([how, "dynamic"])
     # A symbolic size every input shares on another axis: the probe's dynamic batch.
     shared = [v for s in raw for i, v in enumerate(s) if i not in (d, axis) and g.is_symbolic(v)]
@@ -178,19 +206,42 @@ def label(params: dict[str, Any], short: str) -> str:
     shapes = params.get("input_shapes")
     if not shapes:  # a library regime: the probe's own [B, T, C] layout
         return generic_label("cat_dynamic", params, short)
-    return (f"cat {' + '.join(dims(s) for s in shapes)} dim {params.get('dim')} "
-            f"{params.get('mode', 'sliced')} {short}")
+    return (
+        f"cat {' + '.join(dims(s) for s in shapes)} dim {params.get('dim')} "
+        f"{params.get('mode', 'sliced')} {short}"
+    )
 
 
 CONSTRUCT = Construct(
     kind="cat_dynamic",
-    params=("mode", "batch", "length", "channels", "other_channels", "prefix", "dynamic_length",
-            "dynamic_batch", "dim", "input_shapes"),
+    params=(
+        "mode",
+        "batch",
+        "length",
+        "channels",
+        "other_channels",
+        "prefix",
+        "dynamic_length",
+        "dynamic_batch",
+        "dim",
+        "input_shapes",
+    ),
     build=build,
     readers=(Reader(("aten.cat.default",), detect),),
-    scan=ScanSignature(unseen="every concatenation is a plain concat op; which of them met a "
-                              "dynamic axis is not named"),
-    representative=("input_shapes", "batch", "length", "channels", "other_channels", "prefix",
-                    "dim", "dynamic_length", "dynamic_batch"),
+    scan=ScanSignature(
+        unseen="every concatenation is a plain concat op; which of them met a "
+        "dynamic axis is not named"
+    ),
+    representative=(
+        "input_shapes",
+        "batch",
+        "length",
+        "channels",
+        "other_channels",
+        "prefix",
+        "dim",
+        "dynamic_length",
+        "dynamic_batch",
+    ),
     label=label,
 )

@@ -67,8 +67,9 @@ def _consumed(inner: Any, consumer: tuple[str, ...]) -> Any:
 
     unknown = [op for op in consumer if op not in CONSUMERS]
     if unknown:
-        raise ValueError(f"conv_transpose consumer {unknown[0]!r} is not one of "
-                         f"{', '.join(CONSUMERS)}")
+        raise ValueError(
+            f"conv_transpose consumer {unknown[0]!r} is not one of {', '.join(CONSUMERS)}"
+        )
 
     class Consumed(torch.nn.Module):
         def __init__(self) -> None:
@@ -124,8 +125,10 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 # The aten overloads read as each consumer: the shape ops the probe can reproduce.
 _CONSUMER_OPS = {
-    "aten.squeeze.dim": "squeeze", "aten.squeeze.dims": "squeeze",
-    "aten.view.default": "reshape", "aten.reshape.default": "reshape",
+    "aten.squeeze.dim": "squeeze",
+    "aten.squeeze.dims": "squeeze",
+    "aten.view.default": "reshape",
+    "aten.reshape.default": "reshape",
     "aten._unsafe_view.default": "reshape",
     "aten.slice.Tensor": "slice",
 }
@@ -167,18 +170,33 @@ def _consumer_of(node: Any) -> list[str]:
 
 
 def label(p: dict[str, Any], short: str) -> str:
-    return (f"ConvTranspose{p.get('dim', '?')}d {p.get('in_channels')}->"
-            f"{p.get('out_channels')} k{dims(p.get('kernel'))} s{dims(p.get('stride'))} "
-            f"p{dims(p.get('padding', 0))} op{dims(p.get('output_padding', 0))} "
-            f"@{dims(p.get('input_shape'))}"
-            + "".join(f" .{op}" for op in p.get("consumer", ())) + f" {short}")
+    return (
+        f"ConvTranspose{p.get('dim', '?')}d {p.get('in_channels')}->"
+        f"{p.get('out_channels')} k{dims(p.get('kernel'))} s{dims(p.get('stride'))} "
+        f"p{dims(p.get('padding', 0))} op{dims(p.get('output_padding', 0))} "
+        f"@{dims(p.get('input_shape'))}"
+        + "".join(f" .{op}" for op in p.get("consumer", ()))
+        + f" {short}"
+    )
 
 
 CONSTRUCT = Construct(
     kind="conv_transpose",
-    params=("dim", "in_channels", "out_channels", "kernel", "stride", "padding",
-            "output_padding", "dilation", "groups", "bias", "input_shape", "dynamic_length",
-            "consumer"),
+    params=(
+        "dim",
+        "in_channels",
+        "out_channels",
+        "kernel",
+        "stride",
+        "padding",
+        "output_padding",
+        "dilation",
+        "groups",
+        "bias",
+        "input_shape",
+        "dynamic_length",
+        "consumer",
+    ),
     build=build,
     readers=(Reader(("aten.convolution.default",), detect),),
     scan=ScanSignature(ops=("conv_transpose",)),

@@ -48,14 +48,16 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         a = p.int_operand(shape, gen, -1000, 1000)
         b = p.int_operand(shape, gen, 1, 50) * (p.int_operand(shape, gen, 0, 2) * 2 - 1)
         if values == "adversarial":  # int32 extremes and exact multiples of negative divisors
-            a.view(-1)[:5] = torch.tensor([p.INT_MAX["int32"], p.INT_MIN["int32"], -7, 7, 0],
-                                          dtype=torch.int32)
+            a.view(-1)[:5] = torch.tensor(
+                [p.INT_MAX["int32"], p.INT_MIN["int32"], -7, 7, 0], dtype=torch.int32
+            )
             b.view(-1)[:5] = torch.tensor([3, -1, 2, -2, -5], dtype=torch.int32)
     elif operands == "float":
         # Trained-looking: integers and fractions of both signs, where floor and trunc differ.
         a = torch.randn(shape, generator=gen) * 40.0
-        b = (torch.rand(shape, generator=gen) * 4.0 + 0.5) * \
-            (torch.randint(0, 2, shape, generator=gen) * 2 - 1)
+        b = (torch.rand(shape, generator=gen) * 4.0 + 0.5) * (
+            torch.randint(0, 2, shape, generator=gen) * 2 - 1
+        )
         if values == "adversarial":
             # exact multiples, signed zeros, fp16's coarse range (spacing 2 above 2048), inf
             a = p.plant(a, [4.0, -4.0, 0.0, -0.0, 3001.0, -3001.0, 65504.0, math.inf], gen, 0.2)
@@ -93,8 +95,9 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     params: dict[str, Any] = {}
     if g.is_tensor(b) and g.val(b).dim() > 0:
         form = "tensor"
-        operands = "float" if a_dtype.is_floating_point or \
-            g.val(b).dtype.is_floating_point else "int32"
+        operands = (
+            "float" if a_dtype.is_floating_point or g.val(b).dtype.is_floating_point else "int32"
+        )
         described = f"{g.name(a_dtype)} // {g.name(g.val(b).dtype)}"
     elif g.is_tensor(b):
         form, operands = "scalar", "float" if a_dtype.is_floating_point else "int32"
@@ -108,8 +111,13 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
         params["divisor"] = value if value is not None else 2
         if value is not None:
             how = g.worst([how, value_how])
-    params = {"form": form, "operands": operands, "shape": shape, **params,
-              "operand_types": described}
+    params = {
+        "form": form,
+        "operands": operands,
+        "shape": shape,
+        **params,
+        "operand_types": described,
+    }
     dtype = "float32" if operands == "int32" else g.probe_dtype(g.val(node).dtype, params)
     return g.Found("floor_divide", g.with_sizes(params, how), dtype, g.module_path(node))
 
@@ -123,10 +131,21 @@ CONSTRUCT = Construct(
     kind="floor_divide",
     params=("form", "operands", "shape", "divisor"),
     build=build,
-    readers=(Reader(("aten.div.Tensor_mode", "aten.div.Scalar_mode",
-                     "aten.floor_divide.default", "aten.floor_divide.Scalar"), detect),),
-    scan=ScanSignature(unseen="floor divisions also come from shape arithmetic and pooling "
-                              "lowerings; a count of floor_divide ops is not this construct's"),
+    readers=(
+        Reader(
+            (
+                "aten.div.Tensor_mode",
+                "aten.div.Scalar_mode",
+                "aten.floor_divide.default",
+                "aten.floor_divide.Scalar",
+            ),
+            detect,
+        ),
+    ),
+    scan=ScanSignature(
+        unseen="floor divisions also come from shape arithmetic and pooling "
+        "lowerings; a count of floor_divide ops is not this construct's"
+    ),
     representative=("shape",),
     label=label,
 )

@@ -29,8 +29,12 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
             return self.gn(x)
 
     c = int(params["channels"])
-    gn = torch.nn.GroupNorm(int(params["num_groups"]), c, eps=float(params.get("eps", 1e-5)),
-                            affine=bool(params.get("affine", True)))
+    gn = torch.nn.GroupNorm(
+        int(params["num_groups"]),
+        c,
+        eps=float(params.get("eps", 1e-5)),
+        affine=bool(params.get("affine", True)),
+    )
     p.norm_affine(gn.weight, gn.bias, gen, values)
     # `length` is one spatial size (a [B, C, L] input) or a list of them ([B, C, H, W] ...).
     length = params.get("length", 16)
@@ -40,10 +44,13 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
     x = torch.randn(shape, generator=gen)
     if values != "init":  # per-channel offsets and scales, as activations have
         offset = torch.randn(per_channel, generator=gen) * (
-            100.0 if values == "adversarial" else 0.5)
+            100.0 if values == "adversarial" else 0.5
+        )
         x = offset + p.log_uniform(c, 0.1, 3.0, gen).view(per_channel) * x
-    dynamic = p.merge(p.dynamic(params, "dynamic_batch", "x", 0, "batch"),
-                     p.dynamic(params, "dynamic_length", "x", 2, "length"))
+    dynamic = p.merge(
+        p.dynamic(params, "dynamic_batch", "x", 0, "batch"),
+        p.dynamic(params, "dynamic_length", "x", 2, "length"),
+    )
     return p.Built(_GroupNorm(gn), {"x": x}, dynamic=dynamic)
 
 
@@ -70,8 +77,16 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="group_norm",
-    params=("num_groups", "channels", "batch", "length", "affine", "eps", "dynamic_batch",
-            "dynamic_length"),
+    params=(
+        "num_groups",
+        "channels",
+        "batch",
+        "length",
+        "affine",
+        "eps",
+        "dynamic_batch",
+        "dynamic_length",
+    ),
     build=build,
     readers=(Reader(("aten.native_group_norm.default",), detect),),
     scan=ScanSignature(composite="group_norm", fewer=arrives_decomposed("group_norm")),

@@ -16,5 +16,5 @@ CONSTRUCT = Construct(
     readers=(),
     scan=ScanSignature(composite="instance_norm", fewer=arrives_decomposed("instance_norm")),
     why_incomplete="scan-only: no fix record touches instance norm, so nothing to probe or "
-                   "trace; a scan counts its composite",
+    "trace; a scan counts its composite",
 )

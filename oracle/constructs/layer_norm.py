@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 # ---- the probe --------------------------------------------------------------------------------
 
 
-def _offset_input(shape: list[int], reduce_dims: int, gen: torch.Generator,
-                  values: str) -> torch.Tensor:
+def _offset_input(
+    shape: list[int], reduce_dims: int, gen: torch.Generator, values: str
+) -> torch.Tensor:
     """Rows with their own offset and scale; adversarial: offsets far above the spread (the
     variance of a row is then a small difference of large numbers)."""
     import torch
@@ -57,9 +58,12 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 
     normalized = [int(v) for v in params["normalized_shape"]]
     shape = [int(v) for v in params["input_shape"]]
-    ln = torch.nn.LayerNorm(normalized, eps=float(params.get("eps", 1e-5)),
-                            elementwise_affine=bool(params.get("elementwise_affine", True)),
-                            bias=bool(params.get("bias", True)))
+    ln = torch.nn.LayerNorm(
+        normalized,
+        eps=float(params.get("eps", 1e-5)),
+        elementwise_affine=bool(params.get("elementwise_affine", True)),
+        bias=bool(params.get("bias", True)),
+    )
     p.norm_affine(ln.weight, ln.bias, gen, values)
     x = _offset_input(shape, len(normalized), gen, values)
     return p.Built(_LayerNorm(ln), {"x": x})
@@ -93,8 +97,10 @@ def _fewer(seen: ScanSeen) -> list[str]:
     reasons = arrives_decomposed("layer_norm")(seen)
     rsqrt = seen.op_count("rsqrt")
     if rsqrt:
-        reasons.append(f"{rsqrt} rsqrt op(s) outside composites could be layer norms "
-                       f"without affine parameters lowered to plain ops")
+        reasons.append(
+            f"{rsqrt} rsqrt op(s) outside composites could be layer norms "
+            f"without affine parameters lowered to plain ops"
+        )
     return reasons
 
 

@@ -39,8 +39,10 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         x[0] = x[0].abs() + 0.1
         x[-1] = -x[-1].abs() - 0.1
     module = _MaskedScatter(bool(params.get("broadcast", False)))
-    dynamic = p.merge(p.dynamic(params, "dynamic_batch", "x", 0, "batch"),
-                     p.dynamic(params, "dynamic_batch", "source", 0, "batch"))
+    dynamic = p.merge(
+        p.dynamic(params, "dynamic_batch", "x", 0, "batch"),
+        p.dynamic(params, "dynamic_batch", "source", 0, "batch"),
+    )
     return p.Built(module, {"x": x, "source": source}, dynamic=dynamic)
 
 

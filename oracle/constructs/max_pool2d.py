@@ -25,8 +25,14 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         """form `functional`: F.max_pool2d(x, k[, stride], ...) (no stride argument unless given);
         form `module`: nn.MaxPool2d(k, ...), which always records the stride (= kernel)."""
 
-        def __init__(self, form: str, kernel: list[int], stride: list[int] | None,
-                     padding: list[int], ceil_mode: bool) -> None:
+        def __init__(
+            self,
+            form: str,
+            kernel: list[int],
+            stride: list[int] | None,
+            padding: list[int],
+            ceil_mode: bool,
+        ) -> None:
             super().__init__()
             self.form = form
             self.kernel = kernel
@@ -36,8 +42,11 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
             # torch takes any int sequence (typed as tuples); the recorded lists are kept as
             # they are so the probe's module is the one every stored result was made from
             self.pool = torch.nn.MaxPool2d(
-                kernel, stride=stride, padding=padding,  # type: ignore[arg-type]
-                ceil_mode=ceil_mode)
+                kernel,  # type: ignore[arg-type]
+                stride=stride,  # type: ignore[arg-type]
+                padding=padding,  # type: ignore[arg-type]
+                ceil_mode=ceil_mode,
+            )
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             if self.form == "module":
@@ -58,8 +67,13 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
     if values == "adversarial":
         # All negative (a zero pad would win), with -inf entries.
         x = p.plant(-x.abs() - 1.0, [-math.inf], gen, 0.05)
-    module = _MaxPool(params.get("form", "functional"), kernel, stride, padding,
-                      bool(params.get("ceil_mode", False)))
+    module = _MaxPool(
+        params.get("form", "functional"),
+        kernel,
+        stride,
+        padding,
+        bool(params.get("ceil_mode", False)),
+    )
     return p.Built(module, {"x": x})
 
 
@@ -79,8 +93,7 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     stride = list(g.arg(node, 2, "stride", []) or [])
     padding = [int(p) for p in (g.arg(node, 3, "padding", [0]) or [0])]
     dilation = [int(d) for d in (g.arg(node, 4, "dilation", [1]) or [1])]
-    params: dict[str, Any] = {"form": "functional",
-                              "kernel": [int(k) for k in node.args[1]]}
+    params: dict[str, Any] = {"form": "functional", "kernel": [int(k) for k in node.args[1]]}
     if stride:
         params["stride"] = [int(s) for s in stride]
         if g.module_class(node) == "MaxPool2d":
@@ -97,10 +110,15 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 
 def label(p: dict[str, Any], short: str) -> str:
-    stride = f"s{dims(p['stride'])}" if p.get("stride") else (
-        "stride=kernel" if p.get("form") == "module" else "no stride")
-    return (f"max_pool2d ({p.get('form', 'functional')}) k{dims(p.get('kernel'))} {stride} "
-            f"@{dims(p.get('input_shape'))} {short}")
+    stride = (
+        f"s{dims(p['stride'])}"
+        if p.get("stride")
+        else ("stride=kernel" if p.get("form") == "module" else "no stride")
+    )
+    return (
+        f"max_pool2d ({p.get('form', 'functional')}) k{dims(p.get('kernel'))} {stride} "
+        f"@{dims(p.get('input_shape'))} {short}"
+    )
 
 
 CONSTRUCT = Construct(
@@ -108,8 +126,10 @@ CONSTRUCT = Construct(
     params=("form", "kernel", "stride", "padding", "ceil_mode", "input_shape"),
     build=build,
     readers=(Reader(("aten.max_pool2d_with_indices.default",), detect),),
-    scan=ScanSignature(unseen="a pool's stride as written in the recipe (absent or explicit) "
-                              "leaves no trace in the program"),
+    scan=ScanSignature(
+        unseen="a pool's stride as written in the recipe (absent or explicit) "
+        "leaves no trace in the program"
+    ),
     representative=("input_shape",),
     label=label,
 )

@@ -21,8 +21,9 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
     from oracle.constructs import _probe as p
 
     class _Mean(torch.nn.Module):
-        def __init__(self, dims: list[int] | None, keepdim: bool,
-                     dtype: torch.dtype | None) -> None:
+        def __init__(
+            self, dims: list[int] | None, keepdim: bool, dtype: torch.dtype | None
+        ) -> None:
             super().__init__()
             self.dims = dims
             self.keepdim = keepdim
@@ -48,8 +49,11 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
             x = 3e4 + torch.randn(shape, generator=gen) * 2e3
     else:
         raise ValueError(f"unknown operand {operand!r}")
-    module = _Mean(None if dims is None else [int(d) for d in dims],
-                   bool(params.get("keepdim", False)), out_dtype)
+    module = _Mean(
+        None if dims is None else [int(d) for d in dims],
+        bool(params.get("keepdim", False)),
+        out_dtype,
+    )
     return p.Built(module, {"x": x})
 
 
@@ -68,8 +72,10 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
         return None
     shape, how = sizes.concrete(x)
     x_dtype = g.val(x).dtype
-    params: dict[str, Any] = {"operand": "float" if x_dtype.is_floating_point else "int32",
-                              "shape": shape}
+    params: dict[str, Any] = {
+        "operand": "float" if x_dtype.is_floating_point else "int32",
+        "shape": shape,
+    }
     if g.target_name(node) == "aten.mean.dim":
         dims = g.arg(node, 1, "dim")
         if dims:
@@ -97,7 +103,9 @@ CONSTRUCT = Construct(
     params=("operand", "shape", "dims", "keepdim", "dtype_arg"),
     build=build,
     readers=(Reader(("aten.mean.dim", "aten.mean.default"), detect),),
-    scan=ScanSignature(unseen="a mean lowers to plain reduce and cast ops; its dtype argument "
-                              "is not in the program"),
+    scan=ScanSignature(
+        unseen="a mean lowers to plain reduce and cast ops; its dtype argument "
+        "is not in the program"
+    ),
     representative=("shape",),
 )

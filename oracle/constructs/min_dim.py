@@ -52,8 +52,9 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
     rows[axis] = 1
     where = torch.randint(0, n, rows, generator=gen)
     x = x.scatter(axis, where, torch.full(rows, minimum, dtype=x.dtype))
-    module = _MinDim(dim, bool(params.get("keepdim", False)),
-                     p.DTYPES[int_name] if int_name else None)
+    module = _MinDim(
+        dim, bool(params.get("keepdim", False)), p.DTYPES[int_name] if int_name else None
+    )
     return p.Built(module, {"x": x})
 
 
@@ -71,8 +72,11 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     if not g.is_tensor(x):
         return None
     shape, how = sizes.concrete(x)
-    params: dict[str, Any] = {"shape": shape, "dim": int(g.arg(node, 1, "dim", 0)),
-                              "keepdim": bool(g.arg(node, 2, "keepdim", False))}
+    params: dict[str, Any] = {
+        "shape": shape,
+        "dim": int(g.arg(node, 1, "dim", 0)),
+        "keepdim": bool(g.arg(node, 2, "keepdim", False)),
+    }
     x_dtype = g.val(x).dtype
     if x_dtype.is_floating_point:
         dtype = g.probe_dtype(x_dtype, params)
@@ -89,7 +93,8 @@ CONSTRUCT = Construct(
     params=("int_dtype", "shape", "dim", "keepdim"),
     build=build,
     readers=(Reader(("aten.min.dim",), detect),),
-    scan=ScanSignature(unseen="min.dim lowers to plain reduce_min/argmin ops, as other "
-                              "reductions do"),
+    scan=ScanSignature(
+        unseen="min.dim lowers to plain reduce_min/argmin ops, as other reductions do"
+    ),
     representative=("shape",),
 )

@@ -35,17 +35,22 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
     shape = [int(v) for v in params["input_shape"]]
     layout = params.get("item_shape")
     if layout:  # sizes from .item() in a static graph (sam3's decoder): built the same way
-        module = _Pad([int(v) for v in params["pads"]], params.get("mode", "reflect"),
-                      float(params.get("value", 0.0)))
+        module = _Pad(
+            [int(v) for v in params["pads"]],
+            params.get("mode", "reflect"),
+            float(params.get("value", 0.0)),
+        )
         x = torch.randn(p.item_static(layout), generator=gen)
-        return p.item_shaped(module, layout, shape, params.get("size_source", "constant"),
-                             {"x": x})
+        return p.item_shaped(module, layout, shape, params.get("size_source", "constant"), {"x": x})
     x = torch.randn(shape, generator=gen)
     if values == "adversarial":
         # Distinct values by position: a wrong reflection or replication index shows.
         x = torch.arange(x.numel(), dtype=torch.float32).view(shape) / x.numel() + x * 1e-3
-    module = _Pad([int(v) for v in params["pads"]], params.get("mode", "reflect"),
-                  float(params.get("value", 0.0)))
+    module = _Pad(
+        [int(v) for v in params["pads"]],
+        params.get("mode", "reflect"),
+        float(params.get("value", 0.0)),
+    )
     # A dynamic batch (#30's dynamic-batch test): pads and spatial sizes stay static.
     return p.Built(module, {"x": x}, dynamic=p.dynamic(params, "dynamic_batch", "x", 0, "batch"))
 
@@ -104,8 +109,7 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     if name == "aten.constant_pad_nd.default":
         pads = [int(sizes.number(p)[0] or 0) for p in node.args[1]]
         value = g.arg(node, 2, "value", 0)
-        params: dict[str, Any] = {"mode": "constant", "pads": pads,
-                                  "value": float(value or 0)}
+        params: dict[str, Any] = {"mode": "constant", "pads": pads, "value": float(value or 0)}
     else:
         mode = _pad_mode(name)
         if mode is None:
@@ -140,8 +144,12 @@ def detect_decomposed(node: Any, sizes: Sizes) -> Found | None:
     if origin is None or _pad_mode(origin[0]) is None:
         return None
     src = node.args[0]
-    if isinstance(src, torch.fx.Node) and src.op == "call_function" and _origin(src) == origin \
-            and g.target_name(src) in _INDEX_OPS:
+    if (
+        isinstance(src, torch.fx.Node)
+        and src.op == "call_function"
+        and _origin(src) == origin
+        and g.target_name(src) in _INDEX_OPS
+    ):
         return None  # not the first index of this pad
     while isinstance(src, torch.fx.Node) and src.op == "call_function" and _origin(src) == origin:
         src = src.args[0]  # the opmath upcast (fp16 -> fp32) belongs to the pad
@@ -161,13 +169,19 @@ def detect_decomposed(node: Any, sizes: Sizes) -> Found | None:
                 return None
             start, end = (int(sizes.number(v)[0] or 0) for v in arange.args[:2])
             sides[pos] = (-start, end - shape[pos])
-        current = next((u for u in current.users if g.target_name(u) in _INDEX_OPS
-                        and _origin(u) == origin), None)
+        current = next(
+            (u for u in current.users if g.target_name(u) in _INDEX_OPS and _origin(u) == origin),
+            None,
+        )
     pads: list[int] = []
     for pos in sorted(sides, reverse=True):  # F.pad order: the last dim first
         pads += list(sides[pos])
-    params = {"mode": _pad_mode(origin[0]), "pads": pads, "input_shape": shape,
-              "graph": f"decomposed by the table ({origin[0]})"}
+    params = {
+        "mode": _pad_mode(origin[0]),
+        "pads": pads,
+        "input_shape": shape,
+        "graph": f"decomposed by the table ({origin[0]})",
+    }
     if g.is_tensor(src):
         _batch(params, src, shape)
     dtype = g.probe_dtype(g.val(src).dtype if g.is_tensor(src) else None, params)
@@ -183,8 +197,11 @@ CONSTRUCT = Construct(
     params=("mode", "pads", "input_shape", "value", "dynamic_batch", "item_shape", "size_source"),
     build=build,
     readers=(
-        Reader(("aten.constant_pad_nd.default",) + tuple(
-            f"aten.{kind}_pad{n}d.default" for kind in _PAD_MODES for n in (1, 2, 3)), detect),
+        Reader(
+            ("aten.constant_pad_nd.default",)
+            + tuple(f"aten.{kind}_pad{n}d.default" for kind in _PAD_MODES for n in (1, 2, 3)),
+            detect,
+        ),
         # Reflect/replicate pads a converter's table decomposed, read back from their index nodes.
         Reader(_INDEX_OPS, detect_decomposed),
     ),

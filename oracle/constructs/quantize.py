@@ -41,8 +41,13 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
     from oracle.constructs import _probe as p
 
     class _QuantDequant(torch.nn.Module):
-        def __init__(self, scale: torch.Tensor, zero_point: torch.Tensor | None, axis: int,
-                     qdtype: torch.dtype) -> None:
+        def __init__(
+            self,
+            scale: torch.Tensor,
+            zero_point: torch.Tensor | None,
+            axis: int,
+            qdtype: torch.dtype,
+        ) -> None:
             super().__init__()
             self.register_buffer("scale", scale)
             self.register_buffer("zero_point", zero_point)
@@ -73,8 +78,9 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         zero_point = torch.randint(-8, 9, [channels], generator=gen, dtype=torch.int8)
     if values == "adversarial":
         # Saturation beyond the clip range and exact rounding ties (k + 0.5) * scale.
-        ties = (torch.randint(-100, 100, shape, generator=gen).float() + 0.5) * \
-            scale.view(per_channel)
+        ties = (torch.randint(-100, 100, shape, generator=gen).float() + 0.5) * scale.view(
+            per_channel
+        )
         x = torch.where(torch.rand(shape, generator=gen) < 0.3, ties, x)
         x = torch.where(torch.rand(shape, generator=gen) < 0.05, x * 3.0, x)
     return p.Built(_QuantDequant(scale, zero_point, axis, qdtype), {"x": x})
@@ -107,9 +113,12 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
         params["zero_point"] = True
     if g.name(qdtype) == "int8":
         params["output_dtype"] = "int8"
-    params.update(op="quantize" if quantize else "dequantize", rank=len(shape),
-                  per_channel=g.is_tensor(scale) and g.val(scale).numel() > 1,
-                  quant_dtype=g.name(qdtype))
+    params.update(
+        op="quantize" if quantize else "dequantize",
+        rank=len(shape),
+        per_channel=g.is_tensor(scale) and g.val(scale).numel() > 1,
+        quant_dtype=g.name(qdtype),
+    )
     dtype = g.probe_dtype(fdtype, params)
     return g.Found("quantize", g.with_sizes(params, how), dtype, g.module_path(node))
 
@@ -119,7 +128,8 @@ CONSTRUCT = Construct(
     params=("shape", "axis", "output_dtype", "zero_point"),
     build=build,
     readers=(Reader(("coreai.quantize.default", "coreai.dequantize.default"), detect),),
-    scan=ScanSignature(unseen="a quantize round trip is plain ops after lowering; its axis is "
-                              "not named"),
+    scan=ScanSignature(
+        unseen="a quantize round trip is plain ops after lowering; its axis is not named"
+    ),
     representative=("shape", "op"),  # a quantize and its dequantize: one round-trip probe
 )

@@ -92,7 +92,9 @@ CONSTRUCT = Construct(
     params=("batch", "length", "dynamic_batch", "input_shape", "repeats"),
     build=build,
     readers=(Reader(("aten.repeat.default",), detect),),
-    scan=ScanSignature(unseen="a repeat lowers to plain tile/broadcast ops; whether its size was "
-                              "symbolic is not in the program"),
+    scan=ScanSignature(
+        unseen="a repeat lowers to plain tile/broadcast ops; whether its size was "
+        "symbolic is not in the program"
+    ),
     representative=("input_shape", "batch", "length", "repeats", "dynamic_batch"),
 )

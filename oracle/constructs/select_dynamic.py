@@ -29,8 +29,11 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return x.select(self.dim, self.index)
 
-    shape = [int(params.get("batch", 2)), int(params.get("length", 12)),
-             int(params.get("channels", 8))]
+    shape = [
+        int(params.get("batch", 2)),
+        int(params.get("length", 12)),
+        int(params.get("channels", 8)),
+    ]
     dim = int(params.get("dim", 1))
     x = torch.randn(shape, generator=gen)
     dynamic = p.dynamic(params, "dynamic_length", "x", dim % 3, "length")
@@ -59,10 +62,14 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     length = shape[d]
     need = -index if index < 0 else index + 1
     params: dict[str, Any] = {
-        "batch": max(1, g.prod(shape[:d])), "length": length,
-        "channels": max(1, g.prod(shape[d + 1:])), "dim": 1, "index": index,
+        "batch": max(1, g.prod(shape[:d])),
+        "length": length,
+        "channels": max(1, g.prod(shape[d + 1 :])),
+        "dim": 1,
+        "index": index,
         "dynamic_length": g.size_range(raw[d], length, at_least=max(2, need)),
-        "input_shape": shape, "graph_dim": dim,
+        "input_shape": shape,
+        "graph_dim": dim,
     }
     dtype = g.probe_dtype(g.val(x).dtype, params)
     return g.Found("select_dynamic", g.with_sizes(params, how), dtype, g.module_path(node))
@@ -73,8 +80,8 @@ CONSTRUCT = Construct(
     params=("batch", "length", "channels", "dim", "index", "dynamic_length"),
     build=build,
     readers=(Reader(("aten.select.int",), detect),),
-    scan=ScanSignature(unseen="a select is a plain slice op; whether its dim was dynamic is not "
-                              "named"),
-    representative=("input_shape", "batch", "length", "channels", "graph_dim",
-                    "dynamic_length"),
+    scan=ScanSignature(
+        unseen="a select is a plain slice op; whether its dim was dynamic is not named"
+    ),
+    representative=("input_shape", "batch", "length", "channels", "graph_dim", "dynamic_length"),
 )

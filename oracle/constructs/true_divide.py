@@ -62,11 +62,12 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
     divisor = p.number(params.get("divisor", 7))  # an int stays an int: int / int scalar
     if operands == "int32":
         a = p.int_operand(built_shape, gen, -1000, 1000)
-        b = p.int_operand(built_shape, gen, 1, 50) * (p.int_operand(built_shape, gen, 0, 2) * 2
-                                                      - 1)
+        b = p.int_operand(built_shape, gen, 1, 50) * (p.int_operand(built_shape, gen, 0, 2) * 2 - 1)
         if values == "adversarial":  # int32 extremes; integers beyond fp32's exact range
-            a.view(-1)[:6] = torch.tensor([p.INT_MAX["int32"], p.INT_MIN["int32"], 2**24 + 1,
-                                           -(2**24) - 1, 0, 7], dtype=torch.int32)
+            a.view(-1)[:6] = torch.tensor(
+                [p.INT_MAX["int32"], p.INT_MIN["int32"], 2**24 + 1, -(2**24) - 1, 0, 7],
+                dtype=torch.int32,
+            )
             b.view(-1)[:6] = torch.tensor([3, -1, 1, 7, -5, -2], dtype=torch.int32)
         if params.get("divide_by_zero"):  # x / 0 -> +-inf, 0 / 0 -> NaN
             b.view(-1)[-3:] = 0
@@ -80,12 +81,14 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
     else:
         raise ValueError(f"unknown operands {operands!r}")
     scalar = form in ("scalar", "tensor_0dim_fp32")
-    module = _DivideScalar(form, divisor, params.get("divisor_dtype", "")) if scalar \
+    module = (
+        _DivideScalar(form, divisor, params.get("divisor_dtype", ""))
+        if scalar
         else _Divide(form, divisor)
+    )
     inputs = {"a": a} if scalar else {"a": a, "b": b}
     if layout:
-        return p.item_shaped(module, layout, shape, params.get("size_source", "constant"),
-                             inputs)
+        return p.item_shaped(module, layout, shape, params.get("size_source", "constant"), inputs)
     return p.Built(module, inputs)
 
 
@@ -104,9 +107,13 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 # - broadcasting operands: both operands of the output's shape.
 # `operand_types` says what the graph holds.
 
-_DIV_FORMS = {"aten.div.Tensor": "tensor", "aten.div.Scalar": "scalar",
-              "aten.true_divide.Tensor": "true_divide", "aten.div.Tensor_mode": "div_mode_none",
-              "aten.div.Scalar_mode": "scalar"}
+_DIV_FORMS = {
+    "aten.div.Tensor": "tensor",
+    "aten.div.Scalar": "scalar",
+    "aten.true_divide.Tensor": "true_divide",
+    "aten.div.Tensor_mode": "div_mode_none",
+    "aten.div.Scalar_mode": "scalar",
+}
 
 
 def detect(node: Any, sizes: Sizes) -> Found | None:
@@ -133,8 +140,11 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
         b_dtype = g.val(b).dtype
         described = f"{g.name(a_dtype)} / 0-dim {g.name(b_dtype)} tensor"
         operands = "float" if a_float else "int32"
-        wider = (a_float and b_dtype.is_floating_point
-                 and torch.promote_types(a_dtype, b_dtype) != a_dtype)
+        wider = (
+            a_float
+            and b_dtype.is_floating_point
+            and torch.promote_types(a_dtype, b_dtype) != a_dtype
+        )
         form = "tensor_0dim_fp32" if wider else "scalar"
         if not a_float and b_dtype.is_floating_point:
             params["divisor"] = 7.0  # a float divisor (its value is not in the graph)
@@ -151,8 +161,13 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
             how = g.worst([how, value_how])
         else:
             params["divisor"] = 7.0  # a symbolic float: a float divisor stands in
-    params = {"form": form, "operands": operands, "shape": shape, **params,
-              "operand_types": described}
+    params = {
+        "form": form,
+        "operands": operands,
+        "shape": shape,
+        **params,
+        "operand_types": described,
+    }
     g.with_layout(params, node, shape)
     # integer operands: int32 inputs whatever the dtype, the result in torch's default float
     dtype = "float32" if operands == "int32" else g.probe_dtype(g.val(node).dtype, params)
@@ -165,12 +180,22 @@ def label(p: dict[str, Any], short: str) -> str:
 
 CONSTRUCT = Construct(
     kind="true_divide",
-    params=("form", "operands", "shape", "divisor", "divide_by_zero", "divisor_dtype",
-            "item_shape", "size_source"),
+    params=(
+        "form",
+        "operands",
+        "shape",
+        "divisor",
+        "divide_by_zero",
+        "divisor_dtype",
+        "item_shape",
+        "size_source",
+    ),
     build=build,
     readers=(Reader(tuple(_DIV_FORMS), detect),),
-    scan=ScanSignature(unseen="a division lowers to plain div/cast ops; which operand types it "
-                              "had is not in the program"),
+    scan=ScanSignature(
+        unseen="a division lowers to plain div/cast ops; which operand types it "
+        "had is not in the program"
+    ),
     representative=("shape",),
     label=label,
 )

@@ -68,11 +68,16 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
     if mode == "symfloat":
         side = int(params.get("length", 16))
         x = torch.randn([1, int(params.get("channels", 16)), side, side], generator=gen)
-        dynamic = p.merge(p.dynamic(params, "dynamic_hw", "x", 2, "height"),
-                         p.dynamic(params, "dynamic_hw", "x", 3, "width"))
+        dynamic = p.merge(
+            p.dynamic(params, "dynamic_hw", "x", 2, "height"),
+            p.dynamic(params, "dynamic_hw", "x", 3, "width"),
+        )
         return p.Built(_ViewSymFloat(), {"x": x}, dynamic=dynamic)
-    shape = [int(params.get("batch", 2)), int(params.get("length", 8)),
-             int(params.get("channels", 16))]
+    shape = [
+        int(params.get("batch", 2)),
+        int(params.get("length", 8)),
+        int(params.get("channels", 16)),
+    ]
     x = torch.randn(shape, generator=gen)
     module = _View(mode, int(params.get("heads", 4)))
     return p.Built(module, {"x": x}, dynamic=p.dynamic(params, "dynamic_batch", "x", 0, "batch"))
@@ -93,8 +98,9 @@ def _from_item(params: dict[str, Any], gen: torch.Generator, mode: str, source: 
     from oracle.constructs import _probe as p
 
     if mode == "symfloat":
-        raise ValueError("view_dynamic: symfloat sizes from .item() are not built (no traced "
-                         "instance has one)")
+        raise ValueError(
+            "view_dynamic: symfloat sizes from .item() are not built (no traced instance has one)"
+        )
     size = int(params.get("batch", 2))
     length = int(params.get("length", 8))
     channels = int(params.get("channels", 16))
@@ -137,8 +143,16 @@ def _from_item(params: dict[str, Any], gen: torch.Generator, mode: str, source: 
 # `.item()` is no dynamic input, and its probe must not make one.
 
 # sympy functions torch uses for SymFloat arithmetic (not FloorDiv: c // heads is integer)
-_FLOAT_FUNCS = ("RoundToInt", "FloorToInt", "CeilToInt", "TruncToInt", "ToFloat", "TrueDiv",
-                "FloatPow", "sqrt")
+_FLOAT_FUNCS = (
+    "RoundToInt",
+    "FloorToInt",
+    "CeilToInt",
+    "TruncToInt",
+    "ToFloat",
+    "TrueDiv",
+    "FloatPow",
+    "sqrt",
+)
 
 
 def detect(node: Any, sizes: Sizes) -> Found | None:
@@ -164,10 +178,12 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     env = sym.node.shape_env
     if any(f in str(expr) for f in _FLOAT_FUNCS):
         side, _ = sizes.resolve(sym)
-        params: dict[str, Any] = {"mode": "symfloat",
-                                  "channels": shape[1] if len(shape) > 1 else 1,
-                                  "length": side,
-                                  "dynamic_hw": g.range_of(env, free[0], side, at_least=2)}
+        params: dict[str, Any] = {
+            "mode": "symfloat",
+            "channels": shape[1] if len(shape) > 1 else 1,
+            "length": side,
+            "dynamic_hw": g.range_of(env, free[0], side, at_least=2),
+        }
     else:
         batch = sizes.symbol_value(env, free[0])
         heads = 1
@@ -201,13 +217,32 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 CONSTRUCT = Construct(
     kind="view_dynamic",
-    params=("mode", "batch", "length", "channels", "heads", "dynamic_batch", "dynamic_hw",
-            "size_source"),
+    params=(
+        "mode",
+        "batch",
+        "length",
+        "channels",
+        "heads",
+        "dynamic_batch",
+        "dynamic_hw",
+        "size_source",
+    ),
     build=build,
-    readers=(Reader(("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default"),
-                    detect),),
-    scan=ScanSignature(unseen="every reshape is a plain reshape op; how its shape list was built "
-                              "is not in the program"),
-    representative=("input_shape", "output_shape", "batch", "length", "channels", "heads",
-                    "dynamic_batch", "dynamic_hw"),
+    readers=(
+        Reader(("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default"), detect),
+    ),
+    scan=ScanSignature(
+        unseen="every reshape is a plain reshape op; how its shape list was built "
+        "is not in the program"
+    ),
+    representative=(
+        "input_shape",
+        "output_shape",
+        "batch",
+        "length",
+        "channels",
+        "heads",
+        "dynamic_batch",
+        "dynamic_hw",
+    ),
 )

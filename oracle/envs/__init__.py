@@ -51,6 +51,7 @@ __all__ = sorted(_EXPORTS)
 
 
 if not TYPE_CHECKING:  # the type checker reads the imports above, never this
+
     def __getattr__(name: str) -> Any:
         module = _EXPORTS.get(name)
         if module is None:

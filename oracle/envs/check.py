@@ -58,8 +58,12 @@ def _torch_checked(site: str, progress: Progress) -> None:
         progress(Notice(changed_line(folder.name, problems)))
         data = _manifest(folder)
         _forget_manifest(folder)
-        envs.torch_install(str(data.get("torch", "")), folder.name,
-                           list(data.get("options", ["--no-deps"])), progress)
+        envs.torch_install(
+            str(data.get("torch", "")),
+            folder.name,
+            list(data.get("options", ["--no-deps"])),
+            progress,
+        )
     _mark(folder)
 
 
@@ -90,13 +94,20 @@ def _rebuilt(env: Env, data: dict, progress: Progress) -> Env:
     if source:
         tree = Path(str(source.get("tree", "")))
         if not tree.is_dir():
-            raise EnvError(f"{env.name} changed since it was built and the tree it was built "
-                           f"from ({tree}) is gone: build it again with `inventory envs build "
-                           f"--from-source DIR`")
-        return ensure_source_env(tree, env.name.removeprefix(PREFIX), progress=progress,
-                                 commit=str(source.get("commit", "")))
+            raise EnvError(
+                f"{env.name} changed since it was built and the tree it was built "
+                f"from ({tree}) is gone: build it again with `inventory envs build "
+                f"--from-source DIR`"
+            )
+        return ensure_source_env(
+            tree,
+            env.name.removeprefix(PREFIX),
+            progress=progress,
+            commit=str(source.get("commit", "")),
+        )
     catalog = load_catalog()
     if env.path == envs.env_path(env.converter):
         return envs.ensure_env(env.converter, catalog, progress)
-    return envs.ensure_env_on_torch(env.converter, env.path.name,
-                                    Path(str(data.get("shared_torch", ""))), catalog, progress)
+    return envs.ensure_env_on_torch(
+        env.converter, env.path.name, Path(str(data.get("shared_torch", ""))), catalog, progress
+    )

@@ -59,12 +59,22 @@ def record(derived: Derived, metadata: str, wheel: str, sha256: str, where: str)
         (tmp / DISCOVERED_METADATA).write_text(metadata)
         (tmp / DISCOVERED_ENTRY).write_text(
             f"# derived by `inventory envs discover` from {wheel}'s METADATA (beside this file)\n"
-            f"[converters.\"{derived.version}\"]\ncore = \"{derived.core}\"\nextra = []\n")
-        (tmp / SOURCE).write_text(json.dumps(
-            {"wheel": wheel, "sha256": sha256, "listed_by": where, "torch": derived.torch,
-             "requires": list(derived.requires),
-             "recorded": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")},
-            indent=2) + "\n")
+            f'[converters."{derived.version}"]\ncore = "{derived.core}"\nextra = []\n'
+        )
+        (tmp / SOURCE).write_text(
+            json.dumps(
+                {
+                    "wheel": wheel,
+                    "sha256": sha256,
+                    "listed_by": where,
+                    "torch": derived.torch,
+                    "requires": list(derived.requires),
+                    "recorded": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
         if target.exists():
             shutil.rmtree(target)
         tmp.rename(target)
@@ -89,8 +99,7 @@ def discover(catalog: Catalog, progress: Progress = lambda _: None) -> Discovery
     sources = package_sources()
     progress(f"listing {package_index.PROJECT} on {sources.describe()}")
     listed, problems = package_index.listed(sources)
-    if problems and not listed and len(problems) == len(sources.indexes) + len(
-            sources.find_links):
+    if problems and not listed and len(problems) == len(sources.indexes) + len(sources.find_links):
         raise EnvError(f"no package source could be read: {'; '.join(problems)}")
     found = []
     for version in sorted(listed, key=version_key, reverse=True):
@@ -105,11 +114,25 @@ def discover(catalog: Catalog, progress: Progress = lambda _: None) -> Discovery
             continue
         derived = derive(text)
         if derived.version != version and not derived.problem:
-            derived = Derived(version, None, derived.torch, derived.requires,
-                              f"{wheel.filename}'s metadata says version {derived.version}")
-        where = "" if derived.problem else str(record(derived, text, wheel.filename, sha,
-                                                      wheel.where))
-        found.append(Found(derived, wheel.filename, sha, wheel.where, where,
-                           tuple(w.filename for w in listed[version][1:])))
+            derived = Derived(
+                version,
+                None,
+                derived.torch,
+                derived.requires,
+                f"{wheel.filename}'s metadata says version {derived.version}",
+            )
+        where = (
+            "" if derived.problem else str(record(derived, text, wheel.filename, sha, wheel.where))
+        )
+        found.append(
+            Found(
+                derived,
+                wheel.filename,
+                sha,
+                wheel.where,
+                where,
+                tuple(w.filename for w in listed[version][1:]),
+            )
+        )
     known = tuple(sorted((v for v in listed if v in catalog.releases), key=version_key))
     return Discovery(sources.describe(), tuple(found), known, tuple(problems))

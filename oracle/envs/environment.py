@@ -44,7 +44,6 @@ SHARED_TORCH_PTH = "_inventory_shared_torch.pth"
 WORKER_REQUIREMENTS = ("safetensors",)
 
 
-
 @dataclass(frozen=True)
 class Env:
     """A ready converter environment and the exact versions installed in it."""
@@ -149,7 +148,8 @@ def _file_locked(name: str, progress: Progress) -> Iterator[None]:
                         raise LockTimeout(
                             f"environment {name} is still locked by {_holder(fd)} after "
                             f"{limit:g} s (INVENTORY_LOCK_TIMEOUT); wait for it to finish, or "
-                            f"stop it") from None
+                            f"stop it"
+                        ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {' '.join(sys.argv)[:300]}\n".encode(), 0)
         try:
@@ -176,8 +176,9 @@ def shared_torch(catalog: Catalog, progress: Progress = lambda _: None) -> Path:
     return torch_install(catalog.torch, f"torch-{catalog.torch}", ["--no-deps"], progress)
 
 
-def torch_install(version: str, name: str, options: list[str],
-                  progress: Progress = lambda _: None) -> Path:
+def torch_install(
+    version: str, name: str, options: list[str], progress: Progress = lambda _: None
+) -> Path:
     """A `--target` install of torch==version under envs/NAME (reused once complete). A CUDA
     build is refused: the pip configuration must lead to the CPU wheel."""
     target = envs_dir() / name
@@ -195,20 +196,32 @@ def torch_install(version: str, name: str, options: list[str],
             shutil.rmtree(target, ignore_errors=True)
             target.mkdir(parents=True)
             _log(log, tool.describe())
-            tool.install(sys.executable, [*options, f"torch=={version}"], log,
-                         f"torch=={version}", target=target / "site")
+            tool.install(
+                sys.executable,
+                [*options, f"torch=={version}"],
+                log,
+                f"torch=={version}",
+                target=target / "site",
+            )
             cuda = cuda_torch(target / "site")
             if cuda is not None:
                 shutil.rmtree(target, ignore_errors=True)
-                raise EnvError(f"torch=={version} resolved to a CUDA build ({cuda}); the shared "
-                               f"torch must be the CPU wheel: point pip's configuration "
-                               f"(find-links or index-url) at it (log: {log})")
+                raise EnvError(
+                    f"torch=={version} resolved to a CUDA build ({cuda}); the shared "
+                    f"torch must be the CPU wheel: point pip's configuration "
+                    f"(find-links or index-url) at it (log: {log})"
+                )
             return [target / "site"]
 
         files = _checked_build(target, build, tool, log, progress)
-        write_text_atomic(target / MANIFEST, json.dumps(
-            {"torch": version, "options": options, "installer": tool.label(), **files},
-            indent=2, sort_keys=True))
+        write_text_atomic(
+            target / MANIFEST,
+            json.dumps(
+                {"torch": version, "options": options, "installer": tool.label(), **files},
+                indent=2,
+                sort_keys=True,
+            ),
+        )
         progress(f"{name}: ready")
     return target / "site"
 
@@ -231,8 +244,9 @@ def _installer(progress: Progress) -> Installer:
 _SAID: list[str] = []
 
 
-def _checked_build(root: Path, build: Callable[[], list[Path]], tool: Installer, log: Path,
-                   progress: Progress) -> dict:
+def _checked_build(
+    root: Path, build: Callable[[], list[Path]], tool: Installer, log: Path, progress: Progress
+) -> dict:
     """`build()` (which makes the environment at `root` from nothing and returns its package
     folders), then every installed file checked against its RECORD and recorded. A distribution
     installed damaged came so from uv's cache (its files are hard links into it): it is dropped
@@ -246,10 +260,14 @@ def _checked_build(root: Path, build: Callable[[], list[Path]], tool: Installer,
         where = "; ".join(f"{n}: {', '.join(snap.damaged[n][:3])}" for n in names)
         _log(log, f"installed files differ from their RECORD: {where}")
         if attempt == 2:
-            raise EnvError(f"{root.name}: {', '.join(names)} installed with files that differ "
-                           f"from their RECORD twice ({where}; log: {log})")
-        progress(f"{root.name}: {', '.join(names)} installed damaged (uv's cache): dropping it "
-                 f"from the cache and building again")
+            raise EnvError(
+                f"{root.name}: {', '.join(names)} installed with files that differ "
+                f"from their RECORD twice ({where}; log: {log})"
+            )
+        progress(
+            f"{root.name}: {', '.join(names)} installed damaged (uv's cache): dropping it "
+            f"from the cache and building again"
+        )
         tool.forget(names, log)
     raise AssertionError("unreachable")
 
@@ -312,8 +330,9 @@ def write_bytecode(python: Path, log: Path) -> None:
     long). Compiling every file instead (pip's way, uv's --compile-bytecode) costs four times
     the CPU. A failure here is the worker's to report, with its environment check."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    proc = subprocess.run([str(python), "-c", _WORKER_IMPORTS], capture_output=True, text=True,
-                          env=env)
+    proc = subprocess.run(
+        [str(python), "-c", _WORKER_IMPORTS], capture_output=True, text=True, env=env
+    )
     _log(log, f"bytecode of a worker's imports written (exit {proc.returncode})")
 
 
@@ -335,8 +354,15 @@ def manifest_problem(path: Path) -> str | None:
         return None
     try:
         _env_of(path, json.loads(manifest.read_text()))
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError,
-            RecursionError) as exc:
+    except (
+        OSError,
+        UnicodeDecodeError,
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        RecursionError,
+    ) as exc:
         return f"damaged manifest {manifest} ({type(exc).__name__})"
     return None
 
@@ -344,7 +370,8 @@ def manifest_problem(path: Path) -> str | None:
 def _env_of(path: Path, data: dict) -> Env:
     packages = data["packages"]
     if not isinstance(packages, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in packages.items()):
+        isinstance(k, str) and isinstance(v, str) for k, v in packages.items()
+    ):
         raise TypeError("packages")
     deviations = data["deviations"]
     if not isinstance(deviations, list) or not all(isinstance(d, str) for d in deviations):
@@ -376,8 +403,12 @@ def _shared_pth(path: Path) -> Path | None:
 
 def _imports_torch(python: Path) -> bool:
     try:
-        return subprocess.run([str(python), "-c", "import torch"], capture_output=True,
-                              timeout=600).returncode == 0
+        return (
+            subprocess.run(
+                [str(python), "-c", "import torch"], capture_output=True, timeout=600
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -452,8 +483,12 @@ def _fitting(env: Env | None, release: Release, progress: Progress) -> Env | Non
     the environment is named by the release alone)."""
     if env is None or env.core == release.core:
         return env
-    progress(Notice(f"{env.name} was built with coreai-core {env.core}; the catalog's entry "
-                    f"({release.source}: {release.origin}) pins {release.core}: rebuilding it"))
+    progress(
+        Notice(
+            f"{env.name} was built with coreai-core {env.core}; the catalog's entry "
+            f"({release.source}: {release.origin}) pins {release.core}: rebuilding it"
+        )
+    )
     return None
 
 
@@ -478,15 +513,29 @@ def _build(
         # Without dependency resolution: the converter's own torch bound is not honoured (it is
         # recorded as a deviation below); torch comes from the shared install.
         tool.install(python, ["--no-deps", converter_req], log, converter_req)
-        found.update(json.loads(
-            run_step([str(python), "-I", "-c", _REQUIRES_SCRIPT, "coreai-torch", "torch"], log,
-                     "the converter's requirement list")))
+        found.update(
+            json.loads(
+                run_step(
+                    [str(python), "-I", "-c", _REQUIRES_SCRIPT, "coreai-torch", "torch"],
+                    log,
+                    "the converter's requirement list",
+                )
+            )
+        )
         provided = {"torch", "coreai-core"}
-        wanted = [req for dist in ("coreai-torch", "torch") for req in found[dist]
-                  if _requirement_name(req) not in provided]
+        wanted = [
+            req
+            for dist in ("coreai-torch", "torch")
+            for req in found[dist]
+            if _requirement_name(req) not in provided
+        ]
         progress(f"{path.name}: installing {core_req} and dependencies")
-        tool.install(python, [core_req, *wanted, *release.extra, *WORKER_REQUIREMENTS], log,
-                     f"{core_req} for coreai-torch {release.converter}")
+        tool.install(
+            python,
+            [core_req, *wanted, *release.extra, *WORKER_REQUIREMENTS],
+            log,
+            f"{core_req} for coreai-torch {release.converter}",
+        )
         return [site]
 
     files = _checked_build(path, build, tool, log, progress)
@@ -495,8 +544,11 @@ def _build(
     packages = installed_packages(python, log)
     declared_torch = [r for r in found["coreai-torch"] if _requirement_name(r) == "torch"]
     check = json.loads(
-        run_step([str(python), "-I", "-c", _TORCH_CHECK_SCRIPT, *declared_torch], log,
-                 "torch (the shared install is not visible)")
+        run_step(
+            [str(python), "-I", "-c", _TORCH_CHECK_SCRIPT, *declared_torch],
+            log,
+            "torch (the shared install is not visible)",
+        )
     )
     packages["torch"] = check["torch"]
     deviations = [
@@ -504,8 +556,11 @@ def _build(
         f"{check['torch']} without dependency resolution"
         for req in check["unsatisfied"]
     ]
-    deviations += [c.cited() for c in catalog.torch_checks(release.converter)
-                   if deviations and base_version(c.against) == base_version(check["torch"])]
+    deviations += [
+        c.cited()
+        for c in catalog.torch_checks(release.converter)
+        if deviations and base_version(c.against) == base_version(check["torch"])
+    ]
     if packages.get("coreai-core") != release.core:
         raise EnvError(
             f"coreai-torch {release.converter}: expected coreai-core {release.core}, "
@@ -527,8 +582,9 @@ def _build(
     return env
 
 
-def ensure_venv(name: str, requirements: tuple[str, ...], catalog: Catalog,
-                progress: Progress = lambda _: None) -> Path:
+def ensure_venv(
+    name: str, requirements: tuple[str, ...], catalog: Catalog, progress: Progress = lambda _: None
+) -> Path:
     """A virtualenv under envs/ that sees the shared torch, with torch's own requirements and
     `requirements` installed; its python. For code that must run against other package versions
     than the project's own (a recipe's pinned transformers), never for a converter. A reused one
@@ -554,18 +610,32 @@ def ensure_venv(name: str, requirements: tuple[str, ...], catalog: Catalog,
             tool.venv(path, log)
             site = site_packages(python)
             (site / SHARED_TORCH_PTH).write_text(f"{torch_site}\n")
-            torch_requires = json.loads(run_step(
-                [str(python), "-I", "-c", _REQUIRES_SCRIPT, "torch"], log,
-                "torch's requirement list"))["torch"]
+            torch_requires = json.loads(
+                run_step(
+                    [str(python), "-I", "-c", _REQUIRES_SCRIPT, "torch"],
+                    log,
+                    "torch's requirement list",
+                )
+            )["torch"]
             tool.install(python, [*torch_requires, *requirements], log, " ".join(requirements))
             return [site]
 
         files = _checked_build(path, build, tool, log, progress)
         packages = installed_packages(python, log)
-        write_text_atomic(path / MANIFEST, json.dumps(
-            {"requirements": list(requirements), "packages": packages,
-             "shared_torch": str(torch_site), "installer": tool.label(), **files},
-            indent=2, sort_keys=True))
+        write_text_atomic(
+            path / MANIFEST,
+            json.dumps(
+                {
+                    "requirements": list(requirements),
+                    "packages": packages,
+                    "shared_torch": str(torch_site),
+                    "installer": tool.label(),
+                    **files,
+                },
+                indent=2,
+                sort_keys=True,
+            ),
+        )
         progress(f"{name}: ready")
     return python
 
@@ -592,28 +662,34 @@ def record_line(path: Path) -> str:
     if not isinstance(dists, dict):
         return "built before files were recorded: not checked (rebuild to record them)"
     problems = files_changed(path)
-    state = ("files as built" if not problems else
-             f"{len(problems)} file(s) changed ({problems[0]}): rebuilt on next use")
+    state = (
+        "files as built"
+        if not problems
+        else f"{len(problems)} file(s) changed ({problems[0]}): rebuilt on next use"
+    )
     files = sum(d.get("files", 0) for d in dists.values() if isinstance(d, dict))
-    return (f"{data.get('installer', '?')}; {len(dists)} distributions, {files} files, "
-            f"recorded sha256 {str(data.get('files_sha256', ''))[:12]}; {state}")
+    return (
+        f"{data.get('installer', '?')}; {len(dists)} distributions, {files} files, "
+        f"recorded sha256 {str(data.get('files_sha256', ''))[:12]}; {state}"
+    )
 
 
 def torch_installs() -> list[Path]:
     """The torch installs under envs/ (the shared one, and any a measurement made)."""
     root = envs_dir()
-    return sorted(p for p in root.glob("torch-*") if (p / MANIFEST).exists()) if root.exists() \
-        else []
+    return (
+        sorted(p for p in root.glob("torch-*") if (p / MANIFEST).exists()) if root.exists() else []
+    )
 
 
 def changed_line(name: str, problems: list[str]) -> str:
     more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
-    return (f"{name}: {problems[0]}{more} since it was built; rebuilding it (never used "
-            f"damaged)")
+    return f"{name}: {problems[0]}{more} since it was built; rebuilding it (never used damaged)"
 
 
-def ensure_env_on_torch(version: str, name: str, torch_site: Path, catalog: Catalog,
-                        progress: Progress = lambda _: None) -> Env:
+def ensure_env_on_torch(
+    version: str, name: str, torch_site: Path, catalog: Catalog, progress: Progress = lambda _: None
+) -> Env:
     """A converter environment like `ensure_env`'s, but seeing the torch at `torch_site` (a
     measurement of torch-version sensitivity; never used to answer a question)."""
     release = catalog.release(version)
@@ -651,8 +727,9 @@ def damaged_envs() -> list[str]:
     root = envs_dir()
     if not root.exists():
         return []
-    problems = ((p.name, manifest_problem(p)) for p in sorted(root.glob("coreai-torch-*"))
-                if p.is_dir())
+    problems = (
+        (p.name, manifest_problem(p)) for p in sorted(root.glob("coreai-torch-*")) if p.is_dir()
+    )
     return [f"{name}: {why}; rebuilt on next use" for name, why in problems if why]
 
 

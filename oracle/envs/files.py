@@ -79,9 +79,13 @@ class Snapshot:
     damaged: dict[str, tuple[str, ...]]  # distribution -> files whose sha256 is not RECORD's
 
     def manifest_part(self, files_sha256: str) -> dict:
-        return {"distributions": {d.name: {"version": d.version, "record_sha256": d.record_sha256,
-                                           "files": d.files} for d in self.distributions},
-                "files_sha256": files_sha256}
+        return {
+            "distributions": {
+                d.name: {"version": d.version, "record_sha256": d.record_sha256, "files": d.files}
+                for d in self.distributions
+            },
+            "files_sha256": files_sha256,
+        }
 
 
 def _metadata(dist_info: Path) -> tuple[str, str]:

@@ -32,8 +32,13 @@ from oracle.infra.paths import cache_root
 from oracle.infra.settings import INSTALLER_VAR, installer_choice
 
 # uv's flags that choose where packages come from (what `uv venv --seed` takes too)
-_INDEX_FLAGS = ("--index-url", "--extra-index-url", "--find-links", "--no-index",
-                "--allow-insecure-host")
+_INDEX_FLAGS = (
+    "--index-url",
+    "--extra-index-url",
+    "--find-links",
+    "--no-index",
+    "--allow-insecure-host",
+)
 
 
 def uv_cache() -> Path:
@@ -47,9 +52,11 @@ def run_step(cmd: list[str], log: Path, what: str, env: dict[str, str] | None = 
     with open(log, "a") as handle:
         handle.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n")
     if proc.returncode != 0:
-        raise EnvError(f"could not install {what}: {_failure(proc)} (log: {log}); where the "
-                       f"package registry is reachable, `inventory envs build` builds "
-                       f"environments ahead of time")
+        raise EnvError(
+            f"could not install {what}: {_failure(proc)} (log: {log}); where the "
+            f"package registry is reachable, `inventory envs build` builds "
+            f"environments ahead of time"
+        )
     return proc.stdout
 
 
@@ -88,8 +95,10 @@ def python_with_pip() -> str:
     """An interpreter whose pip can install into a folder (`--target`): this one, else the one
     its virtualenv was made from (an environment built by uv has no pip)."""
     for python in (sys.executable, getattr(sys, "_base_executable", "")):
-        if python and subprocess.run([python, "-c", "import pip"],
-                                     capture_output=True).returncode == 0:
+        if (
+            python
+            and subprocess.run([python, "-c", "import pip"], capture_output=True).returncode == 0
+        ):
             return python
     return sys.executable
 
@@ -111,8 +120,7 @@ class Installer:
         env = dict(os.environ)
         for key, value in config.env.items():
             env.setdefault(key, value)  # the caller's own setting wins
-        cmd = [str(self.uv), *args, "--no-config", "--cache-dir", str(uv_cache()),
-               "--no-progress"]
+        cmd = [str(self.uv), *args, "--no-config", "--cache-dir", str(uv_cache()), "--no-progress"]
         return cmd, env
 
     def _index(self) -> list[str]:
@@ -138,28 +146,53 @@ class Installer:
         setuptools in it (what the requirement readers and a source build use)."""
         if self.name == "uv":
             cmd, env = self._uv("venv", "--python", sys.executable, *self._index())
-            run_step(cmd + (["--seed"] if seed else []) + [str(path)], log,
-                     f"a virtualenv at {path}", env)
+            run_step(
+                cmd + (["--seed"] if seed else []) + [str(path)],
+                log,
+                f"a virtualenv at {path}",
+                env,
+            )
         else:
-            run_step([sys.executable, "-m", "venv", *([] if seed else ["--without-pip"]),
-                      str(path)], log, f"a virtualenv at {path}")
+            run_step(
+                [sys.executable, "-m", "venv", *([] if seed else ["--without-pip"]), str(path)],
+                log,
+                f"a virtualenv at {path}",
+            )
         return path / "bin" / "python"
 
-    def install(self, python: Path | str, args: list[str], log: Path, what: str,
-                target: Path | None = None) -> None:
+    def install(
+        self, python: Path | str, args: list[str], log: Path, what: str, target: Path | None = None
+    ) -> None:
         """`pip install ARGS` into `python`'s environment, or into the folder `target` (with
         `python`'s tags). The one call every environment's packages go through."""
         where = ["--target", str(target)] if target is not None else []
         if self.name == "uv":
             cmd, env = self._uv("pip", "install", "--python", str(python))
             config = pip_config.read().uv()
-            run_step(cmd + ["--index-strategy", "unsafe-best-match", *config.args, *where,
-                            *args], log, what, env)
+            run_step(
+                cmd + ["--index-strategy", "unsafe-best-match", *config.args, *where, *args],
+                log,
+                what,
+                env,
+            )
         else:
             if target is not None and python == sys.executable:
                 python = python_with_pip()
-            run_step([str(python), "-m", "pip", "--disable-pip-version-check", "--no-input",
-                      "install", "-q", *where, *args], log, what)
+            run_step(
+                [
+                    str(python),
+                    "-m",
+                    "pip",
+                    "--disable-pip-version-check",
+                    "--no-input",
+                    "install",
+                    "-q",
+                    *where,
+                    *args,
+                ],
+                log,
+                what,
+            )
 
     def forget(self, names: list[str], log: Path) -> None:
         """Drop distributions from uv's cache (one whose unpacked files were found damaged), so
@@ -178,10 +211,16 @@ def chosen() -> Installer:
     uv = find_uv()
     version = _uv_version(uv) if uv is not None else None
     if uv is None or version is None:
-        why = ("uv not found beside this interpreter or on PATH" if uv is None
-               else f"{uv} does not run")
-        return Installer("pip", pip_version, note=f"{why}; scripts/_venv.sh installs it "
-                                                  f"from the package index; building with pip")
+        why = (
+            "uv not found beside this interpreter or on PATH"
+            if uv is None
+            else f"{uv} does not run"
+        )
+        return Installer(
+            "pip",
+            pip_version,
+            note=f"{why}; scripts/_venv.sh installs it from the package index; building with pip",
+        )
     return Installer("uv", version, uv)
 
 

@@ -30,8 +30,10 @@ PROJECT = "coreai-torch"
 # A wheel is a few hundred kB; a page of links a few kB. Anything far larger is not what it says.
 MAX_WHEEL = 64 * 1024 * 1024
 MAX_PAGE = 16 * 1024 * 1024
-_WHEEL = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+"
-                    r"\.whl$")
+_WHEEL = re.compile(
+    r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+"
+    r"\.whl$"
+)
 _JSON = "application/vnd.pypi.simple.v1+json"
 
 
@@ -88,11 +90,13 @@ class Reader:
 
     def __init__(self, sources: Sources) -> None:
         self.sources = sources
-        handlers: list[urllib.request.BaseHandler] = [urllib.request.HTTPSHandler(
-            context=ssl.create_default_context(cafile=sources.cert))]
+        handlers: list[urllib.request.BaseHandler] = [
+            urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=sources.cert))
+        ]
         if sources.proxy:
-            handlers.append(urllib.request.ProxyHandler(
-                {"http": sources.proxy, "https": sources.proxy}))
+            handlers.append(
+                urllib.request.ProxyHandler({"http": sources.proxy, "https": sources.proxy})
+            )
         self.opener = urllib.request.build_opener(*handlers)
 
     def get(self, url: str, limit: int, accept: str = "") -> tuple[bytes, str, str]:
@@ -141,9 +145,15 @@ def _from_index(reader: Reader, index: str, project: str) -> list[WheelFile]:
                 continue
             version = wheel_version(str(f.get("filename", "")), project)
             if version is not None:
-                out.append(WheelFile(version, f["filename"], urllib.parse.urljoin(final,
-                                     str(f.get("url", ""))),
-                                     str((f.get("hashes") or {}).get("sha256", "")), index))
+                out.append(
+                    WheelFile(
+                        version,
+                        f["filename"],
+                        urllib.parse.urljoin(final, str(f.get("url", ""))),
+                        str((f.get("hashes") or {}).get("sha256", "")),
+                        index,
+                    )
+                )
         return out
     return _linked(body, final, index, project)
 
@@ -165,15 +175,19 @@ def _linked(body: bytes, base: str, where: str, project: str) -> list[WheelFile]
 
 
 def _from_links(reader: Reader, entry: str, project: str) -> list[WheelFile]:
-    local = Path(urllib.request.url2pathname(urllib.parse.urlparse(entry).path)) \
-        if entry.startswith("file:") else (Path(entry).expanduser() if "://" not in entry
-                                           else None)
+    local = (
+        Path(urllib.request.url2pathname(urllib.parse.urlparse(entry).path))
+        if entry.startswith("file:")
+        else (Path(entry).expanduser() if "://" not in entry else None)
+    )
     if local is not None:
         if not local.is_dir():
             return []  # pip ignores a find-links entry that is not there, and so does this
-        return [WheelFile(v, p.name, p.resolve().as_uri(), "", entry)
-                for p in sorted(local.iterdir())
-                if p.is_file() and (v := wheel_version(p.name, project)) is not None]
+        return [
+            WheelFile(v, p.name, p.resolve().as_uri(), "", entry)
+            for p in sorted(local.iterdir())
+            if p.is_file() and (v := wheel_version(p.name, project)) is not None
+        ]
     try:
         body, _, final = reader.get(entry, MAX_PAGE)
     except _Absent:
@@ -181,15 +195,17 @@ def _from_links(reader: Reader, entry: str, project: str) -> list[WheelFile]:
     return _linked(body, final, entry, project)
 
 
-def listed(sources: Sources, project: str = PROJECT
-           ) -> tuple[dict[str, list[WheelFile]], list[str]]:
+def listed(
+    sources: Sources, project: str = PROJECT
+) -> tuple[dict[str, list[WheelFile]], list[str]]:
     """version -> the wheels the sources list for it (universal ones first), and one line per
     source that could not be read."""
     reader = Reader(sources)
     found: dict[str, list[WheelFile]] = {}
     problems: list[str] = []
-    readers = [(i, _from_index) for i in sources.indexes] + \
-        [(f, _from_links) for f in sources.find_links]
+    readers = [(i, _from_index) for i in sources.indexes] + [
+        (f, _from_links) for f in sources.find_links
+    ]
     for where, read in readers:
         try:
             files = read(reader, where, project)
@@ -209,15 +225,17 @@ def metadata(wheel: WheelFile, sources: Sources) -> tuple[str, str]:
     body, _, _ = Reader(sources).get(wheel.url, MAX_WHEEL)
     digest = hashlib.sha256(body).hexdigest()
     if wheel.sha256 and digest != wheel.sha256:
-        raise SourceError(f"{wheel.filename}: sha256 {digest[:12]}... is not the "
-                          f"{wheel.sha256[:12]}... {wheel.where} lists")
+        raise SourceError(
+            f"{wheel.filename}: sha256 {digest[:12]}... is not the "
+            f"{wheel.sha256[:12]}... {wheel.where} lists"
+        )
     try:
         with zipfile.ZipFile(io.BytesIO(body)) as archive:
-            names = [n for n in archive.namelist()
-                     if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
+            names = [n for n in archive.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
             if len(names) != 1:
-                raise SourceError(f"{wheel.filename}: {len(names)} dist-info METADATA files, "
-                                  "not one")
+                raise SourceError(
+                    f"{wheel.filename}: {len(names)} dist-info METADATA files, not one"
+                )
             info = archive.getinfo(names[0])
             if info.file_size > MAX_PAGE:
                 raise SourceError(f"{wheel.filename}: a METADATA of {info.file_size} bytes")

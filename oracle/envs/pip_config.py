@@ -39,10 +39,28 @@ _ENVIRONMENT = {
 _PROXY = ("HTTPS_PROXY", "HTTP_PROXY")
 # Options that change what pip prints or asks, never what it installs: nothing to translate.
 _COSMETIC = {
-    "disable-pip-version-check", "no-input", "quiet", "verbose", "progress-bar", "no-color",
-    "log", "retries", "no-cache-dir", "cache-dir", "root-user-action", "no-warn-script-location",
-    "prefer-binary", "use-feature", "use-deprecated", "no-python-version-warning", "exists-action",
-    "upgrade-strategy", "compile", "no-compile", "require-virtualenv", "isolated",
+    "disable-pip-version-check",
+    "no-input",
+    "quiet",
+    "verbose",
+    "progress-bar",
+    "no-color",
+    "log",
+    "retries",
+    "no-cache-dir",
+    "cache-dir",
+    "root-user-action",
+    "no-warn-script-location",
+    "prefer-binary",
+    "use-feature",
+    "use-deprecated",
+    "no-python-version-warning",
+    "exists-action",
+    "upgrade-strategy",
+    "compile",
+    "no-compile",
+    "require-virtualenv",
+    "isolated",
 }
 _TRUE = {"1", "true", "yes", "on"}
 # pip's index when its configuration names none
@@ -93,9 +111,14 @@ class PipConfig:
             seconds = float(timeout)
         except ValueError:
             seconds = 15.0
-        return Sources(tuple(indexes), tuple(self.values.get("find-links", "").split()),
-                       self.values.get("cert", "").strip() or None,
-                       self.values.get("proxy", "").strip() or None, seconds, self.source)
+        return Sources(
+            tuple(indexes),
+            tuple(self.values.get("find-links", "").split()),
+            self.values.get("cert", "").strip() or None,
+            self.values.get("proxy", "").strip() or None,
+            seconds,
+            self.source,
+        )
 
 
 @dataclass(frozen=True)
@@ -166,14 +189,20 @@ def read() -> PipConfig:
     (said so) when no pip can be asked, and then only PIP_* variables are read."""
     for python in _pythons():
         try:
-            proc = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True,
-                                  text=True, timeout=60,
-                                  env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+            proc = subprocess.run(
+                [python, "-m", "pip", "config", "list"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+            )
         except (OSError, subprocess.TimeoutExpired):
             continue
         if proc.returncode == 0:
             return PipConfig(parse(proc.stdout), f"`pip config list` of {python}")
-    env = {name[4:].lower().replace("_", "-"): value for name, value in os.environ.items()
-           if name.startswith("PIP_") and value}
+    env = {
+        name[4:].lower().replace("_", "-"): value
+        for name, value in os.environ.items()
+        if name.startswith("PIP_") and value
+    }
     return PipConfig(env, "PIP_* variables only: no pip could be asked for its files")
-

@@ -64,10 +64,13 @@ MAX_TREE_BYTES = 256 * 1024 * 1024
 MAX_TREE_FILES = 20_000
 MAX_TEXT_BYTES = 1024 * 1024  # the version file and pyproject.toml, read as text
 # A package holding these is not pure Python: installing it means running its build.
-_NATIVE = (".c", ".cc", ".cpp", ".cxx", ".pyx", ".pxd", ".so", ".pyd", ".dylib", ".cu", ".m",
-           ".mm")
-_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_NATIVE = (".c", ".cc", ".cpp", ".cxx", ".pyx", ".pxd", ".so", ".pyd", ".dylib", ".cu", ".m", ".mm")
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 _CORE_PIN = re.compile(r"""["']coreai-core\s*==\s*([^"';\s]+)["']""")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -82,8 +85,9 @@ def _inside(tree: Path, path: Path, rel: str) -> Path:
     except OSError as exc:
         raise EnvError(f"{tree}: {rel}: {exc.strerror or exc}") from None
     if not real.is_relative_to(tree.resolve()):
-        raise EnvError(f"{tree}: {rel} is a symlink out of the tree ({real}): refused, never "
-                       "followed")
+        raise EnvError(
+            f"{tree}: {rel} is a symlink out of the tree ({real}): refused, never followed"
+        )
     return real
 
 
@@ -100,8 +104,9 @@ def source_version(tree: Path) -> str:
     text = _text(tree, f"{PACKAGE}/__version__.py")
     found = _VERSION.search(text) if text is not None else None
     if found is None:
-        raise EnvError(f"{tree} is not a coreai-torch source tree: no __version__ in "
-                       f"{PACKAGE}/__version__.py")
+        raise EnvError(
+            f"{tree} is not a coreai-torch source tree: no __version__ in {PACKAGE}/__version__.py"
+        )
     return found.group(1)
 
 
@@ -142,13 +147,17 @@ def package_files(tree: Path) -> list[tuple[str, Path]]:
                 kind = next((k for test, k in _KINDS if test(info.st_mode)), "not a file")
                 raise EnvError(f"{tree}: {here} is not a regular file ({kind})")
             if info.st_size > MAX_FILE_BYTES:
-                raise EnvError(f"{tree}: {here} is {info.st_size} bytes, more than the "
-                               f"{MAX_FILE_BYTES // (1024 * 1024)} MiB a tree's file may have")
+                raise EnvError(
+                    f"{tree}: {here} is {info.st_size} bytes, more than the "
+                    f"{MAX_FILE_BYTES // (1024 * 1024)} MiB a tree's file may have"
+                )
             total += info.st_size
             out.append((here, real))
             if len(out) > MAX_TREE_FILES or total > MAX_TREE_BYTES:
-                raise EnvError(f"{tree}: {PACKAGE}/ holds more than {MAX_TREE_FILES} files or "
-                               f"{MAX_TREE_BYTES // (1024 * 1024)} MiB")
+                raise EnvError(
+                    f"{tree}: {PACKAGE}/ holds more than {MAX_TREE_FILES} files or "
+                    f"{MAX_TREE_BYTES // (1024 * 1024)} MiB"
+                )
 
     walk(root, PACKAGE, frozenset())
     return out
@@ -182,8 +191,9 @@ def install_package(files: list[tuple[str, Path]], site: Path, version: str) -> 
         record.append(f"{rel},sha256={digest},{len(data)}")
     info = site / f"{PACKAGE}-{version}.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: coreai-torch\n"
-                                   f"Version: {version}\n")
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: coreai-torch\nVersion: {version}\n"
+    )
     (info / "INSTALLER").write_text("inventory (files copied, no build run)\n")
     record += [f"{info.name}/{n}" + ",," for n in ("METADATA", "INSTALLER", "RECORD")]
     (info / "RECORD").write_text("\n".join(record) + "\n")
@@ -212,14 +222,22 @@ def _usable(env: Env | None, digest: str) -> bool:
         return False
     if data.get("source", {}).get("digest") != digest:
         return False
-    pths = [p for name in (SHARED_TORCH_PTH, RELEASE_SITE_PTH)
-            for p in env.path.glob(f"lib/python*/site-packages/{name}")]
+    pths = [
+        p
+        for name in (SHARED_TORCH_PTH, RELEASE_SITE_PTH)
+        for p in env.path.glob(f"lib/python*/site-packages/{name}")
+    ]
     return len(pths) == 2 and all(Path(p.read_text().strip()).is_dir() for p in pths)
 
 
-def ensure_source_env(tree: Path, name: str | None = None, catalog: Catalog | None = None,
-                      progress: Progress = lambda _: None, commit: str = "",
-                      allow_code: bool = False) -> Env:
+def ensure_source_env(
+    tree: Path,
+    name: str | None = None,
+    catalog: Catalog | None = None,
+    progress: Progress = lambda _: None,
+    commit: str = "",
+    allow_code: bool = False,
+) -> Env:
     """The environment of one source tree (built once; reused while the tree is the same).
     Nothing of the tree runs, unless it is not pure Python and `allow_code` lets its build
     run."""
@@ -233,8 +251,10 @@ def ensure_source_env(tree: Path, name: str | None = None, catalog: Catalog | No
     files = package_files(tree)
     native = native_files(files)
     if native and not allow_code:
-        raise EnvError(f"{tree}: {PACKAGE}/ is not pure Python ({native[0]}): installing it "
-                       "means running its build code, refused without --allow-code")
+        raise EnvError(
+            f"{tree}: {PACKAGE}/ is not pure Python ({native[0]}): installing it "
+            "means running its build code, refused without --allow-code"
+        )
     digest = source_digest(tree, files)
     path = source_env_path(name or digest[:12])
     env = read_manifest(path)
@@ -251,8 +271,17 @@ def ensure_source_env(tree: Path, name: str | None = None, catalog: Catalog | No
         return _build(tree, files, path, base, release.core, version, digest, commit, progress)
 
 
-def _build(tree: Path, files: list[tuple[str, Path]], path: Path, base: Env, core: str,
-           version: str, digest: str, commit: str, progress: Progress) -> Env:
+def _build(
+    tree: Path,
+    files: list[tuple[str, Path]],
+    path: Path,
+    base: Env,
+    core: str,
+    version: str,
+    digest: str,
+    commit: str,
+    progress: Progress,
+) -> Env:
     log = path.parent / f"{path.name}.build.log"
     log.unlink(missing_ok=True)
     label = f"{version}+src.{digest[:10]}"
@@ -263,8 +292,10 @@ def _build(tree: Path, files: list[tuple[str, Path]], path: Path, base: Env, cor
     site = site_packages(python)
     shared = json.loads((base.path / MANIFEST).read_text()).get("shared_torch", "")
     if not shared or not Path(shared).is_dir():
-        raise EnvError(f"{base.name} has no shared torch to point at (rebuild it: "
-                       f"`inventory envs build {version}`)")
+        raise EnvError(
+            f"{base.name} has no shared torch to point at (rebuild it: "
+            f"`inventory envs build {version}`)"
+        )
     (site / SHARED_TORCH_PTH).write_text(f"{shared}\n")
     (site / RELEASE_SITE_PTH).write_text(f"{site_packages(base.python)}\n")
     if native_files(files):  # consented (`ensure_source_env`): its build must run
@@ -274,27 +305,42 @@ def _build(tree: Path, files: list[tuple[str, Path]], path: Path, base: Env, cor
     # where the converter would be imported from, found without running it (find_spec does
     # not execute a top-level package); torch and coreai are the release's own
     where = subprocess.run(
-        [str(python), "-c", "import importlib.util, json, torch, coreai; "
-                            "print(json.dumps([importlib.util.find_spec('coreai_torch').origin,"
-                            " coreai.__file__]))"],
-        capture_output=True, text=True)
+        [
+            str(python),
+            "-c",
+            "import importlib.util, json, torch, coreai; "
+            "print(json.dumps([importlib.util.find_spec('coreai_torch').origin,"
+            " coreai.__file__]))",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if where.returncode != 0:
         lines = [ln for ln in where.stderr.splitlines() if ln.strip()]
-        raise EnvError(f"{path.name} cannot find the converter it was built with: "
-                       f"{lines[-1] if lines else where.returncode} (log: {log})")
+        raise EnvError(
+            f"{path.name} cannot find the converter it was built with: "
+            f"{lines[-1] if lines else where.returncode} (log: {log})"
+        )
     converter_file = Path(json.loads(where.stdout)[0]).resolve()
     if not converter_file.is_relative_to(site.resolve()):
-        raise EnvError(f"{path.name} imports coreai_torch from {converter_file}, not from the "
-                       f"tree it was built from (log: {log})")
+        raise EnvError(
+            f"{path.name} imports coreai_torch from {converter_file}, not from the "
+            f"tree it was built from (log: {log})"
+        )
     packages = dict(base.packages)
     packages["coreai-torch"] = label
     deviations = list(base.deviations)
     pinned = declared_core(tree)
-    how = "built by its own build code (--allow-code)" if native_files(files) else \
-        "files copied, no build code run"
+    how = (
+        "built by its own build code (--allow-code)"
+        if native_files(files)
+        else "files copied, no build code run"
+    )
     if pinned is not None and pinned != core:
-        deviations.append(f"the tree's pyproject.toml pins coreai-core=={pinned}; built with "
-                          f"coreai-torch {version}'s pin {core}")
+        deviations.append(
+            f"the tree's pyproject.toml pins coreai-core=={pinned}; built with "
+            f"coreai-torch {version}'s pin {core}"
+        )
     manifest = {
         "converter": label,
         "core": core,
@@ -303,8 +349,14 @@ def _build(tree: Path, files: list[tuple[str, Path]], path: Path, base: Env, cor
         "shared_torch": shared,
         "installer": tool.label(),
         **env_files.record(path, env_files.snapshot(path, [site])),
-        "source": {"tree": str(tree), "digest": digest, "version": version,
-                   "release_env": base.name, "commit": commit, "installed": how},
+        "source": {
+            "tree": str(tree),
+            "digest": digest,
+            "version": version,
+            "release_env": base.name,
+            "commit": commit,
+            "installed": how,
+        },
     }
     write_text_atomic(path / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
     progress(f"{path.name} ready")
@@ -313,8 +365,14 @@ def _build(tree: Path, files: list[tuple[str, Path]], path: Path, base: Env, cor
     return env
 
 
-def _pip_install(files: list[tuple[str, Path]], site: Path, base: Env, log: Path,
-                 tree: Path, tool: installer.Installer) -> None:
+def _pip_install(
+    files: list[tuple[str, Path]],
+    site: Path,
+    base: Env,
+    log: Path,
+    tree: Path,
+    tool: installer.Installer,
+) -> None:
     """A tree that is not pure Python, built by pip (its build code runs: only with consent)
     from a copy of what would be installed plus its build files, in the store's scratch."""
     with scratch("src") as tmp:
@@ -326,8 +384,13 @@ def _pip_install(files: list[tuple[str, Path]], site: Path, base: Env, log: Path
             text = _text(tree, name)
             if text is not None:
                 (copy / name).write_text(text)
-        tool.install(base.python, ["--no-deps", "--no-build-isolation", "--no-index",
-                                   str(copy)], log, f"coreai-torch from {tree}", target=site)
+        tool.install(
+            base.python,
+            ["--no-deps", "--no-build-isolation", "--no-index", str(copy)],
+            log,
+            f"coreai-torch from {tree}",
+            target=site,
+        )
 
 
 def source_of(env: Env) -> dict[str, str]:

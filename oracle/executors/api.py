@@ -64,8 +64,9 @@ class Oracle(ABC):
         """One probe converted under `old` and `new` (and measured when the shipped programs
         differ), from the store when it holds it and `use_cache`."""
 
-    def dispatch(self, batch: Sequence[Comparison], use_cache: bool = True,
-                 landed: Landed = no_follow_ups) -> None:
+    def dispatch(
+        self, batch: Sequence[Comparison], use_cache: bool = True, landed: Landed = no_follow_ups
+    ) -> None:
         """Every comparison a command will ask for next, across any release pairs, handed over
         at once: the executor runs them side by side as far as it can (the local one up to
         `--jobs` at once, in the background; a cluster on its nodes) and keeps each result for
@@ -73,8 +74,9 @@ class Oracle(ABC):
         asked."""
         del batch, use_cache, landed
 
-    def prefetch(self, specs: Sequence[ProbeSpec], old: Env, new: Env,
-                 use_cache: bool = True) -> None:
+    def prefetch(
+        self, specs: Sequence[ProbeSpec], old: Env, new: Env, use_cache: bool = True
+    ) -> None:
         """One release pair's batch (`dispatch`)."""
         self.dispatch([Comparison(spec, old, new) for spec in specs], use_cache)
 

@@ -35,6 +35,8 @@ class ExecutorChoice:
 
 
 _chosen = ExecutorChoice()
+
+
 # Where an executor says what happened to the run's machinery (a cluster node lost): one line
 # for the user whatever the progress setting; never part of the answer's document.
 def _silent(_: str) -> None:
@@ -48,12 +50,15 @@ def check_jobs(jobs: int | None) -> None:
     """--jobs is a whole number from 1 to MAX_JOBS (None: the default); ExecutorError, one line,
     otherwise."""
     if jobs is not None and not 1 <= jobs <= MAX_JOBS:
-        raise ExecutorError(f"--jobs must be a whole number from 1 to {MAX_JOBS} (comparisons "
-                            f"run at once), not {jobs}")
+        raise ExecutorError(
+            f"--jobs must be a whole number from 1 to {MAX_JOBS} (comparisons "
+            f"run at once), not {jobs}"
+        )
 
 
-def choose(name: str, address: str | None = None,
-           notice: Progress | None = None, jobs: int | None = None) -> ExecutorChoice:
+def choose(
+    name: str, address: str | None = None, notice: Progress | None = None, jobs: int | None = None
+) -> ExecutorChoice:
     """Check and keep the executor for the rest of the process; ExecutorError (one line) if it
     cannot be used."""
     global _chosen, _notice

@@ -40,11 +40,22 @@ def _convert(pool: Pool, env: Env, spec: ProbeSpec, out: Path) -> Side:
         return Side(env.converter, store.env_identity(env), False, "worker", str(exc))
     if not answer.get("ok"):
         _not_the_environment(pool, env)
-        return Side(env.converter, store.env_identity(env), False, answer.get("stage", "?"),
-                    answer.get("error", "?"),
-                    {"traceback": answer.get("traceback", "")})
-    return Side(env.converter, store.env_identity(env), True, files=answer["files"],
-                digest=answer["digest"], emitted_is_optimized=answer["emitted_is_optimized"])
+        return Side(
+            env.converter,
+            store.env_identity(env),
+            False,
+            answer.get("stage", "?"),
+            answer.get("error", "?"),
+            {"traceback": answer.get("traceback", "")},
+        )
+    return Side(
+        env.converter,
+        store.env_identity(env),
+        True,
+        files=answer["files"],
+        digest=answer["digest"],
+        emitted_is_optimized=answer["emitted_is_optimized"],
+    )
 
 
 def _identity(old: Side, new: Side, stage: str, out: Path) -> Identity:
@@ -60,16 +71,18 @@ def _identity(old: Side, new: Side, stage: str, out: Path) -> Identity:
     b = normalise(Path(new.files[stage]).read_text())
     (out / f"{stage}.old.normalised.mlir").write_text(a)
     (out / f"{stage}.new.normalised.mlir").write_text(b)
-    result = compare_normalised(a, b, f"{stage} coreai-torch {old.converter}",
-                                f"{stage} coreai-torch {new.converter}")
+    result = compare_normalised(
+        a, b, f"{stage} coreai-torch {old.converter}", f"{stage} coreai-torch {new.converter}"
+    )
     if result.identical:
         return Identity.IDENTICAL
     (out / f"{stage}.diff").write_text(result.diff)
     return Identity.DIFFERS
 
 
-def _measure(pool: Pool, old_env: Env, new_env: Env, spec: ProbeSpec, old: Side, new: Side,
-             out: Path) -> Measurement:
+def _measure(
+    pool: Pool, old_env: Env, new_env: Env, spec: ProbeSpec, old: Side, new: Side, out: Path
+) -> Measurement:
     """Run both assets on one runtime: the new side's, else the old side's if it cannot."""
     candidates = [new_env] if new_env.core == old_env.core else [new_env, old_env]
     attempts: list[str] = []
@@ -99,9 +112,13 @@ def _measure(pool: Pool, old_env: Env, new_env: Env, spec: ProbeSpec, old: Side,
             why = answer.get("error") or "; ".join(f"{s}: {v['error']}" for s, v in failed.items())
             attempts.append(f"{env.runtime}: {why}")
             continue
-        files = {"inputs": answer["inputs"], "reference": answer["reference"],
-                 "old": answer["sides"]["old"]["outputs"],
-                 "new": answer["sides"]["new"]["outputs"], "log": answer["log"]}
+        files = {
+            "inputs": answer["inputs"],
+            "reference": answer["reference"],
+            "old": answer["sides"]["old"]["outputs"],
+            "new": answer["sides"]["new"]["outputs"],
+            "log": answer["log"],
+        }
         stats = output_stats(Path(files["old"]), Path(files["new"]), Path(files["reference"]))
         return Measurement(env.runtime, attempts, True, stats=stats, files=files)
     return Measurement("none", attempts, False, error="no runtime could run both assets")
@@ -113,9 +130,14 @@ def _alone(pool: Pool, env: Env, spec: ProbeSpec, which: str, side: Side, out: P
     is right."""
     target = out / f"alone-{which}-{env.packages.get('coreai-core', env.core)}"
     try:
-        answer = pool.worker(env).call({"op": "measure", "spec": spec.to_json(),
-                                        "assets": {which: side.files["asset"]},
-                                        "out": str(target)})
+        answer = pool.worker(env).call(
+            {
+                "op": "measure",
+                "spec": spec.to_json(),
+                "assets": {which: side.files["asset"]},
+                "out": str(target),
+            }
+        )
     except WorkerFailure as exc:
         _not_the_environment(pool, env)
         return Alone(which, env.runtime, False, str(exc))
@@ -123,8 +145,12 @@ def _alone(pool: Pool, env: Env, spec: ProbeSpec, which: str, side: Side, out: P
     if not answer.get("ok") or not ran.get("ok"):
         _not_the_environment(pool, env)
         return Alone(which, env.runtime, False, answer.get("error") or ran.get("error", "?"))
-    files = {"inputs": answer["inputs"], "reference": answer["reference"],
-             which: ran["outputs"], "log": answer["log"]}
+    files = {
+        "inputs": answer["inputs"],
+        "reference": answer["reference"],
+        which: ran["outputs"],
+        "log": answer["log"],
+    }
     stats = side_stats(Path(ran["outputs"]), Path(answer["reference"]))
     return Alone(which, env.runtime, True, stats=stats, files=files)
 
@@ -163,8 +189,9 @@ def compute(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool, work: Path)
         return ProbeResult(spec, old, new, emitted, shipped, measurement, str(work), alone=alone)
 
 
-def compare(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool,
-            use_cache: bool = True) -> ProbeResult:
+def compare(
+    spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool, use_cache: bool = True
+) -> ProbeResult:
     final = store.result_dir(spec, old_env, new_env)
     if use_cache:
         cached = store.stored(final, store.load_result)  # here, else the remote tier's

@@ -84,15 +84,26 @@ class LocalOracle(Oracle):
         self._ended: list[str] = []  # keys of the jobs ended, in order
         self._t0 = time.monotonic()
         self._batches = 0
-        self.ledger: dict[str, Any] = {"executor": "local", "jobs": self.jobs, "batches": [],
-                                       "runs": []}
+        self.ledger: dict[str, Any] = {
+            "executor": "local",
+            "jobs": self.jobs,
+            "batches": [],
+            "runs": [],
+        }
 
     # -- queueing --------------------------------------------------------------------------
     def _now(self) -> float:
         return round(time.monotonic() - self._t0, 3)
 
-    def _queue_job(self, comparison: Comparison, use_cache: bool, landed: Landed,
-                   batch: int | None, after: str | None, front: bool) -> _Job:
+    def _queue_job(
+        self,
+        comparison: Comparison,
+        use_cache: bool,
+        landed: Landed,
+        batch: int | None,
+        after: str | None,
+        front: bool,
+    ) -> _Job:
         """Queue one comparison (the condition held); one already known is not queued again."""
         key = store.result_dir(comparison.spec, comparison.old, comparison.new).name
         known = self._known.get(key)
@@ -100,10 +111,17 @@ class LocalOracle(Oracle):
             return known
         job = _Job(comparison, key, use_cache, landed, batch, after)
         ahead = self._running + (0 if front else len(self._queue))
-        job.entry = {"key": key, "batch": batch, "after": after, "queued": self._now(),
-                     "old": comparison.old.converter, "new": comparison.new.converter,
-                     # a thread was free for it: it must start before any other job ends
-                     "slot_free": ahead < self.jobs, "_ended_at_queue": len(self._ended)}
+        job.entry = {
+            "key": key,
+            "batch": batch,
+            "after": after,
+            "queued": self._now(),
+            "old": comparison.old.converter,
+            "new": comparison.new.converter,
+            # a thread was free for it: it must start before any other job ends
+            "slot_free": ahead < self.jobs,
+            "_ended_at_queue": len(self._ended),
+        }
         self.ledger["runs"].append(job.entry)
         self._known[key] = job
         if front:
@@ -123,25 +141,32 @@ class LocalOracle(Oracle):
 
     def _start_threads(self) -> None:
         while len(self._threads) < self.jobs:
-            thread = threading.Thread(target=self._serve, daemon=True,
-                                      name=f"local-job-{len(self._threads) + 1}")
+            thread = threading.Thread(
+                target=self._serve, daemon=True, name=f"local-job-{len(self._threads) + 1}"
+            )
             self._threads.append(thread)
             thread.start()
 
-    def dispatch(self, batch: Sequence[Comparison], use_cache: bool = True,
-                 landed: Landed = no_follow_ups) -> None:
+    def dispatch(
+        self, batch: Sequence[Comparison], use_cache: bool = True, landed: Landed = no_follow_ups
+    ) -> None:
         if not batch:
             return
         with self._cond:
             if self._closed:
                 return
             self._batches += 1
-            queued = [self._queue_job(c, use_cache, landed, self._batches, None, False)
-                      for c in batch]
-            self.ledger["batches"].append({"batch": self._batches, "size": len(batch),
-                                           "queued": self._now(),
-                                           "new": sum(j.batch == self._batches
-                                                      for j in queued)})
+            queued = [
+                self._queue_job(c, use_cache, landed, self._batches, None, False) for c in batch
+            ]
+            self.ledger["batches"].append(
+                {
+                    "batch": self._batches,
+                    "size": len(batch),
+                    "queued": self._now(),
+                    "new": sum(j.batch == self._batches for j in queued),
+                }
+            )
 
     # -- running ---------------------------------------------------------------------------
     def _serve(self) -> None:
@@ -153,8 +178,11 @@ class LocalOracle(Oracle):
                     return
                 job = self._queue.popleft()
                 c = job.comparison
-                if c.optional and not job.asked and \
-                        {c.old.converter, c.new.converter} & self._failed:
+                if (
+                    c.optional
+                    and not job.asked
+                    and {c.old.converter, c.new.converter} & self._failed
+                ):
                     # made when asked, if it is asked at all: drop it from what is known
                     del self._known[job.key]
                     job.entry.pop("_ended_at_queue", None)
@@ -164,7 +192,7 @@ class LocalOracle(Oracle):
                 job.entry["started"] = self._now()
                 job.entry["thread"] = threading.current_thread().name
                 # the jobs that ended while it waited: it waited on them for a thread only
-                job.entry["waited_for"] = self._ended[job.entry.pop("_ended_at_queue"):]
+                job.entry["waited_for"] = self._ended[job.entry.pop("_ended_at_queue") :]
                 self._running += 1
             self._run(job)
 
@@ -220,8 +248,7 @@ class LocalOracle(Oracle):
         key = store.result_dir(spec, old, new).name
         with self._cond:
             job = self._known.get(key)
-            if self._closed and (job is None or not job.future.done()
-                                 or job.future.cancelled()):
+            if self._closed and (job is None or not job.future.done() or job.future.cancelled()):
                 job = None  # no thread is left to run it: made here, below
             elif job is not None and job in self._queue:
                 # asked for before its turn: it goes first
@@ -229,8 +256,9 @@ class LocalOracle(Oracle):
                 self._to_front(job)
                 job.entry["hurried"] = self._now()
             elif job is None or job.future.cancelled():
-                job = self._queue_job(Comparison(spec, old, new), use_cache, no_follow_ups, None,
-                                      None, True)
+                job = self._queue_job(
+                    Comparison(spec, old, new), use_cache, no_follow_ups, None, None, True
+                )
             if job is not None:
                 job.asked = True
         if job is None:

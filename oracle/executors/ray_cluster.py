@@ -66,19 +66,23 @@ def _reachable(address: str) -> None:
     address for minutes, printing as it goes."""
     host, _, port = address.rpartition(":")
     if address.startswith("ray://"):
-        raise ExecutorError(f"--ray-address {address}: Ray Client addresses are not supported; "
-                            "give the cluster's GCS address HOST:PORT (what `ray start --head` "
-                            "prints)")
+        raise ExecutorError(
+            f"--ray-address {address}: Ray Client addresses are not supported; "
+            "give the cluster's GCS address HOST:PORT (what `ray start --head` "
+            "prints)"
+        )
     # a port of 5000 digits was exit 4 (int() refuses such a string): checked as text first
     if not host or not port.isdigit() or len(port) > 5 or not 0 < int(port) < 65536:
-        raise ExecutorError(f"--ray-address {address[:80]!r}: not HOST:PORT with a port from 1 "
-                            "to 65535 (or 'auto')")
+        raise ExecutorError(
+            f"--ray-address {address[:80]!r}: not HOST:PORT with a port from 1 to 65535 (or 'auto')"
+        )
     try:
         with socket.create_connection((host, int(port)), timeout=5):
             pass
     except OSError as exc:
-        raise ExecutorError(f"cannot reach the Ray cluster at {address}: "
-                            f"{exc.strerror or exc}") from None
+        raise ExecutorError(
+            f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}"
+        ) from None
 
 
 _connected: str | None = None
@@ -90,16 +94,23 @@ def connect(address: str | None) -> str:
     global _connected
     address = address or os.environ.get("RAY_ADDRESS") or None
     if address is None:
-        raise ExecutorError("--executor ray needs a cluster: --ray-address HOST:PORT or "
-                            "RAY_ADDRESS (start one with `ray start --head`)")
+        raise ExecutorError(
+            "--executor ray needs a cluster: --ray-address HOST:PORT or "
+            "RAY_ADDRESS (start one with `ray start --head`)"
+        )
     ray = _import_ray()
     if _connected == address:
         return address
     if address != "auto":
         _reachable(address)
     try:
-        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False,
-                 logging_level=logging.ERROR, configure_logging=False)
+        ray.init(
+            address=address,
+            namespace=NAMESPACE,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+            configure_logging=False,
+        )
     except (ConnectionError, RuntimeError, ValueError) as exc:
         line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ExecutorError(f"cannot join the Ray cluster at {address}: {line}") from None
@@ -161,8 +172,16 @@ _agents: dict[str, _Agent] = {}  # agent name -> agent, for the process's whole 
 _dropped: set[str] = set()  # agents left out (dead, not ready): not made again in this run
 _head_gone = ""  # why the cluster's head is known gone: nothing more is asked of Ray
 # What this process dispatched, where and how long each took: written to runs/ray/.
-_ledger: dict[str, Any] = {"dispatched": 0, "from_store": 0, "retried": 0, "lost": 0,
-                           "nodes": {}, "jobs": [], "left_out": [], "messages": 0}
+_ledger: dict[str, Any] = {
+    "dispatched": 0,
+    "from_store": 0,
+    "retried": 0,
+    "lost": 0,
+    "nodes": {},
+    "jobs": [],
+    "left_out": [],
+    "messages": 0,
+}
 _started = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
 # One dispatch at a time per process: the agents' queues and the ledger are shared state.
 _dispatching = threading.Lock()
@@ -203,21 +222,28 @@ def check_identity(where: str, ident: dict[str, Any], envs: dict[str, Env]) -> N
     if ident.get("tool") != tool_digest() or ident.get("code") != store.code_digest():
         raise ExecutorError(
             f"{where} runs other inventory code (digest {ident.get('tool')}, here "
-            f"{tool_digest()}): refusing, its results would poison the store")
+            f"{tool_digest()}): refusing, its results would poison the store"
+        )
     for release, env in envs.items():
         theirs, ours = ident.get("packages", {}).get(release, {}), store.env_identity(env)
         if theirs != ours:
-            diff = ", ".join(f"{k} {theirs.get(k, '?')} (here {v})"
-                             for k, v in ours.items() if theirs.get(k) != v)
-            raise ExecutorError(f"{where} has other packages for coreai-torch {release}: "
-                                f"{diff}; refusing, its results would poison the store")
+            diff = ", ".join(
+                f"{k} {theirs.get(k, '?')} (here {v})"
+                for k, v in ours.items()
+                if theirs.get(k) != v
+            )
+            raise ExecutorError(
+                f"{where} has other packages for coreai-torch {release}: "
+                f"{diff}; refusing, its results would poison the store"
+            )
 
 
 class RayOracle(Oracle):
     name = "ray"
 
-    def __init__(self, pool: Pool, progress: Progress, address: str | None,
-                 notice: Progress = lambda _: None) -> None:
+    def __init__(
+        self, pool: Pool, progress: Progress, address: str | None, notice: Progress = lambda _: None
+    ) -> None:
         del pool  # the driver converts nothing itself
         self.progress = progress
         self.notice = notice
@@ -240,13 +266,17 @@ class RayOracle(Oracle):
                 if name in _agents or name in _dropped:
                     continue
                 handle = remote.options(
-                    name=name, namespace=NAMESPACE, num_cpus=1, max_concurrency=1,
-                    max_restarts=0, max_task_retries=0,
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"],
-                                                                       soft=False),
+                    name=name,
+                    namespace=NAMESPACE,
+                    num_cpus=1,
+                    max_concurrency=1,
+                    max_restarts=0,
+                    max_task_retries=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
                 ).remote()
-                _agents[name] = _Agent(node["NodeID"], node.get("NodeManagerAddress", "?"),
-                                       handle, index)
+                _agents[name] = _Agent(
+                    node["NodeID"], node.get("NodeManagerAddress", "?"), handle, index
+                )
 
     def _drop(self, name: str, why: str) -> None:
         agent = _agents.pop(name)
@@ -256,9 +286,15 @@ class RayOracle(Oracle):
             self.ray.kill(agent.handle)
         # one line even in a quiet run (never in the answer's document), and kept in the ledger
         self.notice(f"ray: {agent.label} left out: {why}")
-        _ledger["left_out"].append({"node": agent.node, "address": agent.address,
-                                    "agent": name, "why": why,
-                                    "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        _ledger["left_out"].append(
+            {
+                "node": agent.node,
+                "address": agent.address,
+                "agent": name,
+                "why": why,
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+        )
 
     def _ready(self, envs: dict[str, Env]) -> list[tuple[str, _Agent]]:
         """The agents ready for these releases: each says what it runs (checked against this
@@ -266,15 +302,17 @@ class RayOracle(Oracle):
         out, one that runs other code or packages refuses the run."""
         self._make_agents()
         wanted = set(envs)
-        asks = {a.handle.identity.remote(sorted(wanted)): name
-                for name, a in _agents.items() if not wanted <= a.checked}
+        asks = {
+            a.handle.identity.remote(sorted(wanted)): name
+            for name, a in _agents.items()
+            if not wanted <= a.checked
+        }
         if asks:
             limit = seconds("INVENTORY_RAY_SETUP_TIMEOUT")
             self.progress(f"ray: {len(asks)} agent(s) getting {', '.join(sorted(wanted))} ready")
             ready, late = self.ray.wait(list(asks), num_returns=len(asks), timeout=limit)
             for ref in late:
-                self._drop(asks[ref], f"not ready within {limit:g} s "
-                                      "(INVENTORY_RAY_SETUP_TIMEOUT)")
+                self._drop(asks[ref], f"not ready within {limit:g} s (INVENTORY_RAY_SETUP_TIMEOUT)")
             for ref in ready:
                 try:
                     ident = self.ray.get(ref)
@@ -284,8 +322,10 @@ class RayOracle(Oracle):
                 self._check(_agents[asks[ref]], ident, envs)
         live = [(n, a) for n, a in _agents.items() if a.alive and wanted <= a.checked]
         if not live:
-            raise ExecutorError(f"no node of the Ray cluster at {self.address} could get "
-                                f"{', '.join(sorted(wanted))} ready")
+            raise ExecutorError(
+                f"no node of the Ray cluster at {self.address} could get "
+                f"{', '.join(sorted(wanted))} ready"
+            )
         return live
 
     def _check(self, agent: _Agent, ident: dict[str, Any], envs: dict[str, Env]) -> None:
@@ -294,8 +334,9 @@ class RayOracle(Oracle):
         agent.checked |= set(envs)
 
     # -- the jobs --------------------------------------------------------------------------
-    def _dispatch(self, jobs: list[Job], envs: dict[str, Env], use_cache: bool,
-                  landed: Landed = no_follow_ups) -> None:
+    def _dispatch(
+        self, jobs: list[Job], envs: dict[str, Env], use_cache: bool, landed: Landed = no_follow_ups
+    ) -> None:
         """Run the jobs on the cluster and publish each result; every job ends answered. `envs`:
         the driver's environment of every release the jobs name."""
         with _dispatching:
@@ -316,14 +357,17 @@ class RayOracle(Oracle):
         global _head_gone
         _head_gone = f"the cluster's head at {self.address} is gone"
         _ledger["head_lost"] = True
-        self.notice(f"ray: {_head_gone}: {len(jobs)} job(s) not answered are inconclusive, "
-                    "none stored; no more jobs are sent")
+        self.notice(
+            f"ray: {_head_gone}: {len(jobs)} job(s) not answered are inconclusive, "
+            "none stored; no more jobs are sent"
+        )
         for job in jobs:
             self._lost(job, envs, _head_gone)
         return len(jobs)
 
-    def _dispatch_now(self, jobs: list[Job], envs: dict[str, Env], use_cache: bool,
-                      landed: Landed) -> None:
+    def _dispatch_now(
+        self, jobs: list[Job], envs: dict[str, Env], use_cache: bool, landed: Landed
+    ) -> None:
         if _head_gone:
             for job in jobs:
                 self._lost(job, envs, _head_gone)
@@ -355,8 +399,7 @@ class RayOracle(Oracle):
             ready, _ = self.ray.wait(list(flying), num_returns=1, timeout=1.0)
             if not ready and time.monotonic() - checked > 2:
                 if not self._head_alive():
-                    done += self._head_lost([j for j, _, _ in flying.values()] + list(queue),
-                                            envs)
+                    done += self._head_lost([j for j, _, _ in flying.values()] + list(queue), envs)
                     flying.clear()
                     queue.clear()
                     break
@@ -367,8 +410,10 @@ class RayOracle(Oracle):
                 agent.load -= 1
                 try:
                     payload = self.ray.get(ref)
-                except (self.ray.exceptions.RayActorError,
-                        self.ray.exceptions.ActorUnavailableError) as exc:
+                except (
+                    self.ray.exceptions.RayActorError,
+                    self.ray.exceptions.ActorUnavailableError,
+                ) as exc:
                     if agent.alive:
                         self._drop(name, f"died ({_why(exc)}); its jobs go to the others")
                     done += self._again(job, queue, tries, envs, _why(exc))
@@ -388,13 +433,15 @@ class RayOracle(Oracle):
                     # its answers never come: killing it fails its jobs, which go elsewhere
                     self._drop(name, f"a job took over {limit:g} s (INVENTORY_RAY_JOB_TIMEOUT)")
             line = f"ray: {done}/{total} jobs · " + " · ".join(
-                f"{a.label}: {a.done} done, {a.load} in flight" for a in agents.values())
+                f"{a.label}: {a.done} done, {a.load} in flight" for a in agents.values()
+            )
             if line != said:  # a line when something changed, not one a second
                 self.progress(line)
                 said = line
 
-    def _again(self, job: Job, queue: deque[Job], tries: dict[str, int], envs: dict[str, Env],
-               why: str) -> int:
+    def _again(
+        self, job: Job, queue: deque[Job], tries: dict[str, int], envs: dict[str, Env], why: str
+    ) -> int:
         """A job whose agent was lost: sent again (to another agent), or after ATTEMPTS tries
         answered inconclusive. Returns 1 when it is answered."""
         tries[job.key] = tries.get(job.key, 1) + 1
@@ -405,16 +452,23 @@ class RayOracle(Oracle):
         queue.appendleft(job)
         return 0
 
-    def _publish(self, job: Job, payload: dict[str, Any], agent: _Agent, envs: dict[str, Env],
-                 use_cache: bool) -> None:
+    def _publish(
+        self,
+        job: Job,
+        payload: dict[str, Any],
+        agent: _Agent,
+        envs: dict[str, Env],
+        use_cache: bool,
+    ) -> None:
         old, new = envs[job.old], envs[job.new]
         if not payload.get("ok"):
             kind, error = payload.get("kind"), payload.get("error", "?")
             if kind == "environment":
                 raise EnvironmentFault(f"{agent.label}: {error}")
             if kind == "mismatch":
-                raise ExecutorError(f"{agent.label}: {error}: refusing, its results would "
-                                    "poison the store")
+                raise ExecutorError(
+                    f"{agent.label}: {error}: refusing, its results would poison the store"
+                )
             raise EnvError(f"{agent.label}: {error}")
         final = store.result_dir(job.spec, old, new)
         with store.building(final) as work:
@@ -422,26 +476,47 @@ class RayOracle(Oracle):
             made = store.publish(result, work, final, replace_stored=not use_cache)
         self._made[final.name] = made
         agent.done += 1
-        node = _ledger["nodes"].setdefault(agent.node, {"address": agent.address,
-                                                        "host": agent.host, "jobs": 0})
+        node = _ledger["nodes"].setdefault(
+            agent.node, {"address": agent.address, "host": agent.host, "jobs": 0}
+        )
         node["jobs"] += 1
-        _ledger["jobs"].append({"key": final.name, "node": agent.node,
-                                "seconds": round(payload.get("seconds", 0.0), 3)})
+        _ledger["jobs"].append(
+            {
+                "key": final.name,
+                "node": agent.node,
+                "seconds": round(payload.get("seconds", 0.0), 3),
+            }
+        )
 
     def _lost(self, job: Job, envs: dict[str, Env], why: str) -> None:
         """Answered, never dropped: a worker failure on both sides (inconclusive), not stored."""
         old, new = envs[job.old], envs[job.new]
         _ledger["lost"] += 1
         # one text for both sides: they fail alike, a probe not run, never a change
-        sides = [Side(env.converter, store.env_identity(env), False, "worker",
-                      f"not run on the Ray cluster: {why}") for env in (old, new)]
-        self._made[job.key] = ProbeResult(job.spec, sides[0], sides[1],
-                                          Identity.BOTH_CANNOT_CONVERT,
-                                          Identity.BOTH_CANNOT_CONVERT, None, "")
+        sides = [
+            Side(
+                env.converter,
+                store.env_identity(env),
+                False,
+                "worker",
+                f"not run on the Ray cluster: {why}",
+            )
+            for env in (old, new)
+        ]
+        self._made[job.key] = ProbeResult(
+            job.spec,
+            sides[0],
+            sides[1],
+            Identity.BOTH_CANNOT_CONVERT,
+            Identity.BOTH_CANNOT_CONVERT,
+            None,
+            "",
+        )
 
     # -- the Oracle interface ---------------------------------------------------------------
-    def _wanted(self, batch: list[Comparison], use_cache: bool
-                ) -> tuple[list[Job], dict[str, Comparison]]:
+    def _wanted(
+        self, batch: list[Comparison], use_cache: bool
+    ) -> tuple[list[Job], dict[str, Comparison]]:
         """The jobs of a batch not made in this session nor stored, and each job's comparison
         by key (its follow-ups). A stored result whose follow-ups are wanted is read now and
         they are added to the batch."""
@@ -463,18 +538,19 @@ class RayOracle(Oracle):
         self._asked.update(asked)
         return list(jobs.values()), asked
 
-    def _follow_ups(self, job: Job, envs: dict[str, Env], use_cache: bool,
-                    landed: Landed) -> list[Job]:
+    def _follow_ups(
+        self, job: Job, envs: dict[str, Env], use_cache: bool, landed: Landed
+    ) -> list[Job]:
         c = self._asked.get(job.key)
         result = self._made.get(job.key)
         if c is None or result is None:
             return []
-        more = [m for m in landed(c, result)
-                if m.old.converter in envs and m.new.converter in envs]
+        more = [m for m in landed(c, result) if m.old.converter in envs and m.new.converter in envs]
         return self._wanted(more, use_cache)[0]
 
-    def dispatch(self, batch: Sequence[Comparison], use_cache: bool = True,
-                 landed: Landed = no_follow_ups) -> None:
+    def dispatch(
+        self, batch: Sequence[Comparison], use_cache: bool = True, landed: Landed = no_follow_ups
+    ) -> None:
         jobs, asked = self._wanted(list(batch), use_cache)
         if jobs:
             envs = {e.converter: e for c in asked.values() for e in (c.old, c.new)}
@@ -489,16 +565,21 @@ class RayOracle(Oracle):
             if cached is not None:
                 _ledger["from_store"] += 1
                 return cached
-        self._dispatch([Job(spec, old.converter, new.converter, final.name)],
-                       {old.converter: old, new.converter: new}, use_cache)
+        self._dispatch(
+            [Job(spec, old.converter, new.converter, final.name)],
+            {old.converter: old, new.converter: new},
+            use_cache,
+        )
         return self._made[final.name]
 
     def close(self) -> None:
         """The run's ledger (jobs per node, their seconds) in runs/ray/, and one summary line."""
         nodes = ", ".join(f"{n[:8]}: {v['jobs']}" for n, v in _ledger["nodes"].items())
-        self.progress(f"ray: {_ledger['dispatched']} job(s) dispatched"
-                      f"{f' ({nodes})' if nodes else ''}, {_ledger['from_store']} read from the "
-                      f"store, {_ledger['retried']} retried, {_ledger['lost']} not run")
+        self.progress(
+            f"ray: {_ledger['dispatched']} job(s) dispatched"
+            f"{f' ({nodes})' if nodes else ''}, {_ledger['from_store']} read from the "
+            f"store, {_ledger['retried']} retried, {_ledger['lost']} not run"
+        )
         folder = runs_dir() / "ray"
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -508,4 +589,3 @@ class RayOracle(Oracle):
             tmp.replace(path)
         except OSError:
             pass  # the ledger is a record of the run, never needed for an answer
-

@@ -57,20 +57,32 @@ _PACKAGES = ("coreai-torch", "coreai-core", "torch", "numpy")
 def tool_digest() -> str:
     """sha256 of the oracle's code and data (every .py and .toml under oracle/): a node whose
     copy differs would store other results under the same key."""
-    return files_digest(_OWN, sorted(p for p in _OWN.rglob("*") if p.suffix in (".py", ".toml")
-                                     and "__pycache__" not in p.parts))[:16]
+    return files_digest(
+        _OWN,
+        sorted(
+            p
+            for p in _OWN.rglob("*")
+            if p.suffix in (".py", ".toml") and "__pycache__" not in p.parts
+        ),
+    )[:16]
 
 
 def installed(env: Env, timeout: float = 120) -> dict[str, str]:
     """The versions of the packages a result is keyed on, read inside the environment."""
     try:
-        proc = subprocess.run([str(env.python), "-c", _VERSIONS, *_PACKAGES],
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [str(env.python), "-c", _VERSIONS, *_PACKAGES],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvError(f"{env.name}: cannot read its package versions ({exc})") from None
     if proc.returncode != 0:
-        raise EnvError(f"{env.name}: cannot read its package versions "
-                       f"({(proc.stderr.strip().splitlines() or ['?'])[-1]})")
+        raise EnvError(
+            f"{env.name}: cannot read its package versions "
+            f"({(proc.stderr.strip().splitlines() or ['?'])[-1]})"
+        )
     return json.loads(proc.stdout)
 
 
@@ -86,8 +98,9 @@ class Job:
 
 def pack(result: ProbeResult, work: Path) -> tuple[ProbeResult, dict[str, bytes]]:
     """A result computed in `work`, with its paths moved under ANCHOR, and every file's bytes."""
-    files = {str(p.relative_to(work)): p.read_bytes()
-             for p in sorted(work.rglob("*")) if p.is_file()}
+    files = {
+        str(p.relative_to(work)): p.read_bytes() for p in sorted(work.rglob("*")) if p.is_file()
+    }
     return store.relocated(result, work, ANCHOR), files
 
 
@@ -120,9 +133,13 @@ class NodeAgent:
     def identity(self, releases: list[str]) -> dict[str, Any]:
         """What this node runs: host, pid, the tool's digests, and per release the packages
         read inside its environment (built here first if need be)."""
-        return {"host": socket.gethostname(), "pid": os.getpid(),
-                "tool": tool_digest(), "code": store.code_digest(),
-                "packages": {r: installed(self._env(r)) for r in releases}}
+        return {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "tool": tool_digest(),
+            "code": store.code_digest(),
+            "packages": {r: installed(self._env(r)) for r in releases},
+        }
 
     def run(self, job: Job) -> dict[str, Any]:
         """One comparison: the result and its evidence, or why it could not run (an
@@ -134,11 +151,18 @@ class NodeAgent:
             old, new = self._env(job.old), self._env(job.new)
             key = store.result_dir(job.spec, old, new).name
             if key != job.key:
-                return {"ok": False, "kind": "mismatch",
-                        "error": f"this node keys the result {key}, the driver {job.key}"}
+                return {
+                    "ok": False,
+                    "kind": "mismatch",
+                    "error": f"this node keys the result {key}, the driver {job.key}",
+                }
             result, files = pack(compute(job.spec, old, new, self.pool, work), work)
-            return {"ok": True, "result": result, "files": files,
-                    "seconds": time.monotonic() - started}
+            return {
+                "ok": True,
+                "result": result,
+                "files": files,
+                "seconds": time.monotonic() - started,
+            }
         except EnvironmentFault as exc:
             return {"ok": False, "kind": "environment", "error": str(exc)}
         except EnvError as exc:

@@ -63,8 +63,10 @@ class Checkpoint:
             return exact
         hits = sorted(n for n in self.names if n.endswith("." + exact))
         if len(hits) > 1:
-            raise WeightsError(f"{self.path}: {len(hits)} tensors end with {exact} "
-                               f"({', '.join(hits[:3])}...); cannot tell which is this module's")
+            raise WeightsError(
+                f"{self.path}: {len(hits)} tensors end with {exact} "
+                f"({', '.join(hits[:3])}...); cannot tell which is this module's"
+            )
         return hits[0] if hits else None
 
     def shape(self, name: str) -> list[int]:
@@ -98,14 +100,17 @@ def refuse_nan(path: Path, name: str, array: Any, what: str) -> None:
     honest answer is that this checkpoint is broken, not its export."""
     nan, _inf = nonfinite(array)
     if nan:
-        raise WeightsError(f"{path}: {name} has {nan} NaN of {array.size} values; {what} then "
-                           f"outputs NaN in torch itself, under any converter, so there is "
-                           f"nothing to measure a conversion against (the checkpoint is "
-                           f"broken, not its export)")
+        raise WeightsError(
+            f"{path}: {name} has {nan} NaN of {array.size} values; {what} then "
+            f"outputs NaN in torch itself, under any converter, so there is "
+            f"nothing to measure a conversion against (the checkpoint is "
+            f"broken, not its export)"
+        )
 
 
-def instance_tensors(checkpoint: Checkpoint, sources: dict[str, TensorSource], module: str,
-                     producer: str, what: str) -> dict[str, dict[str, str]]:
+def instance_tensors(
+    checkpoint: Checkpoint, sources: dict[str, TensorSource], module: str, producer: str, what: str
+) -> dict[str, dict[str, str]]:
     """{probe tensor: {"name", "sha256"}} for one module of a traced instance. A required tensor
     the checkpoint lacks is an error naming the module; an optional one is left out; one
     holding NaN is refused (`refuse_nan`)."""
@@ -117,8 +122,10 @@ def instance_tensors(checkpoint: Checkpoint, sources: dict[str, TensorSource], m
         name = checkpoint.find(owner, source.suffix)
         if name is None:
             if source.required:
-                raise WeightsError(f"{checkpoint.path}: no tensor {owner}.{source.suffix} "
-                                   f"({what}); the registry records that module path")
+                raise WeightsError(
+                    f"{checkpoint.path}: no tensor {owner}.{source.suffix} "
+                    f"({what}); the registry records that module path"
+                )
             continue
         array = checkpoint.read(name)
         refuse_nan(checkpoint.path, name, array, what)
@@ -133,7 +140,8 @@ def load(path: str, tensors: dict[str, dict[str, str]]) -> dict[str, Any]:
     for target, ref in tensors.items():
         array = checkpoint.read(ref["name"])
         if fingerprint(array) != ref["sha256"]:
-            raise WeightsError(f"{path}: tensor {ref['name']} changed since the probe was "
-                               f"planned (sha256 differs)")
+            raise WeightsError(
+                f"{path}: tensor {ref['name']} changed since the probe was planned (sha256 differs)"
+            )
         out[target] = array
     return out

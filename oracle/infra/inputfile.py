@@ -41,8 +41,9 @@ def read_bytes(path: Path, error: type[Exception], limit: int = MAX_INPUT_BYTES)
         raise error(f"{path}: not a regular file ({_kind(info.st_mode)})")
     with os.fdopen(fd, "rb") as handle:
         if info.st_size > limit:
-            raise error(f"{path}: {info.st_size} bytes, more than the {_mib(limit)} an input "
-                        f"file may have")
+            raise error(
+                f"{path}: {info.st_size} bytes, more than the {_mib(limit)} an input file may have"
+            )
         try:
             data = handle.read(limit + 1)  # a file that grows while read is still capped
         except OSError as exc:
@@ -65,9 +66,13 @@ def _mib(limit: int) -> str:
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return name
     return "not a file"

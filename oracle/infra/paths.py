@@ -85,7 +85,8 @@ def in_store(path: Path) -> Path:
     except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop
         raise StorePathError(f"refusing to write {path}: a symlink loop in the store") from None
     if not (resolved.is_relative_to(root) or resolved.is_relative_to(results)):
-        where = f"{root} (INVENTORY_CACHE)" + (f" or {results} (INVENTORY_STORE)"
-                                               if results != root else "")
+        where = f"{root} (INVENTORY_CACHE)" + (
+            f" or {results} (INVENTORY_STORE)" if results != root else ""
+        )
         raise StorePathError(f"refusing to write {path}: outside the store {where}")
     return path

@@ -20,15 +20,17 @@ from oracle.infra.paths import cache_root, store_root
 CHECKOUT = Path(__file__).resolve().parents[2]
 # A path that starts at a file system root: a slash at the start of a token (not inside a URL,
 # a ratio or a relative path) followed by at least two components.
-ABSOLUTE = re.compile(r"""(?:^|(?<=[\s"'(=,;\[{<]))/[\w.+-]+/[\w.+-][^\s"'(),;\[\]{}<>\\]*""",
-                      re.M)
+ABSOLUTE = re.compile(r"""(?:^|(?<=[\s"'(=,;\[{<]))/[\w.+-]+/[\w.+-][^\s"'(),;\[\]{}<>\\]*""", re.M)
 
 
 def roots(named: dict[Path, str] | None = None) -> dict[str, str]:
     """Each root this machine's documents name, with what it is written as: the store, the
     cache, this checkout (written relative, so its label is empty) and the caller's own."""
-    found = {str(cache_root()): "$INVENTORY_CACHE", str(store_root()): "$INVENTORY_STORE",
-             str(CHECKOUT): ""}
+    found = {
+        str(cache_root()): "$INVENTORY_CACHE",
+        str(store_root()): "$INVENTORY_STORE",
+        str(CHECKOUT): "",
+    }
     if store_root() == cache_root():
         found[str(cache_root())] = "$INVENTORY_CACHE"
     for path, label in (named or {}).items():
@@ -72,11 +74,17 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
 
-    parser = argparse.ArgumentParser(description=main.__doc__.split("\n\n")[0] if main.__doc__
-                                     else None)
-    parser.add_argument("--repo", action="append", default=[], metavar="PATH=NAME",
-                        help="a folder the document names, and what to write it as "
-                             "(e.g. ~/src/coreai-torch=apple/coreai-torch)")
+    parser = argparse.ArgumentParser(
+        description=main.__doc__.split("\n\n")[0] if main.__doc__ else None
+    )
+    parser.add_argument(
+        "--repo",
+        action="append",
+        default=[],
+        metavar="PATH=NAME",
+        help="a folder the document names, and what to write it as "
+        "(e.g. ~/src/coreai-torch=apple/coreai-torch)",
+    )
     args = parser.parse_args(argv)
     named = {}
     for item in args.repo:
@@ -88,8 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write(out)
     left = absolute_paths(out)
     if left:
-        print(f"portable: absolute paths under no known root are left: {sorted(set(left))[:5]}",
-              file=sys.stderr)
+        print(
+            f"portable: absolute paths under no known root are left: {sorted(set(left))[:5]}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

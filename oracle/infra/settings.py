@@ -65,8 +65,9 @@ def installer_choice() -> str:
     """INVENTORY_INSTALLER, validated: `uv` when unset."""
     raw = os.environ.get(INSTALLER_VAR, "").strip().lower() or "uv"
     if raw not in INSTALLERS:
-        raise SettingError(f"{INSTALLER_VAR}={os.environ[INSTALLER_VAR]!r}: "
-                           f"{' or '.join(INSTALLERS)}")
+        raise SettingError(
+            f"{INSTALLER_VAR}={os.environ[INSTALLER_VAR]!r}: {' or '.join(INSTALLERS)}"
+        )
     return raw
 
 
@@ -82,8 +83,10 @@ def check_catalog() -> None:
     path = user_catalog()
     if path is not None and not path.is_file():
         why = "no such file" if not path.exists() else "not a regular file"
-        raise SettingError(f"{CATALOG_VAR}={os.environ[CATALOG_VAR]!r}: {why} (a release "
-                           f"catalog in converters.toml's format)")
+        raise SettingError(
+            f"{CATALOG_VAR}={os.environ[CATALOG_VAR]!r}: {why} (a release "
+            f"catalog in converters.toml's format)"
+        )
 
 
 def check_cache(root: Path, name: str | None = None) -> None:
@@ -92,8 +95,9 @@ def check_cache(root: Path, name: str | None = None) -> None:
     name = name or ("INVENTORY_CACHE" if os.environ.get("INVENTORY_CACHE") else "the store")
     for pseudo in _NOT_A_STORE:
         if root.is_relative_to(pseudo):
-            raise SettingError(f"{name} {root}: under {pseudo}, not a folder results can be "
-                               f"kept in")
+            raise SettingError(
+                f"{name} {root}: under {pseudo}, not a folder results can be kept in"
+            )
     existing = root
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent

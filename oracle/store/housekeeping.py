@@ -40,9 +40,11 @@ def _read_only(folder: Path) -> bool:
 
 def _rmtree(folder: Path) -> None:
     """Remove a folder; a file that cannot be removed is one line, not a silent leftover."""
+
     def failed(_fn: object, path: str, info: tuple[type, BaseException, object]) -> None:
-        raise StoreError(f"cannot remove {path} from the store: "
-                         f"{getattr(info[1], 'strerror', None) or info[1]}")
+        raise StoreError(
+            f"cannot remove {path} from the store: {getattr(info[1], 'strerror', None) or info[1]}"
+        )
 
     shutil.rmtree(folder, onerror=failed)  # `onerror`: Python 3.11 (onexc is 3.12's)
 
@@ -103,9 +105,9 @@ def _orphan_locks(root: Path) -> None:
 
 
 def _kind(folder: Path) -> tuple[Callable[[Path], bool], str | None]:
-    """How to read a stored entry and the code digest it must carry: load checks have their
-    own reader and digest; repair runs are a record of what was done, and whole-bundle checks are
-keyed on their code already (no digest to match)."""
+    """How to read a stored entry and the code digest it must carry: load checks have their own
+    reader and digest; repair runs are a record of what was done, and whole-bundle checks are
+    keyed on their code already (no digest to match)."""
     kind = folder.name.split("-", 1)[0]
     if kind == "load":
         return (lambda f: load_records.load_stored(f) is not None), load_records.code_digest()
@@ -132,8 +134,12 @@ def reclaim() -> list[str]:
     return removed
 
 
-def prune(older_than_days: float | None = None, everything: bool = False,
-          failures: bool = False, dry_run: bool = False) -> Pruned:
+def prune(
+    older_than_days: float | None = None,
+    everything: bool = False,
+    failures: bool = False,
+    dry_run: bool = False,
+) -> Pruned:
     """Remove leftovers of interrupted runs (never a live run's temp folder), damaged results,
     results of older oracle code, and (with --older-than) results older than that; with
     --failures, results that record a failure; --all empties the store. `dry_run`: the same
@@ -143,8 +149,9 @@ def prune(older_than_days: float | None = None, everything: bool = False,
     in_use: list[str] = []
     kept = 0
     if not root.is_dir():  # no results yet: a killed run's scratch may still be there
-        return Pruned(tuple(f"{TEMP}/{name}: left by an interrupted run"
-                            for name in reclaim_temp()), 0)
+        return Pruned(
+            tuple(f"{TEMP}/{name}: left by an interrupted run" for name in reclaim_temp()), 0
+        )
     # A read-only store used to be reported as pruned (rmtree ignored its errors): say so first.
     if not dry_run and (not os.access(root, os.W_OK | os.X_OK) or _read_only(root)):
         raise StoreError(f"cannot prune the store {root}: it is read-only; nothing removed")
@@ -170,8 +177,10 @@ def prune(older_than_days: float | None = None, everything: bool = False,
         else:
             if failures and _stored_failure(folder):
                 why = "records a failure"
-            elif older_than_days is not None and (
-                    now - (folder / RESULT_FILE).stat().st_mtime) > older_than_days * 86400:
+            elif (
+                older_than_days is not None
+                and (now - (folder / RESULT_FILE).stat().st_mtime) > older_than_days * 86400
+            ):
                 why = f"older than {older_than_days:g} days"
         if why:
             if dry_run:

@@ -23,9 +23,15 @@ from oracle.store.result_store import results_root
 _ORACLE = Path(__file__).resolve().parents[1]
 # The code a check depends on (relative to the oracle package): the scripts that write and load
 # its asset, and the check itself.
-_CODE_FILES = ("workers/asset_worker.py", "workers/asset_probe.py", "workers/probe_worker.py",
-               "workers/worker_io.py", "workers/probes.py", "load_check.py",
-               "store/load_records.py")
+_CODE_FILES = (
+    "workers/asset_worker.py",
+    "workers/asset_probe.py",
+    "workers/probe_worker.py",
+    "workers/worker_io.py",
+    "workers/probes.py",
+    "load_check.py",
+    "store/load_records.py",
+)
 OUTCOMES = ("loads", "fails-to-load", "crashes", "flaky", "not-run")
 
 
@@ -58,8 +64,9 @@ class RuntimeOutcome:
     @property
     def died(self) -> bool:
         """The runtime's process died or did not answer: a claim to confirm (`run_on`)."""
-        return self.outcome == "crashes" or (self.outcome == "fails-to-load"
-                                             and self.stage == "worker")
+        return self.outcome == "crashes" or (
+            self.outcome == "fails-to-load" and self.stage == "worker"
+        )
 
     def describe(self) -> str:
         """One line: `crashes (SIGABRT): error: expected AICode versioned location, ...`."""
@@ -89,9 +96,12 @@ def identity(env: Env, keep: tuple[str, ...]) -> dict[str, str]:
 
 
 def check_key(spec: ProbeSpec, exporter: Env, runtime_ids: dict[str, dict[str, str]]) -> str:
-    payload = {"spec": spec.to_json(),
-               "exporter": identity(exporter, ("coreai-torch", "coreai-core", "torch", "numpy")),
-               "runtimes": runtime_ids, "code": code_digest()}
+    payload = {
+        "spec": spec.to_json(),
+        "exporter": identity(exporter, ("coreai-torch", "coreai-core", "torch", "numpy")),
+        "runtimes": runtime_ids,
+        "code": code_digest(),
+    }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -102,21 +112,39 @@ def to_json(check: LoadCheck, root: Path) -> dict[str, Any]:
 
     data = asdict(check)
     data["spec"] = check.spec.to_json()
-    data["outcomes"] = [{**asdict(o), "files": {k: rel(v) for k, v in o.files.items()}}
-                        for o in check.outcomes]
+    data["outcomes"] = [
+        {**asdict(o), "files": {k: rel(v) for k, v in o.files.items()}} for o in check.outcomes
+    ]
     data["evidence"] = "."
     return data
 
 
 def from_json(data: dict[str, Any], root: Path, cached: bool) -> LoadCheck:
     s = data["spec"]
-    spec = ProbeSpec(s["construct"], s["params"], s["dtype"], Pipeline(**s["pipeline"]),
-                     s["values"], s["seed"])
-    outcomes = tuple(RuntimeOutcome(o["core"], o["outcome"], o["stage"], o["error"],
-                                    o["signal"], {k: str(root / v) for k, v in o["files"].items()})
-                     for o in data["outcomes"])
-    return LoadCheck(spec, data["exporter"], data["exporter_packages"], data["converted"],
-                     data["convert_error"], outcomes, str(root), cached)
+    spec = ProbeSpec(
+        s["construct"], s["params"], s["dtype"], Pipeline(**s["pipeline"]), s["values"], s["seed"]
+    )
+    outcomes = tuple(
+        RuntimeOutcome(
+            o["core"],
+            o["outcome"],
+            o["stage"],
+            o["error"],
+            o["signal"],
+            {k: str(root / v) for k, v in o["files"].items()},
+        )
+        for o in data["outcomes"]
+    )
+    return LoadCheck(
+        spec,
+        data["exporter"],
+        data["exporter_packages"],
+        data["converted"],
+        data["convert_error"],
+        outcomes,
+        str(root),
+        cached,
+    )
 
 
 def load_stored(folder: Path) -> LoadCheck | None:
@@ -139,7 +167,6 @@ def failed(check: LoadCheck) -> bool:
 
 def check_dir(spec: ProbeSpec, exporter: Env, runtime_ids: dict[str, dict[str, str]]) -> Path:
     key = check_key(spec, exporter, runtime_ids)
-    return in_store(results_root() /
-                    f"load-{safe_name(exporter.converter)}-{safe_name(spec.dtype)}-{key}")
-
-
+    return in_store(
+        results_root() / f"load-{safe_name(exporter.converter)}-{safe_name(spec.dtype)}-{key}"
+    )

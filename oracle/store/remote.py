@@ -59,8 +59,13 @@ def _safe_relative(rel: str) -> bool:
     """A manifest's file name is a relative path that stays in the result's folder (a hostile
     or damaged manifest cannot make a reader write elsewhere)."""
     path = PurePosixPath(rel)
-    return bool(rel) and not path.is_absolute() and ".." not in path.parts \
-        and "\\" not in rel and str(path) == rel
+    return (
+        bool(rel)
+        and not path.is_absolute()
+        and ".." not in path.parts
+        and "\\" not in rel
+        and str(path) == rel
+    )
 
 
 def check_manifest(data: bytes, name: str) -> dict[str, Any] | None:
@@ -73,13 +78,20 @@ def check_manifest(data: bytes, name: str) -> dict[str, Any] | None:
     if not isinstance(body, dict) or body.get(SELF_DIGEST) != _manifest_digest(body):
         return None
     files = body.get("files")
-    if body.get("format") != FORMAT or body.get("key") != name or not isinstance(files, dict) \
-            or not _TOKEN.match(str(body.get("token", ""))):
+    if (
+        body.get("format") != FORMAT
+        or body.get("key") != name
+        or not isinstance(files, dict)
+        or not _TOKEN.match(str(body.get("token", "")))
+    ):
         return None
     for rel, entry in files.items():
-        if not _safe_relative(rel) or not isinstance(entry, dict) \
-                or not isinstance(entry.get("size"), int) \
-                or not isinstance(entry.get("sha256"), str):
+        if (
+            not _safe_relative(rel)
+            or not isinstance(entry, dict)
+            or not isinstance(entry.get("size"), int)
+            or not isinstance(entry.get("sha256"), str)
+        ):
             return None
     return body
 
@@ -118,8 +130,11 @@ class RemoteStore:
         out = {}
         for rel, path in paths.items():
             data, want = got.get(path), body["files"][rel]
-            if not isinstance(data, bytes) or len(data) != want["size"] \
-                    or _digest(data) != want["sha256"]:
+            if (
+                not isinstance(data, bytes)
+                or len(data) != want["size"]
+                or _digest(data) != want["sha256"]
+            ):
                 return None
             out[rel] = data
         return out
@@ -147,9 +162,13 @@ class RemoteStore:
         base = f"{self._folder(name)}/{token}"
         blobs = {rel: path.read_bytes() for rel, path in sorted(files.items())}
         body: dict[str, Any] = {
-            "format": FORMAT, "key": name, "token": token,
-            "files": {rel: {"size": len(data), "sha256": _digest(data)}
-                      for rel, data in blobs.items()}}
+            "format": FORMAT,
+            "key": name,
+            "token": token,
+            "files": {
+                rel: {"size": len(data), "sha256": _digest(data)} for rel, data in blobs.items()
+            },
+        }
         body[SELF_DIGEST] = _manifest_digest(body)
         if blobs:
             self.fs.pipe({f"{base}/{rel}": data for rel, data in blobs.items()})
@@ -197,8 +216,9 @@ def _s3(url: str, rest: str) -> RemoteStore:
     try:
         import s3fs
     except ImportError:
-        raise RemoteStoreError(f"--store {url}: needs the s3 extra "
-                               "(pip install -e '.[s3]')") from None
+        raise RemoteStoreError(
+            f"--store {url}: needs the s3 extra (pip install -e '.[s3]')"
+        ) from None
     bucket = rest.split("/", 1)[0]
     if not bucket:
         raise RemoteStoreError(f"--store {url}: name a bucket (s3://BUCKET/PREFIX)")
@@ -210,11 +230,14 @@ def _s3(url: str, rest: str) -> RemoteStore:
     except FileNotFoundError:
         raise RemoteStoreError(f"--store {url}: no bucket {bucket}") from None
     except PermissionError:
-        raise RemoteStoreError(f"--store {url}: access to bucket {bucket} denied (credentials "
-                               "come from the environment or the AWS config files)") from None
+        raise RemoteStoreError(
+            f"--store {url}: access to bucket {bucket} denied (credentials "
+            "come from the environment or the AWS config files)"
+        ) from None
     except Exception as exc:  # noqa: BLE001 - botocore's errors (no credentials, no endpoint)
-        raise RemoteStoreError(f"--store {url}: cannot reach bucket {bucket}: "
-                               f"{one_line(exc)}") from None
+        raise RemoteStoreError(
+            f"--store {url}: cannot reach bucket {bucket}: {one_line(exc)}"
+        ) from None
     return RemoteStore(url, fs, rest.rstrip("/"))
 
 
@@ -223,8 +246,9 @@ def _file(url: str, rest: str) -> RemoteStore:
 
     root = Path(rest)
     if not root.is_absolute():
-        raise RemoteStoreError(f"--store {url}: a file:// URL names an absolute path "
-                               "(file:///PATH)")
+        raise RemoteStoreError(
+            f"--store {url}: a file:// URL names an absolute path (file:///PATH)"
+        )
     try:
         root.mkdir(parents=True, exist_ok=True)
         if not os.access(root, os.W_OK):
@@ -238,11 +262,14 @@ def connect(url: str) -> RemoteStore:
     """The remote tier `url` names, checked reachable; RemoteStoreError (one line) if not."""
     scheme, _, rest = url.partition("://")
     if scheme.lower() not in SCHEMES:
-        raise RemoteStoreError(f"--store {url}: a store is a local path, file:///PATH or "
-                               f"s3://BUCKET/PREFIX, not {scheme}://")
+        raise RemoteStoreError(
+            f"--store {url}: a store is a local path, file:///PATH or "
+            f"s3://BUCKET/PREFIX, not {scheme}://"
+        )
     try:
         import fsspec  # noqa: F401 - only to say which extra is missing
     except ImportError:
-        raise RemoteStoreError(f"--store {url}: needs the s3 extra "
-                               "(pip install -e '.[s3]')") from None
+        raise RemoteStoreError(
+            f"--store {url}: needs the s3 extra (pip install -e '.[s3]')"
+        ) from None
     return _s3(url, rest) if scheme.lower() == "s3" else _file(url, rest)

@@ -41,10 +41,18 @@ from oracle.store.remote import one_line
 # The oracle's code a result depends on (relative to the oracle package), beside the construct
 # modules (the probe builders).
 _ORACLE = Path(__file__).resolve().parents[1]
-_CODE_FILES = ("workers/probe_worker.py", "workers/worker_io.py", "workers/probes.py",
-               "workers/asset_probe.py", "compare/normalisation.py", "compare/stats.py",
-               "executors/comparison.py", "compare/results.py", "store/result_store.py",
-               "infra/checkpoint.py")
+_CODE_FILES = (
+    "workers/probe_worker.py",
+    "workers/worker_io.py",
+    "workers/probes.py",
+    "workers/asset_probe.py",
+    "compare/normalisation.py",
+    "compare/stats.py",
+    "executors/comparison.py",
+    "compare/results.py",
+    "store/result_store.py",
+    "infra/checkpoint.py",
+)
 RESULT_FILE = "result.json"
 # Beside result.json: each evidence file's size and modification time when it was last hashed
 # and found intact (`_verified`); never evidence itself.
@@ -65,8 +73,9 @@ def code_digest() -> str:
     """Results depend on the oracle's own code as much as on the converter: key on it too.
     Computed once per process (the files do not change under a running process)."""
     h = hashlib.sha256()
-    for path in ([_ORACLE / name for name in _CODE_FILES]
-                 + sorted((_ORACLE / "constructs").glob("*.py"))):
+    for path in [_ORACLE / name for name in _CODE_FILES] + sorted(
+        (_ORACLE / "constructs").glob("*.py")
+    ):
         h.update(path.read_bytes())
     return h.hexdigest()[:12]
 
@@ -81,30 +90,41 @@ def env_identity(env: Env) -> dict[str, str]:
 
 
 def cache_key(spec: ProbeSpec, old_env: Env, new_env: Env) -> str:
-    payload = {"spec": spec.key_json(), "old": env_identity(old_env),
-               "new": env_identity(new_env), "code": code_digest()}
+    payload = {
+        "spec": spec.key_json(),
+        "old": env_identity(old_env),
+        "new": env_identity(new_env),
+        "code": code_digest(),
+    }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
 
 
 def result_dir(spec: ProbeSpec, old_env: Env, new_env: Env) -> Path:
     # names from data reach the path only sanitised, and the key is a digest
-    return in_store(results_root() /
-                    f"{safe_name(spec.construct)}-{safe_name(old_env.converter)}-"
-                    f"{safe_name(new_env.converter)}-{cache_key(spec, old_env, new_env)}")
+    return in_store(
+        results_root() / f"{safe_name(spec.construct)}-{safe_name(old_env.converter)}-"
+        f"{safe_name(new_env.converter)}-{cache_key(spec, old_env, new_env)}"
+    )
 
 
 def _evidence(folder: Path) -> list[Path]:
     # the stamp, and a reader's half-written one, are not evidence; os.walk, not rglob: a warm
     # answer lists dozens of results
-    found = [Path(root, name) for root, _, names in os.walk(folder) for name in names
-             if name != RESULT_FILE and not name.startswith(VERIFIED)]
+    found = [
+        Path(root, name)
+        for root, _, names in os.walk(folder)
+        for name in names
+        if name != RESULT_FILE and not name.startswith(VERIFIED)
+    ]
     return sorted(p for p in found if p.is_file())
 
 
 def manifest(folder: Path) -> dict[str, str]:
     """sha256 of every evidence file, so a damaged stored result is detected, not trusted."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in _evidence(folder)}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in _evidence(folder)
+    }
 
 
 def _stats(folder: Path) -> dict[str, list[int]]:
@@ -143,8 +163,9 @@ def record_digest(record: dict[str, Any]) -> str:
     """sha256 of a record's canonical JSON, without the digest itself: `result.json` is covered
     by the integrity check like every evidence file (an edited verdict is not trusted)."""
     body = {k: v for k, v in record.items() if k != RECORD_DIGEST}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"))
-                          .encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
 
 
 def read_record(path: Path) -> dict[str, Any] | None:
@@ -173,8 +194,9 @@ def load_result(path: Path) -> ProbeResult | None:
         result = from_json(data)
     except SHAPE_ERRORS:
         return None
-    return replace(_with_paths(result, lambda v: _absolute(v, path)), evidence=str(path),
-                   cached=True)
+    return replace(
+        _with_paths(result, lambda v: _absolute(v, path)), evidence=str(path), cached=True
+    )
 
 
 def stored(final: Path, read: Callable[[Path], T | None]) -> T | None:
@@ -190,8 +212,10 @@ def stored(final: Path, read: Callable[[Path], T | None]) -> T | None:
         try:
             fetched = remote.fetch(final.name, work) and read(work) is not None
         except Exception as exc:  # noqa: BLE001 - a failing backend costs a recomputation only
-            store_location.notice(f"--store {remote.url}: {final.name} not fetched "
-                                  f"({one_line(exc)}); computing it here")
+            store_location.notice(
+                f"--store {remote.url}: {final.name} not fetched "
+                f"({one_line(exc)}); computing it here"
+            )
             fetched = False
         if not fetched:
             shutil.rmtree(work, ignore_errors=True)
@@ -208,13 +232,16 @@ def _published(final: Path, replace_stored: bool) -> None:
     remote = store_location.remote()
     if remote is None:
         return
-    files = {str(p.relative_to(final)): p for root, _, names in os.walk(final)
-             for p in (Path(root, n) for n in names) if not p.name.startswith(VERIFIED)}
+    files = {
+        str(p.relative_to(final)): p
+        for root, _, names in os.walk(final)
+        for p in (Path(root, n) for n in names)
+        if not p.name.startswith(VERIFIED)
+    }
     try:
         remote.publish(final.name, files, replace=replace_stored)
     except Exception as exc:  # noqa: BLE001 - see above
-        store_location.notice(f"--store {remote.url}: {final.name} not published "
-                              f"({one_line(exc)})")
+        store_location.notice(f"--store {remote.url}: {final.name} not published ({one_line(exc)})")
 
 
 def stored_code(path: Path) -> str | None:
@@ -264,7 +291,8 @@ def _with_paths(result: ProbeResult, fix: Callable[[str], str]) -> ProbeResult:
         new=replace(result.new, files=moved(result.new.files)),
         measurement=replace(m, files=moved(m.files)) if m is not None else None,
         alone=replace(result.alone, files=moved(result.alone.files))
-        if result.alone is not None else None,
+        if result.alone is not None
+        else None,
     )
 
 
@@ -303,8 +331,9 @@ def building(final: Path) -> Iterator[Path]:
         final.parent.mkdir(parents=True, exist_ok=True)
         fd, work = _held_lock(final)
     except OSError as exc:
-        raise StoreError(f"cannot write the result store {final.parent}: "
-                         f"{exc.strerror or exc}") from None
+        raise StoreError(
+            f"cannot write the result store {final.parent}: {exc.strerror or exc}"
+        ) from None
     try:
         work.mkdir()
         yield work
@@ -316,8 +345,13 @@ def building(final: Path) -> Iterator[Path]:
         os.close(fd)
 
 
-def install(work: Path, final: Path, read: Callable[[Path], T | None],
-            replace_stored: bool, publish_remote: bool = True) -> T | None:
+def install(
+    work: Path,
+    final: Path,
+    read: Callable[[Path], T | None],
+    replace_stored: bool,
+    publish_remote: bool = True,
+) -> T | None:
     """Rename the finished `work` into place. If a valid entry is already there, keep it and
     return it (another process got there first), unless `replace_stored` (--no-cache: the
     fresh result replaces it: the old one is renamed aside, the new one renamed in, the old one
@@ -329,8 +363,9 @@ def install(work: Path, final: Path, read: Callable[[Path], T | None],
     return placed
 
 
-def _placed(work: Path, final: Path, read: Callable[[Path], T | None],
-            replace_stored: bool) -> T | None:
+def _placed(
+    work: Path, final: Path, read: Callable[[Path], T | None], replace_stored: bool
+) -> T | None:
     for _ in range(5):
         try:
             work.rename(final)
@@ -377,13 +412,16 @@ def write_record(work: Path, record: dict[str, Any]) -> None:
     (work / RESULT_FILE).write_text(json.dumps(record, indent=2))
 
 
-def publish(result: ProbeResult, work: Path, final: Path,
-            replace_stored: bool = False) -> ProbeResult:
+def publish(
+    result: ProbeResult, work: Path, final: Path, replace_stored: bool = False
+) -> ProbeResult:
     """Record the result with its manifest and move it into place; if another process got there
     first, keep theirs (unless `replace_stored`: then ours replaces it)."""
     stored = replace(_with_paths(result, lambda v: _relative(v, work)), evidence=".")
-    write_record(work, {**to_json(stored), "key": final.name, "code": code_digest(),
-                        "failed": failed(result)})
+    write_record(
+        work,
+        {**to_json(stored), "key": final.name, "code": code_digest(), "failed": failed(result)},
+    )
     theirs = install(work, final, load_result, replace_stored)
     if theirs is not None:
         return replace(theirs, cached=False)

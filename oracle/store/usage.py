@@ -75,9 +75,12 @@ class Listing:
             ages = [e.age_days for e in self.entries if e.kind == kind]
             if not ages:
                 continue
-            counts = tuple(sum(1 for a in ages if low <= a < high)
-                           for low, high in zip((0.0, *(b for _, b in AGES[:-1])),
-                                                (b for _, b in AGES), strict=True))
+            counts = tuple(
+                sum(1 for a in ages if low <= a < high)
+                for low, high in zip(
+                    (0.0, *(b for _, b in AGES[:-1])), (b for _, b in AGES), strict=True
+                )
+            )
             out.append(KindSummary(kind, len(ages), counts, min(ages), max(ages)))
         return tuple(out)
 
@@ -187,8 +190,7 @@ def _environments(folder: Path, counter: _Counter) -> tuple[Usage, ...]:
     names = {c.name for c in children}
     out = []
     for child in children:
-        if child.name.startswith(".") or child.name.removesuffix(BUILD_LOG) in names - {
-                child.name}:
+        if child.name.startswith(".") or child.name.removesuffix(BUILD_LOG) in names - {child.name}:
             continue  # a build lock (an empty file), or a log counted with its environment
         size = counter.size(child) + counter.size(folder / f"{child.name}{BUILD_LOG}")
         note = f"symbolic link to {os.readlink(child)}" if child.is_symlink() else ""
@@ -205,8 +207,13 @@ def _results(counter: _Counter) -> Usage:
         sizes[kind][1] += counter.size(folder)
     items = tuple(Usage(KINDS[k], "", b, n) for k, (n, b) in sizes.items() if n)
     own = counter.size(root) if root.is_dir() else 0  # the folder itself: its children are seen
-    return Usage("results", str(root), sum(i.bytes for i in items) + own,
-                 sum(i.count for i in items), items=items)
+    return Usage(
+        "results",
+        str(root),
+        sum(i.bytes for i in items) + own,
+        sum(i.count for i in items),
+        items=items,
+    )
 
 
 def disk_usage() -> DiskUsage:
@@ -215,9 +222,19 @@ def disk_usage() -> DiskUsage:
     parts = [_results(counter)]
     envs = envs_dir()
     items = _environments(envs, counter)
-    parts.append(Usage("environments", str(envs), sum(i.bytes for i in items) +
-                       (counter.size(envs) if envs.is_dir() else 0), len(items), items=items))
-    for name, folder in (("logs", cache_root() / "logs"), ("runs", runs_dir()),
-                         ("temp", cache_root() / TEMP)):
+    parts.append(
+        Usage(
+            "environments",
+            str(envs),
+            sum(i.bytes for i in items) + (counter.size(envs) if envs.is_dir() else 0),
+            len(items),
+            items=items,
+        )
+    )
+    for name, folder in (
+        ("logs", cache_root() / "logs"),
+        ("runs", runs_dir()),
+        ("temp", cache_root() / TEMP),
+    ):
         parts.append(Usage(name, str(folder), counter.size(folder)))
     return DiskUsage(str(results_root().parent), str(cache_root()), tuple(parts))

@@ -85,4 +85,3 @@ def build(spec: dict[str, Any]) -> Probe:
     reference = copy.deepcopy(module).float().eval()
     x = torch.randn([1, channels, length], generator=gen).to(dtype)
     return Probe(module, {"x": x}, reference, {"x": x.float()}, {}, original)
-

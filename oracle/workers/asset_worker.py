@@ -126,8 +126,7 @@ def _load_arrays(path: Path) -> dict:
 # ---- run -------------------------------------------------------------------------------------
 
 
-async def _run(asset_path: Path, out: Path, seed: int, execute: bool,
-               stored: dict | None) -> dict:
+async def _run(asset_path: Path, out: Path, seed: int, execute: bool, stored: dict | None) -> dict:
     import numpy as np
     from coreai.authoring import AIModelAsset
     from coreai.runtime import NDArray
@@ -143,17 +142,22 @@ async def _run(asset_path: Path, out: Path, seed: int, execute: bool,
                 stage = "function"
                 function = model.load_function(name)
                 desc = function.desc
-                entry: dict = {"name": name, "inputs": list(desc.input_names),
-                               "states": list(desc.state_names),
-                               "outputs": list(desc.output_names)}
+                entry: dict = {
+                    "name": name,
+                    "inputs": list(desc.input_names),
+                    "states": list(desc.state_names),
+                    "outputs": list(desc.output_names),
+                }
                 functions.append(entry)
                 if not execute:
                     continue
                 stage = "inputs"
                 rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
                 arrays = {}
-                for kind, keys, get in (("input", desc.input_names, desc.input_descriptor),
-                                        ("state", desc.state_names, desc.state_descriptor)):
+                for kind, keys, get in (
+                    ("input", desc.input_names, desc.input_descriptor),
+                    ("state", desc.state_names, desc.state_descriptor),
+                ):
                     for key in keys:
                         label = f"{kind}:{key}"
                         if stored is not None:
@@ -162,23 +166,33 @@ async def _run(asset_path: Path, out: Path, seed: int, execute: bool,
                             arrays[label] = stored[f"{name}/{label}"]
                         else:
                             arrays[label] = _seeded(f"{name} {kind} {key}", get(key), rng)
-                feed = {k.split(":", 1)[1]: NDArray(v.copy()) for k, v in arrays.items()
-                        if k.startswith("input:")}
-                state = {k.split(":", 1)[1]: NDArray(v.copy()) for k, v in arrays.items()
-                         if k.startswith("state:")}
+                feed = {
+                    k.split(":", 1)[1]: NDArray(v.copy())
+                    for k, v in arrays.items()
+                    if k.startswith("input:")
+                }
+                state = {
+                    k.split(":", 1)[1]: NDArray(v.copy())
+                    for k, v in arrays.items()
+                    if k.startswith("state:")
+                }
                 stage = "run"
                 result = await function(feed, state) if state else await function(feed)
-                outputs = {f"output:{k}": np.array(result[k].numpy(), copy=True)
-                           for k in desc.output_names}
+                outputs = {
+                    f"output:{k}": np.array(result[k].numpy(), copy=True) for k in desc.output_names
+                }
                 # The states as the run left them are outputs too.
-                outputs |= {f"state:{k}": np.array(v.numpy(), copy=True)
-                            for k, v in state.items()}
+                outputs |= {f"state:{k}": np.array(v.numpy(), copy=True) for k, v in state.items()}
                 stage = "store"
                 safe = name.replace("/", "_")
-                _save_arrays({f"{name}/{k}": v for k, v in arrays.items()},
-                             out / f"{safe}.inputs.safetensors")
-                _save_arrays({f"{name}/{k}": v for k, v in outputs.items()},
-                             out / f"{safe}.outputs.safetensors")
+                _save_arrays(
+                    {f"{name}/{k}": v for k, v in arrays.items()},
+                    out / f"{safe}.inputs.safetensors",
+                )
+                _save_arrays(
+                    {f"{name}/{k}": v for k, v in outputs.items()},
+                    out / f"{safe}.outputs.safetensors",
+                )
                 entry["inputs_file"] = str(out / f"{safe}.inputs.safetensors")
                 entry["outputs_file"] = str(out / f"{safe}.outputs.safetensors")
     except CannotRun as exc:
@@ -208,8 +222,12 @@ def run(asset: Path, out: Path, seed: int, execute: bool, inputs: str | None) ->
 
 def _kind(location: Any) -> str:
     text = str(location)
-    for prefix, kind in (("#debuginfo.location", "debuginfo"), ("loc(fused", "fused"),
-                         ("loc(unknown", "unknown"), ("loc(callsite", "callsite")):
+    for prefix, kind in (
+        ("#debuginfo.location", "debuginfo"),
+        ("loc(fused", "fused"),
+        ("loc(unknown", "unknown"),
+        ("loc(callsite", "callsite"),
+    ):
         if text.startswith(prefix):
             return kind
     if location.is_a_name():
@@ -267,8 +285,9 @@ def strip(asset_path: Path, out: Path, log: Path) -> dict:
                     op_id = _coreai_op_id(op.location)
                     metadata_attrs = []
                     if op_id is not None:
-                        metadata_attrs.append(create_op_id_metadata(dialect_type="coreai",
-                                                                    value=op_id))
+                        metadata_attrs.append(
+                            create_op_id_metadata(dialect_type="coreai", value=op_id)
+                        )
                         counts["op_ids_kept"] += 1
                     new = location_attr(src=nowhere, scope=unit, metadata=metadata_attrs)
                     set_op_location(op, new)
@@ -293,8 +312,14 @@ def strip(asset_path: Path, out: Path, log: Path) -> dict:
         except Exception as exc:  # noqa: BLE001 - reported, not raised
             (log.parent / f"{log.stem}.traceback.txt").write_text(traceback.format_exc())
             return {"ok": False, "stage": stage, "error": one_line(exc), "log": str(log)}
-    return {"ok": True, "locations_before": before, "locations_after": after, **counts,
-            "versions": _versions(), "log": str(log)}
+    return {
+        "ok": True,
+        "locations_before": before,
+        "locations_after": after,
+        **counts,
+        "versions": _versions(),
+        "log": str(log),
+    }
 
 
 def restamp(asset_path: Path, out: Path, log: Path, custom: dict[str, str]) -> dict:
@@ -321,15 +346,24 @@ def handle(request: dict) -> dict:
     if op == "hello":
         return {"ok": True, "versions": _versions(), "pid": os.getpid()}
     if op == "run":
-        return run(Path(request["asset"]), Path(request["out"]), int(request.get("seed", 0)),
-                   bool(request.get("execute", True)), request.get("inputs"))
+        return run(
+            Path(request["asset"]),
+            Path(request["out"]),
+            int(request.get("seed", 0)),
+            bool(request.get("execute", True)),
+            request.get("inputs"),
+        )
     if op == "strip":
         out = Path(request["out"])
         return strip(Path(request["asset"]), out, out.parent / f"{out.name}.strip.log")
     if op == "restamp":
         out = Path(request["out"])
-        return restamp(Path(request["asset"]), out, out.parent / f"{out.name}.restamp.log",
-                       dict(request.get("custom", {})))
+        return restamp(
+            Path(request["asset"]),
+            out,
+            out.parent / f"{out.name}.restamp.log",
+            dict(request.get("custom", {})),
+        )
     return {"ok": False, "stage": "protocol", "error": f"unknown op {op!r}"}
 
 

@@ -123,8 +123,11 @@ def _placeholder_values(ep: ExportedProgram, users: list) -> dict[str, Any]:
         if spec.kind == InputKind.USER_INPUT:
             values[name] = next(user)
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
-            values[name] = ep.state_dict[spec.target] if spec.target in ep.state_dict \
+            values[name] = (
+                ep.state_dict[spec.target]
+                if spec.target in ep.state_dict
                 else ep.constants[spec.target]
+            )
         else:
             values[name] = ep.constants[spec.target]
     return values
@@ -133,8 +136,7 @@ def _placeholder_values(ep: ExportedProgram, users: list) -> dict[str, Any]:
 def _user_placeholders(ep: ExportedProgram) -> set[str]:
     from torch.export.graph_signature import InputKind
 
-    return {s.arg.name for s in ep.graph_signature.input_specs
-            if s.kind == InputKind.USER_INPUT}
+    return {s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT}
 
 
 def _variable(graph: Graph, users: set[str]) -> set[str]:
@@ -185,8 +187,11 @@ def _select(graph: Graph, region: set[str], hops: int, variable: set[str]) -> se
                     changed = True
             if not _is_tensor_node(node):
                 for u in node.users:
-                    if u.op == "call_function" and u.target is operator.getitem \
-                            and u.name not in keep:
+                    if (
+                        u.op == "call_function"
+                        and u.target is operator.getitem
+                        and u.name not in keep
+                    ):
                         keep.add(u.name)
                         changed = True
     return keep
@@ -217,9 +222,13 @@ class _Capture:
             self._interpreter.run(*args)
 
 
-def _cut_module(graph: Graph, keep: set[str], placeholders: dict[str, Any],
-                captured: dict[str, Any], region: set[str]
-                ) -> tuple[GraphModule, list[tuple[str, Any]], list[str]]:
+def _cut_module(
+    graph: Graph,
+    keep: set[str],
+    placeholders: dict[str, Any],
+    captured: dict[str, Any],
+    region: set[str],
+) -> tuple[GraphModule, list[tuple[str, Any]], list[str]]:
     """The cut as a graph module: its inputs (the outside activations, in the dtype the program
     has there), its constants (the bundle's own), its outputs and their labels."""
     import torch
@@ -244,8 +253,9 @@ def _cut_module(graph: Graph, keep: set[str], placeholders: dict[str, Any],
             consts += 1
             if isinstance(value, torch.nn.Parameter):
                 value = value.detach()
-            root.register_buffer(attr, value.clone() if isinstance(value, torch.Tensor)
-                                 else torch.as_tensor(value))
+            root.register_buffer(
+                attr, value.clone() if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+            )
             env[a.name] = new.get_attr(attr)
             return env[a.name]
         value = captured[a.name]
@@ -262,8 +272,7 @@ def _cut_module(graph: Graph, keep: set[str], placeholders: dict[str, Any],
             if a.name not in keep:
                 outside(a)
         env[node.name] = new.node_copy(node, lambda a: env[a.name])
-    outs = [n for n in order if _is_tensor_node(n)
-            and any(u.name not in keep for u in n.users)]
+    outs = [n for n in order if _is_tensor_node(n) and any(u.name not in keep for u in n.users)]
     if not outs:
         outs = [n for n in order if n.name in region and _is_tensor_node(n)]
     new.output(tuple(env[n.name] for n in outs))
@@ -278,8 +287,7 @@ def _reaches(graph: Graph, region: set[str]) -> list[int]:
     for node in graph.nodes:
         if node.op == "output":
             flat = node.args[0] if isinstance(node.args[0], (list, tuple)) else [node.args[0]]
-            return [i for i, a in enumerate(flat)
-                    if getattr(a, "name", None) in reached]
+            return [i for i, a in enumerate(flat) if getattr(a, "name", None) in reached]
         if any(a.name in reached for a in node.all_input_nodes):
             reached.add(node.name)
     return []
@@ -298,8 +306,9 @@ def _save_inputs(names: list[str], values: list, path: Path) -> None:
     save_file(data, str(path), metadata=meta)
 
 
-def _write_cut(gm: GraphModule, inputs: list[tuple[str, Any]], labels: list[str],
-               out: Path) -> dict:
+def _write_cut(
+    gm: GraphModule, inputs: list[tuple[str, Any]], labels: list[str], out: Path
+) -> dict:
     """Export the cut (the program both releases convert), save its inputs and its fp32
     reference."""
     import numpy as np
@@ -318,17 +327,32 @@ def _write_cut(gm: GraphModule, inputs: list[tuple[str, Any]], labels: list[str]
     outs = result if isinstance(result, (tuple, list)) else (result,)
     # contiguous first: safetensors.numpy writes a strided array's raw buffer, so a transposed
     # output (a view) was stored in the wrong element order
-    save_file({f"out{i}": np.ascontiguousarray(o.detach().float().numpy()
-                                               if o.is_floating_point() else o.detach().numpy())
-               for i, o in enumerate(outs)},
-              str(out / "reference.safetensors"))
-    return {"inputs": [{"name": n, "from": src, "shape": list(v.shape),
-                        "dtype": str(v.dtype).removeprefix("torch.")}
-                       for n, (src, v) in zip(names, inputs, strict=True)],
-            "outputs": labels,
-            "files": {"program": str(out / "program.pt2"),
-                      "inputs": str(out / "main.inputs.safetensors"),
-                      "reference": str(out / "reference.safetensors")}}
+    save_file(
+        {
+            f"out{i}": np.ascontiguousarray(
+                o.detach().float().numpy() if o.is_floating_point() else o.detach().numpy()
+            )
+            for i, o in enumerate(outs)
+        },
+        str(out / "reference.safetensors"),
+    )
+    return {
+        "inputs": [
+            {
+                "name": n,
+                "from": src,
+                "shape": list(v.shape),
+                "dtype": str(v.dtype).removeprefix("torch."),
+            }
+            for n, (src, v) in zip(names, inputs, strict=True)
+        ],
+        "outputs": labels,
+        "files": {
+            "program": str(out / "program.pt2"),
+            "inputs": str(out / "main.inputs.safetensors"),
+            "reference": str(out / "reference.safetensors"),
+        },
+    }
 
 
 _LOADED: dict[str, Any] = {}  # the last program decomposed: a wider cut reuses it
@@ -344,14 +368,17 @@ def _loaded(program: str, pipeline: dict, inputs: str) -> dict[str, Any]:
         _LOADED.clear()
         ep = _decomposed(torch.export.load(program), pipeline)
         placeholders = _placeholder_values(ep, _user_inputs(ep, inputs))
-        _LOADED.update(key=key, ep=ep, fp32=_fp32_graph(ep.graph_module),
-                       placeholders=placeholders,
-                       variable=_variable(ep.graph, _user_placeholders(ep)))
+        _LOADED.update(
+            key=key,
+            ep=ep,
+            fp32=_fp32_graph(ep.graph_module),
+            placeholders=placeholders,
+            variable=_variable(ep.graph, _user_placeholders(ep)),
+        )
     return _LOADED
 
 
-def cut(program: str, pipeline: dict, inputs: str, cuts: list[dict], hops: int,
-        out: Path) -> dict:
+def cut(program: str, pipeline: dict, inputs: str, cuts: list[dict], hops: int, out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     reset_peak()
     seconds: dict[str, float] = {}
@@ -371,35 +398,49 @@ def cut(program: str, pipeline: dict, inputs: str, cuts: list[dict], hops: int,
             region = set(c["nodes"]) & set(by_name)
             keep = _select(graph, region, hops, variable)
             plans.append((c, region, keep))
-            wanted |= {a.name for k in keep for a in by_name[k].all_input_nodes
-                       if a.name not in keep and a.name in variable}
+            wanted |= {
+                a.name
+                for k in keep
+                for a in by_name[k].all_input_nodes
+                if a.name not in keep and a.name in variable
+            }
         start = time.perf_counter()
         try:
             capture = _Capture(loaded["fp32"], wanted)
-            capture.run([_up(placeholders[n.name]) for n in graph.nodes
-                         if n.op == "placeholder"])
+            capture.run([_up(placeholders[n.name]) for n in graph.nodes if n.op == "placeholder"])
         except Exception as exc:  # noqa: BLE001
             return _fail("capture", exc, out)
         seconds["capture"] = time.perf_counter() - start
         start = time.perf_counter()
         answers = []
         for c, region, keep in plans:
-            entry = {"id": c["id"], "hops": hops, "nodes": len(c["nodes"]),
-                     "found": len(region), "missing": sorted(set(c["nodes"]) - set(by_name))[:10],
-                     "reaches_outputs": _reaches(graph, region), "cut_nodes": len(keep)}
+            entry = {
+                "id": c["id"],
+                "hops": hops,
+                "nodes": len(c["nodes"]),
+                "found": len(region),
+                "missing": sorted(set(c["nodes"]) - set(by_name))[:10],
+                "reaches_outputs": _reaches(graph, region),
+                "cut_nodes": len(keep),
+            }
             try:
                 if not region:
                     raise ValueError("none of the region's aten nodes is in this graph")
-                module, cut_inputs, labels = _cut_module(graph, keep, placeholders,
-                                                         capture.values, region)
-                entry.update(ok=True, **_write_cut(module, cut_inputs, labels,
-                                                   out / c["id"]))
+                module, cut_inputs, labels = _cut_module(
+                    graph, keep, placeholders, capture.values, region
+                )
+                entry.update(ok=True, **_write_cut(module, cut_inputs, labels, out / c["id"]))
             except Exception as exc:  # noqa: BLE001 - one cut's trouble, told per cut
                 entry.update(ok=False, error=one_line(exc))
             answers.append(entry)
         seconds["cut"] = time.perf_counter() - start
-    return {"ok": True, "cuts": answers, "seconds": seconds, "peak_mb": peak_mb(),
-            "log": str(out / "cut.log")}
+    return {
+        "ok": True,
+        "cuts": answers,
+        "seconds": seconds,
+        "peak_mb": peak_mb(),
+        "log": str(out / "cut.log"),
+    }
 
 
 def handle(request: dict) -> dict:
@@ -407,8 +448,14 @@ def handle(request: dict) -> dict:
     if op == "hello":
         return {"ok": True, "versions": _versions(), "pid": os.getpid()}
     if op == "cut":
-        return cut(request["program"], request.get("pipeline", {}), request["inputs"],
-                   request["cuts"], int(request.get("hops", 0)), Path(request["out"]))
+        return cut(
+            request["program"],
+            request.get("pipeline", {}),
+            request["inputs"],
+            request["cuts"],
+            int(request.get("hops", 0)),
+            Path(request["out"]),
+        )
     return {"ok": False, "stage": "protocol", "error": f"unknown op {op!r}"}
 
 

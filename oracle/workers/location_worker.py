@@ -66,9 +66,14 @@ def read_locations(spec: dict, out: Path) -> dict:
         examples.setdefault(kind, f"{op.name}: {text[:300]}")
     with (out / "emitted.located.mlir").open("w") as f:
         module.print(file=f, enable_debug_info=True)
-    return {"ok": True, "ops": sum(counts.values()), "counts": counts, "examples": examples,
-            "module": kind_of(str(module.location)),
-            "files": {"located": str(out / "emitted.located.mlir")}}
+    return {
+        "ok": True,
+        "ops": sum(counts.values()),
+        "counts": counts,
+        "examples": examples,
+        "module": kind_of(str(module.location)),
+        "files": {"located": str(out / "emitted.located.mlir")},
+    }
 
 
 def main(argv: list[str]) -> int:

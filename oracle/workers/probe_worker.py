@@ -54,8 +54,12 @@ def _versions() -> dict[str, str]:
 
 def _fail(stage: str, exc: BaseException, out: Path) -> dict:
     (out / f"{stage}.traceback.txt").write_text(traceback.format_exc())
-    return {"ok": False, "stage": stage, "error": one_line(exc),
-            "traceback": str(out / f"{stage}.traceback.txt")}
+    return {
+        "ok": False,
+        "stage": stage,
+        "error": one_line(exc),
+        "traceback": str(out / f"{stage}.traceback.txt"),
+    }
 
 
 def _build(spec: dict) -> Probe:
@@ -81,8 +85,7 @@ def convert(spec: dict, out: Path) -> dict:
         pipeline = spec.get("pipeline", {})
         try:
             args = tuple(probe.inputs.values())
-            ep = torch.export.export(probe.module, args,
-                                     dynamic_shapes=probe.dynamic_shapes())
+            ep = torch.export.export(probe.module, args, dynamic_shapes=probe.dynamic_shapes())
             ep = _decomposed(ep, pipeline)
             (out / "aten.txt").write_text(str(ep.graph))
         except Exception as exc:  # noqa: BLE001 - reported as a result, not raised
@@ -131,8 +134,9 @@ async def _run_asset(path: str, inputs: dict) -> dict:
     async with asset.executable() as model:
         function = model.load_function("main")
         names = list(function.desc.input_names)
-        feed = {name: NDArray(inputs[key].contiguous())
-                for name, key in zip(names, inputs, strict=True)}
+        feed = {
+            name: NDArray(inputs[key].contiguous()) for name, key in zip(names, inputs, strict=True)
+        }
         result = await function(feed)
         # The runtime's result dict is not in graph order; the function's descriptor is.
         order = list(function.desc.output_names)
@@ -158,8 +162,9 @@ def measure(spec: dict, assets: dict[str, str], out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     with logged(out / "measure.log"):
         probe = _build(spec)
-        save_torch({k: v.contiguous() for k, v in probe.inputs.items()},
-                   str(out / "inputs.safetensors"))
+        save_torch(
+            {k: v.contiguous() for k, v in probe.inputs.items()}, str(out / "inputs.safetensors")
+        )
         try:
             with torch.no_grad():
                 ref = probe.reference_module(*probe.reference_inputs.values())
@@ -170,9 +175,12 @@ def measure(spec: dict, assets: dict[str, str], out: Path) -> dict:
             failed["error"] = f"torch cannot run the probe in fp32: {failed['error']}"
             return failed
         refs = ref if isinstance(ref, tuple | list) else (ref,)
-        reference = {f"out{i}": _storable(r.detach().float().numpy()
-                                          if r.is_floating_point() else r.detach().numpy())
-                     for i, r in enumerate(refs)}
+        reference = {
+            f"out{i}": _storable(
+                r.detach().float().numpy() if r.is_floating_point() else r.detach().numpy()
+            )
+            for i, r in enumerate(refs)
+        }
         save_file(reference, str(out / "reference.safetensors"))
         sides: dict[str, dict] = {}
         for side, path in assets.items():
@@ -185,8 +193,11 @@ def measure(spec: dict, assets: dict[str, str], out: Path) -> dict:
             # the reference, whose outputs are the module's in the same order.
             arrays = {f"out{i}": _storable(v) for i, v in enumerate(result.values())}
             save_file(arrays, str(out / f"{side}.safetensors"))
-            sides[side] = {"ok": True, "outputs": str(out / f"{side}.safetensors"),
-                           "names": list(result)}
+            sides[side] = {
+                "ok": True,
+                "outputs": str(out / f"{side}.safetensors"),
+                "names": list(result),
+            }
     return {
         "ok": True,
         "digest": probes.digest(probe.module, probe.inputs),
@@ -207,8 +218,11 @@ def _decomposed(ep: ExportedProgram, pipeline: dict) -> ExportedProgram:
     decomp = pipeline.get("decompositions", "coreai")
     if decomp == "none":
         return ep
-    table = (coreai_torch.get_decomp_table() if decomp == "coreai"
-             else torch.export.default_decompositions())
+    table = (
+        coreai_torch.get_decomp_table()
+        if decomp == "coreai"
+        else torch.export.default_decompositions()
+    )
     # iterated only when something is kept: the table is otherwise passed on untouched
     keep = set(pipeline.get("keep", ()))
     if keep:
@@ -230,8 +244,10 @@ def _takes_names(module: torch.nn.Module) -> bool:
     passing); one that takes `*inputs` cannot."""
     import inspect
 
-    return not any(p.kind is inspect.Parameter.VAR_POSITIONAL
-                   for p in inspect.signature(module.forward).parameters.values())
+    return not any(
+        p.kind is inspect.Parameter.VAR_POSITIONAL
+        for p in inspect.signature(module.forward).parameters.values()
+    )
 
 
 def pipeline(spec: dict, steps: dict, out: Path) -> dict:
@@ -257,39 +273,51 @@ def pipeline(spec: dict, steps: dict, out: Path) -> dict:
         probe = probes.build(spec)
         pipe = spec.get("pipeline", {})
         dyn = probe.dynamic_shapes()
-        ep_a = _decomposed(torch.export.export(probe.module, tuple(probe.inputs.values()),
-                                               dynamic_shapes=dyn), pipe)
+        ep_a = _decomposed(
+            torch.export.export(probe.module, tuple(probe.inputs.values()), dynamic_shapes=dyn),
+            pipe,
+        )
 
         def recipe_export(module: torch.nn.Module) -> ExportedProgram:
             with contextlib.ExitStack() as stack:
                 if steps.get("grad") == "no_grad":
                     stack.enter_context(torch.no_grad())
                 if steps.get("autocast"):
-                    stack.enter_context(torch.autocast("cpu", dtype=getattr(
-                        torch, steps["autocast"])))
+                    stack.enter_context(
+                        torch.autocast("cpu", dtype=getattr(torch, steps["autocast"]))
+                    )
                 if _takes_names(module):
-                    ep = torch.export.export(module, args=(), kwargs=dict(probe.inputs),
-                                             dynamic_shapes=dyn)
+                    ep = torch.export.export(
+                        module, args=(), kwargs=dict(probe.inputs), dynamic_shapes=dyn
+                    )
                 else:  # a forward of *inputs (a traced cat of its own N inputs) has no names
-                    ep = torch.export.export(module, tuple(probe.inputs.values()),
-                                             dynamic_shapes=dyn)
+                    ep = torch.export.export(
+                        module, tuple(probe.inputs.values()), dynamic_shapes=dyn
+                    )
             return _decomposed(ep, pipe)
 
         ep_b = recipe_export(probe.module)
-        functionalized = sum(isinstance(n.target, AutoFunctionalized | AutoFunctionalizedV2)
-                             for n in ep_b.graph.nodes)
+        functionalized = sum(
+            isinstance(n.target, AutoFunctionalized | AutoFunctionalizedV2)
+            for n in ep_b.graph.nodes
+        )
         (out / "aten.worker.txt").write_text(str(ep_a.graph))
         (out / "aten.recipe.txt").write_text(str(ep_b.graph))
         emitted_a, shipped_a = _programs(TorchConverter().add_exported_program(ep_a).to_coreai())
         converter = TorchConverter()
         if steps.get("api") == "add_pytorch_module":
-            converter.add_pytorch_module(probe.module, export_fn=recipe_export,
-                                         externalize_modules=None)
+            converter.add_pytorch_module(
+                probe.module, export_fn=recipe_export, externalize_modules=None
+            )
         else:
             converter.add_exported_program(ep_b)
         emitted_b, shipped_b = _programs(converter.to_coreai())
-        for name, text in (("emitted.worker", emitted_a), ("emitted.recipe", emitted_b),
-                           ("shipped.worker", shipped_a), ("shipped.recipe", shipped_b)):
+        for name, text in (
+            ("emitted.worker", emitted_a),
+            ("emitted.recipe", emitted_b),
+            ("shipped.worker", shipped_a),
+            ("shipped.recipe", shipped_b),
+        ):
             (out / f"{name}.mlir").write_text(text)
     return {
         "ok": True,

@@ -208,11 +208,18 @@ def convert_program(program: str, pipeline: dict, out: Path) -> dict:
         "emitted_before_rewrite": pre.captured,
         "seconds": seconds,
         "peak_mb": peak_mb(),
-        "files": {name: str(out / f) for name, f in (
-            ("emitted", "emitted.mlir"), ("emitted_located", "emitted.located.mlir"),
-            ("shipped", "shipped.mlir"),
-            ("located", "shipped.located.mlir"), ("nodes", "nodes.json"),
-            ("asset", "model.aimodel"), ("log", "convert.log"))},
+        "files": {
+            name: str(out / f)
+            for name, f in (
+                ("emitted", "emitted.mlir"),
+                ("emitted_located", "emitted.located.mlir"),
+                ("shipped", "shipped.mlir"),
+                ("located", "shipped.located.mlir"),
+                ("nodes", "nodes.json"),
+                ("asset", "model.aimodel"),
+                ("log", "convert.log"),
+            )
+        },
     }
 
 
@@ -221,8 +228,9 @@ def handle(request: dict) -> dict:
     if op == "hello":
         return {"ok": True, "versions": _versions(), "pid": os.getpid()}
     if op == "convert_program":
-        return convert_program(request["program"], request.get("pipeline", {}),
-                               Path(request["out"]))
+        return convert_program(
+            request["program"], request.get("pipeline", {}), Path(request["out"])
+        )
     return {"ok": False, "stage": "protocol", "error": f"unknown op {op!r}"}
 
 

@@ -72,8 +72,10 @@ def _tensor(ir: Any, type_: Any, name: str | None) -> dict:
     if not shaped.has_rank:
         out.update(shape=None, dtype=str(shaped.element_type), dynamic=True)
         return out
-    shape = [("?" if shaped.is_dynamic_dim(i) else int(shaped.get_dim_size(i)))
-             for i in range(shaped.rank)]
+    shape = [
+        ("?" if shaped.is_dynamic_dim(i) else int(shaped.get_dim_size(i)))
+        for i in range(shaped.rank)
+    ]
     out.update(shape=shape, dtype=str(shaped.element_type), dynamic="?" in shape)
     return out
 
@@ -141,7 +143,7 @@ class _ResourceHasher:
                     self.tail = text[-4:]
                     return
                 self.state, self.buf = "resources", ""
-                chunk = text[at + 4:]
+                chunk = text[at + 4 :]
             elif self.state == "resources":
                 self.buf += chunk
                 chunk = ""
@@ -149,7 +151,7 @@ class _ResourceHasher:
                 if at < 0:
                     self.buf = self.buf[-4096:]
                     return
-                head, rest = self.buf[: at + 3], self.buf[at + 3:]
+                head, rest = self.buf[: at + 3], self.buf[at + 3 :]
                 found = _RESOURCE_KEY.search(head)
                 self.key = found.group(1).strip('"') if found else f"?{len(self.digests)}"
                 self.hasher, self.pending, self.skip, self.size = hashlib.sha256(), "", 8, 0
@@ -157,7 +159,7 @@ class _ResourceHasher:
                 chunk = rest
             else:  # hex
                 end = chunk.find('"')
-                part, chunk = (chunk, "") if end < 0 else (chunk[:end], chunk[end + 1:])
+                part, chunk = (chunk, "") if end < 0 else (chunk[:end], chunk[end + 1 :])
                 self._feed(part)
                 if end >= 0:
                     self.digests[self.key] = (self.hasher.hexdigest(), self.size)
@@ -167,7 +169,7 @@ class _ResourceHasher:
         if self.skip:  # the blob's 4-byte alignment header
             dropped = part[: self.skip]
             self.skip -= len(dropped)
-            part = part[len(dropped):]
+            part = part[len(dropped) :]
         text = self.pending + part
         if len(text) % 2:
             text, self.pending = text[:-1], text[-1]
@@ -212,10 +214,14 @@ def _walk_graph(ir: Any, graph: Any, inline: list, resources: list) -> dict:
     ftype = ir.FunctionType(ir.TypeAttr(attrs["function_type"]).value)
     in_names = _io_names(_attr(graph, "arg_attrs"))
     out_names = _io_names(_attr(graph, "res_attrs"))
-    inputs = [_tensor(ir, t, in_names[i] if i < len(in_names) else None)
-              for i, t in enumerate(ftype.inputs)]
-    outputs = [_tensor(ir, t, out_names[i] if i < len(out_names) else None)
-               for i, t in enumerate(ftype.results)]
+    inputs = [
+        _tensor(ir, t, in_names[i] if i < len(in_names) else None)
+        for i, t in enumerate(ftype.inputs)
+    ]
+    outputs = [
+        _tensor(ir, t, out_names[i] if i < len(out_names) else None)
+        for i, t in enumerate(ftype.results)
+    ]
     ops: dict[str, int] = {}
     invokes: dict[str, int] = {}
     dynamic_results = 0
@@ -308,8 +314,9 @@ def _weights(module: Any, inline: list, resources: list) -> dict:
     missing = 0
     if resources:
         sink = _ResourceHasher()
-        module.operation.print(large_elements_limit=16, large_resource_limit=1 << 62,
-                               assume_verified=True, file=sink)
+        module.operation.print(
+            large_elements_limit=16, large_resource_limit=1 << 62, assume_verified=True, file=sink
+        )
         for type_text, element, key in resources:
             if key not in sink.digests:
                 missing += 1
@@ -319,16 +326,27 @@ def _weights(module: Any, inline: list, resources: list) -> dict:
             dtypes[element] = dtypes.get(element, 0) + 1
             per_constant.append(hashlib.sha256(f"{type_text}\0{digest}".encode()).hexdigest())
     fingerprint = hashlib.sha256("\n".join(sorted(per_constant)).encode()).hexdigest()
-    return {"fingerprint": f"sha256:{fingerprint}", "constants": len(per_constant),
-            "bytes": total, "dtypes": dtypes, "inline": len(inline), "resources": len(resources),
-            "unresolved_resources": missing}
+    return {
+        "fingerprint": f"sha256:{fingerprint}",
+        "constants": len(per_constant),
+        "bytes": total,
+        "dtypes": dtypes,
+        "inline": len(inline),
+        "resources": len(resources),
+        "unresolved_resources": missing,
+    }
 
 
 def _metadata(asset: Any) -> dict:
     meta = asset.metadata
     out: dict = {}
-    for key, attr in (("producer", "_producer"), ("author", "author"), ("license", "license"),
-                      ("description", "model_description"), ("creation_date", "creation_date")):
+    for key, attr in (
+        ("producer", "_producer"),
+        ("author", "author"),
+        ("license", "license"),
+        ("description", "model_description"),
+        ("creation_date", "creation_date"),
+    ):
         try:
             value = getattr(meta, attr)
         except Exception:  # noqa: BLE001
@@ -362,8 +380,13 @@ def read(bundle: Path, log: Path) -> dict:
         except Exception as exc:  # noqa: BLE001 - reported as a result, not raised
             (log.parent / f"{log.stem}.traceback.txt").write_text(traceback.format_exc())
             return {"ok": False, "stage": stage, "error": one_line(exc)}
-    return {"ok": True, "versions": _versions(), "metadata": metadata, "graphs": graphs,
-            "weights": weights}
+    return {
+        "ok": True,
+        "versions": _versions(),
+        "metadata": metadata,
+        "graphs": graphs,
+        "weights": weights,
+    }
 
 
 def handle(request: dict) -> dict:

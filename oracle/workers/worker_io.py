@@ -56,8 +56,12 @@ def serve(handle: Callable[[dict], dict]) -> None:
         try:
             answer = handle(request)
         except Exception as exc:  # noqa: BLE001 - the worker survives a bad request
-            answer = {"ok": False, "stage": "worker", "error": one_line(exc),
-                      "traceback": traceback.format_exc()}
+            answer = {
+                "ok": False,
+                "stage": "worker",
+                "error": one_line(exc),
+                "traceback": traceback.format_exc(),
+            }
         answer["id"] = request.get("id")
         protocol.write(json.dumps(answer) + "\n")
 

@@ -83,8 +83,7 @@ def _noise() -> None:
     print(f"{NOISE}: print() to sys.stdout (a library)")
     sys.stdout.flush()
     os.write(1, f"{NOISE}: a write to file descriptor 1 (a native engine)\n".encode())
-    subprocess.run(["sh", "-c", f"echo '{NOISE}: a child process inheriting stdout'"],
-                   check=False)
+    subprocess.run(["sh", "-c", f"echo '{NOISE}: a child process inheriting stdout'"], check=False)
     warnings.warn(f"{NOISE}: a library warning", UserWarning, stacklevel=1)
 
     def at_exit() -> None:
@@ -105,7 +104,8 @@ def install() -> None:
     if not isinstance(client.Worker.__dict__["script"], _ProbeWorkerScript):
         # a descriptor in the class's Path attribute: reading it still gives a Path
         client.Worker.script = _ProbeWorkerScript(  # type: ignore[assignment]
-            client.Worker.__dict__["script"])
+            client.Worker.__dict__["script"]
+        )
     from oracle.clients import worker_clients
 
     asset = worker_clients.AssetWorker

@@ -38,8 +38,12 @@ def handle(request: dict) -> dict:
         (out / "run.log").write_text("flaky double: aborting before loading the asset\n")
         os.abort()
     answer = asset_worker.handle(request)
-    if request.get("op") == "run" and MODE == "abort-after-outputs" and answer.get("ok") \
-            and _abort_now():
+    if (
+        request.get("op") == "run"
+        and MODE == "abort-after-outputs"
+        and answer.get("ok")
+        and _abort_now()
+    ):
         os.abort()
     return answer
 

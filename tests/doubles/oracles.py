@@ -22,11 +22,17 @@ class DyingWorkers(Oracle):
 
     def compare(self, spec: ProbeSpec, old: Env, new: Env, use_cache: bool = True) -> ProbeResult:
         self.asked.append(spec.key())
-        dead = Side(old.converter, store.env_identity(old), False, "worker",
-                    f"{old.name} worker died of SIGKILL (test double)")
+        dead = Side(
+            old.converter,
+            store.env_identity(old),
+            False,
+            "worker",
+            f"{old.name} worker died of SIGKILL (test double)",
+        )
         alive = Side(new.converter, store.env_identity(new), True)
-        return ProbeResult(spec, dead, alive, Identity.OLD_CANNOT_CONVERT,
-                           Identity.OLD_CANNOT_CONVERT, None, "")
+        return ProbeResult(
+            spec, dead, alive, Identity.OLD_CANNOT_CONVERT, Identity.OLD_CANNOT_CONVERT, None, ""
+        )
 
     def close(self) -> None:
         self.closed = True

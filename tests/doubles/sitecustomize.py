@@ -3,8 +3,11 @@ fault doubles when a fault variable is set, and does nothing otherwise."""
 
 import os
 
-if os.environ.get("INVENTORY_WORKER_FAULT") or os.environ.get("INVENTORY_FAULT") \
-        or os.environ.get("INVENTORY_ASSET_FAULT"):
+if (
+    os.environ.get("INVENTORY_WORKER_FAULT")
+    or os.environ.get("INVENTORY_FAULT")
+    or os.environ.get("INVENTORY_ASSET_FAULT")
+):
     # a subprocess's path holds this folder (faults.fault_env); the type check knows the module
     # as doubles.faults
     import faults  # type: ignore[import-not-found]

@@ -57,8 +57,10 @@ ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent
 FIXES = ROOT / "oracle" / "catalog" / "fixes.toml"
 CONVERTERS = ROOT / "oracle" / "catalog" / "converters.toml"
-UPDATE_HINT = ("if this change of answer is intended, run `scripts/golden --update` and commit "
-               "the reviewed snapshot")
+UPDATE_HINT = (
+    "if this change of answer is intended, run `scripts/golden --update` and commit "
+    "the reviewed snapshot"
+)
 
 
 # ---- which entries exist --------------------------------------------------------------------
@@ -102,18 +104,27 @@ def entries() -> list[Entry]:
     rel = releases()
     out = [Entry(f"plan/{v}", ("plan", "--to", v)) for v in rel[1:]]
     # release day: a draft database without #54's record; its change still counts
-    out.append(Entry("plan/0.4.2-draft-no54", ("plan", "--to", "0.4.2", "--fixes",
-                                                "tests/golden/drafts/no54.toml")))
-    out += [Entry(f"release-notes/{a}-{b}", ("release-notes", "--from", a, "--to", b))
-            for a, b in zip(rel, rel[1:], strict=False)]
+    out.append(
+        Entry(
+            "plan/0.4.2-draft-no54",
+            ("plan", "--to", "0.4.2", "--fixes", "tests/golden/drafts/no54.toml"),
+        )
+    )
+    out += [
+        Entry(f"release-notes/{a}-{b}", ("release-notes", "--from", a, "--to", b))
+        for a, b in zip(rel, rel[1:], strict=False)
+    ]
     out += [Entry(f"affected/{f}", ("affected", "--fix", f)) for f in fix_ids()]
     return out + checked_entries()
 
 
 def pipeline_ids() -> list[str]:
     """The pipeline records' ids: the records a stored whole-program check answers."""
-    return [str(f["id"]) for f in tomllib.loads(FIXES.read_text()).get("fix", [])
-            if f.get("kind") == "pipeline"]
+    return [
+        str(f["id"])
+        for f in tomllib.loads(FIXES.read_text()).get("fix", [])
+        if f.get("kind") == "pipeline"
+    ]
 
 
 def checked_entries() -> list[Entry]:
@@ -122,10 +133,16 @@ def checked_entries() -> list[Entry]:
     program)."""
     rel = releases()
     out = [Entry(f"checked/plan/{v}", ("plan", "--to", v), CHECKED) for v in rel[1:]]
-    out.append(Entry("checked/plan/0.4.2-draft-no54", (
-        "plan", "--to", "0.4.2", "--fixes", "tests/golden/drafts/no54.toml"), CHECKED))
-    out += [Entry(f"checked/affected/{f}", ("affected", "--fix", f), CHECKED)
-            for f in pipeline_ids()]
+    out.append(
+        Entry(
+            "checked/plan/0.4.2-draft-no54",
+            ("plan", "--to", "0.4.2", "--fixes", "tests/golden/drafts/no54.toml"),
+            CHECKED,
+        )
+    )
+    out += [
+        Entry(f"checked/affected/{f}", ("affected", "--fix", f), CHECKED) for f in pipeline_ids()
+    ]
     return out
 
 
@@ -133,8 +150,10 @@ def check_runs() -> list[Entry]:
     """What puts every bundle's whole-program check in the checked store: `plan --to V
     --verify` for every V, the newest first (its chains hold most sides the others read).
     Not pinned: the stored answers after them are."""
-    return [Entry(f"verify/{v}", ("plan", "--to", v, "--verify"), CHECKED)
-            for v in reversed(releases()[1:])]
+    return [
+        Entry(f"verify/{v}", ("plan", "--to", v, "--verify"), CHECKED)
+        for v in reversed(releases()[1:])
+    ]
 
 
 def sweep_entries() -> list[Entry]:
@@ -142,8 +161,10 @@ def sweep_entries() -> list[Entry]:
     and release notes hold their answers), computed with the matrix because several tests read
     them and they share the plans' conversions."""
     rel = releases()
-    return [Entry(f"sweep-registry/{a}-{b}", ("sweep", "--registry", "--from", a, "--to", b))
-            for a, b in zip(rel, rel[1:], strict=False)]
+    return [
+        Entry(f"sweep-registry/{a}-{b}", ("sweep", "--registry", "--from", a, "--to", b))
+        for a, b in zip(rel, rel[1:], strict=False)
+    ]
 
 
 def lanes() -> list[list[Entry]]:
@@ -161,8 +182,12 @@ def lanes() -> list[list[Entry]]:
     # The library sweep of the step most fixes ship in: most of its regimes are converted by
     # that step's release notes just before it, in the same lane.
     library = [Entry("sweep/0.4.1-0.4.2", ("sweep", "--from", "0.4.1", "--to", "0.4.2"))]
-    return [sweep_entries(), by_section.get("release-notes", []) + library,
-            by_section.get("plan", []), by_section.get("affected", [])]
+    return [
+        sweep_entries(),
+        by_section.get("release-notes", []) + library,
+        by_section.get("plan", []),
+        by_section.get("affected", []),
+    ]
 
 
 def compute(workers: int = 2) -> None:
@@ -256,8 +281,11 @@ def share_results(bare: Path, checked: Path) -> None:
 
 def stored_keys() -> list[str]:
     """The entries the snapshot holds (whatever the sources say today)."""
-    return sorted(str(p.relative_to(GOLDEN).with_suffix(""))
-                  for p in GOLDEN.glob("**/*.json") if p.parent != GOLDEN)
+    return sorted(
+        str(p.relative_to(GOLDEN).with_suffix(""))
+        for p in GOLDEN.glob("**/*.json")
+        if p.parent != GOLDEN
+    )
 
 
 # ---- running the CLI ------------------------------------------------------------------------
@@ -278,11 +306,18 @@ def run_entry(entry: Entry) -> Run:
 def run_cli(args: tuple[str, ...], store: str = BARE) -> Run:
     """One CLI run with --json on one of the suite's stores, once per process (the tests and the
     schema checks share it)."""
-    proc = subprocess.run([sys.executable, "-m", "inventory.cli", *args, "--json", "-q"],
-                          capture_output=True, text=True, cwd=ROOT, env=suite_env(store))
+    proc = subprocess.run(
+        [sys.executable, "-m", "inventory.cli", *args, "--json", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=suite_env(store),
+    )
     if "Traceback" in proc.stderr or not proc.stdout.strip():
-        raise RuntimeError(f"inventory {' '.join(args)} --json failed (exit {proc.returncode}):"
-                           f"\n{proc.stderr[-3000:]}")
+        raise RuntimeError(
+            f"inventory {' '.join(args)} --json failed (exit {proc.returncode}):"
+            f"\n{proc.stderr[-3000:]}"
+        )
     return Run(proc.returncode, json.loads(proc.stdout, parse_constant=_not_json), proc.stderr)
 
 
@@ -294,11 +329,20 @@ def _not_json(token: str) -> None:
 
 
 def _probe(p: dict[str, Any]) -> dict[str, Any]:
-    return {"probe": p["probe"], "emitted": p["emitted"], "shipped": p["shipped"],
-            "outputs": p["outputs"], "shapes_old": p.get("shapes_old", []),
-            "shapes_new": p.get("shapes_new", []), "shapes_ref": p.get("shapes_ref", []),
-            "runtime": p.get("runtime"), "verdict": p["verdict"], "reexport": p["reexport"],
-            "changed_in": _changed_in(p.get("steps", [])), **alone_entry(p)}
+    return {
+        "probe": p["probe"],
+        "emitted": p["emitted"],
+        "shipped": p["shipped"],
+        "outputs": p["outputs"],
+        "shapes_old": p.get("shapes_old", []),
+        "shapes_new": p.get("shapes_new", []),
+        "shapes_ref": p.get("shapes_ref", []),
+        "runtime": p.get("runtime"),
+        "verdict": p["verdict"],
+        "reexport": p["reexport"],
+        "changed_in": _changed_in(p.get("steps", [])),
+        **alone_entry(p),
+    }
 
 
 def alone_entry(p: dict[str, Any]) -> dict[str, str]:
@@ -323,24 +367,41 @@ def _credit(step: str, explained_by: list[str]) -> str:
 def _affected(run: Run) -> dict[str, Any]:
     d = run.data["result"]
     return {
-        "exit": run.exit, "to": d["to"], "reexport": d["reexport"], "runtime": d["runtime"],
-        "bundles": {b["bundle"]: {
-            "exporter": b["exporter"],
-            "verdict": b["verdict"],
-            "reexport": b["reexport"],
-            "runtime": b["runtime"],
-            "deployment": _cores(b["deployment"]),
-            "load": _load(b["load"]),
-            "probes": [_probe(p) for p in b["probes"]],
-            "conditions": [{
-                "construct": c["construct"], "condition": c["condition"],
-                "trained": {k: c["trained"][k] for k in ("verdict", "reexport")},
-                "if_met": {k: c["if_met"][k] for k in ("verdict", "reexport")},
-            } for c in b["conditions"]],
-            **({"whole_program": {k: b["whole_program"][k] for k in
-                                  ("step", "to", "shipped", "drift_source")}}
-               if b["whole_program"] is not None else {}),
-        } for b in d["bundles"]},
+        "exit": run.exit,
+        "to": d["to"],
+        "reexport": d["reexport"],
+        "runtime": d["runtime"],
+        "bundles": {
+            b["bundle"]: {
+                "exporter": b["exporter"],
+                "verdict": b["verdict"],
+                "reexport": b["reexport"],
+                "runtime": b["runtime"],
+                "deployment": _cores(b["deployment"]),
+                "load": _load(b["load"]),
+                "probes": [_probe(p) for p in b["probes"]],
+                "conditions": [
+                    {
+                        "construct": c["construct"],
+                        "condition": c["condition"],
+                        "trained": {k: c["trained"][k] for k in ("verdict", "reexport")},
+                        "if_met": {k: c["if_met"][k] for k in ("verdict", "reexport")},
+                    }
+                    for c in b["conditions"]
+                ],
+                **(
+                    {
+                        "whole_program": {
+                            k: b["whole_program"][k]
+                            for k in ("step", "to", "shipped", "drift_source")
+                        }
+                    }
+                    if b["whole_program"] is not None
+                    else {}
+                ),
+            }
+            for b in d["bundles"]
+        },
     }
 
 
@@ -349,9 +410,14 @@ def _load(answer: dict[str, Any] | None) -> dict[str, Any] | None:
     runtime (errors are prose, left out; the outcome and signal are the answer)."""
     if answer is None:
         return None
-    return {"verdict": answer["verdict"], "reexport": answer["reexport"],
-            "checks": {c["exporter"]: {o["core"]: o["outcome"] for o in c["outcomes"]}
-                       for c in answer["checks"]}}
+    return {
+        "verdict": answer["verdict"],
+        "reexport": answer["reexport"],
+        "checks": {
+            c["exporter"]: {o["core"]: o["outcome"] for o in c["outcomes"]}
+            for c in answer["checks"]
+        },
+    }
 
 
 def _cores(deployment: dict[str, Any] | None) -> list[str] | None:
@@ -364,49 +430,84 @@ _PLAN_LEVELS = ("required", "inconclusive", "optional", "not_affected", "ignored
 def _plan(run: Run) -> dict[str, Any]:
     d = run.data["result"]
     return {
-        "exit": run.exit, "to": d["to"], "reexport": d["reexport"],
-        "bundles": {b["bundle"]: {
-            "exporter": b["exporter"], "exporter_assumed": b["exporter_assumed"],
-            "reexport": b["reexport"], "deployment": _cores(b["deployment"]),
-            "load": _load(b["load"]),
-            **{level: {i["fix"]: i["verdict"] for i in b[level]} for level in _PLAN_LEVELS},
-            "changed_in": {i["fix"]: [_credit(c["step"], c["explained_by"])
-                                      for c in i["changed_in"]]
-                           for level in _PLAN_LEVELS for i in b[level] if i["changed_in"]},
-            "unexplained": [f"{u['probe']} @ {u['step']}: {u['verdict']}, {u['reexport']}"
-                            for u in b["unexplained"]],
-            "not_checked": b["not_checked"],
-            **({"verify": _check(b["verify"])} if b["verify"] is not None else {}),
-        } for b in d["bundles"]},
+        "exit": run.exit,
+        "to": d["to"],
+        "reexport": d["reexport"],
+        "bundles": {
+            b["bundle"]: {
+                "exporter": b["exporter"],
+                "exporter_assumed": b["exporter_assumed"],
+                "reexport": b["reexport"],
+                "deployment": _cores(b["deployment"]),
+                "load": _load(b["load"]),
+                **{level: {i["fix"]: i["verdict"] for i in b[level]} for level in _PLAN_LEVELS},
+                "changed_in": {
+                    i["fix"]: [_credit(c["step"], c["explained_by"]) for c in i["changed_in"]]
+                    for level in _PLAN_LEVELS
+                    for i in b[level]
+                    if i["changed_in"]
+                },
+                "unexplained": [
+                    f"{u['probe']} @ {u['step']}: {u['verdict']}, {u['reexport']}"
+                    for u in b["unexplained"]
+                ],
+                "not_checked": b["not_checked"],
+                **({"verify": _check(b["verify"])} if b["verify"] is not None else {}),
+            }
+            for b in d["bundles"]
+        },
     }
 
 
 def _check(v: dict[str, Any]) -> dict[str, Any]:
     """A whole-program check as plan embeds it: its status and level, and each step's level
     with the measurement it rests on (the drift's numbers are floats, left out)."""
-    return {"status": v["status"], "verdict": v["verdict"], "reexport": v["reexport"],
-            "steps": {s["step"]: f"{s['verdict']}, {s['reexport']} ({s['drift_source']})"
-                      for s in v["steps"]},
-            "regions": sorted({_credit(f"{r['step']} {r['stage']}", r["explained_by"])
-                               for r in v["regions"]})}
+    return {
+        "status": v["status"],
+        "verdict": v["verdict"],
+        "reexport": v["reexport"],
+        "steps": {
+            s["step"]: f"{s['verdict']}, {s['reexport']} ({s['drift_source']})" for s in v["steps"]
+        },
+        "regions": sorted(
+            {_credit(f"{r['step']} {r['stage']}", r["explained_by"]) for r in v["regions"]}
+        ),
+    }
 
 
 def _notes(run: Run) -> dict[str, Any]:
     d = run.data["result"]
     return {
-        "exit": run.exit, "from": d["from"], "to": d["to"], "runtime": d["runtime"],
-        "fixes": {f["fix"]: {
-            "bundles": f["bundles"],
-            "loads": [{side: {o["core"]: o["outcome"] for o in pair[side]["outcomes"]}
-                       for side in ("old", "new")} for pair in f["loads"]],
-            "probes": {p["probe"]: {**{k: p[k] for k in
-                                       ("emitted", "shipped", "outputs", "verdict", "runtime")},
-                                    **alone_entry(p)}
-                       for p in f["probes"]},
-            "held_by": [f"{h['bundle']}: {h['instance']} x{h['count']}" for h in f["held_by"]],
-            "summary": {k: v for k, v in f["summary"].items() if k != "max_abs_move"}
-            if f["summary"] else None,
-        } for f in d["fixes"]},
+        "exit": run.exit,
+        "from": d["from"],
+        "to": d["to"],
+        "runtime": d["runtime"],
+        "fixes": {
+            f["fix"]: {
+                "bundles": f["bundles"],
+                "loads": [
+                    {
+                        side: {o["core"]: o["outcome"] for o in pair[side]["outcomes"]}
+                        for side in ("old", "new")
+                    }
+                    for pair in f["loads"]
+                ],
+                "probes": {
+                    p["probe"]: {
+                        **{
+                            k: p[k] for k in ("emitted", "shipped", "outputs", "verdict", "runtime")
+                        },
+                        **alone_entry(p),
+                    }
+                    for p in f["probes"]
+                },
+                "held_by": [f"{h['bundle']}: {h['instance']} x{h['count']}" for h in f["held_by"]],
+                "summary": {k: v for k, v in f["summary"].items() if k != "max_abs_move"}
+                if f["summary"]
+                else None,
+            }
+            for f in d["fixes"]
+        },
         "unexplained": [f"{u['probe']} @ {u['step']}" for u in d["unexplained"]],
     }
 
@@ -448,18 +549,28 @@ def diff(expected: Any, got: Any, path: str) -> list[str]:
                 out.append(f"{where}: expected {_show(expected[key])}, missing")
             else:
                 out += diff(expected[key], got[key], where)
-        out += [f"{_at(path, key)}: not in the snapshot, got {_show(got[key])}"
-                for key in got if key not in expected]
+        out += [
+            f"{_at(path, key)}: not in the snapshot, got {_show(got[key])}"
+            for key in got
+            if key not in expected
+        ]
         return out
-    if isinstance(expected, list) and isinstance(got, list) and not all(
-            isinstance(v, int | str | None) for v in expected + got):
+    if (
+        isinstance(expected, list)
+        and isinstance(got, list)
+        and not all(isinstance(v, int | str | None) for v in expected + got)
+    ):
         out = []
         for i, (a, b) in enumerate(zip(expected, got, strict=False)):
             out += diff(a, b, f"{path}[{i}]")
-        out += [f"{path}[{i}]: expected {_show(a)}, missing"
-                for i, a in enumerate(expected[len(got):], start=len(got))]
-        out += [f"{path}[{i}]: not in the snapshot, got {_show(b)}"
-                for i, b in enumerate(got[len(expected):], start=len(expected))]
+        out += [
+            f"{path}[{i}]: expected {_show(a)}, missing"
+            for i, a in enumerate(expected[len(got) :], start=len(got))
+        ]
+        out += [
+            f"{path}[{i}]: not in the snapshot, got {_show(b)}"
+            for i, b in enumerate(got[len(expected) :], start=len(expected))
+        ]
         return out
     if expected != got:
         return [f"{path}: expected {_show(expected)}, got {_show(got)}"]
@@ -472,16 +583,20 @@ def check(entry: Entry) -> list[str]:
     if expected is None:
         what = "fix record" if entry.section == "affected" else "release"
         name = entry.key.split("/", 1)[1]
-        return [f"{entry.key}: no golden entry ({os.path.relpath(entry.file, ROOT)} does not "
-                f"exist) although the {what} {name} is in oracle/; run `scripts/golden --update` "
-                "and review the new answers"]
+        return [
+            f"{entry.key}: no golden entry ({os.path.relpath(entry.file, ROOT)} does not "
+            f"exist) although the {what} {name} is in oracle/; run `scripts/golden --update` "
+            "and review the new answers"
+        ]
     return diff(expected, fresh(entry), entry.key)
 
 
 def orphan(key: str) -> str:
-    return (f"{key}: golden entry for something oracle/catalog/fixes.toml or "
-            "oracle/catalog/converters.toml no "
-            "longer holds; run `scripts/golden --update` (it removes the entry)")
+    return (
+        f"{key}: golden entry for something oracle/catalog/fixes.toml or "
+        "oracle/catalog/converters.toml no "
+        "longer holds; run `scripts/golden --update` (it removes the entry)"
+    )
 
 
 # ---- writing --------------------------------------------------------------------------------
@@ -491,8 +606,11 @@ def dump(value: Any, indent: int = 0) -> str:
     """Indented JSON; lists of scalars (shapes, bundle names) and short flat objects on one line."""
     pad = "  " * (indent + 1)
     inline = json.dumps(value)
-    if isinstance(value, dict) and value and (
-            len(inline) > 60 or any(isinstance(v, dict | list) for v in value.values())):
+    if (
+        isinstance(value, dict)
+        and value
+        and (len(inline) > 60 or any(isinstance(v, dict | list) for v in value.values()))
+    ):
         items = [f"{pad}{json.dumps(k)}: {dump(v, indent + 1)}" for k, v in value.items()]
         return "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}"
     if isinstance(value, list) and value and any(isinstance(v, dict) for v in value):

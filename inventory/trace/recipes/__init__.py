@@ -66,28 +66,50 @@ class Builder:
 
     @classmethod
     def from_table(cls, table: dict[str, Any]) -> Builder:
-        unknown = set(table) - {"call", "path", "module", "kwargs", "adapter", "search_path",
-                                "inputs", "packages", "cannot_trace_offline"}
+        unknown = set(table) - {
+            "call",
+            "path",
+            "module",
+            "kwargs",
+            "adapter",
+            "search_path",
+            "inputs",
+            "packages",
+            "cannot_trace_offline",
+        }
         if unknown:
             raise RecipeError(f"recipe.builder has unknown keys: {', '.join(sorted(unknown))}")
         if not table.get("call"):
             raise RecipeError("recipe.builder lacks 'call' (the entry point)")
         if bool(table.get("path")) == bool(table.get("module")):
-            raise RecipeError("recipe.builder needs exactly one of 'path' (a file of the recipe "
-                              "repository) or 'module'")
-        return cls(call=str(table["call"]), path=str(table.get("path", "")),
-                   module=str(table.get("module", "")), kwargs=dict(table.get("kwargs", {})),
-                   adapter=str(table.get("adapter", "")),
-                   search_path=tuple(str(p) for p in table.get("search_path", [])),
-                   inputs=dict(table.get("inputs", {})),
-                   packages=tuple(str(p) for p in table.get("packages", [])),
-                   offline=str(table.get("cannot_trace_offline", "")))
+            raise RecipeError(
+                "recipe.builder needs exactly one of 'path' (a file of the recipe "
+                "repository) or 'module'"
+            )
+        return cls(
+            call=str(table["call"]),
+            path=str(table.get("path", "")),
+            module=str(table.get("module", "")),
+            kwargs=dict(table.get("kwargs", {})),
+            adapter=str(table.get("adapter", "")),
+            search_path=tuple(str(p) for p in table.get("search_path", [])),
+            inputs=dict(table.get("inputs", {})),
+            packages=tuple(str(p) for p in table.get("packages", [])),
+            offline=str(table.get("cannot_trace_offline", "")),
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"call": self.call, "path": self.path, "module": self.module,
-                "kwargs": self.kwargs, "adapter": self.adapter,
-                "search_path": list(self.search_path), "inputs": self.inputs,
-                "packages": list(self.packages), "cannot_trace_offline": self.offline}
+        return {
+            "call": self.call,
+            "path": self.path,
+            "module": self.module,
+            "kwargs": self.kwargs,
+            "adapter": self.adapter,
+            "search_path": list(self.search_path),
+            "inputs": self.inputs,
+            "packages": list(self.packages),
+            "cannot_trace_offline": self.offline,
+        }
 
     @property
     def file(self) -> str:
@@ -109,8 +131,9 @@ def inside(root: Path, relative: str, what: str) -> Path:
         resolved = (root / relative).resolve()
         top = root.resolve()
     except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop
-        raise RecipeError(f"{what} {relative!r}: a symlink loop under the recipe root "
-                          f"{root}") from None
+        raise RecipeError(
+            f"{what} {relative!r}: a symlink loop under the recipe root {root}"
+        ) from None
     if not resolved.is_relative_to(top):
         raise RecipeError(f"{what} {relative!r} leaves the recipe root {root}")
     return resolved
@@ -135,11 +158,14 @@ def check(builder: Builder, root: Path, allow_code: bool = False) -> None:
             raise RecipeError(f"recipe.builder.module {builder.module!r} is not a module name")
         file = inside(root, builder.file, "recipe.builder.module")
         if not file.is_file():
-            file = inside(root, builder.module.replace(".", "/") + "/__init__.py",
-                          "recipe.builder.module")
+            file = inside(
+                root, builder.module.replace(".", "/") + "/__init__.py", "recipe.builder.module"
+            )
     if not file.is_file():
-        raise RecipeError(f"the registry's recipe file {builder.file} is not in {root} "
-                          f"(is --recipe-root the repository's checkout?)")
+        raise RecipeError(
+            f"the registry's recipe file {builder.file} is not in {root} "
+            f"(is --recipe-root the repository's checkout?)"
+        )
 
 
 @dataclass(frozen=True)
@@ -156,13 +182,20 @@ def checkout(root: Path) -> Checkout:
     archive` of a fetched mirror has no `.git`; `git worktree` fails on mirrors with absent
     blobs)."""
     try:
-        proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"],
-                              capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         top, _, head = proc.stdout.strip().partition("\n")
         if proc.returncode == 0 and Path(top).resolve() == root.resolve() and head:
-            status = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
-                                     "--untracked-files=no"], capture_output=True, text=True,
-                                    timeout=60)
+            status = subprocess.run(
+                ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             return Checkout(head.strip(), "git rev-parse HEAD", bool(status.stdout.strip()))
     except (OSError, subprocess.TimeoutExpired):
         pass
@@ -198,8 +231,9 @@ def load(root: Path, builder: Builder) -> Any:
             try:
                 return importlib.import_module(builder.module)
             except Exception as exc:  # noqa: BLE001 - a recipe's import error, one line
-                raise RecipeError(f"importing {builder.module} from {root} failed: "
-                                  f"{type(exc).__name__}: {exc}") from exc
+                raise RecipeError(
+                    f"importing {builder.module} from {root} failed: {type(exc).__name__}: {exc}"
+                ) from exc
     file = inside(root, builder.path, "recipe.builder.path")
     name = file.stem
     sys.path[:0] = [str(file.parent)] + [str(f) for f in folders]  # kept: the recipe may import
@@ -211,8 +245,7 @@ def load(root: Path, builder: Builder) -> Any:
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001
-        raise RecipeError(f"importing {builder.path} failed: {type(exc).__name__}: {exc}") \
-            from exc
+        raise RecipeError(f"importing {builder.path} failed: {type(exc).__name__}: {exc}") from exc
     return module
 
 
@@ -280,14 +313,28 @@ def materialise(module: Any, meta: list[str]) -> None:
             reset = getattr(sub, "reset_parameters", None)
             if callable(reset):
                 reset()
-    left = [n for n in meta if tensors[n].numel() and (tensors[n].dtype == torch.bool or bool(
-        (tensors[n].isnan() if tensors[n].is_floating_point() or tensors[n].is_complex()
-         else tensors[n] == torch.iinfo(tensors[n].dtype).min).all()))]
+    left = [
+        n
+        for n in meta
+        if tensors[n].numel()
+        and (
+            tensors[n].dtype == torch.bool
+            or bool(
+                (
+                    tensors[n].isnan()
+                    if tensors[n].is_floating_point() or tensors[n].is_complex()
+                    else tensors[n] == torch.iinfo(tensors[n].dtype).min
+                ).all()
+            )
+        )
+    ]
     if left:
-        raise RecipeError(f"{len(left)} tensor(s) built on the meta device get no values from "
-                          f"any reset_parameters() ({', '.join(left[:3])}"
-                          f"{' ...' if len(left) > 3 else ''}): build the module on the CPU "
-                          "(random weights are fine) for it to be run")
+        raise RecipeError(
+            f"{len(left)} tensor(s) built on the meta device get no values from "
+            f"any reset_parameters() ({', '.join(left[:3])}"
+            f"{' ...' if len(left) > 3 else ''}): build the module on the CPU "
+            "(random weights are fine) for it to be run"
+        )
 
 
 def on_cpu(module: Any, inputs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -302,8 +349,10 @@ def on_cpu(module: Any, inputs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         module = module.to_empty(device="cpu")
         if _Values.wanted:
             materialise(module, meta)
-    cpu = {k: (torch.zeros_like(v, device="cpu") if isinstance(v, torch.Tensor) and v.is_meta
-               else v) for k, v in inputs.items()}
+    cpu = {
+        k: (torch.zeros_like(v, device="cpu") if isinstance(v, torch.Tensor) and v.is_meta else v)
+        for k, v in inputs.items()
+    }
     return module, cpu
 
 
@@ -314,16 +363,25 @@ def contract(root: Path, builder: Builder, dtype: str) -> Any:
     from inventory.trace.targets import TraceTarget
 
     made = entry_point(root, builder)(**builder.kwargs)
-    if not (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module)
-            and isinstance(made[1], dict)):
-        raise RecipeError(f"{builder.described()} must return (module, inputs): a torch.nn."
-                          f"Module and a dict of example inputs, not {type(made).__name__}")
+    if not (
+        isinstance(made, tuple)
+        and len(made) == 2
+        and isinstance(made[0], torch.nn.Module)
+        and isinstance(made[1], dict)
+    ):
+        raise RecipeError(
+            f"{builder.described()} must return (module, inputs): a torch.nn."
+            f"Module and a dict of example inputs, not {type(made).__name__}"
+        )
     module, inputs = on_cpu(made[0].eval(), {**example_inputs(builder), **made[1]})
-    notes = (f"The recipe's own module: {builder.described()} from the checkout, called as the "
-             "registry's builder contract says (module and example inputs), moved to "
-             "uninitialised CPU storage if built on meta.")
-    return TraceTarget(module=module, args=(), kwargs=inputs, dtype=dtype,
-                       packages=builder.packages, notes=notes)
+    notes = (
+        f"The recipe's own module: {builder.described()} from the checkout, called as the "
+        "registry's builder contract says (module and example inputs), moved to "
+        "uninitialised CPU storage if built on meta."
+    )
+    return TraceTarget(
+        module=module, args=(), kwargs=inputs, dtype=dtype, packages=builder.packages, notes=notes
+    )
 
 
 def target(recipe: dict[str, Any], allow_code: bool) -> Any:
@@ -338,4 +396,5 @@ def target(recipe: dict[str, Any], allow_code: bool) -> Any:
         return contract(root, builder, recipe["dtype"])
     mod_name, _, fn_name = builder.adapter.partition(":")
     return getattr(importlib.import_module(mod_name), fn_name or "build")(
-        root, builder, recipe["dtype"])
+        root, builder, recipe["dtype"]
+    )

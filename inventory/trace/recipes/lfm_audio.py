@@ -39,13 +39,15 @@ def build(root: Path, builder: Builder, dtype: str) -> TraceTarget:
         module = adapter(**builder.kwargs).eval()
     module = module.to(getattr(torch, dtype))
     module, inputs = on_cpu(module, example_inputs(builder))
-    notes = (f"The recipe's own module: {builder.described()}, built on the meta device, cast "
-             f"with .to({dtype}), then moved to uninitialised CPU storage. The recipe cannot be "
-             f"imported offline as written (CKPT = hf_snapshot('{HUB_REPO}', '{HUB_FILE}') at "
-             "import raises FileNotFoundError without the snapshot): HF_HUB_CACHE pointed at a "
-             "private cache holding an empty placeholder of that file; nothing is read, since "
-             "load_weights() is never called. ASSUMPTION: mel_len comes from an uncommitted "
-             "oracle file in main(); the registry's kwargs state the value used. Example input: "
-             + _shapes(inputs) + ".")
-    return TraceTarget(module=module, args=(), kwargs=inputs, dtype=dtype, packages=(),
-                       notes=notes)
+    notes = (
+        f"The recipe's own module: {builder.described()}, built on the meta device, cast "
+        f"with .to({dtype}), then moved to uninitialised CPU storage. The recipe cannot be "
+        f"imported offline as written (CKPT = hf_snapshot('{HUB_REPO}', '{HUB_FILE}') at "
+        "import raises FileNotFoundError without the snapshot): HF_HUB_CACHE pointed at a "
+        "private cache holding an empty placeholder of that file; nothing is read, since "
+        "load_weights() is never called. ASSUMPTION: mel_len comes from an uncommitted "
+        "oracle file in main(); the registry's kwargs state the value used. Example input: "
+        + _shapes(inputs)
+        + "."
+    )
+    return TraceTarget(module=module, args=(), kwargs=inputs, dtype=dtype, packages=(), notes=notes)

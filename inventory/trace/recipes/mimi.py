@@ -36,12 +36,15 @@ def build(root: Path, builder: Builder, dtype: str) -> TraceTarget:
     module = module.to(torch_dtype)
     inputs = {**example_inputs(builder), **recipe.init_state(torch_dtype)}
     module, inputs = on_cpu(module, inputs)
-    notes = (f"The recipe's own module: {builder.described()} with fold_front tensors of the "
-             f"recipe's shapes ({FOLD_SHAPES}); its `mimi` argument is pocket-tts's MimiModel "
-             "built by pocket-tts's own build_mimi over the wheel's english.yaml on the meta "
-             "device, where the recipe's main() loads TTSModel.load_model() from the hub (not "
-             "reachable offline; the pocket-tts version is not pinned by the recipe). Cast with "
-             f".to({dtype}), moved to uninitialised CPU storage. Example inputs: the recipe's "
-             "latent and its init_state(): " + _shapes(inputs) + ".")
-    return TraceTarget(module=module, args=(), kwargs=inputs, dtype=dtype,
-                       packages=("pocket-tts",), notes=notes)
+    notes = (
+        f"The recipe's own module: {builder.described()} with fold_front tensors of the "
+        f"recipe's shapes ({FOLD_SHAPES}); its `mimi` argument is pocket-tts's MimiModel "
+        "built by pocket-tts's own build_mimi over the wheel's english.yaml on the meta "
+        "device, where the recipe's main() loads TTSModel.load_model() from the hub (not "
+        "reachable offline; the pocket-tts version is not pinned by the recipe). Cast with "
+        f".to({dtype}), moved to uninitialised CPU storage. Example inputs: the recipe's "
+        "latent and its init_state(): " + _shapes(inputs) + "."
+    )
+    return TraceTarget(
+        module=module, args=(), kwargs=inputs, dtype=dtype, packages=("pocket-tts",), notes=notes
+    )

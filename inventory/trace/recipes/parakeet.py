@@ -21,14 +21,16 @@ def build(root: Path, builder: Builder, dtype: str) -> TraceTarget:
         module = encoder(**builder.kwargs).eval()
     module = module.to(getattr(torch, dtype))
     module, inputs = on_cpu(module, example_inputs(builder))
-    notes = (f"The recipe's own module: {builder.described()}, built on the meta device, "
-             f"cast with .to({dtype}) as main() does, then moved to uninitialised CPU storage; "
-             "load_weights() (the hub checkpoint) is never called, so no weight is read. "
-             "Example input as main()'s bucket: " + _shapes(inputs) + ".")
-    return TraceTarget(module=module, args=(), kwargs=inputs, dtype=dtype, packages=(),
-                       notes=notes)
+    notes = (
+        f"The recipe's own module: {builder.described()}, built on the meta device, "
+        f"cast with .to({dtype}) as main() does, then moved to uninitialised CPU storage; "
+        "load_weights() (the hub checkpoint) is never called, so no weight is read. "
+        "Example input as main()'s bucket: " + _shapes(inputs) + "."
+    )
+    return TraceTarget(module=module, args=(), kwargs=inputs, dtype=dtype, packages=(), notes=notes)
 
 
 def _shapes(inputs: dict) -> str:
-    return ", ".join(f"{k} {list(v.shape)} {str(v.dtype).removeprefix('torch.')}"
-                     for k, v in inputs.items())
+    return ", ".join(
+        f"{k} {list(v.shape)} {str(v.dtype).removeprefix('torch.')}" for k, v in inputs.items()
+    )

@@ -28,13 +28,16 @@ def build(root: Path, builder: Builder, dtype: str) -> TraceTarget:
     module.eval()
     module.to(getattr(torch, dtype))
     module, inputs = on_cpu(module, example_inputs(builder))
-    notes = (f"The recipe's own {builder.call} and forward (models/sam3/export.py), whose "
-             "__init__ loads the gated facebook/sam3 checkpoint: the instance is made without "
-             "it and holds transformers.Sam3Model(Sam3Config()) built on the meta device "
-             "(ASSUMPTION: facebook/sam3's config.json could not be read; Sam3Config() defaults "
-             f"give 840.4M parameters, the model card says 848M), then .eval(), .to({dtype}) as "
-             "create_sam3() does, moved to uninitialised CPU storage. ASSUMPTION: input_ids "
-             "length 3 (start, 'dummy', end: CLIP BPE makes 'dummy' one token); the recipe reads "
-             "it from the gated processor. Example inputs: " + _shapes(inputs) + ".")
-    return TraceTarget(module=module, args=(), kwargs=inputs, dtype=dtype,
-                       packages=("transformers",), notes=notes)
+    notes = (
+        f"The recipe's own {builder.call} and forward (models/sam3/export.py), whose "
+        "__init__ loads the gated facebook/sam3 checkpoint: the instance is made without "
+        "it and holds transformers.Sam3Model(Sam3Config()) built on the meta device "
+        "(ASSUMPTION: facebook/sam3's config.json could not be read; Sam3Config() defaults "
+        f"give 840.4M parameters, the model card says 848M), then .eval(), .to({dtype}) as "
+        "create_sam3() does, moved to uninitialised CPU storage. ASSUMPTION: input_ids "
+        "length 3 (start, 'dummy', end: CLIP BPE makes 'dummy' one token); the recipe reads "
+        "it from the gated processor. Example inputs: " + _shapes(inputs) + "."
+    )
+    return TraceTarget(
+        module=module, args=(), kwargs=inputs, dtype=dtype, packages=("transformers",), notes=notes
+    )

@@ -28,10 +28,11 @@ def build(root: Path, builder: Builder, dtype: str) -> TraceTarget:
         module = wrapper(core_class().eval(), **builder.kwargs)
     module = module.to(getattr(torch, dtype)).eval()
     module, inputs = on_cpu(module, example_inputs(builder))
-    notes = (f"The recipe's own module: {builder.described()} around "
-             f"{CORE_MODULE}.{CORE_CLASS}() (the recipe's sibling file), built on the meta "
-             f"device, cast with .to({dtype}) as main() does, then moved to uninitialised CPU "
-             "storage; load_ckpt() (the NeMo checkpoint) is never called. Example inputs as the "
-             "recipe's static layout: " + _shapes(inputs) + ".")
-    return TraceTarget(module=module, args=(), kwargs=inputs, dtype=dtype, packages=(),
-                       notes=notes)
+    notes = (
+        f"The recipe's own module: {builder.described()} around "
+        f"{CORE_MODULE}.{CORE_CLASS}() (the recipe's sibling file), built on the meta "
+        f"device, cast with .to({dtype}) as main() does, then moved to uninitialised CPU "
+        "storage; load_ckpt() (the NeMo checkpoint) is never called. Example inputs as the "
+        "recipe's static layout: " + _shapes(inputs) + "."
+    )
+    return TraceTarget(module=module, args=(), kwargs=inputs, dtype=dtype, packages=(), notes=notes)

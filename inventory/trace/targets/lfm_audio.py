@@ -35,19 +35,33 @@ class EncoderAdapter(nn.Module):
         hidden = stack.encoder.config.hidden_size
         self.stack = stack
         self.audio_adapter = nn.Sequential(
-            nn.LayerNorm(hidden), nn.Linear(hidden, out_dim), nn.GELU(),
-            nn.Linear(out_dim, out_dim))
+            nn.LayerNorm(hidden), nn.Linear(hidden, out_dim), nn.GELU(), nn.Linear(out_dim, out_dim)
+        )
 
     def forward(self, mel: torch.Tensor) -> torch.Tensor:
         return self.audio_adapter(self.stack(mel.transpose(1, 2)))
 
 
-def build(mel_len: int = MEL_LEN, device: str = "meta", dtype: torch.dtype = torch.float16,
-          **overrides: Any) -> TraceTarget:
+def build(
+    mel_len: int = MEL_LEN,
+    device: str = "meta",
+    dtype: torch.dtype = torch.float16,
+    **overrides: Any,
+) -> TraceTarget:
     from transformers import ParakeetEncoder
 
-    values: dict[str, Any] = dict(hidden=512, layers=17, heads=8, ff=2048, mels=128, kernel=9,
-                  sub_channels=256, conv_bias=True, linear_bias=True, scale_input=False)
+    values: dict[str, Any] = dict(
+        hidden=512,
+        layers=17,
+        heads=8,
+        ff=2048,
+        mels=128,
+        kernel=9,
+        sub_channels=256,
+        conv_bias=True,
+        linear_bias=True,
+        scale_input=False,
+    )
     values.update(overrides)
     cfg = encoder_config(**values)
     frames = subsampled_length(mel_len)
@@ -70,6 +84,12 @@ def build(mel_len: int = MEL_LEN, device: str = "meta", dtype: torch.dtype = tor
         "torch.nn modules; liquid-audio's own ConformerEncoder is not used (it needs Python "
         ">= 3.12 and the recipe does not import it either). Only the encoder+adapter graph is "
         "traced; the LFM2 backbone and detokenizer graphs hold no transposed convolution "
-        "(detokenizer upsampling is nearest-exact on the host).")
-    return TraceTarget(module=module, args=(mel,), dtype=str(dtype).removeprefix("torch."),
-                       packages=("transformers",), notes=notes)
+        "(detokenizer upsampling is nearest-exact on the host).",
+    )
+    return TraceTarget(
+        module=module,
+        args=(mel,),
+        dtype=str(dtype).removeprefix("torch."),
+        packages=("transformers",),
+        notes=notes,
+    )

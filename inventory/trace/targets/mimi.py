@@ -47,20 +47,22 @@ def _history(conv: nn.Conv1d) -> int:
     return (conv.kernel_size[0] - 1) * conv.dilation[0] + 1 - conv.stride[0]
 
 
-def _streaming_conv(conv: nn.Conv1d, x: torch.Tensor,
-                    prev: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _streaming_conv(
+    conv: nn.Conv1d, x: torch.Tensor, prev: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     if prev is None:
         return conv(x), None
     joined = torch.cat([prev, x], dim=-1)
-    return conv(joined), joined[..., joined.shape[-1] - prev.shape[-1]:]
+    return conv(joined), joined[..., joined.shape[-1] - prev.shape[-1] :]
 
 
-def _overlap_add(y: torch.Tensor, partial: torch.Tensor,
-                 bias: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+def _overlap_add(
+    y: torch.Tensor, partial: torch.Tensor, bias: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Add the carried partial onto the head of a transposed-conv output; split off the tail."""
     keep = y.shape[-1] - partial.shape[-1]
     head = y[..., : partial.shape[-1]] + partial
-    y = torch.cat([head, y[..., partial.shape[-1]:]], dim=-1)
+    y = torch.cat([head, y[..., partial.shape[-1] :]], dim=-1)
     tail = y[..., keep:]
     if bias is not None:
         tail = tail - bias.view(-1, 1)
@@ -103,7 +105,8 @@ class MimiDecodeStep(nn.Module):
 
         # The state plan, in the bundle's order: up_p, kv<i>, offset, then c<module index>.
         self.state_shapes: dict[str, tuple[tuple[int, ...], torch.dtype]] = {
-            "up_p": ((1, up.out_channels, up.kernel_size[0] - up.stride[0]), torch.float32)}
+            "up_p": ((1, up.out_channels, up.kernel_size[0] - up.stride[0]), torch.float32)
+        }
         for i, layer in enumerate(self.transformer.transformer.layers):
             att = layer.self_attn
             shape = (2, 1, ring, att.num_kv_heads, att.dim_per_head)
@@ -142,12 +145,14 @@ class MimiDecodeStep(nn.Module):
 
     def example_states(self, device: torch.device | str | None = None) -> tuple[torch.Tensor, ...]:
         dev = device or self._device
-        return tuple(torch.zeros(shape, dtype=dt, device=dev)
-                     for shape, dt in self.state_shapes.values())
+        return tuple(
+            torch.zeros(shape, dtype=dt, device=dev) for shape, dt in self.state_shapes.values()
+        )
 
     # -- decoder transformer with a shift-register KV cache --
-    def _attention(self, layer: Any, x: torch.Tensor, cache: torch.Tensor,
-                   offset: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _attention(
+        self, layer: Any, x: torch.Tensor, cache: torch.Tensor, offset: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         from pocket_tts.modules.attention import _build_attention_mask
         from pocket_tts.modules.rope import apply_rope
 
@@ -156,7 +161,7 @@ class MimiDecodeStep(nn.Module):
         d = att.dim_per_head
         proj = att.in_proj(x)
         q = proj[..., : att.attn_dim].reshape(b, t, att.num_heads, d)
-        k, v = proj[..., att.attn_dim:].reshape(b, t, 2, att.num_kv_heads, d).unbind(dim=2)
+        k, v = proj[..., att.attn_dim :].reshape(b, t, 2, att.num_kv_heads, d).unbind(dim=2)
         q, k = apply_rope(q, k, offset=offset.to(torch.float32), max_period=att.rope.max_period)
         shifted = torch.cat([cache[:, :, t:], torch.stack([k, v])], dim=2)
         base = offset.to(torch.long).view(1, 1)
@@ -185,8 +190,7 @@ class MimiDecodeStep(nn.Module):
         # decoder transformer (ProjectedTransformer without projections), 16 steps at 200 Hz
         h = x.transpose(1, 2)
         for i, layer in enumerate(self.transformer.transformer.layers):
-            upd, new[f"kv{i}"] = self._attention(layer, layer.norm1(h), st[f"kv{i}"],
-                                                 st["offset"])
+            upd, new[f"kv{i}"] = self._attention(layer, layer.norm1(h), st[f"kv{i}"], st["offset"])
             h = h + layer.layer_scale_1(upd)
             h = layer._ff_block(h)
         h = self.transformer.output_projs[0](h)  # decode_from_latent keeps the first output
@@ -224,13 +228,17 @@ class MimiDecodeStep(nn.Module):
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for key, val in over.items():
-        out[key] = _merge(out[key], val) if isinstance(val, dict) and isinstance(
-            out.get(key), dict) else val
+        out[key] = (
+            _merge(out[key], val)
+            if isinstance(val, dict) and isinstance(out.get(key), dict)
+            else val
+        )
     return out
 
 
-def load_mimi(config: str = DEFAULT_CONFIG, overrides: dict[str, Any] | None = None,
-              device: str = "meta") -> nn.Module:
+def load_mimi(
+    config: str = DEFAULT_CONFIG, overrides: dict[str, Any] | None = None, device: str = "meta"
+) -> nn.Module:
     """pocket-tts's MimiModel, built by its own build_mimi from the wheel's yaml (no weights)."""
     from pocket_tts.models.mimi import build_mimi
     from pocket_tts.utils.config import CONFIGS_DIR, MimiConfig, load_config
@@ -249,8 +257,12 @@ def step_for(mimi: Any, ring: int = RING) -> MimiDecodeStep:
     return MimiDecodeStep(mimi, int(steps), ring).eval().to(torch.float32)
 
 
-def build(config: str = DEFAULT_CONFIG, overrides: dict[str, Any] | None = None,
-          device: str = "meta", ring: int = RING) -> TraceTarget:
+def build(
+    config: str = DEFAULT_CONFIG,
+    overrides: dict[str, Any] | None = None,
+    device: str = "meta",
+    ring: int = RING,
+) -> TraceTarget:
     step = step_for(load_mimi(config, overrides, device), ring)
     dim = step.quantizer.dimension
     latent = torch.zeros(1, dim, dtype=torch.float32, device=device)
@@ -272,5 +284,10 @@ def build(config: str = DEFAULT_CONFIG, overrides: dict[str, Any] | None = None,
         f"[1,{dim}] fp32, states (zeros): {names}. Weights random "
         f"({'meta device' if device == 'meta' else device}); dtype float32 as shipped."
     )
-    return TraceTarget(module=step, args=(latent, *step.example_states(device)), dtype="float32",
-                       packages=("pocket-tts",), notes=notes)
+    return TraceTarget(
+        module=step,
+        args=(latent, *step.example_states(device)),
+        dtype="float32",
+        packages=("pocket-tts",),
+        notes=notes,
+    )

@@ -29,9 +29,20 @@ def subsampled_length(mel_len: int, stages: int = 3) -> int:
     return mel_len
 
 
-def encoder_config(*, hidden: int, layers: int, heads: int, ff: int, mels: int, kernel: int,
-                   sub_channels: int, conv_bias: bool, linear_bias: bool, scale_input: bool,
-                   **extra: Any) -> Any:
+def encoder_config(
+    *,
+    hidden: int,
+    layers: int,
+    heads: int,
+    ff: int,
+    mels: int,
+    kernel: int,
+    sub_channels: int,
+    conv_bias: bool,
+    linear_bias: bool,
+    scale_input: bool,
+    **extra: Any,
+) -> Any:
     """A transformers ParakeetEncoderConfig with the recipe's values.
 
     Attention is "eager" (matmul + softmax): the recipes write attention out by hand, with no SDPA.
@@ -39,13 +50,22 @@ def encoder_config(*, hidden: int, layers: int, heads: int, ff: int, mels: int, 
     from transformers import ParakeetEncoderConfig
 
     return ParakeetEncoderConfig(
-        hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-        intermediate_size=ff, num_mel_bins=mels, conv_kernel_size=kernel,
-        subsampling_conv_channels=sub_channels, subsampling_factor=8,
-        convolution_bias=conv_bias, attention_bias=linear_bias, scale_input=scale_input,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=ff,
+        num_mel_bins=mels,
+        conv_kernel_size=kernel,
+        subsampling_conv_channels=sub_channels,
+        subsampling_factor=8,
+        convolution_bias=conv_bias,
+        attention_bias=linear_bias,
+        scale_input=scale_input,
         # taken through PreTrainedConfig's keyword arguments at run time; the dataclass
         # signature transformers types it with does not list it
-        attn_implementation="eager", **extra)  # type: ignore[call-arg]
+        attn_implementation="eager",
+        **extra,
+    )  # type: ignore[call-arg]
 
 
 def relative_positions(config: Any, frames: int, dtype: torch.dtype, device: str) -> torch.Tensor:
@@ -58,7 +78,8 @@ def relative_positions(config: Any, frames: int, dtype: torch.dtype, device: str
 
     with torch.device("cpu"):
         table = ParakeetEncoderRelPositionalEncoding(config)(
-            torch.zeros(1, frames, config.hidden_size))
+            torch.zeros(1, frames, config.hidden_size)
+        )
     return table.to(device=device, dtype=dtype)
 
 
@@ -77,7 +98,8 @@ class ConformerStack(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.register_buffer(
-            "pos_emb", relative_positions(encoder.config, frames, dtype, device), persistent=False)
+            "pos_emb", relative_positions(encoder.config, frames, dtype, device), persistent=False
+        )
 
     def layers(self, hidden: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         if self.encoder.input_scale != 1.0:
@@ -102,7 +124,8 @@ def conformer_notes(name: str, values: str, extra: str) -> str:
         "and position terms separately. fp16 export on CPU works as is. The relative "
         "position table is computed once by transformers' ParakeetEncoderRelPositionalEncoding "
         "and baked as a buffer (the recipe bakes its table too). ParakeetEncoder takes "
-        "input_features [B, T, mels] (time before mels). " + extra
+        "input_features [B, T, mels] (time before mels). "
+        + extra
         + " Weights random (meta device unless stated); module cast with .to(torch.float16) "
         "(parameters and buffers, BatchNorm running stats included) as the recipe does."
     )
@@ -120,12 +143,26 @@ class ParakeetEncoderExport(nn.Module):
         return self.projector(self.stack(mel.transpose(1, 2)))
 
 
-def build(mel_len: int = MEL_LEN, device: str = "meta", dtype: torch.dtype = torch.float16,
-          **overrides: Any) -> TraceTarget:
+def build(
+    mel_len: int = MEL_LEN,
+    device: str = "meta",
+    dtype: torch.dtype = torch.float16,
+    **overrides: Any,
+) -> TraceTarget:
     from transformers import ParakeetForTDT, ParakeetTDTConfig
 
-    values: dict[str, Any] = dict(hidden=1024, layers=24, heads=8, ff=4096, mels=128, kernel=9,
-                  sub_channels=256, conv_bias=False, linear_bias=False, scale_input=False)
+    values: dict[str, Any] = dict(
+        hidden=1024,
+        layers=24,
+        heads=8,
+        ff=4096,
+        mels=128,
+        kernel=9,
+        sub_channels=256,
+        conv_bias=False,
+        linear_bias=False,
+        scale_input=False,
+    )
     values.update(overrides)
     enc_cfg = encoder_config(**values)
     cfg = ParakeetTDTConfig(encoder_config=enc_cfg.to_dict())
@@ -136,8 +173,11 @@ def build(mel_len: int = MEL_LEN, device: str = "meta", dtype: torch.dtype = tor
     # ParakeetTDTConfig rebuilds the sub-config, which drops the attention choice; the attention
     # modules read this same config object at call time.
     encoder.config._attn_implementation = "eager"
-    module = ParakeetEncoderExport(ConformerStack(encoder, frames, dtype, device),
-                                   tdt.encoder_projector).eval().to(dtype)
+    module = (
+        ParakeetEncoderExport(ConformerStack(encoder, frames, dtype, device), tdt.encoder_projector)
+        .eval()
+        .to(dtype)
+    )
     mel = torch.zeros(1, values["mels"], mel_len, dtype=dtype, device=device)
     notes = conformer_notes(
         "parakeet (export_encoder.py)",
@@ -150,6 +190,12 @@ def build(mel_len: int = MEL_LEN, device: str = "meta", dtype: torch.dtype = tor
         f"its predictor and joint are not part of this bundle. The wrapper transposes mel "
         f"[1,{values['mels']},{mel_len}] to [1,{mel_len},{values['mels']}] first (the recipe's "
         f"subsampling does the same transpose); {frames} frames out; no attention mask, "
-        "matching the recipe's single-clip export.")
-    return TraceTarget(module=module, args=(mel,), dtype=str(dtype).removeprefix("torch."),
-                       packages=("transformers",), notes=notes)
+        "matching the recipe's single-clip export.",
+    )
+    return TraceTarget(
+        module=module,
+        args=(mel,),
+        dtype=str(dtype).removeprefix("torch."),
+        packages=("transformers",),
+        notes=notes,
+    )

@@ -35,8 +35,13 @@ class Sam3Export(nn.Module):
 
     def _run(self, pixel_values: torch.Tensor, input_ids: torch.Tensor) -> tuple[Any, ...]:
         out = self._model(pixel_values=pixel_values, input_ids=input_ids)
-        return (out.pred_masks, out.pred_boxes, out.pred_logits, out.presence_logits,
-                out.semantic_seg)
+        return (
+            out.pred_masks,
+            out.pred_boxes,
+            out.pred_logits,
+            out.presence_logits,
+            out.semantic_seg,
+        )
 
     def forward(self, pixel_values: torch.Tensor, input_ids: torch.Tensor) -> tuple[Any, ...]:
         if self.autocast:
@@ -45,8 +50,13 @@ class Sam3Export(nn.Module):
         return self._run(pixel_values, input_ids)
 
 
-def build(device: str = "meta", input_ids_len: int = INPUT_IDS_LEN, autocast: bool = False,
-          config_overrides: dict[str, Any] | None = None, image: int = IMAGE) -> TraceTarget:
+def build(
+    device: str = "meta",
+    input_ids_len: int = INPUT_IDS_LEN,
+    autocast: bool = False,
+    config_overrides: dict[str, Any] | None = None,
+    image: int = IMAGE,
+) -> TraceTarget:
     from transformers import Sam3Config, Sam3Model
 
     config = Sam3Config(**(config_overrides or {}))
@@ -72,17 +82,24 @@ def build(device: str = "meta", input_ids_len: int = INPUT_IDS_LEN, autocast: bo
         "facebook/sam3 checkpoint, not available here; CLIP BPE makes 'dummy' one token "
         "(checked against open_clip's bpe_simple_vocab_16e6), so 3 = start + dummy + end if "
         "the tokenizer does not pad by default (32 if it pads like the processor). "
-        + ("Exported under torch.autocast('cpu', float16) entered inside forward (module paths "
-           "of ops inside the autocast region are lost in torch.export's metadata). "
-           if autocast else
-           "The recipe exports under torch.autocast('cpu', float16); this target leaves it off "
-           "because, with every parameter and input already fp16, checked locally: exporting "
-           "inside an autocast context gives the identical graph after the coreai-torch 0.4.1 "
-           "decompositions (7165 nodes, same ops, dtypes and shapes; transformers 5.24.0, "
-           "torch 2.13.0), while autocast entered "
-           "inside forward loses the nn_module_stack of every op. build(autocast=True) puts it "
-           "back inside forward. ")
+        + (
+            "Exported under torch.autocast('cpu', float16) entered inside forward (module paths "
+            "of ops inside the autocast region are lost in torch.export's metadata). "
+            if autocast
+            else "The recipe exports under torch.autocast('cpu', float16); this target leaves it "
+            "off because, with every parameter and input already fp16, checked locally: "
+            "exporting inside an autocast context gives the identical graph after the "
+            "coreai-torch 0.4.1 decompositions (7165 nodes, same ops, dtypes and shapes; "
+            "transformers 5.24.0, torch 2.13.0), while autocast entered inside forward loses the "
+            "nn_module_stack of every op. build(autocast=True) puts it back inside forward. "
+        )
         + "transformers' version is not the recipe's (<5.10.1, likely 5.9.0)."
     )
-    return TraceTarget(module=module, args=(), kwargs=kwargs, dtype="float16",
-                       packages=("transformers",), notes=notes)
+    return TraceTarget(
+        module=module,
+        args=(),
+        kwargs=kwargs,
+        dtype="float16",
+        packages=("transformers",),
+        notes=notes,
+    )

@@ -70,16 +70,18 @@ class SortformerStep(nn.Module):
         self.stack = stack
         self.encoder_proj = nn.Linear(hidden, TF_HID)
         self.transformer = nn.ModuleList(
-            PostLNBlock(TF_HID, TF_HEADS, TF_INNER) for _ in range(tf_layers))
+            PostLNBlock(TF_HID, TF_HEADS, TF_INNER) for _ in range(tf_layers)
+        )
         self.hidden_to_hidden = nn.Linear(TF_HID, TF_HID)
         self.hidden_to_spks = nn.Linear(TF_HID, N_SPK)
 
-    def forward(self, chunk_mel: torch.Tensor, spkcache: torch.Tensor,
-                valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        keep = valid > 0.5                                       # [B, T]
-        pair = (keep[:, :, None] & keep[:, None, :])[:, None]     # [B, 1, T, T] for the conformer
-        key_bias = ((1.0 - valid) * NEG)[:, None, None, :]        # [B, 1, 1, T] for the transformer
-        chunk_pe = self.stack.encoder.subsampling(chunk_mel)      # pre-xscale, returned to host
+    def forward(
+        self, chunk_mel: torch.Tensor, spkcache: torch.Tensor, valid: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        keep = valid > 0.5  # [B, T]
+        pair = (keep[:, :, None] & keep[:, None, :])[:, None]  # [B, 1, T, T] for the conformer
+        key_bias = ((1.0 - valid) * NEG)[:, None, None, :]  # [B, 1, 1, T] for the transformer
+        chunk_pe = self.stack.encoder.subsampling(chunk_mel)  # pre-xscale, returned to host
         h = self.stack.layers(torch.cat([spkcache, chunk_pe], dim=1), pair)
         h = self.encoder_proj(h)
         for block in self.transformer:
@@ -89,13 +91,28 @@ class SortformerStep(nn.Module):
         return preds * valid[:, :, None], chunk_pe
 
 
-def build(chunk_mel: int = CHUNK_MEL, spkcache: int = SPKCACHE, device: str = "meta",
-          dtype: torch.dtype = torch.float16, tf_layers: int = TF_LAYERS,
-          **overrides: Any) -> TraceTarget:
+def build(
+    chunk_mel: int = CHUNK_MEL,
+    spkcache: int = SPKCACHE,
+    device: str = "meta",
+    dtype: torch.dtype = torch.float16,
+    tf_layers: int = TF_LAYERS,
+    **overrides: Any,
+) -> TraceTarget:
     from transformers import ParakeetEncoder
 
-    values: dict[str, Any] = dict(hidden=512, layers=17, heads=8, ff=2048, mels=128, kernel=9,
-                  sub_channels=256, conv_bias=True, linear_bias=True, scale_input=True)
+    values: dict[str, Any] = dict(
+        hidden=512,
+        layers=17,
+        heads=8,
+        ff=2048,
+        mels=128,
+        kernel=9,
+        sub_channels=256,
+        conv_bias=True,
+        linear_bias=True,
+        scale_input=True,
+    )
     values.update(overrides)
     cfg = encoder_config(**values)
     chunk_frames = subsampled_length(chunk_mel)
@@ -104,9 +121,11 @@ def build(chunk_mel: int = CHUNK_MEL, spkcache: int = SPKCACHE, device: str = "m
         encoder = ParakeetEncoder(cfg)
         step = SortformerStep(ConformerStack(encoder, total, dtype, device), tf_layers)
     module = step.eval().to(dtype)
-    args = (torch.zeros(1, chunk_mel, values["mels"], dtype=dtype, device=device),
-            torch.zeros(1, spkcache, values["hidden"], dtype=dtype, device=device),
-            torch.ones(1, total, dtype=dtype, device=device))
+    args = (
+        torch.zeros(1, chunk_mel, values["mels"], dtype=dtype, device=device),
+        torch.zeros(1, spkcache, values["hidden"], dtype=dtype, device=device),
+        torch.ones(1, total, dtype=dtype, device=device),
+    )
     notes = conformer_notes(
         "sortformer (sortformer_model.py / export_sortformer.py)",
         f"hidden {values['hidden']}, {values['layers']} layers, {values['heads']} heads, "
@@ -126,6 +145,12 @@ def build(chunk_mel: int = CHUNK_MEL, spkcache: int = SPKCACHE, device: str = "m
         f"{values['hidden']}->{TF_HID} projection, the {tf_layers}-layer "
         f"post-LN transformer ({TF_HID} dim, {TF_HEADS} heads, inner {TF_INNER}, ReLU, q and k "
         "divided by sqrt(sqrt(head_dim)), additive -1e4 key mask) and the sigmoid speaker head "
-        "masked by valid.")
-    return TraceTarget(module=module, args=args, dtype=str(dtype).removeprefix("torch."),
-                       packages=("transformers",), notes=notes)
+        "masked by valid.",
+    )
+    return TraceTarget(
+        module=module,
+        args=args,
+        dtype=str(dtype).removeprefix("torch."),
+        packages=("transformers",),
+        notes=notes,
+    )

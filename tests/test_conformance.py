@@ -233,7 +233,7 @@ def test_the_location_worker_reads_fused_locations_in_0_4_0_and_debuginfo_in_0_4
         "dtype": "float32",
         "seed": 0,
     }
-    worker = Path(__file__).resolve().parent.parent / "oracle" / "location_worker.py"
+    worker = Path(__file__).resolve().parent.parent / "oracle" / "workers" / "location_worker.py"
     answers = {}
     for release in ("0.4.0", "0.4.1"):
         done = subprocess.run(

@@ -209,7 +209,7 @@ def test_no_code_outside_the_kinds_compares_a_kind():
     found = [
         f"{p.relative_to(ROOT)}:{n}: {line.strip()}"
         for p in sources
-        if p != here and p != ROOT / "oracle" / "record_kinds.py"
+        if p != here and p != ROOT / "oracle" / "catalog" / "record_kinds.py"
         for n, line in enumerate(p.read_text().splitlines(), start=1)
         if _COMPARED.search(line)
     ]

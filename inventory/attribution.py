@@ -114,7 +114,8 @@ def stage(result: ProbeResult) -> str:
 
 def held(construct: str) -> tuple[str, ...]:
     """The constructs a probe's module holds: its own, and for the asset probe those its blocks
-    are built of (its fp16 batch norms change with #54: tests/test_asset_probe_holds.py)."""
+    are built of (its fp16 batch norms change with #54:
+    tests/oracle/workers/test_asset_probe_holds.py)."""
     if construct == asset_probe.CONSTRUCT:
         return (construct, *asset_probe.HOLDS)
     return (construct,)

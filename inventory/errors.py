@@ -4,7 +4,8 @@ Every error a user can cause (bad input, a malformed data file, an environment t
 built) is one line on stderr and exit code 2, never a traceback. There are two roots, and the
 mapping reads only them: `InventoryError` here, and the oracle's `OracleUserError`
 (`oracle/errors.py`; `oracle/` never imports this package). A new user error derives from one of
-them; `tests/test_error_roots.py` makes every exception class of both packages say which it is.
+them; `tests/project/test_error_roots.py` makes every exception class of both packages say which
+it is.
 
 Anything else that escapes a command is a defect in inventory, not an answer: one line on stderr,
 `error: internal error (<ExceptionType>): <message>` (in `--json` mode also the envelope with

@@ -3,8 +3,8 @@ value what to type (a metavar such as VERSION, BUNDLE or FILE), never a Python t
 
 A command's docstring is its help. Its prose paragraphs are reflowed to the terminal's width; a
 paragraph that starts with `Examples:` or `Exit codes:` is kept line by line, after the options
-(typer's epilog), so a command line is never broken mid-way. tests/test_help.py checks that every
-command has both, that each example parses, and that no Python type is shown.
+(typer's epilog), so a command line is never broken mid-way. tests/inventory/commands/test_help.py
+checks that every command has both, that each example parses, and that no Python type is shown.
 """
 
 from __future__ import annotations

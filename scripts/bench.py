@@ -50,7 +50,7 @@ FLOOR_SCRIPT = """
 import json, sys, pathlib, torch, coreai_torch
 from coreai_torch import TorchConverter
 sys.path.insert(0, sys.argv[1])
-from oracle import probes
+from oracle.workers import probes
 for i, spec in enumerate(json.loads(sys.argv[2])):
     p = probes.build(spec)
     ep = torch.export.export(p.module, tuple(p.inputs.values()))

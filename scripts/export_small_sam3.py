@@ -18,14 +18,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "helpers")]
 
 from oracle.envs.environment import ensure_env, site_packages  # noqa: E402
 
 
 def main(release: str, out: Path) -> None:
     import torch
-    from test_trace_targets import SAM3_SMALL
+    from small_configs import SAM3_SMALL
 
     from inventory.trace.targets import sam3
 

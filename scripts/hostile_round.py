@@ -12,7 +12,7 @@ Writes OUT_DIR/results.json (one record per case) and prints a summary. `--slow`
 that build or convert (a source environment, bisect, trace builders); they need the converter
 environments of 0.4.0-0.4.2 in INVENTORY_CACHE. The Ray refusals are
 the `ray/` cases; Ray under faults (an agent, a node or the head lost, Ctrl-C) is
-tests/test_executor_ray.py.
+tests/oracle/executors/test_executor_ray.py.
 """
 
 from __future__ import annotations
@@ -502,7 +502,7 @@ def noise_cases() -> list[Case]:
         "sweep": ["sweep", "--from", "0.4.1", "--to", "0.4.2", "--fixes", "{folder}/empty.toml"],
         "verify": ["verify", "b", "--to", "0.4.2", "--registry", "{folder}/empty.toml"],
     }
-    doubles = str(ROOT / "tests" / "doubles")
+    doubles = str(ROOT / "tests" / "helpers" / "doubles")
     for name, cmd in commands.items():
         for fault in ("noisy", "internal"):
 
@@ -580,7 +580,7 @@ def ray_cases() -> list[Case]:
     """`--executor ray` addresses and settings that must be refused before any work (every
     address on this machine, no name to resolve: nothing is sent elsewhere; no `auto`, which
     would join whatever cluster this machine runs). The cluster under faults (a node, an
-    agent or the head lost, Ctrl-C) is tests/test_executor_ray.py."""
+    agent or the head lost, Ctrl-C) is tests/oracle/executors/test_executor_ray.py."""
     out = []
     addresses = [
         "",

@@ -18,17 +18,19 @@ from typing import Any
 
 import pytest
 from doubles import faults
+from suite_envs import need_env
 
-from oracle.catalog.releases import EnvError, load_catalog, version_key
+from oracle.catalog.releases import load_catalog, version_key
 from oracle.clients.worker_pool import Pool
-from oracle.envs.environment import Env, ensure_env
+from oracle.envs.environment import Env
 from oracle.infra.paths import envs_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "schemas"
 
-# The fault doubles (tests/doubles/faults.py): INVENTORY_FAULT and INVENTORY_WORKER_FAULT, read by
-# test code only, act in this process; a process a test starts gets them with `faults.fault_env`.
+# The fault doubles (tests/helpers/doubles/faults.py): INVENTORY_FAULT and INVENTORY_WORKER_FAULT,
+# read by test code only, act in this process; a process a test starts gets them with
+# `faults.fault_env`.
 faults.install()
 
 
@@ -38,14 +40,10 @@ def pytest_configure(config: pytest.Config) -> None:
     whole-program check, which would change `plan` and the pipeline records' answers), never to
     the user's; the converter environments stay the user's, shared. Set before any test runs
     (and inherited by xdist's workers and every process a test starts)."""
-    from golden import answers
+    import answers
 
     os.environ["INVENTORY_CACHE"] = str(answers.stores()[answers.BARE])
     os.environ.pop("INVENTORY_STORE", None)
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 # ---- the two tiers ----------------------------------------------------------------------------
@@ -110,19 +108,6 @@ _ENVS_BEFORE = pytest.StashKey[set[str]]()
 @pytest.fixture(scope="session")
 def catalog():
     return load_catalog()
-
-
-def need_env(version: str, catalog) -> Env:
-    """The environment, built if need be; one that cannot be built fails the run under CI and
-    skips the test elsewhere (say, a laptop without the package registry), saying why."""
-    try:
-        return ensure_env(version, catalog)
-    except EnvError as exc:
-        if in_ci():
-            pytest.fail(
-                f"CI: coreai-torch {version} environment cannot be built: {exc}", pytrace=False
-            )
-        pytest.skip(f"coreai-torch {version} environment cannot be built here: {exc}")
 
 
 @pytest.fixture(scope="session")
@@ -214,21 +199,6 @@ def traced(catalog, converter_envs) -> Callable[..., Any]:
     return get
 
 
-def conv_transpose_registry(tmp_path: Path, channels: int = 4) -> Path:
-    """One bundle exported with 0.4.1 holding one conv_transpose whose shape fix #40 changes;
-    `channels` makes a probe no other test stored. Imported by the reliability tests."""
-    registry = tmp_path / f"r{channels}.toml"
-    registry.write_text(
-        '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
-        '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n'
-        '[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\nsource = "test"\n'
-        f"params = {{ dim = 1, in_channels = {channels}, out_channels = 2, kernel = [4], "
-        f"stride = [2], padding = [0], output_padding = [1], "
-        f"input_shape = [1, {channels}, 11] }}\n"
-    )
-    return registry
-
-
 @pytest.fixture(scope="session")
 def matrix(converter_envs) -> Any:
     """The headline answers, computed once per session through the real CLI and the real
@@ -237,7 +207,7 @@ def matrix(converter_envs) -> Any:
     `release-notes`, the library sweep of 0.4.1 -> 0.4.2, every `affected`. Tests read them with
     `matrix.run_cli(args)` (the same cached run); the golden test compares them with the
     snapshot. Returns the `answers` module."""
-    from golden import answers
+    import answers
 
     answers.compute()
     return answers

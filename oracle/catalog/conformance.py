@@ -1,9 +1,9 @@
 """The converter's own tests as data (`conformance.toml`): per fix record, the upstream test cases
 its pull request adds or changes, and the library's regimes that hold each.
 
-Read by `scripts/conformance` (which converts them) and by `tests/test_conformance.py` (which
-holds the mapping: every record with an upstream PR is listed, every case has a regime or says
-why not). Plain data; nothing here converts anything.
+Read by `scripts/conformance` (which converts them) and by
+`tests/oracle/catalog/test_conformance.py` (which holds the mapping: every record with an upstream
+PR is listed, every case has a regime or says why not). Plain data; nothing here converts anything.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ from typing import Any, NoReturn
 from oracle.errors import OracleUserError
 
 # The dtypes a probe (and so a bundle, an instance, a regime) is built in; the policy has a
-# tolerance for each. Equal to oracle.constructs._graph.PROBE_DTYPES (tests/test_schema.py).
+# tolerance for each. Equal to oracle.constructs._graph.PROBE_DTYPES
+# (tests/reliability/test_reliability_typos.py).
 PROBE_DTYPES = ("float32", "float16", "bfloat16")
 DECOMPOSITIONS = ("coreai", "default", "none")
 SHAPES = ("static", "dynamic")

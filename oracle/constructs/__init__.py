@@ -1,10 +1,10 @@
 """The construct registry: one module per construct kind, found by listing this package.
 
 Adding a construct is one new module here (ending with `CONSTRUCT = Construct(...)`, see
-`_construct.py`) plus its regimes in `oracle/catalog/regimes.toml`; `tests/test_constructs.py`
-checks that
-every kind is complete. Modules whose name starts with `_` are shared helpers: `_probe.py` for
-probe builders (torch), `_graph.py` for detectors (torch.fx graphs).
+`_construct.py`) plus its regimes in `oracle/catalog/regimes.toml`;
+`tests/oracle/constructs/test_constructs.py` checks that every kind is complete. Modules whose name
+starts with `_` are shared helpers: `_probe.py` for probe builders (torch), `_graph.py` for
+detectors (torch.fx graphs).
 
 Importing this package, or the data of any construct, does not import torch.
 """

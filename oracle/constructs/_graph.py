@@ -421,7 +421,8 @@ def signature(node: Any) -> dict[str, Any]:
     """The op overload, each operand's kind (a tensor with its dtype and sizes, int, float,
     SymInt with where it comes from (SIZE_SOURCES), lists of these) and the result's dtype and
     sizes: what decides which lowering path a converter takes. Two nodes with one signature are
-    lowered alike; a probe's node must have its traced instance's (tests/test_probe_fidelity.py).
+    lowered alike; a probe's node must have its traced instance's
+    (tests/oracle/constructs/test_probe_fidelity.py).
     """
     out = val(node)
     result = (

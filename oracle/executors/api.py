@@ -5,7 +5,7 @@ Where that work runs is an executor behind this interface: `local.py` (this mach
 pool of per-environment workers, the default) or `ray_cluster.py` (actors on a Ray cluster).
 A `Session` holds one `Oracle` (`executors.open_oracle`) and every comparison of the run goes
 through it, so the services, the store's keys and the answers are the same whichever runs it.
-Tests inject failures with a test double of this interface (`tests/doubles/`), never through
+Tests inject failures with a test double of this interface (`tests/helpers/doubles/`), never through
 variables read by shipped code.
 """
 

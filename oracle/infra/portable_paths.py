@@ -6,7 +6,7 @@ read on other machines, so before it is written every absolute path in it is mad
 the root it lies under, and the root is named: the result store (`$INVENTORY_STORE`), the cache
 (`$INVENTORY_CACHE`), this checkout (a path relative to its root, `oracle/constructs/pad.py`),
 or a repository the caller names (`apple/coreai-torch`). `absolute_paths` finds what is left;
-tests/test_evidence.py holds every committed evidence file to none.
+tests/project/test_evidence.py holds every committed evidence file to none.
 """
 
 from __future__ import annotations

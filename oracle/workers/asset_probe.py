@@ -28,8 +28,8 @@ CONSTRUCT = "asset_hierarchy"
 DEFAULT_PARAMS: dict[str, Any] = {"depth": 3, "channels": 8, "length": 16}
 LABEL = "nested Conv1d+BatchNorm1d blocks"
 # The library's constructs its module holds (what their detectors find in its exported graph:
-# tests/test_asset_probe_holds.py): a lowering record naming one can change the probe's program
-# (bisection saw #54's fp16 batch norm commit change the fp16 asset probe).
+# tests/oracle/workers/test_asset_probe_holds.py): a lowering record naming one can change the
+# probe's program (bisection saw #54's fp16 batch norm commit change the fp16 asset probe).
 HOLDS: tuple[str, ...] = ("batch_norm",)
 
 

@@ -1,0 +1,207 @@
+"""Every format renders the same document: from the session's real answers (the answer matrix's
+store), each finding the JSON holds — each (bundle, record, level), each reason with its caveats,
+each ignored record with its reason, each change no record explains — appears in the terminal
+table, the markdown, the HTML report and the CycloneDX VEX too. A format that drops one gives a
+different answer."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli import invoke
+from pages import WIDE, Page, flat
+
+from inventory.report.text import for_release_page
+
+LEVELS = (
+    ("required", "required"),
+    ("inconclusive", "inconclusive"),
+    ("optional", "optional"),
+    ("not_affected", "no"),
+)
+
+
+def _label(fix: str) -> str:
+    return f"#{fix}" if fix.isdigit() else fix
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer in every format, each from the CLI on the same store."""
+
+    result: dict[str, Any]
+    table: str
+    markdown: str
+    html: Page
+    vex: dict[tuple[str, str], dict[str, Any]]  # (vulnerability id, bundle) -> its entry
+
+
+def _vex(text: str) -> dict[tuple[str, str], dict[str, Any]]:
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for v in json.loads(text).get("vulnerabilities", []):
+        [target] = v["affects"]
+        out[(v["id"], target["ref"].removeprefix("bundle:"))] = v
+    return out
+
+
+def _formats(*args: str, details: bool = True) -> Answer:
+    """The JSON result, the terminal table (plan's --details: every record named), the
+    markdown, the HTML and the CycloneDX of one answer, each from the CLI on the same store."""
+    ran = invoke(*args, "--json", "-q")
+    document = json.loads(ran.stdout)
+    table = invoke(*args, *(["--details"] if details else []), "-q", COLUMNS=WIDE).stdout
+    markdown = invoke(*args, "-f", "markdown", "-q").stdout
+    html = invoke(*args, "-f", "html", "-q").stdout
+    vex = invoke(*args, "-f", "cyclonedx", "-q").stdout
+    return Answer(document["result"], flat(table), flat(markdown), Page.of(html), _vex(vex))
+
+
+# the VEX state each level maps to (docs/reports.md)
+STATE = {
+    "required": "exploitable",
+    "optional": "exploitable",
+    "inconclusive": "in_triage",
+    "no": "not_affected",
+}
+
+
+def _vex_ref(fix: str) -> str:
+    return f"apple/coreai-torch#{fix}" if fix.isdigit() else fix
+
+
+def _check_report(
+    a: Answer,
+    name: str,
+    fix: str,
+    title: str,
+    level: str,
+    item: dict[str, Any],
+    ignored: str | None = None,
+) -> None:
+    """One finding in the HTML (its level, reason, caveats, ignore) and in the VEX (its state,
+    reason, caveats, ignore)."""
+    reason = flat(item["reason"])
+    if level == "no" and not ignored:
+        assert flat(f"{_vex_ref(fix)} {title}: {item['verdict']}") in a.html.text, (name, fix)
+    else:
+        assert reason in a.html.text, (name, fix)
+    for remedy in item.get("remedies") or []:
+        assert flat(f"remedy: {remedy}") in a.html.text, (name, fix, remedy)
+    if ignored:
+        assert (
+            flat(f"{_vex_ref(fix)} ({level}, {item['verdict']}): ignored: {ignored}") in a.html.text
+        ), (name, fix)
+    entry = a.vex[(_vex_ref(fix), name)]
+    assert entry["analysis"]["state"] == STATE[level], (name, fix)
+    assert reason in flat(entry["analysis"]["detail"]), (name, fix)
+    for remedy in item.get("remedies") or []:
+        assert flat(remedy) in flat(entry["recommendation"]), (name, fix)
+    props = {p["name"]: p["value"] for p in entry.get("properties", [])}
+    assert props.get("inventory:ignored") == ignored, (name, fix)
+    assert ("will_not_fix" in entry["analysis"].get("response", [])) == bool(ignored)
+
+
+def _check_plan(a: Answer) -> None:
+    result, table, markdown = a.result, a.table, a.markdown
+    for b in result["bundles"]:
+        name = b["bundle"]
+        # the bundle's level: the row of the table, the summary table of the markdown
+        assert f"│ {name} │ {b['reexport']} │" in table, name
+        assert f"| {name} | **{b['reexport']}** |" in markdown, name
+        assert a.html.bundle_level(name) == b["reexport"], name
+        for key, level in LEVELS:
+            for item in b[key]:
+                label = _label(item["fix"])
+                _check_report(a, name, item["fix"], item["title"], level, item)
+                if level == "no":
+                    # folded to a count by default; named with its verdict under --details
+                    assert f"{label} ({item['verdict']})" in table, (name, label)
+                    assert f"{for_release_page(label)} ({item['verdict']})" in markdown, (
+                        name,
+                        label,
+                    )
+                    continue
+                reason = flat(item["reason"])  # its caveats included (#54's running_var)
+                assert f"{name} {label} ({level}): {reason}" in table, (name, label)
+                assert (
+                    f"{for_release_page(label)}** ({item['verdict']}): "
+                    f"{flat(for_release_page(reason))}" in markdown
+                ), (name, label)
+        for item in b["ignored"]:
+            label = _label(item["fix"])
+            _check_report(
+                a,
+                name,
+                item["fix"],
+                item["title"],
+                item["ignored"]["level"],
+                item,
+                item["ignored"]["reason"],
+            )
+            said = f"{name} {label}: ignored ({item['ignored']['reason']}"
+            assert said in table, said
+            assert (
+                f"{name} {for_release_page(label)}: ignored ({item['ignored']['reason']}"
+                in markdown
+            ), said
+        for u in b["unexplained"]:
+            said = (
+                f"{name}: unexplained change in {u['step']}: {u['probe']}: re-export "
+                f"{u['reexport']}"
+            )
+            assert said in table, said
+            assert flat(for_release_page(said)) in markdown, said
+            assert flat(u["reason"]) in a.html.text, said
+            entry = a.vex[(f"unrecorded:{u['probe']}@{u['step']}", name)]
+            assert entry["analysis"]["state"] == STATE[u["reexport"]], said
+
+
+def test_every_finding_of_a_plan_is_in_every_format(matrix):
+    _check_plan(_formats("plan", "--to", "0.4.3"))
+
+
+def test_every_unrecorded_change_of_a_draft_plan_is_in_every_format(matrix):
+    answer = _formats("plan", "--to", "0.4.2", "--fixes", "tests/golden/drafts/no54.toml")
+    # the batch-norm change, unrecorded
+    assert any(b["unexplained"] for b in answer.result["bundles"])
+    _check_plan(answer)
+
+
+def test_an_ignored_finding_and_its_reason_are_in_every_format(matrix, tmp_path: Path):
+    ignore = tmp_path / "ignore.toml"
+    ignore.write_text(
+        '[[ignore]]\nfix = "28"\nbundle = "sam3"\nreason = "repaired in place"\n'
+        'expires = "2999-01-01"\n'
+    )
+    answer = _formats("plan", "--to", "0.4.3", "--ignore", str(ignore))
+    (sam3,) = [b for b in answer.result["bundles"] if b["bundle"] == "sam3"]
+    assert [i["fix"] for i in sam3["ignored"]] == ["28"]
+    _check_plan(answer)
+
+
+@pytest.mark.parametrize("fix", ["28", "54"])
+def test_every_bundle_of_an_affected_answer_is_in_every_format(fix, matrix):
+    a = _formats("affected", "--fix", fix, details=False)
+    result, table, markdown = a.result, a.table, a.markdown
+    for b in result["bundles"]:
+        assert f"│ {b['bundle']} │" in table and f"| {b['bundle']} |" in markdown
+        assert (
+            f"| {b['verdict']} | **{b['reexport']}** | "
+            f"{flat(for_release_page(b['reason'])).replace('|', chr(92) + '|')} |" in markdown
+        ), b["bundle"]
+        assert flat(b["reason"]) in table, b["bundle"]
+        assert a.html.bundle_level(b["bundle"]) == b["reexport"], b["bundle"]
+        ignored = (b.get("ignored") or {}).get("reason")
+        if b["reexport"] != "no":  # a "no" of affected is named with its reason too
+            assert flat(b["reason"]) in a.html.text, b["bundle"]
+        entry = a.vex[(_vex_ref(fix), b["bundle"])]
+        assert entry["analysis"]["state"] == STATE[b["reexport"]], b["bundle"]
+        assert flat(b["reason"]) in flat(entry["analysis"]["detail"]), b["bundle"]
+        assert (entry["analysis"].get("justification") is not None) == (b["reexport"] == "no")
+        assert {p["name"]: p["value"] for p in entry.get("properties", [])}.get(
+            "inventory:ignored"
+        ) == ignored, b["bundle"]

@@ -1,0 +1,168 @@
+"""Every format renders the same document, for the commands beside `plan` and `affected`
+(tests/inventory/report/test_parity.py): from the session's real answers, each finding the JSON
+holds — each (record, probe, verdict) of release notes with the bundles a record concerns and each
+change no record explains; each changing probe of a sweep with what explains it; each bundle of a
+whole-program check with its status, answer, level, regions, unrecorded changes and caveats;
+each bundle a scan reads with its exporter, weights and load per runtime — appears in every
+format the command has. A format that drops one gives a different answer."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from answers import BARE, CHECKED, stores, suite_env
+from cli import invoke, spawn
+from pages import WIDE, Page, flat
+
+from inventory.report.text import for_release_page, md_cell
+
+
+def _label(fix: str) -> str:
+    return f"#{fix}" if fix.isdigit() else fix
+
+
+def _in_every(said: str, *texts: str) -> None:
+    for text in texts:
+        assert flat(said) in text, said
+
+
+def _each_format(
+    *args: str, formats: tuple[str, ...] = ("table", "markdown"), store: str | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The JSON result and each other format's text (flattened; the HTML as the page shows
+    it), from the CLI on one store: in this process on the session's store, or as a process
+    of its own on another of the suite's stores."""
+
+    def cli(*more: str) -> str:
+        if store is None:
+            return invoke(*args, *more, "-q", COLUMNS=WIDE).stdout
+        env = {k: v for k, v in suite_env(store).items() if k.startswith("INVENTORY")}
+        return spawn(*args, *more, "-q", COLUMNS=WIDE, **env).stdout
+
+    result = json.loads(cli("--json"))["result"]
+    texts = {}
+    for fmt in formats:
+        raw = cli("-f", fmt)
+        texts[fmt] = Page.of(raw).text if fmt == "html" else flat(raw)
+    return result, texts
+
+
+def test_every_finding_of_release_notes_is_in_every_format(matrix):
+    notes, t = _each_format("release-notes", "--from", "0.4.1", "--to", "0.4.2")
+    table, markdown = t["table"], t["markdown"]
+    assert notes["fixes"]
+    for f in notes["fixes"]:
+        label = _label(f["fix"])
+        for p in f["probes"]:
+            name = p["probe"].split("/", 1)[1]
+            # one row per probe: the record, the probe and its verdict
+            assert (
+                f"│ {label} │ {name} │ {p['emitted']} │ {p['shipped']} │ {p['outputs']} │ "
+                f"{p['verdict']} │" in table
+            ), (label, name)
+            assert f"| `{name}`" in markdown and f"| {p['verdict']} |" in markdown, name
+        for pair in f["loads"]:
+            for side in (pair["old"], pair["new"]):
+                said = ", ".join(
+                    f"{o['core']} {o['outcome']}" + (f" ({o['signal']})" if o["signal"] else "")
+                    for o in side["outcomes"]
+                )
+                _in_every(f"{side['exporter']}: {said}", table, markdown)
+        for bundle in f["bundles"]:
+            assert bundle in table and bundle in markdown, (label, bundle)
+        for held in f["held_by"]:
+            assert f"{held['bundle']} {held['instance']} x{held['count']}" in table, held
+    for u in notes["unexplained"]:
+        said = f"{u['probe']} changes in {u['step']} ({u['verdict']})"
+        assert said in table, said
+        assert f"`{u['probe']}` changes in {u['step']} ({u['verdict']})" in markdown, said
+
+
+def test_every_changing_probe_of_a_sweep_is_in_every_format(matrix):
+    sweep, t = _each_format("sweep", "--from", "0.4.1", "--to", "0.4.2")
+    table, markdown = t["table"], t["markdown"]
+    assert sweep["changed"]
+    said = f"{len(sweep['changed'])} of {sweep['probed']} probes change the shipped program"
+    _in_every(said, table, markdown)
+    for c in sweep["changed"]:
+        row = f"{c['probe']} │ {c['shipped']} │ {c['outputs']} │ {c['verdict']} │"
+        assert row in table, row
+        assert (
+            f"| `{c['probe']}` | {c['shipped']} | {c['outputs']} | {c['verdict']} |" in markdown
+        ), c["probe"]
+        for fix in c["explained_by"]:
+            assert _label(fix) in table and for_release_page(_label(fix)) in markdown
+    assert f"{len(sweep['unexplained'])} explained by no fix record" in markdown
+    for f in sweep["failing_both"]:
+        _in_every(f"{f['probe']}: {f['error']}", table, markdown.replace("`", ""))
+
+
+def test_every_finding_of_a_whole_program_check_is_in_every_format(matrix):
+    """verify of every bundle against 0.4.3, read back from the store that holds the checks:
+    each bundle's status, answer, level and reason, each region it was cut into, each change
+    no record explains and each caveat, in the table, the markdown and the HTML report."""
+    bundles = ("parakeet", "lfm_audio", "sortformer", "mimi", "sam3")
+    check, t = _each_format(
+        "verify", *bundles, "--to", "0.4.3", formats=("table", "markdown", "html"), store=CHECKED
+    )
+    table, markdown, html = t["table"], t["markdown"], t["html"]
+    assert [b["bundle"] for b in check["bundles"]] == list(bundles)
+    for b in check["bundles"]:
+        name = b["bundle"]
+        assert f"{name}: coreai-torch {b['exporter']}" in table and b["status"] in table
+        assert f"## {name}: {b['status']}" in markdown
+        assert name in html and b["status"] in html, name
+        # the markdown links each `#N` upstream (as a release page shows it)
+        _in_every(b["answer"], table, html)
+        _in_every(for_release_page(b["answer"]), markdown)
+        if b["reexport"]:
+            said = f"{b['reexport']} ({b['verdict']}: {b['reason']})"
+            _in_every(said, table)
+            _in_every(for_release_page(md_cell(said)), markdown)
+            _in_every(b["reason"], html)
+        for key in ("inconsistencies", "limitations", "notes", "disagreements"):
+            for said in b[key]:
+                _in_every(said, table, markdown, html)
+        for u in b["unrecorded"]:
+            _in_every(
+                f"{u['step']} {u['stage']}: {u['regions']} region(s), {u['changed_lines']} lines",
+                table,
+                markdown,
+                html,
+            )
+        for step in b["steps"]:
+            _in_every(f"{step['step']}: emitted", table, markdown)
+
+
+def test_every_bundle_a_scan_reads_is_in_every_format(matrix, tmp_path: Path):
+    """A scan of a folder holding a coreai-torch 0.4.0 asset (sam3's load probe, from the
+    matrix's load checks) and a 0.4.2 one: each bundle's exporter, weights and load on every
+    runtime, in the table, the markdown and the CycloneDX document."""
+    results = stores()[BARE] / "results"
+    for release in ("0.4.0", "0.4.2"):
+        asset = max(
+            results.glob(f"load-{release}-float16-*/export-{release}/model.aimodel"),
+            key=lambda p: p.stat().st_mtime,
+            default=None,
+        )
+        assert asset is not None, release
+        shutil.copytree(asset, tmp_path / f"probe-{release.replace('.', '')}.aimodel")
+    scan, t = _each_format("scan", str(tmp_path), formats=("table", "markdown", "cyclonedx"))
+    table, markdown = t["table"], t["markdown"]
+    bom = json.loads(t["cyclonedx"])
+    models = {c["name"]: c for c in bom["components"] if c["type"] == "machine-learning-model"}
+    assert len(scan["bundles"]) == 2
+    for b in scan["bundles"]:
+        name = Path(b["path"]).name
+        fingerprint = b["weights"]["fingerprint"]
+        _in_every(fingerprint, table, markdown)
+        assert b["exporter"] and flat(b["exporter"]) in table, name
+        model = next(m for m in models.values() if name in json.dumps(m))
+        props = {p["name"]: p["value"] for p in model["properties"]}
+        for load in b["loads"]:
+            assert f"{load['core']}" in table and load["outcome"] in table, (name, load)
+            assert load["outcome"] in markdown, (name, load)
+            assert props[f"inventory:loads:{load['runtime']}"] == load["outcome"], (name, load)

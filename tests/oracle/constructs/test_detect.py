@@ -1,0 +1,896 @@
+"""Construct detection on small hand-built modules, through torch.export."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import warnings
+from functools import cache
+from pathlib import Path
+
+import pytest
+import torch
+
+from inventory.trace.detect import Grouped, detect, group
+from oracle.catalog.regimes import load_regimes
+from oracle.constructs import detected as detected_constructs
+from oracle.constructs import get as get_construct
+from oracle.constructs import probe_params
+from oracle.workers import probes
+
+
+def _export(module: torch.nn.Module, *args: torch.Tensor):
+    return torch.export.export(module.eval(), args).run_decompositions().graph.nodes
+
+
+class Decoder(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.up1 = torch.nn.ConvTranspose1d(
+            16, 8, kernel_size=8, stride=4, padding=2, output_padding=1
+        )
+        self.up2 = torch.nn.ConvTranspose1d(
+            16, 8, kernel_size=8, stride=4, padding=2, output_padding=1
+        )
+        self.mask = torch.nn.ConvTranspose2d(6, 4, kernel_size=2, stride=2, groups=2, bias=False)
+        self.conv = torch.nn.Conv1d(8, 8, 3, padding=1)
+        self.training_only = torch.nn.ConvTranspose1d(8, 8, 2, 2)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a = self.conv(self.up1(x)) + self.up2(x)
+        if self.training:  # a source grep would flag this; the traced graph never holds it
+            a = self.training_only(a)
+        return a, self.mask(y)
+
+
+def test_transposed_convs_are_found_with_exact_parameters_and_grouped():
+    found = group(detect(_export(Decoder(), torch.randn(1, 16, 10), torch.randn(1, 6, 5, 7))))
+    assert [g.count for g in found] == [2, 1]
+    one, two = found
+    assert one.params == {
+        "dim": 1,
+        "in_channels": 16,
+        "out_channels": 8,
+        "kernel": [8],
+        "stride": [4],
+        "padding": [2],
+        "output_padding": [1],
+        "dilation": [1],
+        "groups": 1,
+        "bias": True,
+        "input_shape": [1, 16, 10],
+    }
+    assert one.modules == ("up1", "up2")
+    assert two.params["dim"] == 2 and two.params["groups"] == 2
+    assert two.params["out_channels"] == 4 and two.params["bias"] is False
+    assert two.params["input_shape"] == [1, 6, 5, 7]
+
+
+class InContext(torch.nn.Module):
+    """Transposed convs and what consumes them (#40's failure needs the squeeze)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mono = torch.nn.ConvTranspose1d(4, 1, 8, stride=2)
+        self.sliced = torch.nn.ConvTranspose1d(4, 3, 4, stride=2)
+        self.shared = torch.nn.ConvTranspose1d(4, 1, 2, stride=2)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y = self.mono(x).squeeze(1)
+        s = self.shared(x)  # two users: neither is the conv's own consumer
+        return (
+            y.reshape(y.shape[0], -1),
+            torch.relu(self.sliced(x)[..., :-1]),
+            s.squeeze(1),
+            s + 1,
+        )
+
+
+def test_a_transposed_conv_records_the_shape_ops_that_consume_it():
+    found = {
+        f.module: f.params.get("consumer")
+        for f in detect(_export(InContext(), torch.randn(1, 4, 32)))
+    }
+    # squeeze of the single out-channel, then a flatten; a slice then an elementwise op (the
+    # chain stops there); an output used twice has no consumer of its own
+    assert found == {"mono": ["squeeze", "reshape"], "sliced": ["slice"], "shared": None}
+
+
+def test_a_consumer_is_a_probe_parameter_and_the_probe_applies_it():
+    params = {
+        "dim": 1,
+        "in_channels": 4,
+        "out_channels": 1,
+        "kernel": [8],
+        "stride": [2],
+        "padding": [0],
+        "output_padding": [0],
+        "input_shape": [1, 4, 32],
+        "consumer": ["squeeze", "reshape"],
+    }
+    assert probe_params("conv_transpose", {**params, "modules": "m"}) == params
+    probe = probes.build({"construct": "conv_transpose", "params": params})
+    (found,) = detect(_export(probe.module, *probe.inputs.values()))
+    assert found.params["consumer"] == ["squeeze", "reshape"]
+    assert tuple(probe.module(*probe.inputs.values()).shape) == (1, 70)
+    with pytest.raises(ValueError, match="consumer 'gelu' is not one of squeeze, reshape"):
+        probes.build({"construct": "conv_transpose", "params": {**params, "consumer": ["gelu"]}})
+
+
+def test_ordinary_convolutions_are_not_transposed_ones():
+    module = torch.nn.Sequential(torch.nn.Conv1d(4, 4, 3), torch.nn.Conv2d(4, 4, 1))
+    nodes = _export(torch.nn.Sequential(module[0]), torch.randn(1, 4, 9))
+    assert detect(nodes) == []
+
+
+def test_fp16_modules_report_their_dtype():
+    module = torch.nn.ConvTranspose1d(4, 2, 2, 2).to(torch.float16)
+    found = detect(_export(module, torch.randn(1, 4, 3, dtype=torch.float16)))
+    assert [f.dtype for f in found] == ["float16"]
+
+
+class ConformerConv(torch.nn.Module):
+    """A Conformer-style convolution module: depthwise Conv1d then BatchNorm1d."""
+
+    def __init__(self, c: int = 16) -> None:
+        super().__init__()
+        self.dw = torch.nn.Conv1d(c, c, 9, padding=4, groups=c)
+        self.bn = torch.nn.BatchNorm1d(c)
+        self.pw = torch.nn.Conv1d(c, c, 1)
+        self.bn_after_pointwise = torch.nn.BatchNorm1d(c)
+        self.ln = torch.nn.LayerNorm(c, elementwise_affine=False)
+        self.gn = torch.nn.GroupNorm(4, c)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = self.bn(self.dw(x))
+        z = self.bn_after_pointwise(self.pw(y))
+        return self.ln(z.transpose(1, 2)), self.gn(z)
+
+
+def test_norms_carry_dtype_parameters_and_what_precedes_them():
+    module = ConformerConv().to(torch.float16)
+    found = {
+        (g.kind, g.modules): g
+        for g in group(detect(_export(module, torch.randn(1, 16, 20, dtype=torch.float16))))
+    }
+    bn = found[("batch_norm", ("bn",))]
+    assert bn.dtype == "float16" and bn.params["param_dtype"] == "float16"
+    assert bn.params["depthwise_kernel"] == 9 and bn.params["channels"] == 16
+    after_pointwise = found[("batch_norm", ("bn_after_pointwise",))]
+    assert "depthwise_kernel" not in after_pointwise.params
+    ln = found[("layer_norm", ("ln",))]
+    assert ln.params["elementwise_affine"] is False and ln.params["normalized_shape"] == [16]
+    gn = found[("group_norm", ("gn",))]
+    assert gn.params["num_groups"] == 4 and gn.params["affine"] is True
+
+
+# ---- the constructs of the other fixes: each present, absent, and in each regime ---------------
+#
+# Every instance found below must build its construct's probe (oracle.workers.probes) from its own
+# parameters and export: `_probes_build` checks each test's instances.
+
+F = torch.nn.functional
+# The norm and conv constructs have the section above (their regimes name only what differs
+# from the probe builder's defaults, which a trace spells out); every other construct a trace
+# detects is tested below, a new one included without being listed here.
+FIRST_KINDS = ("batch_norm", "conv_transpose", "group_norm", "layer_norm")
+NEW_KINDS = tuple(c.kind for c in detected_constructs() if c.kind not in FIRST_KINDS)
+
+
+@cache
+def _table(path: Path) -> dict:
+    """A converter release's get_decomp_table(), from its environment's `_decomp.py` (a file
+    that needs only torch); `path` is the environment's folder."""
+    (file,) = sorted(path.glob("lib/python*/site-packages/coreai_torch/_decomp.py"))
+    spec = importlib.util.spec_from_file_location(f"_decomp_{path.name.replace('.', '_')}", file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.get_decomp_table()
+
+
+def _found(
+    module: torch.nn.Module,
+    *args: torch.Tensor,
+    dynamic_shapes=None,
+    table: dict | None = None,
+    kinds=NEW_KINDS,
+) -> list[Grouped]:
+    """Instances in the exported graph, decomposed with `table` (default: torch's own)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ep = torch.export.export(module.eval(), args, dynamic_shapes=dynamic_shapes)
+        ep = ep.run_decompositions() if table is None else ep.run_decompositions(table)
+    found = group(detect(ep.graph.nodes, kinds))
+    _probes_build(found)
+    return found
+
+
+def _probes_build(found: list[Grouped]) -> None:
+    """Each instance's probe builds from its parameters, exports and runs."""
+    for g in found:
+        if g.kind == "quantize":
+            continue  # needs coreai-torch: checked in its converter environment below
+        spec = {
+            "construct": g.kind,
+            "params": probe_params(g.kind, g.params),
+            "dtype": g.dtype,
+            "values": "trained",
+            "seed": 0,
+            "pipeline": {"decompositions": "coreai", "optimize": True, "shapes": "static"},
+        }
+        probe = probes.build(spec)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.export.export(
+                probe.module, tuple(probe.inputs.values()), dynamic_shapes=probe.dynamic_shapes()
+            )
+        with torch.no_grad():
+            probe.module(*probe.inputs.values())
+
+
+def _of(found: list[Grouped], kind: str) -> list[Grouped]:
+    return [g for g in found if g.kind == kind]
+
+
+def _probe(g: Grouped) -> tuple:
+    """What a probe is built from: its parameters and dtype, and the instance's count."""
+    return probe_params(g.kind, g.params), g.dtype, g.count
+
+
+class Divisions(torch.nn.Module):
+    def forward(self, i, j, x, y):
+        return (
+            i / j,
+            torch.true_divide(i, j),
+            torch.div(i, j, rounding_mode=None),
+            i / 2.5,
+            i / 7,
+            x / y,
+            x / torch.tensor(8.0),
+            x / 4.0,
+            torch.div(i, j, rounding_mode="floor"),
+            torch.div(x, y, rounding_mode="trunc"),
+            x // y,
+        )
+
+
+def test_true_divisions_record_form_and_operand_dtypes():
+    i, j = (
+        torch.randint(-9, 9, (4, 16), dtype=torch.int32),
+        torch.randint(1, 9, (4, 16), dtype=torch.int32),
+    )
+    x, y = torch.randn(4, 16, dtype=torch.float16), torch.rand(4, 16, dtype=torch.float16) + 1
+    found = _found(Divisions(), i, j, x, y, kinds=["true_divide"])
+    assert {g.kind for g in found} == {"true_divide"}  # floor and trunc modes are not
+    assert [_probe(g) for g in found] == [
+        # int / int, torch.true_divide exports as the same div.Tensor: one instance of two
+        ({"form": "tensor", "operands": "int32", "shape": [4, 16]}, "float32", 2),
+        ({"form": "div_mode_none", "operands": "int32", "shape": [4, 16]}, "float32", 1),
+        ({"form": "scalar", "operands": "int32", "shape": [4, 16], "divisor": 2.5}, "float32", 1),
+        ({"form": "scalar", "operands": "int32", "shape": [4, 16], "divisor": 7}, "float32", 1),
+        ({"form": "tensor", "operands": "float", "shape": [4, 16]}, "float16", 1),
+        ({"form": "tensor_0dim_fp32", "operands": "float", "shape": [4, 16]}, "float16", 1),
+        ({"form": "scalar", "operands": "float", "shape": [4, 16], "divisor": 4.0}, "float16", 1),
+    ]
+    assert [g.params["operand_types"] for g in found] == [
+        "int32 / int32",
+        "int32 / int32",
+        "int32 / float",
+        "int32 / int",
+        "float16 / float16",
+        "float16 / 0-dim float32 tensor",
+        "float16 / float",
+    ]
+
+
+def test_floor_divisions_are_their_own_construct_trunc_is_none():
+    i, j = (
+        torch.randint(-9, 9, (4, 16), dtype=torch.int32),
+        torch.randint(1, 9, (4, 16), dtype=torch.int32),
+    )
+    x, y = torch.randn(4, 16, dtype=torch.float16), torch.rand(4, 16, dtype=torch.float16) + 1
+    found = _found(Divisions(), i, j, x, y, kinds=["floor_divide"])
+    assert [_probe(g) for g in found] == [
+        ({"form": "tensor", "operands": "int32", "shape": [4, 16]}, "float32", 1),
+        ({"form": "tensor", "operands": "float", "shape": [4, 16]}, "float16", 1),  # x // y
+    ]
+    assert [g.params["operand_types"] for g in found] == ["int32 // int32", "float16 // float16"]
+
+
+class SineEmbedding(torch.nn.Module):
+    """sam3's form: an int64 arange cast to fp16, floor-divided by a Python int."""
+
+    def forward(self, x):
+        dim_t = torch.arange(128, dtype=torch.int64).to(x.dtype)
+        return x + torch.div(dim_t, 2, rounding_mode="floor")
+
+
+def test_an_fp16_floor_division_by_a_python_int():
+    found = _found(
+        SineEmbedding(), torch.randn(1, 128, dtype=torch.float16), kinds=["floor_divide"]
+    )
+    assert [_probe(g) for g in found] == [
+        ({"form": "scalar", "operands": "float", "shape": [128], "divisor": 2}, "float16", 1)
+    ]
+    assert found[0].params["operand_types"] == "float16 // int"
+
+
+class ManyDivisions(torch.nn.Module):
+    def forward(self, a, b, c):
+        return a / a.sum(), b / (b + 1), c / (c + 1), a * 2
+
+
+def test_divisions_of_many_shapes_are_one_instance_with_a_representative_shape():
+    found = _found(
+        ManyDivisions(),
+        torch.rand(2, 3, dtype=torch.float16) + 1,
+        torch.rand(5, dtype=torch.float16),
+        torch.rand(1, 7, 7, dtype=torch.float16),
+    )
+    # a / a.sum() divides by a 0-dim tensor of its own dtype: a scalar divisor to the lowering
+    assert [(g.params["form"], g.count) for g in found] == [("scalar", 1), ("tensor", 2)]
+    tensor = found[1]
+    assert tensor.params["shape"] == [5] and tensor.params["shapes_seen"] == ["5", "1x7x7"]
+
+
+def test_a_graph_without_division_records_none():
+    class NoDiv(torch.nn.Module):
+        def forward(self, x):
+            return x * 0.5, torch.floor_divide(x, 2), x.reciprocal()
+
+    assert _found(NoDiv(), torch.randn(4, 8), kinds=["true_divide"]) == []
+
+
+class Means(torch.nn.Module):
+    def forward(self, x, i):
+        return x.mean(-1, keepdim=True, dtype=torch.float32), x.mean(1), i.mean(dtype=torch.float32)
+
+
+def test_means_with_and_without_a_dtype_argument():
+    found = _found(
+        Means(),
+        torch.randn(4, 64, dtype=torch.float16),
+        torch.randint(0, 9, (4, 64), dtype=torch.int32),
+    )
+    assert [_probe(g) for g in found] == [
+        (
+            {
+                "operand": "float",
+                "shape": [4, 64],
+                "dims": [-1],
+                "keepdim": True,
+                "dtype_arg": "float32",
+            },
+            "float16",
+            1,
+        ),
+        # a plain mean: dtype_arg "" makes the probe call x.mean(dims) without one
+        (
+            {"operand": "float", "shape": [4, 64], "dims": [1], "keepdim": False, "dtype_arg": ""},
+            "float16",
+            1,
+        ),
+        ({"operand": "int32", "shape": [4, 64], "dtype_arg": "float32"}, "float32", 1),
+    ]
+
+
+class Minima(torch.nn.Module):
+    def forward(self, a, b, x):
+        return (
+            torch.min(a, -1).indices,
+            torch.min(b, 0, keepdim=True).values,
+            torch.min(x, 1),
+            x.min(),
+            torch.argmin(x, 1),
+        )
+
+
+def test_min_dim_by_operand_dtype():
+    found = _found(
+        Minima(),
+        torch.randint(-9, 9, (4, 16), dtype=torch.int8),
+        torch.randint(-9, 9, (16, 4), dtype=torch.int64),
+        torch.randn(4, 16),
+    )
+    # x.min() (min.default) and argmin are other ops
+    assert [_probe(g) for g in found] == [
+        ({"int_dtype": "int8", "shape": [4, 16], "dim": -1, "keepdim": False}, "float32", 1),
+        ({"int_dtype": "int32", "shape": [16, 4], "dim": 0, "keepdim": True}, "float32", 1),
+        ({"shape": [4, 16], "dim": 1, "keepdim": False}, "float32", 1),
+    ]
+    assert found[1].params["tensor_dtype"] == "int64"
+
+
+class Pools(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pool = torch.nn.MaxPool2d(2)
+
+    def forward(self, x):
+        return (
+            F.max_pool2d(x, 2),
+            self.pool(x),
+            F.max_pool2d(x, 3, 1, padding=1),
+            F.max_pool2d(x, 3, padding=1),
+        )
+
+
+def test_max_pool2d_with_and_without_a_stride_argument():
+    found = _found(Pools(), torch.randn(1, 4, 8, 8))
+    assert [_probe(g) for g in found] == [
+        ({"form": "functional", "kernel": [2, 2], "input_shape": [1, 4, 8, 8]}, "float32", 1),
+        (
+            {"form": "module", "kernel": [2, 2], "stride": [2, 2], "input_shape": [1, 4, 8, 8]},
+            "float32",
+            1,
+        ),
+        (
+            {
+                "form": "functional",
+                "kernel": [3, 3],
+                "stride": [1, 1],
+                "padding": [1, 1],
+                "input_shape": [1, 4, 8, 8],
+            },
+            "float32",
+            1,
+        ),
+        (
+            {
+                "form": "functional",
+                "kernel": [3, 3],
+                "padding": [1, 1],
+                "input_shape": [1, 4, 8, 8],
+            },
+            "float32",
+            1,
+        ),
+    ]
+    assert _found(torch.nn.AvgPool2d(2), torch.randn(1, 4, 8, 8)) == []
+
+
+def test_atan2_of_floats_and_of_integers():
+    class Atan2(torch.nn.Module):
+        def forward(self, y, x, i, j):
+            return torch.atan2(y, x), torch.atan2(i, j)
+
+    found = _found(
+        Atan2(),
+        torch.randn(8, 8, dtype=torch.float16),
+        torch.randn(8, 8, dtype=torch.float16),
+        torch.randint(-5, 5, (8, 8), dtype=torch.int32),
+        torch.randint(-5, 5, (8, 8), dtype=torch.int32),
+    )
+    assert [_probe(g) for g in found] == [
+        ({"shape": [8, 8]}, "float16", 1),
+        ({"shape": [8, 8], "operands": "int32"}, "float32", 1),
+    ]
+    assert _found(torch.nn.Tanh(), torch.randn(8, 8)) == []
+
+
+class Pads(torch.nn.Module):
+    def forward(self, a, b, c):
+        return (
+            F.pad(a, (3, 2), "reflect"),
+            F.pad(b, (1, 2, 3, 0), "replicate"),
+            F.pad(c, (1, 1, 2, 0, 0, 1), "reflect"),
+            F.pad(a, (3, 2), "constant", 0.5),
+            F.pad(b, (0, 0, 1, 0)),
+        )
+
+
+PAD_ARGS = (
+    torch.randn(1, 4, 16, dtype=torch.float16),
+    torch.randn(1, 4, 8, 8),
+    torch.randn(1, 2, 4, 5, 6),
+)
+PADS = [
+    ({"mode": "reflect", "pads": [3, 2], "input_shape": [1, 4, 16]}, "float16", 1),
+    ({"mode": "replicate", "pads": [1, 2, 3, 0], "input_shape": [1, 4, 8, 8]}, "float32", 1),
+    ({"mode": "reflect", "pads": [1, 1, 2, 0, 0, 1], "input_shape": [1, 2, 4, 5, 6]}, "float32", 1),
+    ({"mode": "constant", "pads": [3, 2], "input_shape": [1, 4, 16], "value": 0.5}, "float16", 1),
+    (
+        {"mode": "constant", "pads": [0, 0, 1, 0], "input_shape": [1, 4, 8, 8], "value": 0.0},
+        "float32",
+        1,
+    ),
+]
+
+
+@pytest.mark.parametrize("table", [None, "0.4.1", "0.4.2"], ids=["default", "0.4.1", "0.4.2"])
+def test_pads_by_mode_whether_or_not_the_table_decomposes_them(table, env):
+    """0.4.2's table keeps reflection/replication pads whole; torch's and 0.4.1's decompose
+    them into index arithmetic, from which the same pad is read back."""
+    found = _found(
+        Pads(), *PAD_ARGS, table=_table(env(table).path) if table else None, kinds=["pad"]
+    )
+    assert [_probe(g) for g in found] == PADS
+    decomposed = [g.params.get("graph", "") for g in found[:3]]
+    if table == "0.4.2":
+        assert decomposed == ["", "", ""]
+    else:
+        assert all(d.startswith("decomposed by the table") for d in decomposed)
+
+
+def test_a_graph_without_padding_records_none():
+    assert _found(torch.nn.Conv1d(4, 4, 3), torch.randn(1, 4, 16)) == []
+
+
+class Aranges(torch.nn.Module):
+    def forward(self, x, offset):
+        return (
+            x + torch.arange(0, 72, dtype=x.dtype),
+            torch.arange(0, 5, 0.5),
+            offset + torch.arange(0, 16),
+            torch.arange(4, 100, 3, dtype=torch.float32),
+            offset + torch.arange(0, 16, dtype=torch.int64),
+        )
+
+
+def test_every_arange_is_recorded_integer_ones_with_the_dtype_the_graph_holds():
+    found = _found(
+        Aranges(), torch.randn(1, 72, dtype=torch.float16), torch.zeros(1, dtype=torch.int32)
+    )
+    assert [_probe(g) for g in found] == [
+        ({"start": 0, "end": 72, "step": 1, "arange_dtype": "float16"}, "float16", 1),
+        # float bounds without a dtype: torch's default (float32), and the probe's ""
+        ({"start": 0, "end": 5, "step": 0.5, "arange_dtype": ""}, "float32", 1),
+        # an integer arange (mimi's ring positions): a float32 probe of the same bounds
+        ({"start": 0, "end": 16, "step": 1, "arange_dtype": ""}, "float32", 1),
+        ({"start": 4, "end": 100, "step": 3, "arange_dtype": "float32"}, "float32", 1),
+        # spelled with an explicit int64: another instance, as the graph differs
+        ({"start": 0, "end": 16, "step": 1, "arange_dtype": "int64"}, "float32", 1),
+    ]
+    integer = [g for g in found if g.params.get("tensor_dtype")]
+    assert [g.params["tensor_dtype"] for g in integer] == ["int64", "int64"]
+
+
+class Tiled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(1, 16))
+
+    def forward(self, x):
+        return x * self.w.repeat(x.shape[0], 1)
+
+
+def test_repeat_static_and_symbolic():
+    static = _found(Tiled(), torch.randn(3, 16))
+    # a static repeat's probe is built with its own input shape and repeats
+    assert [_probe(g) for g in static] == [
+        ({"batch": 3, "length": 16, "input_shape": [1, 16], "repeats": [3, 1]}, "float32", 1)
+    ]
+    symbolic = _found(
+        Tiled(), torch.randn(3, 16), dynamic_shapes=({0: torch.export.Dim("batch", min=2, max=16)},)
+    )
+    assert [_probe(g) for g in symbolic] == [
+        (
+            {
+                "batch": 3,
+                "length": 16,
+                "dynamic_batch": [2, 16],
+                "input_shape": [1, 16],
+                "repeats": [3, 1],
+            },
+            "float32",
+            1,
+        )
+    ]
+    assert symbolic[0].params["sizes"] == "dynamic: example sizes"
+
+
+class Cats(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.cat([x, y], dim=1), torch.cat([x[:, :4], y], dim=2)
+
+
+def test_cat_static_is_the_control_dynamic_axes_are_recorded():
+    x, y = torch.randn(2, 12, 8), torch.randn(2, 4, 8)
+    static = _found(Cats(), x, y)
+    assert [_probe(g) for g in static] == [  # every static cat of one dtype: one instance
+        (
+            {
+                "mode": "sliced",
+                "batch": 2,
+                "length": 8,
+                "channels": 12,
+                "other_channels": 4,
+                "prefix": 8,
+                "dim": 1,
+                "input_shapes": [[2, 12, 8], [2, 4, 8]],
+            },
+            "float32",
+            2,
+        )
+    ]
+    assert static[0].params["shapes_seen"] == ["2x12x8 + 2x4x8", "2x4x8 + 2x4x8"]
+    length = torch.export.Dim("length", min=8, max=64)
+    dynamic = _found(Cats(), x, y, dynamic_shapes=({1: length}, None))
+    assert [_probe(g) for g in dynamic] == [
+        (
+            {
+                "mode": "along_dynamic",
+                "batch": 2,
+                "length": 12,
+                "channels": 8,
+                "prefix": 4,
+                "dynamic_length": [8, 64],
+                "dim": 1,
+                "input_shapes": [[2, 12, 8], [2, 4, 8]],
+            },
+            "float32",
+            1,
+        ),
+        (
+            {
+                "mode": "sliced",
+                "batch": 2,
+                "length": 12,
+                "channels": 8,
+                "other_channels": 8,
+                "prefix": 4,
+                "dynamic_length": [8, 64],
+                "dim": 2,
+                "input_shapes": [[2, 4, 8], [2, 4, 8]],
+            },
+            "float32",
+            1,
+        ),
+    ]
+
+
+class Shapes(torch.nn.Module):
+    def forward(self, x):
+        b, t, c = x.shape
+        return (
+            x.view(b, t, 4, c // 4),
+            x.reshape(b * t, c),
+            x.reshape(b, -1),
+            x[:, -1],
+            x[:, 0],
+            x.view(-1, c),
+        )
+
+
+def test_views_and_selects_only_with_symbolic_sizes():
+    x = torch.randn(2, 12, 16)
+    # static: int shape lists and static dims, resolved at conversion in every release
+    assert _found(Shapes(), x) == []
+    batch = torch.export.Dim("batch", min=2, max=16)
+    length = torch.export.Dim("length", min=2, max=64)
+    found = _found(Shapes(), x, dynamic_shapes=({0: batch, 1: length},))
+    views = [
+        (g.params["mode"], g.params["batch"], g.params["dynamic_batch"], g.dtype)
+        for g in _of(found, "view_dynamic")
+    ]
+    assert views == [
+        ("split_heads", 2, [2, 16], "float32"),
+        ("merge", 2, [2, 16], "float32"),
+        ("flatten", 2, [2, 16], "float32"),
+    ]
+    # x.view(-1, c): no SymInt in the list; x[:, -1] and x[:, 0] on the dynamic length
+    assert [_probe(g) for g in _of(found, "select_dynamic")] == [
+        (
+            {
+                "batch": 2,
+                "length": 12,
+                "channels": 16,
+                "dim": 1,
+                "index": -1,
+                "dynamic_length": [2, 64],
+            },
+            "float32",
+            1,
+        ),
+        (
+            {
+                "batch": 2,
+                "length": 12,
+                "channels": 16,
+                "dim": 1,
+                "index": 0,
+                "dynamic_length": [2, 64],
+            },
+            "float32",
+            1,
+        ),
+    ]
+
+
+class DataDependent(torch.nn.Module):
+    """SAM 3's detr decoder in small: a grid from sizes held in a tensor (.item() in the graph)."""
+
+    def forward(self, x, hw):
+        h, w = hw[0, 0], hw[0, 1]
+        grid = (torch.arange(0, h, dtype=x.dtype) / h)[:, None] + (
+            torch.arange(0, w, dtype=x.dtype) / w
+        )[None, :]
+        return x + grid.reshape(1, -1), grid.view(1, h.item(), w.item(), 1)
+
+
+def test_data_dependent_sizes_of_a_static_graph_are_resolved_from_its_runtime_asserts():
+    found = _found(DataDependent(), torch.randn(1, 36), torch.tensor([[6, 6]]))
+    note = "data-dependent (.item()): sizes taken as equal factors of a runtime-asserted product"
+    aranges = _of(found, "arange")
+    # hw is an input: each size is a run-time one ("data"), which the probes rebuild so, the
+    # division's 0-dim int64 divisor included
+    assert [_probe(g) for g in aranges] == [
+        (
+            {"start": 0, "end": 6, "step": 1, "arange_dtype": "float32", "end_source": "data"},
+            "float32",
+            2,
+        )
+    ]
+    divisions = _of(found, "true_divide")
+    assert [_probe(g) for g in divisions] == [
+        (
+            {
+                "form": "scalar",
+                "operands": "float",
+                "shape": [6],
+                "divisor_dtype": "int64",
+                "item_shape": ["u0"],
+                "size_source": "data",
+            },
+            "float32",
+            2,
+        )
+    ]
+    assert divisions[0].params["operand_types"] == "float32 / 0-dim int64 tensor"
+    views = _of(found, "view_dynamic")
+    assert [(g.params["mode"], g.params["batch"], g.params["output_shape"]) for g in views] == [
+        ("split_heads", 6, [1, 6, 6, 1])
+    ]
+    # hw is an input here: a run-time size, no dynamic input dim (no dynamic_batch to export)
+    assert views[0].params["size_source"] == "data" and "dynamic_batch" not in views[0].params
+    assert {g.params["sizes"] for g in aranges + divisions + views} == {note}
+
+
+def test_masked_scatter_elementwise_and_broadcast():
+    class Scatter(torch.nn.Module):
+        def forward(self, x, s):
+            return x.masked_scatter(x > 0, s), x.masked_scatter(x.mean(-1, keepdim=True) > 0, s)
+
+    found = _found(
+        Scatter(),
+        torch.randn(4, 16, dtype=torch.float16),
+        torch.randn(4, 16, dtype=torch.float16),
+        kinds=("masked_scatter",),
+    )
+    assert [_probe(g) for g in found] == [
+        ({"shape": [4, 16]}, "float16", 1),
+        ({"shape": [4, 16], "broadcast": True}, "float16", 1),
+    ]
+    assert _found(torch.nn.ReLU(), torch.randn(4, 16)) == []
+
+
+_QUANTIZE = """
+import json, sys, warnings
+warnings.filterwarnings("ignore")
+sys.path.insert(0, {root!r})
+import torch
+import coreai_torch
+import coreai_torch._compression.custom_layers  # registers torch.ops.coreai
+from inventory.trace.detect import detect, group
+from oracle.workers import probes
+from oracle.constructs import detected as detected_constructs
+from oracle.constructs import probe_params
+
+
+class Quant(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.rand(8) + 0.1)
+        self.register_buffer("zp", torch.zeros(8, dtype=torch.int8))
+
+    def forward(self, x):
+        q = torch.ops.coreai.quantize(x, self.scale, torch.int8, zero_point=self.zp, axis=-1)
+        return torch.ops.coreai.dequantize(q, self.scale, zero_point=self.zp, axis=-1), x * 2
+
+
+ep = torch.export.export(Quant(), (torch.randn(2, 4, 8),))
+ep = ep.run_decompositions(coreai_torch.get_decomp_table())
+found = group(detect(ep.graph.nodes, ["quantize"]))
+for g in found:
+    probe = probes.build({{"construct": g.kind, "params": probe_params(g.kind, g.params),
+                          "dtype": g.dtype}})
+    torch.export.export(probe.module, tuple(probe.inputs.values()))
+print(json.dumps([[g.params, g.dtype, g.count] for g in found]))
+"""
+
+
+def test_coreai_quantize_dequantize_in_a_converter_environment(env):
+    """coreai-torch registers torch.ops.coreai: the probe is built in its environment."""
+    root = str(Path(__file__).resolve().parents[3])
+    proc = subprocess.run(
+        [str(env("0.4.2").python), "-c", _QUANTIZE.format(root=root)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ((params, dtype, count),) = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (probe_params("quantize", params), dtype, count) == (
+        {"shape": [2, 4, 8], "axis": -1, "zero_point": True, "output_dtype": "int8"},
+        "float32",
+        2,
+    )  # the quantize and its dequantize: one round trip
+    assert params["per_channel"] is True and params["rank"] == 3
+
+
+# ---- every regime's own probe reads back as that regime ----------------------------------------
+
+REGIMES = [r for r in load_regimes() if r.construct in NEW_KINDS and r.construct != "quantize"]
+# Regimes whose probe the trace reads as another regime, and why.
+READ_OTHERWISE = {
+    "select_dynamic/last-of-static-length": "a select on a static dim is not recorded",
+    "cat_dynamic/reshaped-dynamic-batch": "read as along_dynamic (a cat along a dynamic axis)",
+    "cat_dynamic/upsampled-dynamic-length": "read as along_dynamic (a cat along a dynamic axis)",
+}
+
+
+def _as_traced(regime) -> tuple[dict, str]:
+    """A regime's parameters as a trace of its probe records them: what the graph cannot show
+    (a 0-dim divisor's value, how the division was spelled, values) is left out."""
+    params = dict(regime.spec.params)
+    params.pop("divide_by_zero", None)
+    for key in get_construct(regime.construct).value_params:
+        params.pop(key, None)  # it picks input values, not the graph (atan2's `pairs`)
+    if params.get("form") == "true_divide":
+        params["form"] = "tensor"  # torch.true_divide exports as div.Tensor
+    if params.get("form") == "tensor_0dim_fp32":
+        params.pop("divisor", None)  # a tensor's value is not in the graph
+    if regime.construct == "arange":
+        params.setdefault("step", 1)
+        if params["arange_dtype"] == "input":
+            params["arange_dtype"] = regime.spec.dtype
+    # defaults the graph spells out
+    if regime.construct == "min_dim" or (regime.construct == "mean_dtype" and "dims" in params):
+        params.setdefault("keepdim", False)
+    if params.get("mode") == "constant":
+        params.setdefault("value", 0.0)
+    if regime.construct == "max_pool2d" and params["form"] == "module":
+        params.setdefault("stride", params["kernel"])  # nn.MaxPool2d passes stride = kernel
+    if regime.construct == "cat_dynamic" and "dynamic_length" not in params:
+        params["length"] = params["prefix"]  # the cat sees x[:, :prefix], not x
+    # the instance's own layout, which the graph gives and a probe is built with: a cat's dim
+    # and input shapes, a repeat's input shape and repeats (at the example sizes)
+    if regime.construct == "cat_dynamic" and params.get("mode") == "sliced":
+        b, p = params["batch"], params["prefix"]
+        params.setdefault("dim", 2)
+        params.setdefault(
+            "input_shapes", [[b, p, params["channels"]], [b, p, params["other_channels"]]]
+        )
+    if regime.construct == "cat_dynamic" and params.get("mode") == "along_dynamic":
+        b, c = params["batch"], params["channels"]
+        params.setdefault("dim", 1)
+        params.setdefault("input_shapes", [[b, params["length"], c], [b, params["prefix"], c]])
+    if regime.construct == "repeat_symbolic":
+        params.setdefault("input_shape", [1, params["length"]])
+        params.setdefault("repeats", [params["batch"], 1])
+    for key in ("dynamic_batch", "dynamic_length"):
+        if key in params:  # torch.export specializes sizes 0 and 1: a dim's minimum is 2
+            params[key] = [max(2, params[key][0]), params[key][1]]
+    return params, regime.spec.dtype
+
+
+@pytest.mark.parametrize("regime", REGIMES, ids=[r.id for r in REGIMES])
+def test_a_regimes_probe_traces_back_to_that_regime(regime, env):
+    probe = probes.build(regime.spec.to_json())
+    table = _table(env("0.4.2").path) if regime.spec.pipeline.decompositions == "coreai" else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ep = torch.export.export(
+            probe.module, tuple(probe.inputs.values()), dynamic_shapes=probe.dynamic_shapes()
+        )
+        ep = ep.run_decompositions() if table is None else ep.run_decompositions(table)
+    found = [
+        (probe_params(g.kind, g.params), g.dtype)
+        for g in group(detect(ep.graph.nodes, [regime.construct]))
+    ]
+    if regime.id in READ_OTHERWISE:
+        assert _as_traced(regime) not in found, READ_OTHERWISE[regime.id]
+        return
+    assert found == [_as_traced(regime)]

@@ -1,0 +1,155 @@
+"""Converter environments: exact versions, recorded deviations, half-built and failed builds."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from oracle.catalog.releases import Catalog, EnvError, Release, load_catalog
+from oracle.clients.worker_pool import Pool
+from oracle.envs import environment as envs_mod
+from oracle.envs.environment import ensure_env, ready_env
+from oracle.infra.progress import Notice
+
+
+def test_unknown_release_is_one_clear_error():
+    with pytest.raises(EnvError, match=r"coreai-torch 9\.9\.9 is not a supported release"):
+        load_catalog().release("9.9.9")
+
+
+@pytest.mark.slow
+def test_each_release_has_its_pinned_core_and_the_shared_torch(env, catalog, tmp_path):
+    for version, release in catalog.releases.items():
+        e = env(version)
+        assert e.packages["coreai-torch"] == version
+        assert e.packages["coreai-core"] == release.core
+        assert e.packages["torch"].startswith(catalog.torch)
+        with Pool(tmp_path) as pool:
+            hello = pool.worker(e).call({"op": "hello"})
+        assert hello["versions"]["coreai-core"] == release.core
+        # One torch for all: the environment imports it from the shared install.
+        assert "torch" not in os.listdir(envs_mod.site_packages(e.python))
+
+
+@pytest.mark.slow
+def test_declared_torch_bounds_that_are_not_met_are_recorded(env):
+    deviations = {v: env(v).deviations for v in ("0.4.0", "0.4.1", "0.4.2")}
+    assert any("torch<=2.11" in d for d in deviations["0.4.1"]), deviations
+    assert deviations["0.4.2"] == ()
+
+
+@pytest.mark.slow
+def test_a_torch_deviation_cites_the_measurement_that_justifies_it(env, catalog):
+    """converters.toml [torch.checked] (written by scripts/torch-sensitivity) is cited beside the
+    deviation it justifies, and nowhere else."""
+    checks = {c.torch: c for c in catalog.checked}
+    assert set(checks) >= {"2.9.0", "2.11.0"}
+    assert all(c.identical == c.probes > 0 and c.against == catalog.torch for c in checks.values())
+    cited = envs_mod.deviations_with_evidence(env("0.4.1"), catalog)
+    assert any("torch<=2.11" in d for d in cited)
+    assert checks["2.9.0"].cited() in cited and checks["2.11.0"].cited() in cited
+    assert "give the same program for" in checks["2.9.0"].cited()
+    assert envs_mod.deviations_with_evidence(env("0.4.2"), catalog) == []
+
+
+@pytest.fixture()
+def scratch_cache(tmp_path, monkeypatch, env, catalog):
+    """An empty cache that borrows the real shared torch (so no 700 MB install per test)."""
+    real_torch = envs_mod.envs_dir() / f"torch-{catalog.torch}"
+    env("0.4.2")  # make sure the shared torch exists
+    monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path))
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / real_torch.name).symlink_to(real_torch)
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_a_half_built_environment_is_never_used_and_a_failed_install_is_one_line(scratch_cache):
+    leftover = scratch_cache / "envs" / "coreai-torch-0.4.2"
+    (leftover / "bin").mkdir(parents=True)
+    (leftover / "junk").write_text("interrupted build")
+    assert ready_env("0.4.2") is None
+    bogus = Catalog("2.13.0", {"0.4.2": Release("0.4.2", "9.9.9", ())})
+    with pytest.raises(EnvError) as info:
+        ensure_env("0.4.2", bogus)
+    message = str(info.value)
+    assert "coreai-core==9.9.9" in message and "\n" not in message
+    # it names the build log, which holds pip's own output, and says how to build ahead of time
+    log = scratch_cache / "envs" / "coreai-torch-0.4.2.build.log"
+    assert f"(log: {log})" in message and "coreai-core==9.9.9" in log.read_text()
+    assert "`inventory envs build` builds environments ahead of time" in message
+    assert not (leftover / "junk").exists(), "the leftover must have been removed, not reused"
+    assert ready_env("0.4.2") is None  # and the failed build is not marked ready
+
+
+def test_a_manifest_is_what_makes_an_environment_ready(tmp_path, monkeypatch):
+    monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path))
+    path = tmp_path / "envs" / "coreai-torch-0.4.2"
+    path.mkdir(parents=True)
+    assert ready_env("0.4.2") is None
+    (path / "inventory-env.json").write_text(
+        json.dumps(
+            {
+                "converter": "0.4.2",
+                "core": "1.0.0b2",
+                "packages": {"coreai-core": "1.0.0b2"},
+                "deviations": [],
+            }
+        )
+    )
+    ready = ready_env("0.4.2")
+    assert ready is not None and ready.runtime == "linux-cpu, coreai-core 1.0.0b2"
+
+
+def test_an_environment_that_cannot_be_built_fails_under_ci_and_skips_elsewhere(monkeypatch):
+    import suite_envs
+
+    def cannot(version, catalog=None, progress=None):
+        raise EnvError(f"could not install coreai-torch=={version}: no network")
+
+    monkeypatch.setattr(suite_envs, "ensure_env", cannot)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI: coreai-torch 0.4.2 environment cannot"):
+        suite_envs.need_env("0.4.2", load_catalog())
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="cannot be built here: could not install"):
+        suite_envs.need_env("0.4.2", load_catalog())
+
+
+@pytest.mark.slow
+def test_an_environment_whose_file_changed_is_rebuilt_before_a_worker_runs_in_it(
+    env, catalog, tmp_path
+):
+    """Its manifest records every installed file's sha256; a worker never starts in it while a
+    file differs: the environment is rebuilt first, and the run says so (a Notice, which the
+    terminal keeps on screen)."""
+    shared = json.loads((env("0.4.2").path / "inventory-env.json").read_text())["shared_torch"]
+    name = f"damage-test-{os.getpid()}"
+    e = envs_mod.ensure_env_on_torch("0.4.2", name, Path(shared), catalog)
+    try:
+        target = envs_mod.site_packages(e.python) / "coreai_torch" / "__init__.py"
+        original = target.read_bytes()
+        # written as an editor writes a file (a new one renamed over it), so the copy in uv's
+        # cache and in the other environments, which share it by hard link, stay as they are
+        changed = target.with_name("__init__.py.new")
+        changed.write_bytes(original + b"\nraise SystemExit('damaged')\n")
+        os.replace(changed, target)
+        assert envs_mod.files_changed(e.path) == [str(target.relative_to(e.path)) + " changed"]
+        said: list[str] = []
+        with Pool(tmp_path, progress=said.append) as pool:
+            hello = pool.worker(e).call({"op": "hello"})
+        assert hello["versions"]["coreai-torch"] == "0.4.2"
+        assert target.read_bytes() == original
+        notices = [s for s in said if isinstance(s, Notice)]
+        assert (
+            len(notices) == 1
+            and notices[0].startswith(f"{name}: ")
+            and "coreai_torch/__init__.py changed since it was built; rebuilding it" in notices[0]
+        )
+        assert envs_mod.files_changed(e.path) == []
+    finally:
+        shutil.rmtree(e.path, ignore_errors=True)

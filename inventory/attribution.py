@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inventory.bisect_evidence import narrowed
-from oracle.catalog import Catalog, EnvError, Fix, between, version_key
+from oracle.catalog import BOTH, LOWERING, OPTIMIZER, Catalog, EnvError, Fix, between, version_key
 from oracle.compare import Identity, ProbeResult, ProbeSpec, Side
 from oracle.infra import Routine
 from oracle.session import Session
@@ -89,9 +89,6 @@ def own_step(catalog: Catalog, exporter: str, fix: Fix) -> tuple[str, str]:
     return (max(before, key=version_key) if before else exporter), fix.ships_in
 
 
-LOWERING, OPTIMIZER, BOTH = "lowering", "optimizer", "lowering or optimizer"
-
-
 def stage(result: ProbeResult) -> str:
     """Where a probe's change is made, as verify says of a whole program's region: `optimizer`
     when the emitted programs are identical and the shipped ones are not (no lowering emitted
@@ -132,10 +129,7 @@ def explaining(
     where = stage(result) if result is not None else LOWERING
     kinds = set(held(construct))
     return tuple(
-        f.id
-        for f in records
-        if (where != LOWERING and f.record_kind.changes_optimizer)
-        or (where != OPTIMIZER and f.record_kind.names_constructs and kinds & set(f.constructs))
+        f.id for f in records if f.record_kind.credited(where, bool(kinds & set(f.constructs)))
     )
 
 
@@ -146,9 +140,9 @@ def explained_by(
     record changing the optimizer is not narrowed: bisection builds every commit with one
     release's pins, so a pin's change is never seen there."""
     ids = explaining(fixes, spec.construct, old, new, result)
-    optimizer = {f.id for f in fixes if f.record_kind.changes_optimizer}
-    lowering = narrowed(tuple(i for i in ids if i not in optimizer), fixes, old, new, spec)
-    return tuple(i for i in ids if i in optimizer or i in lowering)
+    unseen = {f.id for f in fixes if not f.record_kind.narrowed_by_bisection}
+    seen = narrowed(tuple(i for i in ids if i not in unseen), fixes, old, new, spec)
+    return tuple(i for i in ids if i in unseen or i in seen)
 
 
 def step_note(result: ProbeResult, explained: bool) -> str:

@@ -27,10 +27,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from inventory.attribution import LOWERING, OPTIMIZER
 from inventory.draft import columns
 from inventory.draft.observe import Change, Observed
 from inventory.gitrepo import Commit
+from oracle.catalog import LOWERING, OPTIMIZER
 from oracle.constructs import kinds as construct_kinds
 from oracle.store import LoadCheck
 from oracle.workers import asset_probe

@@ -34,9 +34,8 @@ from typing import Any
 
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify.regions import Located, Region, shape
-from oracle.catalog import Fix, between
+from oracle.catalog import LOWERING, OPTIMIZER, Fix, between
 
-LOWERING, OPTIMIZER = "lowering", "optimizer"
 MODULES_SHOWN = 6
 
 
@@ -75,12 +74,13 @@ def attributed(region: dict[str, Any], records: list[Fix]) -> dict[str, str]:
     out: dict[str, str] = {}
     for fix in records:
         hit = sorted(kinds & set(fix.constructs))
-        # a lowering record whose construct the region holds explains it only where a lowering
-        # changed (the emitted programs differ there): at the optimizer stage it emitted the same
-        if fix.record_kind.names_constructs and hit and region["stage"] == LOWERING:
-            out[fix.id] = f"construct {', '.join(hit)}"
-        elif fix.record_kind.changes_optimizer and region["stage"] == OPTIMIZER:
-            out[fix.id] = f"{fix.kind} record, optimizer stage"
+        # the kind says whether a change at the region's stage is its to explain
+        if fix.record_kind.credited(region["stage"], bool(hit)):
+            out[fix.id] = (
+                f"construct {', '.join(hit)}"
+                if region["stage"] == LOWERING and hit
+                else f"{fix.kind} record, {region['stage']} stage"
+            )
         elif touched := sorted(ops & set(fix.touches)):
             out[fix.id] = f"touches {', '.join(touched)}"
     return out

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from oracle.catalog.fixes import between as between
     from oracle.catalog.fixes import find_fix as find_fix
     from oracle.catalog.fixes import load_fixes as load_fixes
+    from oracle.catalog.record_kinds import BOTH as BOTH
+    from oracle.catalog.record_kinds import LOWERING as LOWERING
+    from oracle.catalog.record_kinds import OPTIMIZER as OPTIMIZER
     from oracle.catalog.regimes import Regime as Regime
     from oracle.catalog.regimes import for_constructs as for_constructs
     from oracle.catalog.regimes import load_regimes as load_regimes
@@ -45,6 +48,9 @@ if TYPE_CHECKING:
 
 # each exported name -> the module of this package that defines it
 _EXPORTS = {
+    "BOTH": "record_kinds",
+    "LOWERING": "record_kinds",
+    "OPTIMIZER": "record_kinds",
     "CATALOG_FILE": "releases",
     "Catalog": "releases",
     "Condition": "conditions",

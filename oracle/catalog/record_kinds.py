@@ -11,8 +11,10 @@ these protocols):
 - release notes probe a record through `probed` and list the bundles `concerned` names;
 - `affected` (and the batch plan that lists its comparisons first) answers a bundle for a record
   through `answer`;
-- attribution credits a construct's change only to a kind that `names_constructs`, and an
-  optimizer-stage region of a whole program to a kind that `changes_optimizer`.
+- attribution (a probe's change in a release step) and verify's explanation (a whole program's
+  region) ask the kind whether a change made at a stage is its to explain (`credited`), and
+  bisection narrows a step's records to the commit only for the kinds it can see change
+  (`narrowed_by_bisection`).
 
 Adding a kind is one class here: it picks among the operations the protocols offer.
 """
@@ -21,6 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, TypeVar
+
+# Where a program's change is made: a lowering emitted something else, or the optimizer made
+# something else of the same emitted program; `BOTH` where the two cannot be told apart.
+LOWERING, OPTIMIZER, BOTH = "lowering", "optimizer", "lowering or optimizer"
 
 R = TypeVar("R", contravariant=True)  # the record asked about (an `oracle.fixes.Fix`)
 Q = TypeVar("Q", contravariant=True)  # the question answered: a bundle, a record, a target
@@ -88,6 +94,23 @@ class RecordKind:
     # its release-notes entry compares programs (and so answers the four questions of a program
     # change); a load-checked kind compares none
     compares_programs: ClassVar[bool] = True
+
+    def credited(self, stage: str, holds_its_construct: bool) -> bool:
+        """Whether a program's change made at `stage` (`LOWERING`, `OPTIMIZER` or `BOTH`) is
+        this kind's to explain; `holds_its_construct`: the program holds a construct the record
+        names. A kind naming constructs explains a lowering's change of a program holding one (at
+        the optimizer stage a lowering emitted the same program, so it changed nothing); a kind
+        changing the optimizer explains the optimizer's."""
+        return (stage != LOWERING and self.changes_optimizer) or (
+            stage != OPTIMIZER and self.names_constructs and holds_its_construct
+        )
+
+    @property
+    def narrowed_by_bisection(self) -> bool:
+        """Whether bisection can narrow a step's records of this kind to the commit: it builds
+        every commit on one release's pins, so a change of the optimizer (a pin) is never seen
+        there, and such a record stays credited to the whole step."""
+        return not self.changes_optimizer
 
     def probed(self, context: ProbeContext[R, T], record: R) -> T:
         """How release notes probe a record of the kind."""

@@ -20,11 +20,13 @@ from inventory.registry import Bundle, exporter_release, load_registry
 from inventory.release_notes import FixNotes, _Concerned, _HeldBy, _regimes_of, asset_regimes
 from inventory.report.notes_report import _Concerned as ConcernLine
 from inventory.verdict import Reexport, Verdict
-from inventory.verify.explain import OPTIMIZER, attributed
+from inventory.verify.explain import attributed
 from oracle.catalog import record_kinds
 from oracle.catalog.fixes import FIXES_FILE, Fix, FixError, load_fixes
 from oracle.catalog.record_kinds import (
     KINDS,
+    LOWERING,
+    OPTIMIZER,
     AnswerContext,
     ConcernContext,
     ProbeContext,
@@ -74,6 +76,18 @@ class Fusion(RecordKind):
         return context.by_load_check(question)
 
 
+class Claimant(Container):
+    """A made-up kind whose properties say it explains nothing (it names no construct and
+    changes no optimizer), but whose class takes credit for a lowering's change of any program:
+    code that read the properties instead of asking the class credits it with nothing."""
+
+    name = "claimant"
+    changes_optimizer = False
+
+    def credited(self, stage: str, holds_its_construct: bool) -> bool:
+        return stage != OPTIMIZER
+
+
 def _database(tmp_path: Path, **record: object) -> Path:
     document = tomllib.loads(FIXES_FILE.read_text())
     document["fix"].append(
@@ -87,6 +101,11 @@ def _database(tmp_path: Path, **record: object) -> Path:
 @pytest.fixture
 def container(monkeypatch):
     monkeypatch.setitem(record_kinds.KINDS, "container", Container())
+
+
+@pytest.fixture
+def claimant(monkeypatch):
+    monkeypatch.setitem(record_kinds.KINDS, "claimant", Claimant())
 
 
 @pytest.fixture
@@ -128,6 +147,24 @@ def test_a_new_kind_is_read_and_answered_by_its_class_alone(tmp_path, container)
     assert "container-1" not in explaining(fixes, "conv_transpose", "0.4.1", "0.4.2")
     region = {"constructs": [], "stage": OPTIMIZER, "ops": [], "coreai_ops": []}
     assert attributed(region, [record]) == {"container-1": "container record, optimizer stage"}
+
+
+def test_what_a_kind_is_credited_with_is_its_class_s_to_say(tmp_path, claimant):
+    """Attribution (a probe's change in a step) and verify's explanation (a whole program's
+    region) credit a record by asking its kind, whatever its properties say."""
+    fixes = load_fixes(_database(tmp_path, kind="claimant"))
+    record = next(f for f in fixes if f.id == "container-1")
+    assert not record.record_kind.names_constructs and not record.record_kind.changes_optimizer
+    assert "container-1" in explaining(fixes, "conv_transpose", "0.4.1", "0.4.2")
+    lowering = {"constructs": ["conv_transpose"], "stage": LOWERING, "ops": [], "coreai_ops": []}
+    assert attributed(lowering, [record]) == {"container-1": "claimant record, lowering stage"}
+    optimizer = {**lowering, "stage": OPTIMIZER}
+    assert attributed(optimizer, [record]) == {}
+    # a shipped lowering record is credited only with a lowering's change of its construct
+    fix54 = next(f for f in fixes if f.id == "54")
+    assert fix54.record_kind.credited(LOWERING, True)
+    assert not fix54.record_kind.credited(LOWERING, False)
+    assert not fix54.record_kind.credited(OPTIMIZER, True)
 
 
 def test_a_made_up_kind_is_answered_end_to_end_by_its_class_alone(tmp_path, fusion, monkeypatch):

@@ -7,8 +7,9 @@ module, so importing the package loads none of them).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from oracle import lazy_exports
 
 if TYPE_CHECKING:
     from oracle.envs.discovery import Discovery as Discovery
@@ -51,11 +52,4 @@ __all__ = sorted(_EXPORTS)
 
 
 if not TYPE_CHECKING:  # the type checker reads the imports above, never this
-
-    def __getattr__(name: str) -> Any:
-        module = _EXPORTS.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

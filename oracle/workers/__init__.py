@@ -1,8 +1,8 @@
 """Everything that runs inside a converter environment, under its Python: the in-environment
 scripts (probe, scan, asset, whole-program, region-cut, location workers), their shared request
-loop, and the probe builders they import. Standard library, torch, numpy,
-safetensors and the converter only: no main-process code. This package's `__init__` imports
-nothing, so a worker importing one module of it loads no other.
+loop, and the probe builders they import. Standard library, torch, numpy, safetensors and the
+converter only: no main-process code. This package's `__init__` imports none of its modules, so
+a worker importing one module of it loads no other.
 
 The names other packages import are exported here and loaded on first use (each from its
 module, so importing the package loads none of them).
@@ -10,8 +10,9 @@ module, so importing the package loads none of them).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from oracle import lazy_exports
 
 if TYPE_CHECKING:
     from oracle.workers.asset_probe import LABEL as LABEL
@@ -26,11 +27,4 @@ __all__ = sorted(_EXPORTS)
 
 
 if not TYPE_CHECKING:  # the type checker reads the imports above, never this
-
-    def __getattr__(name: str) -> Any:
-        module = _EXPORTS.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

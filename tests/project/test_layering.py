@@ -246,9 +246,13 @@ ORACLE_PARTS: dict[str, set[str]] = {
 
 
 def _part(module: str) -> str | None:
-    """The oracle part a module belongs to: its sub-package, or the top-level module itself."""
+    """The oracle part a module belongs to: its sub-package, or the top-level module itself (a
+    name of the oracle package's own `__init__`, such as `lazy_exports`, belongs to no part)."""
     parts = module.split(".")
-    return ".".join(parts[:2]) if parts[0] == "oracle" and len(parts) > 1 else None
+    if parts[0] != "oracle" or len(parts) < 2:
+        return None
+    part = ".".join(parts[:2])
+    return part if part in MODULES else None
 
 
 def test_each_oracle_part_imports_only_the_parts_beneath_it():

@@ -9,6 +9,7 @@ separator), and every folder a result is built in is checked by `in_store` to li
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -28,6 +29,11 @@ class StorePathError(OracleUserError):
     registry); one line for the user, nothing written."""
 
 
+# Resolved once per raw setting: a warm answer asks for the store's root about three times per
+# stored result it reads (thousands of times for a plan), and each resolve() is a system call per
+# path component. Keyed by the setting itself, so a changed INVENTORY_CACHE, INVENTORY_STORE or
+# HOME is resolved afresh; a failure is not remembered (an exception is never cached).
+@functools.lru_cache(maxsize=64)
 def _resolved(raw: str, name: str) -> Path:
     """A store path from the environment, resolved; StorePathError (one line) for a symlink
     loop or a path that cannot be resolved."""
@@ -39,12 +45,17 @@ def _resolved(raw: str, name: str) -> Path:
 
 def cache_root() -> Path:
     """The user cache dir; INVENTORY_CACHE overrides it (tests and CI point it elsewhere)."""
-    override = os.environ.get("INVENTORY_CACHE")
+    env = os.environ
+    return _cache_root(env.get("INVENTORY_CACHE"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
+
+
+@functools.lru_cache(maxsize=64)
+def _cache_root(override: str | None, xdg: str | None, home: str | None) -> Path:
+    # every variable the answer depends on is an argument (Path.home() reads HOME)
     if override:
         return _resolved(override, "INVENTORY_CACHE")
-    xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return (base / "inventory").resolve()
+    return _resolved(str(base / "inventory"), "the cache")
 
 
 def store_root() -> Path:

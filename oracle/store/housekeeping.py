@@ -127,8 +127,11 @@ def reclaim() -> list[str]:
     removed: list[str] = []
     root = results_root()
     if root.is_dir():
-        for folder in sorted(root.iterdir()):
-            if folder.name.startswith(".") and _remove_unless_held(folder):
+        # only the hidden names are temp folders: they are picked out before sorting (every
+        # session opens with this, and a store holds thousands of results)
+        hidden = sorted(name for name in os.listdir(root) if name.startswith("."))
+        for folder in (root / name for name in hidden):
+            if _remove_unless_held(folder):
                 removed.append(f"{folder.name}: left by an interrupted run")
     removed += [f"{TEMP}/{name}: left by an interrupted run" for name in reclaim_temp()]
     return removed

@@ -43,3 +43,23 @@ def test_version_and_help_import_no_torch_no_converter(args):
     lines = proc.stdout.splitlines()
     assert lines[-1] == "IMPORTED []", proc.stdout
     assert len(lines) > 1  # it printed the version or the help before
+
+
+# What `plan` imports to answer (plan_cmd's own imports): a warm plan reads stored results and
+# stored whole-program checks, and no tensor, so no numpy (about a third of its start-up).
+_PLAN_IMPORTS = """
+import sys
+import inventory.commands.plan, inventory.deployment, inventory.ignore, inventory.output
+import inventory.plan, inventory.policy, inventory.report.plan_report, inventory.verify.service
+import oracle.catalog, oracle.session
+heavy = {"torch", "coreai", "coreai_torch", "numpy", "safetensors", "ray", "fsspec"}
+print("IMPORTED", sorted({m.split(".")[0] for m in sys.modules} & heavy))
+"""
+
+
+def test_what_a_warm_plan_imports_holds_no_numpy():
+    proc = subprocess.run(
+        [sys.executable, "-c", _PLAN_IMPORTS], capture_output=True, text=True, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "IMPORTED []", proc.stdout

@@ -369,8 +369,15 @@ def test_ctrl_c_mid_run_leaves_no_agent_and_no_half_written_result(cluster, loca
     while not any(re.search(rf"ray: 0/{len(CHANNELS)} jobs .*in flight", ln) for ln in lines):
         assert run.poll() is None and time.monotonic() < deadline, "".join(lines)
         time.sleep(0.05)
-    assert _named_agents(cluster, run.pid), "the run has no agent to leave behind"
-    run.send_signal(signal.SIGINT)
+    # Held still while another driver asks the cluster for its agents (seconds, on a loaded
+    # machine: long enough for the run to finish its few jobs), then interrupted as it resumes:
+    # the Ctrl-C lands mid-run, whatever the machine's load.
+    run.send_signal(signal.SIGSTOP)
+    try:
+        assert _named_agents(cluster, run.pid), "the run has no agent to leave behind"
+        run.send_signal(signal.SIGINT)
+    finally:
+        run.send_signal(signal.SIGCONT)
     run.communicate(timeout=120)
     reader.join(timeout=10)
     assert run.returncode != 0 and "Traceback" not in "".join(lines), "".join(lines)

@@ -245,7 +245,18 @@ class LocalOracle(Oracle):
         job.future.set_result(result)
 
     def compare(self, spec: ProbeSpec, old: Env, new: Env, use_cache: bool = True) -> ProbeResult:
-        key = store.result_dir(spec, old, new).name
+        final = store.result_dir(spec, old, new)
+        key = final.name
+        with self._cond:
+            known = key in self._known
+        if not known and use_cache and (final / store.RESULT_FILE).exists():
+            # stored here and no job of this run's: read in the asking thread. A warm answer
+            # reads hundreds, one at a time, and a hand-over to a job thread and back costs more
+            # than the read. A queued job is never bypassed (its follow-ups are queued when it
+            # lands); a result only the remote tier holds is fetched by a job, as before.
+            cached = store.stored(final, store.load_result)
+            if cached is not None:
+                return cached
         with self._cond:
             job = self._known.get(key)
             if self._closed and (job is None or not job.future.done() or job.future.cancelled()):

@@ -24,6 +24,7 @@ import json
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -128,10 +129,22 @@ def manifest(folder: Path) -> dict[str, str]:
 
 
 def _stats(folder: Path) -> dict[str, list[int]]:
-    out = {}
-    for p in _evidence(folder):
-        st = p.stat()
-        out[str(p.relative_to(folder))] = [st.st_size, st.st_mtime_ns]
+    """Size and modification time of each evidence file, by its path in the folder: the same
+    files as `_evidence`, walked as strings (every warm read does this; Path objects were most
+    of its time)."""
+    out: dict[str, list[int]] = {}
+    base = str(folder)
+    for root, _, names in os.walk(base):
+        prefix = root[len(base) + 1 :]  # os.walk joins below `base`: "" at the top
+        for name in names:
+            if name == RESULT_FILE or name.startswith(VERIFIED):
+                continue
+            try:
+                st = os.stat(os.path.join(root, name))  # follows a link, as is_file() does
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                out[os.path.join(prefix, name) if prefix else name] = [st.st_size, st.st_mtime_ns]
     return out
 
 

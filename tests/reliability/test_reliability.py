@@ -6,11 +6,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from cli import CTRL_C_ABLE
 from registries import conv_transpose_registry as _registry
 
 from inventory.policy import load_policy
@@ -66,7 +66,7 @@ def test_a_damaged_stored_result_is_detected_and_recomputed(env, tmp_path):
 
 def _inventory(*args: str, cache: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "inventory.cli", *args],
+        [*CTRL_C_ABLE, *args],  # Ctrl-C reaches it however the suite was started
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

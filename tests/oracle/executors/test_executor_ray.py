@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli import ROOT, spawn
+from cli import CTRL_C_ABLE, ROOT, spawn
 from store_answers import answer_in, borrowing_store, without
 
 from oracle.store.result_store import RECORD_DIGEST, RESULT_FILE, load_result
@@ -236,9 +236,7 @@ def _sweep_on(
     """A sweep started on the cluster, its progress lines read as they come."""
     run = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "inventory.cli",
+            *CTRL_C_ABLE,  # one test interrupts it
             *SWEEP,
             "--registry-file",
             str(registry),

@@ -108,31 +108,11 @@ def result_dir(spec: ProbeSpec, old_env: Env, new_env: Env) -> Path:
     )
 
 
-def _evidence(folder: Path) -> list[Path]:
-    # the stamp, and a reader's half-written one, are not evidence; os.walk, not rglob: a warm
-    # answer lists dozens of results
-    found = [
-        Path(root, name)
-        for root, _, names in os.walk(folder)
-        for name in names
-        if name != RESULT_FILE and not name.startswith(VERIFIED)
-    ]
-    return sorted(p for p in found if p.is_file())
-
-
-def manifest(folder: Path) -> dict[str, str]:
-    """sha256 of every evidence file, so a damaged stored result is detected, not trusted."""
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in _evidence(folder)
-    }
-
-
-def _stats(folder: Path) -> dict[str, list[int]]:
-    """Size and modification time of each evidence file, by its path in the folder: the same
-    files as `_evidence`, walked as strings (every warm read does this; Path objects were most
-    of its time)."""
-    out: dict[str, list[int]] = {}
+def _evidence(folder: Path) -> dict[str, os.stat_result]:
+    """Each evidence file by its path in the folder, with its stat: walked as strings, not Path
+    objects (every warm read does this, and Path objects were most of its time). The stamp, and a
+    reader's half-written one, are not evidence; a link is followed, as `is_file()` does."""
+    found: dict[str, os.stat_result] = {}
     base = str(folder)
     for root, _, names in os.walk(base):
         prefix = root[len(base) + 1 :]  # os.walk joins below `base`: "" at the top
@@ -140,12 +120,23 @@ def _stats(folder: Path) -> dict[str, list[int]]:
             if name == RESULT_FILE or name.startswith(VERIFIED):
                 continue
             try:
-                st = os.stat(os.path.join(root, name))  # follows a link, as is_file() does
+                st = os.stat(os.path.join(root, name))
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode):
-                out[os.path.join(prefix, name) if prefix else name] = [st.st_size, st.st_mtime_ns]
-    return out
+                found[os.path.join(prefix, name) if prefix else name] = st
+    return dict(sorted(found.items()))
+
+
+def manifest(folder: Path) -> dict[str, str]:
+    """sha256 of every evidence file, so a damaged stored result is detected, not trusted."""
+    return {
+        name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in _evidence(folder)
+    }
+
+
+def _stats(folder: Path) -> dict[str, list[int]]:
+    return {name: [st.st_size, st.st_mtime_ns] for name, st in _evidence(folder).items()}
 
 
 def _verified(path: Path, digest: str, files: dict[str, str]) -> bool:

@@ -63,22 +63,20 @@ def spawn(*args: str, **env: str) -> Ran:
     return Ran(tuple(args), proc.returncode, proc.stdout, proc.stderr)
 
 
-# The command line as a terminal's foreground run has it, for a test that interrupts it with
-# SIGINT: a shell's background job (`cmd &`, nohup) ignores SIGINT, its children inherit that,
-# and Python then installs no Ctrl-C handler (KeyboardInterrupt), so the run would go on to its
-# answer. Started so, `python -m inventory.cli` as it runs from a terminal.
-CTRL_C_ABLE = [
-    sys.executable,
-    "-c",
+# A run a test signals is started as a terminal's foreground run is: a shell's background job
+# (`cmd &`, nohup) ignores SIGINT, its children inherit that, and Python then installs no Ctrl-C
+# handler (KeyboardInterrupt), so an interrupted run would go on to its answer.
+_WITH_CTRL_C = (
     "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "runpy.run_module('inventory.cli', run_name='__main__', alter_sys=True)",
-]
+    "runpy.run_module('inventory.cli', run_name='__main__', alter_sys=True)"
+)
 
 
 def start(*args: str, **env: str) -> subprocess.Popen[str]:
-    """`python -m inventory.cli ARGS` started and left running (to be signalled)."""
+    """`python -m inventory.cli ARGS` started and left running (to be signalled), with Python's
+    Ctrl-C handler however the suite itself was started."""
     return subprocess.Popen(
-        [sys.executable, "-m", "inventory.cli", *args],
+        [sys.executable, "-c", _WITH_CTRL_C, *args],
         cwd=ROOT,
         text=True,
         stdout=subprocess.PIPE,

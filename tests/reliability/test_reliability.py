@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from cli import CTRL_C_ABLE
+from cli import start
 from registries import conv_transpose_registry as _registry
 
 from inventory.policy import load_policy
@@ -19,8 +17,6 @@ from oracle.clients.worker_pool import Pool, Worker
 from oracle.compare.spec import ProbeSpec
 from oracle.executors.comparison import compare
 from oracle.store.result_store import load_result, result_dir
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def conv_t(**kw) -> ProbeSpec:
@@ -64,17 +60,6 @@ def test_a_damaged_stored_result_is_detected_and_recomputed(env, tmp_path):
     assert load_result(folder) is not None
 
 
-def _inventory(*args: str, cache: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*CTRL_C_ABLE, *args],  # Ctrl-C reaches it however the suite was started
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "INVENTORY_CACHE": str(cache)},
-    )
-
-
 def _shared_envs(tmp_path: Path, env) -> Path:
     """A fresh result store that borrows the already built environments."""
     env("0.4.1")
@@ -91,7 +76,7 @@ def test_two_concurrent_runs_share_environments_and_store(env, tmp_path):
     cache = _shared_envs(tmp_path, env)
     registry = _registry(tmp_path)
     args = ("affected", "--fix", "40", "--registry", str(registry), "--json", "-q")
-    runs = [_inventory(*args, cache=cache) for _ in range(2)]
+    runs = [start(*args, INVENTORY_CACHE=str(cache)) for _ in range(2)]
     outs = [r.communicate(timeout=600) for r in runs]
     assert [r.returncode for r in runs] == [1, 1], [o[1] for o in outs]
     answers = [json.loads(o[0])["result"]["bundles"][0]["probes"][0] for o in outs]
@@ -105,8 +90,15 @@ def test_two_concurrent_runs_share_environments_and_store(env, tmp_path):
 def test_ctrl_c_leaves_no_half_written_result(env, tmp_path):
     cache = _shared_envs(tmp_path, env)
     registry = _registry(tmp_path, channels=8)
-    run = _inventory(
-        "affected", "--fix", "40", "--registry", str(registry), "--json", "-q", cache=cache
+    run = start(
+        "affected",
+        "--fix",
+        "40",
+        "--registry",
+        str(registry),
+        "--json",
+        "-q",
+        INVENTORY_CACHE=str(cache),
     )
     results = cache / "results"
     while run.poll() is None:  # interrupt while a probe is being built
@@ -128,11 +120,11 @@ def test_an_interrupt_while_the_sides_start_leaves_no_temp_folder(env, tmp_path,
 
     cache = _shared_envs(tmp_path, env)
     monkeypatch.setenv("INVENTORY_CACHE", str(cache))
-    start = threading.Thread.start
+    thread_start = threading.Thread.start
 
     def start_then_interrupt(thread: threading.Thread) -> None:
-        start(thread)
-        monkeypatch.setattr(threading.Thread, "start", start)  # once
+        thread_start(thread)
+        monkeypatch.setattr(threading.Thread, "start", thread_start)  # once
         raise KeyboardInterrupt
 
     spec = conv_t(kernel=[5], input_shape=[1, 4, 13])

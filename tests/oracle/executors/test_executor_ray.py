@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli import CTRL_C_ABLE, ROOT, spawn
+from cli import spawn, start
 from store_answers import answer_in, borrowing_store, without
 
 from oracle.store.result_store import RECORD_DIGEST, RESULT_FILE, load_result
@@ -234,23 +234,18 @@ def _sweep_on(
     cluster: str, registry: Path, store: Path, *extra: str
 ) -> tuple[subprocess.Popen[str], list[str], threading.Thread]:
     """A sweep started on the cluster, its progress lines read as they come."""
-    run = subprocess.Popen(
-        [
-            *CTRL_C_ABLE,  # one test interrupts it
-            *SWEEP,
-            "--registry-file",
-            str(registry),
-            "--executor",
-            "ray",
-            "--ray-address",
-            cluster,
-            *extra,
-        ],
-        cwd=ROOT,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **RAY_ENV, "INVENTORY_CACHE": str(store), "COLUMNS": "400"},
+    run = start(
+        *SWEEP,
+        "--registry-file",
+        str(registry),
+        "--executor",
+        "ray",
+        "--ray-address",
+        cluster,
+        *extra,
+        **RAY_ENV,
+        INVENTORY_CACHE=str(store),
+        COLUMNS="400",
     )
     lines: list[str] = []
     stderr = run.stderr

@@ -14,11 +14,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from oracle.catalog.releases import EnvError
 from oracle.compare.results import ProbeResult
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
+
+if TYPE_CHECKING:
+    from oracle.executors.asset_checks import Runtimes
+    from oracle.store.load_records import LoadCheck
 
 
 class ExecutorError(EnvError):
@@ -79,6 +84,23 @@ class Oracle(ABC):
     ) -> None:
         """One release pair's batch (`dispatch`)."""
         self.dispatch([Comparison(spec, old, new) for spec in specs], use_cache)
+
+    def load_check(
+        self,
+        spec: ProbeSpec,
+        exporter: Env,
+        cores: list[str],
+        runtimes: Runtimes,
+        use_cache: bool = True,
+    ) -> LoadCheck:
+        """The asset `exporter` writes for `spec`, loaded and run on each runtime of `cores`
+        (`oracle/load_check.py`), from the store when it holds it and `use_cache`; made by this
+        process with `runtimes` (the session's environments and workers) unless the executor
+        makes it elsewhere. Stored by this process either way."""
+        # imported when a check is asked for: a warm run reads stored answers without it
+        from oracle.executors.asset_checks import check
+
+        return check(spec, exporter, cores, runtimes, use_cache)
 
     def close(self) -> None:
         """Release what the executor holds (a cluster's actors); the session's workers are the

@@ -1,11 +1,13 @@
-"""The Ray executor: a run's comparisons on the nodes of a Ray cluster, results stored here.
+"""The Ray executor: a run's comparisons and load checks on the nodes of a Ray cluster, results
+stored here.
 
 The driver (this process) keys every job as a local run would (`store.result_dir`, from its own
 environments' packages and the oracle's code) and dispatches only jobs whose result is not
-stored. A job is one comparison, run by a `NodeAgent` actor (`ray_node.py`) pinned to a node:
-one agent per node (per two CPUs of a larger node), each with one long-lived worker per release
-in that release's environment on its node. At most `IN_FLIGHT` jobs wait per agent, so the
-queue stays with the driver and a dying node takes few jobs with it. The result comes back with
+stored. A job is one comparison (or one load check: `load_check`), run by a `NodeAgent` actor
+(`ray_node.py`) pinned to a node: one agent per node (per two CPUs of a larger node), each with
+one long-lived worker per release in that release's environment on its node. At most
+`IN_FLIGHT` jobs wait per agent, so the queue stays with the driver and a dying node takes few
+jobs with it. The result comes back with
 its evidence, and the driver publishes it with the store's atomic rename: one writer, no lock
 spanning machines.
 
@@ -33,7 +35,8 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from oracle.catalog.releases import EnvError
 from oracle.clients.worker_pool import EnvironmentFault, Pool
@@ -41,11 +44,17 @@ from oracle.compare.results import Identity, ProbeResult, Side
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
 from oracle.executors.api import Comparison, ExecutorError, Landed, Oracle, no_follow_ups
-from oracle.executors.ray_node import Job, NodeAgent, tool_digest, unpack
+from oracle.executors.ray_node import Job, LoadJob, NodeAgent, tool_digest, unpack, unpack_check
 from oracle.infra.paths import runs_dir
 from oracle.infra.progress import Progress
 from oracle.infra.settings import seconds
 from oracle.store import result_store as store
+from oracle.store.load_records import LoadCheck, RuntimeOutcome
+
+if TYPE_CHECKING:
+    from oracle.executors.asset_checks import Runtimes
+
+AnyJob = Job | LoadJob
 
 IN_FLIGHT = 2  # jobs sent to one agent at a time: one running, one waiting behind it
 ATTEMPTS = 3  # tries of one job, on different agents, before it is answered inconclusive
@@ -251,6 +260,9 @@ class RayOracle(Oracle):
         self.ray = _import_ray()
         self._made: dict[str, ProbeResult] = {}  # result folder name -> made in this session
         self._asked: dict[str, Comparison] = {}  # result folder name -> its comparison
+        # a load check's key -> the store's temp folder its files come back into, then the check
+        self._check_work: dict[str, Path] = {}
+        self._checked: dict[str, LoadCheck] = {}
 
     # -- the agents ------------------------------------------------------------------------
     def _make_agents(self) -> None:
@@ -335,7 +347,11 @@ class RayOracle(Oracle):
 
     # -- the jobs --------------------------------------------------------------------------
     def _dispatch(
-        self, jobs: list[Job], envs: dict[str, Env], use_cache: bool, landed: Landed = no_follow_ups
+        self,
+        jobs: Sequence[AnyJob],
+        envs: dict[str, Env],
+        use_cache: bool,
+        landed: Landed = no_follow_ups,
     ) -> None:
         """Run the jobs on the cluster and publish each result; every job ends answered. `envs`:
         the driver's environment of every release the jobs name."""
@@ -353,7 +369,7 @@ class RayOracle(Oracle):
         except OSError:
             return False
 
-    def _head_lost(self, jobs: list[Job], envs: dict[str, Env]) -> int:
+    def _head_lost(self, jobs: list[AnyJob], envs: dict[str, Env]) -> int:
         global _head_gone
         _head_gone = f"the cluster's head at {self.address} is gone"
         _ledger["head_lost"] = True
@@ -366,16 +382,16 @@ class RayOracle(Oracle):
         return len(jobs)
 
     def _dispatch_now(
-        self, jobs: list[Job], envs: dict[str, Env], use_cache: bool, landed: Landed
+        self, jobs: Sequence[AnyJob], envs: dict[str, Env], use_cache: bool, landed: Landed
     ) -> None:
         if _head_gone:
             for job in jobs:
                 self._lost(job, envs, _head_gone)
             return
         agents = dict(self._ready(envs))
-        queue = deque(jobs)
+        queue: deque[AnyJob] = deque(jobs)
         tries: dict[str, int] = {}
-        flying: dict[Any, tuple[Job, str, float]] = {}
+        flying: dict[Any, tuple[AnyJob, str, float]] = {}
         limit = seconds("INVENTORY_RAY_JOB_TIMEOUT")
         total, done, said = len(jobs), 0, ""
         checked = time.monotonic()  # when the head was last known alive
@@ -440,7 +456,12 @@ class RayOracle(Oracle):
                 said = line
 
     def _again(
-        self, job: Job, queue: deque[Job], tries: dict[str, int], envs: dict[str, Env], why: str
+        self,
+        job: AnyJob,
+        queue: deque[AnyJob],
+        tries: dict[str, int],
+        envs: dict[str, Env],
+        why: str,
     ) -> int:
         """A job whose agent was lost: sent again (to another agent), or after ATTEMPTS tries
         answered inconclusive. Returns 1 when it is answered."""
@@ -454,13 +475,12 @@ class RayOracle(Oracle):
 
     def _publish(
         self,
-        job: Job,
+        job: AnyJob,
         payload: dict[str, Any],
         agent: _Agent,
         envs: dict[str, Env],
         use_cache: bool,
     ) -> None:
-        old, new = envs[job.old], envs[job.new]
         if not payload.get("ok"):
             kind, error = payload.get("kind"), payload.get("error", "?")
             if kind == "environment":
@@ -470,11 +490,18 @@ class RayOracle(Oracle):
                     f"{agent.label}: {error}: refusing, its results would poison the store"
                 )
             raise EnvError(f"{agent.label}: {error}")
-        final = store.result_dir(job.spec, old, new)
-        with store.building(final) as work:
-            result = unpack(payload["result"], payload["files"], work)
-            made = store.publish(result, work, final, replace_stored=not use_cache)
-        self._made[final.name] = made
+        if isinstance(job, LoadJob):
+            # into the store's temp folder `load_check` holds: it stores the check, as a
+            # check made here is stored
+            work = self._check_work[job.key]
+            self._checked[job.key] = unpack_check(payload["check"], payload["files"], work)
+        else:
+            final = store.result_dir(job.spec, envs[job.old], envs[job.new])
+            with store.building(final) as work:
+                result = unpack(payload["result"], payload["files"], work)
+                self._made[final.name] = store.publish(
+                    result, work, final, replace_stored=not use_cache
+                )
         agent.done += 1
         node = _ledger["nodes"].setdefault(
             agent.node, {"address": agent.address, "host": agent.host, "jobs": 0}
@@ -482,16 +509,30 @@ class RayOracle(Oracle):
         node["jobs"] += 1
         _ledger["jobs"].append(
             {
-                "key": final.name,
+                "key": job.key,
+                "kind": "load-check" if isinstance(job, LoadJob) else "comparison",
                 "node": agent.node,
                 "seconds": round(payload.get("seconds", 0.0), 3),
             }
         )
 
-    def _lost(self, job: Job, envs: dict[str, Env], why: str) -> None:
-        """Answered, never dropped: a worker failure on both sides (inconclusive), not stored."""
-        old, new = envs[job.old], envs[job.new]
+    def _lost(self, job: AnyJob, envs: dict[str, Env], why: str) -> None:
+        """Answered, never dropped: a worker failure on both sides (inconclusive), or a load
+        check run on no runtime; not stored."""
         _ledger["lost"] += 1
+        if isinstance(job, LoadJob):
+            text = f"not run on the Ray cluster: {why}"
+            self._checked[job.key] = LoadCheck(
+                job.spec,
+                job.exporter,
+                store.env_identity(envs[job.exporter]),
+                False,
+                text,
+                tuple(RuntimeOutcome(c, "not-run", "cluster", text) for c in job.cores),
+                "",
+            )
+            return
+        old, new = envs[job.old], envs[job.new]
         # one text for both sides: they fail alike, a probe not run, never a change
         sides = [
             Side(
@@ -539,7 +580,7 @@ class RayOracle(Oracle):
         return list(jobs.values()), asked
 
     def _follow_ups(
-        self, job: Job, envs: dict[str, Env], use_cache: bool, landed: Landed
+        self, job: AnyJob, envs: dict[str, Env], use_cache: bool, landed: Landed
     ) -> list[Job]:
         c = self._asked.get(job.key)
         result = self._made.get(job.key)
@@ -571,6 +612,44 @@ class RayOracle(Oracle):
             use_cache,
         )
         return self._made[final.name]
+
+    def load_check(
+        self,
+        spec: ProbeSpec,
+        exporter: Env,
+        cores: list[str],
+        runtimes: Runtimes,
+        use_cache: bool = True,
+    ) -> LoadCheck:
+        """Made on a node, in the environments this process picks for each runtime (the node
+        keys the check from them and refuses another key); stored here like a local check."""
+        from oracle.executors.asset_checks import check
+
+        def on_a_node(work: Path, key: str) -> LoadCheck:
+            chosen: dict[str, Env] = {}
+            unavailable: dict[str, str] = {}
+            for core in cores:
+                try:
+                    chosen[core] = runtimes.env_for_core(core)
+                except EnvError as exc:
+                    unavailable[core] = str(exc)
+            job = LoadJob(
+                spec,
+                exporter.converter,
+                tuple(cores),
+                tuple((core, env.converter) for core, env in chosen.items()),
+                tuple(unavailable.items()),
+                key,
+            )
+            envs = {exporter.converter: exporter, **{e.converter: e for e in chosen.values()}}
+            self._check_work[key] = work
+            try:
+                self._dispatch([job], envs, use_cache)
+            finally:
+                self._check_work.pop(key, None)
+            return self._checked.pop(key)
+
+        return check(spec, exporter, cores, runtimes, use_cache, on_a_node)
 
     def close(self) -> None:
         """The run's ledger (jobs per node, their seconds) in runs/ray/, and one summary line."""

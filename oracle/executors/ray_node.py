@@ -3,12 +3,13 @@ driver makes it a Ray actor pinned there; this module never imports ray, so it i
 
 The agent builds or reuses each release's environment on its node (`ensure_env`, in the node's
 own INVENTORY_CACHE) and keeps one long-lived JSON-lines worker per release
-(`oracle.clients.worker_pool`),
-exactly as a local run does. A job is one comparison, computed in a temp folder of the node
-(`compare.compute`) and returned whole, evidence bytes included: the driver alone writes the
-store. Before its first job of a release the agent says what it runs: its host, the tool's code
-digest and the package versions read inside that release's environment, so the driver can
-refuse a node that would compute other results under the same key.
+(`oracle.clients.worker_pool`), exactly as a local run does. A job is one comparison, computed in
+a temp folder of the node (`compare.compute`), or one load check (`asset_checks.make`: the
+exporter's asset on each runtime, in the environments the driver names), returned whole,
+evidence bytes included: the driver alone writes the store. Before its first job of a release
+the agent says what it runs: its host, the tool's code digest and the package versions read
+inside that release's environment, so the driver can refuse a node that would compute other
+results under the same key.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ from oracle.clients.worker_pool import TEMP, EnvironmentFault, Pool, Worker
 from oracle.compare.results import ProbeResult
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env, ensure_env
+from oracle.executors.asset_checks import make, runtime_identities
 from oracle.executors.comparison import compute
 from oracle.infra.digests import files_digest
 from oracle.infra.paths import cache_root
 from oracle.store import result_store as store
+from oracle.store.load_records import LoadCheck, check_dir, relocated
 
 # A job's evidence paths travel relative to this anchor (never a real folder), so the driver
 # can put them in its own temp folder: `store.relocated` maps one folder onto another.
@@ -96,22 +99,76 @@ class Job:
     key: str
 
 
-def pack(result: ProbeResult, work: Path) -> tuple[ProbeResult, dict[str, bytes]]:
-    """A result computed in `work`, with its paths moved under ANCHOR, and every file's bytes."""
-    files = {
+@dataclass(frozen=True)
+class LoadJob:
+    """One load check: the asset `exporter` writes for `spec`, on each runtime of `cores`, run
+    in the environment of the release the driver chose for it (`runtimes`: core -> release), or
+    not run where the driver has none (`unavailable`: core -> why); the key the driver expects."""
+
+    spec: ProbeSpec
+    exporter: str
+    cores: tuple[str, ...]
+    runtimes: tuple[tuple[str, str], ...]
+    unavailable: tuple[tuple[str, str], ...]
+    key: str
+
+    @property
+    def releases(self) -> set[str]:
+        return {self.exporter, *(release for _, release in self.runtimes)}
+
+
+class _JobRuntimes:
+    """A load job's runtimes on this node: each core in the environment of the release the
+    driver chose (so both key the check alike), the agent's workers."""
+
+    def __init__(self, agent: NodeAgent, job: LoadJob) -> None:
+        self.agent = agent
+        self.runtimes = dict(job.runtimes)
+        self.unavailable = dict(job.unavailable)
+
+    def env_for_core(self, core: str) -> Env:
+        if core in self.unavailable:
+            raise EnvError(self.unavailable[core])
+        return self.agent.env(self.runtimes[core])
+
+    def pool_of(self, worker: type[Worker], log_suffix: str) -> Pool:
+        return self.agent.pool_of(worker, log_suffix)
+
+
+def _files(work: Path) -> dict[str, bytes]:
+    return {
         str(p.relative_to(work)): p.read_bytes() for p in sorted(work.rglob("*")) if p.is_file()
     }
-    return store.relocated(result, work, ANCHOR), files
 
 
-def unpack(result: ProbeResult, files: dict[str, bytes], work: Path) -> ProbeResult:
-    """The files written into `work` (the driver's temp folder), the result pointing there."""
+def _written(files: dict[str, bytes], work: Path) -> None:
     for rel, data in files.items():
         target = (work / rel).resolve()
         if not target.is_relative_to(work.resolve()):  # a path from elsewhere stays out
             raise EnvError(f"a node returned a file outside its job folder: {rel}")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+
+
+def pack_check(check: LoadCheck, work: Path) -> tuple[LoadCheck, dict[str, bytes]]:
+    """A check made in `work`, its paths moved under ANCHOR, and every file's bytes."""
+    return relocated(check, work, ANCHOR), _files(work)
+
+
+def unpack_check(check: LoadCheck, files: dict[str, bytes], work: Path) -> LoadCheck:
+    """The files written into `work` (the driver's temp folder), the check pointing there."""
+    _written(files, work)
+    return relocated(check, ANCHOR, work)
+
+
+def pack(result: ProbeResult, work: Path) -> tuple[ProbeResult, dict[str, bytes]]:
+    """A result computed in `work`, with its paths moved under ANCHOR, and every file's bytes."""
+    return store.relocated(result, work, ANCHOR), _files(work)
+
+
+def unpack(result: ProbeResult, files: dict[str, bytes], work: Path) -> ProbeResult:
+    """The files written into `work` (the driver's temp folder), the result pointing there."""
+    _written(files, work)
     return store.relocated(result, ANCHOR, work)
 
 
@@ -121,14 +178,22 @@ class NodeAgent:
     def __init__(self) -> None:
         self.catalog = load_catalog()
         self.pool = Pool(cache_root() / "logs", Worker, "ray-worker")
+        self.pools: dict[type[Worker], Pool] = {}  # the asset worker's, for load checks
         self.envs: dict[str, Env] = {}
         # named `<pid>-...` like a worker's: a killed agent's folder is reclaimed by the next run
         self.root = cache_root() / TEMP / f"{os.getpid()}-ray-{secrets.token_hex(4)}"
 
-    def _env(self, release: str) -> Env:
+    def env(self, release: str) -> Env:
         if release not in self.envs:
             self.envs[release] = ensure_env(release, self.catalog)
         return self.envs[release]
+
+    def pool_of(self, worker: type[Worker], log_suffix: str) -> Pool:
+        if worker is Worker:
+            return self.pool
+        if worker not in self.pools:
+            self.pools[worker] = Pool(cache_root() / "logs", worker, f"ray-{log_suffix}")
+        return self.pools[worker]
 
     def identity(self, releases: list[str]) -> dict[str, Any]:
         """What this node runs: host, pid, the tool's digests, and per release the packages
@@ -138,17 +203,19 @@ class NodeAgent:
             "pid": os.getpid(),
             "tool": tool_digest(),
             "code": store.code_digest(),
-            "packages": {r: installed(self._env(r)) for r in releases},
+            "packages": {r: installed(self.env(r)) for r in releases},
         }
 
-    def run(self, job: Job) -> dict[str, Any]:
-        """One comparison: the result and its evidence, or why it could not run (an
-        environment fault, said as the local executor says it)."""
+    def run(self, job: Job | LoadJob) -> dict[str, Any]:
+        """One comparison or load check: the result and its evidence, or why it could not run
+        (an environment fault, said as the local executor says it)."""
         started = time.monotonic()
         work = self.root / secrets.token_hex(6)
         work.mkdir(parents=True)
         try:
-            old, new = self._env(job.old), self._env(job.new)
+            if isinstance(job, LoadJob):
+                return self._load_check(job, work, started)
+            old, new = self.env(job.old), self.env(job.new)
             key = store.result_dir(job.spec, old, new).name
             if key != job.key:
                 return {
@@ -170,6 +237,21 @@ class NodeAgent:
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
+    def _load_check(self, job: LoadJob, work: Path, started: float) -> dict[str, Any]:
+        exporter, runtimes = self.env(job.exporter), _JobRuntimes(self, job)
+        cores = list(job.cores)
+        key = check_dir(job.spec, exporter, runtime_identities(cores, runtimes)).name
+        if key != job.key:
+            return {
+                "ok": False,
+                "kind": "mismatch",
+                "error": f"this node keys the load check {key}, the driver {job.key}",
+            }
+        check, files = pack_check(make(job.spec, exporter, cores, runtimes, work), work)
+        return {"ok": True, "check": check, "files": files, "seconds": time.monotonic() - started}
+
     def close(self) -> None:
         self.pool.close()
+        for pool in self.pools.values():
+            pool.close()
         shutil.rmtree(self.root, ignore_errors=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ _CODE_FILES = (
     "workers/worker_io.py",
     "workers/probes.py",
     "load_check.py",
+    "executors/asset_checks.py",
     "store/load_records.py",
 )
 OUTCOMES = ("loads", "fails-to-load", "crashes", "flaky", "not-run")
@@ -117,6 +118,20 @@ def to_json(check: LoadCheck, root: Path) -> dict[str, Any]:
     ]
     data["evidence"] = "."
     return data
+
+
+def relocated(check: LoadCheck, work: Path, final: Path) -> LoadCheck:
+    """The check with its evidence files under `final` where they were under `work` (a check
+    made on a cluster node travels with its paths under an anchor)."""
+
+    def moved(value: str) -> str:
+        path = Path(value)
+        return str(final / path.relative_to(work)) if path.is_relative_to(work) else value
+
+    outcomes = tuple(
+        replace(o, files={k: moved(v) for k, v in o.files.items()}) for o in check.outcomes
+    )
+    return replace(check, outcomes=outcomes, evidence=moved(check.evidence))
 
 
 def from_json(data: dict[str, Any], root: Path, cached: bool) -> LoadCheck:

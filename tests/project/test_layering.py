@@ -240,6 +240,7 @@ ORACLE_PARTS: dict[str, set[str]] = {
         "oracle.envs",
         "oracle.clients",
         "oracle.store",
+        "oracle.executors",
         "oracle.session",
     },
 }

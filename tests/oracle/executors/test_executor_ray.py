@@ -29,6 +29,7 @@ import pytest
 from cli import spawn, start
 from store_answers import answer_in, borrowing_store, without
 
+from oracle.load_check import load_stored
 from oracle.store.result_store import RECORD_DIGEST, RESULT_FILE, load_result
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (scripts/test adds it)")
@@ -422,3 +423,66 @@ def test_two_drivers_share_one_store_the_second_dispatches_nothing(cluster, loca
     [ledger] = _ledgers(second_cache)
     assert ledger["dispatched"] == 0 and ledger["from_store"] == len(CHANNELS)
     assert not (first_cache / "results").exists() and not (second_cache / "results").exists()
+
+
+# One bundle exported with 0.4.0 and no traced construct: `affected --fix 28` answers it with two
+# load checks (the 0.4.0 asset, and 0.4.1's as the control), each on every runtime of the catalog.
+LOAD_REGISTRY = (
+    '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
+    '[bundles.a.exporter]\nconverter = "0.4.0"\nsource = "test"\n'
+)
+LOADS = ("affected", "--fix", "28", "--json", "-q")
+
+
+def _checks(store: Path) -> dict[str, Any]:
+    """Each stored load check by key: whether the asset was written, each runtime's outcome
+    (what the runtime said, and the names of its evidence files) and the files kept."""
+    out: dict[str, Any] = {}
+    for folder in sorted((store / "results").glob("load-*")):
+        check = load_stored(folder)
+        assert check is not None, f"unreadable load check: {folder}"
+        out[folder.name] = (
+            check.converted,
+            [
+                (o.core, o.outcome, o.stage, o.error, o.signal, sorted(o.files))
+                for o in check.outcomes
+            ],
+            sorted(
+                str(p.relative_to(folder))
+                for p in folder.rglob("*")
+                if p.is_file() and not p.name.startswith(".")
+            ),
+        )
+    return out
+
+
+def test_load_checks_run_on_a_node_and_store_what_a_local_run_stores(cluster, env, tmp_path):
+    """The executor chosen for the run makes its load checks too: on the cluster they run on a
+    node (the ledger's jobs), and the driver stores the same checks, with the same evidence
+    files, and gives the same answer as the local executor."""
+    env("0.4.0")  # every release's environment: the checks run on every runtime of the catalog
+    registry = tmp_path / "a.toml"
+    registry.write_text(LOAD_REGISTRY)
+    local_store, ray_store = borrowing_store(tmp_path, "local"), borrowing_store(tmp_path, "ray")
+    local = spawn(*LOADS, "--registry", str(registry), INVENTORY_CACHE=str(local_store))
+    # exit 1: re-export required (the 0.4.0 asset aborts coreai-core b2 and b3)
+    assert local.returncode == 1, local.stderr
+    ran = spawn(
+        *LOADS,
+        "--registry",
+        str(registry),
+        "--executor",
+        "ray",
+        "--ray-address",
+        cluster,
+        INVENTORY_CACHE=str(ray_store),
+        **RAY_ENV,
+    )
+    assert ran.returncode == 1, ran.stderr
+    assert answer_in(ran.stdout, ray_store) == answer_in(local.stdout, local_store)
+    checks = _checks(ray_store)
+    assert len(checks) == 2 and checks == _checks(local_store)
+    [ledger] = _ledgers(ray_store)
+    assert [j["kind"] for j in ledger["jobs"]] == ["load-check", "load-check"]
+    assert ledger["dispatched"] == 2 and ledger["lost"] == 0
+    assert not list((local_store / "runs").glob("ray/*.json"))  # the local run used no cluster

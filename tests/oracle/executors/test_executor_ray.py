@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 from cli import spawn, start
+from doubles.faults import fault_env
+from s3_server import make_bucket, s3_server
 from store_answers import answer_in, borrowing_store, without
 
 from oracle.load_check import load_stored
@@ -456,10 +458,13 @@ def _checks(store: Path) -> dict[str, Any]:
     return out
 
 
-def test_load_checks_run_on_a_node_and_store_what_a_local_run_stores(cluster, env, tmp_path):
+def test_load_checks_run_on_a_node_and_are_shared_through_a_bucket(cluster, env, tmp_path):
     """The executor chosen for the run makes its load checks too: on the cluster they run on a
-    node (the ledger's jobs), and the driver stores the same checks, with the same evidence
-    files, and gives the same answer as the local executor."""
+    node (the ledger's jobs), the driver stores the same checks, with the same evidence files,
+    and gives the same answer as the local executor. With `--store s3://...` (moto's server on
+    127.0.0.1, a bucket's stand-in) it publishes them, and a local driver with an empty cache
+    of its own answers from the bucket: the same answer though every conversion it would start
+    crashes (a test double), so it made no check of its own."""
     env("0.4.0")  # every release's environment: the checks run on every runtime of the catalog
     registry = tmp_path / "a.toml"
     registry.write_text(LOAD_REGISTRY)
@@ -467,22 +472,47 @@ def test_load_checks_run_on_a_node_and_store_what_a_local_run_stores(cluster, en
     local = spawn(*LOADS, "--registry", str(registry), INVENTORY_CACHE=str(local_store))
     # exit 1: re-export required (the 0.4.0 asset aborts coreai-core b2 and b3)
     assert local.returncode == 1, local.stderr
-    ran = spawn(
-        *LOADS,
-        "--registry",
-        str(registry),
-        "--executor",
-        "ray",
-        "--ray-address",
-        cluster,
-        INVENTORY_CACHE=str(ray_store),
-        **RAY_ENV,
-    )
-    assert ran.returncode == 1, ran.stderr
-    assert answer_in(ran.stdout, ray_store) == answer_in(local.stdout, local_store)
-    checks = _checks(ray_store)
-    assert len(checks) == 2 and checks == _checks(local_store)
-    [ledger] = _ledgers(ray_store)
-    assert [j["kind"] for j in ledger["jobs"]] == ["load-check", "load-check"]
-    assert ledger["dispatched"] == 2 and ledger["lost"] == 0
-    assert not list((local_store / "runs").glob("ray/*.json"))  # the local run used no cluster
+    local_answer = answer_in(local.stdout, local_store)
+    with s3_server(tmp_path / "aws") as aws:
+        make_bucket("inventory-loads")
+        url = "s3://inventory-loads/team"
+        ran = spawn(
+            *LOADS,
+            "--registry",
+            str(registry),
+            "--executor",
+            "ray",
+            "--ray-address",
+            cluster,
+            "--store",
+            url,
+            INVENTORY_CACHE=str(ray_store),
+            **RAY_ENV,
+            **aws,
+        )
+        assert ran.returncode == 1, ran.stderr
+        assert answer_in(ran.stdout, ray_store) == local_answer
+        checks = _checks(ray_store)
+        assert len(checks) == 2 and checks == _checks(local_store)
+        [ledger] = _ledgers(ray_store)
+        assert [j["kind"] for j in ledger["jobs"]] == ["load-check", "load-check"]
+        assert ledger["dispatched"] == 2 and ledger["lost"] == 0
+        assert not list((local_store / "runs").glob("ray/*.json"))  # no cluster ran it
+
+        reader = borrowing_store(tmp_path, "reader")
+        read = spawn(
+            *LOADS,
+            "--registry",
+            str(registry),
+            "--store",
+            url,
+            INVENTORY_CACHE=str(reader),
+            **aws,
+            **fault_env(INVENTORY_WORKER_FAULT="crash"),
+        )
+    assert read.returncode == 1, read.stderr
+    answer = answer_in(read.stdout, reader)
+    # read from the bucket, and saying so (as a rerun says it), else the same answer
+    assert _flags(answer, "cached") == {True}
+    assert without(answer, "cached") == without(local_answer, "cached")
+    assert _checks(reader) == checks

@@ -1,5 +1,5 @@
-"""Every comparison a command will ask for, planned before it asks for any, so that the executor
-gets them at once (`Session.dispatch`) instead of one at a time.
+"""Every comparison and load check a command will ask for, planned before it asks for any, so
+that the executor gets them at once (`Session.dispatch`) instead of one at a time.
 
 Each function here follows the path of the answer it plans for (`Analyzer.answer`, the registry
 sweep, the release notes) with the same spec builders, and asks for nothing: it only lists
@@ -19,14 +19,14 @@ from inventory.attribution import explained_by, own_step, program_changed, relea
 from inventory.instances import instance_spec, probed_keys
 from inventory.kind_answers import Means, Question, asset_spec
 from inventory.registry import Bundle, exporter_release
-from inventory.release_notes import regimes_of_notes
+from inventory.release_notes import asset_regimes, regimes_of_notes
 from inventory.sweep import registry_regimes
-from oracle.catalog import EnvError, Fix, Regime, between, version_key
+from oracle.catalog import EnvError, Fix, Regime, between, cores, version_key
 from oracle.compare import ProbeResult, ProbeSpec
 from oracle.constructs import get as construct_of
 from oracle.constructs import has_probe
 from oracle.envs import Env
-from oracle.executors import Comparison
+from oracle.executors import Comparison, Job, LoadRequest
 from oracle.session import Session
 
 Step = tuple[str, str]
@@ -72,10 +72,12 @@ class _Compared:
     def __init__(self, means: Means) -> None:
         self.means = means
 
-    def by_load_check(self, question: Question) -> list[Comparison]:
-        return []  # load checks are no comparisons
+    def by_load_check(self, question: Question) -> list[Job]:
+        """The load check of the asset the bundle's exporter writes (the releases after it, the
+        controls, are checked only when it does not load: made when asked)."""
+        return own_load_check(self.means.session, question.bundle)
 
-    def by_whole_program(self, question: Question) -> list[Comparison]:
+    def by_whole_program(self, question: Question) -> list[Job]:
         """The asset probe at the record's own step when no whole-program check answers it."""
         means, bundle, fix = self.means, question.bundle, question.fix
         exporter = self._exporter(question)
@@ -88,7 +90,7 @@ class _Compared:
         whole, _ = means.whole(bundle, exporter, old, fix)
         return [] if whole is not None else [Comparison(asset_spec(bundle), *envs)]
 
-    def by_construct_probes(self, question: Question) -> list[Comparison]:
+    def by_construct_probes(self, question: Question) -> list[Job]:
         """The probes of each traced instance (trained-looking values and each condition's);
         a probe with a checkpoint's own tensors is made when asked."""
         means, bundle, fix = self.means, question.bundle, question.fix
@@ -99,7 +101,7 @@ class _Compared:
         envs = _envs(means.session, exporter, question.target)
         if envs is None:
             return []
-        out = []
+        out: list[Job] = []
         for instance in instances:
             if bundle.name in means.weights and construct_of(instance.kind).checkpoint:
                 continue
@@ -125,7 +127,20 @@ class _Compared:
         return exporter
 
 
-def answer(means: Means, bundle: Bundle, fix: Fix, target: str) -> list[Comparison]:
+def own_load_check(session: Session, bundle: Bundle) -> list[Job]:
+    """The load check question 2 starts from (`Analyzer.load_check` of the bundle's recorded
+    exporter), when that release is one the catalog can build."""
+    release = bundle.exporter.converter
+    if release not in session.catalog.releases:
+        return []  # not recorded (every candidate is checked when asked) or not buildable
+    try:
+        exporter = session.env(release)
+    except EnvError:
+        return []  # the answer says why when it asks
+    return [LoadRequest(asset_spec(bundle), exporter, tuple(cores(session.catalog)), session)]
+
+
+def answer(means: Means, bundle: Bundle, fix: Fix, target: str) -> list[Job]:
     """What `Analyzer.answer(bundle, fix, target)` compares, as the record's kind answers it."""
     return fix.record_kind.answer(_Compared(means), Question(bundle, fix, target))
 
@@ -191,7 +206,7 @@ def affected(
     target: str,
     steps: dict[Step, list[Bundle]],
     fixes: list[Fix],
-) -> list[Comparison]:
+) -> list[Job]:
     """`affected --fix`: each bundle's answer, then the registry sweep of the fix's own step."""
     out = [c for b in bundles for c in answer(means, b, fix, target)]
     return out + registry_sweep(means.session, steps, fixes)
@@ -199,15 +214,17 @@ def affected(
 
 def plan(
     means: Means, bundles: list[Bundle], fixes: list[Fix], to: str, ranges: dict[str, list[Step]]
-) -> list[Comparison]:
-    """`plan --to`: every record in each bundle's range, answered; the registry sweep of every
-    step of each range, each unexplained change judged exporter -> target."""
+) -> list[Job]:
+    """`plan --to`: each bundle's load check (question 2, asked first) and every record in its
+    range, answered; the registry sweep of every step of each range, each unexplained change
+    judged exporter -> target."""
     catalog = means.catalog
-    out = []
+    out: list[Job] = []
     judged: Judged = {}
     wanted: dict[Step, list[Bundle]] = {}
     for bundle in bundles:
         exporter, _ = exporter_release(bundle.exporter, catalog)
+        out += own_load_check(means.session, bundle)
         for fix in between(fixes, exporter, to):
             out += answer(means, bundle, fix, to)
         judged[bundle.name] = ((exporter, to), ranges[bundle.name])
@@ -232,10 +249,11 @@ def release_notes(
     fixes: list[Fix],
     regimes_: list[Regime],
     bundles: list[Bundle],
-) -> list[Comparison]:
+) -> list[Job]:
     """`release-notes --from --to`: the registry sweep of every step between (a step is swept
     whatever failed before it), then the records' regimes under the pair, each changed one
-    located step by step. Nothing for a pair the notes refuse (they say why)."""
+    located step by step, and the asset probe's load checks under both releases when a record
+    of the pair is answered by them. Nothing for a pair the notes refuse (they say why)."""
     catalog = session.catalog
     if (
         old not in catalog.releases
@@ -244,6 +262,30 @@ def release_notes(
     ):
         return []
     steps = release_steps(catalog, old, new)
-    return registry_sweep(
-        session, {s: bundles for s in steps}, fixes, after_worker_failure=True
-    ) + regimes(session, regimes_of_notes(between(fixes, old, new), regimes_), old, new)
+    chosen = between(fixes, old, new)
+    out: list[Job] = [
+        *registry_sweep(session, {s: bundles for s in steps}, fixes, after_worker_failure=True),
+        *regimes(session, regimes_of_notes(chosen, regimes_), old, new),
+    ]
+    envs = _envs(session, old, new)
+    if envs is not None and any(fix.record_kind.probed(_LoadChecked(), fix) for fix in chosen):
+        out += [
+            LoadRequest(r.spec, env, tuple(cores(catalog)), session)
+            for r in asset_regimes()
+            for env in envs
+        ]
+    return out
+
+
+class _LoadChecked:
+    """Whether the notes show a record with load checks (`release_notes._Loads`), as its kind
+    says: only the way that answers by load checks lists something."""
+
+    def construct_regimes(self, record: Fix) -> list[bool]:
+        return []
+
+    def asset_probe(self, record: Fix) -> list[bool]:
+        return []
+
+    def load_checks(self, record: Fix) -> list[bool]:
+        return [True]

@@ -23,7 +23,7 @@ from oracle.clients.worker_pool import Pool, Worker, Workers
 from oracle.compare.results import ProbeResult
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env, ensure_env, ready_env
-from oracle.executors.api import Comparison, Oracle
+from oracle.executors.api import Comparison, Job, LoadRequest, Oracle
 from oracle.executors.choice import chosen, open_oracle
 from oracle.infra.paths import cache_root
 from oracle.infra.progress import Progress, Tally
@@ -104,9 +104,10 @@ class Session:
         worker), in this session's environments; closed with the session."""
         if worker is self.pool.worker_type:
             return self.pool
-        if worker not in self._pools:
-            self._pools[worker] = Pool(self.log_dir, worker, log_suffix, self.progress)
-        return self._pools[worker]
+        with self._guard:  # a load check of a batch asks from a job thread
+            if worker not in self._pools:
+                self._pools[worker] = Pool(self.log_dir, worker, log_suffix, self.progress)
+            return self._pools[worker]
 
     def prefetch_envs(self, versions: Iterable[str]) -> None:
         """Build the environments of these releases now, side by side in the background, while
@@ -222,41 +223,54 @@ class Session:
         """One release pair's comparisons the caller asks for next (`dispatch`)."""
         self.dispatch([Comparison(spec, old, new) for spec in specs], use_cache)
 
-    def _wanted(self, batch: Iterable[Comparison], use_cache: bool) -> list[Comparison]:
-        """The comparisons not yet had, each once: none this session made or read, none stored
-        (unless its result calls for follow-ups: it is read in the batch, so that they are
-        dispatched; without the cache, every one)."""
-        out: dict[Path, Comparison] = {}
+    def _wanted(self, batch: Iterable[Job], use_cache: bool) -> list[Job]:
+        """The comparisons and load checks not yet had, each once: none this session made or
+        read, none stored (unless its result calls for follow-ups: it is read in the batch, so
+        that they are dispatched; without the cache, every one)."""
+        out: dict[Path, Job] = {}
         for c in batch:
+            if isinstance(c, LoadRequest):
+                from oracle.executors.asset_checks import final_dir
+
+                final = final_dir(c.spec, c.exporter, list(c.cores), c.runtimes)
+                if final not in out and not (use_cache and (final / RESULT_FILE).exists()):
+                    out[final] = c
+                continue
             key = store.result_dir(c.spec, c.old, c.new)
             known = self._results.get(key)
             if known is not None and (use_cache or known[1]):
                 continue
             if key in out:  # asked for twice (a record's probe, a sweep's): one job, both asks
-                out[key] = _merged(out[key], c)
+                first = out[key]
+                assert isinstance(first, Comparison)
+                out[key] = _merged(first, c)
                 continue
             if use_cache and c.then is None and (key / RESULT_FILE).exists():
                 continue
             out[key] = c
         return list(out.values())
 
-    def dispatch(self, batch: Iterable[Comparison], use_cache: bool = True) -> None:
-        """Every comparison the caller will ask for next, across release pairs, planned before
-        any is asked: deduplicated by key against this session and the store, and handed to the
-        executor at once, which runs them side by side (the local one up to `--jobs`, a
-        cluster on its nodes) while the caller goes on to ask for each in turn. A job's
-        follow-ups (`Comparison.then`) are dispatched as its result lands."""
+    def dispatch(self, batch: Iterable[Job], use_cache: bool = True) -> None:
+        """Every comparison and load check the caller will ask for next, across release pairs,
+        planned before any is asked: deduplicated by key against this session and the store,
+        and handed to the executor at once, which runs them side by side (the local one up to
+        `--jobs`, a cluster on its nodes) while the caller goes on to ask for each in turn. A
+        job's follow-ups (`Comparison.then`) are dispatched as its result lands."""
         wanted = self._wanted(batch, use_cache)
         if not wanted:
             return
         if not self._warm.is_set() and any(
-            not use_cache or not (store.result_dir(c.spec, c.old, c.new) / RESULT_FILE).exists()
+            isinstance(c, LoadRequest)  # only the ones not stored are wanted
+            or not use_cache
+            or not (store.result_dir(c.spec, c.old, c.new) / RESULT_FILE).exists()
             for c in wanted
         ):
             self._conversions_ahead()
 
         def landed(c: Comparison, result: ProbeResult) -> Sequence[Comparison]:
-            return self._wanted(c.then(result), use_cache) if c.then is not None else ()
+            if c.then is None:
+                return ()
+            return [m for m in self._wanted(c.then(result), use_cache) if isinstance(m, Comparison)]
 
         self.oracle.dispatch(wanted, use_cache, landed)
 

@@ -1,5 +1,6 @@
-"""Where comparisons run: the oracle interface, the comparison itself (convert both, normalise,
-measure), the local executor, the Ray executor and its node agent, and the choice between them.
+"""Where comparisons and load checks run: the oracle interface, the comparison itself (convert
+both, normalise, measure), the load check made from any runtimes, the local executor, the Ray
+executor and its node agent, and the choice between them.
 
 The names other packages import are exported here and loaded on first use (each from its
 module, so importing the package loads none of them).
@@ -13,11 +14,15 @@ from oracle import lazy_exports
 
 if TYPE_CHECKING:
     from oracle.executors.api import Comparison as Comparison
+    from oracle.executors.api import Job as Job
+    from oracle.executors.api import LoadRequest as LoadRequest
     from oracle.executors.choice import choose as choose
 
 # each exported name -> the module of this package that defines it
 _EXPORTS = {
     "Comparison": "api",
+    "Job": "api",
+    "LoadRequest": "api",
     "choose": "choice",
 }
 __all__ = sorted(_EXPORTS)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from oracle.catalog.releases import EnvError
@@ -48,6 +48,22 @@ class Comparison:
     optional: bool = False
 
 
+@dataclass(frozen=True)
+class LoadRequest:
+    """One load check a command will ask for (`Oracle.load_check`): the asset `exporter` writes
+    for `spec`, on each runtime of `cores`, with the environments and workers `runtimes` gives
+    (the session's). In a batch beside the comparisons; it calls for no follow-up."""
+
+    spec: ProbeSpec
+    exporter: Env
+    cores: tuple[str, ...]
+    runtimes: Runtimes = field(compare=False, hash=False, repr=False)
+
+
+# What a batch holds: the comparisons and load checks a command will ask for.
+Job = Comparison | LoadRequest
+
+
 # Called by an executor as each result of a batch lands (from any thread): the follow-ups the
 # caller wants dispatched now (already filtered against what is stored or known).
 Landed = Callable[[Comparison, ProbeResult], Sequence[Comparison]]
@@ -70,13 +86,13 @@ class Oracle(ABC):
         differ), from the store when it holds it and `use_cache`."""
 
     def dispatch(
-        self, batch: Sequence[Comparison], use_cache: bool = True, landed: Landed = no_follow_ups
+        self, batch: Sequence[Job], use_cache: bool = True, landed: Landed = no_follow_ups
     ) -> None:
-        """Every comparison a command will ask for next, across any release pairs, handed over
-        at once: the executor runs them side by side as far as it can (the local one up to
-        `--jobs` at once, in the background; a cluster on its nodes) and keeps each result for
-        the `compare` that asks for it. An executor that cannot (a test double) runs each when
-        asked."""
+        """Every comparison and load check a command will ask for next, across any release
+        pairs, handed over at once: the executor runs them side by side as far as it can (the
+        local one up to `--jobs` at once, in the background; a cluster on its nodes) and keeps
+        each result for the `compare` or `load_check` that asks for it. An executor that cannot
+        (a test double) runs each when asked."""
         del batch, use_cache, landed
 
     def prefetch(

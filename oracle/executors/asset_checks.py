@@ -216,6 +216,11 @@ def runtime_identities(cores: list[str], runtimes: Runtimes) -> dict[str, dict[s
     return out
 
 
+def final_dir(spec: ProbeSpec, exporter: Env, cores: list[str], runtimes: Runtimes) -> Path:
+    """Where the check is stored: its folder is named by its key."""
+    return check_dir(spec, exporter, runtime_identities(cores, runtimes))
+
+
 def check(
     spec: ProbeSpec,
     exporter: Env,
@@ -226,7 +231,7 @@ def check(
 ) -> LoadCheck:
     """The asset `exporter` writes for `spec`, loaded and run on each runtime of `cores`: from
     the store, else made by `maker` (by default here, with `runtimes`) and stored."""
-    final = check_dir(spec, exporter, runtime_identities(cores, runtimes))
+    final = final_dir(spec, exporter, cores, runtimes)
     if use_cache:
         stored = store.stored(final, load_stored)  # here, else the remote tier's
         if stored is not None:
@@ -237,22 +242,28 @@ def check(
             if maker is not None
             else make(spec, exporter, cores, runtimes, work)
         )
-        if any(o.stage in UNSTORED_STAGES or o.outcome == "flaky" for o in made.outcomes):
-            # A runtime's environment could not be built, a runtime gave no lasting answer
-            # (flaky), or no node could run the check: answered, never stored (the next run
-            # checks afresh); a flaky check's evidence is the temp folder's, so it is kept under
-            # logs/ for the answer to point at.
-            return _unstored(made, work)
-        store.write_record(
-            work,
-            {
-                **to_json(made, work),
-                "key": final.name,
-                "code": code_digest(),
-                "failed": failed(made),
-            },
-        )
-        return _publish(work, final, replace_stored=not use_cache)
+        return kept(made, work, final, use_cache)
+
+
+def kept(made: LoadCheck, work: Path, final: Path, use_cache: bool) -> LoadCheck:
+    """A check made in `work` (the store's temp folder of `final`), stored; or answered but
+    not stored when it holds no lasting answer."""
+    if any(o.stage in UNSTORED_STAGES or o.outcome == "flaky" for o in made.outcomes):
+        # A runtime's environment could not be built, a runtime gave no lasting answer
+        # (flaky), or no node could run the check: answered, never stored (the next run checks
+        # afresh); a flaky check's evidence is the temp folder's, so it is kept under logs/ for
+        # the answer to point at.
+        return _unstored(made, work)
+    store.write_record(
+        work,
+        {
+            **to_json(made, work),
+            "key": final.name,
+            "code": code_digest(),
+            "failed": failed(made),
+        },
+    )
+    return _publish(work, final, replace_stored=not use_cache)
 
 
 def make(

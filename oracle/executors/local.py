@@ -28,16 +28,21 @@ from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from oracle.clients.worker_pool import Pool, WorkerFailure, stopping
 from oracle.compare.results import ProbeResult
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
-from oracle.executors.api import Comparison, Landed, Oracle, no_follow_ups
+from oracle.executors.api import Comparison, Job, Landed, LoadRequest, Oracle, no_follow_ups
 from oracle.executors.comparison import compare, compute
 from oracle.infra.paths import runs_dir
 from oracle.store import result_store as store
+
+if TYPE_CHECKING:
+    from oracle.executors.asset_checks import Runtimes
+    from oracle.store.load_records import LoadCheck
 
 _started = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
 _sessions = itertools.count(1)  # one ledger file per session of the process
@@ -55,15 +60,24 @@ def default_jobs() -> int:
     return max(1, cores // 2)
 
 
+def _key(item: Job) -> str:
+    """A job's store key: its result folder's name."""
+    if isinstance(item, LoadRequest):
+        from oracle.executors.asset_checks import final_dir
+
+        return final_dir(item.spec, item.exporter, list(item.cores), item.runtimes).name
+    return store.result_dir(item.spec, item.old, item.new).name
+
+
 @dataclass
 class _Job:
-    comparison: Comparison
+    item: Job  # a comparison or a load check
     key: str
     use_cache: bool
     landed: Landed
     batch: int | None  # None: asked for, not part of a batch
     after: str | None  # the job whose result called for this one
-    future: Future[ProbeResult] = field(default_factory=Future)
+    future: Future[Any] = field(default_factory=Future)  # a ProbeResult or a LoadCheck
     asked: bool = False  # the command waits for it: run even where it would be skipped
     entry: dict[str, Any] = field(default_factory=dict)  # its line of the ledger
 
@@ -97,27 +111,32 @@ class LocalOracle(Oracle):
 
     def _queue_job(
         self,
-        comparison: Comparison,
+        item: Job,
         use_cache: bool,
         landed: Landed,
         batch: int | None,
         after: str | None,
         front: bool,
     ) -> _Job:
-        """Queue one comparison (the condition held); one already known is not queued again."""
-        key = store.result_dir(comparison.spec, comparison.old, comparison.new).name
+        """Queue one comparison or load check (the condition held); one already known is not
+        queued again."""
+        key = _key(item)
         known = self._known.get(key)
         if known is not None:
             return known
-        job = _Job(comparison, key, use_cache, landed, batch, after)
+        job = _Job(item, key, use_cache, landed, batch, after)
         ahead = self._running + (0 if front else len(self._queue))
+        releases = (
+            {"kind": "load-check", "exporter": item.exporter.converter}
+            if isinstance(item, LoadRequest)
+            else {"kind": "comparison", "old": item.old.converter, "new": item.new.converter}
+        )
         job.entry = {
             "key": key,
             "batch": batch,
             "after": after,
             "queued": self._now(),
-            "old": comparison.old.converter,
-            "new": comparison.new.converter,
+            **releases,
             # a thread was free for it: it must start before any other job ends
             "slot_free": ahead < self.jobs,
             "_ended_at_queue": len(self._ended),
@@ -148,7 +167,7 @@ class LocalOracle(Oracle):
             thread.start()
 
     def dispatch(
-        self, batch: Sequence[Comparison], use_cache: bool = True, landed: Landed = no_follow_ups
+        self, batch: Sequence[Job], use_cache: bool = True, landed: Landed = no_follow_ups
     ) -> None:
         if not batch:
             return
@@ -177,9 +196,10 @@ class LocalOracle(Oracle):
                 if not self._queue:
                     return
                 job = self._queue.popleft()
-                c = job.comparison
+                c = job.item
                 if (
-                    c.optional
+                    isinstance(c, Comparison)
+                    and c.optional
                     and not job.asked
                     and {c.old.converter, c.new.converter} & self._failed
                 ):
@@ -218,8 +238,32 @@ class LocalOracle(Oracle):
                 raise WorkerFailure("the run was stopped before this comparison finished")
             return store.publish(result, work, final, replace_stored=not use_cache)
 
+    def _checked(self, r: LoadRequest, use_cache: bool) -> LoadCheck:
+        """`asset_checks.check` in a thread of its own; never stored once the run is being
+        stopped (its runtimes' workers are being killed: a crash then is not the asset's)."""
+        from oracle.executors.asset_checks import check, make
+
+        def maker(work: Path, key: str) -> LoadCheck:
+            del key
+            made = make(r.spec, r.exporter, list(r.cores), r.runtimes, work)
+            if self.pool.stopped or stopping():
+                raise WorkerFailure("the run was stopped before this load check finished")
+            return made
+
+        return check(r.spec, r.exporter, list(r.cores), r.runtimes, use_cache, maker)
+
     def _run(self, job: _Job) -> None:
-        c = job.comparison
+        if isinstance(job.item, LoadRequest):
+            try:
+                made = self._checked(job.item, job.use_cache)
+            except BaseException as exc:  # noqa: BLE001 - re-raised where the command asks
+                self._ran(job, error=type(exc).__name__)
+                job.future.set_exception(exc)
+                return
+            self._ran(job, stored=made.cached)
+            job.future.set_result(made)
+            return
+        c = job.item
         try:
             result = self._made(c, job.use_cache)
         except BaseException as exc:  # noqa: BLE001 - re-raised where the command asks for it
@@ -275,6 +319,36 @@ class LocalOracle(Oracle):
         if job is None:
             return compare(spec, old, new, self.pool, use_cache=use_cache)
         return job.future.result()
+
+    def load_check(
+        self,
+        spec: ProbeSpec,
+        exporter: Env,
+        cores: list[str],
+        runtimes: Runtimes,
+        use_cache: bool = True,
+    ) -> LoadCheck:
+        """The batch's job for this check (moved to the front if still queued), else a job of
+        its own at the front of the queue (as `compare` asks for one no batch holds); made in
+        the asking thread only once no thread is left."""
+        request = LoadRequest(spec, exporter, tuple(cores), runtimes)
+        key = _key(request)
+        with self._cond:
+            job = self._known.get(key)
+            if self._closed and (job is None or not job.future.done() or job.future.cancelled()):
+                job = None  # no thread is left to run it: made here, below
+            elif job is not None and job in self._queue:
+                self._queue.remove(job)
+                self._to_front(job)
+                job.entry["hurried"] = self._now()
+            elif job is None or job.future.cancelled():
+                job = self._queue_job(request, use_cache, no_follow_ups, None, None, True)
+            if job is not None:
+                job.asked = True
+        if job is None:
+            return super().load_check(spec, exporter, cores, runtimes, use_cache)
+        made: LoadCheck = job.future.result()
+        return made
 
     def close(self) -> None:
         """Queued jobs are dropped (the command did not ask for them); running ones end (their

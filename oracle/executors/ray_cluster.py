@@ -43,7 +43,17 @@ from oracle.clients.worker_pool import EnvironmentFault, Pool
 from oracle.compare.results import Identity, ProbeResult, Side
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
-from oracle.executors.api import Comparison, ExecutorError, Landed, Oracle, no_follow_ups
+from oracle.executors.api import (
+    Comparison,
+    ExecutorError,
+    Landed,
+    LoadRequest,
+    Oracle,
+    no_follow_ups,
+)
+from oracle.executors.api import (
+    Job as Asked,
+)
 from oracle.executors.ray_node import Job, LoadJob, NodeAgent, tool_digest, unpack, unpack_check
 from oracle.infra.paths import runs_dir
 from oracle.infra.progress import Progress
@@ -260,8 +270,10 @@ class RayOracle(Oracle):
         self.ray = _import_ray()
         self._made: dict[str, ProbeResult] = {}  # result folder name -> made in this session
         self._asked: dict[str, Comparison] = {}  # result folder name -> its comparison
-        # a load check's key -> the store's temp folder its files come back into, then the check
+        # a load check's key -> the store's temp folder its files come back into (one asked
+        # for alone), where it is stored (one of a batch), and the check
         self._check_work: dict[str, Path] = {}
+        self._check_final: dict[str, Path] = {}
         self._checked: dict[str, LoadCheck] = {}
 
     # -- the agents ------------------------------------------------------------------------
@@ -490,11 +502,18 @@ class RayOracle(Oracle):
                     f"{agent.label}: {error}: refusing, its results would poison the store"
                 )
             raise EnvError(f"{agent.label}: {error}")
-        if isinstance(job, LoadJob):
+        if isinstance(job, LoadJob) and job.key in self._check_work:
             # into the store's temp folder `load_check` holds: it stores the check, as a
             # check made here is stored
             work = self._check_work[job.key]
             self._checked[job.key] = unpack_check(payload["check"], payload["files"], work)
+        elif isinstance(job, LoadJob):  # one of a batch: stored now, as a comparison is
+            from oracle.executors.asset_checks import kept
+
+            final = self._check_final[job.key]
+            with store.building(final) as work:
+                made = unpack_check(payload["check"], payload["files"], work)
+                self._checked[job.key] = kept(made, work, final, use_cache)
         else:
             final = store.result_dir(job.spec, envs[job.old], envs[job.new])
             with store.building(final) as work:
@@ -589,13 +608,58 @@ class RayOracle(Oracle):
         more = [m for m in landed(c, result) if m.old.converter in envs and m.new.converter in envs]
         return self._wanted(more, use_cache)[0]
 
+    def _load_job(self, request: LoadRequest, key: str) -> tuple[LoadJob, dict[str, Env]]:
+        """The job of one load check, with the environment this process picked for each
+        runtime (the node keys the check from the same releases), and every release it names."""
+        chosen: dict[str, Env] = {}
+        unavailable: dict[str, str] = {}
+        for core in request.cores:
+            try:
+                chosen[core] = request.runtimes.env_for_core(core)
+            except EnvError as exc:
+                unavailable[core] = str(exc)
+        exporter = request.exporter
+        job = LoadJob(
+            request.spec,
+            exporter.converter,
+            request.cores,
+            tuple((core, env.converter) for core, env in chosen.items()),
+            tuple(unavailable.items()),
+            key,
+        )
+        return job, {exporter.converter: exporter, **{e.converter: e for e in chosen.values()}}
+
+    def _wanted_checks(
+        self, requests: list[LoadRequest], use_cache: bool
+    ) -> tuple[list[LoadJob], dict[str, Env]]:
+        """The load checks of a batch not made in this session nor stored."""
+        from oracle.executors.asset_checks import final_dir
+
+        jobs: dict[str, LoadJob] = {}
+        envs: dict[str, Env] = {}
+        for r in requests:
+            final = final_dir(r.spec, r.exporter, list(r.cores), r.runtimes)
+            if final.name in self._checked or final.name in jobs:
+                continue
+            if use_cache and (final / store.RESULT_FILE).exists():
+                continue  # read when asked for
+            job, named = self._load_job(r, final.name)
+            jobs[final.name] = job
+            envs.update(named)
+            self._check_final[final.name] = final
+        return list(jobs.values()), envs
+
     def dispatch(
-        self, batch: Sequence[Comparison], use_cache: bool = True, landed: Landed = no_follow_ups
+        self, batch: Sequence[Asked], use_cache: bool = True, landed: Landed = no_follow_ups
     ) -> None:
-        jobs, asked = self._wanted(list(batch), use_cache)
-        if jobs:
-            envs = {e.converter: e for c in asked.values() for e in (c.old, c.new)}
-            self._dispatch(jobs, envs, use_cache, landed)
+        comparisons = [c for c in batch if isinstance(c, Comparison)]
+        checks, envs = self._wanted_checks(
+            [r for r in batch if isinstance(r, LoadRequest)], use_cache
+        )
+        jobs, asked = self._wanted(comparisons, use_cache)
+        if jobs or checks:
+            envs.update({e.converter: e for c in asked.values() for e in (c.old, c.new)})
+            self._dispatch([*jobs, *checks], envs, use_cache, landed)
 
     def compare(self, spec: ProbeSpec, old: Env, new: Env, use_cache: bool = True) -> ProbeResult:
         final = store.result_dir(spec, old, new)
@@ -623,25 +687,14 @@ class RayOracle(Oracle):
     ) -> LoadCheck:
         """Made on a node, in the environments this process picks for each runtime (the node
         keys the check from them and refuses another key); stored here like a local check."""
-        from oracle.executors.asset_checks import check
+        from oracle.executors.asset_checks import check, final_dir
+
+        made = self._checked.get(final_dir(spec, exporter, cores, runtimes).name)
+        if made is not None:  # made (or lost) in a batch of this session
+            return made
 
         def on_a_node(work: Path, key: str) -> LoadCheck:
-            chosen: dict[str, Env] = {}
-            unavailable: dict[str, str] = {}
-            for core in cores:
-                try:
-                    chosen[core] = runtimes.env_for_core(core)
-                except EnvError as exc:
-                    unavailable[core] = str(exc)
-            job = LoadJob(
-                spec,
-                exporter.converter,
-                tuple(cores),
-                tuple((core, env.converter) for core, env in chosen.items()),
-                tuple(unavailable.items()),
-                key,
-            )
-            envs = {exporter.converter: exporter, **{e.converter: e for e in chosen.values()}}
+            job, envs = self._load_job(LoadRequest(spec, exporter, tuple(cores), runtimes), key)
             self._check_work[key] = work
             try:
                 self._dispatch([job], envs, use_cache)

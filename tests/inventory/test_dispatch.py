@@ -1,6 +1,7 @@
-"""Batch dispatch: a command plans every comparison first and hands them to the executor at once
-(`inventory/batch.py`, `Session.dispatch`); the local executor runs up to `--jobs` of them side
-by side (`oracle/executors/local.py`), and its ledger (`runs/local/`) says what ran, in which
+"""Batch dispatch: a command plans every comparison and load check first and hands them to the
+executor at once
+(`inventory/batch.py`, `Session.dispatch`); the local executor runs up to `--jobs` of them
+side by side (`oracle/executors/local.py`), and its ledger (`runs/local/`) says what ran, in which
 batch, and what each job waited for."""
 
 from __future__ import annotations
@@ -97,6 +98,42 @@ def test_affected_dispatches_its_jobs_in_one_batch_and_none_waits_on_another(env
     assert all(ended[k] <= r["started"] for r in runs for k in r["waited_for"])
     # side by side: both threads ran jobs
     assert {r["thread"] for r in runs} == {"local-job-1", "local-job-2"}
+
+
+def test_a_load_check_is_a_job_of_the_batch(env, tmp_path):
+    """`affected --fix 28` (an asset record: answered by load checks) on a bundle exported with
+    0.4.0: the check of the asset its exporter writes is in the batch, queued before the answer
+    asks for it; the control (0.4.1's asset, checked because 0.4.0's does not load on b2 and
+    b3) is asked for when the answer reaches it, a job of its own."""
+    env("0.4.0")  # every release's environment: a check runs on every runtime of the catalog
+    registry = tmp_path / "a.toml"
+    registry.write_text(
+        '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
+        '[bundles.a.exporter]\nconverter = "0.4.0"\nsource = "test"\n'
+    )
+    proc = start(
+        "affected",
+        "--fix",
+        "28",
+        "--registry",
+        str(registry),
+        "--json",
+        "-q",
+        INVENTORY_STORE=str(tmp_path / "store"),
+    )
+    out, err = proc.communicate(timeout=1800)
+    assert proc.returncode == 1, err  # re-export required
+    [answer] = json.loads(out)["result"]["bundles"]
+    assert answer["verdict"] == "does-not-load"
+    [ledger] = [d for d in _ledgers(proc.pid) if d["runs"]]
+    assert [b["size"] for b in ledger["batches"]] == [1]
+    runs = ledger["runs"]
+    assert [(r["kind"], r["exporter"], r["batch"]) for r in runs] == [
+        ("load-check", "0.4.0", 1),
+        ("load-check", "0.4.1", None),
+    ]
+    assert not any(r["stored"] for r in runs)  # made in this run
+    assert runs[0]["queued"] < runs[1]["queued"]
 
 
 def test_the_answer_is_the_same_one_job_at_a_time(env, tmp_path):

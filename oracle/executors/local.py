@@ -1,17 +1,18 @@
-"""The local executor: comparisons in this process's pool of per-environment workers, up to
-`jobs` at once (`--jobs`, default the cores this process may use; it never imports a cluster
-engine).
+"""The local executor: comparisons and load checks in this process's pool of per-environment
+workers, up to `jobs` at once (`--jobs`, default the cores this process may use; it never imports
+a cluster engine).
 
 A batch (`dispatch`) is queued whole and run by `jobs` threads in the background while the
 command goes on; each result is kept for the `compare` that asks for it, and the follow-ups it
 calls for (a change located step by step) are queued at the front as soon as it lands. A
-comparison asked for that is still queued is moved to the front; one no batch holds is queued
-there too: the command never waits behind jobs it does not need yet. The threads only wait on
+comparison or check asked for that is still queued is moved to the front; one no batch holds is
+queued there too: the command never waits behind jobs it does not need yet. The threads only wait on
 workers (`Pool.lease`): each job converts its two sides in two worker processes, so `jobs`
 threads keep up to `2 * jobs` of them busy, which is what `--jobs` bounds.
 
 What ran, when and after what is kept in a ledger per session, `runs/local/<time>-<pid>-<n>.json`
-in the cache: each batch's size, each job's key, batch (none: asked for outside any batch), the
+in the cache: each batch's size, each job's key, kind (`comparison` with its `old` and `new`
+release, `load-check` with its `exporter`), batch (none: asked for outside any batch), the
 job it followed, when it was queued, started and ended (seconds from the session's start),
 whether a thread was free for it when queued, the jobs that ended while it waited, and whether
 it was read from the store.

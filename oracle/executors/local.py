@@ -332,8 +332,19 @@ class LocalOracle(Oracle):
         """The batch's job for this check (moved to the front if still queued), else a job of
         its own at the front of the queue (as `compare` asks for one no batch holds); made in
         the asking thread only once no thread is left."""
+        from oracle.executors.asset_checks import final_dir
+        from oracle.store.load_records import load_stored
+
         request = LoadRequest(spec, exporter, tuple(cores), runtimes)
-        key = _key(request)
+        final = final_dir(spec, exporter, cores, runtimes)
+        key = final.name
+        with self._cond:
+            known = key in self._known
+        if not known and use_cache and (final / store.RESULT_FILE).exists():
+            # stored here and no job of this run's: read in the asking thread (as `compare`)
+            stored = store.stored(final, load_stored)
+            if stored is not None:
+                return stored
         with self._cond:
             job = self._known.get(key)
             if self._closed and (job is None or not job.future.done() or job.future.cancelled()):

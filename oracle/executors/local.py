@@ -26,11 +26,11 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from oracle.clients.worker_pool import Pool, WorkerFailure, stopping
 from oracle.compare.results import ProbeResult
@@ -289,8 +289,11 @@ class LocalOracle(Oracle):
         # find them queued (else each would be asked for outside the batch)
         job.future.set_result(result)
 
-    def compare(self, spec: ProbeSpec, old: Env, new: Env, use_cache: bool = True) -> ProbeResult:
-        final = store.result_dir(spec, old, new)
+    def _ask(
+        self, item: Job, final: Path, use_cache: bool, read: Callable[[Path], Any]
+    ) -> tuple[Any, _Job | None]:
+        """What the command asks for: `(stored, None)` read here, `(None, job)` to wait on, or
+        `(None, None)` when no thread is left to run it (made by the caller, in its thread)."""
         key = final.name
         with self._cond:
             known = key in self._known
@@ -299,27 +302,33 @@ class LocalOracle(Oracle):
             # reads hundreds, one at a time, and a hand-over to a job thread and back costs more
             # than the read. A queued job is never bypassed (its follow-ups are queued when it
             # lands); a result only the remote tier holds is fetched by a job, as before.
-            cached = store.stored(final, store.load_result)
-            if cached is not None:
-                return cached
+            stored = store.stored(final, read)
+            if stored is not None:
+                return stored, None
         with self._cond:
             job = self._known.get(key)
             if self._closed and (job is None or not job.future.done() or job.future.cancelled()):
-                job = None  # no thread is left to run it: made here, below
+                job = None  # no thread is left to run it
             elif job is not None and job in self._queue:
                 # asked for before its turn: it goes first
                 self._queue.remove(job)
                 self._to_front(job)
                 job.entry["hurried"] = self._now()
             elif job is None or job.future.cancelled():
-                job = self._queue_job(
-                    Comparison(spec, old, new), use_cache, no_follow_ups, None, None, True
-                )
+                # no batch holds it: a job of its own, at the front
+                job = self._queue_job(item, use_cache, no_follow_ups, None, None, True)
             if job is not None:
                 job.asked = True
+        return None, job
+
+    def compare(self, spec: ProbeSpec, old: Env, new: Env, use_cache: bool = True) -> ProbeResult:
+        final = store.result_dir(spec, old, new)
+        stored, job = self._ask(Comparison(spec, old, new), final, use_cache, store.load_result)
+        if stored is not None:
+            return cast(ProbeResult, stored)
         if job is None:
             return compare(spec, old, new, self.pool, use_cache=use_cache)
-        return job.future.result()
+        return cast(ProbeResult, job.future.result())
 
     def load_check(
         self,
@@ -329,38 +338,20 @@ class LocalOracle(Oracle):
         runtimes: Runtimes,
         use_cache: bool = True,
     ) -> LoadCheck:
-        """The batch's job for this check (moved to the front if still queued), else a job of
-        its own at the front of the queue (as `compare` asks for one no batch holds); made in
-        the asking thread only once no thread is left."""
+        """As `compare`: the batch's job for this check, else a job of its own at the front of
+        the queue; made in the asking thread only once no thread is left."""
         from oracle.executors.asset_checks import final_dir
         from oracle.store.load_records import load_stored
 
         request = LoadRequest(spec, exporter, tuple(cores), runtimes)
-        final = final_dir(spec, exporter, cores, runtimes)
-        key = final.name
-        with self._cond:
-            known = key in self._known
-        if not known and use_cache and (final / store.RESULT_FILE).exists():
-            # stored here and no job of this run's: read in the asking thread (as `compare`)
-            stored = store.stored(final, load_stored)
-            if stored is not None:
-                return stored
-        with self._cond:
-            job = self._known.get(key)
-            if self._closed and (job is None or not job.future.done() or job.future.cancelled()):
-                job = None  # no thread is left to run it: made here, below
-            elif job is not None and job in self._queue:
-                self._queue.remove(job)
-                self._to_front(job)
-                job.entry["hurried"] = self._now()
-            elif job is None or job.future.cancelled():
-                job = self._queue_job(request, use_cache, no_follow_ups, None, None, True)
-            if job is not None:
-                job.asked = True
+        stored, job = self._ask(
+            request, final_dir(spec, exporter, cores, runtimes), use_cache, load_stored
+        )
+        if stored is not None:
+            return cast("LoadCheck", stored)
         if job is None:
             return super().load_check(spec, exporter, cores, runtimes, use_cache)
-        made: LoadCheck = job.future.result()
-        return made
+        return cast("LoadCheck", job.future.result())
 
     def close(self) -> None:
         """Queued jobs are dropped (the command did not ask for them); running ones end (their

@@ -205,8 +205,9 @@ ExecutorName = Annotated[
         "--executor",
         envvar="INVENTORY_EXECUTOR",
         metavar="local|ray",
-        help="Where conversions and measurements run: local (this machine's workers, the default) "
-        "or ray (the nodes of a Ray cluster; needs the ray extra and --ray-address).",
+        help="Where conversions, measurements and load checks run: local (this machine's "
+        "workers, the default) or ray (the nodes of a Ray cluster; needs the ray extra and "
+        "--ray-address).",
     ),
 ]
 Jobs = Annotated[
@@ -216,9 +217,9 @@ Jobs = Annotated[
         envvar="INVENTORY_JOBS",
         metavar="N",
         show_default=False,
-        help="Comparisons the local executor runs at once (each converts its two sides in two "
-        "worker processes; an environment gets up to N workers). Default: half the cores "
-        "this process may use, at least 1. --jobs 1 runs one at a time.",
+        help="Comparisons and load checks the local executor runs at once (a comparison "
+        "converts its two sides in two worker processes; an environment gets up to N workers). "
+        "Default: half the cores this process may use, at least 1. --jobs 1 runs one at a time.",
     ),
 ]
 RayAddress = Annotated[

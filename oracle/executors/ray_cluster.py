@@ -202,6 +202,9 @@ _ledger: dict[str, Any] = {
     "messages": 0,
 }
 _started = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+# where the ledger was written (`RayOracle.close`), and the cluster's address: written again at
+# exit, once Ray is shut down, since Ray's messages of a lost node can still arrive after it
+_written: dict[str, str] = {}
 # One dispatch at a time per process: the agents' queues and the ledger are shared state.
 _dispatching = threading.Lock()
 
@@ -227,6 +230,18 @@ def _shutdown() -> None:
     except Exception:  # noqa: BLE001 - a cluster already gone ends its actors itself
         pass
     ray.shutdown()
+    if _written:  # now no more of Ray's messages arrive: the ledger counts every one kept
+        _write_ledger(Path(_written["path"]), _written["address"])
+
+
+def _write_ledger(path: Path, address: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"address": address, **_ledger}, indent=2))
+        tmp.replace(path)
+    except OSError:
+        pass  # the ledger is a record of the run, never needed for an answer
 
 
 def _why(exc: BaseException) -> str:
@@ -712,12 +727,6 @@ class RayOracle(Oracle):
             f"{f' ({nodes})' if nodes else ''}, {_ledger['from_store']} read from the "
             f"store, {_ledger['retried']} retried, {_ledger['lost']} not run"
         )
-        folder = runs_dir() / "ray"
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / f"{_started}-{os.getpid()}.json"
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"address": self.address, **_ledger}, indent=2))
-            tmp.replace(path)
-        except OSError:
-            pass  # the ledger is a record of the run, never needed for an answer
+        path = runs_dir() / "ray" / f"{_started}-{os.getpid()}.json"
+        _write_ledger(path, self.address)
+        _written.update(path=str(path), address=self.address)

@@ -230,9 +230,7 @@ class Session:
         out: dict[Path, Job] = {}
         for c in batch:
             if isinstance(c, LoadRequest):
-                from oracle.executors.asset_checks import final_dir
-
-                final = final_dir(c.spec, c.exporter, list(c.cores), c.runtimes)
+                final = c.final()
                 if final not in out and not (use_cache and (final / RESULT_FILE).exists()):
                     out[final] = c
                 continue

@@ -14,6 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oracle.catalog.releases import EnvError
@@ -58,6 +59,13 @@ class LoadRequest:
     exporter: Env
     cores: tuple[str, ...]
     runtimes: Runtimes = field(compare=False, hash=False, repr=False)
+
+    def final(self) -> Path:
+        """Where the check is stored (its folder is named by its key)."""
+        # imported when a check is asked for: a warm run reads stored answers without it
+        from oracle.executors.asset_checks import final_dir
+
+        return final_dir(self.spec, self.exporter, list(self.cores), self.runtimes)
 
 
 # What a batch holds: the comparisons and load checks a command will ask for.

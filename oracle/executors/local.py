@@ -64,9 +64,7 @@ def default_jobs() -> int:
 def _key(item: Job) -> str:
     """A job's store key: its result folder's name."""
     if isinstance(item, LoadRequest):
-        from oracle.executors.asset_checks import final_dir
-
-        return final_dir(item.spec, item.exporter, list(item.cores), item.runtimes).name
+        return item.final().name
     return store.result_dir(item.spec, item.old, item.new).name
 
 
@@ -340,13 +338,10 @@ class LocalOracle(Oracle):
     ) -> LoadCheck:
         """As `compare`: the batch's job for this check, else a job of its own at the front of
         the queue; made in the asking thread only once no thread is left."""
-        from oracle.executors.asset_checks import final_dir
         from oracle.store.load_records import load_stored
 
         request = LoadRequest(spec, exporter, tuple(cores), runtimes)
-        stored, job = self._ask(
-            request, final_dir(spec, exporter, cores, runtimes), use_cache, load_stored
-        )
+        stored, job = self._ask(request, request.final(), use_cache, load_stored)
         if stored is not None:
             return cast("LoadCheck", stored)
         if job is None:

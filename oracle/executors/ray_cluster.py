@@ -525,7 +525,7 @@ class RayOracle(Oracle):
         elif isinstance(job, LoadJob):  # one of a batch: stored now, as a comparison is
             from oracle.executors.asset_checks import kept
 
-            final = self._check_final[job.key]
+            final = self._check_final.pop(job.key)
             with store.building(final) as work:
                 made = unpack_check(payload["check"], payload["files"], work)
                 self._checked[job.key] = kept(made, work, final, use_cache)
@@ -648,12 +648,10 @@ class RayOracle(Oracle):
         self, requests: list[LoadRequest], use_cache: bool
     ) -> tuple[list[LoadJob], dict[str, Env]]:
         """The load checks of a batch not made in this session nor stored."""
-        from oracle.executors.asset_checks import final_dir
-
         jobs: dict[str, LoadJob] = {}
         envs: dict[str, Env] = {}
         for r in requests:
-            final = final_dir(r.spec, r.exporter, list(r.cores), r.runtimes)
+            final = r.final()
             if final.name in self._checked or final.name in jobs:
                 continue
             if use_cache and (final / store.RESULT_FILE).exists():
@@ -702,14 +700,15 @@ class RayOracle(Oracle):
     ) -> LoadCheck:
         """Made on a node, in the environments this process picks for each runtime (the node
         keys the check from them and refuses another key); stored here like a local check."""
-        from oracle.executors.asset_checks import check, final_dir
+        from oracle.executors.asset_checks import check
 
-        made = self._checked.get(final_dir(spec, exporter, cores, runtimes).name)
+        request = LoadRequest(spec, exporter, tuple(cores), runtimes)
+        made = self._checked.get(request.final().name)
         if made is not None:  # made (or lost) in a batch of this session
             return made
 
         def on_a_node(work: Path, key: str) -> LoadCheck:
-            job, envs = self._load_job(LoadRequest(spec, exporter, tuple(cores), runtimes), key)
+            job, envs = self._load_job(request, key)
             self._check_work[key] = work
             try:
                 self._dispatch([job], envs, use_cache)

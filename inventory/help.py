@@ -9,6 +9,7 @@ checks that every command has both, that each example parses, and that no Python
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 from typer.core import TyperArgument, TyperCommand, TyperGroup
@@ -72,6 +73,27 @@ class _Argument(TyperArgument):
         return None
 
 
+_UNNAMED: dict[type, type] = {}
+
+
+def _no_metavar(self: Any, param: Any, ctx: Any) -> str:
+    return ""
+
+
+def _unnamed(kind: Any) -> Any:
+    """`kind` (an argument's click type) naming no metavar of its own: typer's rich help prints
+    an argument's type from it and, when it names none, as `<str>` or `<path>`. Only what help
+    shows changes (click then names the argument by its metavar); a copy, because click's types
+    are shared singletons. Called once per argument (it is made an `_Argument` with it)."""
+    made = _UNNAMED.get(type(kind))
+    if made is None:
+        made = type(f"Unnamed{type(kind).__name__}", (type(kind),), {"get_metavar": _no_metavar})
+        _UNNAMED[type(kind)] = made
+    new = copy.copy(kind)
+    new.__class__ = made
+    return new
+
+
 def _plain(params: list[Any]) -> None:
     """A flag takes no value, so it shows none (typer would print `<bool>`); an argument
     shows only its name (typer would add `<list[str]>`)."""
@@ -81,6 +103,7 @@ def _plain(params: list[Any]) -> None:
         if type(param) is TyperArgument:
             # typer builds its own parameter objects: the help display is the only change
             param.__class__ = _Argument
+            param.type = _unnamed(param.type)
 
 
 class _PlainHelp:

@@ -261,8 +261,7 @@ def test_a_symlink_loop_under_the_recipe_root_is_one_line(tmp_path):
         (
             ("affected", "--fix", "40", "--tolerance", "abc", "--json"),
             "affected",
-            "Invalid value for '--tolerance': Input should be a valid number, unable to parse "
-            "string as a number",
+            "Invalid value for '--tolerance': 'abc' is not a valid float.",
         ),
         # click names the option it takes for a typo (`--jobs` is as close as it looks for)
         (

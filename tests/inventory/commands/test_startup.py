@@ -11,6 +11,8 @@ import sys
 import pytest
 from cli import ROOT
 
+from inventory.errors import ExitCode
+
 # What neither `--version`, `--help` nor a warm plan may import.
 _HEAVY = (
     "HEAVY = {'torch', 'coreai', 'coreai_torch', 'numpy', 'safetensors', 'ray', 'transformers',"
@@ -66,3 +68,25 @@ def test_what_a_warm_plan_imports_holds_no_numpy():
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "IMPORTED []", proc.stdout
+
+
+# typer 0.29 coerces every parsed parameter through a pydantic TypeAdapter; importing pydantic
+# was about a third of a warm `affected --fix 40` (pyproject.toml pins typer below it).
+_PARSED = """
+import runpy, sys
+sys.argv = ["inventory", "affected", "--fix", "99999", "--tolerance", "0.1"]
+try:
+    runpy.run_module("inventory.cli", run_name="__main__")
+except SystemExit as exc:
+    print("EXIT", exc.code)
+print("IMPORTED", sorted({m.split(".")[0] for m in sys.modules} & {"pydantic", "numpy"}))
+"""
+
+
+def test_parsing_a_command_s_options_imports_no_pydantic():
+    proc = subprocess.run([sys.executable, "-c", _PARSED], capture_output=True, text=True, cwd=ROOT)
+    # the options were parsed and the fix looked up (an unknown fix is a usage error)
+    assert "99999" in proc.stderr, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-2] == f"EXIT {int(ExitCode.USAGE)}", proc.stdout
+    assert lines[-1] == "IMPORTED []", proc.stdout

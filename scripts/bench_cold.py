@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 COMMAND = ["affected", "--fix", "40"]
 _ENV = re.compile(r"^((?:coreai-torch|torch)-[\w.+-]+): (creating|installing torch|ready)")
+_BUNDLE_DONE = re.compile(r"^[\w.-]+: \d+ steps?\b")
 
 
 @dataclass
@@ -66,12 +67,18 @@ def _phases(lines: list[tuple[float, str]], wall: float) -> dict[str, float]:
         out["environments (side by side, to the last)"] = max(
             out.get(n, 0.0) + s for n, s in started.items()
         ) - min(started.values())
-    probes = [t for t, ln in lines if " under " in ln and not ln.startswith("sweep ")]
+    # each bundle's answer ends with its summary line (`mimi: 4 steps; 3 probes: ...`), the
+    # registry sweep of the fix's step, run after them, with its own (`sweep 0.4.1->0.4.2: ...`)
+    ready = [t for t, ln in lines if (m := _ENV.match(ln)) and m.group(2) == "ready"]
+    answered = [t for t, ln in lines if _BUNDLE_DONE.match(ln)]
     sweep = [t for t, ln in lines if ln.startswith("sweep ")]
-    if probes:
-        out["probes (conversions, first to the sweep)"] = (sweep[0] if sweep else wall) - probes[0]
+    begun = max(ready, default=first)
+    if answered:
+        out["probes of the fix (to the last bundle's answer)"] = max(answered) - begun
+    if sweep and answered:
+        out["registry sweep of the fix's step"] = sweep[-1] - max(answered)
     if sweep:
-        out["registry sweep of the fix's step"] = wall - sweep[0]
+        out["rendering the answer"] = wall - sweep[-1]
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,36 @@ def test_an_environment_whose_file_changed_is_rebuilt_before_a_worker_runs_in_it
         assert envs_mod.files_changed(e.path) == []
     finally:
         shutil.rmtree(e.path, ignore_errors=True)
+
+
+# A probe other than the warm-up's own tiny module, exported and converted with bytecode writing
+# off (as a worker runs): prints the modules of torch, sympy, mpmath and the converter that it
+# imported without their bytecode on disk.
+_UNCOMPILED = """
+import os, sys, torch, torch.export
+from coreai_torch import TorchConverter
+m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Softmax(dim=-1)).eval()
+ep = torch.export.export(m, (torch.randn(2, 3),)).run_decompositions()
+str(TorchConverter().add_exported_program(ep).to_coreai())
+roots = ("torch", "sympy", "mpmath", "coreai_torch")
+print(sorted(n for n, mod in list(sys.modules.items())
+             if n.split(".")[0] in roots and isinstance(getattr(mod, "__cached__", None), str)
+             and not os.path.exists(mod.__cached__)))
+"""
+
+
+@pytest.mark.slow
+def test_a_new_environment_holds_the_bytecode_a_worker_s_first_export_imports(env, catalog):
+    # without it every worker start compiled ~1,200 modules from source (2.7 s of CPU each start)
+    for version in sorted(catalog.releases):
+        e = env(version)
+        log = (e.path.parent / f"{e.path.name}.build.log").read_text()
+        assert "# bytecode of a worker's imports written (exit 0)" in log, (version, log[-800:])
+        proc = subprocess.run(
+            [str(e.python), "-c", _UNCOMPILED],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        assert proc.returncode == 0, (version, proc.stderr[-800:])
+        assert proc.stdout.splitlines()[-1] == "[]", (version, proc.stdout[-800:])

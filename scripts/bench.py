@@ -22,6 +22,10 @@ conversion time. The default bench does not run it: a whole-bundle check takes m
 `--ray JOBS [--record FILE]`: instead, the local executor versus a two-node Ray cluster on this
 machine on the same sweep (`scripts/bench_ray.py`).
 
+`--ray-scaling 1,2,3 [--record FILE]`: instead, a cold `release-notes --from 0.4.1 --to 0.4.2`
+with the local executor and on local clusters of each size (1 CPU per node, 127.0.0.1), each
+cluster's time beside the per-job model's prediction from the smallest one.
+
 `--cold [--where DIR] [--record FILE] [--keep]`: instead, a first answer from nothing, phase by
 phase, with pip and with uv in one run, then a second fresh clone with uv's cache warm
 (`scripts/bench_cold.py`; fresh clones under DIR, which should be on the file system of the
@@ -198,7 +202,9 @@ def main() -> None:
         "cluster on this machine (needs the ray extra)",
     )
     parser.add_argument(
-        "--record", type=Path, help="with --ray or --cold: also write the figures here"
+        "--record",
+        type=Path,
+        help="with --ray, --ray-scaling or --cold: also write the figures here",
     )
     parser.add_argument(
         "--cold",
@@ -212,7 +218,18 @@ def main() -> None:
         action="store_true",
         help="with --ray: sweep the shipped registry's instances instead",
     )
+    parser.add_argument(
+        "--ray-scaling",
+        metavar="N,N,...",
+        help="instead: a cold `release-notes --from 0.4.1 --to 0.4.2`, local and on Ray "
+        "clusters of each size (1 CPU per node), with the per-job model's predictions",
+    )
     args = parser.parse_args()
+    if args.ray_scaling:
+        from bench_ray import scaling_lines
+
+        scaling_lines([int(n) for n in args.ray_scaling.split(",")], args.record)
+        return
     if args.cold:
         from bench_cold import cold_lines
 

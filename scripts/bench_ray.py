@@ -176,3 +176,118 @@ def ray_lines(jobs: int, record: Path | None, shipped: bool = False) -> dict[str
         record.write_text(json.dumps(portable(out), indent=2) + "\n")
         print(f"recorded in {record}")
     return out
+
+
+# The release step whose notes are timed on 1, 2 and 3 nodes (`--ray-scaling`).
+NOTES = ("release-notes", "--from", "0.4.1", "--to", "0.4.2", "--json", "-q")
+
+
+def _notes(cache: Path, *extra: str) -> tuple[float, str]:
+    env = {k: v for k, v in os.environ.items() if k != "INVENTORY_STORE"}
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [INVENTORY, *NOTES, *extra],
+        capture_output=True,
+        text=True,
+        env={**env, **RAY_ENV, "INVENTORY_CACHE": str(cache)},
+    )
+    took = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"release-notes failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
+    return took, proc.stdout.replace(str(cache), "<store>")
+
+
+def _ledger(cache: Path) -> dict[str, Any]:
+    return json.loads(sorted((cache / "runs" / "ray").glob("*.json"))[-1].read_text())
+
+
+def scaling_lines(nodes: list[int], record: Path | None) -> dict[str, Any]:
+    """`release-notes --from 0.4.1 --to 0.4.2`, cold (a fresh store, environments linked), with
+    the local executor and on local clusters of each size in `nodes` (1 CPU per node,
+    127.0.0.1), in one run; beside each cluster's time, the per-job model's prediction from the
+    1-node run: T(N) = F + first + (W - first) / min(N, cores), where W is the seconds of every
+    job on the node, `first` its first job (the agent's workers starting), F the rest of the
+    1-node wall time (the driver's start-up, planning, the answer). Nodes beyond the cores
+    share them: the model caps N there. Asserts nothing."""
+    os.environ.update(RAY_ENV)
+    from ray.cluster_utils import Cluster
+
+    from oracle.envs.environment import ensure_env
+
+    for release in ("0.4.1", "0.4.2", "0.4.3"):
+        ensure_env(release)  # the notes' load checks run on every runtime of the catalog
+    cores = os.cpu_count() or 1
+    out: dict[str, Any] = {"command": "inventory " + " ".join(NOTES), "cores": cores, "runs": {}}
+    node: dict[str, Any] = {
+        "num_cpus": 1,
+        "include_dashboard": False,
+        "node_ip_address": "127.0.0.1",
+        "object_store_memory": 100 * 1024**2,
+    }
+    with tempfile.TemporaryDirectory(prefix="bench-ray-scaling-", dir="/tmp") as tmp:
+        folder = Path(tmp)
+        local = store(folder, "local")
+        wall, answer = _notes(local)
+        out["runs"]["local"] = {"wall_s": round(wall, 1)}
+        model: dict[str, float] = {}
+        for n in sorted(nodes):
+            start = time.perf_counter()
+            cluster = Cluster(
+                initialize_head=True,
+                connect=False,
+                head_node_args={**node, "temp_dir": str(folder / f"ray-tmp-{n}")},
+            )
+            try:
+                for _ in range(n - 1):
+                    cluster.add_node(**node)
+                cluster.wait_for_nodes()
+                started = time.perf_counter() - start
+                cache = store(folder, f"ray-{n}")
+                wall, theirs = _notes(cache, "--executor", "ray", "--ray-address", cluster.address)
+            finally:
+                cluster.shutdown()
+            ledger = _ledger(cache)
+            seconds = [j["seconds"] for j in ledger["jobs"]]
+            firsts = {j["node"]: i for i, j in reversed(list(enumerate(ledger["jobs"])))}
+            first = max(seconds[i] for i in firsts.values())
+            steady = [s for i, s in enumerate(seconds) if i not in firsts.values()] or seconds
+            row: dict[str, Any] = {
+                "wall_s": round(wall, 1),
+                "cluster_start_s": round(started, 1),
+                "jobs": len(seconds),
+                "jobs_per_node": sorted(v["jobs"] for v in ledger["nodes"].values()),
+                "job_s_steady": round(sum(steady) / len(steady), 2),
+                "first_job_s": round(first, 2),
+                "same_answer": theirs == answer,
+            }
+            if not model:  # the smallest cluster is the model's base
+                work = sum(seconds)
+                model = {"fixed": wall - work, "first": first, "work": work, "base": n}
+            else:
+                row["predicted_s"] = round(
+                    model["fixed"]
+                    + model["first"]
+                    + (model["work"] - model["first"]) * min(model["base"], cores) / min(n, cores),
+                    1,
+                )
+            out["runs"][f"{n} node{'s' if n > 1 else ''}"] = row
+            shutil.rmtree(folder / f"ray-tmp-{n}", ignore_errors=True)
+    print(f"ray scaling: {out['command']}, cold, {cores} cores, 1 CPU per node")
+    print(
+        f"{'executor':10} {'wall':>8} {'predicted':>10} {'jobs/node':>14} {'job s':>6} "
+        f"{'first':>6} {'start':>6}  same answer"
+    )
+    for name, row in out["runs"].items():
+        if name == "local":
+            print(f"{name:10} {row['wall_s']:7.1f}s")
+            continue
+        pred = f"{row['predicted_s']:9.1f}s" if "predicted_s" in row else "    (base)"
+        print(
+            f"{name:10} {row['wall_s']:7.1f}s {pred} {str(row['jobs_per_node']):>14} "
+            f"{row['job_s_steady']:6.2f} {row['first_job_s']:6.2f} {row['cluster_start_s']:5.1f}s"
+            f"  {'yes' if row['same_answer'] else 'NO'}"
+        )
+    if record is not None:
+        record.write_text(json.dumps(portable(out), indent=2) + "\n")
+        print(f"recorded in {record}")
+    return out

@@ -22,7 +22,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oracle.catalog.releases import Catalog, EnvError, Release, base_version, load_catalog
+from oracle.envs import bytecode, installer
 from oracle.envs import files as env_files
-from oracle.envs import installer
 from oracle.envs.installer import Installer, cuda_torch, run_step
 from oracle.infra.atomic import write_text_atomic
 from oracle.infra.paths import envs_dir
@@ -320,32 +319,6 @@ print(json.dumps(out))
 """
 
 
-# What a probe does, on a tiny module, run once by each new environment: its bytecode.
-_WARM_UP = Path(__file__).with_name("warm_up.py")
-
-
-def write_bytecode(python: Path, log: Path) -> None:
-    """Convert, save and run a tiny probe once (`warm_up.py`), writing the bytecode of every
-    module a worker imports (the shared torch's too, the first time). uv installs no bytecode,
-    and workers run with PYTHONDONTWRITEBYTECODE: without this every worker start compiled what
-    it imports from source. Importing torch alone left out the ~1,200 modules `torch.export`
-    imports on its first export (a worker's start and first export: 6.3 s of CPU without their
-    bytecode, 3.6 s with it). Compiling every file instead (pip's way, uv's --compile-bytecode)
-    costs four times the CPU. A failure here is the worker's to report, with its environment
-    check; the log keeps what the warm-up said."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    with tempfile.TemporaryDirectory(prefix="warm-up-") as tmp:
-        # the runtime writes its compiled assets under TMPDIR: never left behind
-        proc = subprocess.run(
-            [str(python), "-I", str(_WARM_UP)],
-            capture_output=True,
-            text=True,
-            env={**env, "TMPDIR": tmp},
-        )
-    said = (proc.stdout.strip().splitlines() or [""])[-1] if proc.returncode else ""
-    _log(log, f"bytecode of a worker's imports written (exit {proc.returncode}) {said}".rstrip())
-
-
 def installed_packages(python: Path, log: Path) -> dict[str, str]:
     return json.loads(run_step([str(python), "-I", "-c", _LIST_SCRIPT], log, "the package list"))
 
@@ -550,7 +523,7 @@ def _build(
 
     files = _checked_build(path, build, tool, log, progress)
     python = path / "bin" / "python"
-    write_bytecode(python, log)
+    bytecode.start(python, log)  # in the background: see oracle/envs/bytecode.py
     packages = installed_packages(python, log)
     declared_torch = [r for r in found["coreai-torch"] if _requirement_name(r) == "torch"]
     check = json.loads(

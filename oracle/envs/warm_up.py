@@ -1,13 +1,10 @@
-"""Run once by a new converter environment's python (`environment.write_bytecode`), never
-imported by the tool: what a probe does, on a tiny module, so that the interpreter writes the
-bytecode of every module a worker will import.
-
-Importing torch is not enough: `torch.export` imports about 1,200 more modules when it first
-exports (torch._dynamo, sympy, mpmath, ...), the converter its lowerings and coreai-core's
-compiler its dialects when they first run. Workers run with PYTHONDONTWRITEBYTECODE, so without
-this each worker start compiled them from source again (about 2.7 s of CPU per start, measured).
-A step that fails here is left: the bytecode of what ran is written, and a real failure is the
-worker's to report. Prints one line per step that failed.
+"""Run once by a new converter environment's python, in the background (`bytecode.py`), never
+imported by the tool: what a probe does, on a tiny module (converted, optimized, saved, run), so
+that the interpreter writes the bytecode of every module a worker will import. Importing torch
+is not enough: `torch.export` imports about 1,200 more modules when it first exports, the
+converter its lowerings and coreai-core's compiler its dialects when they first run. A step that
+fails here is left: the bytecode of what ran is written, and a real failure is the worker's to
+report. Prints one line when a step failed.
 """
 
 from __future__ import annotations

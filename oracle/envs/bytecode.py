@@ -3,9 +3,9 @@
 uv installs no bytecode, and a worker's first export imports about 2,500 modules, 1,200 of them
 only when `torch.export` first runs (torch._dynamo, sympy, mpmath): without their bytecode every
 worker start compiled them from source (a start and first export: 6.3 s of CPU, 3.6 s with it).
-A new environment therefore runs `warm_up.py` once (a tiny probe converted, saved and run),
-which writes it; compiling every file instead (pip's way, uv's --compile-bytecode) costs four
-times the CPU.
+A new environment therefore runs `oracle/workers/warm_up.py` once (a tiny probe converted,
+saved and run), which writes it; compiling every file instead (pip's way, uv's
+--compile-bytecode) costs four times the CPU.
 
 The warm-up does not hold the environment back: it is ready at once, and only a worker of it
 waits for its warm-up (it would otherwise compile the same modules beside it). A run that needs
@@ -25,7 +25,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-_WARM_UP = Path(__file__).with_name("warm_up.py")
+# an in-environment script, run by the environment's python (never imported here)
+_WARM_UP = Path(__file__).resolve().parent.parent / "workers" / "warm_up.py"
 
 _lock = threading.Lock()
 _running: dict[str, tuple[subprocess.Popen[str], threading.Thread, str]] = {}
@@ -76,15 +77,29 @@ def wait(python: Path) -> None:
         running[1].join(timeout=_WAIT)
 
 
+def stop(python: Path) -> None:
+    """Before the environment of `python` is removed or rebuilt: its warm-up, if one runs, is
+    stopped (it would write into the folder being removed)."""
+    with _lock:
+        running = _running.pop(str(python), None)
+    if running is not None:
+        _kill(*running)
+
+
+def _kill(proc: subprocess.Popen[str], waiter: threading.Thread, tmp: str) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 @atexit.register
-def _stop() -> None:
+def _stop_all() -> None:
     with _lock:
         running = list(_running.values())
-    for proc, _, tmp in running:
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-            shutil.rmtree(tmp, ignore_errors=True)
+        _running.clear()
+    for each in running:
+        _kill(*each)

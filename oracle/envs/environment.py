@@ -456,6 +456,7 @@ def ensure_env(
             if env is not None:
                 return env
             progress(f"{path.name} cannot import the shared torch: rebuilding it")
+        bytecode.stop(path / "bin" / "python")  # its warm-up would write into what is removed
         shutil.rmtree(path, ignore_errors=True)  # a half-built leftover is never used
         return _build(release, catalog, path, torch_site, progress)
 
@@ -487,6 +488,7 @@ def _build(
     found: dict[str, list[str]] = {}
 
     def build() -> list[Path]:
+        bytecode.stop(path / "bin" / "python")
         shutil.rmtree(path, ignore_errors=True)
         _log(log, tool.describe())
         python = tool.venv(path, log)
@@ -681,6 +683,7 @@ def ensure_env_on_torch(
         env = read_manifest(path)
         if env is not None:
             return env
+        bytecode.stop(path / "bin" / "python")
         shutil.rmtree(path, ignore_errors=True)
         return _build(release, catalog, path, torch_site, progress)
 

@@ -15,6 +15,7 @@ COREAI_ALLOWED = {
     "oracle.workers.location_worker": (
         "the in-environment debug-location reader (scripts/conformance)"
     ),
+    "oracle.workers.warm_up": "a new environment's warm-up (its bytecode), run in env",
     "oracle.constructs.quantize": "the probe of coreai-torch's own quantize ops (built in env)",
     "inventory.trace.trace_worker": "the trace subprocess: get_decomp_table() only",
 }

@@ -1,0 +1,66 @@
+"""A new environment's warm-up runs in the background: a worker of it waits for it, and it is
+stopped before its environment is removed. The warm-up script is replaced here by a test double
+(a script that sleeps, then says a line and exits): the real one needs a converter environment
+(`tests/oracle/envs/test_envs.py` checks the bytecode it leaves)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from oracle.envs import bytecode
+
+_DOUBLE = """
+import os, sys, time
+time.sleep(float(os.environ.get("SLEEP", "1")))
+open(os.environ["MARK"], "w").write(os.environ["TMPDIR"])
+print("first line")
+print("warm-up stopped: the double's last line")
+sys.exit(3)
+"""
+
+
+@pytest.fixture
+def double(tmp_path, monkeypatch):
+    script = tmp_path / "warm_up_double.py"
+    script.write_text(_DOUBLE)
+    monkeypatch.setattr(bytecode, "_WARM_UP", script)
+    monkeypatch.setenv("MARK", str(tmp_path / "mark"))
+    return tmp_path
+
+
+def _python(tmp_path: Path) -> Path:
+    # a distinct key per test: the warm-ups are keyed by the environment's python
+    link = tmp_path / "bin" / "python"
+    link.parent.mkdir()
+    link.symlink_to(sys.executable)
+    return link
+
+
+def test_a_worker_waits_for_its_environment_s_warm_up_whose_outcome_is_logged(double):
+    python, log = _python(double), double / "build.log"
+    bytecode.start(python, log)
+    bytecode.wait(python)  # returns once the warm-up has finished and its line is written
+    assert (double / "mark").exists()
+    assert log.read_text() == (
+        "# bytecode of a worker's imports written (exit 3) "
+        "warm-up stopped: the double's last line\n"
+    )
+    # its own TMPDIR (the runtime compiles assets there), removed after it
+    assert not Path((double / "mark").read_text()).exists()
+
+
+def test_a_warm_up_is_stopped_before_its_environment_is_removed(double, monkeypatch):
+    monkeypatch.setenv("SLEEP", "60")
+    python, log = _python(double), double / "build.log"
+    bytecode.start(python, log)
+    proc, waiter, tmp = bytecode._running[str(python)]
+    started = time.monotonic()
+    bytecode.stop(python)
+    assert proc.returncode == -9 and time.monotonic() - started < 30
+    assert not Path(tmp).exists() and not (double / "mark").exists()
+    waiter.join(timeout=30)
+    bytecode.wait(python)  # nothing to wait for once stopped

@@ -28,6 +28,14 @@ INVENTORY = str(ROOT / ".venv" / "bin" / "inventory")
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
+def _ray_tmpdir(folder: Path) -> None:
+    """Ray writes the cluster's address to <RAY_TMPDIR>/ray/ray_current_cluster whatever the
+    nodes' temp_dir, and fails where that folder does not exist (a fresh machine's /tmp/ray):
+    kept in the bench's own folder, removed with it."""
+    (folder / "ray").mkdir(exist_ok=True)
+    os.environ["RAY_TMPDIR"] = str(folder)
+
+
 def registry(folder: Path, jobs: int) -> Path:
     path = folder / "bench.toml"
     text = (
@@ -109,6 +117,7 @@ def ray_lines(jobs: int, record: Path | None, shipped: bool = False) -> dict[str
             out["jobs"] = jobs
         else:
             reg = registry(folder, jobs)
+        _ray_tmpdir(folder)
         local = store(folder, "local")
         out["local_cold_s"], local_answer = sweep(reg, local)
         out["local_warm_s"], _ = sweep(reg, local)
@@ -226,6 +235,7 @@ def scaling_lines(nodes: list[int], record: Path | None) -> dict[str, Any]:
     }
     with tempfile.TemporaryDirectory(prefix="bench-ray-scaling-", dir="/tmp") as tmp:
         folder = Path(tmp)
+        _ray_tmpdir(folder)
         local = store(folder, "local")
         wall, answer = _notes(local)
         out["runs"]["local"] = {"wall_s": round(wall, 1)}

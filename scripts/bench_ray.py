@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -206,18 +207,47 @@ def _notes(cache: Path, *extra: str) -> tuple[float, str]:
     return took, proc.stdout.replace(str(cache), "<store>")
 
 
+_PATH = re.compile(r"/[^\s:()']+")
+
+
+def _differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where two answers differ, field by field, but for `cached` (whether this run read a result
+    back from the store: a Ray driver stores each as it lands and reads it back, a local run keeps
+    it in memory) and the paths inside a line (a run's own work folder, a node's log)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = (set(a) | set(b)) - {"cached"}
+        return [d for k in sorted(keys) for d in _differences(a.get(k), b.get(k), f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [
+            d
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for d in _differences(x, y, f"{path}[{i}]")
+        ]
+    if isinstance(a, str) and isinstance(b, str):
+        # an error line names the run's own work folder or a worker's log: a path, per run
+        a, b = _PATH.sub("<path>", a), _PATH.sub("<path>", b)
+    return [] if a == b else [path or "."]
+
+
 def _ledger(cache: Path) -> dict[str, Any]:
     return json.loads(sorted((cache / "runs" / "ray").glob("*.json"))[-1].read_text())
+
+
+def _at_once(nodes: int, cores: int) -> int:
+    """Jobs that run at once: one per node, but a job keeps two worker processes busy (its two
+    sides), so no more than half the machine's cores' worth (the design's one agent per two
+    CPUs): nodes beyond that share the same cores."""
+    return max(1, min(nodes, cores // 2))
 
 
 def scaling_lines(nodes: list[int], record: Path | None) -> dict[str, Any]:
     """`release-notes --from 0.4.1 --to 0.4.2`, cold (a fresh store, environments linked), with
     the local executor and on local clusters of each size in `nodes` (1 CPU per node,
     127.0.0.1), in one run; beside each cluster's time, the per-job model's prediction from the
-    1-node run: T(N) = F + first + (W - first) / min(N, cores), where W is the seconds of every
-    job on the node, `first` its first job (the agent's workers starting), F the rest of the
-    1-node wall time (the driver's start-up, planning, the answer). Nodes beyond the cores
-    share them: the model caps N there. Asserts nothing."""
+    smallest: T(N) = F + first + (W - first) x at_once(base) / at_once(N), where W is the
+    seconds of every job on its nodes, `first` the longest first job (an agent's workers
+    starting), F the rest of its wall time (the driver's start-up, planning, the answer), and
+    at_once(N) the jobs that can run at once (`_at_once`). Asserts nothing."""
     os.environ.update(RAY_ENV)
     from ray.cluster_utils import Cluster
 
@@ -268,8 +298,10 @@ def scaling_lines(nodes: list[int], record: Path | None) -> dict[str, Any]:
                 "jobs_per_node": sorted(v["jobs"] for v in ledger["nodes"].values()),
                 "job_s_steady": round(sum(steady) / len(steady), 2),
                 "first_job_s": round(first, 2),
-                "same_answer": theirs == answer,
             }
+            differ = _differences(json.loads(answer), json.loads(theirs))
+            row["same_answer"] = not differ
+            row["differences"] = differ[:10]
             if not model:  # the smallest cluster is the model's base
                 work = sum(seconds)
                 model = {"fixed": wall - work, "first": first, "work": work, "base": n}
@@ -277,7 +309,9 @@ def scaling_lines(nodes: list[int], record: Path | None) -> dict[str, Any]:
                 row["predicted_s"] = round(
                     model["fixed"]
                     + model["first"]
-                    + (model["work"] - model["first"]) * min(model["base"], cores) / min(n, cores),
+                    + (model["work"] - model["first"])
+                    * _at_once(int(model["base"]), cores)
+                    / _at_once(n, cores),
                     1,
                 )
             out["runs"][f"{n} node{'s' if n > 1 else ''}"] = row
@@ -295,7 +329,7 @@ def scaling_lines(nodes: list[int], record: Path | None) -> dict[str, Any]:
         print(
             f"{name:10} {row['wall_s']:7.1f}s {pred} {str(row['jobs_per_node']):>14} "
             f"{row['job_s_steady']:6.2f} {row['first_job_s']:6.2f} {row['cluster_start_s']:5.1f}s"
-            f"  {'yes' if row['same_answer'] else 'NO'}"
+            f"  {'yes' if row['same_answer'] else 'NO: ' + ', '.join(row['differences'][:3])}"
         )
     if record is not None:
         record.write_text(json.dumps(portable(out), indent=2) + "\n")

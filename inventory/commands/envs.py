@@ -21,6 +21,7 @@ from oracle.envs import (
     python_ok,
     record_line,
     torch_installs,
+    warmed_up,
 )
 
 
@@ -67,7 +68,8 @@ def envs_build(
     from a source tree (--from-source: the release's environment with the tree's converter).
 
     A release the catalog lacks is built once `inventory envs discover` has found it on the
-    package index (its entry derived from the wheel's metadata).
+    package index (its entry derived from the wheel's metadata). A new environment converts a
+    tiny probe once, writing the bytecode its workers import; this command returns when it has.
 
     Examples:
     inventory envs build
@@ -85,7 +87,9 @@ def envs_build(
         return
     for version in versions or sorted(known.releases, key=version_key):
         with progress(True) as report_progress:
-            env = ensure_env(version, known, report_progress)
+            # built ahead of time: its warm-up too (stopped at exit otherwise), so that its
+            # first worker finds the bytecode it would compile (oracle/envs/bytecode.py)
+            env = warmed_up(ensure_env(version, known, report_progress))
         out.print(
             f"{env.name}: ready ({env.runtime}) at {env.path}{_source(version, known)}",
             highlight=False,

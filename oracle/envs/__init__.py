@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from oracle.envs.environment import record_line as record_line
     from oracle.envs.environment import site_packages as site_packages
     from oracle.envs.environment import torch_installs as torch_installs
+    from oracle.envs.environment import warmed_up as warmed_up
     from oracle.envs.source import PACKAGE as PACKAGE
     from oracle.envs.source import ensure_source_env as ensure_source_env
     from oracle.envs.source import package_digest as package_digest
@@ -47,6 +48,7 @@ _EXPORTS = {
     "record_line": "environment",
     "site_packages": "environment",
     "torch_installs": "environment",
+    "warmed_up": "environment",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -319,6 +319,13 @@ print(json.dumps(out))
 """
 
 
+def warmed_up(env: Env) -> Env:
+    """`env` once its warm-up (if this process started one) has finished: for a command that
+    builds environments ahead of time, whose warm-ups would otherwise be stopped at its exit."""
+    bytecode.wait(env.python)
+    return env
+
+
 def installed_packages(python: Path, log: Path) -> dict[str, str]:
     return json.loads(run_step([str(python), "-I", "-c", _LIST_SCRIPT], log, "the package list"))
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from bundles import export
+from cli import invoke
 
 from oracle.catalog.releases import Catalog, EnvError, Release, load_catalog
 from oracle.clients.worker_pool import Pool
@@ -188,3 +189,15 @@ def test_a_worker_leaves_the_bytecode_its_first_export_compiled_for_the_next(
         )
         assert proc.returncode == 0, (version, proc.stderr[-800:])
         assert proc.stdout.splitlines()[-1] == "[]", (version, proc.stdout[-800:])
+
+
+@pytest.mark.slow
+def test_envs_build_returns_once_the_environment_s_warm_up_has_written_its_bytecode(
+    scratch_cache,
+):
+    # built ahead of time, whole: at a command's exit a warm-up still running is stopped
+    ran = invoke("envs", "build", "0.4.2")
+    assert ran.returncode == 0, ran.stderr
+    log = (scratch_cache / "envs" / "coreai-torch-0.4.2.build.log").read_text()
+    # written when the warm-up has finished: it takes seconds after the environment is ready
+    assert "# bytecode of a worker's imports written (exit 0)" in log.splitlines(), log[-600:]

@@ -3,6 +3,7 @@ docs example (CI has no network, so not the upstream history)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -30,9 +31,21 @@ coreai_torch = ["py.typed"]
 """
 
 
+# Fixed dates: a commit's hash is then the same in every run. With the clock's, one run in about
+# 27 gave a short hash of digits only, which the docs examples' comparison reads as a number.
+_DATES = {
+    "GIT_AUTHOR_DATE": "2026-07-01T12:00:00+00:00",
+    "GIT_COMMITTER_DATE": "2026-07-01T12:00:00+00:00",
+}
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+        ["git", "-C", str(repo), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **_DATES},
     ).stdout.strip()
 
 

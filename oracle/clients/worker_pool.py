@@ -177,7 +177,10 @@ class Worker:
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 text=True,
-                env=_worker_environ(self._tmp),
+                # bytecode written: the first worker of an environment the warm-up did not
+                # finish writes what it compiles for the next (CPython writes each file
+                # atomically, so workers side by side are harmless)
+                env=bytecode.environ(self._tmp),
                 # its own process group: killed as one, with what it starts
                 start_new_session=True,
             )
@@ -285,17 +288,6 @@ class Worker:
                     self._proc.wait()
             self._proc = None
             self._remove_tmp()
-
-
-def _worker_environ(tmp: Path) -> dict[str, str]:
-    """A worker's environment: its own TMPDIR, and bytecode written. uv installs none, and
-    `torch.export` imports about 1,200 modules on a worker's first export (torch._dynamo, sympy,
-    mpmath): a worker that may not write their bytecode compiles them from source at every start
-    (a start and first export: 6.3 s of CPU, 3.6 s with their bytecode). The first worker of an
-    environment writes it for the next; CPython writes each file atomically, so workers side by
-    side are harmless, and where the environment is read-only nothing is written."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    return {**env, "TMPDIR": str(tmp)}
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

@@ -34,17 +34,24 @@ _running: dict[str, tuple[subprocess.Popen[str], threading.Thread, str]] = {}
 _WAIT = 600.0
 
 
+def environ(tmp: Path | str) -> dict[str, str]:
+    """The environment of a process run in a converter environment (the warm-up, a worker):
+    bytecode written (the machine may say otherwise: PYTHONDONTWRITEBYTECODE), and its own
+    TMPDIR, where the runtime compiles assets."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "TMPDIR": str(tmp)}
+
+
 def start(python: Path, log: Path) -> None:
     """Warm up the environment of `python` in the background; its outcome goes to `log`."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    tmp = tempfile.mkdtemp(prefix="inventory-warm-up-")  # the runtime compiles assets there
+    tmp = tempfile.mkdtemp(prefix="inventory-warm-up-")
     try:
         proc = subprocess.Popen(
             [str(python), "-I", str(_WARM_UP)],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
-            env={**env, "TMPDIR": tmp},
+            env=environ(tmp),
             start_new_session=True,  # stopped as a group at exit, with what it starts
         )
     except OSError:
@@ -86,7 +93,7 @@ def stop(python: Path) -> None:
         _kill(*running)
 
 
-def _kill(proc: subprocess.Popen[str], waiter: threading.Thread, tmp: str) -> None:
+def _kill(proc: subprocess.Popen[str], _: threading.Thread, tmp: str) -> None:
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)

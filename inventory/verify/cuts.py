@@ -75,7 +75,7 @@ def _pipeline(bundle: Any) -> dict[str, Any]:
 
 
 def _side(p: Any, env: Env, program: str) -> dict[str, Any]:
-    folder = parts.cut_side_folder(p.bundle, whole.file_digest(Path(program)), env)
+    folder = parts.cut_side_folder(p.bundle, whole.program_digest(Path(program)), env)
 
     def make(work: Path) -> dict[str, Any]:
         side = whole.convert(p.session, env, program, p.bundle, work)

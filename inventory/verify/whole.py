@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,26 @@ def file_digest(path: Path) -> str:
     with path.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             h.update(chunk)
+    return h.hexdigest()
+
+
+# What torch.export's archive holds that differs each time the same program is saved: a random
+# `serialization_id`, and in each node's provenance (`from_node`) the `graph_id` of the graph
+# it came from, a Python object's address in the process that cut it.
+_SAVED_PER_PROCESS = re.compile(rb'(graph_id\\?": )\d+')
+
+
+def program_digest(path: Path) -> str:
+    """A saved program's digest without what saving it again would change (its serialization
+    id, the graph ids of its nodes' provenance): the same cut, made by another process or
+    machine, has the same digest, so its conversions are keyed alike."""
+    h = hashlib.sha256()
+    with zipfile.ZipFile(path) as archive:
+        for name in sorted(archive.namelist()):
+            if name.endswith("/serialization_id"):
+                continue
+            h.update(name.encode())
+            h.update(_SAVED_PER_PROCESS.sub(rb"\g<1>0", archive.read(name)))
     return h.hexdigest()
 
 

@@ -218,8 +218,17 @@ class _Capture:
     def run(self, args: list) -> None:
         import torch
 
-        with torch.no_grad():
-            self._interpreter.run(*args)
+        # on one thread whatever the process has: a reduction split over threads sums in
+        # another order, so the activations captured (the cut's inputs and fp32 reference,
+        # and the keys of everything measured from them) would depend on the machine; on a
+        # 1-CPU cluster node (one thread) they differed from a 2-core run's by 1e-3 in fp16
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with torch.no_grad():
+                self._interpreter.run(*args)
+        finally:
+            torch.set_num_threads(threads)
 
 
 def _cut_module(

@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from oracle.catalog.releases import Catalog, EnvError, version_key
 from oracle.clients.worker_pool import Pool, Worker, Workers
@@ -30,6 +31,9 @@ from oracle.infra.progress import Progress, Tally
 from oracle.store import result_store as store
 from oracle.store.housekeeping import reclaim
 from oracle.store.result_store import RESULT_FILE
+
+if TYPE_CHECKING:
+    from oracle.executors.calls import Call
 
 
 def _reclaim() -> None:
@@ -98,6 +102,12 @@ class Session:
         for pool in self._pools.values():
             pool.close()
         self._pools.clear()
+
+    def calls(self, calls: Sequence[Call], at_once: int = 1) -> list[dict[str, Any]]:
+        """Worker requests that are not comparisons (a whole program converted, an asset run, a
+        cut), through the run's executor (`Oracle.calls`): here in this session's workers, up
+        to `at_once` at a time, or on a cluster's nodes."""
+        return self.oracle.calls(calls, self, at_once)
 
     def pool_of(self, worker: type[Worker], log_suffix: str) -> Pool:
         """Workers running another in-environment script (the asset worker beside the probe

@@ -19,7 +19,7 @@ import json
 import math
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,10 @@ from inventory.trace import extra
 from inventory.trace.service import recipe_process
 from inventory.verify import cuts, forms, parts, whole
 from oracle.catalog import EnvError
+from oracle.envs import Env
 from oracle.infra import Progress
 from oracle.session import Session
+from oracle.store import result_store as store
 
 # seconds of model-level runs a check may spend unless told otherwise (`--run-budget`): the
 # region runs measure every region whatever the budget; a model-level run that would cost more
@@ -39,6 +41,10 @@ DEFAULT_RUN_BUDGET = 120.0
 
 def _always(_: dict[str, Any]) -> bool:
     return True
+
+
+def _never(_: Path) -> dict[str, Any]:
+    raise AssertionError("a read-only check measures nothing")  # `part` raises Missing first
 
 
 class Missing(Exception):
@@ -71,7 +77,7 @@ class _Parts:
         kind: tuple[Path, ...],
     ) -> dict[str, Any]:
         if self.read_only:
-            record = parts.read(folder)
+            record = parts.fetched(folder)
             if record is None or record["code"] != parts.code(kind):
                 raise Missing(folder.name)
             return record
@@ -108,29 +114,50 @@ class _Parts:
 
         return {**self.part(folder, make, _always, parts.BUILDING), "folder": str(folder)}
 
-    def sides(self, build: dict[str, Any], releases: list[str]) -> dict[str, dict[str, Any]]:
-        def one(release: str) -> dict[str, Any]:
-            env = self.session.env(release)
-            folder = parts.side_folder(self.bundle, Path(build["folder"]), env)
-
-            def make(work: Path) -> dict[str, Any]:
+    def conversions(self, wanted: list[tuple[Path, Env, str]], what: str) -> list[dict[str, Any]]:
+        """Sides (folder, release, program): each stored one read back, the others converted
+        in one batch of calls (`Session.calls`: two at a time here, as a whole program takes
+        one core and up to 1.6 GB; on a cluster's nodes), each stored as it may repeat."""
+        if self.read_only:
+            return [self.part(f, _never, parts.repeatable, parts.CONVERTING) for f, _, _ in wanted]
+        out = [parts.cached(f, self.use_cache, parts.CONVERTING) for f, _, _ in wanted]
+        missing = [i for i, record in enumerate(out) if record is None]
+        if not missing:
+            return [r for r in out if r is not None]
+        self.all_cached = False
+        with ExitStack() as stack:
+            works = {i: stack.enter_context(store.building(wanted[i][0])) for i in missing}
+            for i in missing:
                 self.progress(
-                    f"{self.bundle.name}: converting it whole under coreai-torch {release}"
+                    f"{self.bundle.name}: converting {what} under "
+                    f"coreai-torch {wanted[i][1].converter}"
                 )
-                side = whole.convert(
-                    self.session, env, build["files"]["program"], self.bundle, work
-                )
+            answers = self.session.calls(
+                [
+                    whole.conversion(wanted[i][1], wanted[i][2], self.bundle, works[i])
+                    for i in missing
+                ],
+                at_once=2,
+            )
+            for i, answer in zip(missing, answers, strict=True):
+                folder, env, _program = wanted[i]
+                side = whole.side(env, answer)
                 if side.get("ok"):
                     side["shipped_digest"] = parts.shipped_digest(side)
-                return side
+                out[i] = parts.finished(
+                    folder, works[i], side, self.use_cache, parts.repeatable, parts.CONVERTING
+                )
+        return [r for r in out if r is not None]
 
-            return self.part(folder, make, parts.repeatable, parts.CONVERTING)
-
-        if self.read_only:
-            return {r: one(r) for r in releases}
-        # two conversions at a time: a whole program takes one core and up to 1.6 GB each
-        with ThreadPoolExecutor(max_workers=2) as ex:
-            return dict(zip(releases, ex.map(one, releases), strict=True))
+    def sides(self, build: dict[str, Any], releases: list[str]) -> dict[str, dict[str, Any]]:
+        program = build["files"]["program"]
+        wanted = []
+        for release in releases:
+            env = self.session.env(release)
+            wanted.append(
+                (parts.side_folder(self.bundle, Path(build["folder"]), env), env, program)
+            )
+        return dict(zip(releases, self.conversions(wanted, "it whole"), strict=True))
 
     def pair(self, sides: dict[str, dict[str, Any]], a: str, b: str) -> dict[str, Any]:
         old, new = sides[a], sides[b]
@@ -172,7 +199,7 @@ class _Parts:
         folder = parts.drift_folder(
             self.bundle, Path(old["evidence"]).name, Path(new["evidence"]).name, reference, labels
         )
-        stored = parts.read(folder)
+        stored = parts.fetched(folder)
         if stored is not None and stored["code"] == parts.code(parts.DRIFTING):
             return stored["rows"]
         record, _cached = parts.stored(

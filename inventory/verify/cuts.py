@@ -23,14 +23,13 @@ a side per release, a comparison and a run per runtime, so a second read measure
 from __future__ import annotations
 
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from inventory.verify import parts, whole
 from inventory.verify.regions import Region
-from oracle.clients import CutWorker, WorkerFailure
 from oracle.envs import Env
+from oracle.executors import Call, Ship
 from oracle.infra import settings
 
 # rings of producers and consumers tried in turn until a cut reproduces its region
@@ -49,22 +48,26 @@ def make_cuts(
             f"{p.bundle.name}: cutting {len(requests)} region(s) of {step} out of the "
             f"whole program ({hops} rings of neighbours)"
         )
-        pool = p.session.pool_of(CutWorker, "cut")
-        try:
-            answer = pool.worker(env).call(
-                {
-                    "op": "cut",
-                    "program": build["files"]["program"],
-                    "inputs": build["files"]["inputs"],
-                    "pipeline": _pipeline(p.bundle),
-                    "cuts": requests,
-                    "hops": hops,
-                    "out": str(work),
-                },
-                timeout=settings.seconds(whole.CONVERT_TIMEOUT),
-            )
-        except WorkerFailure as exc:
-            answer = {"ok": False, "stage": "worker", "error": str(exc)}
+        [answer] = p.session.calls(
+            [
+                Call(
+                    "cut",
+                    env,
+                    {
+                        "op": "cut",
+                        "program": build["files"]["program"],
+                        "inputs": build["files"]["inputs"],
+                        "pipeline": _pipeline(p.bundle),
+                        "cuts": requests,
+                        "hops": hops,
+                        "out": str(work),
+                    },
+                    ship=(Ship("program"), Ship("inputs")),
+                    timeout=settings.seconds(whole.CONVERT_TIMEOUT),
+                )
+            ]
+        )
+        answer.pop("wall_seconds", None)  # its own seconds, per step, are in the answer
         return {**answer, "step": step, "cut_in": env.converter, "hops": hops}
 
     return p.part(folder, make, parts.repeatable, parts.CUTTING)
@@ -74,16 +77,8 @@ def _pipeline(bundle: Any) -> dict[str, Any]:
     return whole.pipeline_of(bundle)
 
 
-def _side(p: Any, env: Env, program: str) -> dict[str, Any]:
-    folder = parts.cut_side_folder(p.bundle, whole.program_digest(Path(program)), env)
-
-    def make(work: Path) -> dict[str, Any]:
-        side = whole.convert(p.session, env, program, p.bundle, work)
-        if side.get("ok"):
-            side["shipped_digest"] = parts.shipped_digest(side)
-        return side
-
-    return p.part(folder, make, parts.repeatable, parts.CONVERTING)
+def _side_folder(p: Any, env: Env, program: str) -> Path:
+    return parts.cut_side_folder(p.bundle, whole.program_digest(Path(program)), env)
 
 
 def _inputs_key(cut_dir: Path) -> str:
@@ -191,8 +186,9 @@ def _tried(
         attempt["outcome"] = f"cannot cut: {c.get('error')}"
         return False
     program = c["files"]["program"]
-    with ThreadPoolExecutor(max_workers=2) as ex:
-        old, new = ex.map(lambda r: _side(p, envs[r], program), (a, b))
+    old, new = p.conversions(
+        [(_side_folder(p, envs[r], program), envs[r], program) for r in (a, b)], "a cut"
+    )
     seconds["conversions"] += sum(s.get("wall_seconds") or 0.0 for s in (old, new))
     if not old.get("ok") or not new.get("ok"):
         bad = [

@@ -127,6 +127,39 @@ def read(folder: Path) -> dict[str, Any] | None:
     return record
 
 
+def fetched(folder: Path) -> dict[str, Any] | None:
+    """A stored part (`read`): from this store, else from the remote tier when the run has one
+    (`--store URL`), every file verified before this store takes it in."""
+    return store.stored(folder, read)
+
+
+def cached(final: Path, use_cache: bool, kind: tuple[Path, ...]) -> dict[str, Any] | None:
+    """The part at `final` when it is stored by the code of `kind` (and `use_cache`)."""
+    if not use_cache:
+        return None
+    record = fetched(final)
+    return record if record is not None and record["code"] == code(kind) else None
+
+
+def finished(
+    final: Path,
+    work: Path,
+    made: dict[str, Any],
+    use_cache: bool,
+    keep: Callable[[dict[str, Any]], bool],
+    kind: tuple[Path, ...],
+) -> dict[str, Any]:
+    """A part measured in `work` (a `store.building` folder of `final`): stored when
+    `keep(record)` says it may repeat, and the record as it is read back."""
+    record = {**made, "code": code(kind)}
+    if not keep(record):
+        # told now, measured again next time; its files go with the temp folder
+        return {**record, "evidence": None, "stored": False}
+    store.write_record(work, _rewrite(record, str(work), PLACEHOLDER))
+    theirs = store.install(work, final, read, replace_stored=not use_cache)
+    return theirs if theirs is not None else read(final) or record
+
+
 def stored(
     final: Path,
     make: Make,
@@ -136,18 +169,11 @@ def stored(
 ) -> tuple[dict[str, Any], bool]:
     """The part at `final` (read back: True), or measured now by `make(work)` and stored when
     `keep(record)` says it may repeat (False)."""
-    if use_cache:
-        cached = read(final)
-        if cached is not None and cached["code"] == code(kind):
-            return cached, True
+    record = cached(final, use_cache, kind)
+    if record is not None:
+        return record, True
     with store.building(final) as work:
-        record = {**make(work), "code": code(kind)}
-        if not keep(record):
-            # told now, measured again next time; its files go with the temp folder
-            return {**record, "evidence": None, "stored": False}, False
-        store.write_record(work, _rewrite(record, str(work), PLACEHOLDER))
-        theirs = store.install(work, final, read, replace_stored=not use_cache)
-    return (theirs if theirs is not None else read(final) or record), False
+        return finished(final, work, make(work), use_cache, keep, kind), False
 
 
 # what the machine did, not the converter or the runtime: a full disk (seen while a run form

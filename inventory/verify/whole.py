@@ -23,9 +23,9 @@ from inventory.registry import Bundle
 from inventory.trace.service import PROJECT_ROOT, export_steps, supervised
 from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Region, Side, regions
-from oracle.clients import AssetWorker, ProgramWorker, WorkerFailure
 from oracle.compare import compare_texts, normalise
 from oracle.envs import Env
+from oracle.executors import Call, Ship
 from oracle.infra import Progress, WeightsError, cache_root, in_store, safe_name, settings
 from oracle.session import Session
 from oracle.store import result_store as store
@@ -176,26 +176,31 @@ def pipeline_of(bundle: Bundle) -> dict[str, Any]:
     return out
 
 
-def convert(session: Session, env: Env, program: str, bundle: Bundle, out: Path) -> dict[str, Any]:
-    """The whole program converted under one release, in its own environment's worker."""
-    pool = session.pool_of(ProgramWorker, "program")
-    pipeline = pipeline_of(bundle)
-    start = time.perf_counter()
-    try:
-        answer = pool.worker(env).call(
-            {"op": "convert_program", "program": program, "pipeline": pipeline, "out": str(out)},
-            timeout=settings.seconds(CONVERT_TIMEOUT),
-        )
-    except WorkerFailure as exc:
-        answer = {"ok": False, "stage": "worker", "error": str(exc)}
-    answer.update(
+def conversion(env: Env, program: str, bundle: Bundle, out: Path) -> Call:
+    """The whole program (or a cut of it) converted under one release, in its own
+    environment's worker: a call the run's executor answers (`Session.calls`)."""
+    return Call(
+        "program",
+        env,
         {
-            "converter": env.converter,
-            "packages": store.env_identity(env),
-            "wall_seconds": time.perf_counter() - start,
-        }
+            "op": "convert_program",
+            "program": program,
+            "pipeline": pipeline_of(bundle),
+            "out": str(out),
+        },
+        ship=(Ship("program"),),
+        timeout=settings.seconds(CONVERT_TIMEOUT),
     )
-    return answer
+
+
+def side(env: Env, answer: dict[str, Any]) -> dict[str, Any]:
+    """A conversion's answer as a side: which converter and packages made it, and what it cost."""
+    return {
+        **answer,
+        "converter": env.converter,
+        "packages": store.env_identity(env),
+        "wall_seconds": answer.get("wall_seconds", 0.0),
+    }
 
 
 # ---- compare ------------------------------------------------------------------------------
@@ -322,24 +327,28 @@ def _run_once(
     progress: Progress,
     label: str,
 ) -> dict[str, Any]:
-    pool = session.pool_of(AssetWorker, "asset")
     limit = settings.seconds(RUN_TIMEOUT)
     progress(f"running {label} on {env.runtime} (timeout {limit:g} s)")
     start = time.perf_counter()
-    try:
-        answer = pool.worker(env).call(
-            {
-                "op": "run",
-                "asset": asset,
-                "out": str(out),
-                "seed": SEED,
-                "execute": True,
-                "inputs": str(build_dir),
-            },
-            timeout=limit,
-        )
-    except WorkerFailure as exc:
-        answer = {"ok": False, "stage": "worker", "error": str(exc)}
+    [answer] = session.calls(
+        [
+            Call(
+                "asset",
+                env,
+                {
+                    "op": "run",
+                    "asset": asset,
+                    "out": str(out),
+                    "seed": SEED,
+                    "execute": True,
+                    "inputs": str(build_dir),
+                },
+                # the run reads the folder's seeded inputs, never its program
+                ship=(Ship("asset"), Ship("inputs", "*.inputs.safetensors")),
+                timeout=limit,
+            )
+        ]
+    )
     seconds = time.perf_counter() - start
     if not answer.get("ok"):
         return {

@@ -1,6 +1,7 @@
-"""Where comparisons and load checks run: the oracle interface, the comparison itself (convert
-both, normalise, measure), the load check made from any runtimes, the local executor, the Ray
-executor and its node agent, and the choice between them.
+"""Where comparisons, load checks and calls run: the oracle interface, the comparison itself
+(convert both, normalise, measure), the load check made from any runtimes, the calls of a
+whole-program check, the local executor, the Ray executor and its node agent, and the choice
+between them.
 
 The names other packages import are exported here and loaded on first use (each from its
 module, so importing the package loads none of them).
@@ -16,13 +17,17 @@ if TYPE_CHECKING:
     from oracle.executors.api import Comparison as Comparison
     from oracle.executors.api import Job as Job
     from oracle.executors.api import LoadRequest as LoadRequest
+    from oracle.executors.calls import Call as Call
+    from oracle.executors.calls import Ship as Ship
     from oracle.executors.choice import choose as choose
 
 # each exported name -> the module of this package that defines it
 _EXPORTS = {
+    "Call": "calls",
     "Comparison": "api",
     "Job": "api",
     "LoadRequest": "api",
+    "Ship": "calls",
     "choose": "choice",
 }
 __all__ = sorted(_EXPORTS)

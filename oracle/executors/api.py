@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oracle.catalog.releases import EnvError
 from oracle.compare.results import ProbeResult
@@ -24,6 +24,7 @@ from oracle.envs.environment import Env
 
 if TYPE_CHECKING:
     from oracle.executors.asset_checks import Runtimes
+    from oracle.executors.calls import Call, Pools
     from oracle.store.load_records import LoadCheck
 
 
@@ -125,6 +126,15 @@ class Oracle(ABC):
         from oracle.executors.asset_checks import check
 
         return check(spec, exporter, cores, runtimes, use_cache)
+
+    def calls(self, calls: Sequence[Call], pools: Pools, at_once: int = 1) -> list[dict[str, Any]]:
+        """Each call's worker answer (`oracle/executors/calls.py`), in order: a batch handed
+        over at once. Here by the workers of `pools` (the session's), up to `at_once` at a
+        time; a cluster runs them on its nodes, their files travelling with them."""
+        # imported when a call is made: a warm run reads stored answers without it
+        from oracle.executors.calls import answered_here
+
+        return answered_here(calls, pools, at_once)
 
     def close(self) -> None:
         """Release what the executor holds (a cluster's actors); the session's workers are the

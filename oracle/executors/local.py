@@ -15,7 +15,8 @@ in the cache: each batch's size, each job's key, kind (`comparison` with its `ol
 release, `load-check` with its `exporter`), batch (none: asked for outside any batch), the
 job it followed, when it was queued, started and ended (seconds from the session's start),
 whether a thread was free for it when queued, the jobs that ended while it waited, and whether
-it was read from the store.
+it was read from the store. Under `calls`, each call of a whole-program check (`Oracle.calls`):
+its batch, kind, release, when it was handed over, started and ended, and whether it answered.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from oracle.store import result_store as store
 
 if TYPE_CHECKING:
     from oracle.executors.asset_checks import Runtimes
+    from oracle.executors.calls import Call, Pools
     from oracle.store.load_records import LoadCheck
 
 _started = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
@@ -102,7 +104,9 @@ class LocalOracle(Oracle):
             "jobs": self.jobs,
             "batches": [],
             "runs": [],
+            "calls": [],  # `calls`: a whole-program check's conversions, runs and cuts
         }
+        self._call_batches = 0
 
     # -- queueing --------------------------------------------------------------------------
     def _now(self) -> float:
@@ -348,6 +352,34 @@ class LocalOracle(Oracle):
             return super().load_check(spec, exporter, cores, runtimes, use_cache)
         return cast("LoadCheck", job.future.result())
 
+    def calls(self, calls: Sequence[Call], pools: Pools, at_once: int = 1) -> list[dict[str, Any]]:
+        """Each call answered by `pools`' workers, up to `at_once` at a time, beside the
+        batch's jobs (a whole program's conversion is not a comparison's job: `--jobs` does
+        not bound it); the ledger's `calls` says what each was, when it was handed over,
+        started and ended."""
+        from oracle.executors.calls import WORKERS, answered, answered_here
+
+        with self._cond:
+            self._call_batches += 1
+            entries = [
+                {
+                    "batch": self._call_batches,
+                    "kind": WORKERS[c.worker][2],
+                    "release": c.env.converter,
+                    "queued": self._now(),
+                }
+                for c in calls
+            ]
+            self.ledger["calls"].extend(entries)
+
+        def each(i: int, c: Call) -> dict[str, Any]:
+            entries[i]["started"] = self._now()
+            answer = answered(c, pools)
+            entries[i].update(ended=self._now(), ok=bool(answer.get("ok")))
+            return answer
+
+        return answered_here(calls, pools, at_once, each)
+
     def close(self) -> None:
         """Queued jobs are dropped (the command did not ask for them); running ones end (their
         results are stored), then the ledger is written."""
@@ -364,7 +396,7 @@ class LocalOracle(Oracle):
         self._write_ledger()
 
     def _write_ledger(self) -> None:
-        if not self.ledger["runs"]:
+        if not self.ledger["runs"] and not self.ledger["calls"]:
             return
         folder = runs_dir() / "local"
         try:

@@ -349,6 +349,45 @@ def test_a_run_that_exceeds_the_timeout_is_inconclusive_not_stored(sortformer_mi
     assert all(not r["ok"] and "SIGABRT" in r["error"] for r in stored), stored
 
 
+def test_the_chain_s_sides_are_one_batch_of_calls_converted_two_at_a_time(
+    sortformer_mini, tmp_path
+):
+    """The three releases' whole-program conversions are handed to the executor as one batch
+    (`Oracle.calls`), the local executor converts two at once, and its ledger says so: the
+    second started before the first ended, the third after one of them ended."""
+    _code, _data, registry = sortformer_mini
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "envs").symlink_to(envs_dir())
+    proc = spawn(
+        "verify",
+        "sortformer",
+        "--to",
+        "0.4.2",
+        "--registry",
+        str(registry),
+        "--run-budget",
+        "0",
+        "--json",
+        "-q",
+        INVENTORY_CACHE=str(cache),
+    )
+    assert proc.returncode == 0, proc.stderr  # every change explained (#54), as in full
+    calls = [
+        c
+        for p in sorted((cache / "runs" / "local").glob("*.json"))
+        for c in json.loads(p.read_text())["calls"]
+    ]
+    sides = [c for c in calls if c["kind"] == "program-conversion" and c["batch"] == 1]
+    assert sorted(c["release"] for c in sides) == ["0.4.0", "0.4.1", "0.4.2"]
+    assert all(c["ok"] for c in sides)
+    first, second, third = sorted(sides, key=lambda c: c["started"])
+    assert second["started"] < first["ended"]  # two at once
+    assert third["started"] >= min(first["ended"], second["ended"])  # never three
+    # the region's cut and its two sides follow, each a call of its own kind
+    assert {"region-cut", "program-conversion"} <= {c["kind"] for c in calls if c["batch"] > 1}
+
+
 def test_a_bad_form_is_one_line_and_exit_2(tmp_path):
     def bad(raw: dict) -> None:
         raw["verify"] = {"form": "tiny"}

@@ -8,22 +8,26 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, report
+from inventory.commands.common import ready, report, use_executor, use_store
 from inventory.errors import ExitCode
 from inventory.options import (
     AllowCode,
     CatalogFile,
+    ExecutorName,
     Format,
     FullForm,
+    Jobs,
     Json,
     Markdown,
     NoCache,
     OutputFile,
     ProgressMode,
     Quiet,
+    RayAddress,
     RecipeRoot,
     Registry,
     RunBudget,
+    StoreUrl,
     check_budget,
     check_output,
     check_recipe_root,
@@ -81,6 +85,10 @@ def verify_cmd(
     output_format: Format = None,
     output: OutputFile = None,
     no_cache: NoCache = False,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
+    store: StoreUrl = None,
+    jobs: Jobs = None,
     allow_code: AllowCode = False,
     recipe_root: RecipeRoot = None,
     run_budget: RunBudget = 120.0,
@@ -129,6 +137,8 @@ def verify_cmd(
     check_output(output)
     ready(("--to", to))
     check_recipe_root(recipe_root)
+    use_executor(executor, ray_address, jobs)
+    use_store(store)
     check_budget("--run-budget", run_budget)
     all_bundles = load_registry(registry)
     bundles = select(all_bundles, bundle)

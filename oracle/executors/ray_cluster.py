@@ -29,6 +29,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import socket
 import threading
 import time
@@ -54,7 +55,18 @@ from oracle.executors.api import (
 from oracle.executors.api import (
     Job as Asked,
 )
-from oracle.executors.ray_node import Job, LoadJob, NodeAgent, tool_digest, unpack, unpack_check
+from oracle.executors.calls import WORKERS, Call, Pools, files_of, moved, worker_failure
+from oracle.executors.ray_node import (
+    ANCHOR,
+    CallJob,
+    Job,
+    LoadJob,
+    NodeAgent,
+    tool_digest,
+    unpack,
+    unpack_check,
+    written,
+)
 from oracle.infra.paths import runs_dir
 from oracle.infra.progress import Progress
 from oracle.infra.settings import seconds
@@ -64,7 +76,7 @@ from oracle.store.load_records import LoadCheck, RuntimeOutcome
 if TYPE_CHECKING:
     from oracle.executors.asset_checks import Runtimes
 
-AnyJob = Job | LoadJob
+AnyJob = Job | LoadJob | CallJob
 
 IN_FLIGHT = 2  # jobs sent to one agent at a time: one running, one waiting behind it
 ATTEMPTS = 3  # tries of one job, on different agents, before it is answered inconclusive
@@ -244,6 +256,13 @@ def _write_ledger(path: Path, address: str) -> None:
         pass  # the ledger is a record of the run, never needed for an answer
 
 
+def _kind(job: AnyJob) -> str:
+    """A job's kind in the ledger."""
+    if isinstance(job, CallJob):
+        return WORKERS[job.worker][2]
+    return "load-check" if isinstance(job, LoadJob) else "comparison"
+
+
 def _why(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
@@ -272,6 +291,19 @@ def check_identity(where: str, ident: dict[str, Any], envs: dict[str, Env]) -> N
             )
 
 
+def call_answer(c: Call, job: CallJob, payload: dict[str, Any]) -> dict[str, Any]:
+    """A call's answer from its node: the files its worker wrote, in the call's `out`, and
+    its paths moved back from the node's to this machine's."""
+    c.out.mkdir(parents=True, exist_ok=True)
+    written(payload["files"], c.out)
+    back = {str(ANCHOR / "out"): str(c.out)}
+    for name, file in job.inputs:
+        back[str(ANCHOR / "in" / name / file if file else ANCHOR / "in" / name)] = str(
+            c.request[name]
+        )
+    return moved(payload["answer"], back)
+
+
 class RayOracle(Oracle):
     name = "ray"
 
@@ -290,6 +322,12 @@ class RayOracle(Oracle):
         self._check_work: dict[str, Path] = {}
         self._check_final: dict[str, Path] = {}
         self._checked: dict[str, LoadCheck] = {}
+        # a call's key -> the call, its input files (Ray objects, put once per file and
+        # session), and its answer once it landed
+        self._calls: dict[str, Call] = {}
+        self._shipped: dict[str, list[Any]] = {}
+        self._objects: dict[tuple[str, str, int, int], Any] = {}
+        self._answers: dict[str, dict[str, Any]] = {}
 
     # -- the agents ------------------------------------------------------------------------
     def _make_agents(self) -> None:
@@ -436,7 +474,8 @@ class RayOracle(Oracle):
                     if agent.load < IN_FLIGHT and queue:
                         job = queue.popleft()
                         agent.deadline = max(now, agent.deadline) + limit
-                        flying[agent.handle.run.remote(job)] = (job, name, agent.deadline)
+                        shipped = self._shipped.get(job.key, ())
+                        flying[agent.handle.run.remote(job, *shipped)] = (job, name, agent.deadline)
                         agent.load += 1
                         _ledger["dispatched"] += 1
             ready, _ = self.ray.wait(list(flying), num_returns=1, timeout=1.0)
@@ -517,7 +556,9 @@ class RayOracle(Oracle):
                     f"{agent.label}: {error}: refusing, its results would poison the store"
                 )
             raise EnvError(f"{agent.label}: {error}")
-        if isinstance(job, LoadJob) and job.key in self._check_work:
+        if isinstance(job, CallJob):
+            self._answers[job.key] = call_answer(self._calls[job.key], job, payload)
+        elif isinstance(job, LoadJob) and job.key in self._check_work:
             # into the store's temp folder `load_check` holds: it stores the check, as a
             # check made here is stored
             work = self._check_work[job.key]
@@ -544,7 +585,7 @@ class RayOracle(Oracle):
         _ledger["jobs"].append(
             {
                 "key": job.key,
-                "kind": "load-check" if isinstance(job, LoadJob) else "comparison",
+                "kind": _kind(job),
                 "node": agent.node,
                 "seconds": round(payload.get("seconds", 0.0), 3),
             }
@@ -554,6 +595,9 @@ class RayOracle(Oracle):
         """Answered, never dropped: a worker failure on both sides (inconclusive), or a load
         check run on no runtime; not stored."""
         _ledger["lost"] += 1
+        if isinstance(job, CallJob):
+            self._answers[job.key] = worker_failure(f"not run on the Ray cluster: {why}")
+            return
         if isinstance(job, LoadJob):
             text = f"not run on the Ray cluster: {why}"
             self._checked[job.key] = LoadCheck(
@@ -718,6 +762,38 @@ class RayOracle(Oracle):
 
         return check(spec, exporter, cores, runtimes, use_cache, on_a_node)
 
+    def calls(self, calls: Sequence[Call], pools: Pools, at_once: int = 1) -> list[dict[str, Any]]:
+        """Each call run on a node (as many at once as there are agents), its input files sent
+        with it and the files its worker wrote written back into the call's `out`."""
+        del pools, at_once  # the nodes' workers run them
+        jobs: list[CallJob] = []
+        envs: dict[str, Env] = {}
+        for c in calls:
+            key = f"call-{secrets.token_hex(8)}"
+            inputs = tuple(
+                (s.name, Path(c.request[s.name]).name if Path(c.request[s.name]).is_file() else "")
+                for s in c.ship
+            )
+            self._calls[key] = c
+            self._shipped[key] = [self._object(Path(c.request[s.name]), s.glob) for s in c.ship]
+            jobs.append(CallJob(c.worker, c.env.converter, c.request, inputs, c.timeout, key))
+            envs[c.env.converter] = c.env
+        try:
+            self._dispatch(jobs, envs, use_cache=True)
+            return [self._answers.pop(j.key) for j in jobs]
+        finally:
+            for j in jobs:
+                self._calls.pop(j.key, None)
+                self._shipped.pop(j.key, None)
+
+    def _object(self, path: Path, glob: str) -> Any:
+        """A shipped input's files as one Ray object, put once while the file is unchanged."""
+        stat = path.stat()
+        key = (str(path), glob, stat.st_mtime_ns, stat.st_size)
+        if key not in self._objects:
+            self._objects[key] = self.ray.put(files_of(path, glob))
+        return self._objects[key]
+
     def close(self) -> None:
         """The run's ledger (jobs per node, their seconds) in runs/ray/, and one summary line."""
         nodes = ", ".join(f"{n[:8]}: {v['jobs']}" for n, v in _ledger["nodes"].items())
@@ -726,6 +802,7 @@ class RayOracle(Oracle):
             f"{f' ({nodes})' if nodes else ''}, {_ledger['from_store']} read from the "
             f"store, {_ledger['retried']} retried, {_ledger['lost']} not run"
         )
+        self._objects.clear()
         path = runs_dir() / "ray" / f"{_started}-{os.getpid()}.json"
         _write_ledger(path, self.address)
         _written.update(path=str(path), address=self.address)

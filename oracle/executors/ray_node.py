@@ -32,6 +32,7 @@ from oracle.compare.results import ProbeResult
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env, ensure_env
 from oracle.executors.asset_checks import make, runtime_identities
+from oracle.executors.calls import Call, answered, moved
 from oracle.executors.comparison import compute
 from oracle.infra.digests import files_digest
 from oracle.infra.paths import cache_root
@@ -117,6 +118,25 @@ class LoadJob:
         return {self.exporter, *(release for _, release in self.runtimes)}
 
 
+@dataclass(frozen=True)
+class CallJob:
+    """One call (`oracle/executors/calls.py`) of a whole-program check: the worker, the release
+    whose environment runs it, its request, the fields naming its inputs (whose files come as
+    the job's arguments: `file` the name of a shipped file, empty for a folder), and a key of
+    its own for the ledger and retries (a call is stored by its caller, not by key)."""
+
+    worker: str
+    release: str
+    request: dict[str, Any]
+    inputs: tuple[tuple[str, str], ...]  # (field, file name or "" for a folder)
+    timeout: float | None
+    key: str
+
+    @property
+    def releases(self) -> set[str]:
+        return {self.release}
+
+
 class _JobRuntimes:
     """A load job's runtimes on this node: each core in the environment of the release the
     driver chose (so both key the check alike), the agent's workers."""
@@ -141,7 +161,7 @@ def _files(work: Path) -> dict[str, bytes]:
     }
 
 
-def _written(files: dict[str, bytes], work: Path) -> None:
+def written(files: dict[str, bytes], work: Path) -> None:
     for rel, data in files.items():
         target = (work / rel).resolve()
         if not target.is_relative_to(work.resolve()):  # a path from elsewhere stays out
@@ -157,7 +177,7 @@ def pack_check(check: LoadCheck, work: Path) -> tuple[LoadCheck, dict[str, bytes
 
 def unpack_check(check: LoadCheck, files: dict[str, bytes], work: Path) -> LoadCheck:
     """The files written into `work` (the driver's temp folder), the check pointing there."""
-    _written(files, work)
+    written(files, work)
     return relocated(check, ANCHOR, work)
 
 
@@ -168,7 +188,7 @@ def pack(result: ProbeResult, work: Path) -> tuple[ProbeResult, dict[str, bytes]
 
 def unpack(result: ProbeResult, files: dict[str, bytes], work: Path) -> ProbeResult:
     """The files written into `work` (the driver's temp folder), the result pointing there."""
-    _written(files, work)
+    written(files, work)
     return store.relocated(result, ANCHOR, work)
 
 
@@ -206,13 +226,17 @@ class NodeAgent:
             "packages": {r: installed(self.env(r)) for r in releases},
         }
 
-    def run(self, job: Job | LoadJob) -> dict[str, Any]:
-        """One comparison or load check: the result and its evidence, or why it could not run
-        (an environment fault, said as the local executor says it)."""
+    def run(self, job: Job | LoadJob | CallJob, *shipped: dict[str, bytes]) -> dict[str, Any]:
+        """One comparison, load check or call: the result and its evidence, or why it could not
+        run (an environment fault, said as the local executor says it). `shipped`: a call's
+        input files, one mapping per input field (Ray passes them as their own objects, so a
+        program several calls read crosses to a node once)."""
         started = time.monotonic()
         work = self.root / secrets.token_hex(6)
         work.mkdir(parents=True)
         try:
+            if isinstance(job, CallJob):
+                return self._call(job, shipped, work, started)
             if isinstance(job, LoadJob):
                 return self._load_check(job, work, started)
             old, new = self.env(job.old), self.env(job.new)
@@ -236,6 +260,36 @@ class NodeAgent:
             return {"ok": False, "kind": "env", "error": str(exc)}
         finally:
             shutil.rmtree(work, ignore_errors=True)
+
+    def _call(
+        self, job: CallJob, shipped: tuple[dict[str, bytes], ...], work: Path, started: float
+    ) -> dict[str, Any]:
+        """The request run with its inputs written in `work/in` and its outputs in `work/out`;
+        the answer's paths moved under ANCHOR, the outputs' bytes returned (also those a
+        worker wrote before it died: a run's caller reads them)."""
+        request = dict(job.request)
+        back: dict[str, str] = {}
+        for (name, file), files in zip(job.inputs, shipped, strict=True):
+            folder = work / "in" / name
+            folder.mkdir(parents=True)
+            written(files, folder)
+            here = folder / file if file else folder
+            request[name] = str(here)
+            back[str(here)] = (
+                str(ANCHOR / "in" / name / file) if file else str(ANCHOR / "in" / name)
+            )
+        out = work / "out"
+        out.mkdir()
+        request["out"] = str(out)
+        back[str(out)] = str(ANCHOR / "out")
+        call = Call(job.worker, self.env(job.release), request, timeout=job.timeout)
+        answer = moved(answered(call, self), back)
+        return {
+            "ok": True,
+            "answer": answer,
+            "files": _files(out),
+            "seconds": time.monotonic() - started,
+        }
 
     def _load_check(self, job: LoadJob, work: Path, started: float) -> dict[str, Any]:
         exporter, runtimes = self.env(job.exporter), _JobRuntimes(self, job)

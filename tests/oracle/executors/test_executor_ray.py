@@ -31,6 +31,7 @@ from doubles.faults import fault_env
 from s3_server import make_bucket, s3_server
 from store_answers import answer_in, borrowing_store, without
 
+from oracle.compare import normalise
 from oracle.load_check import load_stored
 from oracle.store.result_store import RECORD_DIGEST, RESULT_FILE, load_result
 
@@ -516,3 +517,96 @@ def test_load_checks_run_on_a_node_and_are_shared_through_a_bucket(cluster, env,
     assert _flags(answer, "cached") == {True}
     assert without(answer, "cached") == without(local_answer, "cached")
     assert _checks(reader) == checks
+
+
+VERIFY = ("verify", "sortformer", "--to", "0.4.2", "--json", "-q")
+# what measuring costs, which differs between any two runs: seconds and peak memory
+COSTS = ("seconds", "conversion_seconds", "read_seconds", "peak_mb", "timing")
+
+
+def _differing(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where two answers differ, field by field (with both values), for a readable failure."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [
+            d
+            for k in sorted(set(a) | set(b))
+            for d in _differing(a.get(k), b.get(k), f"{path}.{k}")
+        ]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [
+            d
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for d in _differing(x, y, f"{path}[{i}]")
+        ]
+    return [] if a == b else [f"{path}: {a!r:.200} != {b!r:.200}"]
+
+
+def _side_programs(store: Path) -> dict[str, dict[str, str]]:
+    """Each stored whole-program and cut side's programs, normalised as the tool compares them
+    (a conversion's `resource_N` handles differ run to run), by folder: named by their keys, so
+    two stores hold the same names."""
+    return {
+        folder.name: {
+            p.name: normalise(p.read_text())
+            for p in sorted(folder.iterdir())
+            if p.suffix == ".mlir"
+        }
+        for folder in sorted((store / "results").glob("verify-*side-*"))
+    }
+
+
+def test_verify_on_two_nodes_converts_and_runs_there_and_shares_its_parts_through_a_bucket(
+    cluster, tmp_path
+):
+    """The whole-program check's conversions, runs and cuts are jobs of the cluster: the sides
+    of the chain go out in one batch (one to each node), the answer equals the local
+    executor's but for what measuring cost, and the driver stored the same programs under the
+    same keys. With `--store s3://...` (moto's server on 127.0.0.1, a bucket's stand-in) it
+    publishes the check's parts, and a driver with an empty cache of its own answers from the
+    bucket alone: every part and probe read back, nothing measured."""
+    local_store, ray_store = borrowing_store(tmp_path, "local"), borrowing_store(tmp_path, "ray")
+    local = spawn(*VERIFY, INVENTORY_CACHE=str(local_store))
+    assert local.returncode == 0, local.stderr
+    ours = answer_in(local.stdout, local_store)
+    for key in (*COSTS, "cached"):
+        ours = without(ours, key)
+    with s3_server(tmp_path / "aws") as aws:
+        make_bucket("inventory-verify")
+        url = "s3://inventory-verify/team"
+        ran = spawn(
+            *VERIFY,
+            "--executor",
+            "ray",
+            "--ray-address",
+            cluster,
+            "--store",
+            url,
+            INVENTORY_CACHE=str(ray_store),
+            **RAY_ENV,
+            **aws,
+        )
+        assert ran.returncode == 0, ran.stderr
+        theirs = answer_in(ran.stdout, ray_store)
+        for key in (*COSTS, "cached"):
+            theirs = without(theirs, key)
+        assert _differing(theirs, ours) == []
+        [ledger] = _ledgers(ray_store)
+        kinds: dict[str, set[str]] = {}
+        for job in ledger["jobs"]:
+            kinds.setdefault(job["kind"], set()).add(job["node"])
+        assert {"program-conversion", "asset-run", "region-cut", "comparison"} <= set(kinds)
+        assert len(kinds["program-conversion"]) == 2  # the chain's two sides, one on each node
+        assert ledger["lost"] == 0
+        programs = _side_programs(ray_store)
+        assert len(programs) >= 4 and programs == _side_programs(local_store)
+        assert not list((local_store / "runs").glob("ray/*.json"))  # no cluster ran it
+
+        reader = borrowing_store(tmp_path, "reader")
+        read = spawn(*VERIFY, "--store", url, INVENTORY_CACHE=str(reader), **aws)
+    assert read.returncode == 0, read.stderr
+    answer = answer_in(read.stdout, reader)
+    assert _flags(answer, "cached") == {True}
+    for key in (*COSTS, "cached"):
+        answer = without(answer, key)
+    assert _differing(answer, ours) == []
+    assert _side_programs(reader) == programs

@@ -1,0 +1,155 @@
+"""Calls (`oracle/executors/calls.py`): the worker requests of a whole-program check handed to
+the executor. Here: the local batch keeps its order and answers a dead worker as a worker
+failure; a call's files travel to a node and back, its paths moved both ways. The node and its
+workers are test doubles (named as such) of `NodeAgent`'s environment and pools; the same path
+on a real two-node cluster is in test_executor_ray.py."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from oracle.clients.worker_pool import WorkerFailure
+from oracle.envs.environment import Env
+from oracle.executors.calls import Call, Ship, answered_here, files_of, moved
+from oracle.executors.ray_cluster import call_answer
+from oracle.executors.ray_node import ANCHOR, CallJob, NodeAgent
+
+
+def _env(release: str) -> Env:
+    path = Path(f"/test-double/coreai-torch-{release}")
+    return Env(release, "1.0.0b2", path, path / "bin" / "python", {}, ())
+
+
+class _DoubleWorker:
+    """A test double of a worker: echoes its request, writes a file into `out` that names its
+    input, dies on request, and counts how many answer at once."""
+
+    at_once = 0
+    most = 0
+    guard = threading.Lock()
+
+    def call(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        del timeout
+        with self.guard:
+            _DoubleWorker.at_once += 1
+            _DoubleWorker.most = max(_DoubleWorker.most, _DoubleWorker.at_once)
+        try:
+            time.sleep(0.05)
+            if request.get("die"):
+                raise WorkerFailure("the worker died of SIGABRT")
+            out = Path(request["out"])
+            out.mkdir(parents=True, exist_ok=True)
+            program = Path(request["program"])
+            (out / "seen.txt").write_text(program.read_text() if program.is_file() else "")
+            return {"ok": True, "files": {"seen": str(out / "seen.txt")}, "read": str(program)}
+        finally:
+            with self.guard:
+                _DoubleWorker.at_once -= 1
+
+
+class _DoublePools:
+    """A test double of a session's pools: one double worker per environment."""
+
+    def __init__(self) -> None:
+        self.workers: dict[str, _DoubleWorker] = {}
+
+    def pool_of(self, worker: type, log_suffix: str) -> Any:
+        del worker, log_suffix
+        return self
+
+    def worker(self, env: Env) -> _DoubleWorker:
+        return self.workers.setdefault(env.converter, _DoubleWorker())
+
+
+def test_a_batch_keeps_its_order_runs_two_at_once_and_answers_a_dead_worker(tmp_path):
+    program = tmp_path / "program.pt2"
+    program.write_text("the program")
+    calls = [
+        Call(
+            "program",
+            _env(r),
+            {"program": str(program), "out": str(tmp_path / r), "die": r == "0.4.2"},
+            (Ship("program"),),
+        )
+        for r in ("0.4.1", "0.4.2", "0.4.3")
+    ]
+    _DoubleWorker.most = 0
+    answers = answered_here(calls, _DoublePools(), at_once=2)
+    assert [a["ok"] for a in answers] == [True, False, True]
+    assert answers[1]["stage"] == "worker" and "SIGABRT" in answers[1]["error"]
+    assert (tmp_path / "0.4.3" / "seen.txt").read_text() == "the program"
+    assert all(a["wall_seconds"] >= 0.05 for a in answers)
+    assert _DoubleWorker.most == 2
+
+
+def test_moved_maps_a_path_and_what_lies_under_it_but_not_a_sibling_sharing_its_prefix():
+    prefixes = {"/n/work/out": "/d/side", "/n/work/out/sub": "/d/other"}
+    answer = {
+        "files": {"a": "/n/work/out/a.mlir", "b": "/n/work/out/sub/b.bin"},
+        "list": ["/n/work/out", "/n/work/out2/c", 3],
+        "why": "not a path /n/work/out",
+    }
+    assert moved(answer, prefixes) == {
+        "files": {"a": "/d/side/a.mlir", "b": "/d/other/b.bin"},
+        "list": ["/d/side", "/n/work/out2/c", 3],
+        "why": "not a path /n/work/out",
+    }
+
+
+def test_files_of_a_file_a_folder_and_a_folder_filtered_by_glob(tmp_path):
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "program.pt2").write_bytes(b"big")
+    (tmp_path / "build" / "main.inputs.safetensors").write_bytes(b"in")
+    (tmp_path / "asset" / "weights").mkdir(parents=True)
+    (tmp_path / "asset" / "weights" / "w.bin").write_bytes(b"w")
+    assert files_of(tmp_path / "build" / "program.pt2", "**/*") == {"program.pt2": b"big"}
+    assert files_of(tmp_path / "build", "*.inputs.safetensors") == {
+        "main.inputs.safetensors": b"in"
+    }
+    assert files_of(tmp_path / "asset", "**/*") == {"weights/w.bin": b"w"}
+    assert files_of(tmp_path / "absent", "**/*") == {}
+
+
+class _DoubleAgent(NodeAgent):
+    """A test double of a node's agent: its environments and workers are doubles, its temp
+    folder the test's (no catalog, no converter)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.doubles = _DoublePools()
+
+    def env(self, release: str) -> Env:
+        return _env(release)
+
+    def pool_of(self, worker: type, log_suffix: str) -> Any:
+        return self.doubles
+
+
+def test_a_call_s_files_travel_to_a_node_and_its_outputs_come_back_with_this_machine_s_paths(
+    tmp_path,
+):
+    driver = tmp_path / "driver"
+    (driver / "build").mkdir(parents=True)
+    program = driver / "build" / "program.pt2"
+    program.write_text("the bundle's program")
+    out = driver / "store" / "verify-side-x"
+    call = Call(
+        "program", _env("0.4.2"), {"program": str(program), "out": str(out)}, (Ship("program"),)
+    )
+    job = CallJob("program", "0.4.2", call.request, (("program", "program.pt2"),), None, "call-1")
+    node = tmp_path / "node"
+    payload = _DoubleAgent(node).run(job, files_of(program, "**/*"))
+    assert payload["ok"], payload
+    # the node read its own copy, and names every path it returns under the anchor
+    text = json.dumps(payload["answer"])
+    assert str(node) not in text and str(ANCHOR) in text
+    assert payload["files"] == {"seen.txt": b"the bundle's program"}
+    assert not any(node.iterdir())  # the node's job folder is gone
+    answer = call_answer(call, job, payload)
+    assert answer["files"]["seen"] == str(out / "seen.txt")
+    assert answer["read"] == str(program)
+    assert (out / "seen.txt").read_text() == "the bundle's program"

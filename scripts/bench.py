@@ -24,7 +24,8 @@ machine on the same sweep (`scripts/bench_ray.py`).
 
 `--ray-scaling 1,2,3 [--record FILE]`: instead, a cold `release-notes --from 0.4.1 --to 0.4.2`
 with the local executor and on local clusters of each size (1 CPU per node, 127.0.0.1), each
-cluster's time beside the per-job model's prediction from the smallest one.
+cluster's time beside the per-job model's prediction from the smallest one. With `--ray-verify`,
+a cold `plan --to 0.4.3 --verify` instead (every whole-program check; about 8 minutes a run).
 
 `--cold [--where DIR] [--record FILE] [--keep]`: instead, a first answer from nothing, phase by
 phase, with pip and with uv in one run, then a second fresh clone with uv's cache warm
@@ -224,11 +225,17 @@ def main() -> None:
         help="instead: a cold `release-notes --from 0.4.1 --to 0.4.2`, local and on Ray "
         "clusters of each size (1 CPU per node), with the per-job model's predictions",
     )
+    parser.add_argument(
+        "--ray-verify",
+        action="store_true",
+        help="with --ray-scaling: a cold `plan --to 0.4.3 --verify` instead",
+    )
     args = parser.parse_args()
     if args.ray_scaling:
-        from bench_ray import scaling_lines
+        from bench_ray import NOTES, PLAN_VERIFY, scaling_lines
 
-        scaling_lines([int(n) for n in args.ray_scaling.split(",")], args.record)
+        command = PLAN_VERIFY if args.ray_verify else NOTES
+        scaling_lines([int(n) for n in args.ray_scaling.split(",")], args.record, command)
         return
     if args.cold:
         from bench_cold import cold_lines

@@ -190,20 +190,24 @@ def ray_lines(jobs: int, record: Path | None, shipped: bool = False) -> dict[str
 
 # The release step whose notes are timed on 1, 2 and 3 nodes (`--ray-scaling`).
 NOTES = ("release-notes", "--from", "0.4.1", "--to", "0.4.2", "--json", "-q")
+# `--ray-scaling N --ray-verify`: the release-day plan with every whole-program check
+PLAN_VERIFY = ("plan", "--to", "0.4.3", "--verify", "--json", "-q")
+# what measuring cost, which differs between any two runs (the answers' own figures)
+COSTS = {"seconds", "conversion_seconds", "read_seconds", "peak_mb", "timing"}
 
 
-def _notes(cache: Path, *extra: str) -> tuple[float, str]:
+def _notes(cache: Path, *extra: str, command: tuple[str, ...] = NOTES) -> tuple[float, str]:
     env = {k: v for k, v in os.environ.items() if k != "INVENTORY_STORE"}
     start = time.perf_counter()
     proc = subprocess.run(
-        [INVENTORY, *NOTES, *extra],
+        [INVENTORY, *command, *extra],
         capture_output=True,
         text=True,
         env={**env, **RAY_ENV, "INVENTORY_CACHE": str(cache)},
     )
     took = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"release-notes failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
+    if proc.returncode not in (0, 1, 3):  # 3: an inconclusive answer is still an answer
+        raise SystemExit(f"{command[0]} failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
     return took, proc.stdout.replace(str(cache), "<store>")
 
 
@@ -213,9 +217,10 @@ _PATH = re.compile(r"/[^\s:()']+")
 def _differences(a: Any, b: Any, path: str = "") -> list[str]:
     """Where two answers differ, field by field, but for `cached` (whether this run read a result
     back from the store: a Ray driver stores each as it lands and reads it back, a local run keeps
-    it in memory) and the paths inside a line (a run's own work folder, a node's log)."""
+    it in memory), what measuring cost (COSTS) and the paths inside a line (a run's own work
+    folder, a node's log)."""
     if isinstance(a, dict) and isinstance(b, dict):
-        keys = (set(a) | set(b)) - {"cached"}
+        keys = (set(a) | set(b)) - {"cached"} - COSTS
         return [d for k in sorted(keys) for d in _differences(a.get(k), b.get(k), f"{path}.{k}")]
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         return [
@@ -240,8 +245,11 @@ def _at_once(nodes: int, cores: int) -> int:
     return max(1, min(nodes, cores // 2))
 
 
-def scaling_lines(nodes: list[int], record: Path | None) -> dict[str, Any]:
-    """`release-notes --from 0.4.1 --to 0.4.2`, cold (a fresh store, environments linked), with
+def scaling_lines(
+    nodes: list[int], record: Path | None, command: tuple[str, ...] = NOTES
+) -> dict[str, Any]:
+    """`command` (`release-notes --from 0.4.1 --to 0.4.2`, or PLAN_VERIFY), cold (a fresh
+    store, environments linked), with
     the local executor and on local clusters of each size in `nodes` (1 CPU per node,
     127.0.0.1), in one run; beside each cluster's time, the per-job model's prediction from the
     smallest: T(N) = F + first + (W - first) x at_once(base) / at_once(N), where W is the
@@ -253,10 +261,10 @@ def scaling_lines(nodes: list[int], record: Path | None) -> dict[str, Any]:
 
     from oracle.envs.environment import ensure_env
 
-    for release in ("0.4.1", "0.4.2", "0.4.3"):
-        ensure_env(release)  # the notes' load checks run on every runtime of the catalog
+    for release in ("0.4.0", "0.4.1", "0.4.2", "0.4.3"):
+        ensure_env(release)  # the load checks run on every runtime, sam3's chain from 0.4.0
     cores = os.cpu_count() or 1
-    out: dict[str, Any] = {"command": "inventory " + " ".join(NOTES), "cores": cores, "runs": {}}
+    out: dict[str, Any] = {"command": "inventory " + " ".join(command), "cores": cores, "runs": {}}
     node: dict[str, Any] = {
         "num_cpus": 1,
         "include_dashboard": False,
@@ -267,7 +275,7 @@ def scaling_lines(nodes: list[int], record: Path | None) -> dict[str, Any]:
         folder = Path(tmp)
         _ray_tmpdir(folder)
         local = store(folder, "local")
-        wall, answer = _notes(local)
+        wall, answer = _notes(local, command=command)
         out["runs"]["local"] = {"wall_s": round(wall, 1)}
         model: dict[str, float] = {}
         for n in sorted(nodes):
@@ -283,7 +291,9 @@ def scaling_lines(nodes: list[int], record: Path | None) -> dict[str, Any]:
                 cluster.wait_for_nodes()
                 started = time.perf_counter() - start
                 cache = store(folder, f"ray-{n}")
-                wall, theirs = _notes(cache, "--executor", "ray", "--ray-address", cluster.address)
+                wall, theirs = _notes(
+                    cache, "--executor", "ray", "--ray-address", cluster.address, command=command
+                )
             finally:
                 cluster.shutdown()
             ledger = _ledger(cache)
@@ -298,6 +308,13 @@ def scaling_lines(nodes: list[int], record: Path | None) -> dict[str, Any]:
                 "jobs_per_node": sorted(v["jobs"] for v in ledger["nodes"].values()),
                 "job_s_steady": round(sum(steady) / len(steady), 2),
                 "first_job_s": round(first, 2),
+                "kinds_per_node": {
+                    kind: sorted(
+                        sum(1 for j in ledger["jobs"] if j["kind"] == kind and j["node"] == n)
+                        for n in ledger["nodes"]
+                    )
+                    for kind in sorted({j["kind"] for j in ledger["jobs"]})
+                },
             }
             differ = _differences(json.loads(answer), json.loads(theirs))
             row["same_answer"] = not differ
@@ -331,6 +348,10 @@ def scaling_lines(nodes: list[int], record: Path | None) -> dict[str, Any]:
             f"{row['job_s_steady']:6.2f} {row['first_job_s']:6.2f} {row['cluster_start_s']:5.1f}s"
             f"  {'yes' if row['same_answer'] else 'NO: ' + ', '.join(row['differences'][:3])}"
         )
+    for name, row in out["runs"].items():
+        if "kinds_per_node" in row:
+            kinds = ", ".join(f"{k} {v}" for k, v in row["kinds_per_node"].items())
+            print(f"{name}: jobs of each kind per node: {kinds}")
     if record is not None:
         record.write_text(json.dumps(portable(out), indent=2) + "\n")
         print(f"recorded in {record}")

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -211,14 +212,16 @@ def _notes(cache: Path, *extra: str, command: tuple[str, ...] = NOTES) -> tuple[
     return took, proc.stdout.replace(str(cache), "<store>")
 
 
-_PATH = re.compile(r"/[^\s:()']+")
+# a path, with the `<store>` a local answer's store path was replaced by
+_PATH = re.compile(r"(?:<store>)?/[^\s:()']+")
 
 
 def _differences(a: Any, b: Any, path: str = "") -> list[str]:
     """Where two answers differ, field by field, but for `cached` (whether this run read a result
     back from the store: a Ray driver stores each as it lands and reads it back, a local run keeps
-    it in memory), what measuring cost (COSTS) and the paths inside a line (a run's own work
-    folder, a node's log)."""
+    it in memory), what measuring cost (COSTS), the paths inside a line (a run's own work
+    folder, a node's log) and the machine a node's worker failure names (the loopback
+    cluster's nodes are this machine)."""
     if isinstance(a, dict) and isinstance(b, dict):
         keys = (set(a) | set(b)) - {"cached"} - COSTS
         return [d for k in sorted(keys) for d in _differences(a.get(k), b.get(k), f"{path}.{k}")]
@@ -229,8 +232,10 @@ def _differences(a: Any, b: Any, path: str = "") -> list[str]:
             for d in _differences(x, y, f"{path}[{i}]")
         ]
     if isinstance(a, str) and isinstance(b, str):
-        # an error line names the run's own work folder or a worker's log: a path, per run
-        a, b = _PATH.sub("<path>", a), _PATH.sub("<path>", b)
+        # an error line names the run's own work folder or a worker's log: a path, per run;
+        # a node's worker failure also names the node whose log it is
+        here = f" on {socket.gethostname()}"
+        a, b = _PATH.sub("<path>", a).replace(here, ""), _PATH.sub("<path>", b).replace(here, "")
     return [] if a == b else [path or "."]
 
 

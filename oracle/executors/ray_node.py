@@ -284,6 +284,9 @@ class NodeAgent:
         back[str(out)] = str(ANCHOR / "out")
         call = Call(job.worker, self.env(job.release), request, timeout=job.timeout)
         answer = moved(answered(call, self), back)
+        if not answer.get("ok") and answer.get("stage") == "worker":
+            # the worker's log it names is a file of this node, not of the driver's machine
+            answer["error"] = f"{answer.get('error')} on {socket.gethostname()}"
         return {
             "ok": True,
             "answer": answer,

@@ -153,3 +153,17 @@ def test_a_call_s_files_travel_to_a_node_and_its_outputs_come_back_with_this_mac
     assert answer["files"]["seen"] == str(out / "seen.txt")
     assert answer["read"] == str(program)
     assert (out / "seen.txt").read_text() == "the bundle's program"
+
+
+def test_a_worker_that_dies_on_a_node_is_a_worker_failure_naming_the_node(tmp_path):
+    """Its log is a file of the node, not of the driver's machine: the line says which."""
+    import socket
+
+    program = tmp_path / "program.pt2"
+    program.write_text("p")
+    request = {"program": str(program), "out": str(tmp_path / "out"), "die": True}
+    job = CallJob("program", "0.4.2", request, (("program", "program.pt2"),), None, "call-2")
+    payload = _DoubleAgent(tmp_path / "node").run(job, files_of(program, "**/*"))
+    answer = payload["answer"]
+    assert answer["ok"] is False and answer["stage"] == "worker"
+    assert answer["error"] == f"the worker died of SIGABRT on {socket.gethostname()}"

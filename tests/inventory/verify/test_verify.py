@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from cli import Ran, invoke, spawn
 from registries import registry_with
+from store_answers import borrowing_store
 
 from oracle.infra.paths import envs_dir
 
@@ -356,22 +357,9 @@ def test_the_chain_s_sides_are_one_batch_of_calls_converted_two_at_a_time(
     (`Oracle.calls`), the local executor converts two at once, and its ledger says so: the
     second started before the first ended, the third after one of them ended."""
     _code, _data, registry = sortformer_mini
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    (cache / "envs").symlink_to(envs_dir())
-    proc = spawn(
-        "verify",
-        "sortformer",
-        "--to",
-        "0.4.2",
-        "--registry",
-        str(registry),
-        "--run-budget",
-        "0",
-        "--json",
-        "-q",
-        INVENTORY_CACHE=str(cache),
-    )
+    cache = borrowing_store(tmp_path, "cache")
+    args = ("sortformer", "--to", "0.4.2", "--registry", str(registry), "--run-budget", "0")
+    proc = spawn("verify", *args, "--json", "-q", INVENTORY_CACHE=str(cache))
     assert proc.returncode == 0, proc.stderr  # every change explained (#54), as in full
     calls = [
         c

@@ -263,6 +263,16 @@ def _kind(job: AnyJob) -> str:
     return "load-check" if isinstance(job, LoadJob) else "comparison"
 
 
+def job_limit(job: AnyJob, limit: float) -> float:
+    """How long a job may take on its agent: `limit` (INVENTORY_RAY_JOB_TIMEOUT), or a call's
+    own worker timeout and a minute to move its files when that is longer (a whole program's
+    conversion may take INVENTORY_VERIFY_CONVERT_TIMEOUT, an hour by default): an agent is never
+    dropped for a call its worker is still allowed to answer."""
+    if isinstance(job, CallJob) and job.timeout is not None:
+        return max(limit, job.timeout + 60.0)
+    return limit
+
+
 def _why(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
@@ -473,7 +483,7 @@ class RayOracle(Oracle):
                 for name, agent in live.items():
                     if agent.load < IN_FLIGHT and queue:
                         job = queue.popleft()
-                        agent.deadline = max(now, agent.deadline) + limit
+                        agent.deadline = max(now, agent.deadline) + job_limit(job, limit)
                         shipped = self._shipped.get(job.key, ())
                         flying[agent.handle.run.remote(job, *shipped)] = (job, name, agent.deadline)
                         agent.load += 1
@@ -510,10 +520,14 @@ class RayOracle(Oracle):
                 queue.extendleft(reversed(more))
                 total += len(more)
             now = time.monotonic()
-            for _job, name, deadline in list(flying.values()):
+            for late, name, deadline in list(flying.values()):
                 if now > deadline and agents[name].alive:
                     # its answers never come: killing it fails its jobs, which go elsewhere
-                    self._drop(name, f"a job took over {limit:g} s (INVENTORY_RAY_JOB_TIMEOUT)")
+                    self._drop(
+                        name,
+                        f"a job took over {job_limit(late, limit):g} s (INVENTORY_RAY_JOB_TIMEOUT"
+                        f"{', or a call its own timeout' if isinstance(late, CallJob) else ''})",
+                    )
             line = f"ray: {done}/{total} jobs · " + " · ".join(
                 f"{a.label}: {a.done} done, {a.load} in flight" for a in agents.values()
             )

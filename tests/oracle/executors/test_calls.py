@@ -15,7 +15,7 @@ from typing import Any
 from oracle.clients.worker_pool import WorkerFailure
 from oracle.envs.environment import Env
 from oracle.executors.calls import Call, Ship, answered_here, files_of, moved
-from oracle.executors.ray_cluster import call_answer
+from oracle.executors.ray_cluster import call_answer, job_limit
 from oracle.executors.ray_node import ANCHOR, CallJob, NodeAgent
 
 
@@ -167,3 +167,12 @@ def test_a_worker_that_dies_on_a_node_is_a_worker_failure_naming_the_node(tmp_pa
     answer = payload["answer"]
     assert answer["ok"] is False and answer["stage"] == "worker"
     assert answer["error"] == f"the worker died of SIGABRT on {socket.gethostname()}"
+
+
+def test_a_call_may_take_its_own_timeout_on_a_node_before_its_agent_is_dropped():
+    """A whole program's conversion may take an hour (INVENTORY_VERIFY_CONVERT_TIMEOUT): the
+    cluster's per-job limit, 20 minutes by default, does not cut it short."""
+    hour = CallJob("program", "0.4.2", {}, (), 3600.0, "call-3")
+    short = CallJob("asset", "0.4.2", {}, (), 5.0, "call-4")
+    assert job_limit(hour, 1200.0) == 3660.0
+    assert job_limit(short, 1200.0) == 1200.0

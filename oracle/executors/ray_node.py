@@ -32,7 +32,7 @@ from oracle.compare.results import ProbeResult
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env, ensure_env
 from oracle.executors.asset_checks import make, runtime_identities
-from oracle.executors.calls import Call, answered, moved
+from oracle.executors.calls import Call, answered, files_of, moved
 from oracle.executors.comparison import compute
 from oracle.infra.digests import files_digest
 from oracle.infra.paths import cache_root
@@ -132,10 +132,6 @@ class CallJob:
     timeout: float | None
     key: str
 
-    @property
-    def releases(self) -> set[str]:
-        return {self.release}
-
 
 class _JobRuntimes:
     """A load job's runtimes on this node: each core in the environment of the release the
@@ -155,12 +151,6 @@ class _JobRuntimes:
         return self.agent.pool_of(worker, log_suffix)
 
 
-def _files(work: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(work)): p.read_bytes() for p in sorted(work.rglob("*")) if p.is_file()
-    }
-
-
 def written(files: dict[str, bytes], work: Path) -> None:
     for rel, data in files.items():
         target = (work / rel).resolve()
@@ -172,7 +162,7 @@ def written(files: dict[str, bytes], work: Path) -> None:
 
 def pack_check(check: LoadCheck, work: Path) -> tuple[LoadCheck, dict[str, bytes]]:
     """A check made in `work`, its paths moved under ANCHOR, and every file's bytes."""
-    return relocated(check, work, ANCHOR), _files(work)
+    return relocated(check, work, ANCHOR), files_of(work, "**/*")
 
 
 def unpack_check(check: LoadCheck, files: dict[str, bytes], work: Path) -> LoadCheck:
@@ -183,7 +173,7 @@ def unpack_check(check: LoadCheck, files: dict[str, bytes], work: Path) -> LoadC
 
 def pack(result: ProbeResult, work: Path) -> tuple[ProbeResult, dict[str, bytes]]:
     """A result computed in `work`, with its paths moved under ANCHOR, and every file's bytes."""
-    return store.relocated(result, work, ANCHOR), _files(work)
+    return store.relocated(result, work, ANCHOR), files_of(work, "**/*")
 
 
 def unpack(result: ProbeResult, files: dict[str, bytes], work: Path) -> ProbeResult:
@@ -290,7 +280,7 @@ class NodeAgent:
         return {
             "ok": True,
             "answer": answer,
-            "files": _files(out),
+            "files": files_of(out, "**/*"),
             "seconds": time.monotonic() - started,
         }
 

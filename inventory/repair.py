@@ -35,10 +35,10 @@ from inventory.scan.bundle_loads import REPAIR_KEY
 from inventory.scan.bundles import check_program, read_metadata
 from inventory.scan.model import BundleError
 from oracle.catalog import Catalog, EnvError, cores
-from oracle.clients import ScanWorker
 from oracle.envs import Env
+from oracle.executors import Call, Ship
 from oracle.infra import Progress, safe_name
-from oracle.load_check import asset_workers, run_on
+from oracle.load_check import run_on
 from oracle.session import Session
 from oracle.store import RESULT_FILE, RuntimeOutcome, building, manifest, results_root
 
@@ -294,20 +294,24 @@ def compare_outputs(before: RuntimeOutcome, after: RuntimeOutcome) -> OutputsChe
 
 def _weights(session: Session, env: Env, bundle: Path, log_dir: Path) -> Weights:
     """The weights fingerprint `scan` computes, read by `env`'s coreai-core."""
-    log_dir.mkdir(parents=True, exist_ok=True)
-    worker = session.pool_of(ScanWorker, "scan-worker").worker(env)
-    answer = worker.call(
-        {
-            "op": "read",
-            "bundle": str(bundle),
-            "log": str(log_dir / f"read-{safe_name(bundle.name)}.log"),
-        }
-    )
+    out = log_dir / f"read-{safe_name(bundle.name)}"
+    request = {"op": "read", "bundle": str(bundle), "out": str(out)}
+    [answer] = session.calls([Call("scan", env, request, ship=(Ship("bundle"),))])
     if not answer.get("ok"):
         raise RuntimeError(
             f"coreai-core {env.core} cannot read {bundle.name}: {answer.get('error')}"
         )
     return Weights.of(answer["weights"])
+
+
+def _rewritten(
+    session: Session, env: Env, op: str, asset: Path, saved: Path, **extra: Any
+) -> dict[str, Any]:
+    """`env`'s asset worker re-saves `asset` as `saved` (op `strip` or `restamp`), through the
+    run's executor: on a cluster the asset travels to a node, and what it wrote comes back."""
+    request = {"op": op, "asset": str(asset), "out": str(saved.parent), "name": saved.name}
+    [answer] = session.calls([Call("asset", env, {**request, **extra}, ship=(Ship("asset"),))])
+    return answer
 
 
 def repair(
@@ -354,7 +358,6 @@ def _run(
     work: Path,
 ) -> None:
     progress = session.progress
-    runners = asset_workers(session)
     src = source.resolve()
     # The original, as it is: where it loads, and what it computes on the reader's runtime.
     for core in order:
@@ -380,9 +383,7 @@ def _run(
         )
     progress(f"rewriting locations with coreai-core {report.reader}")
     stripped, repaired = work / "stripped.aimodel", work / "repaired.aimodel"
-    answer = runners.worker(reader_env).call(
-        {"op": "strip", "asset": str(src), "out": str(stripped)}
-    )
+    answer = _rewritten(session, reader_env, "strip", src, stripped)
     if not answer.get("ok"):
         raise RepairError(
             f"coreai-core {report.reader} could not rewrite the locations "
@@ -402,9 +403,7 @@ def _run(
         REPAIR_KEY: f"debug locations of a coreai-core {report.reader} asset "
         f"rewritten by inventory repair (from {source.name})"
     }
-    answer = runners.worker(stamper_env).call(
-        {"op": "restamp", "asset": str(stripped), "out": str(repaired), "custom": note}
-    )
+    answer = _rewritten(session, stamper_env, "restamp", stripped, repaired, custom=note)
     if not answer.get("ok"):
         raise RepairError(
             f"coreai-core {report.stamper} could not read the rewritten asset "

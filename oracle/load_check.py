@@ -37,7 +37,6 @@ from oracle.executors.asset_checks import (
     CONFIRM,
     Runtimes,
     abbreviate,
-    asset_workers,
     first_error,
     run_on,
 )
@@ -52,7 +51,6 @@ __all__ = [
     "RuntimeOutcome",
     "Runtimes",
     "abbreviate",
-    "asset_workers",
     "check_dir",
     "first_error",
     "load_check",

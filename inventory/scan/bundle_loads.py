@@ -10,7 +10,7 @@ never run. Logs stay in `$INVENTORY_CACHE/logs/scan/`.
 
 from __future__ import annotations
 
-import re
+import os
 import time
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from inventory.deployment import deployment
 from inventory.registry import Bundle
 from inventory.scan.model import BundleScan, Finding, Status
 from oracle.catalog import Catalog, cores, releases_pinning
-from oracle.infra import Progress, cache_root
+from oracle.infra import Progress, cache_root, safe_name
 from oracle.load_check import run_on
 from oracle.session import Session
 from oracle.store import RuntimeOutcome
@@ -61,20 +61,17 @@ def check_loads(
     """Fill each readable scan's `loads`: the outcome on every runtime of `wanted` (default:
     every runtime in the catalog)."""
     chosen = list(wanted or cores(catalog))
-    run = time.strftime("%Y%m%dT%H%M%S")
+    run = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
     root = cache_root() / "logs" / "scan"
     with Session(catalog, progress, root) as session:
-        for s in scans:
+        for i, s in enumerate(scans):
             if not s.ok:
                 continue
             for core in chosen:
                 progress(f"loading {s.name} on coreai-core {core}")
-                out = root / f"{run}-{_safe(s.name)}-{core}"
+                # its own folder even for two bundles of one name (a cluster writes it whole)
+                out = root / f"{run}-{i}-{safe_name(s.name)}-{core}"
                 s.loads.append(run_on(Path(s.path).resolve(), core, session, out, execute=False))
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^\w.\-]+", "_", name)
 
 
 def load_finding(

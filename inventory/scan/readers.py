@@ -21,9 +21,10 @@ from inventory.scan.ir import absorb
 from inventory.scan.model import BundleError, BundleScan
 from oracle.catalog import Catalog, EnvError
 from oracle.catalog import cores as runtime_catalog
-from oracle.clients import ScanWorker, WorkerFailure, Workers
+from oracle.clients import ScanWorker
 from oracle.envs import Env
-from oracle.infra import Progress, cache_root
+from oracle.executors import Call, Ship
+from oracle.infra import Progress, cache_root, safe_name
 from oracle.session import Session
 
 
@@ -59,6 +60,7 @@ class Readers:
         self.run = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
         self.log_dir = cache_root() / "logs" / "scan"
         self.session = Session(catalog, progress, self.log_dir, ScanWorker, "scan-worker")
+        self.reads = 0  # each read's log folder is its own: a cluster writes it back whole
 
     def plan(self, producer_core: str | None) -> Iterator[tuple[Env | None, str, str]]:
         """(environment, core, why) in the order to try; an environment is found or built only
@@ -75,20 +77,26 @@ class Readers:
                 continue
             yield env, env.packages.get("coreai-core", env.core), why
 
-    def worker(self, env: Env) -> Workers:
-        return self.session.worker(env)
-
     def read(self, bundle: Path, env: Env) -> dict[str, Any]:
-        log = self.log_dir / f"{self.run}.{env.name}.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        start = log.stat().st_size if log.exists() else 0
-        try:
-            answer = self.worker(env).call(
-                {"op": "read", "bundle": str(bundle.resolve()), "log": str(log)}
-            )
-        except WorkerFailure as exc:
-            native = _native_error(log, start)
-            died = str(exc).split(" (log:")[0].replace(f"{env.name} worker ", "")
+        """`env`'s coreai-core reads the bundle, through the run's executor (on a cluster, the
+        bundle travels to a node and the read's log comes back); its own log folder per read."""
+        self.reads += 1
+        out = self.log_dir / f"{self.run}-read{self.reads}-{safe_name(bundle.name)}-{env.name}"
+        log = out / "read.log"
+        [answer] = self.session.calls(
+            [
+                Call(
+                    "scan",
+                    env,
+                    {"op": "read", "bundle": str(bundle.resolve()), "out": str(out)},
+                    ship=(Ship("bundle"),),
+                )
+            ]
+        )
+        answer.pop("wall_seconds", None)
+        if answer.get("stage") == "worker":  # the core died reading it, or did not answer
+            native = _native_error(log)
+            died = str(answer.get("error")).split(" (log:")[0].replace(f"{env.name} worker ", "")
             return {
                 "ok": False,
                 "stage": "native",
@@ -96,7 +104,7 @@ class Readers:
                 "error": printable(f"{native} ({died})" if native else died),
             }
         if not answer.get("ok"):
-            native = _native_error(log, start)
+            native = _native_error(log)
             if native:
                 answer["error"] = f"{answer.get('error')}; {native}"
             answer["error"] = printable(str(answer.get("error", "failed")))
@@ -113,11 +121,10 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def _native_error(log: Path, start: int) -> str:
+def _native_error(log: Path) -> str:
     """The last `error:` line coreai-core printed while reading one bundle."""
     try:
         with open(log, "rb") as handle:
-            handle.seek(start)
             text = handle.read(1 << 20).decode("utf-8", "replace")
     except OSError:
         return ""

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from oracle.catalog.releases import EnvError
-from oracle.clients.worker_clients import AssetWorker
 from oracle.clients.worker_pool import EnvironmentFault, Pool, Worker, WorkerFailure, Workers
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
+from oracle.executors.calls import Call, Ship
 from oracle.infra.paths import cache_root, in_store
 from oracle.store import result_store as store
 from oracle.store.load_records import (
@@ -50,13 +50,17 @@ class Runtimes(Protocol):
 
     def pool_of(self, worker: type[Worker], log_suffix: str) -> Pool: ...
 
+    def calls(self, calls: Sequence[Call], at_once: int = 1) -> list[dict[str, Any]]:
+        """Each call's worker answer (`oracle/executors/calls.py`): the session's go through
+        its executor, a node's to its own workers."""
+        ...
+
+
+# The fields an asset run reads: the asset, and a folder's seeded inputs (never its program).
+RUN_SHIPS = (Ship("asset"), Ship("inputs", "*.inputs.safetensors"))
 
 # Makes the check in `work` (the store's temp folder of the key it is given).
 Maker = Callable[[Path, str], LoadCheck]
-
-
-def asset_workers(runtimes: Runtimes) -> Pool:
-    return runtimes.pool_of(AssetWorker, "asset-worker")
 
 
 CONFIRM = "confirm"  # the folder of the second attempt, beside the first's files
@@ -165,12 +169,13 @@ def _attempt(
         "execute": execute,
         "inputs": str(inputs) if inputs else None,
     }
-    worker = asset_workers(runtimes).worker(env)
-    try:
-        answer = worker.call(request)
-    except WorkerFailure as exc:
-        _not_the_environment(worker)
-        text = str(exc)
+    # the run reads the asset and a folder's seeded inputs, never another program there
+    call = Call("asset", env, request, RUN_SHIPS, faults=True)
+    [answer] = runtimes.calls([call])
+    if answer.get("environment_fault"):
+        raise EnvironmentFault(str(answer["environment_fault"]))
+    if answer.get("stage") == "worker":  # the runtime died or did not answer
+        text = str(answer.get("error", ""))
         died = re.search(r"died of (\w+)", text)
         error = first_error(_read(log))
         if died:
@@ -189,7 +194,6 @@ def _attempt(
                 files[f"{fn['name']}.{key.split('_')[0]}"] = fn[key]
     if answer.get("ok"):
         return RuntimeOutcome(core, "loads", "run" if execute else "load", files=files)
-    _not_the_environment(worker)
     stage = str(answer.get("stage", "?"))
     if stage == "inputs":  # the asset loaded; this check cannot feed it
         return RuntimeOutcome(core, "not-run", stage, str(answer.get("error", "")), files=files)

@@ -1,6 +1,7 @@
-"""A call: one request to an in-environment worker that is not a probe comparison (a whole
-program converted, an asset run, regions cut out of a program, for `verify`), handed to the
-session's executor like a comparison, so a cluster runs it on a node.
+"""A call: one request to an in-environment worker that is not a probe comparison (for `verify`:
+a whole program converted, an asset run, regions cut out of a program; for `scan`: a bundle read,
+an asset loaded on each runtime; for `repair`: an asset's locations rewritten, re-saved and run),
+handed to the session's executor like a comparison, so a cluster runs it on a node.
 
 The request names its input files by path; `ship` says which fields those are, so an executor
 that runs it elsewhere can send their bytes with it (`ray_node.CallJob`) and write the files the
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from oracle.clients.worker_clients import AssetWorker, CutWorker, ProgramWorker
+from oracle.clients.worker_clients import AssetWorker, CutWorker, ProgramWorker, ScanWorker
 from oracle.clients.worker_pool import Pool, Worker, WorkerFailure
 from oracle.envs.environment import Env
 
@@ -27,6 +28,7 @@ WORKERS: dict[str, tuple[type[Worker], str, str]] = {
     "program": (ProgramWorker, "program", "program-conversion"),
     "asset": (AssetWorker, "asset", "asset-run"),
     "cut": (CutWorker, "cut", "region-cut"),
+    "scan": (ScanWorker, "scan-worker", "bundle-read"),
 }
 
 
@@ -52,10 +54,17 @@ class Call:
     request: dict[str, Any]  # the worker's request; `out` is where it writes
     ship: tuple[Ship, ...] = ()
     timeout: float | None = None
+    # after a failure, ask whether the environment itself cannot run the worker: its answer
+    # then carries `environment_fault`, which a caller raises rather than report as an outcome
+    faults: bool = False
 
     @property
     def out(self) -> Path:
         return Path(self.request["out"])
+
+    def shipped(self) -> tuple[Ship, ...]:
+        """The shipped fields this request sets (an asset run without seeded inputs has none)."""
+        return tuple(s for s in self.ship if self.request.get(s.name) is not None)
 
 
 def worker_failure(error: str) -> dict[str, Any]:
@@ -68,12 +77,15 @@ def answered(call: Call, pools: Pools) -> dict[str, Any]:
     (`wall_seconds`: a batch's calls each measured on their own)."""
     client, suffix, _kind = WORKERS[call.worker]
     start = time.perf_counter()
+    pool = pools.pool_of(client, suffix)
     try:
-        answer = (
-            pools.pool_of(client, suffix).worker(call.env).call(call.request, timeout=call.timeout)
-        )
+        answer = pool.worker(call.env).call(call.request, timeout=call.timeout)
     except WorkerFailure as exc:
         answer = worker_failure(str(exc))
+    if call.faults and not answer.get("ok"):
+        fault = pool.first(call.env).environment_fault()
+        if fault is not None:
+            answer = {**answer, "environment_fault": fault}
     return {**answer, "wall_seconds": time.perf_counter() - start}
 
 

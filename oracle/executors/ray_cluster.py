@@ -784,13 +784,16 @@ class RayOracle(Oracle):
         envs: dict[str, Env] = {}
         for c in calls:
             key = f"call-{secrets.token_hex(8)}"
+            ship = c.shipped()
             inputs = tuple(
                 (s.name, Path(c.request[s.name]).name if Path(c.request[s.name]).is_file() else "")
-                for s in c.ship
+                for s in ship
             )
             self._calls[key] = c
-            self._shipped[key] = [self._object(Path(c.request[s.name]), s.glob) for s in c.ship]
-            jobs.append(CallJob(c.worker, c.env.converter, c.request, inputs, c.timeout, key))
+            self._shipped[key] = [self._object(Path(c.request[s.name]), s.glob) for s in ship]
+            jobs.append(
+                CallJob(c.worker, c.env.converter, c.request, inputs, c.timeout, key, c.faults)
+            )
             envs[c.env.converter] = c.env
         try:
             self._dispatch(jobs, envs, use_cache=True)

@@ -22,6 +22,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from oracle.compare.results import ProbeResult
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env, ensure_env
 from oracle.executors.asset_checks import make, runtime_identities
-from oracle.executors.calls import Call, answered, files_of, moved
+from oracle.executors.calls import Call, answered, answered_here, files_of, moved
 from oracle.executors.comparison import compute
 from oracle.infra.digests import files_digest
 from oracle.infra.paths import cache_root
@@ -131,6 +132,7 @@ class CallJob:
     inputs: tuple[tuple[str, str], ...]  # (field, file name or "" for a folder)
     timeout: float | None
     key: str
+    faults: bool = False  # Call.faults: an environment fault comes back with the answer
 
 
 class _JobRuntimes:
@@ -149,6 +151,10 @@ class _JobRuntimes:
 
     def pool_of(self, worker: type[Worker], log_suffix: str) -> Pool:
         return self.agent.pool_of(worker, log_suffix)
+
+    def calls(self, calls: Sequence[Call], at_once: int = 1) -> list[dict[str, Any]]:
+        """A check's runs, by this node's workers (the job is already on its node)."""
+        return answered_here(calls, self, at_once)
 
 
 def written(files: dict[str, bytes], work: Path) -> None:
@@ -272,7 +278,9 @@ class NodeAgent:
         out.mkdir()
         request["out"] = str(out)
         back[str(out)] = str(ANCHOR / "out")
-        call = Call(job.worker, self.env(job.release), request, timeout=job.timeout)
+        call = Call(
+            job.worker, self.env(job.release), request, timeout=job.timeout, faults=job.faults
+        )
         answer = moved(answered(call, self), back)
         if not answer.get("ok") and answer.get("stage") == "worker":
             # the worker's log it names is a file of this node, not of the driver's machine

@@ -15,11 +15,13 @@ Requests:
       load the asset as a runnable model, load every function and (with execute) run each on
       seeded inputs (or on the inputs an earlier run stored in its DIR); inputs and outputs
       are stored as safetensors in `out`, with their exact dtypes
-  {"op": "strip", "asset": DIR, "out": DIR}             -> DIR re-saved with every location
-      replaced by a debuginfo location (the versioned form coreai-core 1.0.0b2+ reads)
-  {"op": "restamp", "asset": DIR, "out": DIR, "custom": {key: value}}
-                                                        -> DIR re-saved by this core (its
-      `producer` stamp), metadata carried over, `custom` added to its creator-defined metadata
+  {"op": "strip", "asset": DIR, "out": DIR, "name": NAME}
+      -> the asset re-saved as out/NAME with every location replaced by a debuginfo location
+      (the versioned form coreai-core 1.0.0b2+ reads); its log is out/NAME.strip.log
+  {"op": "restamp", "asset": DIR, "out": DIR, "name": NAME, "custom": {key: value}}
+      -> the asset re-saved as out/NAME by this core (its `producer` stamp), metadata carried
+      over, `custom` added to its creator-defined metadata; its log is out/NAME.restamp.log
+  Both write only under `out`, so a caller elsewhere gets back all they wrote.
 Version differences of coreai-core's Python API are handled here and nowhere else.
 """
 
@@ -354,14 +356,14 @@ def handle(request: dict) -> dict:
             request.get("inputs"),
         )
     if op == "strip":
-        out = Path(request["out"])
-        return strip(Path(request["asset"]), out, out.parent / f"{out.name}.strip.log")
+        saved = Path(request["out"]) / str(request["name"])
+        return strip(Path(request["asset"]), saved, saved.with_name(f"{saved.name}.strip.log"))
     if op == "restamp":
-        out = Path(request["out"])
+        saved = Path(request["out"]) / str(request["name"])
         return restamp(
             Path(request["asset"]),
-            out,
-            out.parent / f"{out.name}.restamp.log",
+            saved,
+            saved.with_name(f"{saved.name}.restamp.log"),
             dict(request.get("custom", {})),
         )
     return {"ok": False, "stage": "protocol", "error": f"unknown op {op!r}"}

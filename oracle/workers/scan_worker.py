@@ -15,7 +15,8 @@ that and tries another core.
 
 Requests:
   {"op": "hello"}                           -> versions of what is installed here
-  {"op": "read", "bundle": DIR, "log": FILE} -> metadata, graphs, weights fingerprint
+  {"op": "read", "bundle": DIR, "out": DIR} -> metadata, graphs, weights fingerprint; what the
+      core printed is appended to out/read.log (a traceback beside it)
 Version differences of coreai-core's Python API are handled here and nowhere else.
 """
 
@@ -394,7 +395,7 @@ def handle(request: dict) -> dict:
     if op == "hello":
         return {"ok": True, "versions": _versions(), "pid": os.getpid()}
     if op == "read":
-        return read(Path(request["bundle"]), Path(request["log"]))
+        return read(Path(request["bundle"]), Path(request["out"]) / "read.log")
     return {"ok": False, "stage": "protocol", "error": f"unknown op {op!r}"}
 
 

@@ -77,7 +77,7 @@ def test_repair_makes_a_040_asset_load_on_b3_with_the_same_weights_and_outputs(
     worker = ScanWorker(b1, tmp_path / "scan.log")
     try:
         fingerprints = [
-            worker.call({"op": "read", "bundle": str(p), "log": str(tmp_path / f"{i}.log")})[
+            worker.call({"op": "read", "bundle": str(p), "out": str(tmp_path / f"read{i}")})[
                 "weights"
             ]
             for i, p in enumerate((asset_040, out))

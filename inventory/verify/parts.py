@@ -44,7 +44,7 @@ from inventory.verify.forms import Form
 from oracle.clients import CutWorker, ProgramWorker
 from oracle.compare import normalise
 from oracle.envs import Env
-from oracle.infra import in_store, safe_name
+from oracle.infra import in_store, moved, safe_name
 from oracle.store import result_store as store
 
 HERE = Path(__file__).resolve().parent
@@ -83,16 +83,6 @@ PLACEHOLDER = "$RESULT"
 Make = Callable[[Path], dict[str, Any]]
 
 
-def _rewrite(obj: Any, old: str, new: str) -> Any:
-    if isinstance(obj, str):
-        return new + obj[len(old) :] if obj.startswith(old) else obj
-    if isinstance(obj, dict):
-        return {k: _rewrite(v, old, new) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_rewrite(v, old, new) for v in obj]
-    return obj
-
-
 def _key(payload: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
 
@@ -122,7 +112,7 @@ def read(folder: Path) -> dict[str, Any] | None:
     record = store.read_record(folder)
     if record is None or not isinstance(record.get("code"), str):
         return None
-    record = _rewrite(record, PLACEHOLDER, str(folder))
+    record = moved(record, {PLACEHOLDER: str(folder)})
     record["evidence"] = str(folder)
     return record
 
@@ -155,7 +145,7 @@ def finished(
     if not keep(record):
         # told now, measured again next time; its files go with the temp folder
         return {**record, "evidence": None, "stored": False}
-    store.write_record(work, _rewrite(record, str(work), PLACEHOLDER))
+    store.write_record(work, moved(record, {str(work): PLACEHOLDER}))
     theirs = store.install(work, final, read, replace_stored=not use_cache)
     return theirs if theirs is not None else read(final) or record
 

@@ -105,7 +105,7 @@ def answered_here(
         return list(ex.map(one, range(len(calls)), calls))
 
 
-# ---- moving a call's files between machines --------------------------------------------------
+# ---- a call's files, to send them to another machine ---------------------------------------------
 
 
 def files_of(path: Path, glob: str) -> dict[str, bytes]:
@@ -118,18 +118,3 @@ def files_of(path: Path, glob: str) -> dict[str, bytes]:
     return {
         str(p.relative_to(path)): p.read_bytes() for p in sorted(path.glob(glob)) if p.is_file()
     }
-
-
-def moved(value: Any, prefixes: dict[str, str]) -> Any:
-    """Every string of a JSON value that is one of `prefixes`' paths, or lies under one, moved
-    to the path it maps to (a worker's answer names the files it wrote)."""
-    if isinstance(value, dict):
-        return {k: moved(v, prefixes) for k, v in value.items()}
-    if isinstance(value, list):
-        return [moved(v, prefixes) for v in value]
-    if isinstance(value, str):
-        # the longest first: a folder inside another maps by its own entry
-        for old, new in sorted(prefixes.items(), key=lambda kv: -len(kv[0])):
-            if value == old or value.startswith(old + "/"):
-                return new + value[len(old) :]
-    return value

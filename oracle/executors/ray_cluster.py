@@ -55,7 +55,7 @@ from oracle.executors.api import (
 from oracle.executors.api import (
     Job as Asked,
 )
-from oracle.executors.calls import WORKERS, Call, Pools, files_of, moved, worker_failure
+from oracle.executors.calls import WORKERS, Call, Pools, files_of, worker_failure
 from oracle.executors.ray_node import (
     ANCHOR,
     CallJob,
@@ -67,7 +67,7 @@ from oracle.executors.ray_node import (
     unpack_check,
     written,
 )
-from oracle.infra.paths import runs_dir
+from oracle.infra.paths import moved, runs_dir
 from oracle.infra.progress import Progress
 from oracle.infra.settings import seconds
 from oracle.store import result_store as store

@@ -33,10 +33,10 @@ from oracle.compare.results import ProbeResult
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env, ensure_env
 from oracle.executors.asset_checks import make, runtime_identities
-from oracle.executors.calls import Call, answered, answered_here, files_of, moved
+from oracle.executors.calls import Call, answered, answered_here, files_of
 from oracle.executors.comparison import compute
 from oracle.infra.digests import files_digest
-from oracle.infra.paths import cache_root
+from oracle.infra.paths import cache_root, moved
 from oracle.store import result_store as store
 from oracle.store.load_records import LoadCheck, check_dir, relocated
 

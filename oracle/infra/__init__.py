@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from oracle.infra.inputfile import regular_file as regular_file
     from oracle.infra.paths import cache_root as cache_root
     from oracle.infra.paths import in_store as in_store
+    from oracle.infra.paths import moved as moved
     from oracle.infra.paths import safe_name as safe_name
     from oracle.infra.paths import store_root as store_root
     from oracle.infra.portable_paths import portable as portable
@@ -51,6 +52,7 @@ _EXPORTS = {
     "check_cache": "settings",
     "in_store": "paths",
     "instance_tensors": "checkpoint",
+    "moved": "paths",
     "portable": "portable_paths",
     "read_text": "inputfile",
     "read_toml": "tomlfile",

@@ -13,6 +13,7 @@ import functools
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from oracle.errors import OracleUserError
 from oracle.infra.store_setting import local_setting
@@ -101,3 +102,19 @@ def in_store(path: Path) -> Path:
         )
         raise StorePathError(f"refusing to write {path}: outside the store {where}")
     return path
+
+
+def moved(value: Any, prefixes: dict[str, str]) -> Any:
+    """Every string of a JSON value that is one of `prefixes`' paths, or lies under one, moved
+    to the path it maps to (a worker's answer names the files it wrote; a stored part's record
+    names its own under a placeholder)."""
+    if isinstance(value, dict):
+        return {k: moved(v, prefixes) for k, v in value.items()}
+    if isinstance(value, list):
+        return [moved(v, prefixes) for v in value]
+    if isinstance(value, str):
+        # the longest first: a folder inside another maps by its own entry
+        for old, new in sorted(prefixes.items(), key=lambda kv: -len(kv[0])):
+            if value == old or value.startswith(old + "/"):
+                return new + value[len(old) :]
+    return value

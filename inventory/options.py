@@ -205,9 +205,9 @@ ExecutorName = Annotated[
         "--executor",
         envvar="INVENTORY_EXECUTOR",
         metavar="local|ray",
-        help="Where conversions, measurements and load checks run: local (this machine's "
-        "workers, the default) or ray (the nodes of a Ray cluster; needs the ray extra and "
-        "--ray-address).",
+        help="Where the run's worker requests run (conversions, measurements, load checks, "
+        "bundle reads and runs): local (this machine's workers, the default) or ray (the nodes "
+        "of a Ray cluster; needs the ray extra and --ray-address).",
     ),
 ]
 Jobs = Annotated[

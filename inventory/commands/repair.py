@@ -9,7 +9,15 @@ from typing import Annotated
 import typer
 
 from inventory.errors import USER_ERRORS, ExitCode
-from inventory.options import CatalogFile, Json, Markdown, ProgressMode, Quiet
+from inventory.options import (
+    CatalogFile,
+    ExecutorName,
+    Json,
+    Markdown,
+    ProgressMode,
+    Quiet,
+    RayAddress,
+)
 from inventory.output import emit, envelope
 from inventory.terminal import err, labelled, progress
 from oracle.catalog import load_catalog
@@ -54,6 +62,8 @@ def repair_cmd(
             help="Write the report (in --format) to FILE instead of standard output.",
         ),
     ] = None,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
@@ -75,7 +85,7 @@ def repair_cmd(
     3  inconclusive: a runtime aborted once and not again (flaky)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
-    from inventory.commands.common import show
+    from inventory.commands.common import show, use_executor
     from inventory.options import check_output
     from inventory.output import OutputFormat, Renderer, input_files
     from inventory.repair import repair
@@ -83,6 +93,7 @@ def repair_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="repair")
     check_output(report_file, "--report")
+    use_executor(executor, ray_address)
     as_json = fmt is OutputFormat.JSON
     renderer = Renderer(
         "repair", repair_record, repair_table, repair_markdown, inputs=input_files(), soft_wrap=True

@@ -8,15 +8,17 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, run, show
+from inventory.commands.common import ready, run, show, use_executor
 from inventory.errors import ExitCode
 from inventory.options import (
     CatalogFile,
+    ExecutorName,
     Format,
     Json,
     OutputFile,
     ProgressMode,
     Quiet,
+    RayAddress,
     Registry,
     Runtimes,
     check_output,
@@ -57,6 +59,8 @@ def scan_cmd(
         ),
     ] = None,
     runtime: Runtimes = None,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
     as_json: Json = False,
     output_format: Format = None,
     output: OutputFile = None,
@@ -74,6 +78,7 @@ def scan_cmd(
     inventory scan shipped/
     inventory scan sam3_float16/sam3_float16.aimodel -f json -o scan.json
     inventory scan shipped/ --against-registry --runtime b3
+    inventory scan shipped/ --executor ray --ray-address auto
 
     Exit codes:
     0  every bundle read and loaded on its deployment runtimes (with
@@ -95,6 +100,7 @@ def scan_cmd(
     check_output(output)
     as_json = fmt is OutputFormat.JSON
     ready()
+    use_executor(executor, ray_address)
     known = load_catalog()  # with --catalog's releases (set for the run by `command`)
     runtimes = parse_overrides(runtime, known)
     linked = (registry, load_registry(registry)) if against_registry else None

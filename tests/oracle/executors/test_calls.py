@@ -14,9 +14,10 @@ from typing import Any
 
 from oracle.clients.worker_pool import WorkerFailure
 from oracle.envs.environment import Env
-from oracle.executors.calls import Call, Ship, answered_here, files_of, moved
+from oracle.executors.calls import Call, Ship, answered_here, files_of
 from oracle.executors.ray_cluster import call_answer, job_limit
 from oracle.executors.ray_node import ANCHOR, CallJob, NodeAgent
+from oracle.infra.paths import moved
 
 
 def _env(release: str) -> Env:
@@ -45,17 +46,25 @@ class _DoubleWorker:
             out.mkdir(parents=True, exist_ok=True)
             program = Path(request["program"])
             (out / "seen.txt").write_text(program.read_text() if program.is_file() else "")
-            return {"ok": True, "files": {"seen": str(out / "seen.txt")}, "read": str(program)}
+            return {
+                "ok": True,
+                "files": {"seen": str(out / "seen.txt")},
+                "read": str(program),
+                "inputs": request.get("inputs", "absent"),
+            }
         finally:
             with self.guard:
                 _DoubleWorker.at_once -= 1
 
 
 class _DoublePools:
-    """A test double of a session's pools: one double worker per environment."""
+    """A test double of a session's pools: one double worker per environment; `faulty`: the
+    environments that cannot run a worker at all (what `Worker.environment_fault` finds)."""
 
-    def __init__(self) -> None:
+    def __init__(self, faulty: tuple[str, ...] = ()) -> None:
         self.workers: dict[str, _DoubleWorker] = {}
+        self.faulty = faulty
+        self.fault_checks = 0
 
     def pool_of(self, worker: type, log_suffix: str) -> Any:
         del worker, log_suffix
@@ -63,6 +72,13 @@ class _DoublePools:
 
     def worker(self, env: Env) -> _DoubleWorker:
         return self.workers.setdefault(env.converter, _DoubleWorker())
+
+    def first(self, env: Env) -> Any:
+        return self
+
+    def environment_fault(self) -> str | None:
+        self.fault_checks += 1
+        return "environment fault: no coreai-core here" if self.faulty else None
 
 
 def test_a_batch_keeps_its_order_runs_two_at_once_and_answers_a_dead_worker(tmp_path):
@@ -176,3 +192,44 @@ def test_a_call_may_take_its_own_timeout_on_a_node_before_its_agent_is_dropped()
     short = CallJob("asset", "0.4.2", {}, (), 5.0, "call-4")
     assert job_limit(hour, 1200.0) == 3660.0
     assert job_limit(short, 1200.0) == 1200.0
+
+
+def test_a_call_asking_for_faults_brings_the_environment_s_fault_with_its_failure_only(tmp_path):
+    """An asset run asks (`faults`): an environment that cannot run the worker is not the
+    asset's outcome, and its caller raises it. A call that does not ask, or that succeeded,
+    starts no check."""
+    program = tmp_path / "program.pt2"
+    program.write_text("p")
+
+    def call(die: bool, faults: bool) -> Call:
+        request = {"program": str(program), "out": str(tmp_path / "out"), "die": die}
+        return Call("asset", _env("0.4.2"), request, faults=faults)
+
+    pools = _DoublePools(faulty=("0.4.2",))
+    failed, unasked, fine = answered_here(
+        [call(True, True), call(True, False), call(False, True)], pools, at_once=1
+    )
+    assert failed["environment_fault"] == "environment fault: no coreai-core here"
+    assert failed["stage"] == "worker"
+    assert "environment_fault" not in unasked and "environment_fault" not in fine
+    assert fine["ok"] and pools.fault_checks == 1
+    [healthy] = answered_here([call(True, True)], _DoublePools(), at_once=1)
+    assert healthy["stage"] == "worker" and "environment_fault" not in healthy
+
+
+def test_a_shipped_field_the_request_leaves_unset_is_not_shipped_and_stays_unset_on_a_node(
+    tmp_path,
+):
+    """A load without seeded inputs (`inputs: null`) ships the asset alone."""
+    asset = tmp_path / "bundle.aimodel"
+    asset.mkdir()
+    (asset / "main.mlirb").write_text("the bundle")
+    request = {"program": str(asset), "inputs": None, "out": str(tmp_path / "out")}
+    call = Call("asset", _env("0.4.2"), request, (Ship("program"), Ship("inputs", "*.in")))
+    assert call.shipped() == (Ship("program"),)
+    job = CallJob("asset", "0.4.2", request, (("program", ""),), None, "call-5")
+    payload = _DoubleAgent(tmp_path / "node").run(job, files_of(asset, "**/*"))
+    assert payload["ok"], payload
+    answer = call_answer(call, job, payload)
+    assert answer["read"] == str(asset)  # the node's copy of the folder, named as the driver's
+    assert answer["inputs"] is None

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bundles import export
 from cli import spawn, start
 from doubles.faults import fault_env
 from s3_server import make_bucket, s3_server
@@ -610,3 +611,78 @@ def test_verify_on_two_nodes_converts_and_runs_there_and_shares_its_parts_throug
         answer = without(answer, key)
     assert _differing(answer, ours) == []
     assert _side_programs(reader) == programs
+
+
+# a scan's run: when it started and its process (in each read's and load's log folder)
+SCAN_RUN = re.compile(r"\d{8}T\d{6}-\d+")
+
+
+def _call_kinds(store: Path) -> list[dict[str, set[str]]]:
+    """Per run (its ledger), the nodes each kind of its jobs ran on."""
+    runs = []
+    for ledger in _ledgers(store):
+        assert ledger["lost"] == 0
+        kinds: dict[str, set[str]] = {}
+        for job in ledger["jobs"]:
+            kinds.setdefault(job["kind"], set()).add(job["node"])
+        runs.append(kinds)
+    return runs
+
+
+def test_scan_and_repair_read_load_and_rewrite_a_bundle_on_the_nodes_and_answer_as_locally(
+    cluster, env, tmp_path
+):
+    """The executor chosen for the run makes scan's and repair's worker requests too: a 0.4.0
+    asset travels to the nodes, which read it with coreai-core's parser, load it on every
+    runtime (b2 and b3 abort on it: the error line comes from the node's log, brought back),
+    rewrite its locations and re-save it. Each answer equals the local executor's, its run's
+    time stamp aside."""
+    env("0.4.0")  # every runtime of the catalog reads or loads the asset
+    env("0.4.3")
+    asset = export(env, "0.4.0", tmp_path / "asset")
+    answers: dict[str, list[Any]] = {"scan": [], "repair": []}
+    for where in ("local", "ray"):
+        store = borrowing_store(tmp_path, where)
+        ray_flags = ("--executor", "ray", "--ray-address", cluster) if where == "ray" else ()
+        extra = RAY_ENV if where == "ray" else {}
+        scanned = spawn(
+            "scan", str(asset), "--json", *ray_flags, INVENTORY_CACHE=str(store), **extra
+        )
+        # exit 1: a bundle that does not load on a deployment runtime (b2, b3)
+        assert scanned.returncode == 1, scanned.stderr
+        repaired = spawn(
+            "repair",
+            str(asset),
+            "-o",
+            str(tmp_path / f"{where}.aimodel"),
+            "--json",
+            *ray_flags,
+            INVENTORY_CACHE=str(store),
+            **extra,
+        )
+        assert repaired.returncode == 0, repaired.stderr
+        if where == "ray":
+            ray_scan = json.loads(scanned.stdout)["result"]["bundles"][0]
+        for command, ran in (("scan", scanned), ("repair", repaired)):
+            text = SCAN_RUN.sub("<run>", ran.stdout.replace(str(tmp_path / where), "<out>"))
+            answers[command].append(answer_in(text, store))
+        if where == "ray":  # scan's run and repair's: each read and ran the asset there
+            runs = _call_kinds(store)
+            assert len(runs) == 2 and all(set(r) == {"bundle-read", "asset-run"} for r in runs)
+        else:
+            assert not list((store / "runs").glob("ray/*.json"))  # no cluster ran it
+    scan_local, scan_ray = answers["scan"]
+    assert _differing(scan_ray, scan_local) == []
+    [bundle] = scan_ray["result"]["bundles"]
+    assert bundle["reader"]["core"] == "1.0.0b1"
+    loads = {o["core"]: o for o in bundle["loads"]}
+    assert loads["1.0.0b3"]["outcome"] == "crashes"
+    assert "expected AICode versioned location" in loads["1.0.0b3"]["error"]
+    # the node's logs came back: the line above is read from this machine's copy
+    b3 = Path(next(o for o in ray_scan["loads"] if o["core"] == "1.0.0b3")["log"])
+    for log in (Path(ray_scan["reader"]["log"]), b3):
+        assert log.is_file() and log.is_relative_to(tmp_path / "ray"), log
+    assert "expected AICode versioned location" in b3.read_text()
+    repair_local, repair_ray = answers["repair"]
+    assert _differing(repair_ray, repair_local) == []
+    assert repair_ray["result"]["outputs"]["identical"] is True

@@ -38,7 +38,7 @@ from oracle.catalog import Catalog, EnvError, cores
 from oracle.envs import Env
 from oracle.executors import Call, Ship
 from oracle.infra import Progress, safe_name
-from oracle.load_check import run_on
+from oracle.load_check import Run, runs_on
 from oracle.session import Session
 from oracle.store import RESULT_FILE, RuntimeOutcome, building, manifest, results_root
 
@@ -360,13 +360,14 @@ def _run(
     progress = session.progress
     src = source.resolve()
     # The original, as it is: where it loads, and what it computes on the reader's runtime.
-    for core in order:
-        progress(f"original on coreai-core {core}")
-        report.original.append(
-            run_on(
-                src, core, session, work / f"original-{core}", execute=core == order[0], seed=SEED
-            )
+    progress(f"original on coreai-core {', '.join(order)}")
+    report.original.extend(
+        runs_on(
+            [Run(src, c, work / f"original-{c}", c == order[0], SEED) for c in order],
+            session,
+            session.jobs,
         )
+    )
     _no_flaky(report.original, f"{source}: the original on its runtimes")
     base = report.original[0]
     if base.outcome == "not-run":
@@ -410,18 +411,15 @@ def _run(
             f"({answer.get('stage')}: {answer.get('error')})"
         )
     report.producer = json.loads((repaired / "metadata.json").read_text()).get("producer")
-    for core in order:
-        progress(f"repaired asset on coreai-core {core}")
-        report.repaired.append(
-            run_on(
-                repaired,
-                core,
-                session,
-                work / f"repaired-{core}",
-                execute=True,
-                inputs=work / f"original-{order[0]}",
-            )
+    progress(f"repaired asset on coreai-core {', '.join(order)}")
+    seeded = work / f"original-{order[0]}"  # the original's inputs, on every runtime
+    report.repaired.extend(
+        runs_on(
+            [Run(repaired, c, work / f"repaired-{c}", inputs=seeded) for c in order],
+            session,
+            session.jobs,
         )
+    )
     _no_flaky(report.repaired, "the repaired asset")
     refused = [o for o in report.repaired if not o.loads]
     if refused:

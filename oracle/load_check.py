@@ -35,10 +35,12 @@ from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
 from oracle.executors.asset_checks import (
     CONFIRM,
+    Run,
     Runtimes,
     abbreviate,
     first_error,
     run_on,
+    runs_on,
 )
 from oracle.store.load_records import LoadCheck, RuntimeOutcome, check_dir, load_stored
 
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONFIRM",
     "LoadCheck",
+    "Run",
     "RuntimeOutcome",
     "Runtimes",
     "abbreviate",
@@ -56,6 +59,7 @@ __all__ = [
     "load_check",
     "load_stored",
     "run_on",
+    "runs_on",
 ]
 
 

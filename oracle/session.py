@@ -60,6 +60,8 @@ class Session:
         # up to --jobs workers per environment: the local executor runs that many comparisons
         # at once (a cluster's driver converts nothing itself)
         size = chosen().local_jobs if oracle is None and chosen().name == "local" else 1
+        # calls a caller may hand over at once to run here (`calls`; a cluster takes them all)
+        self.jobs = size
         self.pool = Pool(self.log_dir, worker, log_suffix, progress, size)
         # where comparisons run: the executor the run chose (executors.choose), or a test's
         self.oracle = oracle if oracle is not None else open_oracle(self.pool, progress)

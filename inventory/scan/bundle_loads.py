@@ -19,7 +19,7 @@ from inventory.registry import Bundle
 from inventory.scan.model import BundleScan, Finding, Status
 from oracle.catalog import Catalog, cores, releases_pinning
 from oracle.infra import Progress, cache_root, safe_name
-from oracle.load_check import run_on
+from oracle.load_check import Run, runs_on
 from oracle.session import Session
 from oracle.store import RuntimeOutcome
 
@@ -59,19 +59,26 @@ def check_loads(
     scans: list[BundleScan], catalog: Catalog, wanted: tuple[str, ...] | None, progress: Progress
 ) -> None:
     """Fill each readable scan's `loads`: the outcome on every runtime of `wanted` (default:
-    every runtime in the catalog)."""
+    every runtime in the catalog). Every bundle's loads go to the executor as one batch."""
     chosen = list(wanted or cores(catalog))
     run = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
     root = cache_root() / "logs" / "scan"
+    readable = [(i, s) for i, s in enumerate(scans) if s.ok]
+    # each its own folder, even for two bundles of one name (a cluster writes it back whole)
+    runs = [
+        Run(Path(s.path).resolve(), core, root / f"{run}-{i}-{safe_name(s.name)}-{core}", False)
+        for i, s in readable
+        for core in chosen
+    ]
+    if not runs:
+        return
+    progress(
+        f"loading {len(readable)} bundle(s) on coreai-core {', '.join(chosen)}: {len(runs)} load(s)"
+    )
     with Session(catalog, progress, root) as session:
-        for i, s in enumerate(scans):
-            if not s.ok:
-                continue
-            for core in chosen:
-                progress(f"loading {s.name} on coreai-core {core}")
-                # its own folder even for two bundles of one name (a cluster writes it whole)
-                out = root / f"{run}-{i}-{safe_name(s.name)}-{core}"
-                s.loads.append(run_on(Path(s.path).resolve(), core, session, out, execute=False))
+        outcomes = iter(runs_on(runs, session, session.jobs))
+        for _i, s in readable:
+            s.loads.extend(next(outcomes) for _core in chosen)
 
 
 def load_finding(

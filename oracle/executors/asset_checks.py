@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -104,6 +104,19 @@ def _read(path: Path) -> str:
 # ---- running an asset on runtimes -------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Run:
+    """An asset to load (and with `execute`, run on seeded inputs, or on those an earlier run
+    stored in `inputs`) on one runtime, its files in `out`."""
+
+    asset: Path
+    core: str
+    out: Path
+    execute: bool = True
+    seed: int = 0
+    inputs: Path | None = None
+
+
 def run_on(
     asset: Path,
     core: str,
@@ -113,23 +126,42 @@ def run_on(
     seed: int = 0,
     inputs: Path | None = None,
 ) -> RuntimeOutcome:
-    """Load (and with `execute`, run) `asset` on one runtime, contained; never raises for what
-    the runtime does. A death or a timeout is tried again in a fresh process: `crashes` only
-    when it repeats, else `flaky` (so is an abort after the outputs were written)."""
-    try:
-        env = runtimes.env_for_core(core)
-    except EnvError as exc:
-        return RuntimeOutcome(core, "not-run", "environment", str(exc))
-    first = _attempt(asset, core, env, runtimes, out, execute, seed, inputs)
-    if not first.died:
-        return first
-    again = out / CONFIRM
-    second = _attempt(asset, core, env, runtimes, again, execute, seed, inputs)
+    """Load (and with `execute`, run) `asset` on one runtime, contained (`runs_on`)."""
+    [outcome] = runs_on([Run(asset, core, out, execute, seed, inputs)], runtimes)
+    return outcome
+
+
+def runs_on(runs: Sequence[Run], runtimes: Runtimes, at_once: int = 1) -> list[RuntimeOutcome]:
+    """Each run, contained; never raises for what a runtime does. The first attempts go to the
+    executor as one batch (here up to `at_once` at a time), then the second attempts of those
+    that died or did not answer, in fresh processes: `crashes` only when the death repeats,
+    else `flaky` (so is an abort after the outputs were written)."""
+    outcomes: list[RuntimeOutcome | None] = [None] * len(runs)
+    envs: dict[int, Env] = {}
+    for i, run in enumerate(runs):
+        try:
+            envs[i] = runtimes.env_for_core(run.core)
+        except EnvError as exc:
+            outcomes[i] = RuntimeOutcome(run.core, "not-run", "environment", str(exc))
+    tried = list(envs)
+    attempted = _attempts([(runs[i], envs[i], runs[i].out) for i in tried], runtimes, at_once)
+    firsts = dict(zip(tried, attempted, strict=True))
+    died = [i for i, first in firsts.items() if first.died]
+    again = [(runs[i], envs[i], runs[i].out / CONFIRM) for i in died]
+    seconds = dict(zip(died, _attempts(again, runtimes, at_once), strict=True))
+    for i, first in firsts.items():
+        outcomes[i] = _settled(runs[i], first, seconds[i]) if i in seconds else first
+    return [o for o in outcomes if o is not None]
+
+
+def _settled(run: Run, first: RuntimeOutcome, second: RuntimeOutcome) -> RuntimeOutcome:
+    """A death confirmed by a second attempt in a fresh process, or found flaky."""
+    again = run.out / CONFIRM
     files = {**first.files, **{f"{CONFIRM}.{k}": v for k, v in second.files.items()}}
     # a death after the runtime wrote its outputs: it ran, whatever ended it
     wrote = [
         o
-        for o, a in ((out, first), (again, second))
+        for o, a in ((run.out, first), (again, second))
         if a.died and any(o.glob("*.outputs.safetensors"))
     ]
     if (
@@ -145,35 +177,40 @@ def run_on(
         "fresh process"
     )
     return RuntimeOutcome(
-        core, "flaky", first.stage, f"{why}: no lasting answer", first.signal, files
+        run.core, "flaky", first.stage, f"{why}: no lasting answer", first.signal, files
     )
 
 
-def _attempt(
-    asset: Path,
-    core: str,
-    env: Env,
-    runtimes: Runtimes,
-    out: Path,
-    execute: bool,
-    seed: int,
-    inputs: Path | None,
-) -> RuntimeOutcome:
-    out.mkdir(parents=True, exist_ok=True)
-    log = out / "run.log"
-    request = {
-        "op": "run",
-        "asset": str(asset),
-        "out": str(out),
-        "seed": seed,
-        "execute": execute,
-        "inputs": str(inputs) if inputs else None,
-    }
-    # the run reads the asset and a folder's seeded inputs, never another program there
-    call = Call("asset", env, request, RUN_SHIPS, faults=True)
-    [answer] = runtimes.calls([call])
+def _attempts(
+    items: Sequence[tuple[Run, Env, Path]], runtimes: Runtimes, at_once: int
+) -> list[RuntimeOutcome]:
+    """One attempt of each (run, its runtime's environment, where its files go), as a batch."""
+    calls = []
+    for run, env, out in items:
+        out.mkdir(parents=True, exist_ok=True)
+        request = {
+            "op": "run",
+            "asset": str(run.asset),
+            "out": str(out),
+            "seed": run.seed,
+            "execute": run.execute,
+            "inputs": str(run.inputs) if run.inputs else None,
+        }
+        # the run reads the asset and a folder's seeded inputs, never another program there
+        calls.append(Call("asset", env, request, RUN_SHIPS, faults=True))
+    answers = runtimes.calls(calls, at_once) if calls else []
+    return [
+        _outcome(run.core, out, run.execute, answer)
+        for (run, _env, out), answer in zip(items, answers, strict=True)
+    ]
+
+
+def _outcome(core: str, out: Path, execute: bool, answer: dict[str, Any]) -> RuntimeOutcome:
+    """What one attempt's answer (and the log the runtime wrote in `out`) says."""
     if answer.get("environment_fault"):
+        # the environment cannot run the worker: not the asset's outcome, never stored
         raise EnvironmentFault(str(answer["environment_fault"]))
+    log = out / "run.log"
     if answer.get("stage") == "worker":  # the runtime died or did not answer
         text = str(answer.get("error", ""))
         died = re.search(r"died of (\w+)", text)
@@ -295,7 +332,7 @@ def make(
         outcomes = tuple(RuntimeOutcome(c, "not-run", "export", why) for c in cores)
         return LoadCheck(spec, exporter.converter, packages, False, why, outcomes, str(work))
     asset = Path(answer["files"]["asset"])
-    outcomes = tuple(run_on(asset, core, runtimes, work / f"run-{core}") for core in cores)
+    outcomes = tuple(runs_on([Run(asset, core, work / f"run-{core}") for core in cores], runtimes))
     return LoadCheck(spec, exporter.converter, packages, True, "", outcomes, str(work))
 
 

@@ -217,9 +217,10 @@ Jobs = Annotated[
         envvar="INVENTORY_JOBS",
         metavar="N",
         show_default=False,
-        help="Comparisons and load checks the local executor runs at once (a comparison "
-        "converts its two sides in two worker processes; an environment gets up to N workers). "
-        "Default: half the cores this process may use, at least 1. --jobs 1 runs one at a time.",
+        help="Comparisons and load checks (scan and repair: asset runs) the local executor runs "
+        "at once (a comparison converts its two sides in two worker processes; an environment "
+        "gets up to N workers). Default: half the cores this process may use, at least 1. "
+        "--jobs 1 runs one at a time.",
     ),
 ]
 RayAddress = Annotated[

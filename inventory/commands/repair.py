@@ -12,6 +12,7 @@ from inventory.errors import USER_ERRORS, ExitCode
 from inventory.options import (
     CatalogFile,
     ExecutorName,
+    Jobs,
     Json,
     Markdown,
     ProgressMode,
@@ -64,6 +65,7 @@ def repair_cmd(
     ] = None,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
+    jobs: Jobs = None,
     quiet: Quiet = False,
     progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
@@ -93,7 +95,7 @@ def repair_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="repair")
     check_output(report_file, "--report")
-    use_executor(executor, ray_address)
+    use_executor(executor, ray_address, jobs)
     as_json = fmt is OutputFormat.JSON
     renderer = Renderer(
         "repair", repair_record, repair_table, repair_markdown, inputs=input_files(), soft_wrap=True

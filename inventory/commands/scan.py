@@ -14,6 +14,7 @@ from inventory.options import (
     CatalogFile,
     ExecutorName,
     Format,
+    Jobs,
     Json,
     OutputFile,
     ProgressMode,
@@ -61,6 +62,7 @@ def scan_cmd(
     runtime: Runtimes = None,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
+    jobs: Jobs = None,
     as_json: Json = False,
     output_format: Format = None,
     output: OutputFile = None,
@@ -100,7 +102,7 @@ def scan_cmd(
     check_output(output)
     as_json = fmt is OutputFormat.JSON
     ready()
-    use_executor(executor, ray_address)
+    use_executor(executor, ray_address, jobs)
     known = load_catalog()  # with --catalog's releases (set for the run by `command`)
     runtimes = parse_overrides(runtime, known)
     linked = (registry, load_registry(registry)) if against_registry else None

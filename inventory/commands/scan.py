@@ -80,7 +80,6 @@ def scan_cmd(
     inventory scan shipped/
     inventory scan sam3_float16/sam3_float16.aimodel -f json -o scan.json
     inventory scan shipped/ --against-registry --runtime b3
-    inventory scan shipped/ --executor ray --ray-address auto
 
     Exit codes:
     0  every bundle read and loaded on its deployment runtimes (with

@@ -219,8 +219,8 @@ Jobs = Annotated[
         show_default=False,
         help="Comparisons and load checks (scan and repair: asset runs) the local executor runs "
         "at once (a comparison converts its two sides in two worker processes; an environment "
-        "gets up to N workers). Default: half the cores this process may use, at least 1. "
-        "--jobs 1 runs one at a time.",
+        "gets up to N workers). Default: half the cores this process may use, at least 1; for "
+        "asset runs, one process each, every core. --jobs 1 runs one at a time.",
     ),
 ]
 RayAddress = Annotated[

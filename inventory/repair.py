@@ -365,7 +365,7 @@ def _run(
         runs_on(
             [Run(src, c, work / f"original-{c}", c == order[0], SEED) for c in order],
             session,
-            session.jobs,
+            session.runs_at_once,
         )
     )
     _no_flaky(report.original, f"{source}: the original on its runtimes")
@@ -417,7 +417,7 @@ def _run(
         runs_on(
             [Run(repaired, c, work / f"repaired-{c}", inputs=seeded) for c in order],
             session,
-            session.jobs,
+            session.runs_at_once,
         )
     )
     _no_flaky(report.repaired, "the repaired asset")

@@ -59,9 +59,10 @@ class Session:
         self.log_dir = log_dir or cache_root() / "logs"
         # up to --jobs workers per environment: the local executor runs that many comparisons
         # at once (a cluster's driver converts nothing itself)
-        size = chosen().local_jobs if oracle is None and chosen().name == "local" else 1
-        # calls a caller may hand over at once to run here (`calls`; a cluster takes them all)
-        self.jobs = size
+        here = oracle is None and chosen().name == "local"
+        size = chosen().local_jobs if here else 1
+        # asset runs a caller may hand over to run here at once (`calls`; a cluster takes all)
+        self.runs_at_once = chosen().local_runs if here else 1
         self.pool = Pool(self.log_dir, worker, log_suffix, progress, size)
         # where comparisons run: the executor the run chose (executors.choose), or a test's
         self.oracle = oracle if oracle is not None else open_oracle(self.pool, progress)

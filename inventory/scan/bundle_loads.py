@@ -76,7 +76,7 @@ def check_loads(
         f"loading {len(readable)} bundle(s) on coreai-core {', '.join(chosen)}: {len(runs)} load(s)"
     )
     with Session(catalog, progress, root) as session:
-        outcomes = iter(runs_on(runs, session, session.jobs))
+        outcomes = iter(runs_on(runs, session, session.runs_at_once))
         for _i, s in readable:
             s.loads.extend(next(outcomes) for _core in chosen)
 

@@ -51,16 +51,20 @@ _started = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
 _sessions = itertools.count(1)  # one ledger file per session of the process
 
 
-def default_jobs() -> int:
-    """Half the cores this process may use (its CPU affinity, not the machine's count), at
-    least 1: a comparison already converts its two sides in two processes at once, so one job
-    keeps two cores busy (measured: on 2 cores, `--jobs 2` is no faster than `--jobs 1` and
-    keeps twice the workers, docs/measurements.md)."""
+def usable_cores() -> int:
+    """The cores this process may use (its CPU affinity, not the machine's count)."""
     try:
-        cores = len(os.sched_getaffinity(0))
+        return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # no affinity on this platform
-        cores = os.cpu_count() or 1
-    return max(1, cores // 2)
+        return os.cpu_count() or 1
+
+
+def default_jobs() -> int:
+    """Half the cores this process may use, at least 1: a comparison already converts its two
+    sides in two processes at once, so one job keeps two cores busy (measured: on 2 cores,
+    `--jobs 2` is no faster than `--jobs 1` and keeps twice the workers,
+    docs/measurements.md)."""
+    return max(1, usable_cores() // 2)
 
 
 def _key(item: Job) -> str:

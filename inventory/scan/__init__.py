@@ -37,7 +37,7 @@ from inventory.scan.model import (
     ScanReport,
     Status,
 )
-from inventory.scan.readers import Readers, scan_bundle
+from inventory.scan.readers import Readers, scan_bundles
 from oracle.catalog import Catalog, EnvError, at_or_above, cores
 from oracle.infra import Progress
 
@@ -77,25 +77,26 @@ def scan(
     if reader is not None:
         catalog.release(reader)  # an unknown release is a usage error (EnvError)
     readers = Readers(catalog, progress, reader)
-    scans = []
+    inside = [b for b in found if b not in escaped]
+    if inside:
+        progress(f"reading {len(inside)} bundle(s)")
     try:
-        for bundle in found:
-            if bundle in escaped:
-                scans.append(
-                    BundleScan(
-                        path=str(bundle),
-                        name=bundle.name,
-                        error=(
-                            f"{bundle}: is a symlink out of the scanned folder {escaped[bundle]}; "
-                            f"a folder's bundles are read only from inside it"
-                        ),
-                    )
-                )
-                continue
-            progress(f"reading {bundle.name}")
-            scans.append(scan_bundle(bundle, readers))
+        read = dict(zip(inside, scan_bundles(inside, readers), strict=True))
     finally:
         readers.close()
+    scans = [
+        read[bundle]
+        if bundle in read
+        else BundleScan(
+            path=str(bundle),
+            name=bundle.name,
+            error=(
+                f"{bundle}: is a symlink out of the scanned folder {escaped[bundle]}; "
+                f"a folder's bundles are read only from inside it"
+            ),
+        )
+        for bundle in found
+    ]
     for s in scans:
         if s.ok:
             s.exporter = inferred_exporter(s.producer_core, catalog, s.metadata)

@@ -78,41 +78,51 @@ class Readers:
             yield env, env.packages.get("coreai-core", env.core), why
 
     def read(self, bundle: Path, env: Env) -> dict[str, Any]:
-        """`env`'s coreai-core reads the bundle, through the run's executor (on a cluster, the
-        bundle travels to a node and the read's log comes back); its own log folder per read."""
-        self.reads += 1
-        out = self.log_dir / f"{self.run}-read{self.reads}-{safe_name(bundle.name)}-{env.name}"
-        log = out / "read.log"
-        [answer] = self.session.calls(
-            [
-                Call(
-                    "scan",
-                    env,
-                    {"op": "read", "bundle": str(bundle.resolve()), "out": str(out)},
-                    ship=(Ship("bundle"),),
-                )
-            ]
-        )
-        answer.pop("wall_seconds", None)
-        if answer.get("stage") == "worker":  # the core died reading it, or did not answer
-            native = _native_error(log)
-            died = str(answer.get("error")).split(" (log:")[0].replace(f"{env.name} worker ", "")
-            return {
-                "ok": False,
-                "stage": "native",
-                "log": str(log),
-                "error": printable(f"{native} ({died})" if native else died),
-            }
-        if not answer.get("ok"):
-            native = _native_error(log)
-            if native:
-                answer["error"] = f"{answer.get('error')}; {native}"
-            answer["error"] = printable(str(answer.get("error", "failed")))
-        answer["log"] = str(log)
+        """`env`'s coreai-core reads the bundle (`reads`)."""
+        [answer] = self.reads_of([(bundle, env)])
         return answer
+
+    def reads_of(self, items: list[tuple[Path, Env]]) -> list[dict[str, Any]]:
+        """Each bundle read by its environment's coreai-core, handed to the run's executor as
+        one batch (here one per core at a time; on a cluster the bundles travel to the nodes
+        and the reads' logs come back); each read keeps its log in a folder of its own."""
+        outs = []
+        calls = []
+        for bundle, env in items:
+            self.reads += 1
+            name = f"{self.run}-read{self.reads}-{safe_name(bundle.name)}-{env.name}"
+            outs.append(self.log_dir / name)
+            request = {"op": "read", "bundle": str(bundle.resolve()), "out": str(outs[-1])}
+            calls.append(Call("scan", env, request, ship=(Ship("bundle"),)))
+        answers = self.session.calls(calls, self.session.runs_at_once) if calls else []
+        return [
+            _answered(answer, env, out / "read.log")
+            for (_bundle, env), out, answer in zip(items, outs, answers, strict=True)
+        ]
 
     def close(self) -> None:
         self.session.close()
+
+
+def _answered(answer: dict[str, Any], env: Env, log: Path) -> dict[str, Any]:
+    """A read's answer, its failure explained by the last error line the core printed."""
+    answer.pop("wall_seconds", None)
+    if answer.get("stage") == "worker":  # the core died reading it, or did not answer
+        native = _native_error(log)
+        died = str(answer.get("error")).split(" (log:")[0].replace(f"{env.name} worker ", "")
+        return {
+            "ok": False,
+            "stage": "native",
+            "log": str(log),
+            "error": printable(f"{native} ({died})" if native else died),
+        }
+    if not answer.get("ok"):
+        native = _native_error(log)
+        if native:
+            answer["error"] = f"{answer.get('error')}; {native}"
+        answer["error"] = printable(str(answer.get("error", "failed")))
+    answer["log"] = str(log)
+    return answer
 
 
 def printable(text: str) -> str:
@@ -141,7 +151,40 @@ def _native_error(log: Path) -> str:
     return pick[:200]
 
 
-def scan_bundle(bundle: Path, readers: Readers) -> BundleScan:
+def scan_bundles(bundles: list[Path], readers: Readers) -> list[BundleScan]:
+    """Each bundle checked as files, then read: every bundle's first choice of core in one
+    batch; a bundle that core cannot read is tried with the next ones, one after another."""
+    scans = [_checked(bundle) for bundle in bundles]
+    plans = {i: readers.plan(s.producer_core) for i, s in enumerate(scans) if s.error is None}
+    failures: dict[int, list[tuple[str, str]]] = {i: [] for i in plans}
+    firsts: dict[int, tuple[Env, str, str]] = {}
+    for i, plan in plans.items():
+        for env, core, why in plan:
+            if env is not None:
+                firsts[i] = (env, core, why)
+                break
+            failures[i].append((core, why))
+    answers = readers.reads_of([(bundles[i], env) for i, (env, _c, _w) in firsts.items()])
+    for (i, (env, core, why)), answer in zip(firsts.items(), answers, strict=True):
+        if _took(scans[i], bundles[i], answer, env, core, why, failures[i]):
+            continue
+        for env_next, core_next, why_next in plans[i]:  # the rest of its plan
+            if env_next is None:
+                failures[i].append((core_next, why_next))
+                continue
+            again = readers.read(bundles[i], env_next)
+            if _took(scans[i], bundles[i], again, env_next, core_next, why_next, failures[i]):
+                break
+    for i in plans:
+        if not scans[i].reader and scans[i].error is None:
+            scans[i].attempts = [f"coreai-core {c}: {e}" for c, e in failures[i]]
+            scans[i].error = _read_failure(bundles[i], failures[i])
+    return scans
+
+
+def _checked(bundle: Path) -> BundleScan:
+    """What the bundle's files say (metadata, integrity, digests, producer), read here before
+    any core reads it; `error` set when they cannot be read."""
     scan = BundleScan(path=str(bundle), name=bundle.name)
     try:
         check_contained(bundle)  # before any file is read here or by a core
@@ -163,37 +206,43 @@ def scan_bundle(bundle: Path, readers: Readers) -> BundleScan:
             "no producer in metadata.json: written by coreai-core 1.0.0b1 "
             "(coreai-torch 0.4.0), which stamps none, or edited afterwards"
         )
-    own = scan.producer_core
     if scan.created is None:
         scan.notes.append("no creationDate in metadata.json")
     if "no main.hash" in scan.integrity:
         scan.notes.append(scan.integrity)
-    failures: list[tuple[str, str]] = []
-    for env, core, why in readers.plan(scan.producer_core):
-        if env is None:
-            failures.append((core, why))
-            continue
-        answer = readers.read(bundle, env)
-        if answer.get("ok"):
-            scan.reader = {"core": core, "env": env.name, "why": why, "log": answer.get("log")}
-            scan.attempts = [f"coreai-core {c}: {e}" for c, e in failures]
-            if own and core != own and any(c == own for c, _e in failures):
-                scan.notes.append(
-                    f"the producer names coreai-core {own}, which cannot read "
-                    f"it; metadata.json may have been edited"
-                )
-            try:
-                absorb(scan, answer)
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                scan.error = (
-                    f"{bundle}: coreai-core {core} gave an answer this scanner does "
-                    f"not understand ({type(exc).__name__}: {exc})"
-                )
-            return scan
-        failures.append((core, str(answer.get("error", "failed"))))
-    scan.attempts = [f"coreai-core {c}: {e}" for c, e in failures]
-    scan.error = _read_failure(bundle, failures)
     return scan
+
+
+def _took(
+    scan: BundleScan,
+    bundle: Path,
+    answer: dict[str, Any],
+    env: Env,
+    core: str,
+    why: str,
+    failures: list[tuple[str, str]],
+) -> bool:
+    """Whether `core` read the bundle: then its answer fills the scan; else its error joins
+    `failures`."""
+    if not answer.get("ok"):
+        failures.append((core, str(answer.get("error", "failed"))))
+        return False
+    own = scan.producer_core
+    scan.reader = {"core": core, "env": env.name, "why": why, "log": answer.get("log")}
+    scan.attempts = [f"coreai-core {c}: {e}" for c, e in failures]
+    if own and core != own and any(c == own for c, _e in failures):
+        scan.notes.append(
+            f"the producer names coreai-core {own}, which cannot read "
+            f"it; metadata.json may have been edited"
+        )
+    try:
+        absorb(scan, answer)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        scan.error = (
+            f"{bundle}: coreai-core {core} gave an answer this scanner does "
+            f"not understand ({type(exc).__name__}: {exc})"
+        )
+    return True
 
 
 def _read_failure(bundle: Path, failures: list[tuple[str, str]]) -> str:

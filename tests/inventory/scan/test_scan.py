@@ -185,6 +185,40 @@ def test_producer_less_bundle_is_never_read_first_by_a_newer_core(bundles):
 
 
 @pytest.mark.slow
+def test_a_bundle_its_producer_s_core_cannot_read_is_read_by_the_next_beside_one_read_first(
+    bundles, tmp_path
+):
+    """Every bundle's first choice is read in one batch; one that core cannot read goes on
+    down its plan. A 0.4.0 bundle whose metadata names coreai-core 1.0.0b3 is tried with b3
+    (it aborts), then b2 (it aborts), and read by b1, saying so; the 0.4.2 bundle beside it is
+    read by its own core."""
+    folder = tmp_path / "shipped"
+    shutil.copytree(bundles / "0.4.0" / "convbn.aimodel", folder / "edited.aimodel")
+    shutil.copytree(bundles / "0.4.2" / "convbn.aimodel", folder / "own.aimodel")
+    meta = folder / "edited.aimodel" / "metadata.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "producer": "coreai-core 1.0.0b3"}))
+    data = scan_json(str(folder), "--runtime", "b1")
+    assert data["_exit"] == 0, data["_stderr"]
+    by_name = {b["name"]: b for b in data["result"]["bundles"]}
+    edited, own = by_name["edited.aimodel"], by_name["own.aimodel"]
+    assert (own["reader"]["core"], own["attempts"]) == ("1.0.0b2", [])
+    assert (edited["reader"]["core"], edited["reader"]["why"]) == ("1.0.0b1", "fallback")
+    assert [a.split(":")[0] for a in edited["attempts"]] == [
+        "coreai-core 1.0.0b3",
+        "coreai-core 1.0.0b2",
+    ]
+    # the core's own line, read from the read's log, and how its process ended
+    assert all("versioned IR (died of SIGABRT)" in a for a in edited["attempts"])
+    assert any("may have been edited" in n for n in edited["notes"])
+    assert any(
+        w.startswith("edited.aimodel: read with coreai-core 1.0.0b1") for w in data["warnings"]
+    )
+    # each read kept its own log, the failed ones too
+    logs = {Path(b["reader"]["log"]).parent for b in (edited, own)}
+    assert len(logs) == 2 and all(log.is_dir() for log in logs)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ("0.4.0", "0.4.2"))
 def test_truncated_program_fails_cleanly(bundles, tmp_path, version):
     bundle = tmp_path / "truncated.aimodel"

@@ -37,7 +37,7 @@ from inventory.scan.model import BundleError
 from oracle.catalog import Catalog, EnvError, cores
 from oracle.envs import Env
 from oracle.executors import Call, Ship
-from oracle.infra import Progress, safe_name
+from oracle.infra import Progress
 from oracle.load_check import Run, runs_on
 from oracle.session import Session
 from oracle.store import RESULT_FILE, RuntimeOutcome, building, manifest, results_root
@@ -292,9 +292,9 @@ def compare_outputs(before: RuntimeOutcome, after: RuntimeOutcome) -> OutputsChe
     )
 
 
-def _weights(session: Session, env: Env, bundle: Path, log_dir: Path) -> Weights:
-    """The weights fingerprint `scan` computes, read by `env`'s coreai-core."""
-    out = log_dir / f"read-{safe_name(bundle.name)}"
+def _weights(session: Session, env: Env, bundle: Path, out: Path) -> Weights:
+    """The weights fingerprint `scan` computes, read by `env`'s coreai-core (its log in
+    `out`)."""
     request = {"op": "read", "bundle": str(bundle), "out": str(out)}
     [answer] = session.calls([Call("scan", env, request, ship=(Ship("bundle"),))])
     if not answer.get("ok"):
@@ -429,8 +429,8 @@ def _run(
         )
     progress("comparing weights and outputs")
     try:
-        before = _weights(session, reader_env, src, work / "weights")
-        after = _weights(session, reader_env, repaired, work / "weights")
+        before = _weights(session, reader_env, src, work / "weights" / "original")
+        after = _weights(session, reader_env, repaired, work / "weights" / "repaired")
     except RuntimeError as exc:
         raise RepairError(f"weights cannot be compared: {exc}") from None
     same = (before.fingerprint, before.constants, before.bytes) == (

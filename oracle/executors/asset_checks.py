@@ -136,7 +136,7 @@ def runs_on(runs: Sequence[Run], runtimes: Runtimes, at_once: int = 1) -> list[R
     executor as one batch (here up to `at_once` at a time), then the second attempts of those
     that died or did not answer, in fresh processes: `crashes` only when the death repeats,
     else `flaky` (so is an abort after the outputs were written)."""
-    outcomes: list[RuntimeOutcome | None] = [None] * len(runs)
+    outcomes: dict[int, RuntimeOutcome] = {}
     envs: dict[int, Env] = {}
     for i, run in enumerate(runs):
         try:
@@ -151,7 +151,7 @@ def runs_on(runs: Sequence[Run], runtimes: Runtimes, at_once: int = 1) -> list[R
     seconds = dict(zip(died, _attempts(again, runtimes, at_once), strict=True))
     for i, first in firsts.items():
         outcomes[i] = _settled(runs[i], first, seconds[i]) if i in seconds else first
-    return [o for o in outcomes if o is not None]
+    return [outcomes[i] for i in range(len(runs))]  # each run answered, in order
 
 
 def _settled(run: Run, first: RuntimeOutcome, second: RuntimeOutcome) -> RuntimeOutcome:

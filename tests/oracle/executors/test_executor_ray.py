@@ -133,6 +133,18 @@ def _ledgers(store: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted((store / "runs" / "ray").glob("*.json"))]
 
 
+def _call_kinds(store: Path) -> list[dict[str, set[str]]]:
+    """Per run (its ledger), the nodes each kind of its jobs ran on."""
+    runs = []
+    for ledger in _ledgers(store):
+        assert ledger["lost"] == 0
+        kinds: dict[str, set[str]] = {}
+        for job in ledger["jobs"]:
+            kinds.setdefault(job["kind"], set()).add(job["node"])
+        runs.append(kinds)
+    return runs
+
+
 @pytest.fixture(scope="module")
 def local(env, tmp_path_factory) -> tuple[Path, Path, Any]:
     """The registry, the local executor's store and its answer."""
@@ -591,13 +603,9 @@ def test_verify_on_two_nodes_converts_and_runs_there_and_shares_its_parts_throug
         for key in (*COSTS, "cached"):
             theirs = without(theirs, key)
         assert _differing(theirs, ours) == []
-        [ledger] = _ledgers(ray_store)
-        kinds: dict[str, set[str]] = {}
-        for job in ledger["jobs"]:
-            kinds.setdefault(job["kind"], set()).add(job["node"])
+        [kinds] = _call_kinds(ray_store)  # one run, none of its jobs lost
         assert {"program-conversion", "asset-run", "region-cut", "comparison"} <= set(kinds)
         assert len(kinds["program-conversion"]) == 2  # the chain's two sides, one on each node
-        assert ledger["lost"] == 0
         programs = _side_programs(ray_store)
         assert len(programs) >= 4 and programs == _side_programs(local_store)
         assert not list((local_store / "runs").glob("ray/*.json"))  # no cluster ran it
@@ -615,18 +623,6 @@ def test_verify_on_two_nodes_converts_and_runs_there_and_shares_its_parts_throug
 
 # a scan's run: when it started and its process (in each read's and load's log folder)
 SCAN_RUN = re.compile(r"\d{8}T\d{6}-\d+")
-
-
-def _call_kinds(store: Path) -> list[dict[str, set[str]]]:
-    """Per run (its ledger), the nodes each kind of its jobs ran on."""
-    runs = []
-    for ledger in _ledgers(store):
-        assert ledger["lost"] == 0
-        kinds: dict[str, set[str]] = {}
-        for job in ledger["jobs"]:
-            kinds.setdefault(job["kind"], set()).add(job["node"])
-        runs.append(kinds)
-    return runs
 
 
 def test_scan_and_repair_read_load_and_rewrite_a_bundle_on_the_nodes_and_answer_as_locally(

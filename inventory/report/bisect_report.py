@@ -10,7 +10,7 @@ from rich.text import Text
 
 from inventory.bisect import WHEEL_SAME, Bisection, ProbeBisection, Transition
 from inventory.gitrepo import Commit
-from inventory.report.text import md_cell
+from inventory.report.text import md_code, md_line, md_text
 
 
 def _commit(c: Commit) -> dict[str, Any]:
@@ -129,21 +129,21 @@ def bisect_markdown(b: Bisection) -> str:
     """The same document as the table, for a release page or a ticket: the two releases'
     commits and how they were found, one row per changing probe, the count per commit."""
     lines = [
-        f"## bisect coreai-torch {b.old} → {b.new}",
+        f"## bisect coreai-torch {md_text(b.old)} → {md_text(b.new)}",
         "",
         f"{len(b.probes)} of {b.probed} probes change, over {len(b.commits)} "
-        f"first-parent commits of {b.repo}.",
+        f"first-parent commits of {md_text(b.repo)}.",
         "",
     ]
     for release, commit in ((b.old, b.old_commit), (b.new, b.new_commit)):
         check = b.wheel_check[release]
         lines.append(
-            f"- {release}: `{commit.short}` ({b.found_by[release]}); wheel: "
-            f"{'same files as the commit' if check == WHEEL_SAME else check}"
+            f"- {md_line(release)}: {md_code(commit.short)} ({md_text(b.found_by[release])}); "
+            f"wheel: {'same files as the commit' if check == WHEEL_SAME else md_text(check)}"
         )
     lines += ["", "| probe | release step | changed by |", "|---|---|---|"]
     lines += [
-        f"| {md_cell(p.regime.id)} | {p.release.shipped} | {md_cell(_who_plain(p))} |"
+        f"| {md_text(p.regime.id)} | {p.release.shipped} | {md_text(_who_plain(p))} |"
         for p in b.probes
     ]
     prs: dict[str, int] = {}
@@ -151,11 +151,14 @@ def bisect_markdown(b: Bisection) -> str:
         for t in p.transitions:
             prs[t.commit.label()] = prs.get(t.commit.label(), 0) + 1
     if prs:
-        lines += ["", "per commit: " + "; ".join(f"{k}: {n} probe(s)" for k, n in prs.items())]
+        lines += [
+            "",
+            "per commit: " + "; ".join(f"{md_text(k)}: {n} probe(s)" for k, n in prs.items()),
+        ]
     if b.unattributed:
         lines += [
             "",
             f"**{len(b.unattributed)} changing probe(s) could not be attributed**: "
-            + ", ".join(p.regime.id for p in b.unattributed),
+            + ", ".join(md_text(p.regime.id) for p in b.unattributed),
         ]
     return "\n".join(lines) + "\n"

@@ -13,7 +13,7 @@ from inventory.attribution import step_line
 from inventory.output import envelope
 from inventory.release_notes import FixNotes, ReleaseNotes
 from inventory.report.json_report import result_fields, step_json, with_alone_check
-from inventory.report.text import md_cell
+from inventory.report.text import html_text, md_code, md_text
 from inventory.sweep import RegimeOutcome, Sweep
 from oracle.catalog import Fix
 from oracle.compare import Identity
@@ -119,8 +119,8 @@ def _drafted_line(f: FixNotes) -> list[str]:
     if d is None:
         return []
     return [
-        f"Drafted ({f.fix.checked}): {md_cell(d.grouped_by)}. Conditions measured for the "
-        f"draft: {md_cell('; '.join(d.conditions) or 'none')}.",
+        f"Drafted ({md_text(f.fix.checked)}): {md_text(d.grouped_by)}. Conditions measured "
+        f"for the draft: {md_text('; '.join(d.conditions) or 'none')}.",
         "",
     ]
 
@@ -133,14 +133,15 @@ class _Concerned:
 
     def holders(self, record: Fix) -> str:
         return (
-            f"Shipped bundles holding {' or '.join(record.constructs)}: "
-            f"{', '.join(self.bundles) or 'none'}."
+            f"Shipped bundles holding {md_text(' or '.join(record.constructs))}: "
+            f"{md_text(', '.join(self.bundles) or 'none')}."
         )
 
     def exported_before(self, record: Fix) -> str:
         return (
-            f"A change of the {record.kind}: it concerns every bundle exported before "
-            f"{record.ships_in} ({', '.join(self.bundles) or 'none in the registry'})."
+            f"A change of the {md_text(record.kind)}: it concerns every bundle exported before "
+            f"{md_text(record.ships_in)} "
+            f"({md_text(', '.join(self.bundles) or 'none in the registry')})."
         )
 
 
@@ -168,17 +169,17 @@ def _summary_lines(f: FixNotes) -> list[str]:
     n = len(f.outcomes)
     moved = (
         f"yes, in {len(s.values_move)} regime(s), max |old-new| {_num(s.max_abs_move)} "
-        f"({', '.join(f'`{r}`' for r in s.values_move)})"
+        f"({', '.join(md_code(r) for r in s.values_move)})"
         if s.values_move
         else "no"
     )
     held: dict[str, list[str]] = {}
     for bundle, label, count in f.held_by:
-        held.setdefault(bundle, []).append(f"`{label}` ×{count}")
+        held.setdefault(bundle, []).append(f"{md_code(label)} ×{count}")
     elsewhere = (
         [
             "- Changed in this step by another pull request's commit (bisected): "
-            + "; ".join(f"`{r}` by {c}" for r, c in s.attributed_elsewhere.items())
+            + "; ".join(f"{md_code(r)} by {md_text(c)}" for r, c in s.attributed_elsewhere.items())
             + "."
         ]
         if s.attributed_elsewhere
@@ -189,15 +190,12 @@ def _summary_lines(f: FixNotes) -> list[str]:
         f"regime(s) change the shipped program).",
         f"- Values move: {moved}.",
         f"- Old converter cannot convert: "
-        f"{', '.join(f'`{r}`' for r in s.old_cannot_convert) or 'none'}; new cannot: "
-        f"{', '.join(f'`{r}`' for r in s.new_cannot_convert) or 'none'}.",
+        f"{', '.join(md_code(r) for r in s.old_cannot_convert) or 'none'}; new cannot: "
+        f"{', '.join(md_code(r) for r in s.new_cannot_convert) or 'none'}.",
         "- Converts on one side only, and wrong against torch fp32: "
-        f"{', '.join(f'`{r}`' for r in s.alone_wrong) or 'none'}.",
+        f"{', '.join(md_code(r) for r in s.alone_wrong) or 'none'}.",
         "- Shipped bundles holding it: "
-        + (
-            "; ".join(f"{b} ({', '.join(md_cell(x) for x in xs)})" for b, xs in held.items())
-            or "none"
-        )
+        + ("; ".join(f"{md_text(b)} ({', '.join(xs)})" for b, xs in held.items()) or "none")
         + ".",
     ]
 
@@ -244,13 +242,14 @@ def _excerpt(evidence: str) -> str:
 
 
 def _finding(o: RegimeOutcome) -> str:
+    """A probe's finding as a markdown table cell."""
     r = o.result
     if r.shipped == Identity.IDENTICAL:
         return "same shipped program"
     if r.shipped.endswith("cannot-convert"):
         side = r.old if r.shipped.startswith("old") else r.new
-        return f"{r.shipped}: `{side.error}`"
-    return o.verdict.reason
+        return f"{r.shipped}: {md_code(side.error, cell=True)}"
+    return md_text(o.verdict.reason)
 
 
 def _headline(notes: ReleaseNotes) -> list[str]:
@@ -259,9 +258,10 @@ def _headline(notes: ReleaseNotes) -> list[str]:
     for f in notes.fixes:
         if f.loads:
             out.append(
-                f"| {f.fix.label} | {len(f.loads)} asset probe(s) | load check | "
+                f"| {md_text(f.fix.label)} | {len(f.loads)} asset probe(s) | load check | "
                 + "; ".join(
-                    f"{a.exporter}: {_loads(a)}, {b.exporter}: {_loads(b)}" for a, b in f.loads
+                    md_text(f"{a.exporter}: {_loads(a)}, {b.exporter}: {_loads(b)}")
+                    for a, b in f.loads
                 )
                 + " |"
             )
@@ -271,7 +271,7 @@ def _headline(notes: ReleaseNotes) -> list[str]:
         for o in f.outcomes:
             verdicts[o.verdict.verdict] = verdicts.get(o.verdict.verdict, 0) + 1
         counted = ", ".join(f"{n} {v}" for v, n in verdicts.items()) or "no probe yet"
-        out.append(f"| {f.fix.label} | {len(f.outcomes)} | {changed} | {counted} |")
+        out.append(f"| {md_text(f.fix.label)} | {len(f.outcomes)} | {changed} | {counted} |")
     unexplained = len(notes.unexplained)
     return out + ["", f"Changes no fix record explains: {unexplained}.", ""]
 
@@ -280,30 +280,37 @@ def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
     """For a release page: the summary table first, then each record's probes. The shipped IR
     diff of each changing probe is named by its evidence folder; `details` also quotes an
     excerpt of each (the size of a page grows with them: 115 KB for 0.4.1 -> 0.4.2)."""
-    out = [f"# coreai-torch {notes.old} → {notes.new}: what changes in converted programs", ""]
+    out = [
+        f"# coreai-torch {md_text(notes.old)} → {md_text(notes.new)}: what changes in converted "
+        "programs",
+        "",
+    ]
     out += _headline(notes)
     out.append(
-        f"Measured on: {'; '.join(notes.runtimes) or 'no run needed'}. Every row comes "
+        f"Measured on: {md_text('; '.join(notes.runtimes) or 'no run needed')}. Every row comes "
         "from a conversion under both releases; evidence folders hold the IR, the "
         "normalised diff and the tensors."
     )
     out.append("")
     for f in notes.fixes:
         alias = f" (also #{', #'.join(f.fix.aliases)})" if f.fix.aliases else ""
-        out.append(f"## {f.fix.label}{alias} {f.fix.title}")
+        out.append(f"## {md_text(f.fix.label)}{md_text(alias)} {md_text(f.fix.title)}")
         out.append("")
         held = f.fix.record_kind.concerned(_Concerned(f), f.fix)
-        out.append(f"Upstream: {f.fix.upstream or 'not public'}. {held}")
+        out.append(f"Upstream: {md_text(f.fix.upstream or 'not public')}. {held}")
         out.append("")
         out += _drafted_line(f)
         if f.loads:
             out.append("| asset probe | old asset on each runtime | new asset on each runtime |")
             out.append("|---|---|---|")
-            out += [f"| {a.spec.dtype} | {_loads(a)} | {_loads(b)} |" for a, b in f.loads]
+            out += [
+                f"| {md_text(a.spec.dtype)} | {md_text(_loads(a))} | {md_text(_loads(b))} |"
+                for a, b in f.loads
+            ]
             errors = sorted(
                 {o.error for a, b in f.loads for o in (*a.outcomes, *b.outcomes) if o.error}
             )
-            out += [""] + [f"- `{md_cell(e)}`" for e in errors] + [""]
+            out += [""] + [f"- {md_code(e)}" for e in errors] + [""]
             continue
         if not f.outcomes:
             out.append("_No probe in the library for this construct yet._")
@@ -318,9 +325,9 @@ def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
             s = r.measurement.stats if r.measurement and r.measurement.ok else None
             control = " (control)" if o.regime.control else ""
             out.append(
-                f"| `{o.regime.name}`{control} | {r.emitted} | {r.shipped} | {r.outputs} "
-                f"| {_num(s.maxabs_old_new) if s else '-'} | {o.verdict.verdict} | "
-                f"{md_cell(_finding(o))} |"
+                f"| {md_code(o.regime.name, cell=True)}{control} | {r.emitted} | {r.shipped} | "
+                f"{r.outputs} | {_num(s.maxabs_old_new) if s else '-'} | {o.verdict.verdict} | "
+                f"{_finding(o)} |"
             )
         out.append("")
         diffs = [o for o in f.outcomes if (Path(o.result.evidence) / "shipped.diff").exists()]
@@ -330,14 +337,17 @@ def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
                 "them)</summary>",
                 "",
             ]
-            out += [f"- `{o.regime.name}`: `{o.result.evidence}/shipped.diff`" for o in diffs]
+            out += [
+                f"- {md_code(o.regime.name)}: {md_code(f'{o.result.evidence}/shipped.diff')}"
+                for o in diffs
+            ]
             out += ["", "</details>", ""]
         for o in f.outcomes if details else ():
             excerpt = _excerpt(o.result.evidence)
             if excerpt:
                 out.append(
-                    f"<details><summary>{o.regime.name}: shipped IR diff "
-                    f"(<code>{o.result.evidence}</code>)</summary>"
+                    f"<details><summary>{html_text(o.regime.name)}: shipped IR diff "
+                    f"(<code>{html_text(o.result.evidence)}</code>)</summary>"
                 )
                 out.append("")
                 out.append("```diff")
@@ -348,10 +358,10 @@ def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
     if notes.unexplained:
         out += ["## Changes no fix record explains", ""]
         out += [
-            f"- `{o.regime.id}` changes in {s.label} ({o.verdict.verdict}); no record of "
-            f"{s.label} names {o.regime.construct}"
-            + (f" ({s.note})" if s.note else "")
-            + f": `{s.result.evidence}`"
+            f"- {md_code(o.regime.id)} changes in {md_text(s.label)} ({o.verdict.verdict}); no "
+            f"record of {md_text(s.label)} names {md_text(o.regime.construct)}"
+            + (f" ({md_text(s.note)})" if s.note else "")
+            + f": {md_code(s.result.evidence)}"
             for o, s in notes.unexplained
         ] + [""]
     return "\n".join(out) + "\n"
@@ -445,11 +455,9 @@ def sweep_table(sw: Sweep) -> Group:
 def sweep_markdown(sw: Sweep) -> str:
     """For a ticket: each probe whose shipped program changes, with its verdict and the records
     that explain it (none: said loudly), then the probes failing the same way on both sides."""
-    from inventory.report.text import md_cell
-
     what = "shipped instances" if sw.source == "registry" else "probes"
     out = [
-        f"# Sweep of coreai-torch {sw.old} → {sw.new}",
+        f"# Sweep of coreai-torch {md_text(sw.old)} → {md_text(sw.new)}",
         "",
         f"**{len(sw.changed)} of {sw.probed} {what} change the shipped program; "
         f"{len(sw.unexplained)} explained by no fix record**",
@@ -462,11 +470,12 @@ def sweep_markdown(sw: Sweep) -> str:
         explained = ", ".join(f"#{i}" if i.isdigit() else i for i in f.explained_by)
         if f.steps:
             explained = step_line(f.steps).removeprefix("changes in ")
+        explained = md_text(explained)
         if f.unexplained and not f.steps:
             explained = "**no fix record**"
         out.append(
-            f"| `{o.regime.id}` | {o.result.shipped} | {o.result.outputs} | "
-            f"{o.verdict.verdict} | {md_cell(explained)} |"
+            f"| {md_code(o.regime.id, cell=True)} | {o.result.shipped} | {o.result.outputs} | "
+            f"{o.verdict.verdict} | {explained} |"
         )
     if sw.failing_both:
         out += [
@@ -475,5 +484,5 @@ def sweep_markdown(sw: Sweep) -> str:
             "standing limitation, not a change):",
             "",
         ]
-        out += [f"- `{o.regime.id}`: {md_cell(o.result.old.error)}" for o in sw.failing_both]
+        out += [f"- {md_code(o.regime.id)}: {md_text(o.result.old.error)}" for o in sw.failing_both]
     return "\n".join(out) + "\n"

@@ -7,7 +7,7 @@ from rich.text import Text
 
 from inventory.plan import BundlePlan, Plan, plan_summary, setting, suggestion
 from inventory.report.table_fit import Cell, Column, fitted_table
-from inventory.report.text import md_cell
+from inventory.report.text import md_code, md_line, md_text
 from inventory.verdict import rank
 
 _STYLE = {
@@ -194,13 +194,16 @@ def _not_affected(b: BundlePlan, details: bool) -> str:
 
 
 def _changes_markdown(p: Plan) -> str:
-    out = [f"# Re-export plan for coreai-torch {p.to}, changes since `{p.baseline}`", ""]
+    out = [
+        f"# Re-export plan for coreai-torch {md_text(p.to)}, changes since {md_code(p.baseline)}",
+        "",
+    ]
     if not p.changes:
         return "\n".join(out + ["No change since the baseline."]) + "\n"
     out += ["| bundle | record | baseline | now | reason now |", "|---|---|---|---|---|"]
     out += [
-        f"| {c.bundle} | {c.item.fix.label} | {c.before or 'absent'} | **{c.now}** | "
-        f"{md_cell(c.item.answer.reason)} |"
+        f"| {md_text(c.bundle)} | {md_text(c.item.fix.label)} | {c.before or 'absent'} | "
+        f"**{c.now}** | {md_text(c.item.answer.reason)} |"
         for c in sorted(p.changes, key=lambda c: rank(c.now))
     ]
     return "\n".join(out) + "\n"
@@ -211,17 +214,19 @@ def plan_markdown(p: Plan) -> str:
         return _changes_markdown(p)
     summary = plan_summary(p)
     out = [
-        f"# Re-export plan for coreai-torch {p.to}",
+        f"# Re-export plan for coreai-torch {md_text(p.to)}",
         "",
         f"**{summary.line()}**",
         "",
         "| bundle | re-export | set by |",
         "|---|---|---|",
     ]
-    out += [f"| {b.bundle} | **{b.level}** | {md_cell(b.reason)} |" for b in summary.bundles]
+    out += [
+        f"| {md_text(b.bundle)} | **{b.level}** | {md_text(b.reason)} |" for b in summary.bundles
+    ]
     out.append("")
     deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
-    out += [f"Deployment runtimes: {d}." for d in deployments] + [""]
+    out += [f"Deployment runtimes: {md_text(d)}." for d in deployments] + [""]
     out += [
         "| bundle | exporter | re-export | loads | forces it | cannot tell | suggests it |",
         "|---|---|---|---|---|---|---|",
@@ -229,45 +234,52 @@ def plan_markdown(p: Plan) -> str:
     for b in p.bundles:
         exporter = f"{b.exporter} (assumed)" if b.exporter_assumed else b.exporter
         out.append(
-            f"| {b.bundle} | {exporter} | **{b.reexport}** | {_loads(b)} | "
-            f"{_fixes(b, 'required')} | {_fixes(b, 'inconclusive')} | "
-            f"{_fixes(b, 'optional')} |"
+            f"| {md_text(b.bundle)} | {md_text(exporter)} | **{b.reexport}** | "
+            f"{md_text(_loads(b))} | {md_text(_fixes(b, 'required'))} | "
+            f"{md_text(_fixes(b, 'inconclusive'))} | {md_text(_fixes(b, 'optional'))} |"
         )
     out += ["", "<details><summary>Each finding: reasons, caveats, remedies</summary>", ""]
     for b in p.bundles:
+        name = md_line(b.bundle)
         if b.load is not None and b.load.reexport != "no" and not b.load_explained_by:
-            out.append(f"- **{b.bundle} (load)** ({b.load.verdict}): {b.load.reason}")
+            out.append(f"- **{name} (load)** ({b.load.verdict}): {md_text(b.load.reason)}")
         for i in b.items:
+            label = md_text(i.fix.label)
             if i.level in ("required", "inconclusive", "optional"):
-                out.append(
-                    f"- **{b.bundle} {i.fix.label}** ({i.answer.verdict}): {i.answer.reason}"
-                )
-                out += [f"  - remedy: {r}" for r in i.answer.remedies]
+                out.append(f"- **{name} {label}** ({i.answer.verdict}): {md_text(i.answer.reason)}")
+                out += [f"  - remedy: {md_text(r)}" for r in i.answer.remedies]
             if i.ignored:
                 expires = f", expires {i.ignored.expires.isoformat()}" if i.ignored.expires else ""
                 out.append(
-                    f"- {b.bundle} {i.fix.label}: ignored ({i.ignored.reason}{expires}); "
+                    f"- {name} {label}: ignored ({md_text(i.ignored.reason)}{expires}); "
                     f"answered {i.answer.reexport} ({i.answer.verdict}): "
-                    f"{i.answer.reason}"
+                    f"{md_text(i.answer.reason)}"
                 )
             if i.answer.not_checked:
                 out.append(
-                    f"- {b.bundle} {i.fix.label}: not checked on its own program "
-                    f"({i.answer.verdict}): {i.answer.not_checked}"
+                    f"- {name} {label}: not checked on its own program "
+                    f"({i.answer.verdict}): {md_text(i.answer.not_checked)}"
                 )
     if (line := suggestion(p)) is not None:
-        out.append(f"- {line}")
-    out += [f"- warning: {w}" for w in p.warnings]
+        out.append(f"- {md_line(line)}")
+    out += [f"- warning: {md_text(w)}" for w in p.warnings]
     out += [
-        f"- {b.bundle}: not affected: {_not_affected(b, details=True)}"
+        f"- {md_line(b.bundle)}: not affected: {md_text(_not_affected(b, details=True))}"
         for b in p.bundles
         if b.by_level("no")
     ]
     out += ["", "</details>"]
     checks = [line for b in p.bundles for line in _verified(p, b)]
     if checks:
-        out += ["", "## Whole-program checks", ""] + [f"- {c}" for c in checks]
+        out += ["", "## Whole-program checks", ""] + [f"- {_indented(c)}" for c in checks]
     unexplained = [line for b in p.bundles for line in _unexplained(b)]
     if unexplained:
-        out += ["", "## Changes no fix record explains", ""] + [f"- {u}" for u in unexplained]
+        out += ["", "## Changes no fix record explains", ""]
+        out += [f"- {md_line(u)}" for u in unexplained]
     return "\n".join(out) + "\n"
+
+
+def _indented(line: str) -> str:
+    """A line of `_verified` as markdown: its leading indent (a sub-line of a check) kept."""
+    body = line.lstrip(" ")
+    return line[: len(line) - len(body)] + md_line(body)

@@ -58,7 +58,9 @@ def repair_table(r: RepairReport) -> Group:
 
 
 def repair_markdown(r: RepairReport) -> str:
-    rows = "\n".join(f"- **{label}**: {text}" for label, text in _lines(r))
+    from inventory.report.text import md_text
+
+    rows = "\n".join(f"- **{label}**: {md_text(text)}" for label, text in _lines(r))
     return f"## inventory repair\n\n{rows}\n"
 
 

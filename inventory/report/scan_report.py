@@ -259,7 +259,7 @@ def scan_markdown(report: ScanReport) -> str:
     """For a ticket: one row per bundle (producer, exporter, weights, each runtime's answer),
     what does not load where it is deployed, the registry's disagreements; each bundle's whole
     reading (entry points, ops, composites) behind `<details>`, as the terminal prints it."""
-    from inventory.report.text import md_cell
+    from inventory.report.text import html_text, md_code, md_text
 
     ok = sum(1 for s in report.scans if s.ok)
     out = [
@@ -273,24 +273,25 @@ def scan_markdown(report: ScanReport) -> str:
     ]
     for s in report.scans:
         if not s.ok:
-            out.append(f"| {s.name} | - | - | - | error: {md_cell(s.error or '')} |")
+            out.append(f"| {md_text(s.name)} | - | - | - | error: {md_text(s.error or '')} |")
             continue
         loads = "; ".join(f"{o.core} {o.outcome}" for o in s.loads) or "not tried"
         out.append(
-            f"| {s.name} | {md_cell(s.producer or 'none (coreai-core 1.0.0b1 era)')} | "
-            f"{md_cell(s.exporter or '-')} | `{s.weights.get('fingerprint')}` | "
-            f"{md_cell(loads)} |"
+            f"| {md_text(s.name)} | {md_text(s.producer or 'none (coreai-core 1.0.0b1 era)')} | "
+            f"{md_text(s.exporter or '-')} | {md_code(s.weights.get('fingerprint'), cell=True)} | "
+            f"{md_text(loads)} |"
         )
     out.append("")
     out += [
-        f"- **{s.name}** does not load on a deployment runtime ({s.deployment_source}): "
-        + ", ".join(f"coreai-core {o.core} {md_cell(o.describe())}" for o in s.not_loading)
+        f"- **{md_text(s.name)}** does not load on a deployment runtime "
+        f"({md_text(s.deployment_source)}): "
+        + ", ".join(f"coreai-core {md_text(o.core)} {md_text(o.describe())}" for o in s.not_loading)
         for s in report.not_loading
     ]
     if report.links is not None:
         out += [
             "",
-            f"## Against the registry `{report.registry}`",
+            f"## Against the registry {md_code(report.registry)}",
             "",
             f"{report.disagreements} disagreement(s).",
             "",
@@ -298,24 +299,32 @@ def scan_markdown(report: ScanReport) -> str:
             "|---|---|---|---|---|---|",
         ]
         for link in report.links:
-            name = link.bundle or ", ".join(link.scans)
+            name = md_text(link.bundle or ", ".join(link.scans))
             out += [
-                f"| {name} | {f.status} | {md_cell(f.subject)} | {md_cell(f.traced)} | "
-                f"{md_cell(f.scanned)} | {md_cell(f.reason)} |"
+                f"| {name} | {f.status} | {md_text(f.subject)} | {md_text(f.traced)} | "
+                f"{md_text(f.scanned)} | {md_text(f.reason)} |"
                 for f in link.findings
             ]
     for s in report.scans:
         out += [
             "",
-            f"<details><summary>{s.name}</summary>",
+            f"<details><summary>{html_text(s.name)}</summary>",
             "",
-            "```",
-            _plain(scan_block(s)).rstrip(),
-            "```",
+            *_fenced(_plain(scan_block(s)).rstrip()),
             "",
             "</details>",
         ]
     return "\n".join(out) + "\n"
+
+
+def _fenced(text: str) -> list[str]:
+    """A fenced code block holding `text` verbatim: fenced by more backticks than any run in it,
+    so a line of the text cannot close it."""
+    import re
+
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, text, fence]
 
 
 def _plain(renderable: Any) -> str:

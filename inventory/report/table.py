@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from inventory.answer_types import AffectedReport, BundleAnswer
-from inventory.report.text import md_cell
+from inventory.report.text import md_code, md_line, md_text
 from inventory.summary import BundleLine, Summary, summarise
 from inventory.verdict import IGNORED
 from oracle.constructs import label
@@ -127,12 +127,13 @@ def affected_table(report: AffectedReport) -> Group:
 def affected_markdown(report: AffectedReport) -> str:
     fix = report.fix
     out = [
-        f"# Fix {fix.label} {fix.title}",
+        f"# Fix {md_text(fix.label)} {md_text(fix.title)}",
         "",
-        f"Ships in coreai-torch {fix.ships_in}; each bundle's exporter compared with "
-        f"{report.to}. Measured on: {'; '.join(report.runtimes) or 'no run needed'}.",
+        f"Ships in coreai-torch {md_text(fix.ships_in)}; each bundle's exporter compared with "
+        f"{md_text(report.to)}. Measured on: "
+        f"{md_text('; '.join(report.runtimes) or 'no run needed')}.",
         *[
-            f"Deployment runtimes: {d}."
+            f"Deployment runtimes: {md_text(d)}."
             for d in sorted({b.deployment.describe() for b in report.bundles if b.deployment})
         ],
         "",
@@ -146,25 +147,26 @@ def affected_markdown(report: AffectedReport) -> str:
             or "none traced"
         )
         out.append(
-            f"| {b.bundle} | {exporter} | {inst} | {b.verdict} | **{b.reexport}** | "
-            f"{md_cell(b.reason)} |"
+            f"| {md_text(b.bundle)} | {md_text(exporter)} | {md_text(inst)} | {b.verdict} | "
+            f"**{b.reexport}** | {md_text(b.reason)} |"
         )
     out.append("")
     for b in report.bundles:
-        out += [f"- {b.bundle}: remedy: {r}" for r in b.remedies]
+        name = md_line(b.bundle)
+        out += [f"- {name}: remedy: {md_text(r)}" for r in b.remedies]
         if b.unrecorded_line:
-            out.append(f"- {b.bundle}: {md_cell(b.unrecorded_line)}")
+            out.append(f"- {name}: {md_text(b.unrecorded_line)}")
         if b.load is not None:
             out += [
-                f"- {b.bundle}: load check of a {f.release} asset: {f.summary()}; evidence "
-                f"`{f.check.evidence}`"
+                f"- {name}: load check of a {md_text(f.release)} asset: {md_text(f.summary())}; "
+                f"evidence {md_code(f.check.evidence)}"
                 for f in b.load.findings
             ]
         for p in b.probes:
             if p.result is not None:
-                whose = f" with {p.module}'s own tensors" if p.module else ""
+                whose = f" with {md_text(p.module)}'s own tensors" if p.module else ""
                 out.append(
-                    f"- {b.bundle}: `{p.spec.label()}`{whose} → {p.verdict.verdict}; "
-                    f"evidence `{p.result.evidence}`"
+                    f"- {name}: {md_code(p.spec.label())}{whose} → {p.verdict.verdict}; "
+                    f"evidence {md_code(p.result.evidence)}"
                 )
     return "\n".join(out) + "\n"

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
-from inventory.report.text import md_cell
+from inventory.report.text import md_line, md_text
 from inventory.summary import BundleLine, Summary, summarise
 from inventory.verdict import Reexport
 from inventory.verify.record import bundle_record, overall_rows, verify_record
@@ -238,13 +238,13 @@ def verify_table(v: Verify) -> Group:
 
 
 def verify_markdown(v: Verify) -> str:
-    out = [f"# inventory verify --to {v.to}", ""]
+    out = [f"# inventory verify --to {md_text(v.to)}", ""]
     for b in v.bundles:
         rec = bundle_record(b)
-        out += [f"## {b.bundle}: {rec['status']}", "", rec["answer"], ""]
+        out += [f"## {md_text(b.bundle)}: {rec['status']}", "", md_line(rec["answer"]), ""]
         out += ["| | |", "|---|---|"]
         out += [
-            f"| {label} | {md_cell(text)} |"
+            f"| {label} | {md_text(text)} |"
             for label, text in bundle_lines(b)[2:]
             if label != "drift"
         ]
@@ -257,7 +257,7 @@ def verify_markdown(v: Verify) -> str:
                 "|---|---|---|---|---|---|",
             ]
             out += [
-                f"| {r['output']} | {r['shape']} | {_num(r['maxabs_old'])} "
+                f"| {md_text(r['output'])} | {md_text(r['shape'])} | {_num(r['maxabs_old'])} "
                 f"({_num(r['rel_old'])}) | {_num(r['maxabs_new'])} ({_num(r['rel_new'])})"
                 f" | {r['nonfinite_old']}/{r['nonfinite_new']} | "
                 f"{_num(r['maxabs_old_new'])} |"

@@ -21,6 +21,7 @@ from cli import invoke as run
 from cli import one_line
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pages import Page
 
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.ignore import load_ignores
@@ -179,9 +180,67 @@ def test_a_bundle_named_in_markup_is_rendered_literally_in_table_and_markdown(tm
         # no trace recorded: inconclusive, answered without converting anything
         assert proc.returncode == ExitCode.INCONCLUSIVE, proc.stderr
         assert "Traceback" not in proc.stderr
-        assert "a[/x]" in proc.stdout and "inventory trace a[/x] --write" in proc.stdout
+        # the markdown as its reader sees it rendered
+        shown = Page.of_markdown(proc.stdout).text if fmt else proc.stdout
+        assert "a[/x]" in shown and "inventory trace a[/x] --write" in shown
     proc = run("affected", "--fix", "40", "-b", "a[/x]", "--registry", str(registry), "-q")
     assert "exported with coreai-torch 0.4.1 ([/s])" in proc.stdout
+
+
+# names a markdown page would run, hide behind or link (a bundle's name, a record's title)
+HOSTILE_NAMES = (
+    "<script>alert(1)</script>",
+    "<!-- the rest of the page is hidden",
+    "[click](javascript:alert(1))",
+    "![pixel](https://evil.example/p.png)",
+    "<https://evil.example>",
+    "*bold* `code` _em_",
+)
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value)  # a JSON string of these values is a TOML basic string
+
+
+def test_hostile_names_and_titles_render_as_text_in_markdown(tmp_path):
+    """Bundles named, and a record titled, as HTML, comments, links and emphasis, through the
+    real `affected -f markdown` (each bundle exported with the record's own release: answered
+    without a conversion), rendered by a markdown library: each shows as its literal text, and
+    the page keeps the renderer's own markup (its table, the record's pull request link) only."""
+    registry = write(
+        tmp_path,
+        "recipes.toml",
+        "".join(
+            f'[bundles.{_toml_string(name)}]\nfiles = ["a"]\ndtype = "float32"\n'
+            f'[bundles.{_toml_string(name)}.exporter]\nconverter = "0.4.2"\n'
+            f'source = "test"\n'
+            for name in HOSTILE_NAMES
+        ),
+    )
+    title = "Fix <!-- conv --> [transpose](javascript:alert(1)) *lowering*"
+    fixes = write(
+        tmp_path,
+        "fixes.toml",
+        (ROOT / "oracle" / "catalog" / "fixes.toml")
+        .read_text()
+        .replace('title = "Fix conv transpose lowering"', f"title = {_toml_string(title)}"),
+    )
+    store = str(tmp_path / "store")
+    proc = run(
+        *("affected", "--fix", "40", "--registry", str(registry), "--fixes", str(fixes)),
+        *("-f", "markdown", "-q"),
+        INVENTORY_CACHE=store,
+        INVENTORY_STORE=store,
+    )
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    page = Page.of_markdown(proc.stdout)
+    for value in (*HOSTILE_NAMES, title):
+        assert value in page.text, value
+    assert not page.comments
+    assert not {tag for tag, _ in page.tags} & {"script", "img", "em", "code"}, page.tags
+    assert page.links == {"https://github.com/apple/coreai-torch/pull/40"}
+    # one table row per bundle, under its header
+    assert [tag for tag, _ in page.tags].count("tr") == len(HOSTILE_NAMES) + 1
 
 
 # 3. Malformed user files: one line naming the file, exit 2, never a traceback.

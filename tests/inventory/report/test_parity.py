@@ -15,7 +15,7 @@ import pytest
 from cli import invoke
 from pages import WIDE, Page, flat
 
-from inventory.report.text import for_release_page
+from inventory.report.text import for_release_page, md_line, md_text
 
 LEVELS = (
     ("required", "required"),
@@ -111,7 +111,8 @@ def _check_plan(a: Answer) -> None:
         name = b["bundle"]
         # the bundle's level: the row of the table, the summary table of the markdown
         assert f"│ {name} │ {b['reexport']} │" in table, name
-        assert f"| {name} | **{b['reexport']}** |" in markdown, name
+        # the markdown writes each value from data escaped (md_text): it renders as that text
+        assert f"| {md_text(name)} | **{b['reexport']}** |" in markdown, name
         assert a.html.bundle_level(name) == b["reexport"], name
         for key, level in LEVELS:
             for item in b[key]:
@@ -129,7 +130,7 @@ def _check_plan(a: Answer) -> None:
                 assert f"{name} {label} ({level}): {reason}" in table, (name, label)
                 assert (
                     f"{for_release_page(label)}** ({item['verdict']}): "
-                    f"{flat(for_release_page(reason))}" in markdown
+                    f"{flat(for_release_page(md_text(reason)))}" in markdown
                 ), (name, label)
         for item in b["ignored"]:
             label = _label(item["fix"])
@@ -145,8 +146,8 @@ def _check_plan(a: Answer) -> None:
             said = f"{name} {label}: ignored ({item['ignored']['reason']}"
             assert said in table, said
             assert (
-                f"{name} {for_release_page(label)}: ignored ({item['ignored']['reason']}"
-                in markdown
+                f"{md_line(name)} {for_release_page(label)}: ignored "
+                f"({md_text(item['ignored']['reason'])}" in markdown
             ), said
         for u in b["unexplained"]:
             said = (
@@ -154,7 +155,7 @@ def _check_plan(a: Answer) -> None:
                 f"{u['reexport']}"
             )
             assert said in table, said
-            assert flat(for_release_page(said)) in markdown, said
+            assert flat(for_release_page(md_line(said))) in markdown, said
             assert flat(u["reason"]) in a.html.text, said
             entry = a.vex[(f"unrecorded:{u['probe']}@{u['step']}", name)]
             assert entry["analysis"]["state"] == STATE[u["reexport"]], said
@@ -188,10 +189,10 @@ def test_every_bundle_of_an_affected_answer_is_in_every_format(fix, matrix):
     a = _formats("affected", "--fix", fix, details=False)
     result, table, markdown = a.result, a.table, a.markdown
     for b in result["bundles"]:
-        assert f"│ {b['bundle']} │" in table and f"| {b['bundle']} |" in markdown
+        assert f"│ {b['bundle']} │" in table and f"| {md_text(b['bundle'])} |" in markdown
         assert (
             f"| {b['verdict']} | **{b['reexport']}** | "
-            f"{flat(for_release_page(b['reason'])).replace('|', chr(92) + '|')} |" in markdown
+            f"{flat(for_release_page(md_text(b['reason'])))} |" in markdown
         ), b["bundle"]
         assert flat(b["reason"]) in table, b["bundle"]
         assert a.html.bundle_level(b["bundle"]) == b["reexport"], b["bundle"]

@@ -17,7 +17,7 @@ from answers import BARE, CHECKED, stores, suite_env
 from cli import invoke, spawn
 from pages import WIDE, Page, flat
 
-from inventory.report.text import for_release_page, md_cell
+from inventory.report.text import for_release_page, md_line, md_text
 
 
 def _label(fix: str) -> str:
@@ -97,7 +97,9 @@ def test_every_changing_probe_of_a_sweep_is_in_every_format(matrix):
             assert _label(fix) in table and for_release_page(_label(fix)) in markdown
     assert f"{len(sweep['unexplained'])} explained by no fix record" in markdown
     for f in sweep["failing_both"]:
-        _in_every(f"{f['probe']}: {f['error']}", table, markdown.replace("`", ""))
+        _in_every(f"{f['probe']}: {f['error']}", table)
+        # the markdown writes each value from data escaped (md_text): it renders as that text
+        _in_every(f"{f['probe']}: {md_text(f['error'])}", markdown.replace("`", ""))
 
 
 def test_every_finding_of_a_whole_program_check_is_in_every_format(matrix):
@@ -117,22 +119,21 @@ def test_every_finding_of_a_whole_program_check_is_in_every_format(matrix):
         assert name in html and b["status"] in html, name
         # the markdown links each `#N` upstream (as a release page shows it)
         _in_every(b["answer"], table, html)
-        _in_every(for_release_page(b["answer"]), markdown)
+        # the markdown writes each value from data escaped (md_text): it renders as that text
+        _in_every(for_release_page(md_line(b["answer"])), markdown)
         if b["reexport"]:
             said = f"{b['reexport']} ({b['verdict']}: {b['reason']})"
             _in_every(said, table)
-            _in_every(for_release_page(md_cell(said)), markdown)
+            _in_every(for_release_page(md_text(said)), markdown)
             _in_every(b["reason"], html)
         for key in ("inconsistencies", "limitations", "notes", "disagreements"):
             for said in b[key]:
-                _in_every(said, table, markdown, html)
+                _in_every(said, table, html)
+                _in_every(for_release_page(md_text(said)), markdown)
         for u in b["unrecorded"]:
-            _in_every(
-                f"{u['step']} {u['stage']}: {u['regions']} region(s), {u['changed_lines']} lines",
-                table,
-                markdown,
-                html,
-            )
+            said = f"{u['step']} {u['stage']}: {u['regions']} region(s), {u['changed_lines']} lines"
+            _in_every(said, table, html)
+            _in_every(md_text(said), markdown)
         for step in b["steps"]:
             _in_every(f"{step['step']}: emitted", table, markdown)
 

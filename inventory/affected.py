@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from inventory import batch
-from inventory.answer_types import AffectedReport, BundleAnswer, ConditionFinding, ProbeAnswer
+from inventory.answer_types import (
+    AffectedReport,
+    BundleAnswer,
+    ConditionFinding,
+    ProbeAnswer,
+    detours,
+)
 from inventory.attribution import Step, locate, own_step, step_line
 from inventory.deployment import Deployment, deployment
 from inventory.errors import UsageError
@@ -328,14 +334,12 @@ class Analyzer:
             if p.result and p.result.measurement and p.result.measurement.ok
         ]
         runtimes = tuple(sorted({m.runtime for m in measured if m is not None}))
-        refused = sorted({(m.runtime, a) for m in measured if m is not None for a in m.attempts})
-        for runtime, attempt in refused:
+        for line in detours(probes):
             # A runtime that could not run the exporter's asset is a finding about the bundle,
             # not only a detour of the measurement: say where it is answered.
             chain.append(
-                f"measured on {runtime} after {attempt}; whether the shipped asset "
-                f"loads where it ships is the load check's answer (asset records, "
-                f"e.g. `inventory affected --fix 28`, and `inventory plan`)"
+                f"{line}; whether the shipped asset loads where it ships is the load check's "
+                f"answer (asset records, e.g. `inventory affected --fix 28`, and `inventory plan`)"
             )
         return framed.done(
             deciding.verdict.verdict, level, reason, tuple(probes), runtimes, tuple(findings)

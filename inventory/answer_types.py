@@ -4,6 +4,7 @@ records and in `kind_answers.py` for asset and pipeline records)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from inventory.attribution import Step
@@ -35,6 +36,26 @@ class ProbeAnswer:
     @property
     def changed_in(self) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if s.changed)
+
+
+def detour(runtime: str, attempt: str) -> str:
+    """A measurement made on another runtime than the first one tried, and why that one was
+    left: `measured on <runtime> after <runtime>: <worker died of SIGABRT ...>`."""
+    return f"measured on {runtime} after {attempt}"
+
+
+def detours(probes: Iterable[ProbeAnswer]) -> tuple[str, ...]:
+    """Each runtime the probes were measured on after another refused them (once each): a fact
+    of the answer every format states, since the runtime a value comes from is part of it."""
+    measured = [
+        p.result.measurement
+        for p in probes
+        if p.result and p.result.measurement and p.result.measurement.ok
+    ]
+    return tuple(
+        detour(runtime, attempt)
+        for runtime, attempt in sorted({(m.runtime, a) for m in measured for a in m.attempts})
+    )
 
 
 @dataclass(frozen=True)
@@ -85,6 +106,10 @@ class BundleAnswer:
     @property
     def remedies(self) -> tuple[str, ...]:
         return self.load.remedies if self.load is not None and self.reexport != Reexport.NO else ()
+
+    @property
+    def detours(self) -> tuple[str, ...]:
+        return detours(self.probes)
 
 
 @dataclass(frozen=True)

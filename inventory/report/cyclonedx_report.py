@@ -49,6 +49,7 @@ from cyclonedx.validation.json import JsonStrictValidator
 from packageurl import PackageURL
 
 from inventory.report.evidence import evidence_id
+from inventory.report.record_facts import detours, exporter_assumed, exporter_label
 from inventory.version import version
 
 UPSTREAM = "apple/coreai-torch"
@@ -245,6 +246,9 @@ def _finding(
                     ("verdict", verdict),
                     ("ignored", ignored),
                     ("kind", item.get("kind")),
+                    # the runtime the values come from, and why it is not the first one tried
+                    ("runtime", item.get("runtime")),
+                    *[("measured_after", line) for line in detours(item)],
                 ]
             ),
         )
@@ -270,11 +274,18 @@ def _bundle_component(bom: Bom, seen: dict[str, Component], b: dict[str, Any]) -
             name=b["bundle"],
             type=ComponentType.MACHINE_LEARNING_MODEL,
             bom_ref=f"bundle:{b['bundle']}",
-            properties=_props([("exporter", b.get("exporter")), ("reexport", b.get("reexport"))]),
+            properties=_props(
+                [
+                    ("exporter", exporter_label(b) if b.get("exporter") else None),
+                    ("exporter_source", b.get("exporter_source")),
+                    ("reexport", b.get("reexport")),
+                ]
+            ),
         ),
     )
     needs = []
-    if b.get("exporter"):
+    # an assumed exporter is not a dependency the bundle is known to have: its property says it
+    if b.get("exporter") and not exporter_assumed(b):
         needs.append(_add(bom, seen, _converter(str(b["exporter"]))))
     deployment = (b.get("load") or {}).get("deployment") or b.get("deployment") or {}
     needs += [_add(bom, seen, _runtime(c)) for c in deployment.get("cores", [])]

@@ -27,7 +27,9 @@ import numpy as np
 from inventory.report import plots
 from inventory.report.cyclonedx_report import upstream_ref, upstream_url
 from inventory.report.evidence import evidence_dir, evidence_id, measured_tensors, normalised_ir
+from inventory.report.record_facts import detours, exporter_label
 from inventory.report.verify_report import unrecorded_line
+from inventory.verdict import Verdict
 from inventory.version import version
 
 LEVELS = ("required", "inconclusive", "optional", "no")
@@ -59,6 +61,15 @@ class Finding:
     @property
     def url(self) -> str | None:
         return upstream_url(self.fix)
+
+
+@dataclass(frozen=True)
+class LoadCell:
+    """One cell of the load matrix: its state (the cell's class: `loads`, `crashes`,
+    `fails-to-load`, `depends-on-exporter`, ...) and what it says."""
+
+    state: str
+    text: str
 
 
 @dataclass
@@ -95,7 +106,7 @@ class Report:
     title: str
     bundles: list[BundleView]
     runtimes: list[str] = field(default_factory=list)
-    loads: dict[str, dict[str, str]] = field(default_factory=dict)  # bundle -> runtime -> outcome
+    loads: dict[str, dict[str, LoadCell]] = field(default_factory=dict)  # bundle -> runtime ->
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -130,15 +141,37 @@ def _finding(
     )
 
 
-def _load_row(load: dict[str, Any] | None) -> dict[str, str]:
-    """Per runtime, the outcome of the bundle's own exporter's asset (the first check)."""
+def _load_row(load: dict[str, Any] | None) -> dict[str, LoadCell]:
+    """Per runtime, the outcome of the bundle's own exporter's asset (the first check). For a
+    bundle whose exporter is not recorded the checks are each candidate release's: a runtime
+    where they differ depends on the exporter, and says what each release's asset does there."""
     if not load or not load.get("checks"):
         return {}
-    own = load["checks"][0]
-    return {
-        o["runtime"]: o["outcome"] + (" (deployment)" if o.get("deployment") else "")
-        for o in own.get("outcomes", [])
-    }
+    checks = load["checks"] if load.get("verdict") == Verdict.DEPENDS_ON_EXPORTER else []
+    checks = checks or load["checks"][:1]
+    by_runtime: dict[str, list[tuple[str, str]]] = {}
+    deployed: dict[str, str] = {}
+    for check in checks:
+        for o in check.get("outcomes", []):
+            by_runtime.setdefault(o["runtime"], []).append((check["exporter"], o["outcome"]))
+            deployed[o["runtime"]] = " (deployment)" if o.get("deployment") else ""
+    row = {}
+    for runtime, found in by_runtime.items():
+        outcomes = {outcome for _, outcome in found}
+        if len(outcomes) == 1:
+            [outcome] = outcomes
+            row[runtime] = LoadCell(outcome, outcome + deployed[runtime])
+        else:
+            said = ", ".join(f"{release} {outcome}" for release, outcome in found)
+            row[runtime] = LoadCell(
+                Verdict.DEPENDS_ON_EXPORTER,
+                f"depends on the exporter{deployed[runtime]}: {said}",
+            )
+    return row
+
+
+def _exporter(b: dict[str, Any]) -> str:
+    return f"coreai-torch {exporter_label(b)}"
 
 
 def _probe_view(label: str, ref: str) -> ProbeView:
@@ -191,15 +224,9 @@ def _views(findings: Iterable[Finding], budget: list[int]) -> list[ProbeView]:
 def plan_report(result: dict[str, Any]) -> Report:
     budget = [_MAX_PROBE_VIEWS]
     bundles = []
-    loads: dict[str, dict[str, str]] = {}
+    loads: dict[str, dict[str, LoadCell]] = {}
     for b in result.get("bundles", []):
-        view = BundleView(
-            name=b["bundle"],
-            level=b["reexport"],
-            reason="",
-            exporter=f"coreai-torch {b.get('exporter')}"
-            f"{' (assumed)' if b.get('exporter_assumed') else ''}",
-        )
+        view = BundleView(name=b["bundle"], level=b["reexport"], reason="", exporter=_exporter(b))
         for key, level in _FINDING_KEYS:
             view.findings += [_finding(i, level) for i in b.get(key) or []]
         view.ignored = [_finding(i, i["ignored"].get("level", "")) for i in b.get("ignored") or []]
@@ -275,10 +302,7 @@ def affected_report(result: dict[str, Any]) -> Report:
             title,
         )
         view = BundleView(
-            name=b["bundle"],
-            level=b["reexport"],
-            reason=b.get("reason", ""),
-            exporter=f"coreai-torch {b.get('exporter')}",
+            name=b["bundle"], level=b["reexport"], reason=b.get("reason", ""), exporter=_exporter(b)
         )
         (
             view.ignored
@@ -290,6 +314,8 @@ def affected_report(result: dict[str, Any]) -> Report:
         view.notes += [
             f"instance: {i['count']}x {i['kind']} {i['params']}" for i in b.get("instances", [])
         ]
+        # the runtime a value comes from is part of the answer, as the table's chain says it
+        view.notes += detours(b)
         if b.get("reexport") in ("required", "optional"):
             view.probes = _views([finding], budget)
         loads[view.name] = _load_row(b.get("load"))
@@ -314,7 +340,7 @@ def verify_report(result: dict[str, Any]) -> Report:
             name=b["bundle"],
             level=b.get("status") or "inconclusive",
             reason=b.get("answer") or b.get("reason") or "",
-            exporter=f"coreai-torch {b.get('exporter')}",
+            exporter=_exporter(b),
         )
         if b.get("reexport"):
             view.notes.append(f"re-export {b['reexport']}: {b.get('reason')}")

@@ -156,6 +156,7 @@ def affected_markdown(report: AffectedReport) -> str:
         out += [f"- {name}: remedy: {md_text(r)}" for r in b.remedies]
         if b.unrecorded_line:
             out.append(f"- {name}: {md_text(b.unrecorded_line)}")
+        out += [f"- {name}: {md_text(line)}" for line in b.detours]
         if b.load is not None:
             out += [
                 f"- {name}: load check of a {md_text(f.release)} asset: {md_text(f.summary())}; "

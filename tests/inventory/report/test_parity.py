@@ -38,6 +38,7 @@ class Answer:
     markdown: str
     html: Page
     vex: dict[tuple[str, str], dict[str, Any]]  # (vulnerability id, bundle) -> its entry
+    bom: dict[str, Any]  # the CycloneDX document whole
 
 
 def _vex(text: str) -> dict[tuple[str, str], dict[str, Any]]:
@@ -57,7 +58,9 @@ def _formats(*args: str, details: bool = True) -> Answer:
     markdown = invoke(*args, "-f", "markdown", "-q").stdout
     html = invoke(*args, "-f", "html", "-q").stdout
     vex = invoke(*args, "-f", "cyclonedx", "-q").stdout
-    return Answer(document["result"], flat(table), flat(markdown), Page.of(html), _vex(vex))
+    return Answer(
+        document["result"], flat(table), flat(markdown), Page.of(html), _vex(vex), json.loads(vex)
+    )
 
 
 # the VEX state each level maps to (docs/reports.md)
@@ -200,9 +203,60 @@ def test_every_bundle_of_an_affected_answer_is_in_every_format(fix, matrix):
         if b["reexport"] != "no":  # a "no" of affected is named with its reason too
             assert flat(b["reason"]) in a.html.text, b["bundle"]
         entry = a.vex[(_vex_ref(fix), b["bundle"])]
+        _check_facts(a, b, entry)
         assert entry["analysis"]["state"] == STATE[b["reexport"]], b["bundle"]
         assert flat(b["reason"]) in flat(entry["analysis"]["detail"]), b["bundle"]
         assert (entry["analysis"].get("justification") is not None) == (b["reexport"] == "no")
         assert {p["name"]: p["value"] for p in entry.get("properties", [])}.get(
             "inventory:ignored"
         ) == ignored, b["bundle"]
+
+
+def _check_facts(a: Answer, b: dict[str, Any], entry: dict[str, Any]) -> None:
+    """What the table says of a bundle besides its level, in every format: its exporter, "(assumed)"
+    when the registry records none, and each runtime a probe was measured on after another refused
+    it, with why (lfm_audio's 0.4.0 probe of #54 runs on b1: the b2 worker aborts)."""
+    name = b["bundle"]
+    exporter = b["exporter"]
+    if b["exporter_recorded"] == "unknown" and exporter != "unknown":
+        exporter += " (assumed)"
+    assert f"│ {name} │ {exporter} │" in a.table, name
+    assert f"| {md_text(name)} | {md_text(exporter)} |" in a.markdown, name
+    assert f"{name} {b['reexport']} coreai-torch {exporter}" in a.html.text, name
+    [model] = [c for c in a.bom["components"] if c.get("bom-ref") == f"bundle:{name}"]
+    props = {p["name"]: p["value"] for p in model["properties"]}
+    assert props["inventory:exporter"] == exporter, name
+    said = {(p["name"], p["value"]) for p in entry.get("properties", [])}
+    if b["runtime"]:
+        assert ("inventory:runtime", b["runtime"]) in said, name
+    for p in b["probes"]:
+        for attempt in p["runtime_attempts"]:
+            moved = f"measured on {p['runtime']} after {attempt}"
+            assert flat(moved) in a.table, moved
+            assert flat(for_release_page(md_text(moved))) in a.markdown, moved
+            assert flat(moved) in a.html.text, moved
+            assert ("inventory:measured_after", moved) in said, moved
+
+
+def test_a_load_that_depends_on_the_exporter_is_that_state_in_the_html(matrix):
+    """The HTML load matrix of a plan: a bundle whose exporter is not recorded (lfm_audio) shows,
+    on each runtime where its candidate releases' assets differ, that it depends on the exporter
+    and what each does, as the table's "depends on the exporter" says; never the oldest
+    candidate's crash alone."""
+    a = _formats("plan", "--to", "0.4.3")
+    depending = [
+        b for b in a.result["bundles"] if (b["load"] or {}).get("verdict") == "depends-on-exporter"
+    ]
+    assert depending
+    for b in depending:
+        assert f"│ {b['bundle']} │" in a.table and "depends on the exporter" in a.table
+        row = a.html.raw[a.html.raw.index(f"<tr><td>{b['bundle']}</td>") :].split("</tr>")[0]
+        runtimes: dict[str, list[str]] = {}
+        for check in b["load"]["checks"]:
+            for o in check["outcomes"]:
+                runtimes.setdefault(o["runtime"], []).append(f"{check['exporter']} {o['outcome']}")
+        differ = [r for r, said in runtimes.items() if len({s.split()[1] for s in said}) > 1]
+        assert differ, b["bundle"]
+        assert row.count('class="outcome-depends-on-exporter"') == len(differ), row
+        for r in differ:
+            assert f"{', '.join(runtimes[r])}</td>" in row, (b["bundle"], r)

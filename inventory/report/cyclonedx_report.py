@@ -5,28 +5,34 @@ SHA-256, producer, exporter, asset version, entry points, weights fingerprint, w
 depending on the converter that wrote it and the coreai-core it was written for. `plan` and
 `affected` give the converter's fixes as `vulnerabilities`, one entry per (fix, bundle) with a
 VEX `analysis`, because the analysis of one CycloneDX vulnerability is one state and bundles
-differ. The mapping of re-export levels to states (docs/formats.md says why):
+differ. The mapping of re-export levels to states and severities (docs/reports.md says why):
 
-    required      exploitable    response update   the shipped program is wrong, or its asset
-                                                   does not load where it ships
-    optional      exploitable    response update   the fix reaches the bundle and its program
-                                                   changes, within tolerance (or only in
-                                                   shapes or speed): acting is a choice, which
-                                                   the `inventory:level` property says
-    inconclusive  in_triage      -                 not answered (the reason says why)
-    no            not_affected   code_not_present  the bundle holds no instance of the construct
-                                 code_not_reachable the construct is there, its program is the
-                                                   same (the fix's regime is not reached)
+    level         state / justification          severity  response
+    required      exploitable                    high      update   the shipped program is
+                                                                    wrong, or its asset does not
+                                                                    load where it ships
+    optional      not_affected                   low       -        the fix reaches the bundle
+                  requires_configuration                            and its program changes,
+                                                                    within the policy's
+                                                                    tolerance: not urgent
+    inconclusive  in_triage                      unknown   -        not answered (the reason
+                                                                    says why)
+    no            not_affected code_not_present  none      -        no instance of the construct
+                  not_affected code_not_reachable                   the construct is there, its
+                                                                    program the same
 
-An ignored finding keeps its measured state and says so (`inventory:ignored`, response
-`will_not_fix`). Every entry's `detail` holds the reason and its evidence ids. The document is
-built with cyclonedx-python-lib and validated by its own JSON validator before it is written.
+`scan` gives each bundle that does not load on a deployment runtime as an `asset-load` entry
+too (exploitable, high): nothing runs there. An ignored finding keeps its measured state and
+says so (`inventory:ignored`, response `will_not_fix`). Every entry's `detail` holds the level,
+the reason and its evidence ids; its rating says why the level has its severity. The document
+is built with cyclonedx-python-lib and validated by its own JSON validator before it is written.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from cyclonedx.model import HashAlgorithm, HashType, Property, XsUri
@@ -41,6 +47,9 @@ from cyclonedx.model.vulnerability import (
     BomTarget,
     Vulnerability,
     VulnerabilityAnalysis,
+    VulnerabilityRating,
+    VulnerabilityScoreSource,
+    VulnerabilitySeverity,
     VulnerabilitySource,
 )
 from cyclonedx.output.json import JsonV1Dot6
@@ -54,12 +63,54 @@ from inventory.version import version
 
 UPSTREAM = "apple/coreai-torch"
 LEVELS = ("required", "inconclusive", "optional", "no")
-_STATE = {
-    "required": ImpactAnalysisState.EXPLOITABLE,
-    "optional": ImpactAnalysisState.EXPLOITABLE,
-    "inconclusive": ImpactAnalysisState.IN_TRIAGE,
-    "no": ImpactAnalysisState.NOT_AFFECTED,
+
+
+@dataclass(frozen=True)
+class _Vex:
+    """How a re-export level reads to a VEX consumer: a state, a severity, and why."""
+
+    state: ImpactAnalysisState
+    severity: VulnerabilitySeverity
+    why: str  # the rating's justification; an optional finding's detail says it too
+
+
+_VEX = {
+    "required": _Vex(
+        ImpactAnalysisState.EXPLOITABLE,
+        VulnerabilitySeverity.HIGH,
+        "re-export required: the shipped program computes what the fix corrects, beyond the "
+        "policy's tolerance, or its asset does not load where it ships",
+    ),
+    # CycloneDX has no state for "affected, not urgent": `exploitable` reads as a crash does,
+    # while an optional finding needs no action. Its program changes within the tolerance, so
+    # what the fix corrects would matter only under another setting (a tighter tolerance, or
+    # weights meeting a condition the reason names): `requires_configuration`.
+    "optional": _Vex(
+        ImpactAnalysisState.NOT_AFFECTED,
+        VulnerabilitySeverity.LOW,
+        "not urgent, re-export optional: the fix reaches the bundle and changes its program, "
+        "within the policy's tolerance (or only in shapes or speed); it would be required under "
+        "a tighter tolerance, or where a condition the reason names holds of the weights",
+    ),
+    "inconclusive": _Vex(
+        ImpactAnalysisState.IN_TRIAGE,
+        VulnerabilitySeverity.UNKNOWN,
+        "not answered: the detail says why and what decides it",
+    ),
+    "no": _Vex(
+        ImpactAnalysisState.NOT_AFFECTED,
+        VulnerabilitySeverity.NONE,
+        "re-export not needed: the fix does not change the bundle's program",
+    ),
 }
+# a bundle a scan finds not loading on a runtime it is deployed to: no fix record is involved
+_NOT_LOADING = _Vex(
+    ImpactAnalysisState.EXPLOITABLE,
+    VulnerabilitySeverity.HIGH,
+    "the shipped asset does not load on a runtime it is deployed to: nothing runs there",
+)
+# the tool that rates every entry (its source)
+_RATER = VulnerabilitySource(name="inventory")
 # verdicts of a "no" that hold no instance of the construct; any other "no" holds one
 _ABSENT = {"not-affected", "not-present"}
 
@@ -139,6 +190,7 @@ def _release_of(exporter: str | None) -> str | None:
 def scan_bom(result: dict[str, Any]) -> Bom:
     bom = _bom("scan")
     seen: dict[str, Component] = {}
+    not_loading = {n["bundle"]: n for n in result.get("not_loading") or []}
     for b in result.get("bundles", []):
         if b.get("error"):
             continue
@@ -183,7 +235,51 @@ def scan_bom(result: dict[str, Any]) -> Bom:
             needs.append(_add(bom, seen, _runtime(core)))
         if needs:
             bom.register_dependency(model, needs)
+        if b["name"] in not_loading:
+            _not_loading(bom, model, not_loading[b["name"]], b)
     return bom
+
+
+def _not_loading(bom: Bom, model: Component, found: dict[str, Any], b: dict[str, Any]) -> None:
+    """A bundle that does not load on a deployment runtime is a finding of the scan: nothing
+    runs there. One `asset-load` entry, exploitable and rated as a required re-export is, its
+    detail each refusing runtime's outcome and error, as the table says it."""
+    failing = {r["core"] for r in found.get("runtimes", [])}
+    said = [
+        f"coreai-core {o['core']} {_describe(o)}"
+        for o in b.get("loads", [])
+        if o["core"] in failing
+    ]
+    vex = _NOT_LOADING
+    bom.vulnerabilities.add(
+        Vulnerability(
+            bom_ref=f"asset-load/{model.bom_ref.value}",
+            id="asset-load",
+            description="the shipped asset on its deployment runtimes",
+            ratings=[_rating(vex)],
+            analysis=VulnerabilityAnalysis(
+                state=vex.state,
+                responses=[ImpactAnalysisResponse.UPDATE],
+                detail=f"does not load on a deployment runtime "
+                f"({found.get('deployment_source')}): {', '.join(said)}",
+            ),
+            affects=[BomTarget(ref=str(model.bom_ref.value))],
+            properties=_props(
+                [
+                    ("deployment", ", ".join(found.get("deployment") or [])),
+                    *[(f"loads:{o['runtime']}", o["outcome"]) for o in b.get("loads", [])],
+                ]
+            ),
+        )
+    )
+
+
+def _describe(outcome: dict[str, Any]) -> str:
+    """`crashes (SIGABRT): error: ...` (oracle.store.RuntimeOutcome.describe, from its record)."""
+    head = outcome["outcome"]
+    if outcome.get("signal"):
+        head += f" ({outcome['signal']})"
+    return f"{head}: {outcome['error']}" if outcome.get("error") else head
 
 
 def _signature(entry: dict[str, Any]) -> str:
@@ -210,6 +306,7 @@ def _finding(
     ignored: str | None,
 ) -> None:
     verdict = item.get("verdict", "")
+    vex = _VEX[level]
     justification = None
     if level == "no":
         justification = (
@@ -217,13 +314,17 @@ def _finding(
             if verdict in _ABSENT
             else ImpactAnalysisJustification.CODE_NOT_REACHABLE
         )
+    elif level == "optional":
+        justification = ImpactAnalysisJustification.REQUIRES_CONFIGURATION
     responses = []
-    if level in ("required", "optional"):
+    if level == "required":
         responses.append(ImpactAnalysisResponse.UPDATE)
     if ignored:
         responses.append(ImpactAnalysisResponse.WILL_NOT_FIX)
     evidence = [evidence_id(e) for e in _evidence(item)]
     detail = f"{level}: {verdict}: {item.get('reason', '')}"
+    if level == "optional":  # a state of not_affected says why in its detail (the spec's word)
+        detail += f" ({vex.why})"
     if ignored:
         detail += f" (ignored: {ignored})"
     if evidence:
@@ -236,8 +337,9 @@ def _finding(
             description=title,
             source=VulnerabilitySource(name=UPSTREAM, url=XsUri(url)) if url else None,
             recommendation="; ".join(item.get("remedies") or []) or None,
+            ratings=[_rating(vex)],
             analysis=VulnerabilityAnalysis(
-                state=_STATE[level], justification=justification, responses=responses, detail=detail
+                state=vex.state, justification=justification, responses=responses, detail=detail
             ),
             affects=[BomTarget(ref=str(bundle.bom_ref.value))],
             properties=_props(
@@ -255,15 +357,24 @@ def _finding(
     )
 
 
+def _rating(vex: _Vex) -> VulnerabilityRating:
+    return VulnerabilityRating(
+        source=_RATER,
+        severity=vex.severity,
+        method=VulnerabilityScoreSource.OTHER,
+        justification=vex.why,
+    )
+
+
 def _evidence(item: dict[str, Any]) -> list[str]:
+    """The item's evidence and its probes', each once (affected's item already lists its
+    probes')."""
     found = item.get("evidence")
     if isinstance(found, str):
         return [found]
     out = list(found or [])
-    for p in item.get("probes", []) or []:
-        if p.get("evidence"):
-            out.append(p["evidence"])
-    return out
+    out += [p["evidence"] for p in item.get("probes", []) or [] if p.get("evidence")]
+    return list(dict.fromkeys(out))
 
 
 def _bundle_component(bom: Bom, seen: dict[str, Component], b: dict[str, Any]) -> Component:

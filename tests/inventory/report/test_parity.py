@@ -63,13 +63,14 @@ def _formats(*args: str, details: bool = True) -> Answer:
     )
 
 
-# the VEX state each level maps to (docs/reports.md)
+# the VEX state and rated severity each level maps to (docs/reports.md)
 STATE = {
     "required": "exploitable",
-    "optional": "exploitable",
+    "optional": "not_affected",
     "inconclusive": "in_triage",
     "no": "not_affected",
 }
+SEVERITY = {"required": "high", "optional": "low", "inconclusive": "unknown", "no": "none"}
 
 
 def _vex_ref(fix: str) -> str:
@@ -100,6 +101,7 @@ def _check_report(
         ), (name, fix)
     entry = a.vex[(_vex_ref(fix), name)]
     assert entry["analysis"]["state"] == STATE[level], (name, fix)
+    assert [r["severity"] for r in entry["ratings"]] == [SEVERITY[level]], (name, fix)
     assert reason in flat(entry["analysis"]["detail"]), (name, fix)
     for remedy in item.get("remedies") or []:
         assert flat(remedy) in flat(entry["recommendation"]), (name, fix)
@@ -206,7 +208,11 @@ def test_every_bundle_of_an_affected_answer_is_in_every_format(fix, matrix):
         _check_facts(a, b, entry)
         assert entry["analysis"]["state"] == STATE[b["reexport"]], b["bundle"]
         assert flat(b["reason"]) in flat(entry["analysis"]["detail"]), b["bundle"]
-        assert (entry["analysis"].get("justification") is not None) == (b["reexport"] == "no")
+        # not_affected says why: an optional finding's program changes within the tolerance
+        assert (entry["analysis"].get("justification") is not None) == (
+            b["reexport"] in ("no", "optional")
+        )
+        assert [r["severity"] for r in entry["ratings"]] == [SEVERITY[b["reexport"]]]
         assert {p["name"]: p["value"] for p in entry.get("properties", [])}.get(
             "inventory:ignored"
         ) == ignored, b["bundle"]

@@ -156,6 +156,14 @@ def test_every_bundle_a_scan_reads_is_in_every_format(matrix, tmp_path: Path):
     bom = json.loads(t["cyclonedx"])
     models = {c["name"]: c for c in bom["components"] if c["type"] == "machine-learning-model"}
     assert len(scan["bundles"]) == 2
+    # each bundle not loading where it is deployed is a finding in every format: in the VEX,
+    # an entry of its own
+    vulnerable = {v["affects"][0]["ref"] for v in bom.get("vulnerabilities", [])}
+    assert scan["not_loading"]
+    assert vulnerable == {f"bundle:{n['bundle']}" for n in scan["not_loading"]}
+    for n in scan["not_loading"]:
+        _in_every(f"{n['bundle']} does not load on a deployment runtime", table)
+        _in_every(f"{n['bundle']}** does not load on a deployment runtime", markdown)
     for b in scan["bundles"]:
         name = Path(b["path"]).name
         fingerprint = b["weights"]["fingerprint"]

@@ -24,7 +24,7 @@ from inventory.report.cyclonedx_report import plan_bom
 pytestmark = pytest.mark.slow
 _STATE = {
     "required": "exploitable",
-    "optional": "exploitable",
+    "optional": "not_affected",
     "inconclusive": "in_triage",
     "no": "not_affected",
 }
@@ -158,6 +158,11 @@ def test_scan_as_cyclonedx_lists_each_bundle_with_its_files(matrix, tmp_path):
     }
     props = {p["name"]: p["value"] for p in model["properties"]}
     assert props["inventory:loads:linux-cpu, coreai-core 1.0.0b3"] == "crashes"
+    # not loading where it is deployed is a finding: a vulnerability entry, urgent
+    [entry] = bom["vulnerabilities"]
+    assert entry["affects"] == [{"ref": model["bom-ref"]}] and entry["id"] == "asset-load"
+    assert (entry["analysis"]["state"], entry["ratings"][0]["severity"]) == ("exploitable", "high")
+    assert "coreai-core 1.0.0b3 crashes (SIGABRT)" in entry["analysis"]["detail"]
     [deps] = [d for d in bom["dependencies"] if d["ref"] == model["bom-ref"]]
     assert "pkg:pypi/coreai-torch@0.4.0" in deps["dependsOn"]
 

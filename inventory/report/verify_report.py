@@ -242,7 +242,10 @@ def verify_markdown(v: Verify) -> str:
     for b in v.bundles:
         rec = bundle_record(b)
         out += [f"## {md_text(b.bundle)}: {rec['status']}", "", md_line(rec["answer"]), ""]
-        out += ["| | |", "|---|---|"]
+        # the bundle line's own facts beside its heading's: the exporter (assumed or not) and the
+        # release it is checked against, as the terminal's first line says them
+        checked = f"coreai-torch {b.exporter}{' (assumed)' if b.exporter_assumed else ''} -> {b.to}"
+        out += ["| | |", "|---|---|", f"| exporter | {md_text(checked)} |"]
         out += [
             f"| {label} | {md_text(text)} |"
             for label, text in bundle_lines(b)[2:]

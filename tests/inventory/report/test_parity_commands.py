@@ -116,6 +116,11 @@ def test_every_finding_of_a_whole_program_check_is_in_every_format(matrix):
         name = b["bundle"]
         assert f"{name}: coreai-torch {b['exporter']}" in table and b["status"] in table
         assert f"## {name}: {b['status']}" in markdown
+        exporter = f"coreai-torch {b['exporter']}{' (assumed)' if b['exporter_assumed'] else ''}"
+        # the exporter, assumed or not, in every format
+        _in_every(f"{name}: {exporter} -> {b['to']}", table)
+        _in_every(f"| exporter | {md_text(exporter)} -> {md_text(b['to'])} |", markdown)
+        _in_every(f"{name} {b['status']} {exporter}", html)
         assert name in html and b["status"] in html, name
         # the markdown links each `#N` upstream (as a release page shows it)
         _in_every(b["answer"], table, html)

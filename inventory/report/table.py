@@ -126,6 +126,7 @@ def affected_table(report: AffectedReport) -> Group:
 
 def affected_markdown(report: AffectedReport) -> str:
     fix = report.fix
+    summary = affected_summary(report)
     out = [
         f"# Fix {md_text(fix.label)} {md_text(fix.title)}",
         "",
@@ -135,6 +136,16 @@ def affected_markdown(report: AffectedReport) -> str:
         *[
             f"Deployment runtimes: {md_text(d)}."
             for d in sorted({b.deployment.describe() for b in report.bundles if b.deployment})
+        ],
+        "",
+        # the summary block first, as every format gives it (an accepted risk's reason in it)
+        f"**{summary.line()}**",
+        "",
+        "| bundle | level | set by |",
+        "|---|---|---|",
+        *[
+            f"| {md_text(s.bundle)} | **{s.level}** | {md_text(s.reason)} |"
+            for s in summary.bundles
         ],
         "",
         "| bundle | exporter | instances | verdict | re-export | reason |",

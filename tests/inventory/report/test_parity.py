@@ -266,3 +266,35 @@ def test_a_load_that_depends_on_the_exporter_is_that_state_in_the_html(matrix):
         assert row.count('class="outcome-depends-on-exporter"') == len(differ), row
         for r in differ:
             assert f"{', '.join(runtimes[r])}</td>" in row, (b["bundle"], r)
+
+
+def test_the_summary_of_an_affected_answer_with_an_accepted_risk_is_in_every_format(tmp_path):
+    """The summary block (each bundle's level and what sets it: here an ignore file's accepted
+    risk and its reason) in the table, the markdown, the HTML and the VEX, as the JSON holds it:
+    a bundle exported with the record's own release, answered without a conversion."""
+    registry = tmp_path / "recipes.toml"
+    registry.write_text(
+        '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
+        '[bundles.a.exporter]\nconverter = "0.4.2"\nsource = "test"\n'
+    )
+    ignore = tmp_path / "ignore.toml"
+    ignore.write_text(
+        '[[ignore]]\nfix = "40"\nbundle = "a"\nreason = "we ship b1 only"\nexpires = "2999-01-01"\n'
+    )
+    store = str(tmp_path / "store")
+
+    def cli(*more: str) -> str:
+        args = ("affected", "--fix", "40", "--registry", str(registry), "--ignore", str(ignore))
+        return invoke(*args, *more, "-q", COLUMNS=WIDE, INVENTORY_CACHE=store).stdout
+
+    document = json.loads(cli("--json"))
+    [line] = document["summary"]["bundles"]
+    assert (line["bundle"], line["level"]) == ("a", "ignored")
+    table, markdown = flat(cli()), flat(cli("-f", "markdown"))
+    html, vex = Page.of(cli("-f", "html")), _vex(cli("-f", "cyclonedx"))
+    assert "a │ 0.4.2 │" in table and "no (ignored: we ship b1 only)" in table
+    said = f"| a | **ignored** | {flat(for_release_page(md_text(line['reason'])))} |"
+    assert said in markdown, markdown
+    assert "ignored: we ship b1 only" in html.text
+    props = {p["name"]: p["value"] for p in vex[(_vex_ref("40"), "a")]["properties"]}
+    assert props["inventory:ignored"] == "we ship b1 only"

@@ -4,7 +4,8 @@ input and draft files, bundles (`scan`, `repair`) and `--json` under noise. Ever
 here, in a scratch folder (never the repository), run through the real CLI as a process, and
 judged by the same rules: an exit code of 0-3 (4 is the tool's own bug), no traceback, a refusal
 in one line, no marker file written by foreign code, stdout one JSON document under `--json`,
-no process left behind, within the case's bound.
+no process left behind, within the case's bound; and where a case's markdown names values from
+data (`markdown/`), each rendered as its literal text, with no tag, comment or link of its own.
 
     scripts/hostile-round OUT_DIR [--only PREFIX] [--slow | --slow-only]
 
@@ -45,6 +46,9 @@ class Case:
     # with consent (--allow-code) the converter imports the tree's package: its `init` and
     # `version` lines are consented; a build step's (setup, backend, shell) never is
     consented: bool = False
+    # values from data the case's markdown (stdout) must show as their literal text, rendered,
+    # with no tag, comment or link of their own
+    literal: list[str] = field(default_factory=list)
 
 
 def _marker_code(marker: Path, what: str) -> str:
@@ -626,12 +630,112 @@ def ray_cases() -> list[Case]:
     return out
 
 
+# values a markdown page would run, hide the rest behind, or link
+HOSTILE_TEXT = [
+    "<script>alert(1)</script>",
+    "<!-- hides the rest",
+    "[click](javascript:alert(1))",
+    "![pixel](https://evil.example/p.png)",
+    "<https://evil.example>",
+    "*bold* `code` _em_",
+    "# heading",
+]
+
+
+def markdown_cases() -> list[Case]:
+    """Names and titles from data in a markdown answer (`affected` of bundles exported with the
+    record's own release: no conversion)."""
+
+    def registry(folder: Path, names: list[str], title: str = "") -> None:
+        (folder / "recipes.toml").write_text(
+            "".join(
+                f'[bundles.{json.dumps(n)}]\nfiles = ["a"]\ndtype = "float32"\n'
+                f'[bundles.{json.dumps(n)}.exporter]\nconverter = "0.4.2"\nsource = "test"\n'
+                for n in names
+            )
+        )
+        text = FIXES.read_text()
+        if title:
+            text = text.replace(
+                'title = "Fix conv transpose lowering"', f"title = {json.dumps(title)}"
+            )
+        (folder / "fixes.toml").write_text(text)
+
+    args = [
+        "affected",
+        "--fix",
+        "40",
+        "-q",
+        "-f",
+        "markdown",
+        "--registry",
+        "{folder}/recipes.toml",
+    ]
+    args += ["--fixes", "{folder}/fixes.toml"]
+    title = "Fix " + " ".join(HOSTILE_TEXT[:4])
+    return [
+        Case(
+            "markdown/bundle-names",
+            args,
+            lambda f: (registry(f, HOSTILE_TEXT), {})[1],
+            exits=(0,),
+            literal=HOSTILE_TEXT,
+        ),
+        Case(
+            "markdown/record-title",
+            args,
+            lambda f: (registry(f, ["plain"], title), {})[1],
+            exits=(0,),
+            literal=[title],
+        ),
+    ]
+
+
+def _markup_problems(stdout: str, literal: list[str]) -> list[str]:
+    """What a rendering of `stdout` (markdown) shows that it should not: a value not shown as
+    its text, a tag or comment of its own, a link off the converter's pull requests."""
+    from html.parser import HTMLParser
+
+    import markdown
+
+    class Seen(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.text: list[str] = []
+            self.bad: list[str] = []
+            self.headings = 0
+
+        def handle_data(self, data: str) -> None:
+            self.text.append(data)
+
+        def handle_comment(self, data: str) -> None:
+            self.bad.append(f"a comment <!--{data[:20]}")
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            href = dict(attrs).get("href") or ""
+            self.headings += tag == "h1"
+            # the page's own title is its one heading
+            if (
+                tag in ("script", "img", "iframe", "em", "code")
+                or self.headings > 1
+                or (tag == "a" and not href.startswith("https://github.com/"))
+            ):
+                self.bad.append(f"a <{tag}> {href}".rstrip())
+
+    seen = Seen()
+    seen.feed(markdown.markdown(stdout, extensions=["tables"]))
+    text = " ".join(" ".join(seen.text).split())
+    shown = [f"not shown as text: {v!r}" for v in literal if " ".join(v.split()) not in text]
+    return shown + seen.bad
+
+
 def all_cases() -> list[Case]:
     return (
         source_cases()
         + git_cases()
         + store_cases()
         + input_cases()
+        + markdown_cases()
         + bundle_cases()
         + noise_cases()
         + trace_cases()
@@ -703,6 +807,8 @@ def run_case(case: Case, folder: Path, store: Path) -> dict[str, object]:
         ran = set(path.read_text().split()) - ({"init", "version"} if case.consented else set())
         if ran or marker.endswith(".shell"):
             problems.append(f"foreign code ran: {marker} says {sorted(ran) or 'shell'}")
+    if case.literal and code == 0:
+        problems += _markup_problems(stdout, case.literal)
     if case.json and code is not None:
         try:
             json.loads(stdout)

@@ -12,6 +12,11 @@ build included, which the environment's own site-packages would then put before 
 
 After the install, the environment is checked from inside: `import torch` must find the shared
 install, and no CUDA distribution may be visible.
+
+One exception: an environment a measurement builds beside a torch that is itself a CUDA build
+(`scripts/torch-sensitivity --torch-dir`, the PyPI wheel of another release; never used to
+answer) holds that torch's CUDA libraries. The shared torch never is one (`torch_install` refuses
+it).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from oracle.catalog.releases import EnvError
 from oracle.envs.installer import (
     Installer,
     canonical,
+    cuda_torch,
     install_failure,
     requirement_name,
     run_step,
@@ -69,7 +75,7 @@ def resolved_beside(
     if proc.returncode != 0:
         raise EnvError(_refusal(proc, requirements, version, what, log))
     cuda = [r for r in resolution if _CUDA.match(r.name)]
-    if cuda:
+    if cuda and cuda_torch(torch_site) is None:
         pulled = ", ".join(f"{r.name} (via {', '.join(r.via) or 'a requirement'})" for r in cuda)
         raise EnvError(
             f"{what}: refused: it would install the CUDA package(s) {pulled}; every "
@@ -137,7 +143,7 @@ def check_held(python: Path, torch_site: Path, log: Path, name: str) -> str:
             f"{name}: imports torch from {origin or 'nowhere'}, not the shared torch "
             f"{version} ({torch_site}): rebuild it (log: {log})"
         )
-    if seen["cuda"]:
+    if seen["cuda"] and cuda_torch(torch_site) is None:
         held = ", ".join(
             f"{n} (required by {', '.join(by) or 'nothing installed'})"
             for n, by in sorted(seen["cuda"].items())

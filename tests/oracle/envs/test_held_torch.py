@@ -89,6 +89,17 @@ def test_a_cuda_distribution_in_an_environment_is_refused_naming_what_requires_i
     assert check_held(Path(sys.executable), shared, tmp_path / "build.log", "x") == "2.13.0+cpu"
 
 
+def test_beside_a_measurements_cuda_torch_its_cuda_libraries_are_held(tmp_path, monkeypatch):
+    """scripts/torch-sensitivity --torch-dir: another release's PyPI wheel, a CUDA build, with
+    the CUDA libraries it imports beside it (never the shared torch, never used to answer)."""
+    other = fake_site(tmp_path / "other", "2.9.0")
+    meta = other / "torch-2.9.0.dist-info" / "METADATA"
+    meta.write_text(meta.read_text() + "Requires-Dist: nvidia-cublas-cu12==12.8\n")
+    dist_info(other, "nvidia-cublas-cu12", [])
+    monkeypatch.setenv("PYTHONPATH", str(other))
+    assert check_held(Path(sys.executable), other, tmp_path / "build.log", "x") == "2.9.0"
+
+
 # ---- before the install: what the requirements would resolve to -------------------------------
 
 

@@ -69,8 +69,9 @@ def resolved_beside(
     with tempfile.TemporaryDirectory(dir=log.parent, prefix=f".{log.name}.") as tmp:
         constraints = Path(tmp) / "shared-torch.txt"
         constraints.write_text(f"torch=={version}\n")
-        # torch itself is part of the resolution, so its requirements come with it
-        asked = [*requirements, f"torch=={version}"]
+        # torch's own requirements come with it; torch itself joins the resolution only where
+        # a requirement asks for it (a measurement's torch need not be on the package sources)
+        asked = [*requirements, *_torch_requires(python, log)]
         proc, resolution = tool.resolve(python, asked, constraints, log)
     if proc.returncode != 0:
         raise EnvError(_refusal(proc, requirements, version, what, log))
@@ -82,6 +83,28 @@ def resolved_beside(
             f"environment holds the shared CPU torch {version} (log: {log})"
         )
     return [r.pin for r in resolution if r.name != "torch"]
+
+
+# Run inside the new environment (it sees the held torch through its `.pth`): torch's own
+# requirements, with environment markers evaluated there.
+_TORCH_REQUIRES = """
+import importlib.metadata as md, json
+try:
+    from packaging.requirements import Requirement
+except ImportError:
+    from pip._vendor.packaging.requirements import Requirement
+out = []
+for raw in md.requires("torch") or []:
+    req = Requirement(raw)
+    if req.marker is None or req.marker.evaluate({"extra": ""}):
+        out.append(str(req))
+print(json.dumps(out))
+"""
+
+
+def _torch_requires(python: Path, log: Path) -> list[str]:
+    found = run_step([str(python), "-I", "-c", _TORCH_REQUIRES], log, "torch's requirement list")
+    return list(json.loads(found))
 
 
 def _refusal(

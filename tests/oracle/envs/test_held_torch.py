@@ -16,8 +16,15 @@ import torch
 
 from oracle.catalog.releases import EnvError
 from oracle.envs import installer
-from oracle.envs.environment import MANIFEST, ensure_venv, shared_torch, site_packages
-from oracle.envs.held_torch import check_held, shared_version
+from oracle.envs.environment import (
+    MANIFEST,
+    SHARED_TORCH_PTH,
+    ensure_venv,
+    shared_torch,
+    site_packages,
+)
+from oracle.envs.held_torch import check_held, resolved_beside, shared_version
+from oracle.envs.installer import requirement_name
 
 
 def wheel(folder: Path, name: str, requires: list[str], version: str = "1.0") -> str:
@@ -101,6 +108,20 @@ def test_beside_a_measurements_cuda_torch_its_cuda_libraries_are_held(tmp_path, 
 
 
 # ---- before the install: what the requirements would resolve to -------------------------------
+
+
+def test_a_held_torch_on_no_package_source_is_never_looked_for_there(tmp_path):
+    """A measurement's torch (scripts/torch-sensitivity --torch-dir) need not be on the package
+    sources: its requirements join the resolution, torch itself only where a requirement asks
+    for it."""
+    other = fake_site(tmp_path / "other", "1.0.0+measured")  # on no package source
+    tool = installer.chosen()
+    log = tmp_path / "build.log"
+    python = tool.venv(tmp_path / "venv", log)
+    (site_packages(python) / SHARED_TORCH_PTH).write_text(f"{other}\n")
+    req = wheel(tmp_path / "wheels", "plain", [])
+    pins = resolved_beside(tool, python, [req], other, log, "plain")
+    assert [requirement_name(p) for p in pins] == ["plain"]
 
 
 @pytest.fixture(params=["uv", "pip"])

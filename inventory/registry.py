@@ -40,6 +40,9 @@ class Exporter:
     converter: str  # a release, or "unknown"
     core: str
     source: str  # where that fact comes from
+    torch: str = ""  # the torch the recipe ran ("": not recorded)
+    torch_source: str = ""  # where that fact comes from
+    torch_checked: str = ""  # the measured sensitivity to the shared torch, in one line
 
 
 def exporter_release(exporter: Exporter, catalog: Catalog) -> tuple[str, bool]:
@@ -143,6 +146,21 @@ def _runtimes(fields: Fields, raw: Any, where: str, catalog: Catalog) -> tuple[s
     return tuple(raw)
 
 
+def _torch_checked(fields: Fields, exp: dict[str, Any], where: str) -> str:
+    """`[bundles.X.exporter.torch_check]` (written by scripts/torch-sensitivity) in one line."""
+    check = fields.table(exp, "torch_check", where)
+    if not check:
+        return ""
+    where = f"{where[:-1]}.torch_check]"
+    probes = fields.integer(check, "probes", where, None, 0, 1_000_000)
+    identical = fields.integer(check, "identical", where, None, 0, 1_000_000)
+    return (
+        f"{identical} of {probes} probes give the same program under coreai-torch "
+        f"{fields.line(check, 'converter', where)} with the recipe's torch and with "
+        f"{fields.line(check, 'against', where)} ({fields.line(check, 'evidence', where)})"
+    )
+
+
 def _bundle(
     fields: Fields, name: str, raw: Any, deploy: tuple[tuple[str, ...], str], catalog: Catalog
 ) -> Bundle:
@@ -181,6 +199,9 @@ def _bundle(
                 what="a coreai-core release in converters.toml",
             ),
             source=fields.text(exp, "source", exp_where),
+            torch=fields.line(exp, "torch", exp_where, ""),
+            torch_source=fields.text(exp, "torch_source", exp_where, ""),
+            torch_checked=_torch_checked(fields, exp, exp_where),
         ),
         pipeline=Pipeline(
             decompositions=fields.choice(

@@ -136,6 +136,17 @@ def env(catalog) -> Callable[[str], Env]:
     return get
 
 
+@pytest.fixture()
+def scratch_cache(tmp_path, monkeypatch, env, catalog):
+    """An empty cache that borrows the real shared torch (so no 700 MB install per test)."""
+    real_torch = envs_dir() / f"torch-{catalog.torch}"
+    env("0.4.2")  # make sure the shared torch exists
+    monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path))
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / real_torch.name).symlink_to(real_torch)
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def converter_envs(env, catalog) -> dict[str, Env]:
     """Every supported release's environment, oldest first."""

@@ -377,6 +377,18 @@ def _evidence(item: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _whole_program_torch(verify: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """The torch a whole-program check built the module on, and the recipe's when it differs
+    (the programs compared are then not the ones the recipe exported)."""
+    torch = (verify or {}).get("torch")
+    if not torch:
+        return []
+    out: list[tuple[str, Any]] = [("whole_program_torch", torch["built"])]
+    if torch["same"] is False:
+        out.append(("whole_program_recipe_torch", torch["recipe"]))
+    return out
+
+
 def _bundle_component(bom: Bom, seen: dict[str, Component], b: dict[str, Any]) -> Component:
     model = _add(
         bom,
@@ -390,6 +402,7 @@ def _bundle_component(bom: Bom, seen: dict[str, Component], b: dict[str, Any]) -
                     ("exporter", exporter_label(b) if b.get("exporter") else None),
                     ("exporter_source", b.get("exporter_source")),
                     ("reexport", b.get("reexport")),
+                    *_whole_program_torch(b.get("verify")),
                 ]
             ),
         ),

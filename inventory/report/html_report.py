@@ -28,7 +28,7 @@ from inventory.report import plots
 from inventory.report.cyclonedx_report import upstream_ref, upstream_url
 from inventory.report.evidence import evidence_dir, evidence_id, measured_tensors, normalised_ir
 from inventory.report.record_facts import detours, exporter_label
-from inventory.report.verify_report import unrecorded_line
+from inventory.report.verify_report import torch_line, unrecorded_line
 from inventory.verdict import Verdict
 from inventory.version import version
 
@@ -263,6 +263,9 @@ def plan_report(result: dict[str, Any]) -> Report:
         )
         if b.get("verify"):
             view.notes.append(f"whole program: {b['verify'].get('answer')}")
+            torch = torch_line(b["verify"].get("torch"))
+            if torch is not None and torch[0] == "caveat":
+                view.notes.append(f"whole program {torch[0]}: {torch[1]}")
             _whole_program(view, b["verify"])
         view.probes = _views(
             [f for f in view.findings if f.level in ("required", "optional")], budget
@@ -352,6 +355,9 @@ def verify_report(result: dict[str, Any]) -> Report:
         view.notes += [f"UNRECORDED: {unrecorded_line(u)}" for u in b.get("unrecorded") or []]
         view.notes += [f"DISAGREE: {d}" for d in b.get("disagreements") or []]
         view.notes += [f"note: {n}" for n in b.get("notes") or []]
+        torch = torch_line(b.get("torch"))
+        if torch is not None:
+            view.notes.append(f"{torch[0]}: {torch[1]}")
         _whole_program(view, b)
         bundles.append(view)
     return Report(

@@ -79,7 +79,7 @@ def _lines(p: Plan, b: BundlePlan, details: bool = True) -> list[tuple[str, str]
 def _verified(p: Plan, b: BundlePlan) -> list[str]:
     """The whole-program check (stored, or measured by --verify): its answer, each change no
     record explains, and any inconsistency, loudly."""
-    from inventory.report.verify_report import unrecorded_line
+    from inventory.report.verify_report import torch_line, unrecorded_line
     from inventory.verify.service import answer, status
 
     v = b.whole
@@ -90,6 +90,9 @@ def _verified(p: Plan, b: BundlePlan) -> list[str]:
     lines += [f"  UNRECORDED: {unrecorded_line(u)}: {u['reexport']}" for u in v.unrecorded]
     lines += [f"  INCONSISTENT: {i}" for i in v.inconsistencies]
     lines += [f"  limitation: {i}" for i in v.limitations]
+    torch = torch_line(v.torch)
+    if torch is not None and torch[0] == "caveat":
+        lines.append(f"  caveat: {torch[1]}")
     return lines
 
 

@@ -101,6 +101,29 @@ def _at_cuts(u: dict[str, Any]) -> str:
     )
 
 
+def torch_line(torch: dict[str, Any] | None) -> tuple[str, str] | None:
+    """The torch the whole program was built on, against the recipe's: a caveat when they
+    differ (the program compared is not the one the recipe exported)."""
+    if not torch:
+        return None
+    built, recipe = torch["built"], torch["recipe"]
+    if recipe is None:
+        return ("torch", f"built on torch {built}; the registry records no torch for the recipe")
+    if torch["same"]:
+        return ("torch", f"built on torch {built}, the recipe's ({recipe})")
+    return (
+        "caveat",
+        f"built and exported on torch {built}, not on the recipe's torch {recipe} (its "
+        "source: the registry's exporter table): the programs compared are not the ones the "
+        "recipe exported; "
+        + (
+            f"measured: {torch['sensitivity']}"
+            if torch["sensitivity"]
+            else "their sensitivity to torch is not measured (scripts/torch-sensitivity)"
+        ),
+    )
+
+
 def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
     """(label, text) lines for one bundle."""
     rec = bundle_record(b)
@@ -126,6 +149,9 @@ def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
                 f"{_num(bd['seconds'])} s, peak {_mb(bd['peak_mb'])}",
             )
         )
+    torch = torch_line(rec["torch"])
+    if torch is not None:
+        lines.append(torch)
     for name, side in rec["sides"].items():
         state = "converted" if side["ok"] else f"failed: {side.get('error')}"
         lines.append(

@@ -10,7 +10,10 @@ a lock (a second process waits for the first, then reuses its environment), a ma
 last (an interrupted build is rebuilt), and one line naming the build log when it cannot be
 built (`oracle.envs.environment.ensure_venv`). It sees the store's shared torch, the torch the
 project pins,
-so a module is built with the same torch either way.
+and nothing else: a requirement that would pull another torch or a CUDA package is refused
+(`oracle.envs.held_torch`). So a module is built with the same torch either way: an interpreter
+whose torch is another release than the shared one is not used to build, its extra
+notwithstanding.
 
 Why an environment of the store and not the project's interpreter: installing into the
 interpreter the tool runs from changes packages under a running process (and a failed install
@@ -28,7 +31,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from oracle.catalog import Catalog, EnvError
+from oracle.catalog import Catalog, EnvError, base_version
 from oracle.envs import ensure_venv
 from oracle.infra import Progress
 
@@ -73,15 +76,26 @@ def installed_here(reqs: tuple[str, ...]) -> bool:
     return True
 
 
-def env_name(reqs: tuple[str, ...]) -> str:
-    """The store environment for a set of requirements (shared with a recipe trace that asks
-    for the same ones: `[bundles.X.recipe.environment] requirements`)."""
-    return "trace-" + hashlib.sha256("\n".join(sorted(reqs)).encode()).hexdigest()[:12]
+def env_name(reqs: tuple[str, ...], torch: str) -> str:
+    """The store environment for a set of requirements beside the shared torch `torch` (shared
+    with a recipe trace that asks for the same ones: `[bundles.X.recipe.environment]
+    requirements`). The torch is part of the name: an environment built beside another torch,
+    or before every environment was held to the shared one, is never reused."""
+    key = "\n".join([*sorted(reqs), f"shared torch=={torch}"])
+    return "trace-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def same_torch_here(catalog: Catalog) -> bool:
+    """This interpreter's torch is the release the shared torch installs (local label aside)."""
+    try:
+        return base_version(md.version("torch")) == base_version(catalog.torch)
+    except md.PackageNotFoundError:
+        return False
 
 
 def requirements_env(reqs: tuple[str, ...], catalog: Catalog, progress: Progress) -> str:
     """The python of the store environment holding `reqs` (built on first use)."""
-    name = env_name(reqs)
+    name = env_name(reqs, catalog.torch)
     if name in _FAILED:
         raise EnvError(_FAILED[name])
     try:
@@ -96,12 +110,18 @@ def module_python(catalog: Catalog, progress: Progress = lambda _: None) -> str:
     the store's environment of it (installed now if need be; EnvError, one line, if it cannot
     be)."""
     reqs = requirements()
-    if installed_here(reqs):
+    here = installed_here(reqs)
+    if here and same_torch_here(catalog):
         return sys.executable
-    name = env_name(reqs)
+    name = env_name(reqs, catalog.torch)
+    why = (
+        f"which this interpreter has beside another torch than the shared {catalog.torch}"
+        if here
+        else "which this interpreter lacks"
+    )
     progress(
-        f"the bundles' modules need the `{EXTRA}` extra ({', '.join(reqs)}), which this "
-        f"interpreter lacks: using the store's environment {name} (built once)"
+        f"the bundles' modules need the `{EXTRA}` extra ({', '.join(reqs)}), {why}: using "
+        f"the store's environment {name} (built once)"
     )
     try:
         return requirements_env(reqs, catalog, progress)

@@ -34,7 +34,7 @@ from inventory.registry import Bundle, exporter_release
 from inventory.trace import extra, recipes, standin, trust
 from oracle.catalog import Catalog
 from oracle.envs import Env, ensure_env, site_packages
-from oracle.infra import scratch, seconds
+from oracle.infra import scratch, scratch_environ, seconds
 
 TRACE_TIMEOUT = "INVENTORY_TRACE_TIMEOUT"
 OPTIONS, RESULT = "options.json", "result.json"  # in the worker's folder (trace/trace_worker.py)
@@ -187,16 +187,20 @@ def supervised(
     python: str, module: str, args: list[str], options: dict[str, Any], allow_code: bool
 ) -> Supervised:
     """`python -m MODULE ARGS... FOLDER`, the supervisor of a builder's processes
-    (`inventory.trace.trace_worker.supervise`): its own process group, its options and result in a
-    scratch folder of the store (never on argv or a pipe a forked child could hold open), at
-    most INVENTORY_TRACE_TIMEOUT seconds. A trace runs so, and so does `verify`'s build of a
-    bundle's module."""
+    (`inventory.trace.trace_worker.supervise`): its own process group, its options, result and
+    scratch (TMPDIR, torch's caches) in a scratch folder of the store (never on argv or a pipe
+    a forked child could hold open), at most INVENTORY_TRACE_TIMEOUT seconds. A trace runs so,
+    and so does `verify`'s build of a bundle's module."""
     limit = seconds(TRACE_TIMEOUT)
     with scratch("trace") as folder:
         (folder / OPTIONS).write_text(
             json.dumps({**options, "allow_code": allow_code, "timeout": limit})
         )
         log = folder / "trace.log"
+        # its temp files and torch's scratch (the inductor's `torchinductor_<user>`) go with
+        # the folder, never to the system temp directory
+        tmp = folder / "tmp"
+        tmp.mkdir()
         with log.open("wb") as err:
             proc = subprocess.Popen(
                 [python, "-m", module, *args, str(folder)],
@@ -204,6 +208,7 @@ def supervised(
                 stdout=err,
                 stderr=err,
                 cwd=PROJECT_ROOT,
+                env=scratch_environ(tmp),
                 start_new_session=True,
             )
             try:

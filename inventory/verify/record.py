@@ -87,6 +87,7 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         }
         if build
         else None,
+        "torch": b.torch,
         "releases": list(r.get("releases", [])),
         "sides": {k: _side(v) for k, v in r.get("sides", {}).items()},
         "emitted": _stage(overall.get("emitted")),

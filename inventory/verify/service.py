@@ -35,7 +35,7 @@ from inventory.trace import trust
 from inventory.trace.service import TraceError, vet
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify import chain, cuts, explain, forms, whole
-from oracle.catalog import Catalog, Fix, between, version_key
+from oracle.catalog import Catalog, Fix, base_version, between, version_key
 from oracle.infra import Progress
 from oracle.session import Session
 
@@ -59,6 +59,7 @@ class BundleVerify:
     limitations: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     disagreements: tuple[str, ...] = ()  # region runs against model-level runs
+    torch: dict[str, Any] | None = None  # the torch it was built on and the recipe's (torch_of)
 
     @property
     def inconclusive(self) -> bool:
@@ -415,9 +416,18 @@ def assembled(
     """What the stored parts say, derived on every read: steps, regions, records, level."""
     notes = tuple(_notes(bundle, record, deviations))
     verdict = _overall_verdict(record, policy, bundle.dtype)
+    torch = torch_of(bundle, record)
     if record.get("error"):
         return BundleVerify(
-            bundle.name, exporter, assumed, to, record, cached, verdict=verdict, notes=notes
+            bundle.name,
+            exporter,
+            assumed,
+            to,
+            record,
+            cached,
+            verdict=verdict,
+            notes=notes,
+            torch=torch,
         )
     present = _present(record)
     steps, regions, probes = [], [], []
@@ -459,6 +469,7 @@ def assembled(
         tuple(limitations),
         notes,
         disagreements,
+        torch,
     )
 
 
@@ -511,13 +522,25 @@ def _notes(bundle: Bundle, record: dict[str, Any], deviations: list[str]) -> lis
             "built by the registry's builder from --recipe-root"
             + ("; the checkout has local changes" if recipe["modified"] else "")
         )
-    build = record.get("build", {})
-    if build.get("torch"):
-        notes.append(
-            f"built and exported on torch {build['torch']} (the recipe's own torch "
-            f"and its measured sensitivity: [bundles.{bundle.name}.exporter])"
-        )
     return notes
+
+
+def torch_of(bundle: Bundle, record: dict[str, Any]) -> dict[str, Any] | None:
+    """The torch the whole program was built and exported on, beside the one the registry says
+    the recipe ran (None: nothing was built). A program built on another torch is not the one
+    the recipe exported: `same` is false, and every format says so beside the answer."""
+    built = (record.get("build") or {}).get("torch")
+    if not built:
+        return None
+    exporter = bundle.exporter
+    recipe = exporter.torch or None
+    return {
+        "built": built,
+        "recipe": recipe,
+        "recipe_source": exporter.torch_source or None,
+        "same": None if recipe is None else base_version(built) == base_version(recipe),
+        "sensitivity": exporter.torch_checked or None,
+    }
 
 
 def _checked(

@@ -21,9 +21,10 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 from pathlib import Path
+
+from oracle.infra.scratch_dirs import scratch_environ, warm_up_dir
 
 # an in-environment script, run by the environment's python (never imported here)
 _WARM_UP = Path(__file__).resolve().parent.parent / "workers" / "warm_up.py"
@@ -37,14 +38,15 @@ _WAIT = 600.0
 def environ(tmp: Path | str) -> dict[str, str]:
     """The environment of a process run in a converter environment (the warm-up, a worker):
     bytecode written (the machine may say otherwise: PYTHONDONTWRITEBYTECODE), and its own
-    TMPDIR, where the runtime compiles assets."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    return {**env, "TMPDIR": str(tmp)}
+    TMPDIR, where the runtime compiles assets and torch keeps its scratch."""
+    env = scratch_environ(Path(tmp))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def start(python: Path, log: Path) -> None:
     """Warm up the environment of `python` in the background; its outcome goes to `log`."""
-    tmp = tempfile.mkdtemp(prefix="inventory-warm-up-")
+    tmp = str(warm_up_dir())  # the store's, like every scratch folder
     try:
         proc = subprocess.Popen(
             [str(python), "-I", str(_WARM_UP)],

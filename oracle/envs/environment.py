@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oracle.catalog.releases import Catalog, EnvError, Release, base_version, load_catalog
-from oracle.envs import bytecode, installer
+from oracle.envs import bytecode, held_torch, installer
 from oracle.envs import files as env_files
 from oracle.envs.installer import Installer, cuda_torch, run_step
 from oracle.infra.atomic import write_text_atomic
@@ -522,16 +522,21 @@ def _build(
             if _requirement_name(req) not in provided
         ]
         progress(f"{path.name}: installing {core_req} and dependencies")
-        tool.install(
+        what = f"{core_req} for coreai-torch {release.converter}"
+        pins = held_torch.resolved_beside(
+            tool,
             python,
             [core_req, *wanted, *release.extra, *WORKER_REQUIREMENTS],
+            torch_site,
             log,
-            f"{core_req} for coreai-torch {release.converter}",
+            what,
         )
+        tool.install(python, ["--no-deps", *pins], log, what)
         return [site]
 
     files = _checked_build(path, build, tool, log, progress)
     python = path / "bin" / "python"
+    held_torch.check_held(python, torch_site, log, path.name)
     bytecode.start(python, log)  # in the background: see oracle/envs/bytecode.py
     packages = installed_packages(python, log)
     declared_torch = [r for r in found["coreai-torch"] if _requirement_name(r) == "torch"]
@@ -580,13 +585,18 @@ def ensure_venv(
     """A virtualenv under envs/ that sees the shared torch, with torch's own requirements and
     `requirements` installed; its python. For code that must run against other package versions
     than the project's own (a recipe's pinned transformers), never for a converter. A reused one
-    whose files changed since it was built is built again."""
+    whose files changed since it was built, or that was not built on the shared torch, is built
+    again. Requirements that would pull another torch or a CUDA package are refused
+    (`held_torch`)."""
     path = envs_dir() / name
     python = path / "bin" / "python"
     torch_site = shared_torch(catalog, progress)
+    version = held_torch.shared_version(torch_site)
     with locked(name, progress):
         if (path / MANIFEST).exists():
             problems = files_changed(path)
+            if not problems and _manifest_torch(path) != version:
+                problems = [f"not built on the shared torch {version}"]
             if not problems:
                 return python
             progress(changed_line(name, problems))
@@ -595,6 +605,7 @@ def ensure_venv(
         log.unlink(missing_ok=True)
         tool = _installer(progress)
         progress(f"{name}: creating ({', '.join(requirements)}; {tool.label()})")
+        what = f"{name} ({', '.join(requirements)})"
 
         def build() -> list[Path]:
             shutil.rmtree(path, ignore_errors=True)
@@ -602,17 +613,18 @@ def ensure_venv(
             tool.venv(path, log)
             site = site_packages(python)
             (site / SHARED_TORCH_PTH).write_text(f"{torch_site}\n")
-            torch_requires = json.loads(
-                run_step(
-                    [str(python), "-I", "-c", _REQUIRES_SCRIPT, "torch"],
-                    log,
-                    "torch's requirement list",
-                )
-            )["torch"]
-            tool.install(python, [*torch_requires, *requirements], log, " ".join(requirements))
+            pins = held_torch.resolved_beside(
+                tool, python, list(requirements), torch_site, log, what
+            )
+            tool.install(python, ["--no-deps", *pins], log, " ".join(requirements))
             return [site]
 
-        files = _checked_build(path, build, tool, log, progress)
+        try:
+            files = _checked_build(path, build, tool, log, progress)
+            held = held_torch.check_held(python, torch_site, log, name)
+        except EnvError:
+            shutil.rmtree(path, ignore_errors=True)  # nothing of a refused build is kept
+            raise
         packages = installed_packages(python, log)
         write_text_atomic(
             path / MANIFEST,
@@ -620,6 +632,7 @@ def ensure_venv(
                 {
                     "requirements": list(requirements),
                     "packages": packages,
+                    "torch": held,
                     "shared_torch": str(torch_site),
                     "installer": tool.label(),
                     **files,
@@ -628,8 +641,18 @@ def ensure_venv(
                 sort_keys=True,
             ),
         )
-        progress(f"{name}: ready")
+        progress(f"{name}: ready (torch {held}, the shared install)")
     return python
+
+
+def _manifest_torch(path: Path) -> str | None:
+    """The shared torch an environment's build checked it holds (None: not recorded)."""
+    try:
+        data = json.loads((path / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    torch = data.get("torch") if isinstance(data, dict) else None
+    return torch if isinstance(torch, str) else None
 
 
 def files_changed(path: Path) -> list[str]:

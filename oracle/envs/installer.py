@@ -18,6 +18,7 @@ one differs, drops that distribution from uv's cache and installs it again (`for
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shutil
@@ -45,19 +46,31 @@ def uv_cache() -> Path:
     return cache_root() / "uv"
 
 
-def run_step(cmd: list[str], log: Path, what: str, env: dict[str, str] | None = None) -> str:
-    """Run one install step, appending its output to the build log; fail with one line."""
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+def logged(
+    cmd: list[str], log: Path, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run one step, appending its command and output to the build log."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, input=stdin)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as handle:
-        handle.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n")
+        handle.write(f"$ {' '.join(cmd)}\n{stdin or ''}{proc.stdout}{proc.stderr}\n")
+    return proc
+
+
+def run_step(cmd: list[str], log: Path, what: str, env: dict[str, str] | None = None) -> str:
+    """Run one install step, appending its output to the build log; fail with one line."""
+    proc = logged(cmd, log, env)
     if proc.returncode != 0:
-        raise EnvError(
-            f"could not install {what}: {_failure(proc)} (log: {log}); where the "
-            f"package registry is reachable, `inventory envs build` builds "
-            f"environments ahead of time"
-        )
+        raise EnvError(install_failure(proc, log, what))
     return proc.stdout
+
+
+def install_failure(proc: subprocess.CompletedProcess[str], log: Path, what: str) -> str:
+    return (
+        f"could not install {what}: {_failure(proc)} (log: {log}); where the "
+        f"package registry is reachable, `inventory envs build` builds "
+        f"environments ahead of time"
+    )
 
 
 def _failure(proc: subprocess.CompletedProcess[str]) -> str:
@@ -101,6 +114,64 @@ def python_with_pip() -> str:
         ):
             return python
     return sys.executable
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """One distribution of a resolution: what installs it exactly, and what asked for it."""
+
+    name: str  # canonical (PEP 503)
+    pin: str  # `name==version`, or `name @ url` for one given by its location
+    via: tuple[str, ...]
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_name(req: str) -> str:
+    return canonical(re.split(r"[<>=!~ ;\[(@]", req.strip(), maxsplit=1)[0])
+
+
+# a line of `uv pip compile --annotation-style line`: the pin, then `# via a, b` when asked for
+_COMPILED = re.compile(r"^(?P<pin>[^#\s][^#]*?)(?:\s+#\s+via\s+(?P<via>.*))?$")
+
+
+def _compiled(text: str) -> list[Resolved]:
+    out = []
+    for line in text.splitlines():
+        found = _COMPILED.match(line.strip())
+        if found is None or line.startswith("-"):
+            continue
+        pin = found.group("pin").strip()
+        via = [v.strip() for v in (found.group("via") or "").split(",")]
+        out.append(
+            Resolved(
+                requirement_name(pin),
+                pin,
+                tuple(v for v in via if v and not v.startswith("-")),
+            )
+        )
+    return out
+
+
+def _reported(report: dict) -> list[Resolved]:
+    """pip's `--report` of a dry run, with who requires each distribution read from the
+    metadata of the others."""
+    items = report.get("install", [])
+    requires: dict[str, set[str]] = {}
+    for item in items:
+        name = canonical(item["metadata"]["name"])
+        for raw in item["metadata"].get("requires_dist") or []:
+            requires.setdefault(requirement_name(raw), set()).add(name)
+    out = []
+    for item in items:
+        meta = item["metadata"]
+        name = canonical(meta["name"])
+        url = (item.get("download_info") or {}).get("url", "")
+        pin = f"{name} @ {url}" if item.get("is_direct") and url else f"{name}=={meta['version']}"
+        out.append(Resolved(name, pin, tuple(sorted(requires.get(name, ())))))
+    return out
 
 
 @dataclass(frozen=True)
@@ -193,6 +264,35 @@ class Installer:
                 log,
                 what,
             )
+
+    def resolve(
+        self, python: Path | str, requirements: list[str], constraints: Path, log: Path
+    ) -> tuple[subprocess.CompletedProcess[str], list[Resolved]]:
+        """What installing `requirements` into `python`'s environment would install, under the
+        `constraints` file, found without installing anything (uv's `pip compile`, pip's dry run);
+        the process too, for the caller to explain its failure."""
+        if self.name == "uv":
+            cmd, env = self._uv("pip", "compile", "-", "--python", str(python))
+            config = pip_config.read().uv()
+            proc = logged(
+                cmd
+                + ["--index-strategy", "unsafe-best-match", *config.args]
+                + ["--constraint", str(constraints), "--no-header", "--annotation-style", "line"],
+                log,
+                env,
+                stdin="\n".join(requirements) + "\n",
+            )
+            return proc, _compiled(proc.stdout) if proc.returncode == 0 else []
+        report = constraints.parent / "report.json"
+        proc = logged(
+            [str(python), "-m", "pip", "--disable-pip-version-check", "--no-input", "install"]
+            + ["--dry-run", "--ignore-installed", "--report", str(report)]
+            + ["--constraint", str(constraints), *requirements],
+            log,
+        )
+        if proc.returncode != 0:
+            return proc, []
+        return proc, _reported(json.loads(report.read_text()))
 
     def forget(self, names: list[str], log: Path) -> None:
         """Drop distributions from uv's cache (one whose unpacked files were found damaged), so

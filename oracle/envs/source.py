@@ -38,7 +38,7 @@ from pathlib import Path
 
 from oracle.catalog.releases import Catalog, EnvError, load_catalog
 from oracle.envs import files as env_files
-from oracle.envs import installer
+from oracle.envs import held_torch, installer
 from oracle.envs.environment import (
     MANIFEST,
     SHARED_TORCH_PTH,
@@ -321,6 +321,7 @@ def _build(
             f"{path.name} cannot find the converter it was built with: "
             f"{lines[-1] if lines else where.returncode} (log: {log})"
         )
+    held_torch.check_held(python, Path(shared), log, path.name)
     converter_file = Path(json.loads(where.stdout)[0]).resolve()
     if not converter_file.is_relative_to(site.resolve()):
         raise EnvError(

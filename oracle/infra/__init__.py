@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from oracle.infra.progress import Routine as Routine
     from oracle.infra.progress import Tally as Tally
     from oracle.infra.scratch_dirs import scratch as scratch
+    from oracle.infra.scratch_dirs import scratch_environ as scratch_environ
     from oracle.infra.settings import CATALOG_VAR as CATALOG_VAR
     from oracle.infra.settings import check_all as check_all
     from oracle.infra.settings import check_cache as check_cache
@@ -59,6 +60,7 @@ _EXPORTS = {
     "regular_file": "inputfile",
     "safe_name": "paths",
     "scratch": "scratch_dirs",
+    "scratch_environ": "scratch_dirs",
     "seconds": "settings",
     "store_root": "paths",
     "write_text_atomic": "atomic",

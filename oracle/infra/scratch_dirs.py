@@ -22,3 +22,31 @@ def scratch(kind: str) -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# torch's scratch that would go to the system temp directory or the home folder: the inductor's
+# compile cache (`torchinductor_<user>` under TMPDIR by default; torch.export's decompositions
+# create it), compiled extensions and triton's kernels
+TORCH_SCRATCH = {
+    "TORCHINDUCTOR_CACHE_DIR": "torchinductor",
+    "TORCH_EXTENSIONS_DIR": "torch_extensions",
+    "TRITON_CACHE_DIR": "triton",
+}
+
+
+def scratch_environ(tmp: Path) -> dict[str, str]:
+    """The environment of a process the tool starts, whose scratch is the folder `tmp` of the
+    store (removed when the process is done): TMPDIR, and torch's scratch (`TORCH_SCRATCH`)
+    in folders under it."""
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    for variable, name in TORCH_SCRATCH.items():
+        env[variable] = str(tmp / name)
+    return env
+
+
+def warm_up_dir() -> Path:
+    """A scratch folder of the store for a process that outlives this call (removed by its
+    owner; reclaimed with this process's others when it is gone)."""
+    folder = in_store(cache_root() / TEMP / f"{os.getpid()}-warm-up-{secrets.token_hex(4)}")
+    folder.mkdir(parents=True)
+    return folder

@@ -24,6 +24,7 @@ import pytest
 import tomli_w
 from bundles import CONVERT, minimal_bundle
 from cli import Ran, invoke, one_clean_line, spawn
+from recipe_repos import recipe_repo
 from registries import EVIL_REGISTRY, evil_registry
 from safetensors.numpy import save_file
 
@@ -284,6 +285,51 @@ def test_a_target_outside_the_projects_targets_is_refused_and_never_imported(tmp
         assert made_dirs(tmpdir) == []  # mkdtemp was never called
 
 
+MINE = """\
+[bundles.mine]
+files = ["mine_float16.aimodel"]
+dtype = "float16"
+
+[bundles.mine.exporter]
+converter = "0.4.1"
+core = "1.0.0b2"
+source = "our release notes"
+
+[bundles.mine.recipe]
+repository = "example/my-recipes"
+commit = "{commit}"
+
+[bundles.mine.recipe.builder]
+path = "export/export_mine.py"
+call = "trace_target"
+kwargs = {{ channels = 8, length = 32 }}
+"""
+
+
+def test_a_trace_leaves_nothing_in_the_system_temp_directory(tmp_path, env):
+    """torch.export's decompositions create the inductor's `torchinductor_<user>` under TMPDIR:
+    the processes a trace starts have their TMPDIR and torch's scratch in the store."""
+    env("0.4.1")  # the exporter's environment, whose decompositions the trace uses
+    repo, commit = recipe_repo(tmp_path)
+    registry = tmp_path / "recipes.toml"
+    registry.write_text(MINE.format(commit=commit))
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    proc = spawn(
+        "trace",
+        "mine",
+        "--recipe-root",
+        str(repo),
+        "--registry",
+        str(registry),
+        "-q",
+        TMPDIR=str(tmpdir),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "batch_norm" in proc.stdout  # traced: the recipe's module was built and exported
+    assert made_dirs(tmpdir) == []
+
+
 def test_a_malformed_target_is_refused_even_with_allow_code(tmp_path):
     registry = evil_registry(tmp_path, '[bundles.evil.trace]\ntarget = "os; rm -rf /:x"')
     proc = run("trace", "evil", "--registry", str(registry), "--allow-code", "-q")
@@ -300,14 +346,14 @@ def test_with_allow_code_the_registrys_target_is_imported_and_called(tmp_path, e
     proc = spawn(
         "trace", "evil", "--registry", str(registry), "--allow-code", "-q", TMPDIR=str(tmpdir)
     )
-    # trusted as code: imported and called (mkdtemp made its folder); what it returns is not a
-    # trace target, which is one line, exit 2
+    # trusted as code: imported and called (mkdtemp returned the path of the folder it made, a
+    # str, which is not a trace target: one line, exit 2)
     assert proc.returncode == 2
     assert one_clean_line(proc) == (
         "error: tracing evil failed: AttributeError: 'str' object has no attribute 'module'"
     )
-    (made,) = made_dirs(tmpdir)
-    assert made.startswith("tmp") and (tmpdir / made).is_dir()
+    # its folder lay in the trace's scratch in the store, removed with it
+    assert made_dirs(tmpdir) == []
 
 
 def test_a_recipe_adapter_outside_the_project_is_refused_before_any_bundle_is_traced(tmp_path):

@@ -20,6 +20,7 @@ import subprocess
 from pathlib import Path
 
 from inventory.trace import extra
+from oracle.catalog import load_catalog
 from oracle.envs.environment import MANIFEST
 from oracle.infra.paths import envs_dir
 
@@ -86,11 +87,12 @@ def test_plan_verify_checks_mimi_whole_from_a_fresh_clone(tmp_path, converter_en
     )
     # ... and the check built the module with the store's environment of it, saying so
     reqs = extra.requirements()
-    assert (envs_dir() / extra.env_name(reqs) / MANIFEST).is_file(), proc.stderr[-3000:]
+    name = extra.env_name(reqs, load_catalog().torch)
+    assert (envs_dir() / name / MANIFEST).is_file(), proc.stderr[-3000:]
     said = " ".join(proc.stderr.split())  # progress lines wrap at the console's width
     assert (
         f"need the `trace` extra ({', '.join(reqs)}), which this interpreter lacks: using "
-        f"the store's environment {extra.env_name(reqs)}"
+        f"the store's environment {name}"
     ) in said
     assert "No module named" not in proc.stdout + said
 

@@ -2,9 +2,10 @@
 (tests/inventory/report/test_parity.py): from the session's real answers, each finding the JSON
 holds — each (record, probe, verdict) of release notes with the bundles a record concerns and each
 change no record explains; each changing probe of a sweep with what explains it; each bundle of a
-whole-program check with its status, answer, level, regions, unrecorded changes and caveats;
-each bundle a scan reads with its exporter, weights and load per runtime — appears in every
-format the command has. A format that drops one gives a different answer."""
+whole-program check with its status, answer, level, regions, unrecorded changes, caveats and
+the torch it was built on; each bundle a scan reads with its exporter, weights and load per
+runtime — appears in every format the command has. A format that drops one gives a different
+answer."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from cli import invoke, spawn
 from pages import WIDE, Page, flat
 
 from inventory.report.text import for_release_page, md_line, md_text
+from inventory.report.verify_report import torch_line
 
 
 def _label(fix: str) -> str:
@@ -135,6 +137,11 @@ def test_every_finding_of_a_whole_program_check_is_in_every_format(matrix):
             for said in b[key]:
                 _in_every(said, table, html)
                 _in_every(for_release_page(md_text(said)), markdown)
+        # the torch it was built on, a caveat where it is not the recipe's
+        torch = torch_line(b["torch"])
+        if torch is not None:
+            _in_every(torch[1], table, html)
+            _in_every(for_release_page(md_text(torch[1])), markdown)
         for u in b["unrecorded"]:
             said = f"{u['step']} {u['stage']}: {u['regions']} region(s), {u['changed_lines']} lines"
             _in_every(said, table, html)

@@ -59,17 +59,6 @@ def test_a_torch_deviation_cites_the_measurement_that_justifies_it(env, catalog)
     assert envs_mod.deviations_with_evidence(env("0.4.2"), catalog) == []
 
 
-@pytest.fixture()
-def scratch_cache(tmp_path, monkeypatch, env, catalog):
-    """An empty cache that borrows the real shared torch (so no 700 MB install per test)."""
-    real_torch = envs_mod.envs_dir() / f"torch-{catalog.torch}"
-    env("0.4.2")  # make sure the shared torch exists
-    monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path))
-    (tmp_path / "envs").mkdir()
-    (tmp_path / "envs" / real_torch.name).symlink_to(real_torch)
-    return tmp_path
-
-
 @pytest.mark.slow
 def test_a_half_built_environment_is_never_used_and_a_failed_install_is_one_line(scratch_cache):
     leftover = scratch_cache / "envs" / "coreai-torch-0.4.2"

@@ -24,6 +24,7 @@ from typing import Any, Generic, TextIO, TypeVar
 from rich.console import Console, RenderableType
 
 from inventory.errors import UsageError
+from inventory.output_file import write_file
 from inventory.summary import Summary
 from inventory.version import version
 
@@ -328,11 +329,3 @@ def _plain(renderable: RenderableType, width: int, soft_wrap: bool = False) -> s
     console = Console(width=width, file=io.StringIO(), record=True, markup=False, emoji=False)
     console.print(renderable, soft_wrap=soft_wrap)
     return console.export_text()
-
-
-def write_file(path: Path, text: str) -> None:
-    """The document written whole, or one line saying why it cannot be."""
-    try:
-        path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"--output {path}: cannot write it ({exc.strerror or exc})") from None

@@ -8,8 +8,11 @@ import re
 import sys
 import threading
 import traceback
+import typing
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -19,6 +22,7 @@ from rich.text import Text
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.help import HelpCommand, HelpGroup, split_doc
 from inventory.output import document_only, emit, envelope
+from inventory.output_file import ReadsAfter, Writes, check_outputs
 from oracle.infra import CATALOG_VAR, Notice, Progress, Routine, Tally, check_all
 from oracle.store import location as store_location
 
@@ -256,8 +260,6 @@ def user_catalog(path: object) -> Iterator[None]:
     if path is None:
         yield
         return
-    from pathlib import Path
-
     from inventory.errors import UsageError
 
     file = Path(str(path)).expanduser()
@@ -282,6 +284,8 @@ def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Calla
     its JSON envelope (`cache du`)."""
 
     def register(fn: Callable) -> Callable:
+        files = _file_options(fn)
+
         @functools.wraps(fn)
         def guarded(*args: object, **kwargs: object) -> object:
             fit_width()  # this run's width, whatever an earlier command of this process set
@@ -296,6 +300,7 @@ def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Calla
                     user_catalog(kwargs.get("catalog")),
                 ):
                     check_all()  # every environment variable, before any work
+                    files.check(kwargs)  # -o: a file it can write, none it reads, before any work
                     return fn(*args, **kwargs)
             finally:
                 progress_mode("auto")  # the next command of this process starts from auto
@@ -305,6 +310,73 @@ def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Calla
         return app.command(name, help=text, epilog=epilog, cls=HelpCommand)(guarded)
 
     return register
+
+
+@dataclass(frozen=True)
+class FileOptions:
+    """A command's options that name files: those it writes (marked `WRITES`) and those it
+    reads (every other Path, and the part after `sep` of an option marked `ReadsAfter`), each
+    as (parameter, flag, sep)."""
+
+    writes: tuple[tuple[str, str], ...]
+    reads: tuple[tuple[str, str, str | None], ...]
+
+    def check(self, values: dict[str, object]) -> None:
+        """`check_outputs` on this run's values: before the command's work."""
+        read: list[tuple[str, Path]] = []
+        for name, flag, sep in self.reads:
+            given = values.get(name)
+            for value in given if isinstance(given, list | tuple) else [given]:
+                if value is None:
+                    continue
+                text = str(value)
+                if sep is not None:
+                    text = text.partition(sep)[2]
+                if text:
+                    read.append((flag, Path(text)))
+        written = [(flag, _path(values.get(name))) for name, flag in self.writes]
+        check_outputs(written, read)
+
+
+def _path(value: object) -> Path | None:
+    return value if isinstance(value, Path) else None
+
+
+def _file_options(fn: Callable) -> FileOptions:
+    """The file options of a command, from its parameters' annotations (what typer reads)."""
+    writes: list[tuple[str, str]] = []
+    reads: list[tuple[str, str, str | None]] = []
+    for name, hint in typing.get_type_hints(fn, include_extras=True).items():
+        if typing.get_origin(hint) is not typing.Annotated:
+            continue
+        base, *marks = typing.get_args(hint)
+        flag = _flag(name, marks)
+        if any(isinstance(m, Writes) for m in marks):
+            writes.append((name, flag))
+            continue
+        after = next((m for m in marks if isinstance(m, ReadsAfter)), None)
+        if after is not None:
+            reads.append((name, flag, after.sep))
+        elif _names_a_path(base):
+            reads.append((name, flag, None))
+    return FileOptions(tuple(writes), tuple(reads))
+
+
+def _flag(name: str, marks: list[object]) -> str:
+    """How the command line names a parameter: its long flag, or an argument's metavar."""
+    for mark in marks:
+        if isinstance(mark, typer.models.OptionInfo):
+            first = [mark.default] if isinstance(mark.default, str) else []  # typer's first decl
+            decls = [*first, *(mark.param_decls or ())]
+            longs = [d for d in decls if d.startswith("--")]
+            return longs[0] if longs else "--" + name.replace("_", "-")
+        if isinstance(mark, typer.models.ArgumentInfo):
+            return mark.metavar or name.upper()
+    return "--" + name.replace("_", "-")
+
+
+def _names_a_path(kind: object) -> bool:
+    return kind is Path or any(_names_a_path(k) for k in typing.get_args(kind))
 
 
 class JsonErrorGroup(HelpGroup):

@@ -1,10 +1,14 @@
 """Reliability V: the command line's own inputs and outputs (a hostile round's and a new user's).
 
-A format a command has no form in is refused without importing its writer.
+`-o FILE` is checked before the run (`inventory.output_file`, for every option a command marks as
+written): never a file the command reads, a symbolic link, a FIFO, a device, a folder or a name
+the file system refuses. A format a command has no form in is refused without importing its
+writer.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +17,7 @@ from pathlib import Path
 import pytest
 from cli import ROOT, invoke, one_line
 
-from inventory.errors import ExitCode
+from inventory.errors import ExitCode, UsageError
 
 
 def refused(tmp_path: Path, *args: str) -> str:
@@ -85,3 +89,156 @@ def test_each_writer_has_the_forms_the_refusal_states():
         if "markdown" in f.read_text() and "Renderer(" in f.read_text()
     }
     assert {c.replace("-", "_") for c in FORMS[OutputFormat.MARKDOWN]} == with_markdown
+
+
+# ---- -o naming a file the command reads ---------------------------------------------------
+
+
+def _read_file(tmp_path: Path) -> Path:
+    f = tmp_path / "input.toml"
+    f.write_text("# accepted risks: none yet\n")
+    return f
+
+
+# (the command with the option that reads the file, the flag the refusal names)
+READERS = {
+    "plan --ignore": (["plan", "--to", "0.4.2", "--ignore", "{f}"], "--ignore"),
+    "plan --fixes": (["plan", "--to", "0.4.2", "--fixes", "{f}"], "--fixes"),
+    "plan --registry": (["plan", "--to", "0.4.2", "--registry", "{f}"], "--registry"),
+    "plan --baseline": (["plan", "--to", "0.4.2", "--baseline", "{f}"], "--baseline"),
+    "plan --catalog": (["plan", "--to", "0.4.2", "--catalog", "{f}"], "--catalog"),
+    "affected --weights": (["affected", "--fix", "40", "--weights", "sam3={f}"], "--weights"),
+    "release-notes --fixes": (
+        ["release-notes", "--from", "0.4.1", "--to", "0.4.2", "--fixes", "{f}"],
+        "--fixes",
+    ),
+    "sweep --registry-file": (
+        ["sweep", "--from", "0.4.1", "--to", "0.4.2", "--registry", "--registry-file", "{f}"],
+        "--registry-file",
+    ),
+    "verify --fixes": (["verify", "mimi", "--to", "0.4.2", "--fixes", "{f}"], "--fixes"),
+    "draft --against": (
+        ["draft", "--from", "0.4.1", "--to", "0.4.2", "--against", "{f}"],
+        "--against",
+    ),
+    "bisect --fixes": (
+        ["bisect", "--from", "0.4.1", "--to", "0.4.2", "--repo", "{d}", "--fixes", "{f}"],
+        "--fixes",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_an_output_naming_a_file_the_command_reads_is_refused_before_the_run(tmp_path, name):
+    """`plan --ignore F -o F` overwrote F, exit 0: the answer replaced the accepted risks."""
+    f = _read_file(tmp_path)
+    args, flag = READERS[name]
+    given = [a.format(f=f, d=tmp_path) for a in args]
+    line = refused(tmp_path, *given, "-q", "-o", str(f))
+    assert line.startswith(f"error: --output {f}: the same file as {flag} "), line
+    assert f.read_text() == "# accepted risks: none yet\n"
+
+
+@pytest.mark.parametrize("spelling", ["other-path", "hard-link", "symlinked-folder"])
+def test_the_same_file_by_another_name_is_the_same_file(tmp_path, spelling):
+    f = _read_file(tmp_path)
+    if spelling == "other-path":
+        out = tmp_path / "sub" / ".." / f.name
+        (tmp_path / "sub").mkdir()
+    elif spelling == "hard-link":
+        out = tmp_path / "linked.toml"
+        os.link(f, out)
+    else:
+        (tmp_path / "via").symlink_to(tmp_path)
+        out = tmp_path / "via" / f.name
+    line = refused(tmp_path, "plan", "--to", "0.4.2", "--ignore", str(f), "-o", str(out), "-q")
+    assert "the same file as --ignore" in line
+    assert f.read_text() == "# accepted risks: none yet\n"
+
+
+def test_repair_report_naming_a_file_of_its_catalog_is_refused(tmp_path):
+    f = _read_file(tmp_path)
+    line = refused(
+        tmp_path,
+        "repair",
+        str(tmp_path),
+        "-o",
+        str(tmp_path / "out"),
+        "--catalog",
+        str(f),
+        "--report",
+        str(f),
+    )
+    assert line.startswith(f"error: --report {f}: the same file as --catalog ")
+
+
+# ---- -o that is not a regular file or a new name -----------------------------------------
+
+
+def test_an_output_fifo_is_refused_not_waited_on(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    line = refused(tmp_path, "plan", "--to", "0.4.2", "-o", str(fifo), "-q")
+    assert line.startswith(f"error: --output {fifo}: not a regular file (a FIFO);")
+
+
+def test_an_output_name_longer_than_the_file_system_allows_is_one_line_not_exit_4(tmp_path):
+    long = tmp_path / ("a" * 300)
+    line = refused(tmp_path, "plan", "--to", "0.4.2", "-o", str(long), "-q")
+    assert line.endswith(": cannot be written (File name too long)")
+
+
+def test_draft_onto_an_existing_folder_is_refused_before_the_run(tmp_path):
+    """It failed only once the whole draft had been measured."""
+    folder = tmp_path / "drafts"
+    folder.mkdir()
+    line = refused(tmp_path, "draft", "--from", "0.4.1", "--to", "0.4.2", "-o", str(folder), "-q")
+    assert line == f"error: --output {folder}: a folder, not a file"
+
+
+def test_an_output_through_a_dangling_symlink_is_refused_and_nothing_is_created(tmp_path):
+    link, target = tmp_path / "out.json", tmp_path / "elsewhere.json"
+    link.symlink_to(target)
+    line = refused(tmp_path, "plan", "--to", "0.4.2", "-f", "json", "-o", str(link), "-q")
+    assert line.startswith(f"error: --output {link}: a symbolic link (to {target});")
+    assert not target.exists()
+
+
+def test_json_to_dev_stdout_is_refused_in_one_line_and_the_envelope(tmp_path, json_schema):
+    """`--json -o /dev/stdout` wrote the document to stderr: while `--json` runs, descriptor 1
+    is stderr (so that what libraries print never reaches the document), and /dev/stdout is a
+    link to it. A link or a device is refused: without -o the document is on stdout."""
+    store = tmp_path / "store"
+    ran = invoke(
+        "plan", "--to", "0.4.2", "--json", "-o", "/dev/stdout", "-q", INVENTORY_CACHE=str(store)
+    )
+    assert ran.returncode == ExitCode.USAGE
+    assert one_line(ran).startswith("error: --output /dev/stdout: a symbolic link (to ")
+    document = json.loads(ran.stdout)
+    json_schema(document)
+    assert document["error"].startswith("--output /dev/stdout: a symbolic link")
+    assert not store.exists()
+
+
+def test_a_device_is_refused(tmp_path):
+    line = refused(tmp_path, "plan", "--to", "0.4.2", "-o", "/dev/null", "-q")
+    assert line.startswith("error: --output /dev/null: not a regular file (a character device);")
+
+
+def test_the_write_itself_never_follows_a_link_or_waits_on_a_fifo(tmp_path):
+    """What `-o` names may change between the check and the end of the run: the write opens
+    without following a link and without blocking, and writes only to a regular file."""
+    from inventory.output_file import write_file
+
+    fifo, link, target = tmp_path / "fifo", tmp_path / "link", tmp_path / "target"
+    os.mkfifo(fifo)
+    link.symlink_to(target)
+    with pytest.raises(UsageError, match="not a regular file \\(a FIFO\\)"):
+        write_file(fifo, "x")
+    with pytest.raises(UsageError, match="a symbolic link"):
+        write_file(link, "x")
+    assert not target.exists()
+    plain = tmp_path / "plain"
+    plain.write_text("a much longer old content\n")
+    write_file(plain, "new")
+    assert plain.read_text() == "new\n"

@@ -307,7 +307,7 @@ def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Calla
                 store_location.reset()  # and from the environment's store
 
         text, epilog = split_doc(fn.__doc__)
-        return app.command(name, help=text, epilog=epilog, cls=HelpCommand)(guarded)
+        return app.command(name, help=text, epilog=epilog, cls=OneValueCommand)(guarded)
 
     return register
 
@@ -379,11 +379,40 @@ def _names_a_path(kind: object) -> bool:
     return kind is Path or any(_names_a_path(k) for k in typing.get_args(kind))
 
 
-class JsonErrorGroup(HelpGroup):
-    """The root command group: an argument error (a missing `--to`, `--tolerance abc`, an
-    unknown option) of a command run with `--json` prints the one error envelope on stdout and
-    one line on stderr, exit 2, like every other usage error; without `--json`, typer's usage
-    message is unchanged."""
+class OneValueCommand(HelpCommand):
+    """A command whose single-valued option given twice (`-f json -f table`, `-o a -o b`) is a
+    usage error: click keeps the last one silently, and which one a script's author meant is
+    not for the tool to guess. A repeatable option (`--bundle`) may be repeated, and a flag
+    (`--json --json`) means one thing however often it is given."""
+
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+        given = list(args)  # click's parser consumes the list it is handed
+        rest = super().parse_args(ctx, args)
+        _, _, order = self.make_parser(ctx).parse_args(args=given)
+        seen: set[str | None] = set()
+        for param in order:
+            single = param.param_type_name == "option" and not (
+                getattr(param, "multiple", False)
+                or getattr(param, "count", False)
+                or getattr(param, "is_flag", False)
+            )
+            if single and param.name in seen:
+                raise typer.BadParameter(
+                    "given twice: give it once (the last one would win silently)",
+                    ctx=ctx,
+                    param=param,
+                )
+            seen.add(param.name)
+        return rest
+
+
+class OneLineErrorGroup(HelpGroup):
+    """The root command group: every usage error of the command line (an unknown command or
+    option, a missing argument or value, a bad choice or value, an extra argument) is one line
+    on stderr, `error: ...` with click's own suggestion where it has one ("Did you mean
+    'plan'?", "Possible options: --to"), and exit 2, instead of typer's usage box; a command
+    run with `--json` (or `-f json`) also prints the one error envelope on stdout. A group
+    called with nothing (`inventory envs`) still prints its help."""
 
     def make_context(
         self,
@@ -396,18 +425,21 @@ class JsonErrorGroup(HelpGroup):
         try:
             return super().make_context(info_name, args, parent, **extra)
         except typer.TyperException as exc:
-            self._json_error(exc)
+            self._one_line(exc)
             raise
 
     def invoke(self, ctx: ClickContext) -> object:
         try:
             return super().invoke(ctx)
         except typer.TyperException as exc:
-            self._json_error(exc)
+            self._one_line(exc)
             raise
 
-    def _json_error(self, exc: Exception) -> None:
-        """In JSON mode, the envelope and one line instead of typer's usage box."""
+    def _one_line(self, exc: Exception) -> None:
+        """A usage error as the project's one line (and the envelope under `--json`); help
+        asked for by giving nothing is left to typer."""
+        if getattr(exc, "exit_code", None) != ExitCode.USAGE or type(exc).__name__ in _HELP:
+            return
         argv = getattr(self, "_argv", [])
         argv = argv[: argv.index("--")] if "--" in argv else argv
         name = next((a for a in argv if not a.startswith("-")), None)
@@ -415,8 +447,20 @@ class JsonErrorGroup(HelpGroup):
         takes_json = command is not None and any(
             "--json" in getattr(p, "opts", ()) for p in command.params
         )
-        if "--json" not in argv or not takes_json or getattr(exc, "exit_code", 2) != 2:
-            return
         format_message = getattr(exc, "format_message", None)
         message = " ".join((format_message() if format_message else str(exc)).split())
-        fail(message, as_json=True, command=str(name))
+        fail(message, as_json=takes_json and _asks_json(argv), command=str(name))
+
+
+def _asks_json(argv: list[str]) -> bool:
+    """Whether a command line asks for JSON: `--json`, or `--format json` in any spelling."""
+    for i, arg in enumerate(argv):
+        if arg == "--json" or arg in ("--format=json", "-fjson"):
+            return True
+        if arg in ("--format", "-f") and i + 1 < len(argv) and argv[i + 1].strip() == "json":
+            return True
+    return False
+
+
+# click's error that prints a command's help when it is called with nothing: not a mistake
+_HELP = ("NoArgsIsHelpError",)

@@ -3,7 +3,8 @@
 `-o FILE` is checked before the run (`inventory.output_file`, for every option a command marks as
 written): never a file the command reads, a symbolic link, a FIFO, a device, a folder or a name
 the file system refuses. A format a command has no form in is refused without importing its
-writer.
+writer. Every usage error (an unknown command or option, a missing or bad value, an extra
+argument, a single-valued option given twice) is one line and exit 2.
 """
 
 from __future__ import annotations
@@ -242,3 +243,70 @@ def test_the_write_itself_never_follows_a_link_or_waits_on_a_fifo(tmp_path):
     plain.write_text("a much longer old content\n")
     write_file(plain, "new")
     assert plain.read_text() == "new\n"
+
+
+# ---- a single-valued option given twice ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["-f", "json", "-f", "table"], "'--format' / '-f'"),
+        (["--format", "json", "-fmarkdown"], "'--format' / '-f'"),
+        (["-o", "a.json", "--output", "b.json"], "'--output' / '-o'"),
+        (["--ignore", "a.toml", "--ignore", "b.toml"], "'--ignore'"),
+        (["--tolerance", "0.1", "--tolerance", "0.2"], "'--tolerance'"),
+    ],
+)
+def test_a_single_valued_option_given_twice_is_refused(tmp_path, args, flag):
+    """The last one used to win silently (`-f json -f table` printed a table)."""
+    line = refused(tmp_path, "plan", "--to", "0.4.2", *args, "-q")
+    assert line == (
+        f"error: Invalid value for {flag}: given twice: give it once "
+        "(the last one would win silently)"
+    )
+
+
+def test_a_repeatable_option_and_a_repeated_flag_are_still_taken(tmp_path):
+    # --bundle is repeatable; a repeated flag means the same thing: the bundle is the error
+    line = refused(tmp_path, "plan", "--to", "0.4.2", "-b", "nope", "-b", "nope2", "-q", "-q")
+    assert "nope" in line and "given twice" not in line
+
+
+# ---- usage errors: one line ---------------------------------------------------------------
+
+USAGE = [
+    (["plna", "--to", "0.4.2"], "error: No such command 'plna'. Did you mean 'plan'?"),
+    (["envs", "lst"], "error: No such command 'lst'. Did you mean 'list'?"),
+    (["plan", "--tto", "0.4.2"], "error: No such option: --tto (Possible options: --store, --to)"),
+    (["cache", "du", "--jsn"], "error: No such option: --jsn (Possible options: --json)"),
+    (["--bogus"], "error: No such option: --bogus"),
+    (
+        ["sweep", "--from", "0.4.1", "--to", "0.4.2", "--progress", "loud"],
+        "error: Invalid value for '--progress': 'loud': one of auto, on, off",
+    ),
+    (["plan", "--to"], "error: Option '--to' requires an argument."),
+    (["affected", "-b", "sam3"], "error: Missing option '--fix'."),
+    (["verify", "--to", "0.4.2"], "error: Missing argument 'BUNDLE'."),
+    (["fixes", "extra"], "error: Got unexpected extra argument(s) (extra)"),
+    (["scan", ".", "--jobs", "abc"], None),
+]
+
+
+@pytest.mark.parametrize("args, line", USAGE, ids=[" ".join(a) for a, _ in USAGE])
+def test_every_usage_error_is_one_line_and_exit_2(args, line):
+    """The hostile round found 33 typos answered with typer's five-line usage box."""
+    ran = invoke(*args)
+    assert ran.returncode == ExitCode.USAGE
+    assert ran.stdout == ""
+    said = one_line(ran)
+    if line is None:
+        assert said.startswith("error: Invalid value for '--jobs'") and "'abc'" in said, said
+    else:
+        assert said == line
+
+
+def test_help_is_still_help():
+    assert invoke("plan", "--help").returncode == 0
+    ran = invoke("envs")  # a group called with nothing shows its commands
+    assert "build" in ran.stdout + ran.stderr and "list" in ran.stdout + ran.stderr

@@ -26,6 +26,7 @@ from rich.console import Console, RenderableType
 from inventory.errors import UsageError
 from inventory.output_file import write_file
 from inventory.summary import Summary
+from inventory.user_text import bounded
 from inventory.version import version
 
 SCHEMA_VERSION = 1
@@ -162,7 +163,8 @@ def envelope(
     read from the package metadata), `command`, `inputs` (each data file the answer read, with
     its SHA-256), `summary` (counts per level, per bundle its level and top reason; null for a
     command whose answer is not per bundle), `result`, `warnings`, `error`. Those keys and no
-    other: the command's answer is under `result` alone, never repeated at the top level."""
+    other: the command's answer is under `result` alone, never repeated at the top level. The
+    error and warnings are bounded as the lines on stderr are (`inventory.user_text`)."""
     body = {
         "schema_version": SCHEMA_VERSION,
         "version": version(),
@@ -171,8 +173,8 @@ def envelope(
         "inputs": inputs or {},
         "summary": summary,
         "result": result,
-        "warnings": list(warnings),
-        "error": error,
+        "warnings": [bounded(w) for w in warnings],
+        "error": None if error is None else bounded(error),
     }
     return json.dumps(_strict(body), indent=2, allow_nan=False)
 

@@ -23,6 +23,7 @@ from inventory.errors import USER_ERRORS, ExitCode
 from inventory.help import HelpCommand, HelpGroup, split_doc
 from inventory.output import document_only, emit, envelope
 from inventory.output_file import ReadsAfter, Writes, check_outputs
+from inventory.user_text import bounded
 from oracle.infra import CATALOG_VAR, Notice, Progress, Routine, Tally, check_all
 from oracle.store import location as store_location
 
@@ -61,8 +62,9 @@ def fail(message: str, as_json: bool = False, command: str = "") -> None:
 
 
 def labelled(label: str, style: str, message: str) -> Text:
-    """`label message` with only the label styled: the message is printed as it is."""
-    return Text.assemble((label, style), " ", message)
+    """`label message` with only the label styled: the message is printed as it is, bounded
+    (`inventory.user_text`: what it relays from a builder or a worker may be megabytes)."""
+    return Text.assemble((label, style), " ", bounded(message))
 
 
 def internal_error(exc: Exception, as_json: bool = False, command: str = "") -> None:

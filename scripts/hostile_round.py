@@ -30,6 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
+_LONGEST_LINE = 2000  # characters of one line on stderr (a bounded message is under 1000)
 FIXES = ROOT / "oracle" / "catalog" / "fixes.toml"
 
 
@@ -544,6 +545,7 @@ def trace_cases() -> list[Case]:
         "kill-parent": "def b(**_):\n    import os, signal\n"
         "    os.kill(os.getppid(), signal.SIGSTOP)\n    raise ValueError('x')\n",
         "returns-none": "def b(**_):\n    return None\n",
+        "huge-message": "def b(**_):\n    raise ValueError('m' * 5_000_000)\n",
     }
     out = []
     for name, code in builders.items():
@@ -764,6 +766,10 @@ def run_case(case: Case, folder: Path, store: Path) -> dict[str, object]:
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
     if code == 2 and not case.name.startswith(("json/", "scan/")) and len(lines) != 1:
         problems.append(f"{len(lines)} lines on stderr for a refusal")
+    longest = max((len(ln) for ln in lines), default=0)
+    if longest > _LONGEST_LINE:  # a relayed message is bounded where lines are formatted
+        problems.append(f"a line of {longest} characters on stderr")
+        lines = [ln[:_LONGEST_LINE] for ln in lines]
     for marker in case.markers:
         path = folder / marker
         if not path.exists():

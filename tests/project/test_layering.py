@@ -21,6 +21,7 @@ def _layer(module: str) -> int:
     if module.startswith("inventory.report") or module in (
         "inventory.output",
         "inventory.output_file",
+        "inventory.user_text",
     ):
         return 2
     if module.startswith(

@@ -4,7 +4,9 @@
 written): never a file the command reads, a symbolic link, a FIFO, a device, a folder or a name
 the file system refuses. A format a command has no form in is refused without importing its
 writer. Every usage error (an unknown command or option, a missing or bad value, an extra
-argument, a single-valued option given twice) is one line and exit 2.
+argument, a single-valued option given twice) is one line and exit 2. A message relayed from
+elsewhere (a builder's exception, an error naming a key from a user's file) is bounded, its
+whole text kept in a log the line names.
 """
 
 from __future__ import annotations
@@ -310,3 +312,49 @@ def test_help_is_still_help():
     assert invoke("plan", "--help").returncode == 0
     ran = invoke("envs")  # a group called with nothing shows its commands
     assert "build" in ran.stdout + ran.stderr and "list" in ran.stdout + ran.stderr
+
+
+# ---- foreign messages, bounded -----------------------------------------------------------
+
+
+def test_a_megabyte_key_from_a_users_file_is_a_bounded_line_and_kept_whole_in_a_log(
+    tmp_path, json_schema
+):
+    """An error relays a user's key (an ignore entry's misspelt key): a 1 MB key was a 1 MB
+    line. The line keeps its start and end (the known keys) and names the log with it whole."""
+    key = "k" * 1_000_000
+    ignore = tmp_path / "ignore.toml"
+    ignore.write_text(
+        f'[[ignore]]\nfix = "40"\nbundle = "x"\nreason = "r"\nexpires = "2030-01-01"\n{key} = 1\n'
+    )
+    store = tmp_path / "store"
+    for as_json in ([], ["--json"]):
+        ran = invoke(
+            "plan",
+            "--to",
+            "0.4.2",
+            "--ignore",
+            str(ignore),
+            "-q",
+            *as_json,
+            INVENTORY_CACHE=str(store),
+            INVENTORY_STORE=str(store),
+        )
+        assert ran.returncode == ExitCode.USAGE
+        line = one_line(ran)
+        assert len(line) < 1000, len(line)
+        assert line.startswith(f"error: {ignore}: ignore entry 1 has an unknown key 'kkk")
+        assert line.endswith("kkk' (known: fix, bundle, reason, expires)")
+        cut, log = line.split(" ... (", 1)[1].split(") ... ", 1)[0].split("; full text in ")
+        assert int(cut.split()[0]) > 999_000
+        assert key in Path(log).read_text() and Path(log).is_relative_to(store)
+        if as_json:
+            json_schema(json.loads(ran.stdout))
+            assert json.loads(ran.stdout)["error"] == line.removeprefix("error: ")
+
+
+def test_a_short_message_is_left_as_it_is():
+    from inventory.user_text import bounded
+
+    assert bounded("x" * 600) == "x" * 600
+    assert len(bounded("x" * 601)) < 800

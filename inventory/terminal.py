@@ -390,6 +390,8 @@ class OneValueCommand(HelpCommand):
     def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
         given = list(args)  # click's parser consumes the list it is handed
         rest = super().parse_args(ctx, args)
+        if ctx.resilient_parsing:  # shell completion of a line still being typed
+            return rest
         _, _, order = self.make_parser(ctx).parse_args(args=given)
         seen: set[str | None] = set()
         for param in order:

@@ -42,7 +42,7 @@ from inventory.commands import (
 )
 from inventory.help import CONTEXT, HelpGroup, split_doc
 from inventory.signals import stop_on_sigterm
-from inventory.terminal import JsonErrorGroup, command
+from inventory.terminal import OneLineErrorGroup, command
 from inventory.version import version
 
 app = typer.Typer(
@@ -52,7 +52,7 @@ app = typer.Typer(
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     pretty_exceptions_enable=False,
     context_settings=CONTEXT,  # -h beside --help, in every command
-    cls=JsonErrorGroup,  # an argument error under --json is the one error envelope
+    cls=OneLineErrorGroup,  # a usage error is one line (under --json, the error envelope)
 )
 envs_app = typer.Typer(
     help="Converter environments (one per coreai-torch release).",

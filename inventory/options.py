@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from inventory.errors import UsageError
+from inventory.output_file import WRITES
 
 
 def release_name(value: str) -> str:
@@ -135,8 +136,11 @@ OutputFile = Annotated[
         "--output",
         "-o",
         metavar="FILE",
-        help="Write the answer to FILE (in --format) instead of standard output.",
+        help="Write the answer to FILE (in --format) instead of standard output: a regular "
+        "file or a new name, never a file the command reads, a link, a FIFO or a device "
+        "(checked before the run).",
     ),
+    WRITES,
 ]
 Details = Annotated[
     bool,
@@ -306,14 +310,3 @@ def check_recipe_root(value: Path | None) -> None:
     """A checkout that is not a folder is a mistake, said before anything runs."""
     if value is not None and not value.is_dir():
         raise UsageError(f"--recipe-root {value}: not a folder")
-
-
-def check_output(path: Path | None, option: str = "--output") -> None:
-    """`--output FILE` is checked before the run, not after it: its folder exists and the path
-    is no folder."""
-    if path is None:
-        return
-    if path.is_dir():
-        raise UsageError(f"{option} {path}: a folder, not a file")
-    if not path.parent.is_dir():
-        raise UsageError(f"{option} {path}: no folder {path.parent}")

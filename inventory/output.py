@@ -24,7 +24,9 @@ from typing import Any, Generic, TextIO, TypeVar
 from rich.console import Console, RenderableType
 
 from inventory.errors import UsageError
+from inventory.output_file import write_file
 from inventory.summary import Summary
+from inventory.user_text import bounded
 from inventory.version import version
 
 SCHEMA_VERSION = 1
@@ -90,9 +92,10 @@ def document_only() -> Iterator[None]:
 
 
 class OutputFormat(StrEnum):
-    """One member per format. A new format is one member here and one module,
-    `inventory/report/<value>_report.py`, whose `write(document: Document) -> str` renders any
-    command's document (`writer_for` finds it); the three below are written here."""
+    """One member per format. A new format is one member here, the commands it has a form in
+    (`FORMS`), and one module, `inventory/report/<value>_report.py`, whose
+    `write(document: Document) -> str` renders any command's document (`writer_for` finds it);
+    table, json and markdown are written here."""
 
     TABLE = "table"  # the terminal rendering (rich)
     JSON = "json"  # the versioned envelope
@@ -160,7 +163,8 @@ def envelope(
     read from the package metadata), `command`, `inputs` (each data file the answer read, with
     its SHA-256), `summary` (counts per level, per bundle its level and top reason; null for a
     command whose answer is not per bundle), `result`, `warnings`, `error`. Those keys and no
-    other: the command's answer is under `result` alone, never repeated at the top level."""
+    other: the command's answer is under `result` alone, never repeated at the top level. The
+    error and warnings are bounded as the lines on stderr are (`inventory.user_text`)."""
     body = {
         "schema_version": SCHEMA_VERSION,
         "version": version(),
@@ -169,8 +173,8 @@ def envelope(
         "inputs": inputs or {},
         "summary": summary,
         "result": result,
-        "warnings": list(warnings),
-        "error": error,
+        "warnings": [bounded(w) for w in warnings],
+        "error": None if error is None else bounded(error),
     }
     return json.dumps(_strict(body), indent=2, allow_nan=False)
 
@@ -271,8 +275,8 @@ def _json(d: Document[Any]) -> str:
 
 
 def _markdown(d: Document[Any]) -> str:
-    if d.renderer.markdown is None:
-        raise UsageError(f"{d.command} has no markdown form (--format table or json)")
+    # a command without one is refused before the run (`FORMS`): this is a defect, not a usage
+    assert d.renderer.markdown is not None, f"{d.command} has no markdown form"
     from inventory.report.text import for_release_page
 
     return for_release_page(d.renderer.markdown(d.value), d.renderer.fixes)
@@ -289,16 +293,29 @@ _BUILT_IN: dict[OutputFormat, Callable[[Document[Any]], Written]] = {
 }
 
 
+# The commands each format has a form in (table and json: every command). Stated here, not asked
+# of the writer's module, so that a format is refused before the run without importing its writer:
+# the html writer imports the cyclonedx one and its schema validator, seconds of imports (17-21 s
+# on a loaded machine) spent on a refusal. test_reliability_cli.py holds each writer to it.
+FORMS: dict[OutputFormat, frozenset[str]] = {
+    OutputFormat.MARKDOWN: frozenset(
+        {"affected", "plan", "release-notes", "sweep", "verify", "scan", "bisect", "repair"}
+    ),
+    OutputFormat.HTML: frozenset({"plan", "affected", "verify"}),
+    OutputFormat.CYCLONEDX: frozenset({"scan", "plan", "affected"}),
+}
+
+
 def check_supported(command: str, fmt: OutputFormat) -> None:
-    """A format the command cannot render (html, cyclonedx) is a usage error before the run."""
-    if fmt in (OutputFormat.TABLE, OutputFormat.JSON, OutputFormat.MARKDOWN):
+    """A format the command has no form in is a usage error, said before the run (no writer
+    imported, nothing read or built)."""
+    able = FORMS.get(fmt)
+    if able is None or command in able:
         return
-    module = importlib.import_module(f"inventory.report.{fmt.value}_report")
-    if not module.supports(command.split()[0]):
-        able = ", ".join(c for c in ("affected", "plan", "scan", "verify") if module.supports(c))
-        raise UsageError(
-            f"--format {fmt.value}: {command} has no {fmt.value} form (commands with one: {able})"
-        )
+    raise UsageError(
+        f"--format {fmt.value}: {command} has no {fmt.value} form "
+        f"(commands with one: {', '.join(sorted(able))})"
+    )
 
 
 def writer_for(fmt: OutputFormat) -> Callable[[Document[Any]], Written]:
@@ -314,11 +331,3 @@ def _plain(renderable: RenderableType, width: int, soft_wrap: bool = False) -> s
     console = Console(width=width, file=io.StringIO(), record=True, markup=False, emoji=False)
     console.print(renderable, soft_wrap=soft_wrap)
     return console.export_text()
-
-
-def write_file(path: Path, text: str) -> None:
-    """The document written whole, or one line saying why it cannot be."""
-    try:
-        path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"--output {path}: cannot write it ({exc.strerror or exc})") from None

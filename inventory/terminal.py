@@ -8,8 +8,11 @@ import re
 import sys
 import threading
 import traceback
+import typing
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -19,6 +22,8 @@ from rich.text import Text
 from inventory.errors import USER_ERRORS, ExitCode
 from inventory.help import HelpCommand, HelpGroup, split_doc
 from inventory.output import document_only, emit, envelope
+from inventory.output_file import ReadsAfter, Writes, check_outputs
+from inventory.user_text import bounded
 from oracle.infra import CATALOG_VAR, Notice, Progress, Routine, Tally, check_all
 from oracle.store import location as store_location
 
@@ -57,8 +62,9 @@ def fail(message: str, as_json: bool = False, command: str = "") -> None:
 
 
 def labelled(label: str, style: str, message: str) -> Text:
-    """`label message` with only the label styled: the message is printed as it is."""
-    return Text.assemble((label, style), " ", message)
+    """`label message` with only the label styled: the message is printed as it is, bounded
+    (`inventory.user_text`: what it relays from a builder or a worker may be megabytes)."""
+    return Text.assemble((label, style), " ", bounded(message))
 
 
 def internal_error(exc: Exception, as_json: bool = False, command: str = "") -> None:
@@ -256,8 +262,6 @@ def user_catalog(path: object) -> Iterator[None]:
     if path is None:
         yield
         return
-    from pathlib import Path
-
     from inventory.errors import UsageError
 
     file = Path(str(path)).expanduser()
@@ -282,6 +286,8 @@ def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Calla
     its JSON envelope (`cache du`)."""
 
     def register(fn: Callable) -> Callable:
+        files = _file_options(fn)
+
         @functools.wraps(fn)
         def guarded(*args: object, **kwargs: object) -> object:
             fit_width()  # this run's width, whatever an earlier command of this process set
@@ -296,22 +302,121 @@ def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Calla
                     user_catalog(kwargs.get("catalog")),
                 ):
                     check_all()  # every environment variable, before any work
+                    files.check(kwargs)  # -o: a file it can write, none it reads, before any work
                     return fn(*args, **kwargs)
             finally:
                 progress_mode("auto")  # the next command of this process starts from auto
                 store_location.reset()  # and from the environment's store
 
         text, epilog = split_doc(fn.__doc__)
-        return app.command(name, help=text, epilog=epilog, cls=HelpCommand)(guarded)
+        return app.command(name, help=text, epilog=epilog, cls=OneValueCommand)(guarded)
 
     return register
 
 
-class JsonErrorGroup(HelpGroup):
-    """The root command group: an argument error (a missing `--to`, `--tolerance abc`, an
-    unknown option) of a command run with `--json` prints the one error envelope on stdout and
-    one line on stderr, exit 2, like every other usage error; without `--json`, typer's usage
-    message is unchanged."""
+@dataclass(frozen=True)
+class FileOptions:
+    """A command's options that name files: those it writes (marked `WRITES`) and those it
+    reads (every other Path, and the part after `sep` of an option marked `ReadsAfter`), each
+    as (parameter, flag, sep)."""
+
+    writes: tuple[tuple[str, str], ...]
+    reads: tuple[tuple[str, str, str | None], ...]
+
+    def check(self, values: dict[str, object]) -> None:
+        """`check_outputs` on this run's values: before the command's work."""
+        read: list[tuple[str, Path]] = []
+        for name, flag, sep in self.reads:
+            given = values.get(name)
+            for value in given if isinstance(given, list | tuple) else [given]:
+                if value is None:
+                    continue
+                text = str(value)
+                if sep is not None:
+                    text = text.partition(sep)[2]
+                if text:
+                    read.append((flag, Path(text)))
+        written = [(flag, _path(values.get(name))) for name, flag in self.writes]
+        check_outputs(written, read)
+
+
+def _path(value: object) -> Path | None:
+    return value if isinstance(value, Path) else None
+
+
+def _file_options(fn: Callable) -> FileOptions:
+    """The file options of a command, from its parameters' annotations (what typer reads)."""
+    writes: list[tuple[str, str]] = []
+    reads: list[tuple[str, str, str | None]] = []
+    for name, hint in typing.get_type_hints(fn, include_extras=True).items():
+        if typing.get_origin(hint) is not typing.Annotated:
+            continue
+        base, *marks = typing.get_args(hint)
+        flag = _flag(name, marks)
+        if any(isinstance(m, Writes) for m in marks):
+            writes.append((name, flag))
+            continue
+        after = next((m for m in marks if isinstance(m, ReadsAfter)), None)
+        if after is not None:
+            reads.append((name, flag, after.sep))
+        elif _names_a_path(base):
+            reads.append((name, flag, None))
+    return FileOptions(tuple(writes), tuple(reads))
+
+
+def _flag(name: str, marks: list[object]) -> str:
+    """How the command line names a parameter: its long flag, or an argument's metavar."""
+    for mark in marks:
+        if isinstance(mark, typer.models.OptionInfo):
+            first = [mark.default] if isinstance(mark.default, str) else []  # typer's first decl
+            decls = [*first, *(mark.param_decls or ())]
+            longs = [d for d in decls if d.startswith("--")]
+            return longs[0] if longs else "--" + name.replace("_", "-")
+        if isinstance(mark, typer.models.ArgumentInfo):
+            return mark.metavar or name.upper()
+    return "--" + name.replace("_", "-")
+
+
+def _names_a_path(kind: object) -> bool:
+    return kind is Path or any(_names_a_path(k) for k in typing.get_args(kind))
+
+
+class OneValueCommand(HelpCommand):
+    """A command whose single-valued option given twice (`-f json -f table`, `-o a -o b`) is a
+    usage error: click keeps the last one silently, and which one a script's author meant is
+    not for the tool to guess. A repeatable option (`--bundle`) may be repeated, and a flag
+    (`--json --json`) means one thing however often it is given."""
+
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+        given = list(args)  # click's parser consumes the list it is handed
+        rest = super().parse_args(ctx, args)
+        if ctx.resilient_parsing:  # shell completion of a line still being typed
+            return rest
+        _, _, order = self.make_parser(ctx).parse_args(args=given)
+        seen: set[str | None] = set()
+        for param in order:
+            single = param.param_type_name == "option" and not (
+                getattr(param, "multiple", False)
+                or getattr(param, "count", False)
+                or getattr(param, "is_flag", False)
+            )
+            if single and param.name in seen:
+                raise typer.BadParameter(
+                    "given twice: give it once (the last one would win silently)",
+                    ctx=ctx,
+                    param=param,
+                )
+            seen.add(param.name)
+        return rest
+
+
+class OneLineErrorGroup(HelpGroup):
+    """The root command group: every usage error of the command line (an unknown command or
+    option, a missing argument or value, a bad choice or value, an extra argument) is one line
+    on stderr, `error: ...` with click's own suggestion where it has one ("Did you mean
+    'plan'?", "Possible options: --to"), and exit 2, instead of typer's usage box; a command
+    run with `--json` (or `-f json`) also prints the one error envelope on stdout. A group
+    called with nothing (`inventory envs`) still prints its help."""
 
     def make_context(
         self,
@@ -324,18 +429,21 @@ class JsonErrorGroup(HelpGroup):
         try:
             return super().make_context(info_name, args, parent, **extra)
         except typer.TyperException as exc:
-            self._json_error(exc)
+            self._one_line(exc)
             raise
 
     def invoke(self, ctx: ClickContext) -> object:
         try:
             return super().invoke(ctx)
         except typer.TyperException as exc:
-            self._json_error(exc)
+            self._one_line(exc)
             raise
 
-    def _json_error(self, exc: Exception) -> None:
-        """In JSON mode, the envelope and one line instead of typer's usage box."""
+    def _one_line(self, exc: Exception) -> None:
+        """A usage error as the project's one line (and the envelope under `--json`); help
+        asked for by giving nothing is left to typer."""
+        if getattr(exc, "exit_code", None) != ExitCode.USAGE or type(exc).__name__ in _HELP:
+            return
         argv = getattr(self, "_argv", [])
         argv = argv[: argv.index("--")] if "--" in argv else argv
         name = next((a for a in argv if not a.startswith("-")), None)
@@ -343,8 +451,20 @@ class JsonErrorGroup(HelpGroup):
         takes_json = command is not None and any(
             "--json" in getattr(p, "opts", ()) for p in command.params
         )
-        if "--json" not in argv or not takes_json or getattr(exc, "exit_code", 2) != 2:
-            return
         format_message = getattr(exc, "format_message", None)
         message = " ".join((format_message() if format_message else str(exc)).split())
-        fail(message, as_json=True, command=str(name))
+        fail(message, as_json=takes_json and _asks_json(argv), command=str(name))
+
+
+def _asks_json(argv: list[str]) -> bool:
+    """Whether a command line asks for JSON: `--json`, or `--format json` in any spelling."""
+    for i, arg in enumerate(argv):
+        if arg == "--json" or arg in ("--format=json", "-fjson"):
+            return True
+        if arg in ("--format", "-f") and i + 1 < len(argv) and argv[i + 1].strip() == "json":
+            return True
+    return False
+
+
+# click's error that prints a command's help when it is called with nothing: not a mistake
+_HELP = ("NoArgsIsHelpError",)

@@ -1,6 +1,7 @@
 """A hostile round over the surfaces that run or read foreign things: source trees
 (`envs build --from-source`), repositories (`bisect`), trace builders, stores and settings,
-input and draft files, bundles (`scan`, `repair`) and `--json` under noise. Every case is built
+input and draft files, bundles (`scan`, `repair`), `--json` under noise, and the command line's
+own inputs and outputs (`-o`, repeated options, formats, typos). Every case is built
 here, in a scratch folder (never the repository), run through the real CLI as a process, and
 judged by the same rules: an exit code of 0-3 (4 is the tool's own bug), no traceback, a refusal
 in one line, no marker file written by foreign code, stdout one JSON document under `--json`,
@@ -30,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
+_LONGEST_LINE = 2000  # characters of one line on stderr (a bounded message is under 1000)
 FIXES = ROOT / "oracle" / "catalog" / "fixes.toml"
 
 
@@ -547,6 +549,7 @@ def trace_cases() -> list[Case]:
         "kill-parent": "def b(**_):\n    import os, signal\n"
         "    os.kill(os.getppid(), signal.SIGSTOP)\n    raise ValueError('x')\n",
         "returns-none": "def b(**_):\n    return None\n",
+        "huge-message": "def b(**_):\n    raise ValueError('m' * 5_000_000)\n",
     }
     out = []
     for name, code in builders.items():
@@ -729,6 +732,72 @@ def _markup_problems(stdout: str, literal: list[str]) -> list[str]:
     return shown + seen.bad
 
 
+def cli_cases() -> list[Case]:
+    """The command line's own inputs and outputs: `-o` onto a file the command reads or onto
+    what is no regular file, a single-valued option given twice, a format a command has no
+    form in, typos. Each is refused in one line before any work (their bound is short)."""
+
+    def reads(folder: Path) -> dict[str, str]:
+        (folder / "in.toml").write_text("# accepted risks: none yet\n")
+        (folder / "linked.toml").hardlink_to(folder / "in.toml")
+        os.mkfifo(folder / "fifo")
+        (folder / "dangling").symlink_to(folder / "made-through-the-link")
+        (folder / "drafts").mkdir()
+        return {}
+
+    plan = ["plan", "--to", "0.4.2", "-q"]
+    outputs = {
+        "same-as-ignore": [*plan, "--ignore", "{folder}/in.toml", "-o", "{folder}/in.toml"],
+        "hard-link-of-fixes": [*plan, "--fixes", "{folder}/in.toml", "-o", "{folder}/linked.toml"],
+        "same-as-registry": [*plan, "--registry", "{folder}/in.toml", "-o", "{folder}/in.toml"],
+        "same-as-weights": [
+            *["affected", "--fix", "40", "-q", "--weights", "sam3={folder}/in.toml"],
+            *["-o", "{folder}/in.toml"],
+        ],
+        "fifo": [*plan, "-o", "{folder}/fifo"],
+        "dev-null": [*plan, "-o", "/dev/null"],
+        "long-name": [*plan, "-o", "{folder}/" + "a" * 300],
+        "dangling-link": [*plan, "-o", "{folder}/dangling"],
+        "draft-folder": [
+            *["draft", "--from", "0.4.1", "--to", "0.4.2", "-q"],
+            *["-o", "{folder}/drafts"],
+        ],
+        "repair-report-is-catalog": [
+            *["repair", "{folder}", "-o", "{folder}/out", "-q"],
+            *["--catalog", "{folder}/in.toml", "--report", "{folder}/in.toml"],
+        ],
+        "format-twice": [*plan, "-f", "json", "-f", "table"],
+        "output-twice": [*plan, "-o", "{folder}/a", "-o", "{folder}/b"],
+    }
+    out = [Case(f"output/{name}", args, reads, bound=60) for name, args in outputs.items()]
+    out.append(
+        Case(
+            "output/json-dev-stdout",
+            [*plan, "--json", "-o", "/dev/stdout"],
+            reads,
+            bound=60,
+            json=True,
+        )
+    )
+    for args in (
+        ["sweep", "--from", "0.4.1", "--to", "0.4.2", "-f", "html"],
+        ["verify", "mimi", "--to", "0.4.2", "-f", "cyclonedx"],
+        ["envs", "list", "-f", "markdown"],
+    ):
+        out.append(Case(f"format/{args[0]}-{args[-1]}", args, bound=60))
+    for typo in (
+        ["plna", "--to", "0.4.2"],
+        ["plan", "--tto", "0.4.2"],
+        ["plan", "--to"],
+        ["fixes", "extra"],
+        ["envs", "lst"],
+        ["sweep", "--from", "0.4.1", "--to", "0.4.2", "--progress", "loud"],
+        ["scan", ".", "--jobs", "abc"],
+    ):
+        out.append(Case(f"usage/{' '.join(typo)}", typo, bound=60))
+    return out
+
+
 def all_cases() -> list[Case]:
     return (
         source_cases()
@@ -740,6 +809,7 @@ def all_cases() -> list[Case]:
         + noise_cases()
         + trace_cases()
         + ray_cases()
+        + cli_cases()
     )
 
 
@@ -800,6 +870,10 @@ def run_case(case: Case, folder: Path, store: Path) -> dict[str, object]:
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
     if code == 2 and not case.name.startswith(("json/", "scan/")) and len(lines) != 1:
         problems.append(f"{len(lines)} lines on stderr for a refusal")
+    longest = max((len(ln) for ln in lines), default=0)
+    if longest > _LONGEST_LINE:  # a relayed message is bounded where lines are formatted
+        problems.append(f"a line of {longest} characters on stderr")
+        lines = [ln[:_LONGEST_LINE] for ln in lines]
     for marker in case.markers:
         path = folder / marker
         if not path.exists():

@@ -29,13 +29,13 @@ from inventory.options import (
     Runtimes,
     StoreUrl,
     Tolerance,
-    check_output,
     check_recipe_root,
     complete_fix,
     complete_release,
     release_option,
 )
 from inventory.output import OutputFormat
+from inventory.output_file import ReadsAfter
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import finish
 from oracle.catalog import FIXES_FILE, load_catalog
@@ -84,6 +84,7 @@ def affected_cmd(
             "norm: running statistics, affine parameters, the depthwise conv before it); "
             "else decide value conditions from them (repeatable).",
         ),
+        ReadsAfter("="),
     ] = None,
     runtime: Runtimes = None,
     fixes: Annotated[
@@ -137,7 +138,6 @@ def affected_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="affected")
 
-    check_output(output)
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
     use_executor(executor, ray_address, jobs)

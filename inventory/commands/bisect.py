@@ -21,7 +21,6 @@ from inventory.options import (
     ProgressMode,
     Quiet,
     ToRelease,
-    check_output,
 )
 from inventory.output import OutputFormat
 from inventory.terminal import finish
@@ -124,7 +123,6 @@ def bisect_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="bisect")
 
-    check_output(output)
     ready(("--from", old), ("--to", new))
     registry_file = registry_file_for(registry, registry_file)
     records = load_fixes(fixes)

@@ -12,6 +12,7 @@ from inventory.commands.common import ready, report, run
 from inventory.errors import ExitCode
 from inventory.options import CatalogFile, FromRelease, Json, NoCache, Quiet, ToRelease
 from inventory.output import OutputFormat
+from inventory.output_file import WRITES
 from inventory.registry import DEFAULT_REGISTRY
 from inventory.terminal import finish
 from oracle.catalog import FIXES_FILE
@@ -35,8 +36,13 @@ def draft_cmd(
     output: Annotated[
         Path | None,
         typer.Option(
-            "--output", "-o", metavar="FILE", help="Write the draft here (default: print it)."
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write the draft here (default: print it): a regular file or a new name, "
+            "never a file the command reads, a link, a FIFO or a device (checked before the run).",
         ),
+        WRITES,
     ] = None,
     against: Annotated[
         Path | None,

@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 
-from inventory.errors import UsageError
 from inventory.options import CatalogFile, Json, Quiet, complete_release, release_list
 from inventory.terminal import out, progress
 from oracle.catalog import PACKAGED, Catalog, load_catalog, version_key
@@ -128,8 +127,6 @@ def envs_list(
     from inventory.output import OutputFormat, Renderer
 
     fmt = OutputFormat.choose(as_json, chosen=output_format, command="envs list")
-    if fmt is OutputFormat.MARKDOWN:
-        raise UsageError("envs list --format markdown: envs list is table or json")
     known = load_catalog()
     listing = EnvListing(
         tuple(

@@ -35,7 +35,6 @@ from inventory.options import (
     StoreUrl,
     Tolerance,
     check_budget,
-    check_output,
     check_recipe_root,
     complete_release,
     release_option,
@@ -149,7 +148,6 @@ def plan_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="plan")
 
-    check_output(output)
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
     use_executor(executor, ray_address, jobs)

@@ -27,7 +27,6 @@ from inventory.options import (
     Registry,
     StoreUrl,
     ToRelease,
-    check_output,
 )
 from inventory.output import OutputFormat
 from inventory.registry import DEFAULT_REGISTRY, load_registry
@@ -85,7 +84,6 @@ def release_notes_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="release-notes")
 
-    check_output(output)
     ready(("--from", old), ("--to", new))
     use_executor(executor, ray_address, jobs)
     use_store(store)

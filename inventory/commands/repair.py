@@ -20,6 +20,7 @@ from inventory.options import (
     RayAddress,
 )
 from inventory.output import emit, envelope
+from inventory.output_file import WRITES
 from inventory.terminal import err, labelled, progress
 from oracle.catalog import load_catalog
 from oracle.envs import python_ok
@@ -60,8 +61,10 @@ def repair_cmd(
         typer.Option(
             "--report",
             metavar="FILE",
-            help="Write the report (in --format) to FILE instead of standard output.",
+            help="Write the report (in --format) to FILE instead of standard output: a regular "
+            "file or a new name, never one the command reads, a link, a FIFO or a device.",
         ),
+        WRITES,
     ] = None,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
@@ -88,13 +91,11 @@ def repair_cmd(
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory.commands.common import show, use_executor
-    from inventory.options import check_output
     from inventory.output import OutputFormat, Renderer, input_files
     from inventory.repair import repair
     from inventory.report.repair_report import repair_markdown, repair_record, repair_table
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="repair")
-    check_output(report_file, "--report")
     use_executor(executor, ray_address, jobs)
     as_json = fmt is OutputFormat.JSON
     renderer = Renderer(

@@ -22,7 +22,6 @@ from inventory.options import (
     RayAddress,
     Registry,
     Runtimes,
-    check_output,
     release_option,
 )
 from inventory.output import OutputFormat, Renderer, input_files
@@ -98,7 +97,6 @@ def scan_cmd(
 
     fmt = OutputFormat.choose(as_json, chosen=output_format, command="scan")
 
-    check_output(output)
     as_json = fmt is OutputFormat.JSON
     ready()
     use_executor(executor, ray_address, jobs)

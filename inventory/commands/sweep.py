@@ -24,7 +24,6 @@ from inventory.options import (
     RayAddress,
     StoreUrl,
     ToRelease,
-    check_output,
 )
 from inventory.output import OutputFormat
 from inventory.registry import load_registry
@@ -106,7 +105,6 @@ def sweep_cmd(
 
     fmt = OutputFormat.choose(as_json, chosen=output_format, command="sweep")
 
-    check_output(output)
     ready(("--from", old), ("--to", new))
     registry_file = registry_file_for(shipped, registry_file)
     use_executor(executor, ray_address, jobs)

@@ -11,7 +11,7 @@ from rich.text import Text
 from inventory.errors import ExitCode, UsageError
 from inventory.options import CatalogFile, ProgressMode, Quiet, Registry, complete_bundle
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
-from inventory.terminal import err, finish, out, progress
+from inventory.terminal import err, finish, out, progress, warn
 from oracle.catalog import load_catalog
 from oracle.envs import python_ok
 
@@ -118,8 +118,7 @@ def trace_cmd(
                     f"({prov['commit_source']}), {prov['file']}",
                     highlight=False,
                 )
-            for warning in result.warnings:
-                err.print(f"warning: {warning}", highlight=False)
+            warn(result.warnings)  # a builder's notes among them: bounded as every line is
             for inst in result.instances:
                 out.print(
                     f"  {inst['count']}x {inst['kind']} {inst['dtype']} {inst['params']}",

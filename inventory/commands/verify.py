@@ -29,13 +29,13 @@ from inventory.options import (
     RunBudget,
     StoreUrl,
     check_budget,
-    check_output,
     check_recipe_root,
     complete_bundle,
     complete_release,
     release_option,
 )
 from inventory.output import OutputFormat
+from inventory.output_file import ReadsAfter
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import finish
 from oracle.catalog import FIXES_FILE, load_catalog
@@ -69,6 +69,7 @@ def verify_cmd(
             "(every name and shape that matches its state) instead of trained-looking random "
             "ones (repeatable).",
         ),
+        ReadsAfter("="),
     ] = None,
     registry: Registry = DEFAULT_REGISTRY,
     fixes: Annotated[
@@ -134,7 +135,6 @@ def verify_cmd(
 
     fmt = OutputFormat.choose(as_json, markdown, output_format, command="verify")
 
-    check_output(output)
     ready(("--to", to))
     check_recipe_root(recipe_root)
     use_executor(executor, ray_address, jobs)

@@ -494,10 +494,6 @@ def affected_bom(result: dict[str, Any]) -> Bom:
 BUILDERS = {"scan": scan_bom, "plan": plan_bom, "affected": affected_bom}
 
 
-def supports(command: str) -> bool:
-    return command in BUILDERS
-
-
 def render_cyclonedx(command: str, result: dict[str, Any], warnings: Iterable[str] = ()) -> str:
     """The command's answer as a CycloneDX 1.6 JSON document, validated before it is given; the
     run's warnings as `inventory:warning` properties of its metadata."""

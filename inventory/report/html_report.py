@@ -471,10 +471,6 @@ def module_tree(regions: list[dict[str, Any]]) -> list[dict[str, Any]]:
 BUILDERS = {"plan": plan_report, "affected": affected_report, "verify": verify_report}
 
 
-def supports(command: str) -> bool:
-    return command in BUILDERS
-
-
 def render_html(command: str, result: dict[str, Any], warnings: Iterable[str] = ()) -> str:
     """The self-contained page of one answer; the run's warnings among its summary's notes (a
     warning the page dropped would make it a different answer)."""

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from oracle.infra.checkpoint import WeightsError as WeightsError
     from oracle.infra.checkpoint import instance_tensors as instance_tensors
     from oracle.infra.inputfile import MAX_INPUT_BYTES as MAX_INPUT_BYTES
+    from oracle.infra.inputfile import file_kind as file_kind
     from oracle.infra.inputfile import read_text as read_text
     from oracle.infra.inputfile import regular_file as regular_file
     from oracle.infra.paths import cache_root as cache_root
@@ -51,6 +52,7 @@ _EXPORTS = {
     "cache_root": "paths",
     "check_all": "settings",
     "check_cache": "settings",
+    "file_kind": "inputfile",
     "in_store": "paths",
     "instance_tensors": "checkpoint",
     "moved": "paths",

@@ -24,7 +24,7 @@ def regular_file(path: Path, error: type[Exception]) -> os.stat_result:
     except OSError as exc:
         raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
     if not stat.S_ISREG(info.st_mode):
-        raise error(f"{path}: not a regular file ({_kind(info.st_mode)})")
+        raise error(f"{path}: not a regular file ({file_kind(info.st_mode)})")
     return info
 
 
@@ -38,7 +38,7 @@ def read_bytes(path: Path, error: type[Exception], limit: int = MAX_INPUT_BYTES)
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise error(f"{path}: not a regular file ({_kind(info.st_mode)})")
+        raise error(f"{path}: not a regular file ({file_kind(info.st_mode)})")
     with os.fdopen(fd, "rb") as handle:
         if info.st_size > limit:
             raise error(
@@ -65,7 +65,8 @@ def _mib(limit: int) -> str:
     return f"{limit / (1024 * 1024):g} MiB" if limit >= 1024 * 1024 else f"{limit} bytes"
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words (`a FIFO`)."""
     for test, name in (
         (stat.S_ISDIR, "a folder"),
         (stat.S_ISFIFO, "a FIFO"),

@@ -18,7 +18,11 @@ def _layer(module: str) -> int:
     """0 the oracle; 1 the inventory's services and data; 2 its renderers; 3 the command line."""
     if module.startswith("oracle"):
         return 0
-    if module.startswith("inventory.report") or module == "inventory.output":
+    if module.startswith("inventory.report") or module in (
+        "inventory.output",
+        "inventory.output_file",
+        "inventory.user_text",
+    ):
         return 2
     if module.startswith(
         ("inventory.cli", "inventory.commands", "inventory.options", "inventory.terminal")

@@ -284,12 +284,6 @@ def test_an_argument_error_under_json_is_the_one_error_envelope(args, command, e
     assert one_line(proc) == f"error: {error}"
 
 
-def test_without_json_an_argument_error_keeps_the_usage_message():
-    proc = invoke("plan")
-    assert proc.returncode == ExitCode.USAGE and proc.stdout == ""
-    assert "Missing option '--to'" in proc.stderr and "Usage:" in proc.stderr
-
-
 # ---- unbounded and non-regular input files ----------------------------------------------
 
 

@@ -3,9 +3,10 @@
 The builders are foreign code the test writes (`trace --allow-code` of a registry target in a
 module of its own): one that never returns, one that forks a child holding the inherited stdout
 and stderr and then raises, one that starts a `setsid` grandchild (out of the process group)
-and raises, and one that takes a 2 MB keyword argument. The supervisor
-(`inventory.trace.trace_worker`: a child subreaper in its own process group, options in a file)
-answers each in one line within its stated limit, and no process the builder started survives
+and raises, one that takes a 2 MB keyword argument, and one that raises with a 5 MB message.
+The supervisor (`inventory.trace.trace_worker`: a child subreaper in its own process group,
+options in a file) answers each in one line within its stated limit (a bounded one: the 5 MB
+message is cut where every line is formatted), and no process the builder started survives
 the run.
 """
 
@@ -37,6 +38,9 @@ def fork_and_raise(**_):
 def setsid_and_raise(**_):
     _keep(subprocess.Popen(["sleep", "1000"], start_new_session=True))
     raise RuntimeError("after a setsid grandchild")
+
+def huge_message(**_):
+    raise ValueError("m" * 5_000_000)
 
 def big(**kwargs):
     import torch
@@ -114,3 +118,15 @@ def test_a_2_mb_keyword_argument_travels_in_a_file(builders, tmp_path, monkeypat
     result = trace_target(bundle, load_catalog(), allow_code=True, build={"blob": "x" * 2_000_000})
     assert result.aten_ops and result.dtype == "float32"
     assert os.environ["PYTHONPATH"] == str(tmp_path)
+
+
+def test_a_builder_raising_a_5_mb_message_is_one_bounded_line(builders, tmp_path):
+    """The builder's message was printed whole: one line of 5 MB. It is bounded where every
+    line for the user is formatted (`inventory.user_text`), the whole of it kept in a log."""
+    ran, _ = _trace(tmp_path, "huge_message", builders)
+    assert ran.returncode == 2
+    line = one_clean_line(ran)
+    assert len(line) < 1000, len(line)
+    assert line.startswith("error: tracing evil failed: ValueError: mmm") and line.endswith("mmm")
+    log = Path(line.split("; full text in ", 1)[1].split(")", 1)[0])
+    assert log.read_text().strip() == "tracing evil failed: ValueError: " + "m" * 5_000_000

@@ -164,5 +164,12 @@ def test_shell_completion_completes_commands_releases_fixes_and_bundles():
     assert _complete("inventory pl") == ["plan"]
     assert _complete("inventory cache ") == ["list", "du", "prune"]
     assert _complete("inventory plan --to 0.4.") == ["0.4.0", "0.4.1", "0.4.2", "0.4.3"]
+    # a line being typed may repeat an option (refused when run, never when completed)
+    assert _complete("inventory plan -f json -f table --to 0.4.") == [
+        "0.4.0",
+        "0.4.1",
+        "0.4.2",
+        "0.4.3",
+    ]
     assert _complete("inventory affected --fix 5") == ["54", "55", "56"]
     assert "sam3" in _complete("inventory verify ")

@@ -22,12 +22,14 @@ from typing import Any
 import pytest
 import s3fs
 from cli import invoke, one_line, spawn
+from doubles.remote_fs import RecordingFileSystem
 from s3_server import make_bucket, s3_server
 from store_answers import answer_in, borrowing_store, without
 
 from oracle.store import location as store_location
 from oracle.store import result_store as store
-from oracle.store.remote import MANIFEST, RemoteStore
+from oracle.store.remote import MANIFEST, SELF_DIGEST, RemoteStore, _manifest_digest
+from oracle.store.remote_reads import MAX_MANIFEST_BYTES, MAX_MANIFEST_FILES, RemoteStopped
 from oracle.store.result_store import results_root
 
 BUCKET = "inventory-results"
@@ -160,6 +162,104 @@ def test_a_file_url_is_the_same_protocol_in_a_folder(tmp_path, monkeypatch):
         assert _verdict("r") == "same-program"
     finally:
         store_location.reset()
+
+
+@pytest.fixture
+def folder_tier(tmp_path, monkeypatch) -> Iterator[tuple[RemoteStore, list[str]]]:
+    """A local store of this test's own with a `file://` folder behind it, and the lines the
+    remote tier says."""
+    monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path / "local"))
+    monkeypatch.delenv("INVENTORY_STORE", raising=False)
+    said: list[str] = []
+    store_location.choose(f"file://{tmp_path / 'shared'}", on_notice=said.append)
+    remote = store_location.remote()
+    assert remote is not None
+    yield remote, said
+    store_location.reset()
+
+
+def _object(tier: RemoteStore, name: str, rel: str) -> Path:
+    """Where a published result's file lies in a `file://` tier."""
+    base = Path(tier.root) / "results" / name
+    return base / json.loads((base / MANIFEST).read_text())["token"] / rel
+
+
+def _sparse(path: Path, size: int) -> None:
+    with path.open("ab") as handle:
+        handle.truncate(size)
+
+
+GiB = 1024**3
+
+
+def test_an_object_past_its_size_is_refused_by_its_metadata_and_never_read_whole(
+    folder_tier, monkeypatch
+):
+    """A large object (a sparse GiB) where a manifest or a result file lies is refused from its
+    metadata before a byte of it is read (once read whole: 3.15 GB of memory for a 3 GB one);
+    one that grows between its listing and its read is read only up to the size its manifest
+    names. No read asks for more than the manifest's cap."""
+    tier, said = folder_tier
+    for name in ("huge-manifest", "huge-file", "grown"):
+        _published(name, "same-program")
+    _sparse(Path(tier.root) / "results" / "huge-manifest" / MANIFEST, GiB)
+    _sparse(_object(tier, "huge-file", "old-0.4.1/shipped.mlir"), GiB)
+    grown = _object(tier, "grown", "old-0.4.1/shipped.mlir")
+    reads = RecordingFileSystem(tier.fs, grow={str(grown): GiB})
+    monkeypatch.setattr(tier, "fs", reads)
+
+    assert _fetched("huge-manifest") is None
+    assert _fetched("huge-file") is None
+    assert _verdict("grown") == "same-program"  # what its manifest names, read whole
+    assert reads.largest_read() <= MAX_MANIFEST_BYTES + 1, reads.reads
+    assert not [path for path, _ in reads.reads if "huge-file" in path and "shipped" in path]
+    assert [line.split(": ", 1)[1].split(" (")[0] for line in said] == ["huge-manifest not fetched"]
+    assert f"{GiB} bytes, more than the 4 MiB allowed); computing it here" in said[0]
+    # refused, then computed here and published over it: read whole again
+    _published("huge-manifest", "values-move")
+    assert _verdict("huge-manifest") == "values-move"
+
+
+def test_a_manifest_past_the_file_limit_is_refused_in_one_line_before_any_file_is_read(
+    tier, monkeypatch
+):
+    """A manifest naming more files than a result may have (one of 20,000 once kept a run busy
+    for over 600 s) is refused as soon as it is read: no listing, no file read; one line, and
+    the result is computed here and published over it."""
+    said: list[str] = []
+    monkeypatch.setattr(store_location, "notice", said.append)
+    _published("many", "same-program")
+    path = f"{tier.root}/results/many/{MANIFEST}"
+    body = json.loads(tier.fs.cat_file(path))
+    entry = next(iter(body["files"].values()))
+    body["files"] = {f"f{i}": entry for i in range(MAX_MANIFEST_FILES + 1)}
+    body[SELF_DIGEST] = _manifest_digest(body)
+    tier.fs.pipe_file(path, json.dumps(body).encode())
+    reads = RecordingFileSystem(tier.fs)
+    monkeypatch.setattr(tier, "fs", reads)
+
+    assert _fetched("many") is None
+    assert reads.listed == [] and {p for p, _ in reads.reads} == {path}
+    assert said == [
+        f"--store {tier.url}: many not fetched (RemoteLimitError: many: its manifest names "
+        f"{MAX_MANIFEST_FILES + 1} files, more than the {MAX_MANIFEST_FILES} a result may "
+        "have); computing it here"
+    ]
+    _published("many", "values-move")
+    assert _verdict("many") == "values-move"
+
+
+def test_a_stopped_run_reads_nothing_more_from_the_remote_tier(folder_tier, monkeypatch):
+    """SIGTERM or Ctrl-C (the session stops the tier): a fetch in a job's thread ends at its
+    next read, neither a miss nor a line for the user."""
+    tier, said = folder_tier
+    _published("r", "same-program")
+    reads = RecordingFileSystem(tier.fs)
+    monkeypatch.setattr(tier, "fs", reads)
+    store_location.stop()
+    with pytest.raises(RemoteStopped):
+        _fetched("r")
+    assert reads.reads == [] and said == []
 
 
 def test_a_bucket_gone_mid_run_costs_the_remote_copy_only_and_says_so(tier, monkeypatch):

@@ -12,17 +12,22 @@ bucket is recomputed and published again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import signal
 import socket
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import s3fs
-from cli import invoke, one_line, spawn
-from doubles.remote_fs import RecordingFileSystem
+from cli import invoke, one_line, spawn, start
+from doubles.faults import fault_env
+from doubles.remote_fs import REMOTE_FAULT, RecordingFileSystem
 from s3_server import make_bucket, s3_server
 from store_answers import answer_in, borrowing_store, without
 
@@ -323,13 +328,13 @@ CHANNELS = (3, 5, 7)  # three probes: one read back whole, one edited, one whose
 SWEEP = ("sweep", "--registry", "--from", "0.4.1", "--to", "0.4.2", "--json", "-q")
 
 
-def _registry(folder: Path) -> Path:
-    path = folder / "three.toml"
+def _registry(folder: Path, channels: tuple[int, ...] = CHANNELS) -> Path:
+    path = folder / f"{len(channels)}.toml"
     text = (
         '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
         '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n'
     )
-    for c in CHANNELS:
+    for c in channels:
         text += (
             '[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\n'
             f'source = "test"\nparams = {{ dim = 1, in_channels = {c}, out_channels = 2, '
@@ -390,3 +395,64 @@ def test_two_drivers_through_one_bucket_answer_as_a_local_store(env, s3, tmp_pat
     for name in names:  # and what was damaged is published whole again
         assert tier.manifest(name) is not None
         assert tier.fetch(name, tmp_path / "check" / name), name
+
+
+@pytest.mark.parametrize(
+    "sig, code, said",
+    [
+        (signal.SIGTERM, 143, ["error: stopped by SIGTERM; nothing answered"]),
+        (signal.SIGINT, 130, []),
+    ],
+    ids=["sigterm", "ctrl-c"],
+)
+def test_a_run_stopped_during_a_long_remote_read_ends_at_once_without_a_traceback(
+    env, tmp_path, sig, code, said
+):
+    """A result in the folder tier whose manifest names 4000 files, read slowly (a double of the
+    file system: each file 20 ms, 80 s in all, where a bucket far away is slow): SIGTERM or
+    Ctrl-C while a job's thread reads it ends the run at the fetch's next read, with its exit
+    code and no traceback, leaving no temp folder (it once waited for every read to end, and
+    ignored a second SIGTERM)."""
+    env("0.4.1"), env("0.4.2")
+    args = (*SWEEP, "--registry-file", str(_registry(tmp_path, (11,))))
+    shared = tmp_path / "shared"
+    first = spawn(
+        *args,
+        "--store",
+        f"file://{shared}",
+        INVENTORY_CACHE=str(borrowing_store(tmp_path, "first")),
+    )
+    assert first.returncode == 0, first.stderr
+    [folder] = (shared / "results").iterdir()
+    body = json.loads((folder / MANIFEST).read_text())
+    for i in range(4000):  # a large result, within the limit
+        data = f"{i}\n".encode()
+        (folder / body["token"] / f"many/{i}").parent.mkdir(exist_ok=True)
+        (folder / body["token"] / f"many/{i}").write_bytes(data)
+        body["files"][f"many/{i}"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    body[SELF_DIGEST] = _manifest_digest(body)
+    (folder / MANIFEST).write_text(json.dumps(body))
+
+    second = borrowing_store(tmp_path, "second")
+    run = start(
+        *args,
+        "--store",
+        f"file://{shared}",
+        INVENTORY_CACHE=str(second),
+        INVENTORY_FAULT_DIR=str(tmp_path),
+        **fault_env(**{REMOTE_FAULT: "slow:0.02"}),
+    )
+    deadline = time.monotonic() + 300
+    while not (tmp_path / "remote-read").exists():
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+        time.sleep(0.05)
+    run.send_signal(sig)
+    try:
+        _, err = run.communicate(timeout=40)  # the whole read would take 80 s
+    except subprocess.TimeoutExpired:
+        run.kill()
+        raise AssertionError(f"the run did not end within 40 s of its {sig.name}") from None
+    assert run.returncode == code, err
+    assert "Traceback" not in err, err
+    assert [ln for ln in err.splitlines() if ln.strip()] == said
+    assert [p.name for p in (second / "results").iterdir() if p.name.startswith(".")] == []

@@ -93,7 +93,8 @@ def _safe_relative(rel: str) -> bool:
 def check_manifest(data: bytes, name: str) -> dict[str, Any] | None:
     """The manifest's content if it is whole and for `name`, else None (a truncated, edited or
     misplaced manifest names no result); RemoteLimitError if it names more files or bytes than
-    a result may have (checked before any entry is looked at, so a huge one costs little)."""
+    a result may have (the files counted before any entry is looked at: a huge one costs
+    little)."""
     try:
         body = json.loads(data)
     except (ValueError, RecursionError):

@@ -231,10 +231,10 @@ RayAddress = Annotated[
     str | None,
     typer.Option(
         "--ray-address",
-        envvar="RAY_ADDRESS",
         metavar="HOST:PORT",
         help="The Ray cluster --executor ray runs on: the address `ray start --head` prints, or "
-        "auto (the cluster started on this machine).",
+        "auto (the cluster started on this machine); default: RAY_ADDRESS. Only with "
+        "--executor ray.",
     ),
 ]
 StoreUrl = Annotated[

@@ -28,6 +28,7 @@ from oracle.executors.api import Comparison, Job, LoadRequest, Oracle
 from oracle.executors.choice import chosen, open_oracle
 from oracle.infra.paths import cache_root
 from oracle.infra.progress import Progress, Tally
+from oracle.store import location as store_location
 from oracle.store import result_store as store
 from oracle.store.housekeeping import reclaim
 from oracle.store.result_store import RESULT_FILE
@@ -90,8 +91,10 @@ class Session:
 
     def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         if kind is not None and issubclass(kind, KeyboardInterrupt | SystemExit):
-            # interrupted: the jobs running in the background are stopped with their workers,
-            # not waited for (nothing they finish is stored: `executor_local`)
+            # interrupted: the jobs running in the background are stopped with their workers
+            # and their fetches from the remote tier, not waited for (nothing they finish is
+            # stored: `executor_local`)
+            store_location.stop()
             self.pool.stop()
         self.close()
 

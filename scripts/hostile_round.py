@@ -621,6 +621,15 @@ def ray_cases() -> list[Case]:
                 ["sweep", "--from", "0.4.1", "--to", "0.4.2", "-q", "--executor", executor],
             )
         )
+    # the address without its executor: once ignored, the run going on locally
+    for chosen in ([], ["--executor", "local"]):
+        out.append(
+            Case(
+                f"ray/address-without-ray/{' '.join(chosen) or 'default'}",
+                ["sweep", "--from", "0.4.1", "--to", "0.4.2", "-q", *chosen]
+                + ["--ray-address", "127.0.0.1:6379"],
+            )
+        )
     for var in ("INVENTORY_RAY_SETUP_TIMEOUT", "INVENTORY_RAY_JOB_TIMEOUT"):
         for value in ("abc", "0", "-3", "nan"):
             out.append(

@@ -3,7 +3,9 @@ chosen once by the command line (`--executor`, `INVENTORY_EXECUTOR`; `--jobs`,
 `INVENTORY_JOBS`), read by every `Session` the run opens.
 
 `local` never imports a cluster engine; `ray` is imported only when chosen, and is checked
-when chosen (its extra installed, its cluster reachable), before any work starts.
+when chosen (the address's form and `--ray-address` only with `--executor ray` before Ray is
+imported; then its extra installed, and a Ray GCS answering at the address within bounds),
+before any work starts.
 """
 
 from __future__ import annotations
@@ -76,6 +78,9 @@ def choose(
     if name not in EXECUTORS:
         raise ExecutorError(f"--executor must be one of {', '.join(EXECUTORS)}, not {name!r}")
     check_jobs(jobs)
+    from oracle.executors.ray_address import given
+
+    given(address, name)  # its form and its executor, before Ray is imported or asked
     if name == "ray":
         from oracle.executors.ray_cluster import connect
 

@@ -30,11 +30,12 @@ import json
 import logging
 import os
 import secrets
+import signal
 import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,7 @@ from oracle.executors.api import (
     Job as Asked,
 )
 from oracle.executors.calls import WORKERS, Call, Pools, files_of, worker_failure
+from oracle.executors.ray_address import check_gcs, given
 from oracle.executors.ray_node import (
     ANCHOR,
     CallJob,
@@ -92,56 +94,34 @@ def _import_ray() -> Any:
     return ray
 
 
-def _reachable(address: str) -> None:
-    """A TCP connection to the cluster's GCS within 5 s: ray.init itself retries an unreachable
-    address for minutes, printing as it goes."""
-    host, _, port = address.rpartition(":")
-    if address.startswith("ray://"):
-        raise ExecutorError(
-            f"--ray-address {address}: Ray Client addresses are not supported; "
-            "give the cluster's GCS address HOST:PORT (what `ray start --head` "
-            "prints)"
-        )
-    # a port of 5000 digits was exit 4 (int() refuses such a string): checked as text first
-    if not host or not port.isdigit() or len(port) > 5 or not 0 < int(port) < 65536:
-        raise ExecutorError(
-            f"--ray-address {address[:80]!r}: not HOST:PORT with a port from 1 to 65535 (or 'auto')"
-        )
-    try:
-        with socket.create_connection((host, int(port)), timeout=5):
-            pass
-    except OSError as exc:
-        raise ExecutorError(
-            f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}"
-        ) from None
-
-
 _connected: str | None = None
+# ray.init retries an address 20 times (RAY_NUM_REDIS_GET_RETRIES, each attempt up to 35 s on a
+# server that is not a GCS); the address answered as a gRPC server just before, so one attempt
+# is enough, unless the user set the budget (RAY_gcs_server_port_wait_time_s) themselves
+_ATTEMPTS_VAR = "RAY_gcs_server_port_wait_time_s"
 
 
 def connect(address: str | None) -> str:
-    """Join the cluster once per process; ExecutorError (one line) when the extra is missing or
-    the cluster cannot be reached."""
+    """Join the cluster once per process; ExecutorError (one line) when the address is not one
+    (its form, checked before Ray is imported), the extra is missing, or no Ray GCS answers
+    there within the bounds of `ray_address.check_gcs`."""
     global _connected
-    address = address or os.environ.get("RAY_ADDRESS") or None
-    if address is None:
-        raise ExecutorError(
-            "--executor ray needs a cluster: --ray-address HOST:PORT or "
-            "RAY_ADDRESS (start one with `ray start --head`)"
-        )
+    address = given(address, "ray")
+    assert address is not None  # given() refuses a ray run without one
     ray = _import_ray()
     if _connected == address:
         return address
-    if address != "auto":
-        _reachable(address)
+    joined = _auto(address) if address == "auto" else address
+    check_gcs(joined)
     try:
-        ray.init(
-            address=address,
-            namespace=NAMESPACE,
-            log_to_driver=False,
-            logging_level=logging.ERROR,
-            configure_logging=False,
-        )
+        with _joining(ray):
+            ray.init(
+                address=joined,
+                namespace=NAMESPACE,
+                log_to_driver=False,
+                logging_level=logging.ERROR,
+                configure_logging=False,
+            )
     except (ConnectionError, RuntimeError, ValueError) as exc:
         line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ExecutorError(f"cannot join the Ray cluster at {address}: {line}") from None
@@ -149,6 +129,46 @@ def connect(address: str | None) -> str:
     _messages_to_the_ledger()
     atexit.register(_shutdown)
     return address
+
+
+def _auto(address: str) -> str:
+    """The address `auto` stands for (the cluster this machine started last), as Ray finds it;
+    checked like any other before Ray joins it (a cluster gone leaves its address behind)."""
+    try:
+        from ray._private.services import canonicalize_bootstrap_address_or_die
+
+        return str(canonicalize_bootstrap_address_or_die(address))
+    except ImportError:
+        return address  # where Ray moved it, ray.init finds it itself
+    except (ConnectionError, ValueError) as exc:
+        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ExecutorError(f"cannot join the Ray cluster at {address}: {line}") from None
+
+
+@contextlib.contextmanager
+def _joining(ray: Any) -> Iterator[None]:
+    """ray.init with one attempt at the GCS (see _ATTEMPTS_VAR) and the run's own SIGTERM
+    handler kept: Ray installs one of its own (`sys.exit(15)`, no line, workers left to their
+    watchdog) while it joins and for the rest of the run; the run's (`inventory.signals`: exit
+    143, one line, every worker killed) stays in place throughout."""
+    utils = getattr(getattr(ray, "_private", None), "utils", None)
+    setter = getattr(utils, "set_sigterm_handler", None)
+    if callable(setter):
+        utils.set_sigterm_handler = lambda handler: None  # type: ignore[union-attr]
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.getsignal(signal.SIGTERM) if main else None
+    unset = _ATTEMPTS_VAR not in os.environ
+    if unset:
+        os.environ[_ATTEMPTS_VAR] = "1"
+    try:
+        yield
+    finally:
+        if unset:
+            os.environ.pop(_ATTEMPTS_VAR, None)
+        if callable(setter):
+            utils.set_sigterm_handler = setter  # type: ignore[union-attr]
+        if handler is not None:
+            signal.signal(signal.SIGTERM, handler)
 
 
 def _messages_to_the_ledger() -> None:

@@ -20,7 +20,7 @@ from oracle.infra.store_setting import is_url, local_setting, setting
 if TYPE_CHECKING:
     from oracle.store.remote import RemoteStore
 
-__all__ = ["choose", "is_url", "local_setting", "notice", "remote", "reset", "setting"]
+__all__ = ["choose", "is_url", "local_setting", "notice", "remote", "reset", "setting", "stop"]
 
 _remote: RemoteStore | None = None
 
@@ -59,3 +59,10 @@ def reset() -> None:
 def remote() -> RemoteStore | None:
     """The remote tier of this run, if its store is a URL."""
     return _remote
+
+
+def stop() -> None:
+    """The run is being stopped (SIGTERM, Ctrl-C): a fetch from the remote tier in progress in
+    a job's thread ends at its next read, so the run does not wait for it to exit."""
+    if _remote is not None:
+        _remote.stop()

@@ -10,8 +10,11 @@ follows, and a truncated or edited manifest, a missing or changed file, is a mis
 computed again and published over it). The manifest is created only if absent (S3's
 `If-None-Match: *`; a hard link for `file://`), so of two writers of one key the first complete
 manifest wins and the other removes its own prefix. A reader verifies every byte it fetches
-before the local store takes it in (`store.stored`). Credentials come from where the cloud's
-SDK looks (environment, config files, instance metadata); nothing here reads or prints them.
+before the local store takes it in (`store.stored`), and reads within bounds
+(`remote_reads.py`: a manifest of at most MAX_MANIFEST_FILES files, sizes known before any byte
+is read, ranged reads streamed to disk); a publish streams each file from disk too. Credentials
+come from where the cloud's SDK looks (environment, config files, instance metadata); nothing
+here reads or prints them.
 """
 
 from __future__ import annotations
@@ -22,11 +25,22 @@ import json
 import os
 import re
 import secrets
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from oracle.errors import OracleUserError
+from oracle.store.remote_reads import (
+    CHUNK_BYTES,
+    MAX_MANIFEST_BYTES,
+    MAX_MANIFEST_FILES,
+    MAX_RESULT_BYTES,
+    RemoteLimitError,
+    fetch_files,
+    mib,
+    read_small,
+)
 
 SCHEMES = ("s3", "file")
 MANIFEST = "manifest.json"
@@ -50,6 +64,14 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1024 * 1024), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def _manifest_digest(body: dict[str, Any]) -> str:
     rest = {k: v for k, v in body.items() if k != SELF_DIGEST}
     return _digest(json.dumps(rest, sort_keys=True, separators=(",", ":")).encode())
@@ -70,7 +92,9 @@ def _safe_relative(rel: str) -> bool:
 
 def check_manifest(data: bytes, name: str) -> dict[str, Any] | None:
     """The manifest's content if it is whole and for `name`, else None (a truncated, edited or
-    misplaced manifest names no result)."""
+    misplaced manifest names no result); RemoteLimitError if it names more files or bytes than
+    a result may have (the files counted before any entry is looked at: a huge one costs
+    little)."""
     try:
         body = json.loads(data)
     except (ValueError, RecursionError):
@@ -85,14 +109,27 @@ def check_manifest(data: bytes, name: str) -> dict[str, Any] | None:
         or not _TOKEN.match(str(body.get("token", "")))
     ):
         return None
+    if len(files) > MAX_MANIFEST_FILES:
+        raise RemoteLimitError(
+            f"{name}: its manifest names {len(files)} files, more than the "
+            f"{MAX_MANIFEST_FILES} a result may have"
+        )
+    total = 0
     for rel, entry in files.items():
         if (
             not _safe_relative(rel)
             or not isinstance(entry, dict)
             or not isinstance(entry.get("size"), int)
+            or entry["size"] < 0
             or not isinstance(entry.get("sha256"), str)
         ):
             return None
+        total += entry["size"]
+    if total > MAX_RESULT_BYTES:
+        raise RemoteLimitError(
+            f"{name}: its manifest names {total} bytes, more than the "
+            f"{mib(MAX_RESULT_BYTES)} a result may have"
+        )
     return body
 
 
@@ -103,75 +140,73 @@ class RemoteStore:
     url: str
     fs: Any  # an fsspec AbstractFileSystem (fsspec is imported only when a URL is given)
     root: str  # the file system's own path of the URL (`bucket/prefix`, `/path`)
+    # set when the run is being stopped: a fetch in progress (in a job's thread) ends at its
+    # next read instead of keeping the run from exiting (`stop`)
+    stopped: threading.Event = field(default_factory=threading.Event)
+
+    def stop(self) -> None:
+        """The run is stopping (SIGTERM, Ctrl-C): every fetch in progress ends at its next read
+        (RemoteStopped), and none starts."""
+        self.stopped.set()
 
     def _folder(self, name: str) -> str:
         return f"{self.root}/results/{name}"
 
     def manifest(self, name: str) -> dict[str, Any] | None:
-        """The complete, well-formed manifest of result `name`, or None (absent or damaged)."""
+        """The complete, well-formed manifest of result `name`, or None (absent or damaged);
+        RemoteLimitError for one past the limits (its size checked before it is read)."""
         try:
-            data = self.fs.cat_file(f"{self._folder(name)}/{MANIFEST}")
+            data = read_small(
+                self.fs, f"{self._folder(name)}/{MANIFEST}", MAX_MANIFEST_BYTES, self.stopped
+            )
         except FileNotFoundError:
             return None
         return check_manifest(data, name)
 
-    def _verified(self, name: str, body: dict[str, Any]) -> dict[str, bytes] | None:
-        """Every file a manifest names, each of its size and sha256; None if one is missing or
-        different (a writer killed half-way, an object edited or damaged)."""
-        base = f"{self._folder(name)}/{body['token']}"
-        paths = {rel: f"{base}/{rel}" for rel in body["files"]}
+    def _standing(self, name: str) -> dict[str, Any] | None:
+        """The manifest in place as a publisher sees it: one past the limits is damage, to be
+        replaced like any other."""
         try:
-            got = self.fs.cat(list(paths.values()), on_error="return") if paths else {}
-        except FileNotFoundError:
+            return self.manifest(name)
+        except RemoteLimitError:
             return None
-        for value in got.values():  # a file gone is a miss; a failing backend is not
-            if isinstance(value, Exception) and not isinstance(value, FileNotFoundError):
-                raise value
-        out = {}
-        for rel, path in paths.items():
-            data, want = got.get(path), body["files"][rel]
-            if (
-                not isinstance(data, bytes)
-                or len(data) != want["size"]
-                or _digest(data) != want["sha256"]
-            ):
-                return None
-            out[rel] = data
-        return out
+
+    def _whole(self, name: str, body: dict[str, Any], into: Path | None = None) -> bool:
+        """Whether every file a manifest names is there, of its size and sha256 (a writer
+        killed half-way, an object edited or damaged: not), read into `into` if given."""
+        base = f"{self._folder(name)}/{body['token']}"
+        try:
+            return fetch_files(self.fs, base, body["files"], into, self.stopped)
+        except FileNotFoundError:
+            return False
 
     def fetch(self, name: str, into: Path) -> bool:
-        """Result `name`'s files into the empty folder `into`, each checked against its
-        manifest (size and sha256) before any is written; False for a miss: no complete,
-        matching manifest."""
+        """Result `name`'s files into the empty folder `into` (a temp folder the caller removes
+        on a miss), each checked against its manifest (size and sha256); False for a miss: no
+        complete, matching manifest. RemoteLimitError for a manifest past the limits."""
         body = self.manifest(name)
-        files = self._verified(name, body) if body is not None else None
-        if files is None:
-            return False
-        for rel, data in files.items():
-            target = into / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        return True
+        return body is not None and self._whole(name, body, into)
 
     def publish(self, name: str, files: dict[str, Path], replace: bool = False) -> bool:
         """`files` (a relative name -> a local file) as result `name`: every file under a prefix
         of its own, then the manifest. False when a complete manifest was there first (kept:
         the first wins; this writer's prefix is removed), unless `replace` (--no-cache: ours
-        replaces it, and the prefix it named is removed). A damaged manifest is replaced."""
+        replaces it, and the prefix it named is removed). A damaged manifest is replaced. Each
+        file is hashed and sent from disk, never held whole in memory."""
         token = secrets.token_hex(8)
         base = f"{self._folder(name)}/{token}"
-        blobs = {rel: path.read_bytes() for rel, path in sorted(files.items())}
+        ordered = sorted(files.items())
         body: dict[str, Any] = {
             "format": FORMAT,
             "key": name,
             "token": token,
             "files": {
-                rel: {"size": len(data), "sha256": _digest(data)} for rel, data in blobs.items()
+                rel: {"size": path.stat().st_size, "sha256": _file_digest(path)}
+                for rel, path in ordered
             },
         }
         body[SELF_DIGEST] = _manifest_digest(body)
-        if blobs:
-            self.fs.pipe({f"{base}/{rel}": data for rel, data in blobs.items()})
+        self._send(base, ordered)
         manifest = json.dumps(body, indent=1).encode()
         old = None
         if not replace:
@@ -179,17 +214,36 @@ class RemoteStore:
                 self._create(f"{self._folder(name)}/{MANIFEST}", manifest)
                 return True
             except FileExistsError:
-                old = self.manifest(name)
-                if old is not None and self._verified(name, old) is not None:
+                old = self._standing(name)
+                if old is not None and self._whole(name, old):
                     self._remove(base)
                     return False
         else:
-            old = self.manifest(name)
+            old = self._standing(name)
         # ours replaces a damaged manifest, or any (--no-cache); the prefix it named goes
         self.fs.pipe_file(f"{self._folder(name)}/{MANIFEST}", manifest)
         if old is not None and old["token"] != token:
             self._remove(f"{self._folder(name)}/{old['token']}")
         return True
+
+    def _send(self, base: str, ordered: list[tuple[str, Path]]) -> None:
+        """Each file under `base`: the small ones together, one batched call per CHUNK_BYTES
+        (as fast as one call for all, and as bounded in memory as a chunk), a large one streamed
+        from disk by the backend."""
+        batch: dict[str, bytes] = {}
+        held = 0
+        for rel, path in ordered:
+            size = path.stat().st_size
+            if size > CHUNK_BYTES:
+                self.fs.put_file(str(path), f"{base}/{rel}")
+                continue
+            if batch and held + size > CHUNK_BYTES:
+                self.fs.pipe(batch)
+                batch, held = {}, 0
+            batch[f"{base}/{rel}"] = path.read_bytes()
+            held += size
+        if batch:
+            self.fs.pipe(batch)
 
     def _create(self, path: str, data: bytes) -> None:
         """Write `path` only if it does not exist (FileExistsError if it does), atomically."""

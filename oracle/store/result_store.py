@@ -38,6 +38,7 @@ from oracle.envs.environment import Env
 from oracle.infra.paths import in_store, safe_name, store_root
 from oracle.store import location as store_location
 from oracle.store.remote import one_line
+from oracle.store.remote_reads import RemoteStopped
 
 # The oracle's code a result depends on (relative to the oracle package), beside the construct
 # modules (the probe builders).
@@ -215,6 +216,8 @@ def stored(final: Path, read: Callable[[Path], T | None]) -> T | None:
     with building(final) as work:
         try:
             fetched = remote.fetch(final.name, work) and read(work) is not None
+        except RemoteStopped:
+            raise  # the run is stopping: neither a miss nor a line for the user
         except Exception as exc:  # noqa: BLE001 - a failing backend costs a recomputation only
             store_location.notice(
                 f"--store {remote.url}: {final.name} not fetched "

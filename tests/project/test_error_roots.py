@@ -35,6 +35,9 @@ INTERNAL = {
     "oracle.workers.asset_worker.CannotRun": "the asset worker's own limit, reported as an outcome",
     # a page or file that is not there: the project is not listed; caught in package_index
     "oracle.envs.package_index._Absent": "a signal inside package_index",
+    # a fetch from the remote tier ended because the run is being stopped (SIGTERM, Ctrl-C): it
+    # ends a job's thread while the main thread unwinds from the signal, never reaches a user
+    "oracle.store.remote_reads.RemoteStopped": "a signal: the run is stopping",
     # a part of the whole-program check not stored yet (read-only reads); caught by its callers
     "inventory.verify.chain.Missing": "a signal: not stored yet",
     # the CycloneDX document did not validate: a defect of the renderer, not of the input

@@ -13,3 +13,8 @@ if (
     import faults  # type: ignore[import-not-found]
 
     faults.install()
+
+if os.environ.get("INVENTORY_REMOTE_FAULT"):
+    import remote_fs  # type: ignore[import-not-found]
+
+    remote_fs.install()

@@ -5,13 +5,17 @@ runs on a two-node cluster are in tests/oracle/executors/test_executor_ray.py.""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli import ROOT, one_line, spawn
+from cli import ROOT, one_line, spawn, start
 from doubles.oracles import DyingWorkers
 
 from oracle.catalog.releases import load_catalog
@@ -24,6 +28,9 @@ from oracle.session import Session
 from oracle.store import result_store as store
 
 SWEEP = ("sweep", "--from", "0.4.1", "--to", "0.4.2")
+# Ray would otherwise take 127.0.0.1 for the machine's own address (its switch for the platforms
+# where it is the default): nothing is sent anywhere but 127.0.0.1
+LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
 NO_RAY = str(Path(__file__).resolve().parents[3] / "tests" / "helpers" / "doubles" / "no_ray")
 
 
@@ -117,6 +124,93 @@ def test_executor_ray_with_an_unreachable_cluster_is_one_line_exit_2():
     proc = spawn(*SWEEP, INVENTORY_EXECUTOR="ray", RAY_ADDRESS=f"127.0.0.1:{port}")
     assert proc.returncode == 2
     assert "cannot reach the Ray cluster" in one_line(proc)
+
+
+@pytest.mark.parametrize(
+    "args, env, said",
+    [
+        (
+            ("--executor", "ray", "--ray-address", "ray://127.0.0.1:1"),
+            {},
+            "error: --ray-address ray://127.0.0.1:1: Ray Client addresses are not supported",
+        ),
+        (
+            ("--executor", "ray", "--ray-address", "127.0.0.1"),
+            {},
+            "error: --ray-address '127.0.0.1': not HOST:PORT with a port from 1 to 65535",
+        ),
+        (
+            ("--executor", "ray"),
+            {"RAY_ADDRESS": ":6379"},
+            "error: --ray-address ':6379': not HOST:PORT with a port from 1 to 65535",
+        ),
+        (
+            ("--ray-address", "127.0.0.1:6379"),
+            {},
+            "error: --ray-address is for --executor ray; this run's executor is local",
+        ),
+        (
+            ("--executor", "local", "--ray-address", "127.0.0.1:6379"),
+            {},
+            "error: --ray-address is for --executor ray; this run's executor is local",
+        ),
+    ],
+    ids=["ray-client", "no-port", "env-no-host", "without-executor", "local-executor"],
+)
+def test_a_ray_usage_error_is_one_line_before_ray_is_imported(args, env, said):
+    """Each is refused from the command line alone: Ray is never imported (the double of a
+    machine without the extra would say so first), let alone started or asked. A usage error
+    once took 75 s (the address was checked after importing Ray), and `--ray-address` without
+    `--executor ray` was silently ignored (the run went on locally)."""
+    # a store refused after the executor: what the run would say next, if it went on
+    proc = spawn(*SWEEP, *args, "--store", "ftp://nowhere", PYTHONPATH=NO_RAY, **env)
+    assert proc.returncode == 2, proc.stderr
+    assert one_line(proc).startswith(said)
+
+
+@pytest.fixture
+def silent_port() -> Iterator[socket.socket]:
+    """A port on 127.0.0.1 that takes connections and never answers (no Ray GCS: what a
+    mistyped port of another service looks like)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield listener
+
+
+def test_a_port_that_answers_as_no_ray_gcs_is_refused_in_one_line_within_bounds(silent_port):
+    """Ray itself retried such a port for minutes (20 attempts of 35 s), printing as it went: the
+    address is refused once nothing answered as a GCS within 10 s, in one line."""
+    port = silent_port.getsockname()[1]
+    proc = subprocess.run(
+        [sys.executable, "-m", "inventory.cli", *SWEEP, "--executor", "ray"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **LOOPBACK, "RAY_ADDRESS": f"127.0.0.1:{port}"},
+        timeout=300,  # Ray's own retries: over 600 s
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"error: --ray-address 127.0.0.1:{port}: no answer as a Ray GCS within 10 s; give the "
+        "cluster's GCS address (what `ray start --head` prints)"
+    ]
+
+
+def test_sigterm_while_the_ray_address_is_asked_is_one_line_and_exit_143(silent_port):
+    """SIGTERM while the run waits on the cluster's address ends it at once with the run's own
+    line and exit code (Ray's handler, installed by ray.init, exited 15 with no line once its
+    native call returned, up to 35 s later)."""
+    port = silent_port.getsockname()[1]
+    run = start(*SWEEP, "--executor", "ray", "--ray-address", f"127.0.0.1:{port}", **LOOPBACK)
+    silent_port.settimeout(300)
+    asked, _ = silent_port.accept()  # the run connected: it is asking
+    with asked:
+        time.sleep(1)  # well inside the 10 s it waits for an answer
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=60)
+    assert run.returncode == 143, err
+    assert err.splitlines() == ["error: stopped by SIGTERM; nothing answered"]
 
 
 def test_executor_ray_needs_a_cluster_address_and_a_known_executor():

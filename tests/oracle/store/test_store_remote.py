@@ -12,22 +12,29 @@ bucket is recomputed and published again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import signal
 import socket
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import s3fs
-from cli import invoke, one_line, spawn
+from cli import invoke, one_line, spawn, start
+from doubles.faults import fault_env
+from doubles.remote_fs import REMOTE_FAULT, RecordingFileSystem
 from s3_server import make_bucket, s3_server
 from store_answers import answer_in, borrowing_store, without
 
 from oracle.store import location as store_location
 from oracle.store import result_store as store
-from oracle.store.remote import MANIFEST, RemoteStore
+from oracle.store.remote import MANIFEST, SELF_DIGEST, RemoteStore, _manifest_digest
+from oracle.store.remote_reads import MAX_MANIFEST_BYTES, MAX_MANIFEST_FILES, RemoteStopped
 from oracle.store.result_store import results_root
 
 BUCKET = "inventory-results"
@@ -162,6 +169,104 @@ def test_a_file_url_is_the_same_protocol_in_a_folder(tmp_path, monkeypatch):
         store_location.reset()
 
 
+@pytest.fixture
+def folder_tier(tmp_path, monkeypatch) -> Iterator[tuple[RemoteStore, list[str]]]:
+    """A local store of this test's own with a `file://` folder behind it, and the lines the
+    remote tier says."""
+    monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path / "local"))
+    monkeypatch.delenv("INVENTORY_STORE", raising=False)
+    said: list[str] = []
+    store_location.choose(f"file://{tmp_path / 'shared'}", on_notice=said.append)
+    remote = store_location.remote()
+    assert remote is not None
+    yield remote, said
+    store_location.reset()
+
+
+def _object(tier: RemoteStore, name: str, rel: str) -> Path:
+    """Where a published result's file lies in a `file://` tier."""
+    base = Path(tier.root) / "results" / name
+    return base / json.loads((base / MANIFEST).read_text())["token"] / rel
+
+
+def _sparse(path: Path, size: int) -> None:
+    with path.open("ab") as handle:
+        handle.truncate(size)
+
+
+GiB = 1024**3
+
+
+def test_an_object_past_its_size_is_refused_by_its_metadata_and_never_read_whole(
+    folder_tier, monkeypatch
+):
+    """A large object (a sparse GiB) where a manifest or a result file lies is refused from its
+    metadata before a byte of it is read (once read whole: 3.15 GB of memory for a 3 GB one);
+    one that grows between its listing and its read is read only up to the size its manifest
+    names. No read asks for more than the manifest's cap."""
+    tier, said = folder_tier
+    for name in ("huge-manifest", "huge-file", "grown"):
+        _published(name, "same-program")
+    _sparse(Path(tier.root) / "results" / "huge-manifest" / MANIFEST, GiB)
+    _sparse(_object(tier, "huge-file", "old-0.4.1/shipped.mlir"), GiB)
+    grown = _object(tier, "grown", "old-0.4.1/shipped.mlir")
+    reads = RecordingFileSystem(tier.fs, grow={str(grown): GiB})
+    monkeypatch.setattr(tier, "fs", reads)
+
+    assert _fetched("huge-manifest") is None
+    assert _fetched("huge-file") is None
+    assert _verdict("grown") == "same-program"  # what its manifest names, read whole
+    assert reads.largest_read() <= MAX_MANIFEST_BYTES + 1, reads.reads
+    assert not [path for path, _ in reads.reads if "huge-file" in path and "shipped" in path]
+    assert [line.split(": ", 1)[1].split(" (")[0] for line in said] == ["huge-manifest not fetched"]
+    assert f"{GiB} bytes, more than the 4 MiB allowed); computing it here" in said[0]
+    # refused, then computed here and published over it: read whole again
+    _published("huge-manifest", "values-move")
+    assert _verdict("huge-manifest") == "values-move"
+
+
+def test_a_manifest_past_the_file_limit_is_refused_in_one_line_before_any_file_is_read(
+    tier, monkeypatch
+):
+    """A manifest naming more files than a result may have (one of 20,000 once kept a run busy
+    for over 600 s) is refused as soon as it is read: no listing, no file read; one line, and
+    the result is computed here and published over it."""
+    said: list[str] = []
+    monkeypatch.setattr(store_location, "notice", said.append)
+    _published("many", "same-program")
+    path = f"{tier.root}/results/many/{MANIFEST}"
+    body = json.loads(tier.fs.cat_file(path))
+    entry = next(iter(body["files"].values()))
+    body["files"] = {f"f{i}": entry for i in range(MAX_MANIFEST_FILES + 1)}
+    body[SELF_DIGEST] = _manifest_digest(body)
+    tier.fs.pipe_file(path, json.dumps(body).encode())
+    reads = RecordingFileSystem(tier.fs)
+    monkeypatch.setattr(tier, "fs", reads)
+
+    assert _fetched("many") is None
+    assert reads.listed == [] and {p for p, _ in reads.reads} == {path}
+    assert said == [
+        f"--store {tier.url}: many not fetched (RemoteLimitError: many: its manifest names "
+        f"{MAX_MANIFEST_FILES + 1} files, more than the {MAX_MANIFEST_FILES} a result may "
+        "have); computing it here"
+    ]
+    _published("many", "values-move")
+    assert _verdict("many") == "values-move"
+
+
+def test_a_stopped_run_reads_nothing_more_from_the_remote_tier(folder_tier, monkeypatch):
+    """SIGTERM or Ctrl-C (the session stops the tier): a fetch in a job's thread ends at its
+    next read, neither a miss nor a line for the user."""
+    tier, said = folder_tier
+    _published("r", "same-program")
+    reads = RecordingFileSystem(tier.fs)
+    monkeypatch.setattr(tier, "fs", reads)
+    store_location.stop()
+    with pytest.raises(RemoteStopped):
+        _fetched("r")
+    assert reads.reads == [] and said == []
+
+
 def test_a_bucket_gone_mid_run_costs_the_remote_copy_only_and_says_so(tier, monkeypatch):
     """The network gone after the command connected: a fetch is a miss and a publish is skipped,
     each said in one line; the result is made and kept in the local store all the same."""
@@ -223,13 +328,13 @@ CHANNELS = (3, 5, 7)  # three probes: one read back whole, one edited, one whose
 SWEEP = ("sweep", "--registry", "--from", "0.4.1", "--to", "0.4.2", "--json", "-q")
 
 
-def _registry(folder: Path) -> Path:
-    path = folder / "three.toml"
+def _registry(folder: Path, channels: tuple[int, ...] = CHANNELS) -> Path:
+    path = folder / f"{len(channels)}.toml"
     text = (
         '[bundles.a]\nfiles = ["a"]\ndtype = "float32"\n'
         '[bundles.a.exporter]\nconverter = "0.4.1"\nsource = "test"\n'
     )
-    for c in CHANNELS:
+    for c in channels:
         text += (
             '[[bundles.a.instances]]\nkind = "conv_transpose"\ndtype = "float32"\n'
             f'source = "test"\nparams = {{ dim = 1, in_channels = {c}, out_channels = 2, '
@@ -290,3 +395,64 @@ def test_two_drivers_through_one_bucket_answer_as_a_local_store(env, s3, tmp_pat
     for name in names:  # and what was damaged is published whole again
         assert tier.manifest(name) is not None
         assert tier.fetch(name, tmp_path / "check" / name), name
+
+
+@pytest.mark.parametrize(
+    "sig, code, said",
+    [
+        (signal.SIGTERM, 143, ["error: stopped by SIGTERM; nothing answered"]),
+        (signal.SIGINT, 130, []),
+    ],
+    ids=["sigterm", "ctrl-c"],
+)
+def test_a_run_stopped_during_a_long_remote_read_ends_at_once_without_a_traceback(
+    env, tmp_path, sig, code, said
+):
+    """A result in the folder tier whose manifest names 4000 files, read slowly (a double of the
+    file system: each file 20 ms, 80 s in all, where a bucket far away is slow): SIGTERM or
+    Ctrl-C while a job's thread reads it ends the run at the fetch's next read, with its exit
+    code and no traceback, leaving no temp folder (it once waited for every read to end, and
+    ignored a second SIGTERM)."""
+    env("0.4.1"), env("0.4.2")
+    args = (*SWEEP, "--registry-file", str(_registry(tmp_path, (11,))))
+    shared = tmp_path / "shared"
+    first = spawn(
+        *args,
+        "--store",
+        f"file://{shared}",
+        INVENTORY_CACHE=str(borrowing_store(tmp_path, "first")),
+    )
+    assert first.returncode == 0, first.stderr
+    [folder] = (shared / "results").iterdir()
+    body = json.loads((folder / MANIFEST).read_text())
+    for i in range(4000):  # a large result, within the limit
+        data = f"{i}\n".encode()
+        (folder / body["token"] / f"many/{i}").parent.mkdir(exist_ok=True)
+        (folder / body["token"] / f"many/{i}").write_bytes(data)
+        body["files"][f"many/{i}"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    body[SELF_DIGEST] = _manifest_digest(body)
+    (folder / MANIFEST).write_text(json.dumps(body))
+
+    second = borrowing_store(tmp_path, "second")
+    run = start(
+        *args,
+        "--store",
+        f"file://{shared}",
+        INVENTORY_CACHE=str(second),
+        INVENTORY_FAULT_DIR=str(tmp_path),
+        **fault_env(**{REMOTE_FAULT: "slow:0.02"}),
+    )
+    deadline = time.monotonic() + 300
+    while not (tmp_path / "remote-read").exists():
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+        time.sleep(0.05)
+    run.send_signal(sig)
+    try:
+        _, err = run.communicate(timeout=40)  # the whole read would take 80 s
+    except subprocess.TimeoutExpired:
+        run.kill()
+        raise AssertionError(f"the run did not end within 40 s of its {sig.name}") from None
+    assert run.returncode == code, err
+    assert "Traceback" not in err, err
+    assert [ln for ln in err.splitlines() if ln.strip()] == said
+    assert [p.name for p in (second / "results").iterdir() if p.name.startswith(".")] == []

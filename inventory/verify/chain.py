@@ -86,7 +86,16 @@ class _Parts:
         return record
 
     def build(self, form: forms.Form, reference: bool) -> dict[str, Any]:
-        folder = parts.build_folder(self.bundle, form, self.weights, reference)
+        folder = parts.build_folder(self.bundle, form, self.weights, reference, self.recipe_root)
+        legacy = parts.legacy_build_folder(self.bundle, form, self.weights, reference)
+        if (
+            legacy is not None
+            and parts.cached(folder, self.use_cache, parts.BUILDING) is None
+            and parts.cached(legacy, self.use_cache, parts.BUILDING) is not None
+        ):
+            # stored under the key of an earlier version (the checkout's commit): read there,
+            # with every part made from it, never measured again under another key
+            folder = legacy
 
         def make(work: Path) -> dict[str, Any]:
             site = None
@@ -268,6 +277,7 @@ def measure(
             full,
             form.to_json(),
             run_form.to_json(),
+            parts.source_key(bundle, form, recipe_root),
         ],
         sort_keys=True,
         default=str,

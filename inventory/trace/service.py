@@ -256,9 +256,11 @@ def trace_recipe(
     progress: Any = lambda _: None,
     allow_code: bool = False,
     build: dict[str, Any] | None = None,
+    inputs: dict[str, Any] | None = None,
 ) -> TraceResult:
     """Trace the recipe's own module from a checkout of its repository; `build`: keyword
-    arguments over the builder's (a verify form's miniature, stated as the builder's own)."""
+    arguments over the builder's (a verify form's miniature, stated as the builder's own), and
+    `inputs` in place of the builder's."""
     table = bundle.recipe.get("builder")
     if not table:
         raise TraceError(
@@ -267,6 +269,8 @@ def trace_recipe(
         )
     if build:
         table = {**table, "kwargs": {**table.get("kwargs", {}), **build}}
+    if inputs is not None:
+        table = {**table, "inputs": inputs}
     try:
         builder = recipes.Builder.from_table(table)
         if builder.offline:

@@ -258,6 +258,27 @@ def _build_payload(
     }
 
 
+# the miniature's trace: the trace's worker and detectors
+TRACING = (
+    HERE.parent / "trace" / "trace_worker.py",
+    HERE.parent / "trace" / "detect.py",
+    ORACLE / "constructs",
+)
+
+
+def miniature_folder(bundle: Bundle, build: Path) -> Path:
+    """The distinct instances of a recipe's miniature, traced as `trace` traces the recipe: the
+    build's key covers the builder's closure and arguments; the exporter's decomposition and the
+    tracing code are the rest."""
+    payload = {
+        "build": build.name,
+        "exporter": bundle.exporter.converter,
+        "keep": list(bundle.pipeline.keep),
+        "code": code(TRACING),
+    }
+    return _folder("verify", "miniature", bundle.name, _key(payload))
+
+
 def side_folder(bundle: Bundle, build: Path, env: Env) -> Path:
     payload = {
         "build": build.name,

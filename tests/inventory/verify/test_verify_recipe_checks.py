@@ -2,7 +2,8 @@
 builder's source closure in the recipe repository (the files it imports and their contents),
 its arguments and export steps, not the repository's HEAD. One unrelated commit must not cost a
 rebuild (it cost 264 s on a user's bundle); a change to an imported file must. A check stored
-under the earlier key (the checkout's commit) is read, not measured again."""
+under the earlier key (the checkout's commit) is read, not measured again. And a miniature is
+held to the full module's distinct instances, as the registry's recipe trace recorded them."""
 
 from __future__ import annotations
 
@@ -133,3 +134,28 @@ def test_a_check_stored_under_the_commit_key_is_read_not_measured_again(split, m
     assert joined is not None and joined["build"]["evidence"] == str(build)
     again = _verify(split)
     assert again["cached"] is True and again["build"]["evidence"] == str(build)
+
+
+def test_a_miniature_whose_instances_are_not_the_full_modules_is_refused_naming_one(
+    tmp_path, converter_envs
+):
+    """A miniature of half the channels changes every instance's parameters: the check says
+    which instance of the full module's trace the miniature lacks, and converts nothing."""
+    split = _traced(tmp_path, "blocks = 1, channels = 4")
+    proc = invoke(
+        "verify", "mine", "--to", "0.4.2", "--recipe-root", str(split["repo"]),
+        "--registry", str(split["registry"]), "--json", "-q", **split["env"],
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    [bundle] = json.loads(proc.stdout)["result"]["bundles"]
+    error = bundle["error"]
+    assert "the miniature (blocks=1, channels=4, length=32) does not hold" in error
+    assert 'it lacks {"dtype": "float16", "kind": "batch_norm"' in error
+    assert '"channels": 8' in error.split("lacks", 1)[1]
+    assert not bundle["sides"] and not bundle["steps"]
+
+    # the miniature the registry states when it keeps them: the same check goes on
+    registry = split["registry"].read_text().replace("channels = 4 }", "}")
+    split["registry"].write_text(registry.replace("blocks = 1, ", "blocks = 1 "))
+    kept = _json(split, "verify", "mine", "--to", "0.4.2")
+    assert not kept.get("error") and kept["steps"], kept.get("error")

@@ -77,6 +77,11 @@ def closure(root: Path, builder: recipes.Builder) -> Closure:
             for p in root.rglob("*.py")
             if not any(part.startswith(".") for part in p.relative_to(root).parts)
         }
+        if len(seen) > MAX_FILES:
+            raise recipes.RecipeError(
+                f"{widened} imports a module named at run time, and {root} holds more than "
+                f"{MAX_FILES} Python files to key its check by"
+            )
     return _digested(root, seen, widened)
 
 

@@ -4,6 +4,7 @@ whole-program check of the recipe is keyed by."""
 
 from __future__ import annotations
 
+import pytest
 from recipe_repos import split_recipe_repo
 
 from inventory.trace import recipes
@@ -81,3 +82,19 @@ def test_a_symlink_out_of_the_repository_is_not_followed(tmp_path):
     (repo / "export" / "outside.py").symlink_to(outside)
     found = closure(repo, recipes.Builder(call="f", path="export/build.py"))
     assert found.files == ("export/build.py",)
+
+
+def test_a_closure_past_the_cap_is_one_line(tmp_path, monkeypatch):
+    from inventory.trace import closure as closure_module
+
+    repo = tmp_path / "repo"
+    (repo / "export").mkdir(parents=True)
+    (repo / "export" / "build.py").write_text("import a\nimport b\nexec('import c')\n")
+    for name in "abc":
+        (repo / "export" / f"{name}.py").write_text("")
+    monkeypatch.setattr(closure_module, "MAX_FILES", 2)
+    with pytest.raises(recipes.RecipeError, match="more than 2 files"):
+        closure(repo, recipes.Builder(call="f", path="export/build.py"))
+    (repo / "export" / "build.py").write_text("exec('import c')\n")
+    with pytest.raises(recipes.RecipeError, match="more than 2 Python files"):
+        closure(repo, recipes.Builder(call="f", path="export/build.py"))

@@ -1,13 +1,17 @@
-"""Reading a coreai-torch git repository (bare or not) for `bisect`: the commit a release was
+"""Reading a git repository: every git the tool runs on a user's repository (`run_git`: the
+converter's history for `bisect` and `draft`, a recipe checkout's commit for `trace` and
+`verify`), and for `bisect` a coreai-torch repository (bare or not): the commit a release was
 cut at, the first-parent history between two releases, a commit's tree, its pull request.
 
-The repository is data, never code: git runs with the system configuration ignored, hooks and
-fsmonitor disabled, and a commit's files are read as the blobs they are (`git cat-file`, which
-applies no filter: a smudge or `process` filter the repository configures is never run, and
-`export-subst` never rewrites a file). Only what an environment installs is written (the
-package folder and `pyproject.toml`), streamed blob by blob into the store's scratch, each
-file and the whole tree capped (`MAX_FILE_BYTES`, `MAX_TREE_BYTES`, `MAX_TREE_FILES`); a path
-leaving the folder or a symlink pointing out of the tree is refused in one line.
+The repository is data, never code: git runs with the machine's and the user's configuration
+unread and every key of the repository's that would run a program outranked (hooks, fsmonitor,
+pager, signature verifiers, filter drivers, ssh, credential helpers), and a commit's files are
+read as the blobs they are (`git cat-file`, which applies no filter: a smudge or `process`
+filter the repository configures is never run, and `export-subst` never rewrites a file). Only
+what an environment installs is written (the package folder and `pyproject.toml`), streamed
+blob by blob into the store's scratch, each file and the whole tree capped (`MAX_FILE_BYTES`,
+`MAX_TREE_BYTES`, `MAX_TREE_FILES`); a path leaving the folder or a symlink pointing out of the
+tree is refused in one line.
 """
 
 from __future__ import annotations
@@ -29,25 +33,50 @@ MAX_FILE_BYTES = MAX_INPUT_BYTES  # 64 MiB
 MAX_TREE_BYTES = 256 * 1024 * 1024
 MAX_TREE_FILES = 20_000
 _CHUNK = 1024 * 1024
-# Configuration a repository may set that would run a program or change what is read.
-_SAFE = (
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.untrackedCache=false",
-    "-c",
-    "protocol.allow=never",
-)
+# Configuration that would run a program, outranked by the command line's (which git reads last:
+# a repository's own file cannot be skipped, only each of its keys outranked). It is given as
+# `GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n` pairs, the command line's scope without `-c`'s parse of
+# `key=value`, so a driver name holding a `=` is outranked too.
+_SAFE = {
+    "core.fsmonitor": "false",
+    "core.hooksPath": os.devnull,
+    "core.untrackedCache": "false",
+    "core.pager": "cat",
+    "core.sshCommand": "false",
+    "core.askPass": "",
+    "core.attributesFile": os.devnull,
+    "credential.helper": "",  # an empty value empties the list of helpers
+    "log.showSignature": "false",
+    "gpg.program": "false",
+    "gpg.openpgp.program": "false",
+    "gpg.x509.program": "false",
+    "gpg.ssh.program": "false",
+    "protocol.allow": "never",
+}
+# Commands that can print a diff or a signature: told not to run an external diff, a textconv
+# driver or the signature's verifier, whatever a configuration says.
+_NO_PROGRAMS = {
+    "log": ("--no-show-signature", "--no-ext-diff", "--no-textconv"),
+    "show": ("--no-show-signature", "--no-ext-diff", "--no-textconv"),
+    "diff": ("--no-ext-diff", "--no-textconv"),
+}
+# The user's and the machine's configuration are not read at all. `GIT_*` variables of the
+# caller's environment are dropped first (a `GIT_DIR`, a `GIT_EXTERNAL_DIFF`, a
+# `GIT_CONFIG_PARAMETERS` of whatever started the tool).
 _ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_ATTR_NOSYSTEM": "1",
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_OPTIONAL_LOCKS": "0",
     "GIT_NO_REPLACE_OBJECTS": "1",
     "GIT_PAGER": "cat",
     "PAGER": "cat",
 }
+# A filter driver a repository configures (`filter.<name>.clean`, `.smudge`, `.process`) runs
+# on a read of the work tree (`git status`); its name is the repository's, so the keys to
+# outrank are read first (reading a configuration runs nothing).
+_DRIVERS = r"^filter\..+\.(clean|smudge|process|required)$"
 _VERSION = re.compile(r"""__version__\s*=\s*["']([^"']+)["']""")
 # a squash merge's subject ends "(#NN)"; a merge commit says "Merge pull request #NN"
 _SQUASH = re.compile(r"\(#(\d+)\)\s*$")
@@ -77,8 +106,71 @@ def pr_of(message: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, **_ENV}
+def _env(settings: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(_ENV)
+    env["GIT_CONFIG_COUNT"] = str(len(settings))
+    for n, (key, value) in enumerate(settings.items()):
+        env[f"GIT_CONFIG_KEY_{n}"] = key
+        env[f"GIT_CONFIG_VALUE_{n}"] = value
+    return env
+
+
+def _argv(path: Path, args: tuple[str, ...]) -> list[str]:
+    command = [*args[:1], *_NO_PROGRAMS.get(args[0], ()), *args[1:]] if args else []
+    return ["git", "--no-pager", "-C", str(path), *command]
+
+
+def _settings(path: Path) -> dict[str, str]:
+    """`_SAFE`, and every filter driver the repository's configuration names emptied."""
+    proc = subprocess.run(
+        _argv(path, ("config", "--null", "--get-regexp", _DRIVERS)),
+        capture_output=True,
+        text=True,
+        env=_env(_SAFE),
+        timeout=60,
+    )
+    drivers = {
+        entry.split("\n", 1)[0].rsplit(".", 1)[0]
+        for entry in proc.stdout.split("\0")
+        if entry.strip()
+    }
+    settings = dict(_SAFE)
+    for driver in sorted(drivers):
+        for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
+            settings[f"{driver}.{key}"] = value
+    return settings
+
+
+def run_git(
+    path: Path, *args: str, timeout: float | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`git ARGS` in the repository at `path`, its output as text. Every git the tool runs on
+    a user's repository runs here (or in `run_git_bytes`, `popen_git`): the repository is data,
+    and no program its configuration, the user's or the machine's names can run."""
+    return subprocess.run(
+        _argv(path, args),
+        capture_output=True,
+        text=True,
+        env=_env(_settings(path)),
+        timeout=timeout,
+    )
+
+
+def run_git_bytes(path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """`git ARGS` as `run_git` runs it, its output as bytes (a blob, a `-z` listing)."""
+    return subprocess.run(_argv(path, args), capture_output=True, env=_env(_settings(path)))
+
+
+def popen_git(path: Path, *args: str) -> subprocess.Popen[bytes]:
+    """`git ARGS` as `run_git` runs it, stdin and stdout piped (`cat-file --batch`)."""
+    return subprocess.Popen(
+        _argv(path, args),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(_settings(path)),
+    )
 
 
 class Repo:
@@ -86,17 +178,12 @@ class Repo:
         self.path = path
         if not path.is_dir():
             raise UsageError(f"--repo {path}: no such directory")
-        probe = subprocess.run(
-            self.argv("rev-parse", "--git-dir"), capture_output=True, text=True, env=_env()
-        )
+        probe = run_git(path, "rev-parse", "--git-dir")
         if probe.returncode != 0:
             raise UsageError(f"--repo {path}: not a git repository")
 
-    def argv(self, *args: str) -> list[str]:
-        return ["git", *_SAFE, "-C", str(self.path), *args]
-
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(self.argv(*args), capture_output=True, text=True, env=_env())
+        return run_git(self.path, *args)
 
     @property
     def name(self) -> str:
@@ -136,9 +223,7 @@ class Repo:
             or int(size.stdout) > 1024 * 1024
         ):
             return None
-        proc = subprocess.run(
-            self.argv("cat-file", "blob", f"{sha}:{VERSION_FILE}"), capture_output=True, env=_env()
-        )
+        proc = run_git_bytes(self.path, "cat-file", "blob", f"{sha}:{VERSION_FILE}")
         text = proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else ""
         m = _VERSION.search(text)
         return m.group(1) if m else None
@@ -188,10 +273,8 @@ class Repo:
         """The files of the commit's tree an environment installs (`TREE_PATHS`), written under
         `into` blob by blob (works for a bare repository); UsageError, one line, for a tree
         past the caps, a path out of the folder or a symlink out of the tree."""
-        listing = subprocess.run(
-            self.argv("ls-tree", "-r", "-l", "-z", "--full-tree", sha, "--", *TREE_PATHS),
-            capture_output=True,
-            env=_env(),
+        listing = run_git_bytes(
+            self.path, "ls-tree", "-r", "-l", "-z", "--full-tree", sha, "--", *TREE_PATHS
         )
         if listing.returncode != 0:
             lines = listing.stderr.decode("utf-8", "replace").strip().splitlines()
@@ -202,13 +285,7 @@ class Repo:
         entries = _entries(listing.stdout, sha)
         into.mkdir(parents=True, exist_ok=True)
         root = into.resolve()
-        with subprocess.Popen(
-            self.argv("cat-file", "--batch"),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=_env(),
-        ) as cat:
+        with popen_git(self.path, "cat-file", "--batch") as cat:
             assert cat.stdin is not None and cat.stdout is not None
             try:
                 for mode, oid, _size, path in entries:

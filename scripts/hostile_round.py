@@ -79,6 +79,27 @@ def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
 
 
+def sign_head(repo: Path) -> None:
+    """HEAD replaced by the same commit with a (never valid) signature: a `git log` that honours
+    `log.showSignature` runs `gpg.program` on it."""
+    text = subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "commit", "HEAD"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    head, _, message = text.partition("\n\n")
+    signature = "gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEz\n -----END PGP SIGNATURE-----"
+    signed = subprocess.run(
+        ["git", "-C", str(repo), "hash-object", "-t", "commit", "-w", "--stdin"],
+        input=f"{head}\n{signature}\n\n{message}",
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    git(repo, "update-ref", "HEAD", signed)
+
+
 def repo_of(
     folder: Path,
     marker: Path,
@@ -209,6 +230,7 @@ def _env(var: str, value: str) -> Callable[[Path], dict[str, str]]:
 def git_cases() -> list[Case]:
     def evil_config(marker: Path) -> Callable[[Path], None]:
         def configure(repo: Path) -> None:
+            sign_head(repo)  # before the hooks: its update-ref would run one
             script = repo.parent / "evil.sh"
             script.write_text(f'#!/bin/sh\necho "$0" >> {marker}\ncat\n')
             script.chmod(0o755)
@@ -235,6 +257,8 @@ def git_cases() -> list[Case]:
                 ("core.pager", str(script)),
                 ("core.sshCommand", str(script)),
                 ("gc.auto", "1"),
+                ("log.showSignature", "true"),
+                ("gpg.program", str(script)),
             ):
                 git(repo, "config", key, value)
 

@@ -5,7 +5,6 @@ the releases up to A, then the drafted ones."""
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from inventory.draft.against import Comparison, compare
 from inventory.draft.observe import observe
 from inventory.draft.records import StepDraft, group
 from inventory.errors import UsageError
+from inventory.gitrepo import run_git
 from inventory.policy import Policy
 from inventory.registry import Bundle
 from inventory.version import version
@@ -47,9 +47,7 @@ class Draft:
 def _forge_url(repo_path: Path) -> str:
     """The repository's address on GitHub (its `origin` remote), where its pull requests are
     `<url>/pull/N`; "" for another remote or none."""
-    proc = subprocess.run(
-        ["git", "-C", str(repo_path), "remote", "get-url", "origin"], capture_output=True, text=True
-    )
+    proc = run_git(repo_path, "remote", "get-url", "origin")
     url = proc.stdout.strip().removesuffix("/").removesuffix(".git")
     if proc.returncode != 0 or "github.com" not in url:
         return ""

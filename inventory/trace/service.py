@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomli_w
+import tomlkit
+from tomlkit.items import AoT, Array, InlineTable, Table
 
 from inventory.errors import InventoryError
 from inventory.registry import Bundle, exporter_release
@@ -260,9 +261,11 @@ def trace_recipe(
     progress: Any = lambda _: None,
     allow_code: bool = False,
     build: dict[str, Any] | None = None,
+    inputs: dict[str, Any] | None = None,
 ) -> TraceResult:
     """Trace the recipe's own module from a checkout of its repository; `build`: keyword
-    arguments over the builder's (a verify form's miniature, stated as the builder's own)."""
+    arguments over the builder's (a verify form's miniature, stated as the builder's own), and
+    `inputs` in place of the builder's."""
     table = bundle.recipe.get("builder")
     if not table:
         raise TraceError(
@@ -271,6 +274,8 @@ def trace_recipe(
         )
     if build:
         table = {**table, "kwargs": {**table.get("kwargs", {}), **build}}
+    if inputs is not None:
+        table = {**table, "inputs": inputs}
     try:
         builder = recipes.Builder.from_table(table)
         if builder.offline:
@@ -540,33 +545,106 @@ def differences(bundle_raw: dict[str, Any], result: TraceResult) -> list[str]:
 
 
 def write_trace(registry: Path, result: TraceResult) -> None:
-    data = tomllib.loads(registry.read_text())
-    raw = data["bundles"][result.bundle]
-    previous = raw.get("trace", {})
+    """The bundle's trace, instances and stand-in written into the registry in place: the file
+    is edited, not rewritten, so its header, comments, order and inline tables stay the user's,
+    and only what the trace changed changes."""
+    doc = tomlkit.parse(registry.read_text())
+    raw = doc["bundles"][result.bundle]
+    plain: dict[str, Any] = raw.unwrap()
+    previous = plain.get("trace", {})
     if result.is_standin:
         # The recipe trace stays the authority: only the stand-in's own facts are refreshed.
-        raw["standin"] = _standin_table(result, raw.get("standin", {}))
+        _edit(raw, "standin", _standin_table(result, plain.get("standin", {})))
     else:
         if (
             result.origin == RECIPE
             and previous.get("origin", TARGET) == TARGET
             and previous.get("target")
-            and "standin" not in raw
+            and "standin" not in plain
         ):
             # A bundle traced from a project target until now: that target becomes its stand-in.
-            raw["standin"] = {
+            standin = {
                 k: previous[k]
                 for k in ("target", "decompositions", "packages", "notes")
                 if k in previous
             }
-        raw["trace"] = _trace_table(result, previous)
-        raw["instances"] = result.instances
-        if "standin" in raw:  # keep the stand-in table after the instances
-            raw["standin"] = raw.pop("standin")
-    text = HEADER + tomli_w.dumps(data, multiline_strings=False)
+            _edit(raw, "standin", standin)
+        _edit(raw, "trace", _trace_table(result, previous))
+        _edit(raw, "instances", result.instances)
     tmp = registry.with_suffix(".toml.tmp")
-    tmp.write_text(text)
+    tmp.write_text(tomlkit.dumps(doc))
     tmp.replace(registry)
+
+
+def _edit(container: Any, key: str, value: Any) -> None:
+    """`container[key] = value`, keeping every part of the old item that already holds what
+    `value` says: a table is edited key by key, an equal value is left as written (its inline
+    form, its comments), a new array of tables takes the old one's inline sub-tables."""
+    if key not in container:
+        container[key] = _array_of_tables(value, None) if _is_aot(value) else value
+        return
+    old = container[key]
+    if _unwrapped(old) == value:
+        return
+    if isinstance(value, dict) and isinstance(old, Table | InlineTable):
+        for gone in [k for k in old if k not in value]:
+            del old[gone]
+        for k, v in value.items():
+            _edit(old, k, v)
+    elif _is_aot(value):
+        container[key] = _array_of_tables(value, old if isinstance(old, AoT) else None)
+    elif isinstance(value, list) and isinstance(old, Array):
+        new = tomlkit.array()
+        new.extend(value)
+        container[key] = new.multiline(len(old) > 0 and "\n" in old.as_string())
+    else:
+        container[key] = value
+
+
+def _unwrapped(item: Any) -> Any:
+    return item.unwrap() if hasattr(item, "unwrap") else item
+
+
+def _is_aot(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+def _inline(value: dict[str, Any]) -> InlineTable:
+    table = tomlkit.inline_table()
+    table.update(value)
+    return table
+
+
+def _array_of_tables(rows: list[dict[str, Any]], old: AoT | None) -> AoT:
+    """The rows as `[[...]]` tables; a key the old array's first table wrote inline (`params =
+    { ... }`) is written inline again, and the last table ends with a blank line, as a table
+    written by hand does."""
+    inline = {
+        k
+        for k, v in (old[0].items() if old is not None and len(old) else ())
+        if isinstance(v, InlineTable)
+    }
+    out = tomlkit.aot()
+    for row in rows:
+        out.append(
+            tomlkit.item(
+                {
+                    k: _inline(v) if k in inline and isinstance(v, dict) else v
+                    for k, v in row.items()
+                }
+            )
+        )
+    if len(out):
+        _end_with_blank_line(out[-1])
+    return out
+
+
+def _end_with_blank_line(table: Table) -> None:
+    subtables = [v for v in table.values() if isinstance(v, Table)]
+    if subtables:
+        _end_with_blank_line(subtables[-1])
+    else:
+        table.add(tomlkit.nl())
 
 
 def raw_bundle(registry: Path, name: str) -> dict[str, Any]:

@@ -23,9 +23,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from inventory.errors import InventoryError
 from inventory.registry import Bundle
 from inventory.trace import extra
-from inventory.trace.service import recipe_process
+from inventory.trace.service import recipe_process, trace_recipe
 from inventory.verify import cuts, forms, parts, whole
 from oracle.catalog import EnvError
 from oracle.envs import Env
@@ -86,7 +87,16 @@ class _Parts:
         return record
 
     def build(self, form: forms.Form, reference: bool) -> dict[str, Any]:
-        folder = parts.build_folder(self.bundle, form, self.weights, reference)
+        folder = parts.build_folder(self.bundle, form, self.weights, reference, self.recipe_root)
+        legacy = parts.legacy_build_folder(self.bundle, form, self.weights, reference)
+        if (
+            legacy is not None
+            and parts.cached(folder, self.use_cache, parts.BUILDING) is None
+            and parts.cached(legacy, self.use_cache, parts.BUILDING) is not None
+        ):
+            # stored under the key of an earlier version (the checkout's commit): read there,
+            # with every part made from it, never measured again under another key
+            folder = legacy
 
         def make(work: Path) -> dict[str, Any]:
             site = None
@@ -113,6 +123,38 @@ class _Parts:
             )
 
         return {**self.part(folder, make, _always, parts.BUILDING), "folder": str(folder)}
+
+    def miniature(self, form: forms.Form, build: dict[str, Any]) -> dict[str, Any] | None:
+        """The distinct instances of a recipe's miniature (traced from the checkout, as `trace`
+        does, and stored beside its build); None where only stored parts are read and this one
+        was not stored (a check stored before it was kept)."""
+        folder = parts.miniature_folder(self.bundle, Path(build["folder"]))
+        if self.read_only:
+            record = parts.fetched(folder)
+            ok = record is not None and record["code"] == parts.code(parts.TRACING)
+            return record if ok else None
+        root = self.recipe_root
+        assert root is not None and form.recipe is not None  # a recipe form is built from one
+
+        def make(work: Path) -> dict[str, Any]:
+            self.progress(f"{self.bundle.name}: tracing the miniature, {form.described()}")
+            try:
+                traced = trace_recipe(
+                    self.bundle,
+                    root,
+                    self.session.catalog,
+                    self.progress,
+                    self.allow_code,
+                    build=form.build,
+                    inputs=form.recipe["inputs"] if form.recipe else None,
+                )
+            except InventoryError as exc:
+                raise whole.VerifyError(
+                    f"{self.bundle.name}: the miniature cannot be traced: {exc}"
+                ) from None
+            return {"ok": True, "distinct": sorted(forms.distinct(traced.instances))}
+
+        return self.part(folder, make, _always, parts.TRACING)
 
     def conversions(self, wanted: list[tuple[Path, Env, str]], what: str) -> list[dict[str, Any]]:
         """Sides (folder, release, program): each stored one read back, the others converted
@@ -232,6 +274,30 @@ def _differs(pair: dict[str, Any]) -> bool:
     return pair.get("shipped", {}).get("identity") == "differs"
 
 
+def _holds_the_full_modules_instances(
+    bundle: Bundle, form: forms.Form, miniature: dict[str, Any] | None
+) -> None:
+    """A miniature stands for the full module only if its distinct instances (kind, dtype,
+    parameters) are the full module's, as the registry's recipe trace recorded them; where they
+    are not, the check answers for another module, so it is refused, naming what differs."""
+    if miniature is None or bundle.trace.get("origin") != "recipe" or not bundle.instances:
+        return
+    full = forms.distinct(
+        [{"kind": i.kind, "dtype": i.dtype, "params": i.params} for i in bundle.instances]
+    )
+    mini = set(miniature["distinct"])
+    if mini == full:
+        return
+    said = [f"lacks {d}" for d in sorted(full - mini)] + [f"adds {d}" for d in sorted(mini - full)]
+    args = ", ".join(f"{k}={v!r}" for k, v in sorted(form.build.items()))
+    raise whole.VerifyError(
+        f"{bundle.name}: the miniature ({args}) does not hold the full module's distinct "
+        f"instances as the registry's trace recorded them: it {said[0]}"
+        + (f" (and {len(said) - 1} more difference(s))" if len(said) > 1 else "")
+        + f"; state a miniature that keeps them in [bundles.{bundle.name}.verify], or --full"
+    )
+
+
 def measure(
     bundle: Bundle,
     session: Session,
@@ -268,6 +334,7 @@ def measure(
             full,
             form.to_json(),
             run_form.to_json(),
+            parts.source_key(bundle, form, recipe_root),
         ],
         sort_keys=True,
         default=str,
@@ -280,6 +347,9 @@ def measure(
     p = _Parts(bundle, session, weights, use_cache, allow_code, progress, read_only, recipe_root)
     record: dict[str, Any] = {"bundle": bundle.name, "releases": releases, "form": form.to_json()}
     record["build"] = p.build(form, reference=same_form)
+    if form.recipe is not None and form.name == forms.MINIATURE:
+        record["miniature"] = p.miniature(form, record["build"])
+        _holds_the_full_modules_instances(bundle, form, record["miniature"])
     sides = p.sides(record["build"], releases)
     record["sides"] = sides
     steps = [p.pair(sides, a, b) for a, b in zip(releases, releases[1:], strict=False)]

@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from inventory.registry import Bundle
+from inventory.trace.closure import closure
 from inventory.trace.service import export_steps
 from inventory.verify import whole
-from inventory.verify.forms import Form
+from inventory.verify.forms import Form, recipe_builder
 from oracle.clients import CutWorker, ProgramWorker
 from oracle.compare import normalise
 from oracle.envs import Env
@@ -197,8 +198,55 @@ def run_repeats(run: dict[str, Any]) -> bool:
 # ---- keys ---------------------------------------------------------------------------------
 
 
-def build_folder(bundle: Bundle, form: Form, weights: Path | None, reference: bool) -> Path:
-    payload = {
+def build_folder(
+    bundle: Bundle,
+    form: Form,
+    weights: Path | None,
+    reference: bool,
+    recipe_root: Path | None = None,
+) -> Path:
+    """A build's folder. A recipe's module built from `recipe_root` is keyed by its builder's
+    source closure in the repository (`inventory.trace.closure`: the files it imports and their
+    contents) with its arguments and export steps, not by the checkout's commit: a commit that
+    touches none of those files finds the same build, and every part made from it after."""
+    payload = _build_payload(bundle, form, weights, reference)
+    source = source_key(bundle, form, recipe_root)
+    if source is not None and form.recipe is not None:
+        payload["form"]["recipe"] = {
+            k: v
+            for k, v in form.recipe.items()
+            if k not in ("commit", "commit_source", "modified", "source")
+        }
+        payload["target_source"] = source
+    return _folder("verify", "build", bundle.name, _key(payload))
+
+
+def source_key(bundle: Bundle, form: Form, recipe_root: Path | None) -> str | None:
+    """The digest of a recipe form's source closure in the checkout; None for a project
+    target (its module's own digest is in the key)."""
+    if form.recipe is None or recipe_root is None:
+        return None
+    builder = recipe_builder(bundle, recipe_root)
+    return None if builder is None else closure(recipe_root, builder).digest
+
+
+def legacy_build_folder(
+    bundle: Bundle, form: Form, weights: Path | None, reference: bool
+) -> Path | None:
+    """Where a recipe's build was stored before its key was its source closure: keyed by the
+    checkout's commit (and local changes) and the recipe file's digest. Read where the new
+    folder holds nothing, so a check stored then is joined, not measured again; None for a
+    project target, whose key did not change."""
+    if form.recipe is None:
+        return None
+    payload = _build_payload(bundle, form, weights, reference)
+    return _folder("verify", "build", bundle.name, _key(payload))
+
+
+def _build_payload(
+    bundle: Bundle, form: Form, weights: Path | None, reference: bool
+) -> dict[str, Any]:
+    return {
         "bundle": bundle.name,
         "form": {k: v for k, v in form.to_json().items() if k != "why"},
         "target_source": whole.target_source(form),
@@ -208,7 +256,27 @@ def build_folder(bundle: Bundle, form: Form, weights: Path | None, reference: bo
         "reference": reference,
         "code": code(BUILDING),
     }
-    return _folder("verify", "build", bundle.name, _key(payload))
+
+
+# the miniature's trace: the trace's worker and detectors
+TRACING = (
+    HERE.parent / "trace" / "trace_worker.py",
+    HERE.parent / "trace" / "detect.py",
+    ORACLE / "constructs",
+)
+
+
+def miniature_folder(bundle: Bundle, build: Path) -> Path:
+    """The distinct instances of a recipe's miniature, traced as `trace` traces the recipe: the
+    build's key covers the builder's closure and arguments; the exporter's decomposition and the
+    tracing code are the rest."""
+    payload = {
+        "build": build.name,
+        "exporter": bundle.exporter.converter,
+        "keep": list(bundle.pipeline.keep),
+        "code": code(TRACING),
+    }
+    return _folder("verify", "miniature", bundle.name, _key(payload))
 
 
 def side_folder(bundle: Bundle, build: Path, env: Env) -> Path:

@@ -95,3 +95,21 @@ def max_pool2d_history(repo: Path, old_env: Path, new_env: Path) -> tuple[str, s
     set_version(repo, "0.4.2")
     bump = commit(repo, "update coreai torch version (#64)")
     return base, docs, fix, bump
+
+
+def sign_head(repo: Path) -> str:
+    """HEAD replaced by the same commit carrying a (never valid) PGP signature: what makes a
+    `git log` that honours `log.showSignature` run the configured `gpg.program`."""
+    head, _, message = git(repo, "cat-file", "commit", "HEAD").partition("\n\n")
+    signature = (
+        "gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEE\n -----END PGP SIGNATURE-----"
+    )
+    signed = subprocess.run(
+        ["git", "-C", str(repo), "hash-object", "-t", "commit", "-w", "--stdin"],
+        input=f"{head}\n{signature}\n\n{message}\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    git(repo, "update-ref", "HEAD", signed)
+    return signed

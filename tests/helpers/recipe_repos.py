@@ -57,3 +57,71 @@ def recipe_repo(tmp_path: Path, scale: float = 4.0) -> tuple[Path, str]:
     git(repo, "add", ".")
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "recipe")
     return repo, git(repo, "rev-parse", "HEAD")
+
+
+# The same recipe with its block in a module of its own that the recipe imports (and a package
+# helper it reaches through a relative import): what a builder's source closure holds.
+SPLIT_RECIPE = '''\
+"""My recipe, its block imported from a sibling module."""
+import torch
+from torch import nn
+
+from layers import Block
+
+
+class Model(nn.Module):
+    def __init__(self, channels, blocks):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(channels) for _ in range(blocks)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def trace_target(channels, length, blocks=2):
+    """The registry's builder contract: (module in the shipped dtype, example inputs)."""
+    with torch.device("meta"):
+        model = Model(channels, blocks).eval()
+    return model.to(torch.float16), {"x": torch.zeros(1, channels, length, dtype=torch.float16)}
+'''
+
+LAYERS = '''\
+"""The recipe's block: a depthwise conv, an fp16 batch norm, a scaled softmax."""
+import torch
+from torch import nn
+
+SCALE = {scale}
+
+
+class Block(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.dw = nn.Conv1d(channels, channels, 5, padding=2, groups=channels, bias=False)
+        self.norm = nn.BatchNorm1d(channels)
+
+    def forward(self, x):
+        return torch.softmax(self.norm(self.dw(x)) / SCALE, dim=-1)
+'''
+
+
+def split_recipe_repo(tmp_path: Path, scale: float = 4.0) -> tuple[Path, str]:
+    """A recipe repository whose builder (`export/export_mine.py`) imports `export/layers.py`,
+    beside files it does not import (a README, another script)."""
+    repo = tmp_path / "split-recipes"
+    (repo / "export").mkdir(parents=True)
+    (repo / "export" / "export_mine.py").write_text(SPLIT_RECIPE)
+    (repo / "export" / "layers.py").write_text(LAYERS.format(scale=scale))
+    (repo / "export" / "export_other.py").write_text("import torch\n")
+    (repo / "README.md").write_text("our recipes\n")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "recipe")
+    return repo, git(repo, "rev-parse", "HEAD")
+
+
+def commit_all(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message)
+    return git(repo, "rev-parse", "HEAD")

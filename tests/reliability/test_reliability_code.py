@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from cli import ROOT, invoke, one_line
+from gitrepos import PYPROJECT, commit, git, init, sign_head
 
 from inventory import bisect as bisect_module
 from inventory import gitrepo
@@ -260,6 +261,91 @@ def test_git_runs_no_filter_fsmonitor_or_hook_the_repository_configures(tmp_path
     assert (tree / "coreai_torch" / "ops.py").read_text() == "X = 1\n"  # the blob, unfiltered
     assert not (tree / ".gitattributes").exists()  # only what an environment installs
     assert not marker.exists(), marker.read_text()
+
+
+def _signing_repo(tmp_path: Path, marker: Path) -> Path:
+    """A coreai-torch repository whose HEAD is signed and whose configuration, and the user's,
+    name a program at every place git would run one on a read: the signature's verifier (with
+    `log.showSignature`), an fsmonitor, a pager, a filter driver whose name holds a `=`."""
+    repo = tmp_path / "signed"
+    init(repo)
+    (repo / "pyproject.toml").write_text(PYPROJECT)
+    (repo / "coreai_torch").mkdir()
+    (repo / "coreai_torch" / "__version__.py").write_text('__version__ = "0.4.1"\n')
+    (repo / ".gitattributes").write_text("* filter=a=b\n")
+    commit(repo, "sync: v0.4.1 (#28)")
+    git(repo, "tag", "v0.4.1")
+    (repo / "coreai_torch" / "__version__.py").write_text('__version__ = "0.4.2"\n')
+    commit(repo, "update coreai torch version (#64)")
+    sign_head(repo)
+    git(repo, "remote", "add", "origin", "https://github.com/apple/coreai-torch.git")
+    script = tmp_path / "program.sh"
+    script.write_text(f'#!/bin/sh\necho "$0 $*" >> {marker}\nexit 1\n')
+    script.chmod(0o755)
+    (repo / "coreai_torch" / "__version__.py").touch()  # a stat change: status reads the file
+    for key, value in (
+        ("log.showSignature", "true"),
+        ("gpg.program", str(script)),
+        ("core.fsmonitor", str(script)),
+        ("core.pager", str(script)),
+        ("filter.a=b.clean", str(script)),
+        ("filter.a=b.process", str(script)),
+    ):
+        git(repo, "config", key, value)
+    return repo
+
+
+def test_no_git_read_runs_a_program_a_repository_or_the_user_configures(tmp_path, monkeypatch):
+    """Every read the tool makes of a user's repository: bisect's (the releases' commits, the
+    history between them, a commit's tree, the repository's name), draft's (the core pin of a
+    commit, the forge address) and the recipe checkout's commit that trace and verify read.
+    The user's own configuration names the same programs (HOME's `.gitconfig`)."""
+    from inventory.draft.history import pin_at
+    from inventory.draft.service import _forge_url
+    from inventory.trace.recipes import checkout
+
+    marker = tmp_path / "ran"
+    repo = _signing_repo(tmp_path, marker)
+    home = tmp_path / "home"
+    home.mkdir()
+    script = tmp_path / "program.sh"
+    (home / ".gitconfig").write_text(
+        f"[log]\n\tshowSignature = true\n[gpg]\n\tprogram = {script}\n"
+        f"[core]\n\tfsmonitor = {script}\n"
+    )
+    monkeypatch.setenv("HOME", str(home))
+    # the configuration is live: plain git runs the verifier and the fsmonitor
+    for read in (["log", "-1", "--format=%B"], ["status", "--porcelain"]):
+        subprocess.run(
+            ["git", "-C", str(repo), *read],
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+        )
+    assert marker.exists()
+    marker.unlink()
+
+    r = Repo(repo)
+    old, new = r.release_commit("0.4.1")[0], r.release_commit("0.4.2")[0]
+    assert [c.pr for c in r.first_parent(old, new)] == ["64"]
+    assert r.name == "apple/coreai-torch"
+    assert (r.extract(new.sha, tmp_path / "tree") / "coreai_torch" / "__version__.py").is_file()
+    assert pin_at(r, new.sha) == "1.0.0b2"
+    assert _forge_url(repo) == "https://github.com/apple/coreai-torch"
+    assert checkout(repo).commit == new.sha
+    assert not marker.exists(), marker.read_text()
+
+
+def test_no_module_runs_git_but_the_one_helper():
+    """`inventory/gitrepo.py` is where git runs: a `"git"` argv anywhere else would run with
+    whatever configuration the repository and the user have."""
+    spawns = [
+        str(path.relative_to(ROOT))
+        for package in ("inventory", "oracle")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path.name != "gitrepo.py" and '["git"' in path.read_text()
+    ]
+    assert spawns == []
 
 
 def test_a_commit_with_a_symlink_out_of_the_tree_is_refused(tmp_path):

@@ -181,19 +181,18 @@ def checkout(root: Path) -> Checkout:
     """The checkout's commit: `git rev-parse` where git works, else a `.commit` file (a `git
     archive` of a fetched mirror has no `.git`; `git worktree` fails on mirrors with absent
     blobs)."""
+    from inventory.gitrepo import run_git
+
     try:
-        proc = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        proc = run_git(root, "rev-parse", "--show-toplevel", "HEAD", timeout=30)
         top, _, head = proc.stdout.strip().partition("\n")
         if proc.returncode == 0 and Path(top).resolve() == root.resolve() and head:
-            status = subprocess.run(
-                ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                capture_output=True,
-                text=True,
+            status = run_git(
+                root,
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--ignore-submodules=all",
                 timeout=60,
             )
             return Checkout(head.strip(), "git rev-parse HEAD", bool(status.stdout.strip()))

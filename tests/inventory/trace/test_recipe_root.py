@@ -146,3 +146,65 @@ def test_the_commit_comes_from_git_else_from_a_commit_file(tmp_path):
     assert recipes.checkout(archive) == recipes.Checkout(commit, "the checkout's .commit file")
     sub = repo / "export"  # a folder inside a work tree is not the checkout's root
     assert recipes.checkout(sub).commit == "unknown"
+
+
+USERS_REGISTRY = """\
+# Our shipped models. Owned by the on-device team; ask in #ml-release before editing.
+
+[bundles.mine]  # the encoder of release 7
+files = ["mine_float16.aimodel"]
+dtype = "float16"
+exporter = {{ converter = "0.4.1", core = "1.0.0b2", source = "our release notes" }}
+pipeline = {{ grad = "no_grad" }}
+
+# what we traced by hand last year (stale: the trace replaces it)
+[[bundles.mine.instances]]
+kind = "batch_norm"
+count = 1
+dtype = "float16"
+source = "by hand"
+params = {{ channels = 4 }}
+
+[bundles.mine.recipe]
+repository = "example/my-recipes"
+commit = "{commit}"  # the commit we exported from
+
+[bundles.mine.recipe.builder]
+path = "export/export_mine.py"
+call = "trace_target"
+kwargs = {{ channels = 8, length = 32 }}
+
+# a miniature of the two blocks
+[bundles.mine.verify]
+form = "miniature"
+why = "one of the two blocks: each holds the same instances"
+kwargs = {{ blocks = 1 }}
+"""
+
+
+def test_trace_write_edits_a_users_registry_in_place(tmp_path, converter_envs):
+    """The header, comments, order and inline tables of a user's registry stay as written:
+    `trace --write` changes the instances and adds the trace table, nothing else."""
+    repo, commit = recipe_repo(tmp_path)
+    reg = tmp_path / "recipes.toml"
+    before = USERS_REGISTRY.format(commit=commit)
+    reg.write_text(before)
+    proc = run("trace", "mine", "--recipe-root", str(repo), "--registry", str(reg), "--write", "-q")
+    assert proc.returncode == 0, proc.stderr
+    after = reg.read_text()
+    old, new = tomllib.loads(before)["bundles"]["mine"], tomllib.loads(after)["bundles"]["mine"]
+    assert {k: v for k, v in new.items() if k not in ("instances", "trace")} == {
+        k: v for k, v in old.items() if k != "instances"
+    }
+    assert sorted(i["kind"] for i in new["instances"]) == ["batch_norm", "true_divide"]
+    assert new["trace"]["origin"] == "recipe"
+    # every line but the stale instance's own is still there, in its order, as written
+    stale = ('kind = "batch_norm"', "count = 1", 'source = "by hand"', "params = { channels = 4 }")
+    kept = [ln for ln in before.splitlines() if ln not in stale and not ln.startswith("dtype")]
+    lines = iter(after.splitlines())
+    assert all(any(line == ln for ln in lines) for line in kept), after
+    assert after.startswith("# Our shipped models.")
+    assert "kwargs = { channels = 8, length = 32 }" in after
+    assert 'commit = "' + commit + '"  # the commit we exported from' in after
+    # the instances' parameters are written inline, as the registry wrote them
+    assert "params = {" in after and "[bundles.mine.instances.params]" not in after

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from cli import invoke
+from pages import WIDE, flat
 from rich.console import Console
 from rich.text import Text
 
@@ -91,6 +93,46 @@ def test_plan_at_80_columns_splits_no_bundle_or_level_and_prints_every_caveat(ma
             for item in b[level]:
                 assert " ".join(item["reason"].split()) in flat, (b["bundle"], item["fix"])
     assert "running_var" in flat
+
+
+@pytest.mark.parametrize("fix", ["54", "56"])
+def test_affected_at_80_columns_splits_no_word_and_says_which_columns_it_leaves_out(fix, matrix):
+    """#54: every column fits; #56: sam3's traced view has a 49-character parameter, so the
+    instances column leaves no room for all five and the least important are left out."""
+    narrow = invoke("affected", "--fix", fix, "-q", COLUMNS="80").stdout
+    wide = invoke("affected", "--fix", fix, "-q", COLUMNS=WIDE).stdout
+    data = matrix.run_cli(("affected", "--fix", fix)).data["result"]
+    evidence = {p["evidence"] for b in data["bundles"] for p in b["probes"]}
+    for line in narrow.splitlines():
+        if line.startswith("  evidence"):  # a path is kept whole, past the width if need be
+            assert line.split(": ", 1)[1] in evidence, line
+        else:
+            assert len(line) <= 80, line
+    # each bundle and its level whole, on its row
+    cells = {tuple(c.strip() for c in row.split("│")[1:3]) for row in _table_rows(narrow)}
+    for b in data["bundles"]:
+        assert (b["bundle"], b["reexport"]) in cells, (b["bundle"], cells)
+        # the reason whole, as the JSON gives it
+        assert flat(b["reason"]) in flat(narrow), b["bundle"]
+    # no word split: every word at 80 columns is a word of the wide rendering, but for the
+    # one note that says which columns were left out
+    note = re.search(r"\(left out at 80 columns: ([^;]*);", flat(narrow))
+    header = " ".join(line for line in narrow.splitlines() if line.startswith("┃"))
+    if note:
+        for name in note[1].split(", "):
+            assert name.split()[0] not in header, name  # left out, and said so
+        words = set(flat(narrow)[note.start() : flat(narrow).index(")", note.end()) + 1].split())
+    else:
+        words = set()
+    split = [
+        w
+        for w in narrow.split()
+        if w not in set(wide.split()) | words and not all("\u2500" <= c <= "\u257f" for c in w)
+    ]  # rules are as wide as the table
+    assert split == [], split[:10]
+    if fix == "56":
+        assert note, narrow[:2000]
+    assert "bundle" in header and "re-export" in header
 
 
 def test_piped_progress_is_one_line_per_phase_with_its_counts():

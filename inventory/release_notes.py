@@ -342,7 +342,9 @@ def release_notes(
             raise EnvError(next(iter(swept.failed.values())))
         chosen = between(fixes, old, new)
         wanted = regimes_of_notes(chosen, regimes)
-        outcomes = run_regimes(wanted, old, new, catalog, policy, use_cache, progress, session)
+        outcomes = run_regimes(
+            wanted, old, new, catalog, policy, use_cache, progress, session, phase="records"
+        )
         made = _Loads(old, new, catalog, use_cache, progress, session)
         loads = {fix.id: fix.record_kind.probed(made, fix) for fix in chosen}
         steps = located_steps(outcomes, old, new, fixes, catalog, use_cache, progress, session)

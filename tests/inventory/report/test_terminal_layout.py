@@ -4,10 +4,11 @@ the markdown and JSON hold printed too."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
-from cli import invoke
+from cli import invoke, spawn
 from pages import WIDE, flat
 from rich.console import Console
 from rich.text import Text
@@ -135,7 +136,7 @@ def test_affected_at_80_columns_splits_no_word_and_says_which_columns_it_leaves_
     assert "bundle" in header and "re-export" in header
 
 
-def test_piped_progress_is_one_line_per_phase_with_its_counts():
+def test_piped_progress_is_a_line_when_a_phase_starts_and_one_with_its_counts_at_its_end():
     from inventory.terminal import PhaseLines
     from oracle.infra.progress import Routine, Tally
 
@@ -157,6 +158,35 @@ def test_piped_progress_is_one_line_per_phase_with_its_counts():
     lines.tally(Tally.STORED)
     lines.close()
     assert written == [
+        "parakeet: starting",
         "parakeet: 3 steps; 4 probes: 3 stored, 1 converted",
+        "sweep 0.4.1->0.4.2: starting, 47 steps",
         "sweep 0.4.1->0.4.2: 2 steps; 1 probe: 1 stored, 0 converted",
     ]
+
+
+def test_a_piped_release_notes_says_when_each_phase_starts_and_keeps_stdout_the_document(matrix):
+    """Piped (a CI log), a phase that runs for minutes printed its one line only at its end: the
+    notes said nothing on stderr for 11 minutes. Each phase now says when it starts, on stderr
+    and in order, and stdout is the same document as without progress."""
+    args = ("release-notes", "--from", "0.4.1", "--to", "0.4.2")
+    matrix.run_cli(args)  # stored: this run reads it
+    quiet = spawn(*args, "-q", COLUMNS=WIDE)
+    piped = spawn(*args, COLUMNS=WIDE)  # its stderr is a pipe: progress as lines
+    assert piped.returncode == quiet.returncode == 0, piped.stderr
+    assert piped.stdout == quiet.stdout
+    assert "starting" not in quiet.stderr
+    lines = piped.stderr.splitlines()
+    starts = [(n, m[1]) for n, line in enumerate(lines) if (m := _STARTS.fullmatch(line))]
+    ends = [(n, m[1]) for n, line in enumerate(lines) if (m := _ENDS.fullmatch(line))]
+    # the registry sweep of the step, then the records' probes: each started, then ended
+    assert [phase for _, phase in starts] == ["sweep 0.4.1->0.4.2", "records 0.4.1->0.4.2"]
+    assert [phase for _, phase in ends] == [phase for _, phase in starts]
+    order = [n for pair in zip(starts, ends, strict=True) for n, _ in pair]
+    assert order == sorted(order), lines
+    data = json.loads(spawn(*args, "--json", COLUMNS=WIDE).stdout)  # progress on stderr only
+    assert data["result"]["fixes"]
+
+
+_STARTS = re.compile(r"(.+): starting, \d+ steps")
+_ENDS = re.compile(r"(.+): \d+ steps?; \d+ probes?: \d+ stored, \d+ converted")

@@ -36,6 +36,7 @@ from inventory.kind_answers import (
 from inventory.load_answers import LoadAnswer, answer_load
 from inventory.policy import Policy
 from inventory.registry import Bundle, Instance, exporter_release
+from inventory.shell_commands import weights_command
 from inventory.sweep import StepSweeps, sweep_steps
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.catalog import (
@@ -316,9 +317,17 @@ class Analyzer:
         for f in findings:
             worse = f.adversarial.verdict
             if f.check is None:
+                # a command that takes the checkpoint, whatever command printed the answer
+                # (`plan` has no --weights): the same question, for the same release
+                target = framed.question.target
+                run = weights_command(
+                    framed.question.fix.id,
+                    bundle.name,
+                    None if target == framed.question.fix.ships_in else target,
+                )
                 note = (
                     f"if {f.condition.when}: {worse.verdict}, re-export {worse.reexport} "
-                    f"(pass --weights {bundle.name}=CHECKPOINT.safetensors to decide)"
+                    f"(to decide from the bundle's checkpoint: `{run}`)"
                 )
                 reason += f"; {note}"
             else:

@@ -19,7 +19,7 @@ from inventory.attribution import explained_by, own_step, program_changed, relea
 from inventory.instances import instance_spec, probed_keys
 from inventory.kind_answers import Means, Question, asset_spec
 from inventory.registry import Bundle, exporter_release
-from inventory.release_notes import asset_regimes, regimes_of_notes
+from inventory.release_notes import asset_regimes, concerned_bundles, regimes_of_notes
 from inventory.sweep import registry_regimes
 from oracle.catalog import EnvError, Fix, Regime, between, cores, version_key
 from oracle.compare import ProbeResult, ProbeSpec
@@ -249,11 +249,14 @@ def release_notes(
     fixes: list[Fix],
     regimes_: list[Regime],
     bundles: list[Bundle],
+    means: Means | None = None,
 ) -> list[Job]:
     """`release-notes --from --to`: the registry sweep of every step between (a step is swept
     whatever failed before it), then the records' regimes under the pair, each changed one
-    located step by step, and the asset probe's load checks under both releases when a record
-    of the pair is answered by them. Nothing for a pair the notes refuse (they say why)."""
+    located step by step, the asset probe's load checks under both releases when a record
+    of the pair is answered by them, and (`means`) what each concerned bundle's own answer
+    for each record compares, as `affected` answers it. Nothing for a pair the notes refuse
+    (they say why)."""
     catalog = session.catalog
     if (
         old not in catalog.releases
@@ -273,6 +276,13 @@ def release_notes(
             LoadRequest(r.spec, env, tuple(cores(catalog)), session)
             for r in asset_regimes()
             for env in envs
+        ]
+    if means is not None:
+        out += [
+            job
+            for fix in chosen
+            for bundle in concerned_bundles(fix, bundles)
+            for job in answer(means, bundle, fix, fix.ships_in)
         ]
     return out
 

@@ -235,7 +235,8 @@ class Renderer(Generic[T]):
         elif isinstance(written, str):
             emit(written, end="" if written.endswith("\n") else "\n")
         else:
-            console.print(written, soft_wrap=self.soft_wrap)
+            # a line a renderer keeps whole (a path) is printed whole, never cut at the width
+            console.print(written, soft_wrap=self.soft_wrap, crop=False)
 
 
 @dataclass(frozen=True)
@@ -329,5 +330,5 @@ def writer_for(fmt: OutputFormat) -> Callable[[Document[Any]], Written]:
 def _plain(renderable: RenderableType, width: int, soft_wrap: bool = False) -> str:
     """A terminal rendering as the text a file holds (no colour codes)."""
     console = Console(width=width, file=io.StringIO(), record=True, markup=False, emoji=False)
-    console.print(renderable, soft_wrap=soft_wrap)
+    console.print(renderable, soft_wrap=soft_wrap, crop=False)
     return console.export_text()

@@ -111,6 +111,20 @@ _BUNDLE_KEYS = (
     "verify",
 )
 _INSTANCE_KEYS = ("kind", "params", "count", "dtype", "modules", "source", "producers")
+# `[bundles.X.verify]` (inventory.verify.forms reads the form, chain.py its measured cost): a
+# project target's miniature as `build` arguments, a recipe-built one as the builder's own
+# `kwargs` and `inputs`; `run` the form run on the runtime, stated alike
+VERIFY_KEYS = (
+    "form",
+    "why",
+    "build",
+    "kwargs",
+    "inputs",
+    "seconds_per_run",
+    "cost_measured",
+    "run",
+)
+VERIFY_RUN_KEYS = ("why", "build", "kwargs", "inputs", "seconds_per_run", "cost_measured")
 _EXPORTER_KEYS = ("converter", "core", "source", "torch", "torch_source", "torch_check")
 
 
@@ -227,8 +241,19 @@ def _bundle(
         runtimes_source=f"{path.name} {where} runtimes" if "runtimes" in raw else deploy[1],
         export=dict(pipe),
         standin=dict(fields.table(raw, "standin", where)),
-        verify=dict(fields.table(raw, "verify", where)),
+        verify=_verify(fields, raw, name),
     )
+
+
+def _verify(fields: Fields, raw: dict[str, Any], name: str) -> dict[str, Any]:
+    """`[bundles.X.verify]` with its keys checked: a misspelt one (`kwarg`) would otherwise be
+    ignored, and the full module built where a miniature was meant."""
+    table = fields.table(raw, "verify", f"[bundles.{name}]")
+    fields.keys(table, VERIFY_KEYS, f"[bundles.{name}.verify]")
+    run = table.get("run")
+    if isinstance(run, dict):
+        fields.keys(run, VERIFY_RUN_KEYS, f"[bundles.{name}.verify.run]")
+    return dict(table)
 
 
 def _fingerprints(fields: Fields, raw: dict[str, Any], where: str) -> frozenset[str]:

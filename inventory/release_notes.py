@@ -8,8 +8,10 @@ return plain data; renderers live in `inventory/report/`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
+from inventory.answer_types import BundleAnswer
 from inventory.attribution import Step, own_step, program_changed, release_steps
 from inventory.bisect_evidence import Attributed, load_bisected
 from inventory.instances import instance_spec
@@ -36,7 +38,7 @@ from oracle.catalog import (
 )
 from oracle.compare import Identity, Pipeline, ProbeSpec
 from oracle.constructs import has_probe
-from oracle.infra import Progress
+from oracle.infra import Progress, Routine
 from oracle.load_check import LoadCheck, load_check
 from oracle.session import Session, opened
 from oracle.workers import asset_probe
@@ -73,6 +75,9 @@ class FixNotes:
     # per regime id: bisection of the fix's own step names only other pull requests' commits
     # (`inventory bisect`, evidence/bisect/): the change is theirs, not this record's
     elsewhere: dict[str, Attributed] = field(default_factory=dict)
+    # each concerned bundle's own answer, as `inventory affected --fix` gives it: the outcomes
+    # above are the library's probe cases, which a bundle's own instances may not share
+    answers: tuple[BundleAnswer, ...] = ()
 
     def changes(self) -> tuple[RegimeOutcome, ...]:
         """The regimes whose shipped program this fix changes: in its own step, when located,
@@ -309,6 +314,15 @@ def _load_checks(
     return tuple(out)
 
 
+Answer = Callable[[Bundle, Fix], BundleAnswer]
+
+
+def concerned_bundles(fix: Fix, bundles: list[Bundle]) -> list[Bundle]:
+    """The registry bundles a record's notes concern, as its kind says (in registry order)."""
+    names = set(fix.record_kind.concerned(_Concerned(bundles), fix))
+    return [b for b in bundles if b.name in names]
+
+
 def release_notes(
     old: str,
     new: str,
@@ -320,9 +334,12 @@ def release_notes(
     use_cache: bool = True,
     progress: Progress = lambda _: None,
     session: Session | None = None,
+    answer: Answer | None = None,
 ) -> ReleaseNotes:
     """`session`: the caller's, which may already hold the notes' comparisons (dispatched at
-    once: `inventory.batch.release_notes`)."""
+    once: `inventory.batch.release_notes`). `answer`: each concerned bundle's own answer for a
+    record (`affected.Analyzer.answer` at the record's release), given beside the record's
+    probes so the notes never leave a bundle's answer to be read off the library's cases."""
     check_pair(old, new, catalog)
     pairs = release_steps(catalog, old, new)
     with opened(session, catalog, progress) as session:
@@ -342,7 +359,9 @@ def release_notes(
             raise EnvError(next(iter(swept.failed.values())))
         chosen = between(fixes, old, new)
         wanted = regimes_of_notes(chosen, regimes)
-        outcomes = run_regimes(wanted, old, new, catalog, policy, use_cache, progress, session)
+        outcomes = run_regimes(
+            wanted, old, new, catalog, policy, use_cache, progress, session, phase="records"
+        )
         made = _Loads(old, new, catalog, use_cache, progress, session)
         loads = {fix.id: fix.record_kind.probed(made, fix) for fix in chosen}
         steps = located_steps(outcomes, old, new, fixes, catalog, use_cache, progress, session)
@@ -360,7 +379,25 @@ def release_notes(
         )
         for fix in chosen
     )
+    if answer is not None:
+        answered = _answered(chosen, bundles, answer, progress)
+        notes = tuple(replace(f, answers=answered[f.fix.id]) for f in notes)
     return ReleaseNotes(old, new, notes, tuple(u for s in pairs for u in swept.found[s]))
+
+
+def _answered(
+    chosen: list[Fix], bundles: list[Bundle], answer: Answer, progress: Progress
+) -> dict[str, tuple[BundleAnswer, ...]]:
+    """Per record, each concerned bundle's answer in registry order; asked bundle by bundle,
+    so a bundle's records are one phase of the progress, as in `plan`."""
+    concerned = {fix.id: concerned_bundles(fix, bundles) for fix in chosen}
+    out: dict[str, list[BundleAnswer]] = {fix.id: [] for fix in chosen}
+    for bundle in bundles:
+        for fix in chosen:
+            if bundle in concerned[fix.id]:
+                progress(Routine(f"{bundle.name}: fix {fix.label}"))
+                out[fix.id].append(answer(bundle, fix))
+    return {fix_id: tuple(answers) for fix_id, answers in out.items()}
 
 
 def regimes_of_notes(chosen: list[Fix], regimes: list[Regime]) -> list[Regime]:

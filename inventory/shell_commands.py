@@ -46,3 +46,15 @@ def repair_command(files: Sequence[str]) -> str:
         f'for f in {words}; do inventory repair "$f" -o '
         f'"$(dirname "$f")/{REPAIRED_PREFIX}$(basename "$f")"; done'
     )
+
+
+def weights_command(fix: str, bundle: str, target: str | None = None) -> str:
+    """The `affected` run that decides a record's value condition from the bundle's own
+    checkpoint: `plan` cannot (it takes no checkpoint), so its hint names this command;
+    `target` is the release the answer was given for, when not the record's own."""
+    to = f" --to {shlex.quote(target)}" if target is not None else ""
+    name = shlex.quote(bundle)
+    return (
+        f"inventory affected --fix {shlex.quote(fix)}{to} --bundle {name} "
+        f"--weights {shlex.quote(bundle + '=')}CHECKPOINT.safetensors"
+    )

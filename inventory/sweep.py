@@ -112,13 +112,15 @@ def run_regimes(
     use_cache: bool,
     progress: Progress,
     session: Session | None = None,
+    phase: str = "sweep",
 ) -> dict[str, RegimeOutcome]:
-    """Each regime compared under `old` and `new`, judged with its own tolerance."""
+    """Each regime compared under `old` and `new`, judged with its own tolerance; `phase` names
+    the progress lines (the release notes' records are a phase apart from their sweep)."""
     out: dict[str, RegimeOutcome] = {}
     with opened(session, catalog, progress) as session:
         old_env, new_env = session.env(old), session.env(new)
         for i, regime in enumerate(regimes, start=1):
-            progress(Routine(f"sweep {old}->{new} [{i}/{len(regimes)}]: {regime.id}"))
+            progress(Routine(f"{phase} {old}->{new} [{i}/{len(regimes)}]: {regime.id}"))
             result = session.compare(regime.spec, old_env, new_env, use_cache=use_cache)
             tuned = Policy(
                 policy.tolerance,

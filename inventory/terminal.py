@@ -174,11 +174,11 @@ def progress(enabled: bool) -> Iterator[Progress]:
 
 class PhaseLines:
     """Piped progress: one line when a phase of routine steps (`Routine`: a bundle's records, a
-    sweep) ends, with
-    how many steps it took and how many probe comparisons were read from the store or made
-    now (`parakeet: 14 steps; 23 probes: 23 stored, 0 converted`). A phase is what a line names
-    before its first `: `, when that is short; a longer one (a probe's own label) belongs to the
-    phase in course."""
+    sweep) starts (`sweep 0.4.1->0.4.2: starting, 47 steps`: a phase can take minutes, and a
+    reader of a log must see what it waits for), and one when it ends, with how many steps it
+    took and how many probe comparisons were read from the store or made now (`parakeet: 14
+    steps; 23 probes: 23 stored, 0 converted`). A phase is what a line names before its first
+    `: `, when that is short; a longer one (a probe's own label) belongs to the phase in course."""
 
     def __init__(self, write: Callable[[str], None]) -> None:
         self.write = write
@@ -198,10 +198,16 @@ class PhaseLines:
         with self._lock:
             if key is not None and key != self.phase:
                 self._flush()
-                self.phase = key
+                self._start(key, head)
             elif self.phase is None:
-                self.phase = _COUNTER.sub("", head)[:40]
+                self._start(_COUNTER.sub("", head)[:40], head)
             self.steps += 1
+
+    def _start(self, phase: str, head: str) -> None:
+        self.phase = phase
+        counted = _COUNTER.search(head)  # `[1/47]`: the steps the phase will take
+        total = counted.group(0).strip(" []").split("/")[1] if counted else None
+        self.write(f"{phase}: starting" + (f", {total} steps" if total else ""))
 
     def _flush(self) -> None:
         if self.phase is None:

@@ -451,6 +451,21 @@ def input_cases() -> list[Case]:
                 slow=accepted,
             )
         )
+
+    def misspelt_verify(folder: Path) -> dict[str, str]:
+        # a misspelt miniature was ignored, and the full module built in its place
+        text = (ROOT / "recipes.toml").read_text()
+        table = "[bundles.parakeet.verify.build]"
+        (folder / "r.toml").write_text(text.replace(table, table.replace("build", "biuld"), 1))
+        return {}
+
+    out.append(
+        Case(
+            "registry/verify-misspelt-key",
+            ["plan", "--to", "0.4.2", "-q", "--registry", "{folder}/r.toml"],
+            misspelt_verify,
+        )
+    )
     out.append(
         Case(
             "sweep/registry-file-alone",

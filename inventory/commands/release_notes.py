@@ -61,8 +61,9 @@ def release_notes_cmd(
     progress_shown: ProgressMode = None,
     catalog: CatalogFile = None,
 ) -> None:
-    """Per fix between two releases, per probe regime: does the program change, do values move?
-    And every shipped instance's change in each release step that no record of it explains.
+    """Per fix between two releases, per library probe case: does the program change, do values
+    move? Per shipped bundle it concerns: its own answer, as `affected --fix` gives it. And every
+    shipped instance's change in each release step that no record of it explains.
 
     Examples:
     inventory release-notes --from 0.4.1 --to 0.4.2
@@ -75,6 +76,7 @@ def release_notes_cmd(
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory import batch
+    from inventory.affected import Analyzer
     from inventory.output import Renderer, input_files
     from inventory.policy import load_policy
     from inventory.release_notes import ReleaseNotes, release_notes
@@ -92,10 +94,13 @@ def release_notes_cmd(
 
     def work(progress: Progress) -> ReleaseNotes:
         catalog, regimes, bundles = load_catalog(), load_regimes(), load_registry(registry)
+        policy = load_policy()
         with Session(catalog, progress) as session:
+            # each concerned bundle's own answer for a record, as `affected --fix` gives it
+            analyzer = Analyzer(session, policy, not no_cache, fixes=records)
             # every comparison of the notes, handed to the executor at once
             session.dispatch(
-                batch.release_notes(session, old, new, records, regimes, bundles),
+                batch.release_notes(session, old, new, records, regimes, bundles, analyzer),
                 use_cache=not no_cache,
             )
             return release_notes(
@@ -105,10 +110,11 @@ def release_notes_cmd(
                 regimes,
                 bundles,
                 catalog,
-                load_policy(),
+                policy,
                 use_cache=not no_cache,
                 progress=progress,
                 session=session,
+                answer=lambda bundle, fix: analyzer.answer(bundle, fix, fix.ships_in),
             )
 
     report(

@@ -13,7 +13,7 @@ from inventory.attribution import step_line
 from inventory.output import envelope
 from inventory.release_notes import FixNotes, ReleaseNotes
 from inventory.report.json_report import result_fields, step_json, with_alone_check
-from inventory.report.text import html_text, md_code, md_text
+from inventory.report.text import html_text, md_code, md_line, md_text
 from inventory.sweep import RegimeOutcome, Sweep
 from oracle.catalog import Fix
 from oracle.compare import Identity
@@ -90,6 +90,15 @@ def notes_record(notes: ReleaseNotes) -> dict[str, Any]:
                 ],
                 "summary": _summary_json(f),
                 "draft": _draft_json(f),
+                "answers": [
+                    {
+                        "bundle": a.bundle,
+                        "verdict": a.verdict,
+                        "reexport": a.reexport,
+                        "reason": a.reason,
+                    }
+                    for a in f.answers
+                ],
             }
             for f in notes.fixes
         ],
@@ -145,6 +154,20 @@ class _Concerned:
         )
 
 
+def bundle_answers(f: FixNotes) -> str:
+    """Each concerned bundle's own answer for the record, as `affected --fix` gives it: the
+    library's probe cases above are not the bundle's instances, and their changes are not its."""
+    return "; ".join(f"{a.bundle} re-export {a.reexport} ({a.verdict})" for a in f.answers)
+
+
+def answers_line(f: FixNotes) -> str:
+    """The line every format gives each record with concerned bundles."""
+    return (
+        f"{f.fix.label} for the shipped bundles (`inventory affected --fix {f.fix.id}`): "
+        f"{bundle_answers(f)}"
+    )
+
+
 def _summary_json(f: FixNotes) -> dict[str, Any] | None:
     if not f.fix.record_kind.compares_programs:
         return None
@@ -168,7 +191,8 @@ def _summary_lines(f: FixNotes) -> list[str]:
     s = f.summary()
     n = len(f.outcomes)
     moved = (
-        f"yes, in {len(s.values_move)} regime(s), max |old-new| {_num(s.max_abs_move)} "
+        f"yes, in {len(s.values_move)} library probe case(s), max |old-new| "
+        f"{_num(s.max_abs_move)} "
         f"({', '.join(md_code(r) for r in s.values_move)})"
         if s.values_move
         else "no"
@@ -187,7 +211,7 @@ def _summary_lines(f: FixNotes) -> list[str]:
     )
     return elsewhere + [
         f"- Reaches a graph: {'yes' if s.reaches_graph else 'no'} ({len(s.changed)} of {n} "
-        f"regime(s) change the shipped program).",
+        f"library probe case(s) change their shipped program).",
         f"- Values move: {moved}.",
         f"- Old converter cannot convert: "
         f"{', '.join(md_code(r) for r in s.old_cannot_convert) or 'none'}; new cannot: "
@@ -253,9 +277,16 @@ def _finding(o: RegimeOutcome) -> str:
 
 
 def _headline(notes: ReleaseNotes) -> list[str]:
-    """The summary table first: per record, how many probes it has and what they found."""
-    out = ["| record | probes | shipped program changes | verdicts |", "|---|---|---|---|"]
+    """The summary table first: per record, how many of the library's probe cases it has, how
+    many of them change their own shipped program and their verdicts; then each shipped
+    bundle's own answer (`affected`), which those counts are not."""
+    out = [
+        "| record | library probe cases | of them, changing their shipped program | verdicts | "
+        "shipped bundles' own answer (`affected`) |",
+        "|---|---|---|---|---|",
+    ]
     for f in notes.fixes:
+        answers = md_text(bundle_answers(f)) or "no bundle concerned"
         if f.loads:
             out.append(
                 f"| {md_text(f.fix.label)} | {len(f.loads)} asset probe(s) | load check | "
@@ -263,7 +294,7 @@ def _headline(notes: ReleaseNotes) -> list[str]:
                     md_text(f"{a.exporter}: {_loads(a)}, {b.exporter}: {_loads(b)}")
                     for a, b in f.loads
                 )
-                + " |"
+                + f" | {answers} |"
             )
             continue
         changed = sum(1 for o in f.outcomes if o.result.shipped != Identity.IDENTICAL)
@@ -271,7 +302,9 @@ def _headline(notes: ReleaseNotes) -> list[str]:
         for o in f.outcomes:
             verdicts[o.verdict.verdict] = verdicts.get(o.verdict.verdict, 0) + 1
         counted = ", ".join(f"{n} {v}" for v, n in verdicts.items()) or "no probe yet"
-        out.append(f"| {md_text(f.fix.label)} | {len(f.outcomes)} | {changed} | {counted} |")
+        out.append(
+            f"| {md_text(f.fix.label)} | {len(f.outcomes)} | {changed} | {counted} | {answers} |"
+        )
     unexplained = len(notes.unexplained)
     return out + ["", f"Changes no fix record explains: {unexplained}.", ""]
 
@@ -299,6 +332,8 @@ def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
         held = f.fix.record_kind.concerned(_Concerned(f), f.fix)
         out.append(f"Upstream: {md_text(f.fix.upstream or 'not public')}. {held}")
         out.append("")
+        if f.answers:
+            out += [f"{md_line(answers_line(f))}.", ""]
         out += _drafted_line(f)
         if f.loads:
             out.append("| asset probe | old asset on each runtime | new asset on each runtime |")
@@ -318,7 +353,10 @@ def notes_markdown(notes: ReleaseNotes, details: bool = False) -> str:
             continue
         if f.fix.record_kind.names_constructs:
             out += _summary_lines(f) + [""]
-        out.append("| probe | emitted | shipped | outputs | max abs old-new | verdict | finding |")
+        out.append(
+            "| library probe case | emitted | shipped | outputs | max abs old-new | verdict | "
+            "finding |"
+        )
         out.append("|---|---|---|---|---|---|---|")
         for o in f.outcomes:
             r = o.result
@@ -371,7 +409,9 @@ def notes_table(notes: ReleaseNotes) -> Group:
     table = Table(
         title=f"coreai-torch {notes.old} → {notes.new}", show_lines=False, title_justify="left"
     )
-    for col in ("fix", "probe", "emitted", "shipped", "outputs", "verdict"):
+    # the library's probe cases of each record, not the shipped bundles (their own answer is
+    # the line under the table)
+    for col in ("fix", "library probe case", "emitted", "shipped", "outputs", "verdict"):
         table.add_column(col, overflow="fold")
     for f in notes.fixes:
         for a, b in f.loads:
@@ -407,6 +447,8 @@ def notes_table(notes: ReleaseNotes) -> Group:
             )
         elif f.bundles:
             lines.append(Text(f"{f.fix.label} concerns: {', '.join(f.bundles)}"))
+        if f.answers:
+            lines.append(Text(answers_line(f)))
     for o, s in notes.unexplained:
         lines.append(
             Text(

@@ -1,12 +1,13 @@
-"""The terminal rendering of `affected`: one row per bundle, then the reason chains."""
+"""The renderings of `affected`: the terminal's (one row per bundle in a table that fits the
+width, then each bundle's reason and chain) and the markdown."""
 
 from __future__ import annotations
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from inventory.answer_types import AffectedReport, BundleAnswer
+from inventory.report.table_fit import Cell, Column, fitted_table
 from inventory.report.text import md_code, md_line, md_text
 from inventory.summary import BundleLine, Summary, summarise
 from inventory.verdict import IGNORED
@@ -81,47 +82,81 @@ def affected_summary(report: AffectedReport) -> Summary:
     return summarise(line(b) for b in report.bundles)
 
 
+def _columns() -> list[Column]:
+    """The answer (bundle, level) always; at a narrow width the exporter goes first (the
+    details under the table say it), then what each probe found (its line there too), then the
+    instances."""
+    return [
+        Column("bundle", 0, no_wrap=True),
+        Column("re-export", 0, no_wrap=True),
+        Column("instances traced", 1),
+        Column("probe per instance / load check", 2),
+        Column("exporter", 3),
+    ]
+
+
+def _level(report: AffectedReport, b: BundleAnswer) -> Text:
+    if b.bundle in report.ignored:
+        return Text(f"{b.reexport} (ignored)", style="dim")
+    return Text(b.reexport, style=_STYLE.get(b.reexport, ""))
+
+
+def _details(report: AffectedReport, b: BundleAnswer) -> list[Text]:
+    """Under the table, per bundle: its verdict, the level and the reason that set it (whole:
+    a table cell would wrap it word by word), then the reason chain (remedies, changes no
+    record explains and what was not checked are steps of it) and the evidence."""
+    level = f"re-export {b.reexport}"
+    if b.bundle in report.ignored:
+        level += f", ignored ({report.ignored[b.bundle].reason})"
+    out = [Text(f"{b.bundle}: {b.verdict}", style="bold"), Text(f"  {level}: {b.reason}")]
+    out += [Text(f"  - {step}") for step in b.chain]
+    for p in b.probes:
+        if p.result is not None:
+            whose = f" ({p.module})" if p.module else ""
+            # a path split over two lines cannot be copied: kept whole, past the width if need be
+            out.append(
+                Text(
+                    f"  evidence{whose}: {p.result.evidence}",
+                    style="dim",
+                    no_wrap=True,
+                    overflow="ignore",
+                )
+            )
+    return out
+
+
 def affected_table(report: AffectedReport) -> Group:
+    """Summary line first; one row per bundle, worst level first, in a table that fits the
+    terminal (a narrow one leaves out columns and says which); each bundle's reason and chain
+    under it."""
     fix = report.fix
-    title = (
+    title = Text(
         f"Fix {fix.label} {fix.title} (ships in coreai-torch {fix.ships_in}); "
         f"comparing each bundle's exporter with {report.to}"
     )
-    table = Table(title=title, show_lines=True, title_justify="left")
-    for col, ratio in (
-        ("bundle", 1),
-        ("exporter", 1),
-        ("instances traced", 4),
-        ("probe per instance / load check", 2),
-        ("re-export", 1),
-        ("reason", 3),
-    ):
-        # a bundle's name and its level are never split mid-word
-        table.add_column(col, overflow="fold", ratio=ratio, no_wrap=col in ("bundle", "re-export"))
     summary = affected_summary(report)
     order = {line.bundle: n for n, line in enumerate(summary.bundles)}
     bundles = sorted(report.bundles, key=lambda b: order[b.bundle])  # worst level first
-    for b in bundles:
-        exporter = _exporter(b)
-        level = Text(b.reexport, style=_STYLE.get(b.reexport, ""))
-        if b.bundle in report.ignored:
-            level = Text(f"{b.reexport} (ignored: {report.ignored[b.bundle].reason})", style="dim")
-        table.add_row(b.bundle, exporter, _instances(b), _found(b), level, b.reason)
+    rows: list[dict[str, Cell]]
+    rows = [
+        {
+            "bundle": b.bundle,
+            "re-export": _level(report, b),
+            "instances traced": _instances(b),
+            "probe per instance / load check": _found(b),
+            "exporter": _exporter(b),
+        }
+        for b in bundles
+    ]
     details = [Text("")]
     for b in bundles:
-        details.append(Text(f"{b.bundle}: {b.verdict}", style="bold"))
-        for step in b.chain:
-            details.append(Text(f"  - {step}"))
-        for p in b.probes:
-            if p.result is not None:
-                whose = f" ({p.module})" if p.module else ""
-                details.append(Text(f"  evidence{whose}: {p.result.evidence}", style="dim"))
+        details += _details(report, b)
     runtimes = "; ".join(report.runtimes) or "none needed"
     details.append(Text(f"measured on: {runtimes}"))
     for deployment in sorted({b.deployment.describe() for b in report.bundles if b.deployment}):
         details.append(Text(f"deployment runtimes: {deployment}"))
     head = Text(f"{fix.label}: {summary.line()}", style="bold")
-    return Group(head, table, *details)
+    return Group(head, title, fitted_table(_columns(), rows, lines=True), *details)
 
 
 def affected_markdown(report: AffectedReport) -> str:

@@ -4,7 +4,7 @@ Building a bundle's module (`inventory verify`, `plan --verify`, `affected --ver
 a project target or stand-in) imports its upstream packages (transformers, pocket-tts): the
 project's `trace` extra (pyproject.toml). Where the project's own interpreter has every one of
 them at its pinned version (`scripts/test` installs the extra), that interpreter builds. Where
-it lacks them (the README's set-up installs no extra, nor does a plain `pip install`), an
+it lacks them (the README's set-up installs no extra, nor does a plain install), an
 environment of the store is built on first use, like a converter environment: progress lines,
 a lock (a second process waits for the first, then reuses its environment), a manifest written
 last (an interrupted build is rebuilt), and one line naming the build log when it cannot be

@@ -42,6 +42,13 @@ _INDEX_FLAGS = (
 )
 
 
+def extra_command(extra: str) -> str:
+    """The command that adds a project extra to the checkout's `.venv`, as the set-up made it:
+    its own installer (uv from the cache, the versions `requirements.lock` pins; pip when uv
+    cannot be had). A `.venv/bin/pip` is no such command: a venv uv makes has no pip."""
+    return f"python3.11 scripts/setup_venv.py .venv {extra}"
+
+
 def uv_cache() -> Path:
     return cache_root() / "uv"
 

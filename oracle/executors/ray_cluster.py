@@ -45,6 +45,7 @@ from oracle.clients.worker_pool import EnvironmentFault, Pool
 from oracle.compare.results import Identity, ProbeResult, Side
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
+from oracle.envs.installer import extra_command
 from oracle.executors.api import (
     Comparison,
     ExecutorError,
@@ -83,14 +84,15 @@ AnyJob = Job | LoadJob | CallJob
 IN_FLIGHT = 2  # jobs sent to one agent at a time: one running, one waiting behind it
 ATTEMPTS = 3  # tries of one job, on different agents, before it is answered inconclusive
 NAMESPACE = "inventory"
-_EXTRA = "pip install -e '.[ray]'"
 
 
 def _import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise ExecutorError(f"--executor ray needs the ray extra ({_EXTRA}): {exc}") from None
+        raise ExecutorError(
+            f"--executor ray needs the ray extra (in the checkout: {extra_command('ray')}): {exc}"
+        ) from None
     return ray
 
 

@@ -270,8 +270,10 @@ def _s3(url: str, rest: str) -> RemoteStore:
     try:
         import s3fs
     except ImportError:
+        from oracle.envs.installer import extra_command
+
         raise RemoteStoreError(
-            f"--store {url}: needs the s3 extra (pip install -e '.[s3]')"
+            f"--store {url}: needs the s3 extra (in the checkout: {extra_command('s3')})"
         ) from None
     bucket = rest.split("/", 1)[0]
     if not bucket:
@@ -323,7 +325,9 @@ def connect(url: str) -> RemoteStore:
     try:
         import fsspec  # noqa: F401 - only to say which extra is missing
     except ImportError:
+        from oracle.envs.installer import extra_command
+
         raise RemoteStoreError(
-            f"--store {url}: needs the s3 extra (pip install -e '.[s3]')"
+            f"--store {url}: needs the s3 extra (in the checkout: {extra_command('s3')})"
         ) from None
     return _s3(url, rest) if scheme.lower() == "s3" else _file(url, rest)

@@ -49,7 +49,9 @@ def test_release_notes_answer_each_regime_with_evidence(env, conv_regimes):
     text = notes_markdown(notes)
     # the summary table first; each shipped IR diff named by its evidence folder, quoted only
     # with details (a release page stays readable)
-    assert text.index("| record | probes |") < text.index("## #40 Fix conv transpose lowering")
+    assert text.index("| record | library probe cases |") < text.index(
+        "## #40 Fix conv transpose lowering"
+    )
     assert "```diff" not in text and "/shipped.diff`" in text
     assert "```diff" in notes_markdown(notes, details=True)
 

@@ -10,6 +10,8 @@ variances below fp16's smallest normal.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -215,3 +217,22 @@ def test_one_tiny_running_var_layer_is_measured_and_reported_the_others_as_ordin
     chain = "\n".join(bundle["chain"])
     assert "layers.7.conv.norm: values-move, re-export required" in chain
     assert "23 module(s) (layers.0.conv.norm" in chain
+
+
+def test_a_plans_value_condition_names_a_command_that_decides_it(tmp_path, matrix):
+    """`plan` takes no checkpoint: its caveat names the `affected` run that does, and that
+    command line, as printed with the checkpoint in place, parses and decides the condition."""
+    plan = matrix.run_cli(("plan", "--to", "0.4.2")).data["result"]
+    (parakeet,) = [b for b in plan["bundles"] if b["bundle"] == "parakeet"]
+    (item,) = [i for i in parakeet["optional"] if i["fix"] == "54"]
+    hinted = re.search(r"`(inventory [^`]*CHECKPOINT\.safetensors)`", item["reason"])
+    assert hinted, item["reason"]
+    path = parakeet_checkpoint(tmp_path / "parakeet.safetensors", tiny_layer=7)
+    argv = shlex.split(hinted[1].replace("CHECKPOINT.safetensors", shlex.quote(str(path))))
+    assert argv[:2] == ["inventory", "affected"], argv
+    proc = invoke(*argv[1:], "--json", "-q")
+    assert proc.returncode == 1, proc.stderr  # decided: a re-export is required
+    (bundle,) = json.loads(proc.stdout)["result"]["bundles"]
+    assert bundle["bundle"] == "parakeet" and bundle["reexport"] == "required"
+    assert bundle["conditions"] == []  # measured with the checkpoint's tensors, not a caveat
+    assert bundle["reason"].startswith("layers.7.conv.norm (its own tensors): ")

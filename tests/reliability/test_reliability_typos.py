@@ -289,6 +289,19 @@ def test_an_unknown_kind_or_dtype_in_the_registry_is_exit_2_in_plan_and_sweep(
             "recipe, trace, instances, note, fingerprint, fingerprints, runtimes, standin, verify)",
         ),
         (
+            # a misspelt miniature would be ignored, the full module built in its place
+            lambda d: d["bundles"]["mimi"].__setitem__(
+                "verify", {"form": "miniature", "why": "one layer", "kwarg": {"layers": 1}}
+            ),
+            "[bundles.mimi.verify] has an unknown key 'kwarg' (known: form, why, build, kwargs, "
+            "inputs, seconds_per_run, cost_measured, run)",
+        ),
+        (
+            lambda d: d["bundles"]["parakeet"]["verify"]["run"].__setitem__("inputz", {}),
+            "[bundles.parakeet.verify.run] has an unknown key 'inputz' (known: why, build, "
+            "kwargs, inputs, seconds_per_run, cost_measured)",
+        ),
+        (
             lambda d: d.__setitem__("deploy", {"runtimes": ["b9"]}),
             "[deploy] runtimes: runtime 'b9' is not in the catalog (coreai-core releases in "
             "converters.toml: 1.0.0b1, 1.0.0b2, 1.0.0b3)",

@@ -46,6 +46,20 @@ class RecipeError(InventoryError):
     """The recipe cannot be imported or built as the registry says; one line for the user."""
 
 
+# what `[bundles.X.recipe.builder]` may hold (docs/reference/registry.md lists each)
+BUILDER_KEYS = (
+    "call",
+    "path",
+    "module",
+    "kwargs",
+    "adapter",
+    "search_path",
+    "inputs",
+    "packages",
+    "cannot_trace_offline",
+)
+
+
 @dataclass(frozen=True)
 class Builder:
     """`[bundles.X.recipe.builder]`: where the recipe's module builder is, and how to call it."""
@@ -66,17 +80,7 @@ class Builder:
 
     @classmethod
     def from_table(cls, table: dict[str, Any]) -> Builder:
-        unknown = set(table) - {
-            "call",
-            "path",
-            "module",
-            "kwargs",
-            "adapter",
-            "search_path",
-            "inputs",
-            "packages",
-            "cannot_trace_offline",
-        }
+        unknown = set(table) - set(BUILDER_KEYS)
         if unknown:
             raise RecipeError(f"recipe.builder has unknown keys: {', '.join(sorted(unknown))}")
         if not table.get("call"):

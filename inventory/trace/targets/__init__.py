@@ -5,7 +5,7 @@ recipe checkout exists, held against the recorded recipe trace through their sta
 A target returns the module (weights are irrelevant to which constructs appear, so none are
 loaded), the recipe's example inputs, and what it mirrors. `TraceTarget` is also what a recipe
 builder (`inventory.trace.recipes`) returns. Targets import their upstream packages lazily: they
-are an optional extra (`pip install -e .[trace]`).
+are an optional extra (`trace`: `python3.11 scripts/setup_venv.py .venv trace`).
 """
 
 from __future__ import annotations

@@ -292,7 +292,7 @@ def test_the_summary_of_an_affected_answer_with_an_accepted_risk_is_in_every_for
     assert (line["bundle"], line["level"]) == ("a", "ignored")
     table, markdown = flat(cli()), flat(cli("-f", "markdown"))
     html, vex = Page.of(cli("-f", "html")), _vex(cli("-f", "cyclonedx"))
-    assert "a │ 0.4.2 │" in table and "no (ignored: we ship b1 only)" in table
+    assert "│ a │ no (ignored) │" in table and "re-export no, ignored (we ship b1 only)" in table
     said = f"| a | **ignored** | {flat(for_release_page(md_text(line['reason'])))} |"
     assert said in markdown, markdown
     assert "ignored: we ship b1 only" in html.text

@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from answers import BARE, CHECKED, stores, suite_env
 from cli import invoke, spawn
 from pages import WIDE, Page, flat
@@ -81,6 +82,33 @@ def test_every_finding_of_release_notes_is_in_every_format(matrix):
         said = f"{u['probe']} changes in {u['step']} ({u['verdict']})"
         assert said in table, said
         assert f"`{u['probe']}` changes in {u['step']} ({u['verdict']})" in markdown, said
+
+
+@pytest.mark.parametrize(("old", "new"), [("0.4.0", "0.4.1"), ("0.4.1", "0.4.2")])
+def test_release_notes_give_each_bundle_the_answer_affected_gives_it_in_every_format(
+    old, new, matrix
+):
+    """The notes' counts are the library's probe cases of a record (#40: 20 of 26 change their
+    program), beside the bundles that hold it: they read as if the record changed mimi and
+    sam3, which `affected --fix 40` answers `no`. Every format now gives each bundle the record
+    concerns its own answer, the one `affected` gives, and says what the counts count."""
+    notes, t = _each_format("release-notes", "--from", old, "--to", new)
+    table, markdown = t["table"], t["markdown"]
+    assert "library probe cases" in markdown and "library probe case" in table
+    for f in notes["fixes"]:
+        assert [a["bundle"] for a in f["answers"]] == f["bundles"], f["fix"]
+        answered = matrix.run_cli(("affected", "--fix", f["fix"])).data["result"]["bundles"]
+        own = {b["bundle"]: (b["reexport"], b["verdict"]) for b in answered}
+        said = []
+        for a in f["answers"]:
+            assert (a["reexport"], a["verdict"]) == own[a["bundle"]], (f["fix"], a["bundle"])
+            said.append(f"{a['bundle']} re-export {a['reexport']} ({a['verdict']})")
+        if said:
+            line = f"for the shipped bundles (`inventory affected --fix {f['fix']}`): "
+            _in_every(f"{_label(f['fix'])} {line}{'; '.join(said)}", table)
+            _in_every(f"{line}{'; '.join(said)}", markdown)
+    # the records a bundle's answer takes a re-export level for are never all `no` (#28, #54)
+    assert any(a["reexport"] != "no" for f in notes["fixes"] for a in f["answers"])
 
 
 def test_every_changing_probe_of_a_sweep_is_in_every_format(matrix):

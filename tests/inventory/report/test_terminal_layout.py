@@ -4,12 +4,16 @@ the markdown and JSON hold printed too."""
 
 from __future__ import annotations
 
+import json
 import re
 
-from cli import invoke
+import pytest
+from cli import invoke, spawn
+from pages import WIDE, flat
 from rich.console import Console
 from rich.text import Text
 
+from inventory.registry import load_registry
 from inventory.report.table_fit import Cell, Column, fitted_table, names
 
 LEVELS = ("required", "inconclusive", "optional", "no")
@@ -93,7 +97,47 @@ def test_plan_at_80_columns_splits_no_bundle_or_level_and_prints_every_caveat(ma
     assert "running_var" in flat
 
 
-def test_piped_progress_is_one_line_per_phase_with_its_counts():
+@pytest.mark.parametrize("fix", ["54", "56"])
+def test_affected_at_80_columns_splits_no_word_and_says_which_columns_it_leaves_out(fix, matrix):
+    """#54: every column fits; #56: sam3's traced view has a 49-character parameter, so the
+    instances column leaves no room for all five and the least important are left out."""
+    narrow = invoke("affected", "--fix", fix, "-q", COLUMNS="80").stdout
+    wide = invoke("affected", "--fix", fix, "-q", COLUMNS=WIDE).stdout
+    data = matrix.run_cli(("affected", "--fix", fix)).data["result"]
+    evidence = {p["evidence"] for b in data["bundles"] for p in b["probes"]}
+    for line in narrow.splitlines():
+        if line.startswith("  evidence"):  # a path is kept whole, past the width if need be
+            assert line.split(": ", 1)[1] in evidence, line
+        else:
+            assert len(line) <= 80, line
+    # each bundle and its level whole, on its row
+    cells = {tuple(c.strip() for c in row.split("│")[1:3]) for row in _table_rows(narrow)}
+    for b in data["bundles"]:
+        assert (b["bundle"], b["reexport"]) in cells, (b["bundle"], cells)
+        # the reason whole, as the JSON gives it
+        assert flat(b["reason"]) in flat(narrow), b["bundle"]
+    # no word split: every word at 80 columns is a word of the wide rendering, but for the
+    # one note that says which columns were left out
+    note = re.search(r"\(left out at 80 columns: ([^;]*);", flat(narrow))
+    header = " ".join(line for line in narrow.splitlines() if line.startswith("┃"))
+    if note:
+        for name in note[1].split(", "):
+            assert name.split()[0] not in header, name  # left out, and said so
+        words = set(flat(narrow)[note.start() : flat(narrow).index(")", note.end()) + 1].split())
+    else:
+        words = set()
+    split = [
+        w
+        for w in narrow.split()
+        if w not in set(wide.split()) | words and not all("\u2500" <= c <= "\u257f" for c in w)
+    ]  # rules are as wide as the table
+    assert split == [], split[:10]
+    if fix == "56":
+        assert note, narrow[:2000]
+    assert "bundle" in header and "re-export" in header
+
+
+def test_piped_progress_is_a_line_when_a_phase_starts_and_one_with_its_counts_at_its_end():
     from inventory.terminal import PhaseLines
     from oracle.infra.progress import Routine, Tally
 
@@ -115,6 +159,40 @@ def test_piped_progress_is_one_line_per_phase_with_its_counts():
     lines.tally(Tally.STORED)
     lines.close()
     assert written == [
+        "parakeet: starting",
         "parakeet: 3 steps; 4 probes: 3 stored, 1 converted",
+        "sweep 0.4.1->0.4.2: starting, 47 steps",
         "sweep 0.4.1->0.4.2: 2 steps; 1 probe: 1 stored, 0 converted",
     ]
+
+
+def test_a_piped_release_notes_says_when_each_phase_starts_and_keeps_stdout_the_document(matrix):
+    """Piped (a CI log), a phase that runs for minutes printed its one line only at its end: the
+    notes said nothing on stderr for 11 minutes. Each phase now says when it starts, on stderr
+    and in order, and stdout is the same document as without progress."""
+    args = ("release-notes", "--from", "0.4.1", "--to", "0.4.2")
+    matrix.run_cli(args)  # stored: this run reads it
+    quiet = spawn(*args, "-q", COLUMNS=WIDE)
+    piped = spawn(*args, COLUMNS=WIDE)  # its stderr is a pipe: progress as lines
+    assert piped.returncode == quiet.returncode == 0, piped.stderr
+    assert piped.stdout == quiet.stdout
+    assert "starting" not in quiet.stderr
+    lines = piped.stderr.splitlines()
+    starts = [(n, m[1]) for n, line in enumerate(lines) if (m := _STARTS.fullmatch(line))]
+    ends = [(n, m[1]) for n, line in enumerate(lines) if (m := _ENDS.fullmatch(line))]
+    data = json.loads(spawn(*args, "--json", COLUMNS=WIDE).stdout)  # progress on stderr only
+    concerned = {b for f in data["result"]["fixes"] for b in f["bundles"]}
+    # the registry sweep of the step, the records' probes, then each concerned bundle's own
+    # answers (in registry order): each phase started, then ended, one after the other
+    assert [phase for _, phase in starts] == [
+        "sweep 0.4.1->0.4.2",
+        "records 0.4.1->0.4.2",
+        *(b.name for b in load_registry() if b.name in concerned),
+    ]
+    assert [phase for _, phase in ends] == [phase for _, phase in starts]
+    order = [n for pair in zip(starts, ends, strict=True) for n, _ in pair]
+    assert order == sorted(order), lines
+
+
+_STARTS = re.compile(r"(.+): starting(?:, \d+ steps)?")
+_ENDS = re.compile(r"(.+): \d+ steps?(?:; \d+ probes?: \d+ stored, \d+ converted)?")

@@ -110,7 +110,7 @@ def test_executor_ray_without_the_extra_is_one_line_exit_2():
     assert proc.returncode == 2
     line = one_line(proc)
     assert line.startswith("error: --executor ray needs the ray extra")
-    assert "pip install -e '.[ray]'" in line
+    assert "(in the checkout: python3.11 scripts/setup_venv.py .venv ray)" in line
 
 
 def test_executor_ray_with_an_unreachable_cluster_is_one_line_exit_2():

@@ -1,0 +1,170 @@
+"""The release catalog and the environment builds against hostile values (a hostile round's).
+
+A discovered wheel pinning `coreai-core==../../x` was recorded and from then on answered every
+plan with `../../x` as a deployment runtime; a catalog `extra = ["/path/pkg"]` ran that folder's
+`setup.py` without consent; a `[torch] version = "../../../../victim"` emptied a folder outside
+the store; a re-pinned release was rebuilt in place under a run using it; a build left uv's lock
+file in the system's temp directory; and a 200,000-release catalog or 3,000 wheels to discover
+did not answer in minutes. Each is refused in one line, or kept inside the store, here.
+
+The fast tests read catalogs, records and wheel archives the test writes (a wheel holding only
+its METADATA, enough for discovery), and build with the real installer only what needs no
+converter environment (a one-module package into a bare virtualenv). The slow test builds real
+environments in a cache of its own that borrows the shared torch.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+from cli import invoke, one_line
+
+from oracle.catalog.releases import MAX_RELEASES, EnvError, load_catalog
+from oracle.envs.discovery import discover
+from oracle.envs.pip_config import Sources
+
+METADATA = """Metadata-Version: 2.4
+Name: coreai-torch
+Version: {version}
+Requires-Python: >=3.11
+Requires-Dist: coreai-core{core}
+Requires-Dist: numpy<2.5
+Requires-Dist: torch>=2.8.0
+"""
+
+
+def wheel(folder: Path, version: str, core: str = "==1.0.0b3") -> Path:
+    """A coreai-torch wheel archive holding only its dist-info METADATA."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"coreai_torch-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(
+            f"coreai_torch-{version}.dist-info/METADATA",
+            METADATA.format(version=version, core=core),
+        )
+    return path
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    monkeypatch.setenv("INVENTORY_CACHE", str(folder))
+    monkeypatch.delenv("INVENTORY_STORE", raising=False)
+    monkeypatch.delenv("INVENTORY_CATALOG", raising=False)
+    return folder
+
+
+def links(monkeypatch, folder: Path) -> None:
+    """Discovery reads this find-links folder alone."""
+    monkeypatch.setattr(
+        "oracle.envs.discovery.package_sources", lambda: Sources((), (str(folder),))
+    )
+
+
+# ---- a discovered wheel's requirements ------------------------------------------------------
+
+
+@pytest.mark.parametrize("core", ["==../../x", "===../../x", "==/etc", "==1.0 --index-url=x"])
+def test_a_wheel_pinning_a_core_that_is_no_version_is_refused_and_not_recorded(
+    cache, tmp_path, monkeypatch, core
+):
+    links(monkeypatch, tmp_path / "links")
+    wheel(tmp_path / "links", "0.4.9", core)
+    wheel(tmp_path / "links", "0.4.8")  # a good one beside it is recorded
+    result = discover(load_catalog(discovered=False))
+    found = {f.derived.version: f for f in result.found}
+    bad = found["0.4.9"]
+    assert bad.derived.core is None and bad.record == ""
+    assert f"Requires-Dist 'coreai-core{core}' is refused" in bad.derived.problem
+    assert found["0.4.8"].record
+    catalog = load_catalog()
+    assert "0.4.9" not in catalog.releases and catalog.release("0.4.8").core == "1.0.0b3"
+    # the listing names the wheel and the field, and exits 1 (an entry that cannot be derived)
+    ran = invoke("envs", "discover")
+    assert ran.returncode == 1, ran.stderr
+    row = " ".join(ran.stdout.split())
+    assert "Requires-Dist" in row and "coreai_torch-0.4.9-py3-none-any.whl" in row
+
+
+def test_a_record_an_older_tool_wrote_is_refused_naming_it_and_how_to_remove_it(
+    cache, tmp_path, monkeypatch
+):
+    """What an older discover recorded from `coreai-core==../../x` made `plan --to 0.4.2` list
+    `../../x` as a runtime (5 inconclusive, exit 3) until the folder was deleted."""
+    record = cache / "discovered" / "0.4.9"
+    record.mkdir(parents=True)
+    (record / "entry.toml").write_text('[converters."0.4.9"]\ncore = "../../x"\nextra = []\n')
+    (record / "METADATA").write_text(METADATA.format(version="0.4.9", core="==../../x"))
+    ran = invoke("plan", "--to", "0.4.2", "-q")
+    line = one_line(ran)
+    assert ran.returncode == 2
+    assert str(record / "entry.toml") in line and f"rm -r {record}" in line
+    with pytest.raises(EnvError, match="PEP 440 version"):
+        load_catalog()
+    # discovering again removes the record its wheel no longer gives
+    links(monkeypatch, tmp_path / "links")
+    wheel(tmp_path / "links", "0.4.9", "==../../x")
+    discover(load_catalog(discovered=False))
+    assert not record.exists() and "0.4.9" not in load_catalog().releases
+
+
+# ---- a catalog's values ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('[torch]\nversion = "../../../../victim"\n[converters."0.4.2"]\ncore = "1.0.0b2"\n',
+         "[torch] version must be a PEP 440 version"),
+        ('[converters."0.4.2"]\ncore = "../../x"\n', "core must be a PEP 440 version"),
+        ('[converters."0.4.2"]\ncore = "1.0.0b2 --pre"\n', "core must be a PEP 440 version"),
+        ('[converters."0.4.2"]\ncore = "1.0.0b2"\nextra = ["numpy<<2 x"]\n',
+         "extra must be requirements of registry packages"),
+    ],
+)  # fmt: skip
+def test_a_catalog_value_that_would_be_a_path_or_an_option_is_one_line(cache, tmp_path, text, said):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    for args in (("plan", "--to", "0.4.2", "-q"), ("envs", "build", "0.4.2")):
+        ran = invoke(*args, "--catalog", str(bad))
+        line = one_line(ran)
+        assert ran.returncode == 2 and said in line and str(bad) in line, line
+    assert not (cache / "envs").exists() or not any((cache / "envs").iterdir())
+
+
+# ---- bounds ---------------------------------------------------------------------------------
+
+
+def test_a_catalog_of_200000_releases_is_refused_in_one_line_naming_the_limit(cache, tmp_path):
+    big = tmp_path / "big.toml"
+    big.write_text(
+        "".join(
+            f'[converters."9.{i // 1000}.{i % 1000}"]\ncore = "1.0.{i}"\n' for i in range(200_000)
+        )
+    )
+    ran = invoke("plan", "--to", "0.4.2", "-q", "--catalog", str(big))
+    line = one_line(ran)
+    assert ran.returncode == 2 and str(big) in line and "more than the 1 MiB" in line
+    # under the size bound, the count is the limit
+    many = tmp_path / "many.toml"
+    many.write_text(
+        "".join(f'[converters."9.9.{i}"]\ncore = "1.0.0"\n' for i in range(MAX_RELEASES + 1))
+    )
+    ran = invoke("envs", "list", "--catalog", str(many))
+    line = one_line(ran)
+    assert ran.returncode == 2 and f"a catalog holds at most {MAX_RELEASES}" in line, line
+
+
+def test_3000_wheels_to_discover_are_refused_before_one_is_read(cache, tmp_path, monkeypatch):
+    folder = tmp_path / "links"
+    for i in range(3000):
+        wheel(folder, f"9.{i // 100}.{i % 100}")
+    links(monkeypatch, folder)
+    ran = invoke("envs", "discover", "-q")
+    line = one_line(ran)
+    assert ran.returncode == 2 and "3000 coreai-torch releases the catalog lacks" in line
+    assert f"a catalog holds at most {MAX_RELEASES}" in line
+    assert not (cache / "discovered").exists() or not any((cache / "discovered").iterdir())

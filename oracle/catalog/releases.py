@@ -19,6 +19,7 @@ with consent (`--allow-code`). A catalog holds at most `MAX_RELEASES` releases.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,6 +201,13 @@ def _code(fields: Fields, extra: tuple[str, ...], where: str) -> tuple[str, ...]
             fields.fail(where, "extra", f"requirements of registry packages ({problem})", text)
         out.append(f"{text!r} ({kind})")
     return tuple(out)
+
+
+@functools.cache
+def packaged_catalog() -> Catalog:
+    """The packaged catalog alone (read once): the pins an environment's plain name stands for
+    (oracle/envs/environment.py)."""
+    return read_catalog(CATALOG_FILE)
 
 
 def load_catalog(path: Path | None = None, discovered: bool = True) -> Catalog:

@@ -15,15 +15,22 @@ environments in a cache of its own that borrows the shared torch.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
-from cli import invoke, one_line
+from cli import invoke, one_line, spawn
 
 from oracle.catalog.releases import MAX_RELEASES, EnvError, load_catalog
+from oracle.envs import environment
 from oracle.envs.discovery import discover
 from oracle.envs.pip_config import Sources
+from oracle.infra.paths import StorePathError
 
 METADATA = """Metadata-Version: 2.4
 Name: coreai-torch
@@ -135,6 +142,50 @@ def test_a_catalog_value_that_would_be_a_path_or_an_option_is_one_line(cache, tm
     assert not (cache / "envs").exists() or not any((cache / "envs").iterdir())
 
 
+@pytest.mark.parametrize(
+    ("extra", "kind"),
+    [
+        ("/path/pkg", "a local path"),
+        ("./pkg", "a local path"),
+        ("git+https://example.invalid/pkg.git", "a VCS reference"),
+        ("pkg @ https://example.invalid/pkg-1.0.tar.gz", "a URL"),
+        ("--index-url=https://example.invalid/simple", "an installer option"),
+        ("-e /path/pkg", "an installer option"),
+    ],
+)
+def test_a_catalog_extra_that_installs_code_is_refused_without_allow_code(
+    cache, tmp_path, extra, kind
+):
+    user = tmp_path / "extra.toml"
+    user.write_text(f'[converters."0.4.2"]\ncore = "1.0.0b2"\nextra = [{json.dumps(extra)}]\n')
+    ran = invoke("envs", "build", "0.4.2", "--catalog", str(user))
+    line = one_line(ran)
+    assert ran.returncode == 2, line
+    assert f"{extra!r} ({kind})" in line and "refused without --allow-code" in line
+    # refused before anything is installed: not even the shared torch
+    assert not (cache / "envs").exists() or not any((cache / "envs").glob("*/"))
+
+
+def test_an_environment_folder_outside_the_store_is_never_emptied_or_locked(cache, tmp_path):
+    """Defence at the root, whatever the catalog's reader lets through: the folder a version
+    names (`torch-../../../../victim`, with folders present that make it resolve) is refused
+    before it is emptied, and its lock is never made beside it."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("kept")
+    for present in ("torch-..", ".torch-.."):  # what makes the path resolve to the victim
+        (cache / "envs" / present).mkdir(parents=True)
+    name = "torch-../../../../victim"
+    with pytest.raises(StorePathError), environment.locked(name):
+        pass
+    with pytest.raises(StorePathError):
+        environment.torch_install("../../../../victim", name, ["--no-deps"])
+    with pytest.raises(StorePathError):
+        environment.remove_env(cache / "envs" / "torch-.." / ".." / ".." / ".." / "victim")
+    assert (victim / "precious.txt").read_text() == "kept"
+    assert not (tmp_path / "victim.lock").exists()
+
+
 # ---- bounds ---------------------------------------------------------------------------------
 
 
@@ -168,3 +219,94 @@ def test_3000_wheels_to_discover_are_refused_before_one_is_read(cache, tmp_path,
     assert ran.returncode == 2 and "3000 coreai-torch releases the catalog lacks" in line
     assert f"a catalog holds at most {MAX_RELEASES}" in line
     assert not (cache / "discovered").exists() or not any((cache / "discovered").iterdir())
+
+
+# ---- a re-pinned release under a run that uses the release's environment ---------------------
+
+
+@pytest.fixture()
+def own_cache(tmp_path, env, catalog) -> Path:
+    """A cache of this test's own that borrows the shared torch (no 700 MB install)."""
+    real_torch = environment.envs_dir() / f"torch-{catalog.torch}"
+    env("0.4.2")  # the shared torch exists
+    folder = tmp_path / "cache"
+    (folder / "envs").mkdir(parents=True)
+    (folder / "envs" / real_torch.name).symlink_to(real_torch)
+    return folder
+
+
+# A run using an environment: starts its python again and again until told to stop, and says
+# how many starts failed.
+_USER = """
+import pathlib, subprocess, sys, time
+python, stop = sys.argv[1], pathlib.Path(sys.argv[2])
+failed = runs = 0
+while not stop.exists():
+    code = "import coreai_torch, coreai"
+    failed += subprocess.run([python, "-c", code], capture_output=True).returncode != 0
+    runs += 1
+    time.sleep(0.1)
+print(failed, runs)
+"""
+
+
+@pytest.mark.slow
+def test_a_re_pinned_release_gets_its_own_folder_while_another_run_uses_the_release(
+    own_cache, tmp_path
+):
+    """Two processes: one starts the 0.4.2 environment's python again and again while the
+    other builds 0.4.2 re-pinned by a user's catalog with an extra that is a local package
+    (consented: its setup.py runs, and that is said). The re-pinned build goes to a folder of
+    its own; the one in use stays as built."""
+    cache = {"INVENTORY_CACHE": str(own_cache)}
+    first = spawn("envs", "build", "0.4.2", **cache)
+    assert first.returncode == 0, first.stderr
+    plain = own_cache / "envs" / "coreai-torch-0.4.2"
+    before = json.loads((plain / environment.MANIFEST).read_text())
+    stop = tmp_path / "stop"
+    user = subprocess.Popen(
+        [sys.executable, "-c", _USER, str(plain / "bin" / "python"), str(stop)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    package = tmp_path / "localpkg"
+    package.mkdir()
+    marker = tmp_path / "setup-ran"
+    (package / "setup.py").write_text(
+        f"open({str(marker)!r}, 'a').write('setup\\n')\n"
+        'from setuptools import setup\nsetup(name="localpkg", version="0.1", py_modules=[])\n'
+    )
+    repinned = tmp_path / "repinned.toml"
+    repinned.write_text(f'[converters."0.4.2"]\ncore = "1.0.0b2"\nextra = ["{package}"]\n')
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    try:
+        refused = spawn("envs", "build", "0.4.2", "--catalog", str(repinned), **cache)
+        assert refused.returncode == 2 and "refused without --allow-code" in refused.stderr
+        assert not marker.exists()
+        built = spawn(
+            "envs",
+            "build",
+            "0.4.2",
+            "--catalog",
+            str(repinned),
+            "--allow-code",
+            TMPDIR=str(system_tmp),
+            **cache,
+        )
+        assert built.returncode == 0, built.stderr
+        time.sleep(1)  # the user starts its python a few more times after the build
+    finally:
+        stop.write_text("")
+        said, _ = user.communicate(timeout=120)
+    failed, runs = (int(n) for n in said.split())
+    assert runs >= 2 and failed == 0, (
+        f"{failed} of {runs} starts of the environment's python failed"
+    )
+    assert "its build code runs (--allow-code)" in built.stderr and marker.exists()
+    assert json.loads((plain / environment.MANIFEST).read_text()) == before
+    assert environment.files_changed(plain) == []
+    [other] = [p for p in (own_cache / "envs").glob("coreai-torch-0.4.2-pins-*") if p.is_dir()]
+    manifest = json.loads((other / environment.MANIFEST).read_text())
+    assert manifest["extra"] == [str(package)] and "localpkg" in manifest["packages"]
+    assert os.path.exists(plain / "bin" / "python")

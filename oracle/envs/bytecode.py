@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import atexit
 import os
+import secrets
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 from pathlib import Path
+
+from oracle.infra.paths import TEMP, cache_root, in_store
 
 # an in-environment script, run by the environment's python (never imported here)
 _WARM_UP = Path(__file__).resolve().parent.parent / "workers" / "warm_up.py"
@@ -44,7 +46,11 @@ def environ(tmp: Path | str) -> dict[str, str]:
 
 def start(python: Path, log: Path) -> None:
     """Warm up the environment of `python` in the background; its outcome goes to `log`."""
-    tmp = tempfile.mkdtemp(prefix="inventory-warm-up-")
+    # in the store's scratch, never the system's temp directory: a run killed mid-warm-up
+    # leaves it where the next run and `cache prune` reclaim it (its pid is gone)
+    folder = in_store(cache_root() / TEMP / f"{os.getpid()}-warm-up-{secrets.token_hex(4)}")
+    folder.mkdir(parents=True)
+    tmp = str(folder)
     try:
         proc = subprocess.Popen(
             [str(python), "-I", str(_WARM_UP)],

@@ -27,7 +27,7 @@ import pytest
 from cli import invoke, one_line, spawn
 
 from oracle.catalog.releases import MAX_RELEASES, EnvError, load_catalog
-from oracle.envs import environment
+from oracle.envs import environment, installer
 from oracle.envs.discovery import discover
 from oracle.envs.pip_config import Sources
 from oracle.infra.paths import StorePathError
@@ -186,6 +186,32 @@ def test_an_environment_folder_outside_the_store_is_never_emptied_or_locked(cach
     assert not (tmp_path / "victim.lock").exists()
 
 
+# ---- the installer leaves nothing outside the store ------------------------------------------
+
+
+def test_an_install_leaves_nothing_in_the_system_temp_directory(cache, tmp_path, monkeypatch):
+    """uv took a lock file in TMPDIR for the source build of a package
+    (`uv-setuptools-<digest>.lock`) and left it there: each installer run now has a TMPDIR of
+    its own in the store's scratch, removed when it ends."""
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(system_tmp))
+    package = tmp_path / "tinypkg"
+    package.mkdir()
+    (package / "setup.py").write_text(
+        "from setuptools import setup\n"
+        'setup(name="tinypkg", version="0.1", py_modules=["tinypkg"])\n'
+    )
+    (package / "tinypkg.py").write_text("X = 1\n")
+    tool = installer.chosen()
+    log = cache / "envs" / "tiny.build.log"
+    python = tool.venv(cache / "envs" / "tiny", log, seed=False)
+    tool.install(python, [str(package)], log, "tinypkg")
+    assert subprocess.run([str(python), "-c", "import tinypkg"]).returncode == 0
+    assert sorted(p.name for p in system_tmp.iterdir()) == []
+    assert not (cache / "tmp").exists() or list((cache / "tmp").iterdir()) == []
+
+
 # ---- bounds ---------------------------------------------------------------------------------
 
 
@@ -257,7 +283,7 @@ def test_a_re_pinned_release_gets_its_own_folder_while_another_run_uses_the_rele
     """Two processes: one starts the 0.4.2 environment's python again and again while the
     other builds 0.4.2 re-pinned by a user's catalog with an extra that is a local package
     (consented: its setup.py runs, and that is said). The re-pinned build goes to a folder of
-    its own; the one in use stays as built."""
+    its own; the one in use stays as built. And the build leaves nothing in TMPDIR."""
     cache = {"INVENTORY_CACHE": str(own_cache)}
     first = spawn("envs", "build", "0.4.2", **cache)
     assert first.returncode == 0, first.stderr
@@ -309,4 +335,5 @@ def test_a_re_pinned_release_gets_its_own_folder_while_another_run_uses_the_rele
     [other] = [p for p in (own_cache / "envs").glob("coreai-torch-0.4.2-pins-*") if p.is_dir()]
     manifest = json.loads((other / environment.MANIFEST).read_text())
     assert manifest["extra"] == [str(package)] and "localpkg" in manifest["packages"]
+    assert sorted(p.name for p in system_tmp.iterdir()) == []
     assert os.path.exists(plain / "bin" / "python")

@@ -90,10 +90,11 @@ def test_a_wheel_pinning_a_core_that_is_no_version_is_refused_and_not_recorded(
     catalog = load_catalog()
     assert "0.4.9" not in catalog.releases and catalog.release("0.4.8").core == "1.0.0b3"
     # the listing names the wheel and the field, and exits 1 (an entry that cannot be derived)
-    ran = invoke("envs", "discover")
+    ran = invoke("envs", "discover", "--json")
     assert ran.returncode == 1, ran.stderr
-    row = " ".join(ran.stdout.split())
-    assert "Requires-Dist" in row and "coreai_torch-0.4.9-py3-none-any.whl" in row
+    [listed] = [f for f in json.loads(ran.stdout)["result"]["found"] if f["release"] == "0.4.9"]
+    assert listed["wheel"] == "coreai_torch-0.4.9-py3-none-any.whl"
+    assert "Requires-Dist" in listed["problem"] and listed["recorded"] is None
 
 
 def test_a_record_an_older_tool_wrote_is_refused_naming_it_and_how_to_remove_it(

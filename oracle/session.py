@@ -137,7 +137,7 @@ class Session:
             if v in self.catalog.releases
             and v not in self._envs
             and v not in self._building
-            and ready_env(v) is None
+            and ready_env(v, self.catalog) is None
         ]
         if not missing:
             return
@@ -203,7 +203,9 @@ class Session:
                 key=version_key,
                 reverse=True,
             )
-            ready = next((v for v in releases if ready_env(v) is not None), releases[0])
+            ready = next(
+                (v for v in releases if ready_env(v, self.catalog) is not None), releases[0]
+            )
             self._core_envs[core] = self.env(ready)  # through ensure_env: re-pointed if moved
         return self._core_envs[core]
 

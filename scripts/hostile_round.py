@@ -1,6 +1,7 @@
 """A hostile round over the surfaces that run or read foreign things: source trees
 (`envs build --from-source`), repositories (`bisect`), trace builders, stores and settings,
-input and draft files, bundles (`scan`, `repair`), `--json` under noise, and the command line's
+input and draft files, release catalogs and discovered wheels (`--catalog`, `envs build`,
+`envs discover`), bundles (`scan`, `repair`), `--json` under noise, and the command line's
 own inputs and outputs (`-o`, repeated options, formats, typos). Every case is built
 here, in a scratch folder (never the repository), run through the real CLI as a process, and
 judged by the same rules: an exit code of 0-3 (4 is the tool's own bug), no traceback, a refusal
@@ -475,6 +476,127 @@ def input_cases() -> list[Case]:
     return out
 
 
+def _wheel(folder: Path, version: str, core: str) -> None:
+    """A coreai-torch wheel holding only its METADATA (all discovery reads)."""
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / f"coreai_torch-{version}-py3-none-any.whl", "w") as archive:
+        archive.writestr(
+            f"coreai_torch-{version}.dist-info/METADATA",
+            f"Metadata-Version: 2.4\nName: coreai-torch\nVersion: {version}\n"
+            f"Requires-Dist: coreai-core{core}\nRequires-Dist: numpy<2.5\n",
+        )
+
+
+def catalog_cases() -> list[Case]:
+    """A user's catalog whose values would become paths or installer arguments, a discovered
+    record an older tool wrote, and catalogs or package sources too large to walk. Each case has a
+    cache of its own (what it records or builds never reaches the round's store)."""
+    out = []
+    catalogs = {
+        "torch-path": '[torch]\nversion = "../../../../victim"\n[converters."0.4.2"]\n'
+        'core = "1.0.0b2"\n',
+        "core-path": '[converters."0.4.2"]\ncore = "../../x"\n',
+        "core-option": '[converters."0.4.2"]\ncore = "1.0.0b2 --pre"\n',
+        "extra-not-a-requirement": '[converters."0.4.2"]\ncore = "1.0.0b2"\nextra = ["a<<b c"]\n',
+        "extra-path": '[converters."0.4.2"]\ncore = "1.0.0b2"\nextra = ["{folder}/pkg"]\n',
+        "extra-url": '[converters."0.4.2"]\ncore = "1.0.0b2"\n'
+        'extra = ["pkg @ file://{folder}/pkg"]\n',
+        "extra-vcs": '[converters."0.4.2"]\ncore = "1.0.0b2"\n'
+        'extra = ["git+file://{folder}/pkg"]\n',
+        "extra-option": '[converters."0.4.2"]\ncore = "1.0.0b2"\nextra = ["-e {folder}/pkg"]\n',
+    }
+    for name, text in catalogs.items():
+
+        def setup(folder: Path, text: str = text) -> dict[str, str]:
+            pkg = folder / "pkg"
+            pkg.mkdir()
+            (pkg / "setup.py").write_text(
+                _marker_code(folder / "ran", "setup") + "from setuptools import setup\nsetup()\n"
+            )
+            (folder / "c.toml").write_text(text.replace("{folder}", str(folder)))
+            # matching folders: a torch version of ../../../../victim resolves to the victim
+            for present in ("torch-..", ".torch-.."):
+                (folder / "cache" / "envs" / present).mkdir(parents=True)
+            (folder / "victim").mkdir()
+            return {"INVENTORY_CACHE": str(folder / "cache")}
+
+        # an extra that installs code is refused where an environment would be built with it:
+        # `plan` in an empty cache first builds the other releases' environments (minutes)
+        commands = [["envs", "build", "0.4.2"]]
+        if not name.startswith("extra-") or name == "extra-not-a-requirement":
+            commands.insert(0, ["plan", "--to", "0.4.2", "-q"])
+        for cmd in commands:
+            out.append(
+                Case(
+                    f"catalog/{name}/{cmd[0]}",
+                    [*cmd, "--catalog", "{folder}/c.toml"],
+                    setup,
+                    markers=["ran"],
+                )
+            )
+
+    def poisoned(folder: Path) -> dict[str, str]:
+        record = folder / "cache" / "discovered" / "0.4.9"
+        record.mkdir(parents=True)
+        (record / "entry.toml").write_text('[converters."0.4.9"]\ncore = "../../x"\nextra = []\n')
+        (record / "METADATA").write_text(
+            "Metadata-Version: 2.4\nName: coreai-torch\nVersion: 0.4.9\n"
+            "Requires-Dist: coreai-core==../../x\n"
+        )
+        return {"INVENTORY_CACHE": str(folder / "cache")}
+
+    out.append(Case("catalog/discovered-record-path", ["plan", "--to", "0.4.2", "-q"], poisoned))
+
+    def big(folder: Path) -> dict[str, str]:
+        (folder / "c.toml").write_text(
+            "".join(
+                f'[converters."9.{i // 1000}.{i % 1000}"]\ncore = "1.0.{i}"\n'
+                for i in range(200_000)
+            )
+        )
+        return {}
+
+    out.append(
+        Case(
+            "catalog/200000-releases",
+            ["plan", "--to", "0.4.2", "-q", "--catalog", "{folder}/c.toml"],
+            big,
+        )
+    )
+
+    def sources(wheels: dict[str, str]) -> Callable[[Path], dict[str, str]]:
+        def setup(folder: Path) -> dict[str, str]:
+            for version, core in wheels.items():
+                _wheel(folder / "links", version, core)
+            return {
+                "INVENTORY_CACHE": str(folder / "cache"),
+                "PIP_NO_INDEX": "1",
+                "PIP_FIND_LINKS": str(folder / "links"),
+            }
+
+        return setup
+
+    out.append(
+        Case(
+            "discover/3000-wheels",
+            ["envs", "discover", "-q"],
+            sources({f"9.{i // 100}.{i % 100}": "==1.0.0b3" for i in range(3000)}),
+        )
+    )
+    for name, core in (("core-path", "==../../x"), ("core-arbitrary", "===../../x")):
+        out.append(
+            Case(
+                f"discover/{name}",
+                ["envs", "discover", "-q"],
+                sources({"0.4.9": core}),
+                exits=(1,),  # listed with the field refused, nothing recorded
+            )
+        )
+    return out
+
+
 def bundle_cases() -> list[Case]:
     out = []
 
@@ -853,6 +975,7 @@ def all_cases() -> list[Case]:
         + store_cases()
         + input_cases()
         + markdown_cases()
+        + catalog_cases()
         + bundle_cases()
         + noise_cases()
         + trace_cases()

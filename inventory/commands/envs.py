@@ -56,9 +56,11 @@ def envs_build(
         bool,
         typer.Option(
             "--allow-code",
-            help="With --from-source: consent to run the tree's build code, which a "
-            "tree that is not pure Python needs (a pure-Python tree is "
-            "installed by copying its files: nothing of it runs).",
+            help="Consent to run code from outside the package registry: with --from-source, "
+            "the build code of a tree that is not pure Python (a pure-Python tree is "
+            "installed by copying its files: nothing of it runs); a catalog's extra "
+            "requirement that is a local path, a URL, a VCS reference or an installer option "
+            "(installed and said so; refused without).",
         ),
     ] = False,
     catalog: CatalogFile = None,
@@ -67,8 +69,10 @@ def envs_build(
     from a source tree (--from-source: the release's environment with the tree's converter).
 
     A release the catalog lacks is built once `inventory envs discover` has found it on the
-    package index (its entry derived from the wheel's metadata). A new environment converts a
-    tiny probe once, writing the bytecode its workers import; this command returns when it has.
+    package index (its entry derived from the wheel's metadata). A release a user's catalog
+    re-pins (another core, extra or torch) gets an environment of its own beside the packaged
+    one. A new environment converts a tiny probe once, writing the bytecode its workers import;
+    this command returns when it has.
 
     Examples:
     inventory envs build
@@ -76,7 +80,8 @@ def envs_build(
 
     Exit codes:
     0  every environment asked for is ready
-    2  usage error, or an environment that could not be built (its log)
+    2  usage error, an environment that could not be built (its log), or a catalog extra
+       that installs code from outside the registry, without --allow-code
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     python_ok()
@@ -88,7 +93,7 @@ def envs_build(
         with progress(True) as report_progress:
             # built ahead of time: its warm-up too (stopped at exit otherwise), so that its
             # first worker finds the bytecode it would compile (oracle/envs/bytecode.py)
-            env = warmed_up(ensure_env(version, known, report_progress))
+            env = warmed_up(ensure_env(version, known, report_progress, allow_code=allow_code))
         out.print(
             f"{env.name}: ready ({env.runtime}) at {env.path}{_source(version, known)}",
             highlight=False,

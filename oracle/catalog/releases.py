@@ -9,10 +9,17 @@ index and recorded in the store (`oracle/envs/discovery.py`), for releases the t
 user's file holding a `[torch]` table is a whole catalog and replaces the packaged one (a copy
 with a release removed, say); one holding only `[converters."V"]` tables adds those releases or
 overrides the packaged entries of the same name. Both are read through the same schema.
+
+Every value that becomes a folder name or an installer argument is checked as it is read
+(`oracle/catalog/requirements.py`): `[torch] version` and `core` are PEP 440 versions, an `extra`
+is a requirement of a registry package, or one that installs code from anywhere (a path, a URL,
+a VCS reference, an option) kept apart in `Release.code`, which an environment installs only
+with consent (`--allow-code`). A catalog holds at most `MAX_RELEASES` releases.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +36,11 @@ PACKAGED, USER, DISCOVERED = "catalog", "user catalog", "discovered"
 # A discovered release's record (`oracle/envs/discovery.py` writes it): its folder in the cache,
 # beside `envs/`, holds the entry and the wheel METADATA it was derived from.
 DISCOVERED_ENTRY, DISCOVERED_METADATA = "entry.toml", "METADATA"
+# More releases than any converter will have in years (4 today): every answer walks the catalog,
+# and a catalog of 200,000 tables took minutes before it was refused here.
+MAX_RELEASES = 1000
+# A catalog of MAX_RELEASES tables is about 60 kB; a file far larger is not a catalog.
+MAX_CATALOG_BYTES = 1024 * 1024
 
 
 def discovered_folder() -> Path:
@@ -48,6 +60,9 @@ class Release:
     extra: tuple[str, ...]
     source: str = PACKAGED  # PACKAGED, USER or DISCOVERED
     origin: str = ""  # the file or store record the entry was read from
+    # the `extra` entries that install code from anywhere, each as "'ENTRY' (what it is)":
+    # installed only with consent (`envs build --allow-code`)
+    code: tuple[str, ...] = ()
 
 
 def base_version(version: str) -> str:
@@ -108,7 +123,7 @@ def read_catalog(path: Path, source: str = PACKAGED, partial: bool = False) -> C
     """One catalog file, each value checked (oracle.catalog.schema): a release named other than as
     digits and dots, a missing core or a value of the wrong type is one line. `partial`: a
     user's file of `[converters."V"]` tables only (no `[torch]`), laid over another catalog."""
-    data = read_toml(path, EnvError)
+    data = read_toml(path, EnvError, MAX_CATALOG_BYTES)
     fields = Fields(path, EnvError)
     if partial:
         fields.keys(data, ("converters",), "a catalog without [torch]")
@@ -117,19 +132,27 @@ def read_catalog(path: Path, source: str = PACKAGED, partial: bool = False) -> C
     torch = {} if partial else fields.table(data, "torch", "", required=True)
     fields.keys(torch, ("version", "checked"), "[torch]")
     releases: dict[str, Release] = {}
-    for version, entry in fields.table(data, "converters", "", required=True).items():
+    tables = fields.table(data, "converters", "", required=True)
+    if len(tables) > MAX_RELEASES:
+        fields.problem(
+            f"{len(tables)} releases: a catalog holds at most {MAX_RELEASES} "
+            "(docs/reference/catalog.md)"
+        )
+    for version, entry in tables.items():
         where = f"[converters.{version!r}]"
         if not re.fullmatch(r"\d+(\.\d+)+", version):
             fields.problem(f'{where}: a release is digits and dots (e.g. "0.4.2"), not {version!r}')
         if not isinstance(entry, dict):
             fields.fail("", where, "a table", entry)
         fields.keys(entry, ("core", "extra"), where)
+        extra = fields.strings(entry, "extra", where)
         releases[version] = Release(
             version,
-            fields.line(entry, "core", where),
-            fields.strings(entry, "extra", where),
+            fields.version(entry, "core", where),
+            extra,
             source,
             str(path),
+            _code(fields, extra, where),
         )
     if not releases:
         fields.problem('no [converters."<release>"] tables')
@@ -142,7 +165,7 @@ def read_catalog(path: Path, source: str = PACKAGED, partial: bool = False) -> C
         checked.append(
             TorchCheck(
                 version,
-                fields.line(entry, "against", where),
+                fields.version(entry, "against", where),
                 fields.choices(
                     entry,
                     "converters",
@@ -157,10 +180,34 @@ def read_catalog(path: Path, source: str = PACKAGED, partial: bool = False) -> C
             )
         )
     return Catalog(
-        torch="" if partial else fields.line(torch, "version", "[torch]"),
+        torch="" if partial else fields.version(torch, "version", "[torch]"),
         releases=releases,
         checked=tuple(checked),
     )
+
+
+def _code(fields: Fields, extra: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """The `extra` entries that install code from anywhere, said as what they are; an entry that
+    is neither a registry package's requirement nor such a thing is refused here."""
+    from oracle.catalog.requirements import code_kind, registry_problem
+
+    out = []
+    for text in extra:
+        problem = registry_problem(text)
+        if problem is None:
+            continue
+        kind = code_kind(text)
+        if kind is None:
+            fields.fail(where, "extra", f"requirements of registry packages ({problem})", text)
+        out.append(f"{text!r} ({kind})")
+    return tuple(out)
+
+
+@functools.cache
+def packaged_catalog() -> Catalog:
+    """The packaged catalog alone (read once): the pins an environment's plain name stands for
+    (oracle/envs/environment.py)."""
+    return read_catalog(CATALOG_FILE)
 
 
 def load_catalog(path: Path | None = None, discovered: bool = True) -> Catalog:
@@ -173,7 +220,7 @@ def load_catalog(path: Path | None = None, discovered: bool = True) -> Catalog:
     catalog = read_catalog(CATALOG_FILE)
     user = user_catalog()
     if user is not None:
-        data = read_toml(user, EnvError)
+        data = read_toml(user, EnvError, MAX_CATALOG_BYTES)
         if "torch" in data:
             catalog = read_catalog(user, USER)
         else:
@@ -184,26 +231,44 @@ def load_catalog(path: Path | None = None, discovered: bool = True) -> Catalog:
     found = {v: r for v, r in recorded().items() if v not in catalog.releases}
     if not found:
         return catalog
+    if len(catalog.releases) + len(found) > MAX_RELEASES:
+        raise EnvError(
+            f"{discovered_folder()}: {len(found)} discovered releases beside the catalog's "
+            f"{len(catalog.releases)}: a catalog holds at most {MAX_RELEASES} "
+            "(docs/reference/catalog.md)"
+        )
     return Catalog(catalog.torch, {**catalog.releases, **found}, catalog.checked)
 
 
 def recorded() -> dict[str, Release]:
     """Every release `inventory envs discover` recorded, its entry read through this schema and
-    checked against the METADATA it was derived from (oracle/catalog/wheel_metadata.py)."""
+    checked against the METADATA it was derived from (oracle/catalog/wheel_metadata.py). A
+    record that fails either (written by an older tool, which took `coreai-core==../../x` for a
+    pin, or edited) is refused in one line naming it and how to remove it: never used, so a
+    wrong entry cannot go on answering."""
     from oracle.catalog.wheel_metadata import derive
 
     root = discovered_folder()
     if not root.is_dir():
         return {}
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if len(folders) > MAX_RELEASES:
+        raise EnvError(
+            f"{root}: {len(folders)} discovered releases: a catalog holds at most "
+            f"{MAX_RELEASES} (docs/reference/catalog.md); remove the ones not needed"
+        )
     out: dict[str, Release] = {}
-    for path in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        entry = read_catalog(path / DISCOVERED_ENTRY, DISCOVERED, partial=True)
+    for path in folders:
+        remove = f"remove the record (rm -r {path}) and discover again (inventory envs discover)"
+        try:
+            entry = read_catalog(path / DISCOVERED_ENTRY, DISCOVERED, partial=True)
+        except EnvError as exc:
+            raise EnvError(f"{exc}; {remove}") from None
         try:
             derived = derive((path / DISCOVERED_METADATA).read_text(errors="replace"))
         except OSError as exc:
             raise EnvError(
-                f"{path / DISCOVERED_METADATA}: cannot read: {exc.strerror or exc}; "
-                "discover the release again (inventory envs discover)"
+                f"{path / DISCOVERED_METADATA}: cannot read: {exc.strerror or exc}; {remove}"
             ) from None
         for version, release in entry.releases.items():
             if derived.problem or (derived.version, derived.core) != (version, release.core):
@@ -211,8 +276,7 @@ def recorded() -> dict[str, Release]:
                 raise EnvError(
                     f'{path / DISCOVERED_ENTRY}: [converters."{version}"] core = '
                     f"{release.core!r} does not follow from the METADATA beside it "
-                    f"({said}); discover the release again (inventory envs "
-                    "discover)"
+                    f"({said}); {remove}"
                 )
             out[version] = Release(version, release.core, release.extra, DISCOVERED, str(path))
     return out

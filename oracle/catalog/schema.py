@@ -148,6 +148,16 @@ class Fields:
             self.fail(where, key, what, value)
         return tuple(value)
 
+    def version(self, table: dict[str, Any], key: str, where: str) -> str:
+        """A PEP 440 version ("2.13.0", "1.0.0b3"): it becomes a folder name and an installer's
+        `==` pin, so a path ("../../x") or an option never gets that far."""
+        from oracle.catalog.requirements import is_version
+
+        value = self.text(table, key, where)
+        if not is_version(value):
+            self.fail(where, key, 'a PEP 440 version (e.g. "1.0.0b3")', value)
+        return value
+
     def boolean(self, table: dict[str, Any], key: str, where: str, default: bool) -> bool:
         value = table.get(key, default)
         if not isinstance(value, bool):

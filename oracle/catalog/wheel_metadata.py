@@ -4,7 +4,10 @@ give (`derive`). A derived entry holds the pin and nothing else: every declared 
 installed with the converter anyway (`oracle/envs/environment.py`), so the catalog's `extra` (needs
 beyond
 the declared ones) has nothing to add. A wheel that pins no single coreai-core release gives no
-entry, and says why: the runtime is never guessed.
+entry, and says why: the runtime is never guessed. Neither does a wheel whose requirements are
+not all registry packages' (a name a package can have, a PEP 440 version for a `==` pin): its
+`coreai-core==../../x` would become a runtime's name and a folder's
+(`oracle/catalog/requirements.py`).
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ class Derived:
 
 def derive(metadata: str) -> Derived:
     """The entry a wheel's METADATA gives: its version, and its coreai-core pin as `core`."""
+    from oracle.catalog.requirements import is_version, registry_problem
+
     headers = HeaderParser().parsestr(metadata)
     version = (headers.get("Version") or "").strip()
     name = re.sub(r"[-_.]+", "-", (headers.get("Name") or "").strip()).lower()
@@ -70,12 +75,23 @@ def derive(metadata: str) -> Derived:
         for r in (requirement(line) for line in headers.get_all("Requires-Dist") or [])
         if r is not None and not r.optional
     ]
+    # every requirement an environment would install, checked before any becomes an entry
+    refused = next(
+        (
+            f"its Requires-Dist {line.strip()!r} is refused ({why})"
+            for line in headers.get_all("Requires-Dist") or []
+            if not _optional(line) and (why := registry_problem(line.strip())) is not None
+        ),
+        "",
+    )
     requires = tuple(r.text for r in reqs)
     torch = next((r.text for r in reqs if r.name == TORCH), "")
     pins = [r for r in reqs if r.name == CORE]
     exact = [r.specifier[2:] for r in pins if re.fullmatch(r"===?[^,=<>!~*]+", r.specifier)]
     problem = ""
-    if name != CONVERTER:
+    if refused:
+        problem = f"{refused}: only registry packages' requirements are read, no entry is derived"
+    elif name != CONVERTER:
         problem = f"the metadata names {name or 'no distribution'!r}, not {CONVERTER}"
     elif not re.fullmatch(r"\d+(\.\d+)+", version):
         problem = (
@@ -90,5 +106,13 @@ def derive(metadata: str) -> Derived:
             f"it requires {said}, not one coreai-core release: the runtime its assets "
             "are built with cannot be derived"
         )
+    if not problem and not is_version(exact[0].lstrip("=")):
+        problem = f"its coreai-core pin {exact[0]!r} is not a PEP 440 version"
     core = exact[0].lstrip("=") if not problem else None
     return Derived(version, core, torch, requires, problem)
+
+
+def _optional(line: str) -> bool:
+    """A Requires-Dist line installed only with an extra: never part of an environment."""
+    found = requirement(line)
+    return found is not None and found.optional

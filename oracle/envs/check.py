@@ -106,7 +106,7 @@ def _rebuilt(env: Env, data: dict, progress: Progress) -> Env:
             commit=str(source.get("commit", "")),
         )
     catalog = load_catalog()
-    if env.path == envs.env_path(env.converter):
+    if env.converter in catalog.releases and env.path == envs.env_path(env.converter, catalog):
         return envs.ensure_env(env.converter, catalog, progress)
     return envs.ensure_env_on_torch(
         env.converter, env.path.name, Path(str(data.get("shared_torch", ""))), catalog, progress

@@ -22,6 +22,7 @@ from pathlib import Path
 from oracle.catalog.releases import (
     DISCOVERED_ENTRY,
     DISCOVERED_METADATA,
+    MAX_RELEASES,
     Catalog,
     EnvError,
     discovered_folder,
@@ -84,6 +85,14 @@ def record(derived: Derived, metadata: str, wheel: str, sha256: str, where: str)
     return target
 
 
+def forget(version: str) -> None:
+    """Remove the record of a release whose wheel no longer gives an entry (one an older tool
+    recorded from a pin it should have refused): it would go on answering."""
+    target = in_store(discovered_folder() / safe_name(version))
+    if target.is_dir():
+        shutil.rmtree(target)
+
+
 @dataclass(frozen=True)
 class Discovery:
     sources: str  # the package sources read, as pip's configuration names them
@@ -101,14 +110,21 @@ def discover(catalog: Catalog, progress: Progress = lambda _: None) -> Discovery
     listed, problems = package_index.listed(sources)
     if problems and not listed and len(problems) == len(sources.indexes) + len(sources.find_links):
         raise EnvError(f"no package source could be read: {'; '.join(problems)}")
+    lacked = [v for v in sorted(listed, key=version_key, reverse=True) if v not in catalog.releases]
+    if len(catalog.releases) + len(lacked) > MAX_RELEASES:
+        # refused before a wheel is read: recorded, they would make every catalog too large
+        raise EnvError(
+            f"the package sources list {len(lacked)} {package_index.PROJECT} releases the "
+            f"catalog lacks, beside its {len(catalog.releases)}: a catalog holds at most "
+            f"{MAX_RELEASES} (docs/reference/catalog.md; {sources.describe()})"
+        )
+    reader = package_index.Reader(sources)
     found = []
-    for version in sorted(listed, key=version_key, reverse=True):
-        if version in catalog.releases:
-            continue
+    for version in lacked:
         wheel = listed[version][0]
         progress(f"reading the metadata of {wheel.filename} ({wheel.where})")
         try:
-            text, sha = package_index.metadata(wheel, sources)
+            text, sha = package_index.metadata(wheel, sources, reader)
         except package_index.SourceError as exc:
             problems.append(str(exc))
             continue
@@ -121,6 +137,8 @@ def discover(catalog: Catalog, progress: Progress = lambda _: None) -> Discovery
                 derived.requires,
                 f"{wheel.filename}'s metadata says version {derived.version}",
             )
+        if derived.problem:
+            forget(version)
         where = (
             "" if derived.problem else str(record(derived, text, wheel.filename, sha, wheel.where))
         )

@@ -12,11 +12,20 @@ The store can move: on first use an environment whose shared-torch `.pth` does n
 shared torch of the store it is now in is re-pointed there (verified by importing torch), or
 rebuilt. A build holds a lock per environment; a process that waits for one says who holds it and
 gives up after INVENTORY_LOCK_TIMEOUT seconds.
+
+An environment's folder is named by everything that determines it: `coreai-torch-<version>` for
+the pins of the packaged catalog, `coreai-torch-<version>-pins-<digest>` for any other pins (a
+user's catalog re-pinning the release's coreai-core, its extra requirements or the torch). So a
+re-pinned release gets a folder of its own, and a folder another run is using is never
+replaced under it. Every folder this module empties, replaces or locks is named by one path
+component and must resolve inside the cache's `envs/` (`env_folder`): a catalog value never
+reaches a path outside the store.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -29,12 +38,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracle.catalog.releases import Catalog, EnvError, Release, base_version, load_catalog
+from oracle.catalog.releases import (
+    Catalog,
+    EnvError,
+    Release,
+    base_version,
+    load_catalog,
+    packaged_catalog,
+)
 from oracle.envs import bytecode, held_torch, installer
 from oracle.envs import files as env_files
 from oracle.envs.installer import Installer, cuda_torch, run_step
 from oracle.infra.atomic import write_text_atomic
-from oracle.infra.paths import envs_dir
+from oracle.infra.paths import StorePathError, envs_dir, inside
 from oracle.infra.progress import Notice, Progress
 from oracle.infra.settings import seconds
 
@@ -62,6 +78,23 @@ class Env:
     @property
     def runtime(self) -> str:
         return f"linux-cpu, coreai-core {self.packages.get('coreai-core', self.core)}"
+
+
+def env_folder(name: str) -> Path:
+    """The folder `name` under envs/, once `name` is one path component (no separator, never
+    `.` or `..`), else StorePathError: a catalog's `[torch] version = "../../../../victim"`
+    once named, emptied and locked a folder outside the store. The folder itself may be a
+    symlink (a test's cache borrowing the shared torch): what is removed or locked through it
+    is checked where it resolves (`remove_env`, `locked`)."""
+    if not name or name in (".", "..") or any(c in name for c in "/\\\0"):
+        raise StorePathError(f"refusing to touch environment {name!r}: not one folder name")
+    return envs_dir() / name
+
+
+def remove_env(path: Path) -> None:
+    """Remove an environment folder (a half-built or damaged one), once it is known to resolve
+    inside envs/."""
+    shutil.rmtree(inside(path, envs_dir()), ignore_errors=True)
 
 
 def lock_timeout() -> float:
@@ -127,9 +160,9 @@ def locked(name: str, progress: Progress = lambda _: None) -> Iterator[None]:
 
 @contextmanager
 def _file_locked(name: str, progress: Progress) -> Iterator[None]:
-    root = envs_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    envs_dir().mkdir(parents=True, exist_ok=True)
+    lock = inside(env_folder(f".{name}.lock"), envs_dir())
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -181,7 +214,7 @@ def torch_install(
 ) -> Path:
     """A `--target` install of torch==version under envs/NAME (reused once complete). A CUDA
     build is refused: the pip configuration must lead to the CPU wheel."""
-    target = envs_dir() / name
+    target = env_folder(name)
     if (target / MANIFEST).exists():  # no lock needed to reuse a complete install
         return target / "site"
     with locked(name, progress):
@@ -193,7 +226,7 @@ def torch_install(
         progress(f"{name}: installing torch {version} into {target} ({tool.label()})")
 
         def build() -> list[Path]:
-            shutil.rmtree(target, ignore_errors=True)
+            remove_env(target)
             target.mkdir(parents=True)
             _log(log, tool.describe())
             tool.install(
@@ -205,7 +238,7 @@ def torch_install(
             )
             cuda = cuda_torch(target / "site")
             if cuda is not None:
-                shutil.rmtree(target, ignore_errors=True)
+                remove_env(target)
                 raise EnvError(
                     f"torch=={version} resolved to a CUDA build ({cuda}); the shared "
                     f"torch must be the CPU wheel: point pip's configuration "
@@ -433,27 +466,49 @@ def _repointed(env: Env, catalog: Catalog, progress: Progress) -> Env | None:
     return env
 
 
-def env_path(version: str) -> Path:
-    return envs_dir() / f"coreai-torch-{version}"
+def env_name(release: Release, torch: str) -> str:
+    """The folder of a release's environment, named by everything that determines it: the
+    release, and for pins other than the packaged catalog's (a user's catalog re-pinning the
+    core, the extra requirements or the torch) a digest of them."""
+    packaged = packaged_catalog()
+    pins = (torch, release.core, tuple(release.extra))
+    same = packaged.releases.get(release.converter)
+    if same is not None and pins == (packaged.torch, same.core, tuple(same.extra)):
+        return f"coreai-torch-{release.converter}"
+    digest = hashlib.sha256(json.dumps(pins).encode()).hexdigest()[:12]
+    return f"coreai-torch-{release.converter}-pins-{digest}"
 
 
-def ready_env(version: str) -> Env | None:
+def env_path(version: str, catalog: Catalog | None = None) -> Path:
+    """The folder of a release's environment with the pins `catalog` gives it."""
+    catalog = catalog or load_catalog()
+    return env_folder(env_name(catalog.release(version), catalog.torch))
+
+
+def ready_env(version: str, catalog: Catalog | None = None) -> Env | None:
     """The environment if it is fully built, else None (never a half-built one)."""
-    return read_manifest(env_path(version))
+    return read_manifest(env_path(version, catalog))
 
 
 def ensure_env(
-    version: str, catalog: Catalog | None = None, progress: Progress = lambda _: None
+    version: str,
+    catalog: Catalog | None = None,
+    progress: Progress = lambda _: None,
+    allow_code: bool = False,
 ) -> Env:
-    """Create or reuse the environment for one coreai-torch release."""
+    """Create or reuse the environment for one coreai-torch release. An `extra` requirement
+    that installs code from anywhere (a path, a URL, a VCS reference, an option) is installed
+    only with `allow_code` (`envs build --allow-code`), and then said; an environment already
+    built with it is reused without (nothing of it runs again)."""
     catalog = catalog or load_catalog()
     release = catalog.release(version)
-    path = env_path(version)
+    path = env_path(version, catalog)
     env = _fitting(read_manifest(path), release, progress)
     if env is not None:
         env = _repointed(env, catalog, progress)
         if env is not None:
             return env
+    _consented(release, path.name, allow_code, progress)  # before anything is installed
     torch_site = shared_torch(catalog, progress)
     with locked(path.name, progress):
         # another process may have built it while we waited
@@ -464,8 +519,23 @@ def ensure_env(
                 return env
             progress(f"{path.name} cannot import the shared torch: rebuilding it")
         bytecode.stop(path / "bin" / "python")  # its warm-up would write into what is removed
-        shutil.rmtree(path, ignore_errors=True)  # a half-built leftover is never used
+        remove_env(path)  # a half-built leftover is never used
         return _build(release, catalog, path, torch_site, progress)
+
+
+def _consented(release: Release, name: str, allow_code: bool, progress: Progress) -> None:
+    """Refuse to install a catalog's `extra` that installs code from anywhere, unless the user
+    consented; with consent, say what will run."""
+    if not release.code:
+        return
+    said = ", ".join(release.code)
+    if not allow_code:
+        raise EnvError(
+            f'{release.origin}: [converters."{release.converter}"] extra {said}: installing '
+            "it runs code from outside the package registry, refused without --allow-code "
+            f"(with this catalog: inventory envs build {release.converter} --allow-code)"
+        )
+    progress(Notice(f"{name}: installing {said}: its build code runs (--allow-code)"))
 
 
 def _fitting(env: Env | None, release: Release, progress: Progress) -> Env | None:
@@ -496,7 +566,7 @@ def _build(
 
     def build() -> list[Path]:
         bytecode.stop(path / "bin" / "python")
-        shutil.rmtree(path, ignore_errors=True)
+        remove_env(path)
         _log(log, tool.describe())
         python = tool.venv(path, log)
         site = site_packages(python)
@@ -566,6 +636,8 @@ def _build(
     manifest = {
         "converter": release.converter,
         "core": release.core,
+        "extra": list(release.extra),
+        "torch_pin": catalog.torch,
         "packages": packages,
         "deviations": deviations,
         "shared_torch": str(torch_site),
@@ -588,7 +660,7 @@ def ensure_venv(
     whose files changed since it was built, or that was not built on the shared torch, is built
     again. Requirements that would pull another torch or a CUDA package are refused
     (`held_torch`)."""
-    path = envs_dir() / name
+    path = env_folder(name)
     python = path / "bin" / "python"
     torch_site = shared_torch(catalog, progress)
     version = held_torch.shared_version(torch_site)
@@ -600,7 +672,7 @@ def ensure_venv(
             if not problems:
                 return python
             progress(changed_line(name, problems))
-        shutil.rmtree(path, ignore_errors=True)  # a half-built leftover is never used
+        remove_env(path)  # a half-built leftover is never used
         log = path.parent / f"{name}.build.log"
         log.unlink(missing_ok=True)
         tool = _installer(progress)
@@ -608,7 +680,7 @@ def ensure_venv(
         what = f"{name} ({', '.join(requirements)})"
 
         def build() -> list[Path]:
-            shutil.rmtree(path, ignore_errors=True)
+            remove_env(path)
             _log(log, tool.describe())
             tool.venv(path, log)
             site = site_packages(python)
@@ -623,7 +695,7 @@ def ensure_venv(
             files = _checked_build(path, build, tool, log, progress)
             held = held_torch.check_held(python, torch_site, log, name)
         except EnvError:
-            shutil.rmtree(path, ignore_errors=True)  # nothing of a refused build is kept
+            remove_env(path)  # nothing of a refused build is kept
             raise
         packages = installed_packages(python, log)
         write_text_atomic(
@@ -708,13 +780,14 @@ def ensure_env_on_torch(
     """A converter environment like `ensure_env`'s, but seeing the torch at `torch_site` (a
     measurement of torch-version sensitivity; never used to answer a question)."""
     release = catalog.release(version)
-    path = envs_dir() / name
+    path = env_folder(name)
     with locked(name, progress):
         env = read_manifest(path)
         if env is not None:
             return env
+        _consented(release, name, False, progress)
         bytecode.stop(path / "bin" / "python")
-        shutil.rmtree(path, ignore_errors=True)
+        remove_env(path)
         return _build(release, catalog, path, torch_site, progress)
 
 

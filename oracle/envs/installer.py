@@ -13,6 +13,11 @@ finds: on a machine whose CPU torch wheel lies in a find-links folder, that whee
 A hard link shares the file with uv's cache: damage to one is damage to both. That is why a build
 checks every installed file against its distribution's RECORD (`oracle/envs/files.py`) and, where
 one differs, drops that distribution from uv's cache and installs it again (`forget`).
+
+An installer leaves nothing outside the store: each of its runs gets a TMPDIR of its own in the
+store's scratch (`oracle/infra/scratch_dirs.py`), removed when it ends. uv takes a lock file in
+TMPDIR for each source distribution it builds (`uv-setuptools-<digest>.lock`), and left one in
+the system's temp directory for every build that needed one.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from pathlib import Path
 from oracle.catalog.releases import EnvError
 from oracle.envs import pip_config
 from oracle.infra.paths import cache_root
+from oracle.infra.scratch_dirs import scratch
 from oracle.infra.settings import INSTALLER_VAR, installer_choice
 
 # uv's flags that choose where packages come from (what `uv venv --seed` takes too)
@@ -78,6 +84,14 @@ def install_failure(proc: subprocess.CompletedProcess[str], log: Path, what: str
         f"package registry is reachable, `inventory envs build` builds "
         f"environments ahead of time"
     )
+
+
+def run_install(cmd: list[str], log: Path, what: str, env: dict[str, str] | None = None) -> str:
+    """`run_step` for an installer's run, with a TMPDIR of its own in the store's scratch,
+    removed when it ends (what uv or pip leave there is never left on the machine)."""
+    with scratch("installer") as tmp:
+        said = {**(env if env is not None else os.environ), "TMPDIR": str(tmp)}
+        return run_step(cmd, log, what, said)
 
 
 def _failure(proc: subprocess.CompletedProcess[str]) -> str:
@@ -224,14 +238,14 @@ class Installer:
         setuptools in it (what the requirement readers and a source build use)."""
         if self.name == "uv":
             cmd, env = self._uv("venv", "--python", sys.executable, *self._index())
-            run_step(
+            run_install(
                 cmd + (["--seed"] if seed else []) + [str(path)],
                 log,
                 f"a virtualenv at {path}",
                 env,
             )
         else:
-            run_step(
+            run_install(
                 [sys.executable, "-m", "venv", *([] if seed else ["--without-pip"]), str(path)],
                 log,
                 f"a virtualenv at {path}",
@@ -247,7 +261,7 @@ class Installer:
         if self.name == "uv":
             cmd, env = self._uv("pip", "install", "--python", str(python))
             config = pip_config.read().uv()
-            run_step(
+            run_install(
                 cmd + ["--index-strategy", "unsafe-best-match", *config.args, *where, *args],
                 log,
                 what,
@@ -256,7 +270,7 @@ class Installer:
         else:
             if target is not None and python == sys.executable:
                 python = python_with_pip()
-            run_step(
+            run_install(
                 [
                     str(python),
                     "-m",
@@ -278,25 +292,31 @@ class Installer:
         """What installing `requirements` into `python`'s environment would install, under the
         `constraints` file, found without installing anything (uv's `pip compile`, pip's dry run);
         the process too, for the caller to explain its failure."""
+        # a resolution may build a source distribution: its temp files (uv's setuptools lock)
+        # stay in the store's scratch, as an install's do (`run_install`)
         if self.name == "uv":
             cmd, env = self._uv("pip", "compile", "-", "--python", str(python))
             config = pip_config.read().uv()
-            proc = logged(
-                cmd
-                + ["--index-strategy", "unsafe-best-match", *config.args]
-                + ["--constraint", str(constraints), "--no-header", "--annotation-style", "line"],
-                log,
-                env,
-                stdin="\n".join(requirements) + "\n",
-            )
+            with scratch("installer") as tmp:
+                proc = logged(
+                    cmd
+                    + ["--index-strategy", "unsafe-best-match", *config.args]
+                    + ["--constraint", str(constraints), "--no-header"]
+                    + ["--annotation-style", "line"],
+                    log,
+                    {**env, "TMPDIR": str(tmp)},
+                    stdin="\n".join(requirements) + "\n",
+                )
             return proc, _compiled(proc.stdout) if proc.returncode == 0 else []
         report = constraints.parent / "report.json"
-        proc = logged(
-            [str(python), "-m", "pip", "--disable-pip-version-check", "--no-input", "install"]
-            + ["--dry-run", "--ignore-installed", "--report", str(report)]
-            + ["--constraint", str(constraints), *requirements],
-            log,
-        )
+        with scratch("installer") as tmp:
+            proc = logged(
+                [str(python), "-m", "pip", "--disable-pip-version-check", "--no-input", "install"]
+                + ["--dry-run", "--ignore-installed", "--report", str(report)]
+                + ["--constraint", str(constraints), *requirements],
+                log,
+                {**os.environ, "TMPDIR": str(tmp)},
+            )
         if proc.returncode != 0:
             return proc, []
         return proc, _reported(json.loads(report.read_text()))
@@ -306,7 +326,7 @@ class Installer:
         the next install takes them from the registry again."""
         if self.name == "uv" and names:
             cmd, env = self._uv("cache", "clean")
-            run_step(cmd + names, log, f"uv's cache of {', '.join(names)}", env)
+            run_install(cmd + names, log, f"uv's cache of {', '.join(names)}", env)
 
 
 @functools.cache

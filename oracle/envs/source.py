@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -44,13 +43,14 @@ from oracle.envs.environment import (
     SHARED_TORCH_PTH,
     Env,
     ensure_env,
+    env_folder,
     locked,
     read_manifest,
+    remove_env,
     site_packages,
 )
 from oracle.infra.atomic import write_text_atomic
 from oracle.infra.inputfile import MAX_INPUT_BYTES, read_bytes, read_text
-from oracle.infra.paths import envs_dir
 from oracle.infra.progress import Progress
 from oracle.infra.scratch_dirs import scratch
 
@@ -209,7 +209,7 @@ def package_digest(folder: Path) -> str:
 
 
 def source_env_path(name: str) -> Path:
-    return envs_dir() / f"{PREFIX}{name}"
+    return env_folder(f"{PREFIX}{name}")
 
 
 def _usable(env: Env | None, digest: str) -> bool:
@@ -261,13 +261,13 @@ def ensure_source_env(
     if _usable(env, digest):
         assert env is not None
         return env
-    base = ensure_env(version, catalog, progress)
+    base = ensure_env(version, catalog, progress, allow_code=allow_code)
     with locked(path.name, progress):
         env = read_manifest(path)
         if _usable(env, digest):
             assert env is not None
             return env
-        shutil.rmtree(path, ignore_errors=True)
+        remove_env(path)
         return _build(tree, files, path, base, release.core, version, digest, commit, progress)
 
 

@@ -104,6 +104,19 @@ def in_store(path: Path) -> Path:
     return path
 
 
+def inside(path: Path, root: Path) -> Path:
+    """`path` if it resolves inside `root` (resolved too: a store whose folder is a symlink is
+    the user's choice), else StorePathError: the guard of code that empties, replaces or locks
+    a folder whose name came from data."""
+    try:
+        resolved, base = path.resolve(), root.resolve()
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop
+        raise StorePathError(f"refusing to touch {path}: a symlink loop in the store") from None
+    if not resolved.is_relative_to(base) or resolved == base:
+        raise StorePathError(f"refusing to touch {path}: it lies outside {root}")
+    return path
+
+
 def moved(value: Any, prefixes: dict[str, str]) -> Any:
     """Every string of a JSON value that is one of `prefixes`' paths, or lies under one, moved
     to the path it maps to (a worker's answer names the files it wrote; a stored part's record

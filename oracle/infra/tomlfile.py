@@ -6,13 +6,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from oracle.infra.inputfile import read_text
+from oracle.infra.inputfile import MAX_INPUT_BYTES, read_text
 
 
-def read_toml(path: Path, error: type[Exception]) -> dict[str, Any]:
+def read_toml(path: Path, error: type[Exception], limit: int = MAX_INPUT_BYTES) -> dict[str, Any]:
     """The parsed file, or `error` with the file, and for a syntax error its line and column.
-    The file must be a regular file of bounded size (oracle.infra.inputfile)."""
-    text = read_text(path, error)
+    The file must be a regular file of at most `limit` bytes (oracle.infra.inputfile)."""
+    text = read_text(path, error, limit)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -256,13 +256,9 @@ def test_a_release_removed_from_the_catalog_is_discovered_and_plans_the_same(
     cache.mkdir()
     (cache / "envs").symlink_to(envs_dir())
     copy = catalog_without(tmp_path, "0.4.3")
+    stores = {"INVENTORY_CACHE": str(cache), "INVENTORY_STORE": str(store_root())}
     # the find-links folder alone: no index is read
-    sources = {
-        "PIP_NO_INDEX": "1",
-        "PIP_FIND_LINKS": str(published_wheels),
-        "INVENTORY_CACHE": str(cache),
-        "INVENTORY_STORE": str(store_root()),
-    }
+    sources = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(published_wheels), **stores}
     pip_config.read.cache_clear()
     try:
         found = invoke("envs", "discover", "--catalog", str(copy), "--json", "-q", **sources)
@@ -276,7 +272,7 @@ def test_a_release_removed_from_the_catalog_is_discovered_and_plans_the_same(
     [f] = doc["found"]
     assert (f["core"], f["torch"]) == ("1.0.0b3", "torch>=2.8.0") and "numpy<2.5" in f["bounded"]
     assert doc["in_catalog"] == ["0.4.0", "0.4.1", "0.4.2"]
-    listed = invoke("envs", "list", "--catalog", str(copy), **sources)
+    listed = invoke("envs", "list", "--catalog", str(copy), **stores)
     line = next(ln for ln in listed.stdout.splitlines() if ln.startswith("coreai-torch-0.4.3:"))
     assert "discovered" in line
     plans = [
@@ -291,10 +287,13 @@ def test_a_release_removed_from_the_catalog_is_discovered_and_plans_the_same(
             "--json",
             "-q",
             *extra,
-            **sources,
+            **stores,
         )
         for extra in ((), ("--catalog", str(copy)))
     ]
     assert [p.returncode for p in plans] == [1, 1], [p.stderr for p in plans]
     packaged, discovered = (json.loads(p.stdout)["result"]["bundles"] for p in plans)
     assert packaged == discovered
+    # the discovered entry pins no extra (the packaged one pins numpy<2.5): its environment is
+    # its own, built from the machine's package sources as every environment is
+    assert list(envs_dir().glob("coreai-torch-0.4.3-pins-*/inventory-env.json"))

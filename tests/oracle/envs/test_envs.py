@@ -61,21 +61,23 @@ def test_a_torch_deviation_cites_the_measurement_that_justifies_it(env, catalog)
 
 @pytest.mark.slow
 def test_a_half_built_environment_is_never_used_and_a_failed_install_is_one_line(scratch_cache):
-    leftover = scratch_cache / "envs" / "coreai-torch-0.4.2"
+    bogus = Catalog("2.13.0", {"0.4.2": Release("0.4.2", "9.9.9", ())})
+    # pins other than the packaged catalog's: a folder of their own
+    leftover = envs_mod.env_path("0.4.2", bogus)
+    assert leftover.name.startswith("coreai-torch-0.4.2-pins-")
     (leftover / "bin").mkdir(parents=True)
     (leftover / "junk").write_text("interrupted build")
-    assert ready_env("0.4.2") is None
-    bogus = Catalog("2.13.0", {"0.4.2": Release("0.4.2", "9.9.9", ())})
+    assert ready_env("0.4.2", bogus) is None
     with pytest.raises(EnvError) as info:
         ensure_env("0.4.2", bogus)
     message = str(info.value)
     assert "coreai-core==9.9.9" in message and "\n" not in message
     # it names the build log, which holds pip's own output, and says how to build ahead of time
-    log = scratch_cache / "envs" / "coreai-torch-0.4.2.build.log"
+    log = scratch_cache / "envs" / f"{leftover.name}.build.log"
     assert f"(log: {log})" in message and "coreai-core==9.9.9" in log.read_text()
     assert "`inventory envs build` builds environments ahead of time" in message
     assert not (leftover / "junk").exists(), "the leftover must have been removed, not reused"
-    assert ready_env("0.4.2") is None  # and the failed build is not marked ready
+    assert ready_env("0.4.2", bogus) is None  # and the failed build is not marked ready
 
 
 def test_a_manifest_is_what_makes_an_environment_ready(tmp_path, monkeypatch):

@@ -125,3 +125,34 @@ def commit_all(repo: Path, message: str) -> str:
     git(repo, "add", "-A")
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message)
     return git(repo, "rev-parse", "HEAD")
+
+
+# A user's registry entry for the recipe of `recipe_repo` (or `split_recipe_repo`): the bundle
+# "mine", its builder called as the trace calls it; `extra` appended (a verify form, a stand-in).
+_MINE = """\
+[bundles.mine]
+files = ["mine_float16.aimodel"]
+dtype = "float16"
+
+[bundles.mine.exporter]
+converter = "0.4.1"
+core = "1.0.0b2"
+source = "our release notes"
+{pipeline}
+[bundles.mine.recipe]
+repository = "example/my-recipes"
+commit = "{commit}"
+
+[bundles.mine.recipe.builder]
+path = "{path}"
+call = "trace_target"
+kwargs = {{ channels = 8, length = 32 }}
+{extra}"""
+
+
+def mine_registry(
+    commit: str, path: str = "export/export_mine.py", extra: str = "", pipeline: bool = True
+) -> str:
+    """The registry text of the bundle "mine" at `commit` of its recipe repository."""
+    grad = '\n[bundles.mine.pipeline]\ngrad = "no_grad"\n' if pipeline else ""
+    return _MINE.format(commit=commit, path=path, extra=extra, pipeline=grad)

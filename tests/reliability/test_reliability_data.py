@@ -24,7 +24,7 @@ import pytest
 import tomli_w
 from bundles import CONVERT, minimal_bundle
 from cli import Ran, invoke, one_clean_line, spawn
-from recipe_repos import recipe_repo
+from recipe_repos import mine_registry, recipe_repo
 from registries import EVIL_REGISTRY, evil_registry
 from safetensors.numpy import save_file
 
@@ -285,34 +285,13 @@ def test_a_target_outside_the_projects_targets_is_refused_and_never_imported(tmp
         assert made_dirs(tmpdir) == []  # mkdtemp was never called
 
 
-MINE = """\
-[bundles.mine]
-files = ["mine_float16.aimodel"]
-dtype = "float16"
-
-[bundles.mine.exporter]
-converter = "0.4.1"
-core = "1.0.0b2"
-source = "our release notes"
-
-[bundles.mine.recipe]
-repository = "example/my-recipes"
-commit = "{commit}"
-
-[bundles.mine.recipe.builder]
-path = "export/export_mine.py"
-call = "trace_target"
-kwargs = {{ channels = 8, length = 32 }}
-"""
-
-
 def test_a_trace_leaves_nothing_in_the_system_temp_directory(tmp_path, env):
     """torch.export's decompositions create the inductor's `torchinductor_<user>` under TMPDIR:
     the processes a trace starts have their TMPDIR and torch's scratch in the store."""
     env("0.4.1")  # the exporter's environment, whose decompositions the trace uses
     repo, commit = recipe_repo(tmp_path)
     registry = tmp_path / "recipes.toml"
-    registry.write_text(MINE.format(commit=commit))
+    registry.write_text(mine_registry(commit, extra="", pipeline=False))
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     proc = spawn(

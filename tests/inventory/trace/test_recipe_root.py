@@ -12,36 +12,11 @@ from pathlib import Path
 
 import pytest
 from cli import Ran, invoke, one_line
-from recipe_repos import RECIPE, git, recipe_repo
+from recipe_repos import RECIPE, git, mine_registry, recipe_repo
 
 from inventory.trace import recipes
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-REGISTRY = """\
-[bundles.mine]
-files = ["mine_float16.aimodel"]
-dtype = "float16"
-
-[bundles.mine.exporter]
-converter = "0.4.1"
-core = "1.0.0b2"
-source = "our release notes"
-
-[bundles.mine.pipeline]
-grad = "no_grad"
-
-[bundles.mine.recipe]
-repository = "example/my-recipes"
-commit = "{commit}"
-
-[bundles.mine.recipe.builder]
-path = "{path}"
-call = "trace_target"
-kwargs = {{ channels = 8, length = 32 }}
-{extra}
-"""
 
 
 def run(*args: str) -> Ran:
@@ -52,7 +27,7 @@ def registry(
     tmp_path: Path, commit: str, path: str = "export/export_mine.py", extra: str = ""
 ) -> Path:
     reg = tmp_path / "recipes.toml"
-    reg.write_text(REGISTRY.format(commit=commit, path=path, extra=extra))
+    reg.write_text(mine_registry(commit, path, extra + "\n"))
     return reg
 
 

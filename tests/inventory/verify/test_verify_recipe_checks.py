@@ -13,33 +13,13 @@ from typing import Any
 
 import pytest
 from cli import invoke, spawn
-from recipe_repos import LAYERS, commit_all, split_recipe_repo
+from recipe_repos import LAYERS, commit_all, mine_registry, split_recipe_repo
 
 from inventory.verify import parts
 from oracle.infra.paths import envs_dir
 
-REGISTRY = """\
-[bundles.mine]
-files = ["mine_float16.aimodel"]
-dtype = "float16"
-
-[bundles.mine.exporter]
-converter = "0.4.1"
-core = "1.0.0b2"
-source = "our release notes"
-
-[bundles.mine.pipeline]
-grad = "no_grad"
-
-[bundles.mine.recipe]
-repository = "example/my-recipes"
-commit = "{commit}"
-
-[bundles.mine.recipe.builder]
-path = "export/export_mine.py"
-call = "trace_target"
-kwargs = {{ channels = 8, length = 32 }}
-
+# its miniature: the builder's kwargs the test gives
+VERIFY = """
 [bundles.mine.verify]
 form = "miniature"
 why = "one of the two blocks: each holds the same instances"
@@ -53,7 +33,7 @@ def _traced(tmp_path: Path, miniature: str) -> dict[str, Any]:
     test's own."""
     repo, commit = split_recipe_repo(tmp_path)
     registry = tmp_path / "recipes.toml"
-    registry.write_text(REGISTRY.format(commit=commit, miniature=miniature))
+    registry.write_text(mine_registry(commit, extra=VERIFY.format(miniature=miniature)))
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "envs").symlink_to(envs_dir())

@@ -106,7 +106,7 @@ def test_release_notes_give_each_bundle_the_answer_affected_gives_it_in_every_fo
         if said:
             line = f"for the shipped bundles (`inventory affected --fix {f['fix']}`): "
             _in_every(f"{_label(f['fix'])} {line}{'; '.join(said)}", table)
-            _in_every(f"{line}{'; '.join(said)}", markdown)
+            _in_every(md_text(f"{line}{'; '.join(said)}"), markdown)
     # the records a bundle's answer takes a re-export level for are never all `no` (#28, #54)
     assert any(a["reexport"] != "no" for f in notes["fixes"] for a in f["answers"])
 

@@ -15,6 +15,7 @@ import pytest
 from cli import invoke
 from pages import WIDE, Page, flat
 
+from inventory.answer_types import unrecorded_said
 from inventory.report.text import for_release_page, md_line, md_text
 
 LEVELS = (
@@ -232,6 +233,13 @@ def _check_facts(a: Answer, b: dict[str, Any], entry: dict[str, Any]) -> None:
     [model] = [c for c in a.bom["components"] if c.get("bom-ref") == f"bundle:{name}"]
     props = {p["name"]: p["value"] for p in model["properties"]}
     assert props["inventory:exporter"] == exporter, name
+    # how its step's changes no record explains were had (on the matrix's store: read from
+    # the stored sweep), in every format
+    assert props.get("inventory:unrecorded_state") == b["unrecorded_state"], name
+    if b["unrecorded_state"] is not None:
+        state = unrecorded_said(b["unrecorded_state"])
+        assert flat(state) in a.table and flat(state) in a.html.text, name
+        assert flat(md_text(state)) in a.markdown, name
     said = {(p["name"], p["value"]) for p in entry.get("properties", [])}
     if b["runtime"]:
         assert ("inventory:runtime", b["runtime"]) in said, name

@@ -14,6 +14,9 @@ from typing import Any
 
 from inventory import batch
 from inventory.answer_types import (
+    COMPUTED,
+    NOT_LOOKED_FOR,
+    STORED,
     AffectedReport,
     BundleAnswer,
     ConditionFinding,
@@ -523,16 +526,19 @@ def affected(
     verify: bool = False,
     recipe_root: Path | None = None,
     allow_code: bool = False,
+    sweep: bool = False,
 ) -> AffectedReport:
     """`fixes`: the fix database (default: the shipped one) whose records explain a change.
     `verify`: a pipeline record's step is measured on each bundle's whole program when no check
     of it is stored; `recipe_root`: a recipe-traced bundle's module is built by its own builder
-    from that checkout."""
+    from that checkout. `sweep`: the registry sweep of the fix's own step is run, for the
+    changes of that step no record explains; without it that sweep is only read from the store
+    (`plan` and `sweep --registry` leave it there), and only the fix's own probes convert."""
     target = to or fix.ships_in
     check_target(fix, target, catalog)
     active, warnings = in_force(ignores or [])
     with Session(catalog, progress) as session:
-        prefetch(session, bundles, target, fix)
+        prefetch(session, bundles, target, fix, sweep)
         analyzer = Analyzer(
             session,
             policy,
@@ -551,13 +557,23 @@ def affected(
                 wanted.setdefault(steps[b.name], []).append(b)
         # every comparison below, handed to the executor at once; answered in order after
         session.dispatch(
-            batch.affected(analyzer, bundles, fix, target, wanted, analyzer.fixes), use_cache
+            batch.affected(analyzer, bundles, fix, target, wanted, analyzer.fixes, sweep),
+            use_cache,
         )
         answers = []
         for bundle in bundles:
             progress(Routine(f"{bundle.name}: checking"))
             answers.append(analyzer.answer(bundle, fix, target))
-        swept = sweep_steps(wanted, analyzer.fixes, catalog, policy, use_cache, progress, session)
+        swept = sweep_steps(
+            wanted,
+            analyzer.fixes,
+            catalog,
+            policy,
+            use_cache,
+            progress,
+            session,
+            stored_only=not sweep,
+        )
     answers = [_with_unrecorded(a, fix, steps.get(a.bundle), swept, target) for a in answers]
     ids = {fix.id, *fix.aliases}
     ignored = {
@@ -576,18 +592,21 @@ def affected(
     return AffectedReport(fix, target, tuple(answers), ignored, tuple(warnings))
 
 
-def prefetch(session: Session, bundles: list[Bundle], target: str, fix: Fix | None) -> None:
+def prefetch(
+    session: Session, bundles: list[Bundle], target: str, fix: Fix | None, sweep: bool = False
+) -> None:
     """Start building, side by side, the environments the answer will ask for."""
-    session.prefetch_envs(releases_needed(bundles, target, fix, session.catalog))
+    session.prefetch_envs(releases_needed(bundles, target, fix, session.catalog, sweep))
 
 
 def releases_needed(
-    bundles: list[Bundle], target: str, fix: Fix | None, catalog: Catalog
+    bundles: list[Bundle], target: str, fix: Fix | None, catalog: Catalog, sweep: bool = False
 ) -> list[str]:
     """The releases whose environments an answer converts in, and no other:
     for `fix`, every release from the exporter to `target` of a bundle holding an instance the
-    fix's probes convert (attribution compares each step between), and the fix's own step of a
-    bundle whose instances the registry sweep converts; for a plan (`fix` None), every step
+    fix's probes convert (attribution compares each step between), and with `sweep` the fix's
+    own step of a bundle whose instances the registry sweep converts (without it the sweep is
+    only read, and builds nothing); for a plan (`fix` None), every step
     from each bundle's exporter to `target` (the plan sweeps them all). The answers that ask
     for no conversion (asset and pipeline records, load checks) build theirs when they ask."""
     chain = sorted(catalog.releases, key=version_key)
@@ -608,7 +627,7 @@ def releases_needed(
             continue
         converts = _Converts(between(exporter, target))
         wanted += fix.record_kind.answer(converts, Question(bundle, fix, target))
-        if swept:
+        if swept and sweep:
             wanted += list(own_step(catalog, exporter, fix))
     return sorted(set(wanted), key=version_key)
 
@@ -645,19 +664,31 @@ def _own_step(bundle: Bundle, fix: Fix, catalog: Catalog) -> tuple[str, str] | N
 def _with_unrecorded(
     answer: BundleAnswer, fix: Fix, step: tuple[str, str] | None, swept: StepSweeps, target: str
 ) -> BundleAnswer:
-    """The one line about changes of the fix's own step that no record explains."""
+    """The one line about changes of the fix's own step that no record explains, and how they
+    were had (`unrecorded_state`): the sweep computed, read from the store, or not looked for.
+    They are never counted in this fix's level, so not looking leaves the level as it is; the
+    line says so, in the chain every format shows, so a "no" does not read as having looked."""
     if step is None:
         return answer
     label = f"{step[0]}->{step[1]}"
+    looks = f"`inventory plan --to {target}` or `inventory affected --fix {fix.id} --sweep` looks"
     if swept.unswept([step]):
         line = (
             f"the registry sweep of {swept.unswept([step])[0]}: changes no record of "
             f"{label} explains were not looked for"
         )
-        return replace(answer, chain=answer.chain + (line,), unrecorded_line=line)
+        return _unrecorded(answer, NOT_LOOKED_FOR, line)
+    if step in swept.not_stored:
+        line = (
+            f"changes of this bundle's instances in {label} that no record explains were not "
+            f"looked for (no stored registry sweep of that step: {swept.not_stored[step]}); "
+            f"{looks}"
+        )
+        return _unrecorded(answer, NOT_LOOKED_FOR, line)
+    state = STORED if swept.source == "stored" else COMPUTED
     found = swept.of(answer.bundle, [step])
     if not found:
-        return answer
+        return replace(answer, unrecorded_state=state)
     what = "; ".join(
         f"{u.spec.label()} ({u.spec.construct}): {u.outcome.verdict.verdict}" for u in found
     )
@@ -666,7 +697,13 @@ def _with_unrecorded(
         f"bundle's instances that no record of {label} explains, not counted here: {what}; "
         f"`inventory plan --to {target}` counts them"
     )
-    return replace(answer, chain=answer.chain + (line,), unrecorded=found, unrecorded_line=line)
+    return replace(_unrecorded(answer, state, line), unrecorded=found)
+
+
+def _unrecorded(answer: BundleAnswer, state: str, line: str) -> BundleAnswer:
+    return replace(
+        answer, chain=answer.chain + (line,), unrecorded_line=line, unrecorded_state=state
+    )
 
 
 def parse_weights(pairs: list[str] | None, bundles: list[Bundle]) -> dict[str, Path]:

@@ -76,6 +76,24 @@ class ConditionFinding:
         return self.trained
 
 
+# How the changes of a fix's own step that no record explains were had for an answer: the
+# registry sweep of the step run by this answer (`affected --sweep`), read from the store where
+# `plan` or `sweep --registry` left it, or not looked for (said, with the command that looks).
+COMPUTED, STORED, NOT_LOOKED_FOR = "computed", "stored", "not looked for"
+UNRECORDED_STATES = (COMPUTED, STORED, NOT_LOOKED_FOR)
+_SAID = {
+    COMPUTED: "looked for (the registry sweep of the step, run now)",
+    STORED: "looked for (the registry sweep of the step, read from the store)",
+    NOT_LOOKED_FOR: "not looked for",
+}
+
+
+def unrecorded_said(state: str) -> str:
+    """The line every format gives of how a bundle's answer looked for its step's changes that
+    no record explains (`unrecorded_state`); "" when it has no such step."""
+    return f"changes of the fix's step no record explains: {_SAID[state]}" if state else ""
+
+
 @dataclass(frozen=True)
 class BundleAnswer:
     bundle: str
@@ -96,6 +114,8 @@ class BundleAnswer:
     # explains (the registry sweep): said in one line, never counted in this fix's answer
     unrecorded: tuple[Unrecorded, ...] = ()
     unrecorded_line: str = ""
+    # one of UNRECORDED_STATES; "" when the bundle's exporter already holds the fix (no step)
+    unrecorded_state: str = ""
     # a pipeline record answered on the bundle's own whole program (its step's regions of the
     # optimizer stage and drift, `inventory.kind_answers.whole_program`); None: the asset probe
     whole_program: dict | None = None

@@ -206,10 +206,12 @@ def affected(
     target: str,
     steps: dict[Step, list[Bundle]],
     fixes: list[Fix],
+    sweep: bool = False,
 ) -> list[Job]:
-    """`affected --fix`: each bundle's answer, then the registry sweep of the fix's own step."""
+    """`affected --fix`: each bundle's answer, then with `sweep` the registry sweep of the fix's
+    own step (without it the sweep is read from the store only: nothing to compare)."""
     out = [c for b in bundles for c in answer(means, b, fix, target)]
-    return out + registry_sweep(means.session, steps, fixes)
+    return out + (registry_sweep(means.session, steps, fixes) if sweep else [])
 
 
 def plan(

@@ -11,7 +11,7 @@ renderers live in `inventory/report/`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from inventory.attribution import (
     Step,
@@ -95,6 +95,12 @@ class Sweep:
         )
 
 
+class NotStored(Exception):
+    """A step read from the store only (`stored_only`) whose comparisons the store does not all
+    hold (the message says how many it does): nothing was converted, and nothing is concluded
+    from the part that is there."""
+
+
 def check_pair(old: str, new: str, catalog: Catalog) -> None:
     """Both releases known, `new` the later (a usage error otherwise)."""
     catalog.release(old)
@@ -113,20 +119,46 @@ def run_regimes(
     progress: Progress,
     session: Session | None = None,
     phase: str = "sweep",
+    stored_only: bool = False,
 ) -> dict[str, RegimeOutcome]:
     """Each regime compared under `old` and `new`, judged with its own tolerance; `phase` names
-    the progress lines (the release notes' records are a phase apart from their sweep)."""
+    the progress lines (the release notes' records are a phase apart from their sweep).
+    `stored_only`: each comparison read from the run or the store, none made and no environment
+    built; `NotStored` when one is missing (a part of a sweep is not that sweep)."""
     out: dict[str, RegimeOutcome] = {}
     with opened(session, catalog, progress) as session:
+        if stored_only:
+            return _stored_regimes(regimes, old, new, policy, session)
         old_env, new_env = session.env(old), session.env(new)
         for i, regime in enumerate(regimes, start=1):
             progress(Routine(f"{phase} {old}->{new} [{i}/{len(regimes)}]: {regime.id}"))
             result = session.compare(regime.spec, old_env, new_env, use_cache=use_cache)
-            tuned = Policy(
-                policy.tolerance,
-                policy.override if policy.override is not None else regime.tolerance,
-            )
-            out[regime.id] = RegimeOutcome(regime, result, judge(result, tuned))
+            out[regime.id] = RegimeOutcome(regime, result, judge(result, _tuned(policy, regime)))
+    return out
+
+
+def _tuned(policy: Policy, regime: Regime) -> Policy:
+    """The policy a regime is judged by: the run's override, else the regime's own tolerance."""
+    return Policy(
+        policy.tolerance, policy.override if policy.override is not None else regime.tolerance
+    )
+
+
+def _stored_regimes(
+    regimes: list[Regime], old: str, new: str, policy: Policy, session: Session
+) -> dict[str, RegimeOutcome]:
+    a, b = session.had(old), session.had(new)
+    out: dict[str, RegimeOutcome] = {}
+    missing = 0
+    for regime in regimes:
+        result = session.stored(regime.spec, a, b) if a is not None and b is not None else None
+        if result is None:
+            missing += 1
+            continue
+        out[regime.id] = RegimeOutcome(regime, result, judge(result, _tuned(policy, regime)))
+    if missing:
+        held = len(regimes) - missing
+        raise NotStored(f"the store holds {held} of its {len(regimes)} comparison(s)")
     return out
 
 
@@ -184,11 +216,20 @@ def sweep(
     progress: Progress = lambda _: None,
     source: str = "library",
     session: Session | None = None,
+    stored_only: bool = False,
 ) -> Sweep:
+    """`stored_only`: read from the store, nothing converted (`NotStored` when it lacks one); a
+    range of several steps is then not located step by step (that converts)."""
     check_pair(old, new, catalog)
-    outcomes = run_regimes(regimes, old, new, catalog, policy, use_cache, progress, session)
+    outcomes = run_regimes(
+        regimes, old, new, catalog, policy, use_cache, progress, session, stored_only=stored_only
+    )
     changed_outcomes = [o for o in outcomes.values() if program_changed(o.result)]
-    steps = located_steps(outcomes, old, new, fixes, catalog, use_cache, progress, session)
+    steps = (
+        {}
+        if stored_only
+        else located_steps(outcomes, old, new, fixes, catalog, use_cache, progress, session)
+    )
     changed = []
     for o in changed_outcomes:
         located = steps.get(o.regime.id, ())
@@ -213,11 +254,15 @@ def sweep(
 @dataclass(frozen=True)
 class StepSweeps:
     """The registry sweep of release steps: per step, the changes no record of it explains; a
-    step that could not be swept maps to why in `failed` (nothing is known of it)."""
+    step that could not be swept maps to why in `failed` (nothing is known of it), one a read
+    of the store alone could not find whole maps to why in `not_stored` (not looked for)."""
 
     found: dict[tuple[str, str], tuple[Unrecorded, ...]]
     failed: dict[tuple[str, str], str]
     keys: dict[str, frozenset[str]]  # per bundle, the spec keys of its probed instances
+    not_stored: dict[tuple[str, str], str] = field(default_factory=dict)
+    # how `found` was had: "computed" (the sweep was run) or "stored" (read, nothing converted)
+    source: str = "computed"
 
     def of(self, bundle: str, steps: list[tuple[str, str]]) -> tuple[Unrecorded, ...]:
         """Those of one bundle's traced instances, in the given steps."""
@@ -242,6 +287,7 @@ def sweep_steps(
     progress: Progress = lambda _: None,
     session: Session | None = None,
     after_worker_failure: bool = False,
+    stored_only: bool = False,
 ) -> StepSweeps:
     """`sweep --registry` of each consecutive release step over the traced instances of the
     bundles that cross it: the same regimes, stored comparisons and records, so a change is
@@ -249,24 +295,33 @@ def sweep_steps(
 
     A step whose environment cannot be had is not swept, and said so. So is, unless
     `after_worker_failure`, a step one of whose releases had a worker die or time out earlier in
-    the session: every instance would be converted there, each by a worker started again."""
+    the session: every instance would be converted there, each by a worker started again.
+
+    `stored_only` (`affected` without `--sweep`): each step's sweep read from the store, as
+    `plan` or `sweep --registry` left it, and nothing converted. A step the store does not hold
+    whole is not looked for (`not_stored`): a part of the sweep is not read as the sweep, so
+    the answer does not depend on which other answers happened to store which instances."""
     bundles = list({b.name: b for crossing in wanted.values() for b in crossing}.values())
     regimes = registry_regimes(bundles)  # named by every holder, as `sweep --registry` names them
     keys = {b.name: probed_keys(b) for b in bundles}
     found: dict[tuple[str, str], tuple[Unrecorded, ...]] = {}
     failed: dict[tuple[str, str], str] = {}
+    not_stored: dict[tuple[str, str], str] = {}
     with opened(session, catalog, progress) as session:
         for (old, new), crossing in sorted(wanted.items(), key=lambda w: version_key(w[0][0])):
             mine = frozenset().union(*(keys[b.name] for b in crossing))
             if not mine:  # no traced instance crosses the step: nothing to convert, no env
                 found[(old, new)] = ()
                 continue
+            if stored_only and not use_cache:
+                not_stored[(old, new)] = "--no-cache: the store is not read"
+                continue
             died = [
                 f"a coreai-torch {v} worker failed earlier in this run: {why}"
                 for v in (old, new)
                 if (why := session.worker_failures.get(v))
             ]
-            if died and not after_worker_failure:
+            if died and not after_worker_failure and not stored_only:
                 failed[(old, new)] = "; ".join(died)
                 continue
             try:
@@ -281,7 +336,11 @@ def sweep_steps(
                     progress,
                     "registry",
                     session,
+                    stored_only,
                 )
+            except NotStored as exc:
+                not_stored[(old, new)] = str(exc)
+                continue
             except EnvError as exc:
                 failed[(old, new)] = str(exc)
                 continue
@@ -293,4 +352,4 @@ def sweep_steps(
                 )
                 for f in sw.unexplained
             )
-    return StepSweeps(found, failed, keys)
+    return StepSweeps(found, failed, keys, not_stored, "stored" if stored_only else "computed")

@@ -235,6 +235,29 @@ class Session:
                 self.worker_failures.setdefault(side.converter, side.error)
         return result
 
+    def had(self, version: str) -> Env | None:
+        """The environment of a release if this session has it or it is fully built, never
+        building one: what a read of stored results needs (their keys name its packages)."""
+        if version in self._envs:
+            return self._envs[version]
+        if version not in self.catalog.releases:
+            return None
+        return ready_env(version, self.catalog)
+
+    def stored(self, spec: ProbeSpec, old: Env, new: Env) -> ProbeResult | None:
+        """One comparison as this session or the store holds it, None when neither does:
+        nothing is converted (a caller that only reads what another command measured)."""
+        key = store.result_dir(spec, old, new)
+        known = self._results.get(key)
+        if known is not None:
+            return known[0]
+        result = store.stored(key, store.load_result)
+        if result is None:
+            return None
+        self._results[key] = (result, False)
+        self.progress(Tally(Tally.STORED))
+        return result
+
     def prefetch(
         self, specs: Sequence[ProbeSpec], old: Env, new: Env, use_cache: bool = True
     ) -> None:

@@ -107,6 +107,17 @@ def affected_cmd(
             "stands in and the answer says so.",
         ),
     ] = False,
+    sweep: Annotated[
+        bool,
+        typer.Option(
+            "--sweep",
+            help="Run the registry sweep of the fix's own release step, for the changes of "
+            "that step no record explains (one line per bundle, never counted in this fix's "
+            "level). Without it only the fix's probes convert: the sweep is read from the "
+            "store where plan or sweep --registry left it, else the answer says it was not "
+            "looked for.",
+        ),
+    ] = False,
     recipe_root: RecipeRoot = None,
     allow_code: AllowCode = False,
     quiet: Quiet = False,
@@ -117,7 +128,7 @@ def affected_cmd(
 
     Examples:
     inventory affected --fix 40
-    inventory affected --fix 54 --to v0.4.3 --bundle sam3 --markdown
+    inventory affected --fix 54 --to v0.4.3 --bundle sam3 --sweep --markdown
     inventory affected --fix core-b3 --verify -f json -o b3.json
 
     Exit codes:
@@ -177,6 +188,7 @@ def affected_cmd(
             verify=verify,
             recipe_root=recipe_root,
             allow_code=allow_code,
+            sweep=sweep,
         ),
         lambda r: r.warnings,
         to=output,

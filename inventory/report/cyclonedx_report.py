@@ -402,6 +402,8 @@ def _bundle_component(bom: Bom, seen: dict[str, Component], b: dict[str, Any]) -
                     ("exporter", exporter_label(b) if b.get("exporter") else None),
                     ("exporter_source", b.get("exporter_source")),
                     ("reexport", b.get("reexport")),
+                    # affected: how its step's changes no record explains were had
+                    ("unrecorded_state", b.get("unrecorded_state")),
                     *_whole_program_torch(b.get("verify")),
                 ]
             ),

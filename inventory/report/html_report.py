@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from inventory.answer_types import unrecorded_said
 from inventory.report import plots
 from inventory.report.cyclonedx_report import upstream_ref, upstream_url
 from inventory.report.evidence import evidence_dir, evidence_id, measured_tensors, normalised_ir
@@ -319,6 +320,7 @@ def affected_report(result: dict[str, Any]) -> Report:
         ]
         # the runtime a value comes from is part of the answer, as the table's chain says it
         view.notes += detours(b)
+        view.notes += [unrecorded_said(s) for s in [b.get("unrecorded_state")] if s]
         if b.get("reexport") in ("required", "optional"):
             view.probes = _views([finding], budget)
         loads[view.name] = _load_row(b.get("load"))

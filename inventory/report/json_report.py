@@ -184,6 +184,7 @@ def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:
             }
             for u in b.unrecorded
         ],
+        "unrecorded_state": b.unrecorded_state or None,
         "whole_program": b.whole_program,
         "not_checked": b.not_checked or None,
     }

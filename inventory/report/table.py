@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Group
 from rich.text import Text
 
-from inventory.answer_types import AffectedReport, BundleAnswer
+from inventory.answer_types import AffectedReport, BundleAnswer, unrecorded_said
 from inventory.report.table_fit import Cell, Column, fitted_table
 from inventory.report.text import md_code, md_line, md_text
 from inventory.summary import BundleLine, Summary, summarise
@@ -110,6 +110,8 @@ def _details(report: AffectedReport, b: BundleAnswer) -> list[Text]:
         level += f", ignored ({report.ignored[b.bundle].reason})"
     out = [Text(f"{b.bundle}: {b.verdict}", style="bold"), Text(f"  {level}: {b.reason}")]
     out += [Text(f"  - {step}") for step in b.chain]
+    if b.unrecorded_state:
+        out.append(Text(f"  {unrecorded_said(b.unrecorded_state)}"))
     for p in b.probes:
         if p.result is not None:
             whose = f" ({p.module})" if p.module else ""
@@ -202,6 +204,8 @@ def affected_markdown(report: AffectedReport) -> str:
         out += [f"- {name}: remedy: {md_text(r)}" for r in b.remedies]
         if b.unrecorded_line:
             out.append(f"- {name}: {md_text(b.unrecorded_line)}")
+        if b.unrecorded_state:
+            out.append(f"- {name}: {md_text(unrecorded_said(b.unrecorded_state))}")
         out += [f"- {name}: {md_text(line)}" for line in b.detours]
         if b.load is not None:
             out += [

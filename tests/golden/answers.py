@@ -15,7 +15,11 @@ after the
 - `checked/...`: the plans and the pipeline records again, on a store that also holds every
   bundle's whole-program check (`plan --to V --verify` for every V, run first): what a stored
   check changes in the answer (it joins the plan, and answers a pipeline record on the
-  bundle's own program), pinned beside the answers without one.
+  bundle's own program), pinned beside the answers without one;
+- `unswept/affected/<fix>`: `affected --fix <fix>` again, on a store that holds what the
+  bare store holds but the comparisons of every traced kind the record does not probe: the
+  registry sweep of its step is not stored there, so the answer says its unrecorded changes
+  were not looked for, and converts nothing new (`affected/<fix>` reads the stored sweep).
 
 The test suite also computes, with these, `sweep --registry` per step and one library sweep
 (`lanes()`, `compute()`): not pinned here, read by other tests from the same runs.
@@ -80,6 +84,8 @@ def releases() -> list[str]:
 
 
 BARE, CHECKED = "bare", "checked"  # the suite's two result stores (see `stores`)
+UNSWEPT = "unswept"  # per fix record, the bare store without its step's sweep (`unswept_store`)
+REGISTRY = ROOT / "recipes.toml"
 
 
 @dataclass(frozen=True)
@@ -115,7 +121,16 @@ def entries() -> list[Entry]:
         for a, b in zip(rel, rel[1:], strict=False)
     ]
     out += [Entry(f"affected/{f}", ("affected", "--fix", f)) for f in fix_ids()]
-    return out + checked_entries()
+    return out + checked_entries() + unswept_entries()
+
+
+def unswept_entries() -> list[Entry]:
+    """Every `affected` entry again, on a store without the sweep of its record's step: the
+    other store state an answer reads (`unrecorded_state`: not looked for)."""
+    return [
+        Entry(f"{UNSWEPT}/affected/{f}", ("affected", "--fix", f), f"{UNSWEPT}/{f}")
+        for f in fix_ids()
+    ]
 
 
 def pipeline_ids() -> list[str]:
@@ -201,10 +216,16 @@ def compute(workers: int = 2) -> None:
             run_entry(entry)
 
     steps, notes, plans, rest = lanes()
+    unswept = unswept_entries()
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for phase in ([[e] for e in steps], [notes, plans], [[e] for e in rest]):
             for done in [pool.submit(lane, todo) for todo in phase]:
                 done.result()
+        # made from the bare store's results once its `affected` entries ran: nothing to convert
+        for entry in unswept:
+            unswept_store(entry.store)
+        for done in [pool.submit(lane, [e]) for e in unswept]:
+            done.result()
     share_results(stores()[BARE], stores()[CHECKED])
     for entry in check_runs():
         run_entry(entry)
@@ -259,7 +280,50 @@ def suite_env(store: str) -> dict[str, str]:
     """The environment a CLI run on one of the suite's stores gets: its cache, no other
     results store."""
     env = {k: v for k, v in os.environ.items() if k != "INVENTORY_STORE"}
-    return {**env, "INVENTORY_CACHE": str(stores()[store])}
+    return {**env, "INVENTORY_CACHE": str(store_path(store))}
+
+
+def store_path(store: str) -> Path:
+    """The cache of one of the suite's stores: `bare`, `checked` or `unswept/<fix>`."""
+    if store in (BARE, CHECKED):
+        return stores()[store]
+    cache = stores()[BARE].parent / store
+    cache.mkdir(parents=True, exist_ok=True)
+    if not (cache / "envs").is_symlink():
+        (cache / "envs").symlink_to(stores()[BARE].parents[1] / "envs")
+    return cache
+
+
+def _traced_kinds() -> set[str]:
+    raw = tomllib.loads(REGISTRY.read_text()).get("bundles", {})
+    return {str(i["kind"]) for b in raw.values() for i in b.get("instances", [])}
+
+
+def unswept_store(store: str) -> None:
+    """`unswept/<fix>` made anew: the bare store's results (hard links) but the comparisons of
+    every traced kind the record does not probe (a result folder is named by its construct),
+    so the registry sweep of its step is not stored whole, while its own probes, load checks
+    and asset probes are, and its answer converts nothing new."""
+    import re
+    import shutil
+
+    fix = store.split("/", 1)[1]
+    record = next(f for f in tomllib.loads(FIXES.read_text())["fix"] if str(f["id"]) == fix)
+    others = sorted(_traced_kinds() - set(record.get("constructs", [])))
+    left_out = re.compile(rf"^({'|'.join(map(re.escape, others))})-\d") if others else None
+    target = store_path(store) / "results"
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    source = stores()[BARE] / "results"
+    for folder in source.iterdir() if source.is_dir() else []:
+        if folder.name.startswith((CHECK_PARTS, ".")) or (
+            left_out is not None and left_out.match(folder.name)
+        ):
+            continue
+        try:
+            shutil.copytree(folder, target / folder.name, copy_function=os.link)
+        except OSError:
+            shutil.rmtree(target / folder.name, ignore_errors=True)  # measured there again
 
 
 def share_results(bare: Path, checked: Path) -> None:
@@ -379,6 +443,11 @@ def _affected(run: Run) -> dict[str, Any]:
                 "runtime": b["runtime"],
                 "deployment": _cores(b["deployment"]),
                 "load": _load(b["load"]),
+                "unrecorded_state": b["unrecorded_state"],
+                "unrecorded": [
+                    f"{u['probe']} @ {u['step']}: {u['verdict']}, {u['reexport']}"
+                    for u in b["unrecorded"]
+                ],
                 "probes": [_probe(p) for p in b["probes"]],
                 "conditions": [
                     {

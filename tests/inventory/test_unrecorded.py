@@ -185,7 +185,10 @@ def test_affected_stays_about_the_fix_and_mentions_the_steps_unrecorded_changes(
     session, bundles, catalog
 ):
     draft = load_fixes(DRAFT)
-    report = affected(find_fix("29", draft), bundles, catalog, load_policy(), fixes=draft)
+    # --sweep: the registry sweep of #29's step computed (not only read from the store)
+    report = affected(
+        find_fix("29", draft), bundles, catalog, load_policy(), fixes=draft, sweep=True
+    )
     by = {b.bundle: b for b in report.bundles}
     # #29's own answer is unchanged: constant pads are the same program
     assert {b: a.reexport for b, a in by.items()} == {
@@ -207,8 +210,9 @@ def test_affected_stays_about_the_fix_and_mentions_the_steps_unrecorded_changes(
         assert by[name].unrecorded_line.endswith("`inventory plan --to 0.4.2` counts them")
     assert not by["mimi"].unrecorded and not by["sam3"].unrecorded
     # with the shipped records nothing in #29's step is unrecorded
-    shipped = affected(find_fix("29"), bundles, catalog, load_policy())
+    shipped = affected(find_fix("29"), bundles, catalog, load_policy(), sweep=True)
     assert all(not b.unrecorded and not b.unrecorded_line for b in shipped.bundles)
+    assert {b.unrecorded_state for b in shipped.bundles} == {"computed"}
 
 
 def test_a_step_that_cannot_be_swept_makes_the_bundle_inconclusive(

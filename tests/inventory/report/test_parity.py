@@ -16,6 +16,7 @@ import pytest
 from cli import invoke
 from pages import WIDE, Page, flat
 
+from inventory.answer_types import unrecorded_said
 from inventory.report.text import for_release_page, md_line, md_text
 
 LEVELS = (
@@ -227,6 +228,15 @@ def _check_facts(a: Answer, b: dict[str, Any], entry: dict[str, Any]) -> None:
     exporter = b["exporter"]
     if b["exporter_recorded"] == "unknown" and exporter != "unknown":
         exporter += " (assumed)"
+    [model] = [c for c in a.bom["components"] if c.get("bom-ref") == f"bundle:{name}"]
+    props = {p["name"]: p["value"] for p in model["properties"]}
+    # how its step's changes no record explains were had (on the matrix's store: read from
+    # the stored sweep), in every format
+    assert props.get("inventory:unrecorded_state") == b["unrecorded_state"], name
+    if b["unrecorded_state"] is not None:
+        state = unrecorded_said(b["unrecorded_state"])
+        assert flat(state) in a.table and flat(state) in a.html.text, name
+        assert flat(md_text(state)) in a.markdown, name
     # the exporter is a cell of the bundle's row (affected's table, as wide as it takes): the
     # row runs to the rule under it
     start = a.table.index(f"│ {name} │")
@@ -234,8 +244,6 @@ def _check_facts(a: Answer, b: dict[str, Any], entry: dict[str, Any]) -> None:
     assert f"│ {exporter} │" in row, (name, row)
     assert f"| {md_text(name)} | {md_text(exporter)} |" in a.markdown, name
     assert f"{name} {b['reexport']} coreai-torch {exporter}" in a.html.text, name
-    [model] = [c for c in a.bom["components"] if c.get("bom-ref") == f"bundle:{name}"]
-    props = {p["name"]: p["value"] for p in model["properties"]}
     assert props["inventory:exporter"] == exporter, name
     said = {(p["name"], p["value"]) for p in entry.get("properties", [])}
     if b["runtime"]:

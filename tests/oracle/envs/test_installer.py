@@ -189,8 +189,8 @@ def test_an_answer_builds_only_the_environments_it_converts_in():
     from oracle.catalog.releases import load_catalog
 
     catalog, bundles, fixes = load_catalog(), load_registry(), load_fixes()
-    # fix 40 ships in 0.4.2: mimi (0.4.1) and sam3 (0.4.0) hold transposed convolutions, and
-    # every bundle's instances are swept in 0.4.1 -> 0.4.2; 0.4.3 is never built
+    # fix 40 ships in 0.4.2: mimi (0.4.1) and sam3 (0.4.0) hold transposed convolutions;
+    # 0.4.3 is never built
     assert releases_needed(bundles, "0.4.2", find_fix("40", fixes), catalog) == [
         "0.4.0",
         "0.4.1",
@@ -198,6 +198,11 @@ def test_an_answer_builds_only_the_environments_it_converts_in():
     ]
     assert releases_needed(bundles, "0.4.3", None, catalog) == ["0.4.0", "0.4.1", "0.4.2", "0.4.3"]
     fix = find_fix("40", fixes)
+    # parakeet (0.4.1) holds none: its answer converts nothing, and the registry sweep of
+    # 0.4.1 -> 0.4.2 that would convert its instances is only read unless asked for (--sweep)
+    parakeet = [b for b in bundles if b.name == "parakeet"]
+    assert releases_needed(parakeet, "0.4.2", fix, catalog) == []
+    assert releases_needed(parakeet, "0.4.2", fix, catalog, sweep=True) == ["0.4.1", "0.4.2"]
     mimi = [b for b in bundles if b.name == "mimi"]
     assert releases_needed(mimi, "0.4.2", fix, catalog) == ["0.4.1", "0.4.2"]
     # exported with the fix in place: answered by versions alone, nothing built

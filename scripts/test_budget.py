@@ -14,6 +14,7 @@ a tail one process runs alone. Standard library only: it runs before any install
 
 from __future__ import annotations
 
+import signal
 import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -62,17 +63,18 @@ def minutes(seconds: float) -> str:
 
 
 def report(tiers: list[Tier], n: int = SLOWEST) -> list[str]:
-    out = [f"{'tier':<6} {'tests':>6} {'wall':>12} {'summed':>12} {'busy':>5}"]
+    w = max([4, *(len(t.name) for t in tiers)])  # the tier column's width
+    out = [f"{'tier':<{w}} {'tests':>6} {'wall':>12} {'summed':>12} {'busy':>5}"]
     wall = sum(t.wall for t in tiers)
     summed = sum(t.summed for t in tiers)
     cases = sorted((c for t in tiers for c in t.cases), key=lambda c: c.seconds, reverse=True)
-    for name, count, w, s in [
+    for name, count, wall_s, s in [
         *((t.name, len(t.cases), t.wall, t.summed) for t in tiers),
         ("all", len(cases), wall, summed),
     ]:
         # busy: how many processes the tests kept busy on average (summed over wall)
-        busy = f"{s / w:5.2f}" if w else f"{'-':>5}"
-        out.append(f"{name:<6} {count:>6} {minutes(w):>12} {minutes(s):>12} {busy}")
+        busy = f"{s / wall_s:5.2f}" if wall_s else f"{'-':>5}"
+        out.append(f"{name:<{w}} {count:>6} {minutes(wall_s):>12} {minutes(s):>12} {busy}")
     total = summed or 1.0
     groups: dict[tuple[str, str], float] = {}
     counts: Counter[tuple[str, str]] = Counter()
@@ -80,24 +82,25 @@ def report(tiers: list[Tier], n: int = SLOWEST) -> list[str]:
         groups[(c.tier, c.group)] = groups.get((c.tier, c.group), 0.0) + c.seconds
         counts[(c.tier, c.group)] += 1
     out += ["", f"the {min(GROUPS, len(groups))} largest groups (each runs in one process):"]
-    out.append(f"{'s':>7}  {'share':>6}  {'tests':>5}  tier  group")
+    out.append(f"{'s':>7}  {'share':>6}  {'tests':>5}  {'tier':<{w}}  group")
     largest = sorted(groups.items(), key=lambda kv: kv[1], reverse=True)[:GROUPS]
     for (tier, group), seconds in largest:
         tests = counts[(tier, group)]
-        out.append(f"{seconds:7.1f}  {seconds / total:6.1%}  {tests:>5}  {tier:<4}  {group}")
+        out.append(f"{seconds:7.1f}  {seconds / total:6.1%}  {tests:>5}  {tier:<{w}}  {group}")
     out += ["", f"the {min(n, len(cases))} slowest tests:"]
-    out.append(f"{'s':>7}  {'share':>6}  {'cum.':>6}  tier  test")
+    out.append(f"{'s':>7}  {'share':>6}  {'cum.':>6}  {'tier':<{w}}  test")
     cumulative = 0.0
     for c in cases[:n]:
         cumulative += c.seconds
         out.append(
             f"{c.seconds:7.1f}  {c.seconds / total:6.1%}  {cumulative / total:6.1%}  "
-            f"{c.tier:<4}  {c.name}"
+            f"{c.tier:<{w}}  {c.name}"
         )
     return out
 
 
 def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the listing quietly
     n = SLOWEST
     if argv and argv[-1].isdigit():
         n = int(argv[-1])

@@ -226,6 +226,7 @@ def torch_install(
         progress(f"{name}: installing torch {version} into {target} ({tool.label()})")
 
         def build() -> list[Path]:
+            bytecode.stop(target / "site")  # its warm-up would write into what is removed
             remove_env(target)
             target.mkdir(parents=True)
             _log(log, tool.describe())
@@ -256,6 +257,8 @@ def torch_install(
             ),
         )
         progress(f"{name}: ready")
+        # its bytecode written once, while the environments that hold it are being built
+        bytecode.start_held(target / "site", log)
     return target / "site"
 
 
@@ -607,7 +610,8 @@ def _build(
     files = _checked_build(path, build, tool, log, progress)
     python = path / "bin" / "python"
     held_torch.check_held(python, torch_site, log, path.name)
-    bytecode.start(python, log)  # in the background: see oracle/envs/bytecode.py
+    # in the background, once the held torch's own warm-up has run: see oracle/envs/bytecode.py
+    bytecode.start(python, log, held=torch_site)
     packages = installed_packages(python, log)
     declared_torch = [r for r in found["coreai-torch"] if _requirement_name(r) == "torch"]
     check = json.loads(

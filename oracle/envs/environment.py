@@ -56,6 +56,8 @@ from oracle.infra.settings import seconds
 
 MANIFEST = "inventory-env.json"
 SHARED_TORCH_PTH = "_inventory_shared_torch.pth"
+# beside uv's cache: the sha256 of its files, by their stat (`files.snapshot`)
+KNOWN_SHA256 = "inventory-file-sha256.json"
 # Installed into every environment beside the converter: the worker stores tensors with it.
 WORKER_REQUIREMENTS = ("safetensors",)
 
@@ -289,7 +291,8 @@ def _checked_build(
     from the cache and the environment built once more; damaged twice is an error."""
     for attempt in (1, 2):
         sites = build()
-        snap = env_files.snapshot(root, sites)
+        # a file hard-linked from uv's cache that an earlier build hashed is not read again
+        snap = env_files.snapshot(root, sites, known=installer.uv_cache() / KNOWN_SHA256)
         if not snap.damaged:
             return env_files.record(root, snap)
         names = sorted(snap.damaged)

@@ -9,17 +9,20 @@ every file instead (pip's way, uv's --compile-bytecode) costs four times the CPU
 Most of those modules are torch's, and every environment holds one torch (`held_torch.py`):
 its bytecode is written beside its files and serves every environment. So the held torch is
 warmed up once, as soon as it is installed (`oracle/workers/warm_up_torch.py`: a tiny module
-exported and decomposed, by this interpreter), while the converter environments are being built;
-each new environment then runs `oracle/workers/warm_up.py` (a tiny probe converted, saved and
-run) for what is its own (the converter, coreai-core, its sympy and numpy), after the held
-torch's warm-up has finished: started beside it, each environment's warm-up compiled the same
-torch files again (three environments built side by side: three times).
+exported and decomposed, by this interpreter), while the converter environments are being built.
+What is each environment's own (the converter, coreai-core, its sympy and numpy) is compiled by
+its first worker, which runs with bytecode writing on: a warm-up of each environment ran beside
+the others as each was ready, compiled the same torch files again (three environments built
+side by side: three times), and held its worker back for an import that worker then did again.
+Only an environment built ahead of time (`inventory envs build`), whose first worker may be
+days away, is warmed up whole (`oracle/workers/warm_up.py`: a tiny probe converted, saved and
+run), after the held torch's warm-up.
 
-A warm-up does not hold its environment back: it is ready at once, and only a worker of it
-waits for its warm-up (it would otherwise compile the same modules beside it). A run that needs
-no worker (every answer stored) does not wait: a warm-up still running when the process exits is
-stopped, and what it wrote stays (each file is written atomically); workers write the rest
-(`oracle/clients/worker_pool.py`).
+A warm-up does not hold an environment back: it is ready at once, and only a worker waits, for
+the held torch's warm-up and its environment's, if they run (it would otherwise compile the same
+modules beside them). A run that needs no worker (every answer stored) does not wait: a warm-up
+still running when the process exits is stopped, and what it wrote stays (each file is written
+atomically); workers write the rest (`oracle/clients/worker_pool.py`).
 """
 
 from __future__ import annotations
@@ -130,8 +133,11 @@ def _launch(key: str, cmd: list[str], log: Path, what: str, after: str | None) -
     warm.thread.start()
 
 
-def wait(python: Path) -> None:
-    """Before a worker of this environment starts: its warm-up, if one runs, has finished."""
+def wait(python: Path, held: Path | None = None) -> None:
+    """Before a worker of this environment starts: the warm-up of the torch it holds (`held`,
+    its folder) and its own, if they run, have finished."""
+    if held is not None:
+        _wait(str(held))
     _wait(str(python))
 
 

@@ -358,11 +358,33 @@ print(json.dumps(out))
 """
 
 
+# environments this process built, not warmed up yet: their python -> build log, held torch
+_UNWARMED: dict[str, tuple[Path, Path]] = {}
+_UNWARMED_GUARD = threading.Lock()
+
+
 def warmed_up(env: Env) -> Env:
-    """`env` once its warm-up (if this process started one) has finished: for a command that
-    builds environments ahead of time, whose warm-ups would otherwise be stopped at its exit."""
-    bytecode.wait(env.python)
+    """`env` with the bytecode of what a worker imports written, for a command that builds
+    environments ahead of time: one this process built is warmed up now (after the held
+    torch's warm-up), and the warm-up waited for (it would be stopped at the command's exit)."""
+    with _UNWARMED_GUARD:
+        pending = _UNWARMED.pop(str(env.python), None)
+    if pending is not None:
+        log, held = pending
+        bytecode.start(env.python, log, held=held)
+    bytecode.wait(env.python, held=held_site(env))
     return env
+
+
+def held_site(env: Env) -> Path | None:
+    """The folder of the torch `env` holds, as its `.pth` names it (None: it names none)."""
+    pth = _shared_pth(env.path)
+    if pth is None:
+        return None
+    try:
+        return Path(pth.read_text().strip())
+    except OSError:
+        return None
 
 
 def installed_packages(python: Path, log: Path) -> dict[str, str]:
@@ -613,8 +635,10 @@ def _build(
     files = _checked_build(path, build, tool, log, progress)
     python = path / "bin" / "python"
     held_torch.check_held(python, torch_site, log, path.name)
-    # in the background, once the held torch's own warm-up has run: see oracle/envs/bytecode.py
-    bytecode.start(python, log, held=torch_site)
+    # warmed up only if built ahead of time (`warmed_up`); in a run, its first worker writes
+    # the bytecode of what is its own (oracle/envs/bytecode.py)
+    with _UNWARMED_GUARD:
+        _UNWARMED[str(python)] = (log, torch_site)
     packages = installed_packages(python, log)
     declared_torch = [r for r in found["coreai-torch"] if _requirement_name(r) == "torch"]
     check = json.loads(

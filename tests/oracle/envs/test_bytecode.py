@@ -1,5 +1,6 @@
-"""A new environment's warm-up runs in the background: a worker of it waits for it, and it is
-stopped before its environment is removed. The warm-up script is replaced here by a test double
+"""The warm-ups run in the background: a worker waits for the held torch's and its
+environment's, an environment's waits for the held torch's, and each is stopped before its
+folder is removed. The warm-up script is replaced here by a test double
 (a script that sleeps, then says a line and exits): the real one needs a converter environment
 (`tests/oracle/envs/test_envs.py` checks the bytecode it leaves)."""
 
@@ -106,3 +107,21 @@ def test_a_warm_up_stopped_while_it_waits_for_the_held_torch_s_never_starts(doub
     warm.thread.join(timeout=30)
     assert warm.proc is None and not (double / "build.log").exists()
     bytecode.wait(held)
+
+
+def test_a_worker_waits_for_the_warm_up_of_the_torch_its_environment_holds(double, monkeypatch):
+    # a worker started beside it compiled the same torch files (an environment built in a run
+    # has no warm-up of its own: its first worker compiles what is its own)
+    held = double / "torch-site"
+    held.mkdir()
+    monkeypatch.setattr(bytecode, "_WARM_UP_TORCH", bytecode._WARM_UP)
+    monkeypatch.setenv("SLEEP", "2")
+    bytecode.start_held(held, double / "torch.log")
+    started = time.monotonic()
+    bytecode.wait(_python(double), held=held)
+    assert time.monotonic() - started >= 1.5
+    assert (
+        (double / "torch.log")
+        .read_text()
+        .startswith("# bytecode of the held torch's imports written (exit 3)")
+    )

@@ -16,6 +16,7 @@ from cli import invoke
 
 from oracle.catalog.releases import Catalog, EnvError, Release, load_catalog
 from oracle.clients.worker_pool import Pool
+from oracle.envs import bytecode
 from oracle.envs import environment as envs_mod
 from oracle.envs.environment import ensure_env, ready_env
 from oracle.infra.paths import cache_root
@@ -208,7 +209,9 @@ def test_the_held_torch_is_warmed_up_once_for_the_environments_built_side_by_sid
     env, catalog, tmp_path, monkeypatch
 ):
     # each environment's warm-up, begun as it was ready, compiled the held torch's files again
-    # beside the others': three environments built side by side compiled torch three times
+    # beside the others': three environments built side by side compiled torch three times. In
+    # a run an environment has no warm-up of its own (its first worker compiles what is its
+    # own); built ahead of time (`envs build`), its warm-up runs after the held torch's.
     real = cache_root()
     env("0.4.2")  # uv's cache holds every wheel: the builds below download nothing
     monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path))
@@ -217,8 +220,13 @@ def test_the_held_torch_is_warmed_up_once_for_the_environments_built_side_by_sid
     versions = sorted(catalog.releases)[:2]
     with ThreadPoolExecutor(max_workers=2) as builders:
         built = list(builders.map(lambda v: ensure_env(v, catalog), versions))
+    held_site = envs_mod.held_site(built[0])
+    assert held_site is not None
+    bytecode.wait(built[0].python, held=held_site)  # what a worker waits for before it starts
+    logs = [each.path.parent / f"{each.name}.build.log" for each in built]
+    assert not any("# bytecode of" in log.read_text() for log in logs)  # none of their own
     for each in built:
-        envs_mod.warmed_up(each)  # its warm-up, after the held torch's, has finished
+        envs_mod.warmed_up(each)  # built ahead of time: warmed up, after the held torch's
     torch_log = (tmp_path / "envs" / f"torch-{catalog.torch}.build.log").read_text()
     held = [m for ln in torch_log.splitlines() if (m := _COMPILED.search(ln))]
     # a fresh install: the held torch's warm-up wrote the bytecode of what a worker imports

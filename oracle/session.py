@@ -80,6 +80,9 @@ class Session:
         # environments being built in the background (`prefetch_envs`), and the thread pool
         self._building: dict[str, Future[Env]] = {}
         self._builders: ThreadPoolExecutor | None = None
+        # workers started ahead, each in a thread of its own as soon as its environment is
+        # ready: never queued behind a build, nor holding a build's thread while it starts
+        self._starters: ThreadPoolExecutor | None = None
         self._warm = threading.Event()  # set once a comparison was not in the store
         self._ahead: list[Env] = []  # environments built by `prefetch_envs`
         self._started: set[str] = set()  # environments whose worker was started ahead
@@ -103,6 +106,10 @@ class Session:
             # a build in progress finishes (its environment is usable next time); none starts
             self._builders.shutdown(wait=True, cancel_futures=True)
             self._builders = None
+        if self._starters is not None:
+            # a worker still starting is waited for, then closed with the pool
+            self._starters.shutdown(wait=True, cancel_futures=True)
+            self._starters = None
         self.oracle.close()
         self.pool.close()
         for pool in self._pools.values():
@@ -152,7 +159,7 @@ class Session:
             self._ahead.append(env)
             start = self._warm.is_set()
         if start:
-            self._start_worker(env)
+            self._start_ahead([env])
         return env
 
     def _conversions_ahead(self) -> None:
@@ -163,15 +170,28 @@ class Session:
                 return
             self._warm.set()
             ahead = list(self._ahead)
-        if self._builders is not None:
-            for env in ahead:
-                self._builders.submit(self._start_worker, env)
+        self._start_ahead(ahead)
+
+    def _start_ahead(self, envs: list[Env]) -> None:
+        """Start the worker of each of `envs` now, side by side, each in a thread of its own
+        (a start waits for its environment's warm-up, then imports torch and the converter)."""
+        with self._guard:
+            if self.oracle.name != "local":
+                return
+            envs = [e for e in envs if e.name not in self._started]
+            self._started.update(e.name for e in envs)
+            if not envs:
+                return
+            if self._starters is None:
+                # one thread per release the catalog knows: a start never waits for another
+                self._starters = ThreadPoolExecutor(
+                    max_workers=max(1, len(self.catalog.releases)),
+                    thread_name_prefix="worker-start",
+                )
+            for env in envs:
+                self._starters.submit(self._start_worker, env)
 
     def _start_worker(self, env: Env) -> None:
-        with self._guard:
-            if env.name in self._started or self.oracle.name != "local":
-                return
-            self._started.add(env.name)
         # a failure here is met again, and told, by the comparison that needs this worker
         with suppress(Exception):
             self.pool.worker(env).call({"op": "hello"})

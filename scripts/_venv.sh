@@ -1,8 +1,12 @@
 # Sourced by the scripts: make sure .venv exists with the project installed (with EXTRAS), from
 # requirements.lock, by uv (installed from the package index into the cache once) or, when uv
 # cannot be had, by pip (scripts/setup_venv.py says which). Reinstalls only when pyproject.toml,
-# the lock or the extras change, so repeat runs start at once.
+# the lock or the extras change, so repeat runs start at once. Nothing compiles the project's
+# modules ahead: Python writes the bytecode of what a command imports as it first imports it,
+# also where the machine says otherwise (PYTHONDONTWRITEBYTECODE, unset for what the scripts
+# run: every start would compile the ~300 modules of the command line again, about a second).
 ensure_venv() {
+  unset PYTHONDONTWRITEBYTECODE
   local extras="$1"
   local root; root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   local venv="$root/.venv"

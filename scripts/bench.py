@@ -28,7 +28,9 @@ cluster's time beside the per-job model's prediction from the smallest one. With
 a cold `plan --to 0.4.3 --verify` instead (every whole-program check; about 8 minutes a run).
 
 `--cold [--where DIR] [--record FILE] [--keep]`: instead, a first answer from nothing, phase by
-phase, with pip and with uv in one run, then a second fresh clone with uv's cache warm
+phase (uv, the project venv, the held torch, each converter environment, the bytecode warm-ups,
+the worker start-ups, the conversions), each beside a plain `pip install torch==2.13.0` into a
+fresh venv measured in the same run; then a second fresh clone with uv's cache warm
 (`scripts/bench_cold.py`; fresh clones under DIR, which should be on the file system of the
 cache so that uv can hard-link).
 """
@@ -210,7 +212,8 @@ def main() -> None:
     parser.add_argument(
         "--cold",
         action="store_true",
-        help="instead: a first answer from nothing, pip and uv side by side",
+        help="instead: a first answer from nothing, phase by phase, beside a plain pip torch "
+        "install",
     )
     parser.add_argument("--where", type=Path, help="with --cold: the folder for the clones")
     parser.add_argument("--keep", action="store_true", help="with --cold: keep the clones")

@@ -1,16 +1,21 @@
-"""`scripts/bench --cold`: a first answer from nothing, phase by phase, with pip and with uv in
-one run.
+"""`scripts/bench --cold`: a first answer from nothing, phase by phase, each phase beside a plain
+`pip install torch==2.13.0` into a fresh venv measured in the same run.
 
-Each side is a fresh clone of this checkout with an empty cache, an empty result store and an
-empty pip cache of its own, running `scripts/inventory affected --fix 40` exactly as a new user
-would (INVENTORY_INSTALLER=pip for the pip side). Its progress lines, timed as they arrive,
-give the phases: the set-up of `.venv` (uv installed from the package index first, on the uv
-side), start-up and the registry read, the shared torch, each converter environment (built
-side by side), the probes, the registry sweep of the fix's step, and the answer. Then a second
-fresh clone answers with uv's cache warm (the first uv side's, linked in) and that side's stored
-results: the second clone of a machine. Prints seconds per phase and uv / pip; with `--record
-FILE` also writes them as JSON. Asserts nothing. The two sides run one after the other, so the
-machine's load is printed with each (`os.getloadavg`): compare ratios from one run.
+Three measurements, one after the other: the plain install (a fresh venv, an empty pip cache of
+its own: what any torch user pays once); a fresh clone of this checkout with an empty cache, an
+empty result store and an empty pip cache, running `scripts/inventory affected --fix 40` exactly
+as a new user would; then a second fresh clone with uv's cache warm (the first clone's, linked
+in) and everything else empty, result store included: the second clone of a machine.
+
+A clone's phases come from its progress lines, timed as they arrive (plain lines: stderr is not
+a terminal): uv installed from the package index, the project venv, start-up, the held torch,
+each converter environment (built side by side, so their seconds overlap), the probes and the
+registry sweep of the fix's step if the command runs one. The processes the tool starts are
+sampled every 0.1 s from /proc: a bytecode warm-up is a process whose script is a warm-up (its
+seconds and CPU), a worker start-up runs from its process's start to its first idle moment
+(asleep, its CPU still: waiting for a request). Prints seconds per phase and its ratio to the
+plain install; with `--record FILE` also writes them as JSON. Asserts nothing. Ratios from one
+run are what compare on a shared machine: the load is printed with each measurement.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import re
 import resource
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -29,8 +35,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMAND = ["affected", "--fix", "40"]
+TORCH = "torch==2.13.0"
 _ENV = re.compile(r"^((?:coreai-torch|torch)-[\w.+-]+): (creating|installing torch|ready)")
 _BUNDLE_DONE = re.compile(r"^[\w.-]+: \d+ steps?\b")
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Proc:
+    """One process the tool started, as sampled."""
+
+    cmd: str
+    parent: int
+    start: float  # seconds since the measurement began
+    last: float  # last seen
+    cpu: float = 0.0
+    idle_at: float | None = None  # first moment asleep with its CPU unchanged
 
 
 @dataclass
@@ -40,17 +60,64 @@ class Side:
     cpu: float = 0.0
     load: tuple[float, float] = (0.0, 0.0)
     phases: dict[str, float] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
     answer: str = ""
     lines: list[tuple[float, str]] = field(default_factory=list)
+    procs: dict[int, Proc] = field(default_factory=dict)
 
 
-def _phases(lines: list[tuple[float, str]], wall: float) -> dict[str, float]:
-    """Seconds per phase, from the timed progress lines (plain lines: stderr is not a
-    terminal). A phase runs from its first line to the line that ends it; environments are
-    built side by side, so their seconds overlap."""
-    out: dict[str, float] = {}
-    venv_end = next((t for t, ln in lines if ln.startswith("installed in ")), 0.0)
-    out["venv (.venv set-up)"] = venv_end
+def _boot() -> float:
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith("btime "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def _sample(side: Side, marks: tuple[str, ...], began: float, done: threading.Event) -> None:
+    """Every 0.1 s until `done`: the processes whose command line names one of `marks`."""
+    boot = _boot()
+    while not done.wait(0.1):
+        now = time.time() - began
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            pid = int(entry.name)
+            try:
+                known = side.procs.get(pid)
+                if known is None:
+                    cmd = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                    if not any(m in cmd for m in marks):
+                        continue
+                stat = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            state, parent = stat[0], int(stat[1])
+            cpu = (int(stat[11]) + int(stat[12])) / _TICK
+            if known is None:
+                start = boot + int(stat[19]) / _TICK - began
+                side.procs[pid] = Proc(cmd, parent, start, now, cpu)
+                continue
+            if known.idle_at is None and state == "S" and cpu == known.cpu and cpu > 0.5:
+                known.idle_at = now
+            known.cpu, known.last = cpu, now
+
+
+def _span(procs: list[Proc], end: str) -> tuple[float, float] | None:
+    if not procs:
+        return None
+    ends = [(p.idle_at if end == "idle" and p.idle_at is not None else p.last) for p in procs]
+    return min(p.start for p in procs), max(ends)
+
+
+def _phases(side: Side) -> None:
+    """Seconds per phase, from the timed progress lines and the sampled processes. A phase runs
+    from its first line to the line that ends it."""
+    lines, out = side.lines, side.phases
+    installing = next((t for t, ln in lines if ln.startswith("installing inventory into")), 0.0)
+    said_uv = any(ln.startswith("installing uv ") for _, ln in lines)
+    out["uv (from the package index)"] = installing if said_uv else 0.0
+    venv_end = next((t for t, ln in lines if ln.startswith("installed in ")), installing)
+    out["project venv (.venv)"] = venv_end - installing
     first = next((t for t, ln in lines if t > venv_end and not ln.startswith("bytecode")), venv_end)
     out["start-up, registry read"] = first - venv_end
     started: dict[str, float] = {}
@@ -60,39 +127,54 @@ def _phases(lines: list[tuple[float, str]], wall: float) -> dict[str, float]:
             continue
         name, what = found.groups()
         if what == "ready" and name in started:
-            out[f"{name}"] = t - started[name]
+            out[name] = t - started[name]
         elif what != "ready":
             started.setdefault(name, t)
-    if started:
-        out["environments (side by side, to the last)"] = max(
-            out.get(n, 0.0) + s for n, s in started.items()
-        ) - min(started.values())
-    # each bundle's answer ends with its summary line (`mimi: 4 steps; 3 probes: ...`), the
-    # registry sweep of the fix's step, run after them, with its own (`sweep 0.4.1->0.4.2: ...`)
     ready = [t for t, ln in lines if (m := _ENV.match(ln)) and m.group(2) == "ready"]
+    if started:
+        out["environments (side by side, to the last)"] = max(ready, default=first) - min(
+            started.values()
+        )
+    procs = list(side.procs.values())
+    workers = {pid: p for pid, p in side.procs.items() if "_worker.py" in p.cmd}
+    # the prelude's watchdog is a fork of its worker (same command line): not a worker
+    starts = [p for p in workers.values() if p.parent not in workers]
+    warm = [p for p in procs if "warm_up" in p.cmd]
+    span = _span(warm, "last")
+    if span is not None:
+        out["bytecode warm-ups (first start to last end)"] = span[1] - span[0]
+        side.notes["bytecode warm-ups (first start to last end)"] = (
+            f"{len(warm)} process(es), {sum(p.cpu for p in warm):.1f} CPU-s"
+        )
+    span = _span(starts, "idle")
+    if span is not None:
+        out["worker start-ups (first start to last first idle)"] = span[1] - span[0]
+        each = [(w.idle_at or w.last) - w.start for w in starts]
+        side.notes["worker start-ups (first start to last first idle)"] = (
+            f"{len(starts)} worker(s), longest {max(each):.1f} s"
+        )
     answered = [t for t, ln in lines if _BUNDLE_DONE.match(ln)]
     sweep = [t for t, ln in lines if ln.startswith("sweep ")]
     begun = max(ready, default=first)
     if answered:
-        out["probes of the fix (to the last bundle's answer)"] = max(answered) - begun
+        out["probes of the fix (last environment ready to the last answer)"] = max(answered) - begun
     if sweep and answered:
         out["registry sweep of the fix's step"] = sweep[-1] - max(answered)
-    if sweep:
-        out["rendering the answer"] = wall - sweep[-1]
-    return out
+    out["first answer (wall)"] = side.wall
 
 
-def _run(label: str, clone: Path, env: dict[str, str]) -> Side:
+def _measure(
+    label: str, cmd: list[str], cwd: Path, env: dict[str, str], marks: tuple[str, ...]
+) -> Side:
     side = Side(label, load=(os.getloadavg()[0], 0.0))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.time()
     start = time.monotonic()
+    done = threading.Event()
+    sampler = threading.Thread(target=_sample, args=(side, marks, began, done), daemon=True)
+    sampler.start()
     proc = subprocess.Popen(
-        [str(clone / "scripts" / "inventory"), *COMMAND],
-        cwd=clone,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
     def read() -> None:
@@ -106,20 +188,36 @@ def _run(label: str, clone: Path, env: dict[str, str]) -> Side:
     proc.wait()
     reader.join()
     side.wall = time.monotonic() - start
+    done.set()
+    sampler.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     side.cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     side.load = (side.load[0], os.getloadavg()[0])
     if proc.returncode not in (0, 1, 3):
         tail = "\n".join(ln for _, ln in side.lines[-5:])
         raise SystemExit(f"{label}: exit {proc.returncode}\n{tail}")
-    side.phases = _phases(side.lines, side.wall)
-    side.answer = _json_answer(clone, env)
+    return side
+
+
+def _plain_torch(where: Path) -> Side:
+    """`pip install torch==2.13.0` into a fresh venv with an empty pip cache: the yardstick."""
+    base = where / "plain-torch"
+    base.mkdir(parents=True)
+    python = shutil.which(os.environ.get("INVENTORY_PYTHON", "python3.11")) or sys.executable
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("INVENTORY_", "UV_"))}
+    env["PIP_CACHE_DIR"] = str(base / "pip-cache")
+    script = (
+        f"set -e; {python} -m venv {base / 'venv'}; "
+        f"{base / 'venv' / 'bin' / 'python'} -m pip install -q --disable-pip-version-check {TORCH}"
+    )
+    side = _measure(f"pip install {TORCH}", ["bash", "-c", script], base, env, ())
+    side.phases["pip install torch into a fresh venv"] = side.wall
     return side
 
 
 def _fresh(
-    where: Path, name: str, installer: str, uv_from: Path | None = None, store: Path | None = None
-) -> tuple[Path, dict[str, str]]:
+    where: Path, name: str, uv_from: Path | None = None
+) -> tuple[Path, Path, dict[str, str]]:
     """A clone of this checkout and the environment of a user who has nothing yet."""
     base = where / name
     clone = base / "clone"
@@ -132,11 +230,23 @@ def _fresh(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INVENTORY_", "UV_"))}
     env.update(
         INVENTORY_CACHE=str(cache),
-        INVENTORY_STORE=str(store or base / "store"),
-        INVENTORY_INSTALLER=installer,
+        INVENTORY_STORE=str(base / "store"),
         PIP_CACHE_DIR=str(base / "pip-cache"),
     )
-    return clone, env
+    return clone, cache, env
+
+
+def _clone_side(label: str, clone: Path, cache: Path, env: dict[str, str]) -> Side:
+    side = _measure(
+        label,
+        [str(clone / "scripts" / "inventory"), *COMMAND],
+        clone,
+        env,
+        (str(clone), str(cache)),
+    )
+    _phases(side)
+    side.answer = _json_answer(clone, env)
+    return side
 
 
 def _json_answer(clone: Path, env: dict[str, str]) -> str:
@@ -158,45 +268,40 @@ def _json_answer(clone: Path, env: dict[str, str]) -> str:
 def cold_lines(where: Path | None, record: Path | None, keep: bool) -> None:
     where = Path(tempfile.mkdtemp(prefix="bench-cold-", dir=where))
     try:
-        sides = {}
-        for installer in ("pip", "uv"):
-            clone, env = _fresh(where, installer, installer)
-            print(f"{installer}: cold first answer in {clone} ...", flush=True)
-            sides[installer] = _run(installer, clone, env)
-        clone, env = _fresh(
-            where, "uv-warm", "uv", uv_from=where / "uv" / "cache", store=where / "uv" / "store"
-        )
-        print(f"uv, second clone (uv's cache warm, results stored) in {clone} ...", flush=True)
-        second = _run("uv, second clone", clone, env)
-        pip, uv = sides["pip"], sides["uv"]
-        names = list(dict.fromkeys([*pip.phases, *uv.phases]))
-        print(f"\n{'phase':46} {'pip':>9} {'uv':>9} {'uv/pip':>7}")
-        for name in names:
-            a, b = pip.phases.get(name), uv.phases.get(name)
-            ratio = f"{b / a:7.2f}" if a and b else "      -"
-            print(f"{name:46} {_s(a)} {_s(b)} {ratio}")
-        print(f"{'first answer (wall)':46} {_s(pip.wall)} {_s(uv.wall)} {uv.wall / pip.wall:7.2f}")
+        print(f"plain: pip install {TORCH} into a fresh venv ...", flush=True)
+        plain = _plain_torch(where)
+        clone, cache, env = _fresh(where, "cold")
+        print(f"cold: first answer from nothing in {clone} ...", flush=True)
+        cold = _clone_side("cold", clone, cache, env)
+        clone, cache, env = _fresh(where, "uv-warm", uv_from=where / "cold" / "cache")
+        print(f"uv's cache warm, everything else empty, in {clone} ...", flush=True)
+        warm = _clone_side("uv's cache warm", clone, cache, env)
+        base = plain.wall
+        print(f"\n{'phase':64} {'cold':>9} {'ratio':>6} {'uv warm':>9} {'ratio':>6}")
+        print(f"{'pip install ' + TORCH + ' into a fresh venv (the yardstick)':64} {_s(base)}")
+        for name in dict.fromkeys([*cold.phases, *warm.phases]):
+            a, b = cold.phases.get(name), warm.phases.get(name)
+            print(f"{name:64} {_s(a)} {_r(a, base)} {_s(b)} {_r(b, base)}")
+            for side in (cold, warm):
+                if name in side.notes:
+                    print(f"    {side.label}: {side.notes[name]}")
         print(
-            f"{'CPU (user+sys, every process)':46} {_s(pip.cpu)} {_s(uv.cpu)} "
-            f"{uv.cpu / pip.cpu:7.2f}"
-        )
-        print(
-            f"{'load average (start, end)':46} {pip.load[0]:4.1f},{pip.load[1]:4.1f} "
-            f"{uv.load[0]:4.1f},{uv.load[1]:4.1f}"
+            f"{'CPU (user+sys, every process)':64} {_s(cold.cpu)} {_r(cold.cpu, plain.cpu)} "
+            f"{_s(warm.cpu)} {_r(warm.cpu, plain.cpu)}   (pip install: {plain.cpu:.1f} CPU-s)"
         )
         print(
-            f"second fresh clone, uv's cache warm, results stored: {second.wall:6.1f} s "
-            f"(venv {second.phases.get('venv (.venv set-up)', 0):.1f} s; load "
-            f"{second.load[0]:.1f})"
+            "load average (start, end): "
+            + "; ".join(f"{s.label} {s.load[0]:.1f}, {s.load[1]:.1f}" for s in (plain, cold, warm))
         )
-        same = pip.answer == uv.answer == second.answer
-        print(f"same answer on all three: {'yes' if same else 'NO'}")
+        same = cold.answer == warm.answer
+        print(f"same answer on both clones: {'yes' if same else 'NO'}")
         print(f"machine: {os.cpu_count()} cores")
         if record is not None:
             record.write_text(
                 json.dumps(
                     {
                         "command": "inventory " + " ".join(COMMAND),
+                        "yardstick": f"pip install {TORCH} into a fresh venv",
                         "cores": os.cpu_count(),
                         "sides": {
                             s.label: {
@@ -204,8 +309,10 @@ def cold_lines(where: Path | None, record: Path | None, keep: bool) -> None:
                                 "cpu": round(s.cpu, 1),
                                 "load": s.load,
                                 "phases": {k: round(v, 1) for k, v in s.phases.items()},
+                                "ratios": {k: round(v / base, 2) for k, v in s.phases.items()},
+                                "notes": s.notes,
                             }
-                            for s in (pip, uv, second)
+                            for s in (plain, cold, warm)
                         },
                         "same_answer": same,
                     },
@@ -220,3 +327,7 @@ def cold_lines(where: Path | None, record: Path | None, keep: bool) -> None:
 
 def _s(value: float | None) -> str:
     return f"{value:7.1f} s" if value is not None else "        -"
+
+
+def _r(value: float | None, base: float) -> str:
+    return f"{value / base:6.2f}" if value is not None and base else "     -"

@@ -3,10 +3,17 @@
 Run by the interpreter the scripts chose (CPython 3.11), before anything of the project is
 installed: standard library only, plus `oracle/envs/pip_config.py`. uv is installed from the package
 index by pip (this interpreter's, so the machine's pip configuration applies) into the cache's
-`tools/uv-<version>/`, once per cache; it then makes `.venv` and installs the project with its
-pinned dependencies (`requirements.lock`) and uv itself, from the cache the converter
-environments share, so torch is unpacked once for both. When uv cannot be had (or
-INVENTORY_INSTALLER=pip), pip installs the same lock, and this says so.
+`tools/uv-<version>/`, once per cache; it then makes `.venv` and installs the project's pinned
+dependencies (`requirements.lock`) and uv itself, from the cache the converter environments
+share, so torch is unpacked once for both. When uv cannot be had (or INVENTORY_INSTALLER=pip),
+pip installs the same lock, and this says so.
+
+The project itself is not built: `.venv` imports `inventory` and `oracle` from this checkout (a
+finder on its path, as an editable install's), carries the project's metadata (`inventory
+--version` reads it) and its `inventory` command. So a change in the checkout is what runs, and
+no build backend is installed and run (an editable build was a third of the set-up with uv's
+cache warm). No module is imported to write bytecode either: the scripts that use `.venv`
+(`_venv.sh`) let Python write the bytecode of what a command imports when it first imports it.
 
     python3.11 scripts/setup_venv.py VENV [EXTRAS]
 """
@@ -19,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +38,9 @@ from oracle.infra.paths import cache_root  # noqa: E402
 from oracle.infra.settings import INSTALLER_VAR  # noqa: E402
 
 LOCK = ROOT / "requirements.lock"
+PACKAGES = ("inventory", "oracle")
+# the finder `.venv` imports the checkout's packages with (a `.pth` line imports it at start)
+_FINDER = "_inventory_checkout"
 
 
 def say(line: str) -> None:
@@ -92,7 +103,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> None:
         raise SystemExit(proc.returncode)
 
 
-def with_uv(uv: Path, venv: Path, spec: str, version: str) -> None:
+def with_uv(uv: Path, venv: Path, requirements: list[str], version: str) -> None:
     config = pip_config.read().uv()
     env = dict(os.environ)
     for key, value in config.env.items():
@@ -113,15 +124,14 @@ def with_uv(uv: Path, venv: Path, spec: str, version: str) -> None:
             *config.args,
             "--constraint",
             str(LOCK),
-            "-e",
-            spec,
+            *requirements,
             f"uv=={version}",
         ],
         env,
     )
 
 
-def with_pip(venv: Path, spec: str) -> None:
+def with_pip(venv: Path, requirements: list[str]) -> None:
     if not (venv / "bin" / "python").is_file():
         run([sys.executable, "-m", "venv", str(venv)])
     # this interpreter's pip, aimed at the venv: a venv made by uv has no pip of its own
@@ -137,60 +147,102 @@ def with_pip(venv: Path, spec: str) -> None:
             "--disable-pip-version-check",
             "--constraint",
             str(LOCK),
-            "-e",
-            spec,
+            *requirements,
         ]
     )
 
 
-# Run in the new .venv: import what the command line may import in its own process (every module
-# of the project, with what runs in environments or a trace refused), then write the bytecode of
-# every module so loaded. uv installs no bytecode, and where
-# PYTHONDONTWRITEBYTECODE is set nothing writes it later: every start would compile ~300
-# modules again (about a second). Compiling all of .venv instead costs ~10 s of CPU (torch).
-_COMPILE = """
-import importlib, importlib.abc, pkgutil, py_compile, sys
-from importlib.util import cache_from_source
-class Refuse(importlib.abc.MetaPathFinder):
-    # what runs in converter environments or a trace subprocess, never in the command line's
-    heavy = {"torch", "sympy", "coreai", "coreai_torch", "ray", "transformers", "pocket_tts"}
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in self.heavy:
-            raise ImportError(name)
+def project() -> dict:
+    return dict(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"])
+
+
+def requirements(meta: dict, extras: list[str]) -> list[str]:
+    """The project's own requirements and those of `extras` (one line each, markers kept)."""
+    optional = meta.get("optional-dependencies", {})
+    unknown = [e for e in extras if e not in optional]
+    if unknown:
+        raise SystemExit(f"error: no extra {', '.join(unknown)} in pyproject.toml")
+    return [*meta["dependencies"], *(r for e in extras for r in optional[e])]
+
+
+_FINDER_SOURCE = """\
+# Written by scripts/setup_venv.py: `inventory` and `oracle` imported from the checkout below
+# (a change there is what runs), nothing else of it.
+import importlib.machinery
+import sys
+
+ROOT = {root!r}
+PACKAGES = {packages!r}
+
+
+class CheckoutFinder:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name in PACKAGES:
+            return importlib.machinery.PathFinder.find_spec(name, [ROOT])
         return None
-sys.meta_path.insert(0, Refuse())
-for package in ("inventory", "oracle"):
-    root = importlib.import_module(package)
-    for info in pkgutil.walk_packages(root.__path__, package + "."):
-        try:
-            importlib.import_module(info.name)
-        except Exception:
-            pass
-count = 0
-for module in list(sys.modules.values()):
-    path = getattr(module, "__file__", None) or ""
-    if path.endswith(".py"):
-        try:
-            py_compile.compile(path, cfile=cache_from_source(path), doraise=True)
-            count += 1
-        except (OSError, py_compile.PyCompileError):
-            pass
-print(count)
+
+
+def install():
+    if not any(isinstance(f, CheckoutFinder) for f in sys.meta_path):
+        sys.meta_path.append(CheckoutFinder())
+"""
+
+_LAUNCHER = """\
+#!{python}
+import sys
+from {module} import {attr}
+if __name__ == "__main__":
+    sys.exit({attr}())
 """
 
 
-def compile_cli(venv: Path) -> None:
-    proc = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", _COMPILE], capture_output=True, text=True, cwd=ROOT
+def link_checkout(venv: Path, meta: dict) -> None:
+    """`.venv` imports the checkout's packages, knows the project's version and has its
+    `inventory` command, without building the project: the finder, its `.pth` line, the
+    project's metadata (with a RECORD, so an installer can remove it) and the command."""
+    site = next((venv / "lib").glob("python*/site-packages"))
+    name, version = meta["name"], meta["version"]
+    for old in [*site.glob(f"{name}-*.dist-info"), *site.glob(f"__editable__*{name}*")]:
+        # an editable install an earlier set-up made: replaced
+        if old.is_dir():
+            shutil.rmtree(old)
+        else:
+            old.unlink()
+    files: dict[str, str] = {
+        f"{_FINDER}.py": _FINDER_SOURCE.format(root=str(ROOT), packages=PACKAGES),
+        f"{_FINDER}.pth": f"import {_FINDER}; {_FINDER}.install()\n",
+    }
+    info = f"{name.replace('-', '_')}-{version}.dist-info"
+    files[f"{info}/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        f"Summary: {meta.get('description', '')}\n"
     )
-    if proc.returncode == 0:
-        say(f"bytecode written for the {proc.stdout.strip()} modules the command line imports")
+    files[f"{info}/INSTALLER"] = "scripts/setup_venv.py\n"
+    scripts = meta.get("scripts", {})
+    files[f"{info}/entry_points.txt"] = "[console_scripts]\n" + "".join(
+        f"{k} = {v}\n" for k, v in scripts.items()
+    )
+    launchers = []
+    for command, target in scripts.items():
+        module, _, attr = target.partition(":")
+        launcher = venv / "bin" / command
+        python = venv / "bin" / "python"
+        launcher.write_text(_LAUNCHER.format(python=python, module=module, attr=attr))
+        launcher.chmod(0o755)
+        launchers.append(os.path.relpath(launcher, site))
+    for rel, text in files.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(text)
+    record = [f"{rel},," for rel in [*files, f"{info}/RECORD", *launchers]]
+    (site / info / "RECORD").write_text("\n".join(record) + "\n")
 
 
 def main(argv: list[str]) -> int:
     venv = Path(argv[0]).resolve()
     extras = argv[1] if len(argv) > 1 else ""
-    spec = f"{ROOT}[{extras}]" if extras else str(ROOT)
+    meta = project()
+    wanted = requirements(meta, [e for e in extras.split(",") if e])
     started = time.monotonic()
     uv, why = None, f"{INSTALLER_VAR}=pip"
     version = uv_pin()
@@ -198,13 +250,13 @@ def main(argv: list[str]) -> int:
         uv, why = bootstrap_uv(version)
     if uv is not None:
         say(f"installing inventory into {venv} with uv {version} ({extras or 'no extras'})")
-        with_uv(uv, venv, spec, version)
+        with_uv(uv, venv, wanted, version)
     else:
         say(
             f"installing inventory into {venv} with pip ({extras or 'no extras'}): uv cannot "
             f"be had ({why})"
         )
-        with_pip(venv, spec)
+        with_pip(venv, wanted)
     site = next((venv / "lib").glob("python*/site-packages"))
     cuda = cuda_torch(site)
     if cuda is not None:
@@ -213,7 +265,7 @@ def main(argv: list[str]) -> int:
             f"(find-links or index-url) at the CPU wheel and remove {venv}"
         )
         return 2
-    compile_cli(venv)
+    link_checkout(venv, meta)
     say(f"installed in {time.monotonic() - started:.1f} s")
     return 0
 

@@ -56,6 +56,8 @@ from oracle.infra.settings import seconds
 
 MANIFEST = "inventory-env.json"
 SHARED_TORCH_PTH = "_inventory_shared_torch.pth"
+# beside uv's cache: the sha256 of its files, by their stat (`files.snapshot`)
+KNOWN_SHA256 = "inventory-file-sha256.json"
 # Installed into every environment beside the converter: the worker stores tensors with it.
 WORKER_REQUIREMENTS = ("safetensors",)
 
@@ -226,6 +228,7 @@ def torch_install(
         progress(f"{name}: installing torch {version} into {target} ({tool.label()})")
 
         def build() -> list[Path]:
+            bytecode.stop(target / "site")  # its warm-up would write into what is removed
             remove_env(target)
             target.mkdir(parents=True)
             _log(log, tool.describe())
@@ -256,6 +259,8 @@ def torch_install(
             ),
         )
         progress(f"{name}: ready")
+        # its bytecode written once, while the environments that hold it are being built
+        bytecode.start_held(target / "site", log)
     return target / "site"
 
 
@@ -286,7 +291,8 @@ def _checked_build(
     from the cache and the environment built once more; damaged twice is an error."""
     for attempt in (1, 2):
         sites = build()
-        snap = env_files.snapshot(root, sites)
+        # a file hard-linked from uv's cache that an earlier build hashed is not read again
+        snap = env_files.snapshot(root, sites, known=installer.uv_cache() / KNOWN_SHA256)
         if not snap.damaged:
             return env_files.record(root, snap)
         names = sorted(snap.damaged)
@@ -352,11 +358,33 @@ print(json.dumps(out))
 """
 
 
+# environments this process built, not warmed up yet: their python -> build log, held torch
+_UNWARMED: dict[str, tuple[Path, Path]] = {}
+_UNWARMED_GUARD = threading.Lock()
+
+
 def warmed_up(env: Env) -> Env:
-    """`env` once its warm-up (if this process started one) has finished: for a command that
-    builds environments ahead of time, whose warm-ups would otherwise be stopped at its exit."""
-    bytecode.wait(env.python)
+    """`env` with the bytecode of what a worker imports written, for a command that builds
+    environments ahead of time: one this process built is warmed up now (after the held
+    torch's warm-up), and the warm-up waited for (it would be stopped at the command's exit)."""
+    with _UNWARMED_GUARD:
+        pending = _UNWARMED.pop(str(env.python), None)
+    if pending is not None:
+        log, held = pending
+        bytecode.start(env.python, log, held=held)
+    bytecode.wait(env.python, held=held_site(env))
     return env
+
+
+def held_site(env: Env) -> Path | None:
+    """The folder of the torch `env` holds, as its `.pth` names it (None: it names none)."""
+    pth = _shared_pth(env.path)
+    if pth is None:
+        return None
+    try:
+        return Path(pth.read_text().strip())
+    except OSError:
+        return None
 
 
 def installed_packages(python: Path, log: Path) -> dict[str, str]:
@@ -607,7 +635,10 @@ def _build(
     files = _checked_build(path, build, tool, log, progress)
     python = path / "bin" / "python"
     held_torch.check_held(python, torch_site, log, path.name)
-    bytecode.start(python, log)  # in the background: see oracle/envs/bytecode.py
+    # warmed up only if built ahead of time (`warmed_up`); in a run, its first worker writes
+    # the bytecode of what is its own (oracle/envs/bytecode.py)
+    with _UNWARMED_GUARD:
+        _UNWARMED[str(python)] = (log, torch_site)
     packages = installed_packages(python, log)
     declared_torch = [r for r in found["coreai-torch"] if _requirement_name(r) == "torch"]
     check = json.loads(

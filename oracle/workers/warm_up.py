@@ -4,20 +4,26 @@ that the interpreter writes the bytecode of every module a worker will import. I
 is not enough: `torch.export` imports about 1,200 more modules when it first exports, the
 converter its lowerings and coreai-core's compiler its dialects when they first run. A step that
 fails here is left: the bytecode of what ran is written, and a real failure is the worker's to
-report. Prints one line when a step failed.
+report. Its last line says how many modules it compiled (how many of them the held torch's:
+none once the held torch's own warm-up has run, `warm_up_torch.py`), or where it stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-import numpy  # noqa: F401 - imported for its bytecode
-import safetensors  # noqa: F401
-import torch
-import torch.export
+# before the imports below: the bytecode they write is counted
+_BEGAN = time.time()
+
+import numpy  # noqa: E402, F401 - imported for its bytecode
+import safetensors  # noqa: E402, F401
+import torch  # noqa: E402
+import torch.export  # noqa: E402
 
 
 class _Tiny(torch.nn.Module):
@@ -57,7 +63,28 @@ def main() -> int:
         asset = Path(tmp) / "warm-up.aimodel"
         program.save_asset(asset)
         asyncio.run(_run(asset))
+    held = Path(torch.__file__).resolve().parent.parent
+    print(f"{_compiled(held)} modules compiled, {_compiled(held, only=True)} of the held torch")
     return 0
+
+
+def _compiled(held: Path, only: bool = False) -> int:
+    """How many loaded modules have bytecode written since this process began (by it, or by
+    another process beside it); with `only`, those under the held torch's folder."""
+    count = 0
+    for module in list(sys.modules.values()):
+        cached = getattr(module, "__cached__", None)
+        source = getattr(module, "__file__", None)
+        if not isinstance(cached, str) or not isinstance(source, str):
+            continue
+        if only and not Path(source).resolve().is_relative_to(held):
+            continue
+        try:
+            if os.stat(cached).st_mtime >= _BEGAN:
+                count += 1
+        except OSError:
+            pass
+    return count
 
 
 if __name__ == "__main__":

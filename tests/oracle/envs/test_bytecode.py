@@ -1,5 +1,6 @@
-"""A new environment's warm-up runs in the background: a worker of it waits for it, and it is
-stopped before its environment is removed. The warm-up script is replaced here by a test double
+"""The warm-ups run in the background: a worker waits for the held torch's and its
+environment's, an environment's waits for the held torch's, and each is stopped before its
+folder is removed. The warm-up script is replaced here by a test double
 (a script that sleeps, then says a line and exits): the real one needs a converter environment
 (`tests/oracle/envs/test_envs.py` checks the bytecode it leaves)."""
 
@@ -57,10 +58,70 @@ def test_a_warm_up_is_stopped_before_its_environment_is_removed(double, monkeypa
     monkeypatch.setenv("SLEEP", "60")
     python, log = _python(double), double / "build.log"
     bytecode.start(python, log)
-    proc, waiter, tmp = bytecode._running[str(python)]
+    warm = bytecode._running[str(python)]
+    assert warm.thread is not None
+    deadline = time.monotonic() + 30
+    while warm.proc is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc = warm.proc
+    assert proc is not None
     started = time.monotonic()
     bytecode.stop(python)
     assert proc.returncode == -9 and time.monotonic() - started < 30
-    assert not Path(tmp).exists() and not (double / "mark").exists()
-    waiter.join(timeout=30)
+    assert not Path(warm.tmp).exists() and not (double / "mark").exists()
+    warm.thread.join(timeout=30)
     bytecode.wait(python)  # nothing to wait for once stopped
+
+
+def test_an_environment_s_warm_up_starts_once_the_held_torch_s_has_finished(double, monkeypatch):
+    # begun beside it, it compiled the same torch files again (each environment built side by
+    # side did)
+    held = double / "torch-site"
+    held.mkdir()
+    monkeypatch.setattr(bytecode, "_WARM_UP_TORCH", bytecode._WARM_UP)  # the double, both
+    monkeypatch.setenv("SLEEP", "2")
+    python, log = _python(double), double / "build.log"
+    bytecode.start_held(held, double / "torch.log")
+    bytecode.start(python, log, held=held)
+    time.sleep(1)
+    assert bytecode._running[str(python)].proc is None  # waiting for the held torch's
+    bytecode.wait(python)
+    torch_done = (double / "torch.log").stat().st_mtime
+    assert bytecode._running[str(python)].proc is not None
+    # it ran after the held torch's warm-up had written its line, and wrote its own
+    assert log.stat().st_mtime - torch_done >= 1.5
+    assert log.read_text().startswith("# bytecode of a worker's imports written (exit 3)")
+
+
+def test_a_warm_up_stopped_while_it_waits_for_the_held_torch_s_never_starts(double, monkeypatch):
+    held = double / "torch-site"
+    held.mkdir()
+    monkeypatch.setattr(bytecode, "_WARM_UP_TORCH", bytecode._WARM_UP)
+    monkeypatch.setenv("SLEEP", "2")
+    python = _python(double)
+    bytecode.start_held(held, double / "torch.log")
+    bytecode.start(python, double / "build.log", held=held)
+    warm = bytecode._running[str(python)]
+    bytecode.stop(python)  # its environment is removed before it could start
+    assert warm.thread is not None
+    warm.thread.join(timeout=30)
+    assert warm.proc is None and not (double / "build.log").exists()
+    bytecode.wait(held)
+
+
+def test_a_worker_waits_for_the_warm_up_of_the_torch_its_environment_holds(double, monkeypatch):
+    # a worker started beside it compiled the same torch files (an environment built in a run
+    # has no warm-up of its own: its first worker compiles what is its own)
+    held = double / "torch-site"
+    held.mkdir()
+    monkeypatch.setattr(bytecode, "_WARM_UP_TORCH", bytecode._WARM_UP)
+    monkeypatch.setenv("SLEEP", "2")
+    bytecode.start_held(held, double / "torch.log")
+    started = time.monotonic()
+    bytecode.wait(_python(double), held=held)
+    assert time.monotonic() - started >= 1.5
+    assert (
+        (double / "torch.log")
+        .read_text()
+        .startswith("# bytecode of the held torch's imports written (exit 3)")
+    )

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -14,8 +16,10 @@ from cli import invoke
 
 from oracle.catalog.releases import Catalog, EnvError, Release, load_catalog
 from oracle.clients.worker_pool import Pool
+from oracle.envs import bytecode
 from oracle.envs import environment as envs_mod
 from oracle.envs.environment import ensure_env, ready_env
+from oracle.infra.paths import cache_root
 from oracle.infra.progress import Notice
 
 
@@ -191,4 +195,46 @@ def test_envs_build_returns_once_the_environment_s_warm_up_has_written_its_bytec
     assert ran.returncode == 0, ran.stderr
     log = (scratch_cache / "envs" / "coreai-torch-0.4.2.build.log").read_text()
     # written when the warm-up has finished: it takes seconds after the environment is ready
-    assert "# bytecode of a worker's imports written (exit 0)" in log.splitlines(), log[-600:]
+    assert any(
+        ln.startswith("# bytecode of a worker's imports written (exit 0)")
+        for ln in log.splitlines()
+    ), log[-600:]
+
+
+_COMPILED = re.compile(r"\(exit 0\) (\d+) modules(?: compiled, (\d+) of the held torch)?")
+
+
+@pytest.mark.slow
+def test_the_held_torch_is_warmed_up_once_for_the_environments_built_side_by_side_on_it(
+    env, catalog, tmp_path, monkeypatch
+):
+    # each environment's warm-up, begun as it was ready, compiled the held torch's files again
+    # beside the others': three environments built side by side compiled torch three times. In
+    # a run an environment has no warm-up of its own (its first worker compiles what is its
+    # own); built ahead of time (`envs build`), its warm-up runs after the held torch's.
+    real = cache_root()
+    env("0.4.2")  # uv's cache holds every wheel: the builds below download nothing
+    monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path))
+    for kept in ("uv", "tools"):
+        (tmp_path / kept).symlink_to(real / kept)
+    versions = sorted(catalog.releases)[:2]
+    with ThreadPoolExecutor(max_workers=2) as builders:
+        built = list(builders.map(lambda v: ensure_env(v, catalog), versions))
+    held_site = envs_mod.held_site(built[0])
+    assert held_site is not None
+    bytecode.wait(built[0].python, held=held_site)  # what a worker waits for before it starts
+    logs = [each.path.parent / f"{each.name}.build.log" for each in built]
+    assert not any("# bytecode of" in log.read_text() for log in logs)  # none of their own
+    for each in built:
+        envs_mod.warmed_up(each)  # built ahead of time: warmed up, after the held torch's
+    torch_log = (tmp_path / "envs" / f"torch-{catalog.torch}.build.log").read_text()
+    held = [m for ln in torch_log.splitlines() if (m := _COMPILED.search(ln))]
+    # a fresh install: the held torch's warm-up wrote the bytecode of what a worker imports
+    assert len(held) == 1 and int(held[0].group(1)) > 500, torch_log[-600:]
+    for each in built:
+        log = (each.path.parent / f"{each.name}.build.log").read_text()
+        own = [m for ln in log.splitlines() if (m := _COMPILED.search(ln))]
+        assert len(own) == 1 and own[0].group(2) is not None, log[-600:]
+        # the environment's own modules (the converter, coreai-core, sympy) were compiled,
+        # none of the held torch's
+        assert int(own[0].group(1)) > 0 and int(own[0].group(2)) == 0, log[-600:]

@@ -148,6 +148,37 @@ def test_an_environments_files_are_recorded_and_a_change_is_found(tmp_path):
     assert files_changed(root) == [f"{env_files.FILES} does not match the manifest"]
 
 
+def test_a_build_rereads_no_file_an_earlier_build_hashed_and_still_finds_an_edited_one(
+    tmp_path, monkeypatch
+):
+    known = tmp_path / "uv-cache" / "known.json"
+    known.parent.mkdir()
+    first = tmp_path / "first"
+    assert not env_files.snapshot(first, [_install(first, b"VALUE = 1\n")], known=known).damaged
+    # another build from uv's warm cache, in another process: the same files, hard-linked
+    copy = tmp_path / "copy"
+    shutil.copytree(first, copy, copy_function=os.link)
+    site = copy / "lib" / "python3.11" / "site-packages"
+    monkeypatch.setattr(env_files, "_HASHED", {})
+    read: list[Path] = []
+    hash_file = env_files.sha256_file
+
+    def reading(path: Path, stat: os.stat_result | None = None) -> str:
+        read.append(path)
+        return hash_file(path, stat)
+
+    monkeypatch.setattr(env_files, "sha256_file", reading)
+    snap = env_files.snapshot(copy, [site], known=known)
+    assert not snap.damaged and len(snap.files) == 3
+    assert read == [site / "demo-1.0.dist-info" / "RECORD"]  # its own digest, not a check
+    # one file of the copy edited (the same size): its stat changed, so it is read and found
+    (site / "demo" / "__init__.py").write_bytes(b"VALUE = 2\n")
+    read.clear()
+    snap = env_files.snapshot(copy, [site], known=known)
+    assert snap.damaged == {"demo": ("lib/python3.11/site-packages/demo/__init__.py",)}
+    assert site / "demo" / "__init__.py" in read
+
+
 def test_a_distribution_installed_damaged_is_installed_again_and_damaged_twice_is_an_error(
     tmp_path,
 ):

@@ -1,0 +1,55 @@
+"""A session's environments and the workers it starts ahead (`oracle/session.py`). The builds
+and the worker starts are test doubles here: what is tested is when the session hands over an
+environment and starts its worker, which real builds (minutes) and starts (seconds) cannot be
+timed to show (the real ones: tests/oracle/envs/test_envs.py, the slow tier)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from doubles.starting_worker import StartingWorker
+
+import oracle.session as session_module
+from oracle.catalog.releases import load_catalog
+from oracle.envs.environment import Env
+from oracle.session import Session
+
+
+@pytest.fixture
+def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Env]:
+    """Every release's environment, built at once when asked (never really built)."""
+    catalog = load_catalog()
+    envs = {
+        v: Env(v, r.core, tmp_path / v, tmp_path / v / "bin" / "python", {}, ())
+        for v, r in catalog.releases.items()
+    }
+    monkeypatch.setattr(session_module, "ready_env", lambda version, catalog: None)
+    monkeypatch.setattr(
+        session_module, "ensure_env", lambda version, catalog, progress: envs[version]
+    )
+    StartingWorker.started.clear()
+    StartingWorker.release.clear()
+    return envs
+
+
+def test_an_environment_built_ahead_is_handed_over_while_its_worker_is_still_starting(
+    built, tmp_path
+):
+    version = sorted(built)[0]
+    session = Session(load_catalog(), log_dir=tmp_path / "logs", worker=StartingWorker)
+    try:
+        session._conversions_ahead()  # a comparison was not stored: workers start ahead
+        session.prefetch_envs([version])
+        assert StartingWorker.started.wait(timeout=30)  # its worker is starting
+        handed: list[Env] = []
+        asked = threading.Thread(target=lambda: handed.append(session.env(version)))
+        asked.start()
+        asked.join(timeout=10)
+        # the start goes on in its own thread: the environment was not held back by it
+        assert handed == [built[version]]
+        assert not StartingWorker.release.is_set()
+    finally:
+        StartingWorker.release.set()
+        session.close()

@@ -7,7 +7,8 @@ written whole to a temp file and renamed into place, so a concurrent reader sees
 or the new one, never half of one; and its first line is the sha256 of the rest, so a damaged
 entry is never read as a registry. An entry that cannot be read, is damaged or is keyed
 otherwise is ignored and written again from the parse; a cache that cannot be written is no
-cache at all, never an error.
+cache at all, never an error. It is written only into a cache folder that exists (a store
+that some run made): a run refused on a new store leaves nothing there.
 """
 
 from __future__ import annotations
@@ -110,8 +111,10 @@ def write_entry(where: Path, key: str, bundles: list[Any], types: tuple[type, ..
         return
     digest = hashlib.sha256(body).hexdigest().encode()
     tmp = where.with_name(f".{where.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    if not where.parent.parent.is_dir():
+        return  # the cache never makes the store: a refused run on a new one leaves nothing
     try:
-        where.parent.mkdir(parents=True, exist_ok=True)
+        where.parent.mkdir(exist_ok=True)
         tmp.write_bytes(digest + b"\n" + body)
         tmp.replace(where)
     except OSError:

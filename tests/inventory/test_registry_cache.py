@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("INVENTORY_STORE", raising=False)
+    (tmp_path / "cache").mkdir()  # a store some run made
     return tmp_path / "cache" / registry_cache.FOLDER
 
 
@@ -110,8 +111,14 @@ def test_the_entry_follows_the_file_and_the_parser(cache, monkeypatch, tmp_path)
     assert calls == [copy, copy]
 
 
+def test_a_new_store_is_not_made_by_reading_the_registry(tmp_path, monkeypatch):
+    """A run refused after reading the registry leaves a new store as it found it: absent."""
+    monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path / "new"))
+    assert load_registry() == parsed()
+    assert not (tmp_path / "new").exists()
+
+
 def test_a_cache_that_cannot_be_written_is_no_error(cache, monkeypatch):
-    cache.parent.mkdir(parents=True)
     cache.write_text("a file where the folder would be")
     want = parsed()
     calls = counted_parses(monkeypatch)

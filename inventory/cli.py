@@ -24,6 +24,7 @@ import ast
 import importlib
 import importlib.util
 import sys
+from collections.abc import Iterator, MutableMapping
 from typing import Annotated, Any
 
 import typer
@@ -64,29 +65,64 @@ class _Listed(typer.core.TyperCommand):
     its module's source without importing it); never run."""
 
 
+class _Commands(MutableMapping[str, Any]):
+    """A group's commands by name, each imported the first time it is read (`get`, `[]`,
+    `items()`): what typer, click and the tests read off a group is the command itself; only
+    the names, and `listed` for the group's own help, leave the modules unimported."""
+
+    def __init__(self, group: str, commands: dict[str, Any]) -> None:
+        self._group, self._commands = group, commands
+
+    def listed(self, name: str) -> Any:
+        """The command as the list of commands shows it, imported or not."""
+        return self._commands.get(name)
+
+    def __getitem__(self, name: str) -> Any:
+        found = self._commands[name]
+        if isinstance(found, _Listed):
+            found = self._commands[name] = _loaded(self._group, name)
+        return found
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._commands[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._commands[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._commands
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._commands)
+
+    def __len__(self) -> int:
+        return len(self._commands)
+
+
 class _LazyGroup(typer.core.TyperGroup):
     """A group whose commands are imported when one is run or its help asked for: each is in
-    `commands` from the start as a `_Listed` (so the list, the order and "Did you mean" hold
-    for all of them), and replaced by the real command the first time it is asked for, except
-    while the group's own help lists them."""
+    `commands` from the start (so the list, the order and "Did you mean" hold for all of them),
+    as a `_Listed` until it is first read, which its own help listing does not do."""
 
     GROUP = ""  # the TABLE's name of this group
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        groups = dict(self.commands)  # the sub-groups typer made, listed after the commands
-        self.commands.clear()
-        for group, name, target in TABLE:
-            if group == self.GROUP:
-                self.commands[name] = _Listed(name=name, help=_help(target))
-        self.commands.update(groups)
+        listed: dict[str, Any] = {
+            name: _Listed(name=name, help=_help(target))
+            for group, name, target in TABLE
+            if group == self.GROUP
+        }
+        # the sub-groups typer made, listed after the commands
+        self.lazy = _Commands(self.GROUP, {**listed, **self.commands})
+        self.commands = self.lazy
         self._listing = False
 
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.lazy)  # the names only: nothing imported
+
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        found = self.commands.get(cmd_name)
-        if isinstance(found, _Listed) and not self._listing:
-            found = self.commands[cmd_name] = _loaded(self.GROUP, cmd_name)
-        return found
+        return self.lazy.listed(cmd_name) if self._listing else self.lazy.get(cmd_name)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         self._listing = True

@@ -20,30 +20,154 @@ Exit codes:
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import sys
-from typing import Annotated
+from collections.abc import Iterator, MutableMapping
+from typing import Annotated, Any
 
 import typer
+import typer.core
 
-from inventory.commands import (
-    affected,
-    bisect,
-    cache,
-    draft,
-    envs,
-    fixes,
-    plan,
-    release_notes,
-    repair,
-    scan,
-    sweep,
-    trace,
-    verify,
-)
 from inventory.help import CONTEXT, HelpGroup, split_doc
 from inventory.signals import stop_on_sigterm
 from inventory.terminal import OneLineErrorGroup, command
 from inventory.version import version
+
+# Every command, in the order `--help` lists them: (group, name, `module:function` under
+# inventory/commands/). A command's module is imported when it runs (or its help is shown),
+# never for `--version` or the list of commands: `command` gives each its docstring as help and
+# the one wrapper that turns any error into one line and an exit code.
+TABLE = (
+    ("", "affected", "affected:affected_cmd"),
+    ("", "plan", "plan:plan_cmd"),
+    ("", "fixes", "fixes:fixes_cmd"),
+    ("", "release-notes", "release_notes:release_notes_cmd"),
+    ("", "sweep", "sweep:sweep_cmd"),
+    ("cache", "list", "cache:cache_list"),
+    ("cache", "du", "cache:cache_du"),
+    ("cache", "prune", "cache:cache_prune"),
+    ("", "trace", "trace:trace_cmd"),
+    ("envs", "build", "envs:envs_build"),
+    ("envs", "list", "envs:envs_list"),
+    ("envs", "discover", "envs:envs_discover"),
+    ("", "scan", "scan:scan_cmd"),
+    ("", "repair", "repair:repair_cmd"),
+    ("", "verify", "verify:verify_cmd"),
+    ("", "bisect", "bisect:bisect_cmd"),
+    ("", "draft", "draft:draft_cmd"),
+)
+
+
+class _Listed(typer.core.TyperCommand):
+    """A command as the list of a group's commands shows it (its name and its help, read from
+    its module's source without importing it); never run."""
+
+
+class _Commands(MutableMapping[str, Any]):
+    """A group's commands by name, each imported the first time it is read (`get`, `[]`,
+    `items()`): what typer, click and the tests read off a group is the command itself; only
+    the names, and `listed` for the group's own help, leave the modules unimported."""
+
+    def __init__(self, group: str, commands: dict[str, Any]) -> None:
+        self._group, self._commands = group, commands
+
+    def listed(self, name: str) -> Any:
+        """The command as the list of commands shows it, imported or not."""
+        return self._commands.get(name)
+
+    def __getitem__(self, name: str) -> Any:
+        found = self._commands[name]
+        if isinstance(found, _Listed):
+            found = self._commands[name] = _loaded(self._group, name)
+        return found
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._commands[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._commands[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._commands
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._commands)
+
+    def __len__(self) -> int:
+        return len(self._commands)
+
+
+class _LazyGroup(typer.core.TyperGroup):
+    """A group whose commands are imported when one is run or its help asked for: each is in
+    `commands` from the start (so the list, the order and "Did you mean" hold for all of them),
+    as a `_Listed` until it is first read, which its own help listing does not do."""
+
+    GROUP = ""  # the TABLE's name of this group
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        listed: dict[str, Any] = {
+            name: _Listed(name=name, help=_help(target))
+            for group, name, target in TABLE
+            if group == self.GROUP
+        }
+        # the sub-groups typer made, listed after the commands
+        self.lazy = _Commands(self.GROUP, {**listed, **self.commands})
+        self.commands = self.lazy
+        self._listing = False
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.lazy)  # the names only: nothing imported
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        return self.lazy.listed(cmd_name) if self._listing else self.lazy.get(cmd_name)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+def _help(target: str) -> str:
+    """The help a command's docstring gives, read from its module's source."""
+    module, function = target.split(":")
+    spec = importlib.util.find_spec(f"inventory.commands.{module}")
+    assert spec is not None and spec.origin is not None  # every TABLE entry is a module
+    with open(spec.origin, encoding="utf-8") as source:
+        tree = ast.parse(source.read())
+    found = next(
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == function
+    )
+    return split_doc(ast.get_docstring(found, clean=False))[0]
+
+
+def _loaded(group: str, name: str) -> Any:
+    """The command `name` of `group`, its module imported, registered as every command is."""
+    target = next(t for g, n, t in TABLE if (g, n) == (group, name))
+    module, function = target.split(":")
+    fn = getattr(importlib.import_module(f"inventory.commands.{module}"), function)
+    single = typer.Typer(add_completion=False)
+    command(single, name, f"{group} {name}" if group else name)(fn)
+    return typer.main.get_command(single)
+
+
+class _RootGroup(_LazyGroup, OneLineErrorGroup):
+    GROUP = ""
+
+
+class _EnvsGroup(_LazyGroup, HelpGroup):
+    GROUP = "envs"
+
+
+class _CacheGroup(_LazyGroup, HelpGroup):
+    GROUP = "cache"
+
 
 app = typer.Typer(
     help="Does a new coreai-torch release change the on-device bundles you already shipped?",
@@ -52,18 +176,18 @@ app = typer.Typer(
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     pretty_exceptions_enable=False,
     context_settings=CONTEXT,  # -h beside --help, in every command
-    cls=OneLineErrorGroup,  # a usage error is one line (under --json, the error envelope)
+    cls=_RootGroup,  # a usage error is one line (under --json, the error envelope)
 )
 envs_app = typer.Typer(
     help="Converter environments (one per coreai-torch release).",
     no_args_is_help=True,
-    cls=HelpGroup,
+    cls=_EnvsGroup,
 )
 app.add_typer(envs_app, name="envs")
 cache_app = typer.Typer(
     help="The store: stored results, environments, runs and temp folders.",
     no_args_is_help=True,
-    cls=HelpGroup,
+    cls=_CacheGroup,
 )
 app.add_typer(cache_app, name="cache")
 
@@ -86,31 +210,9 @@ def _options(
     stop_on_sigterm()
 
 
-# Every command, in the order `--help` lists them: (group, name, the function in its module
-# under inventory/commands/). `command` gives each its docstring as help and the one wrapper
-# that turns any error into one line and an exit code.
-COMMANDS = (
-    (app, "affected", affected.affected_cmd),
-    (app, "plan", plan.plan_cmd),
-    (app, "fixes", fixes.fixes_cmd),
-    (app, "release-notes", release_notes.release_notes_cmd),
-    (app, "sweep", sweep.sweep_cmd),
-    (cache_app, "list", cache.cache_list),
-    (cache_app, "du", cache.cache_du),
-    (cache_app, "prune", cache.cache_prune),
-    (app, "trace", trace.trace_cmd),
-    (envs_app, "build", envs.envs_build),
-    (envs_app, "list", envs.envs_list),
-    (envs_app, "discover", envs.envs_discover),
-    (app, "scan", scan.scan_cmd),
-    (app, "repair", repair.repair_cmd),
-    (app, "verify", verify.verify_cmd),
-    (app, "bisect", bisect.bisect_cmd),
-    (app, "draft", draft.draft_cmd),
-)
-GROUPS = {envs_app: "envs", cache_app: "cache"}  # a subcommand's envelope name: `cache du`
-for group, name, function in COMMANDS:
-    command(group, name, f"{GROUPS[group]} {name}" if group in GROUPS else name)(function)
+# The TABLE with each group's app: what the docs' checks walk.
+_APPS = {"": app, "envs": envs_app, "cache": cache_app}
+COMMANDS = tuple((_APPS[group], name, target) for group, name, target in TABLE)
 
 
 def main() -> None:  # pragma: no cover - console entry for `python -m inventory.cli`

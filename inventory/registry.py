@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from inventory.errors import RegistryError
+from inventory.registry_cache import cached
 from oracle.catalog import (
     DECOMPOSITIONS,
     SHAPES,
@@ -18,7 +19,7 @@ from oracle.catalog import (
     parse_runtime,
 )
 from oracle.compare import Pipeline
-from oracle.infra import read_toml
+from oracle.infra import parse_toml, read_text
 
 DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "recipes.toml"
 UNKNOWN = "unknown"
@@ -282,14 +283,26 @@ def load_registry(path: Path = DEFAULT_REGISTRY) -> list[Bundle]:
     """Every bundle, each value checked (oracle.catalog.schema): an unknown construct kind or
     dtype, a
     release or runtime the catalog does not know, a misspelt key or a value of the wrong type
-    is one line naming the file, the table and the key."""
-    data = read_toml(path, RegistryError)
+    is one line naming the file, the table and the key. Read from the parsed registry's cache
+    (`registry_cache`) when the file, this code and the catalog are those it was parsed with."""
+    text = read_text(path, RegistryError)
+    catalog = load_catalog()
+    return cached(
+        path,
+        text,
+        f"{path}\0{catalog!r}",
+        lambda: _parsed(path, text, catalog),
+        (Bundle, Exporter, Instance, Pipeline),
+    )
+
+
+def _parsed(path: Path, text: str, catalog: Catalog) -> list[Bundle]:
+    data = parse_toml(text, path, RegistryError)
     fields = Fields(path, RegistryError)
     fields.keys(data, ("bundles", "deploy"), "the file")
     bundles = data.get("bundles")
     if not isinstance(bundles, dict) or not bundles:
         raise RegistryError(f"{path}: no [bundles.<name>] tables")
-    catalog = load_catalog()
     deploy: tuple[tuple[str, ...], str] = ((), "")
     if "deploy" in data:
         table = data["deploy"]

@@ -11,6 +11,7 @@ renderers live in `inventory/report/`.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from inventory.attribution import (
@@ -125,6 +126,7 @@ def run_regimes(
     the progress lines (the release notes' records are a phase apart from their sweep).
     `stored_only`: each comparison read from the run or the store, none made and no environment
     built; `NotStored` when one is missing (a part of a sweep is not that sweep)."""
+    distinct(regimes)
     out: dict[str, RegimeOutcome] = {}
     with opened(session, catalog, progress) as session:
         if stored_only:
@@ -135,6 +137,16 @@ def run_regimes(
             result = session.compare(regime.spec, old_env, new_env, use_cache=use_cache)
             out[regime.id] = RegimeOutcome(regime, result, judge(result, _tuned(policy, regime)))
     return out
+
+
+def distinct(regimes: list[Regime]) -> None:
+    """ValueError (a defect, not the user's) when two different probes share an id: outcomes
+    are keyed by it, so one of them would silently be dropped from the sweep."""
+    seen: dict[str, str] = {}
+    for regime in regimes:
+        key = regime.spec.key()
+        if seen.setdefault(regime.id, key) != key:
+            raise ValueError(f"two different probes share the regime id {regime.id!r}")
 
 
 def _tuned(policy: Policy, regime: Regime) -> Policy:
@@ -199,8 +211,18 @@ def registry_regimes(bundles: list[Bundle]) -> list[Regime]:
             if bundle.name not in holders[spec.key()]:
                 holders[spec.key()].append(bundle.name)
             specs[spec.key()] = spec
+    names = {key: f"{'+'.join(holders[key])}:{spec.label()}" for key, spec in specs.items()}
+    # An id names one probe (outcomes are keyed by it, `bisect --only` takes it): where a
+    # construct's label does not tell two instances of the same holders apart, their spec keys do.
+    taken = Counter(names.values())
     return [
-        Regime(spec.construct, f"{'+'.join(holders[key])}:{spec.label()}", spec, False, None)
+        Regime(
+            spec.construct,
+            names[key] if taken[names[key]] == 1 else f"{names[key]} #{key[:8]}",
+            spec,
+            False,
+            None,
+        )
         for key, spec in specs.items()
     ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from oracle.constructs._construct import Construct, Reader, ScanSignature
+from oracle.constructs._construct import Construct, Reader, ScanSignature, dims
 
 if TYPE_CHECKING:
     import torch
@@ -175,7 +175,16 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
 
 def label(p: dict[str, Any], short: str) -> str:
-    return f"divide {p.get('form', 'tensor')} {p.get('operands', 'int32')} operands {short}"
+    """The form, operands, divisor and shape: instances of one form and dtype differ by the
+    others, and a registry regime's id (`bisect --only`) is its holders and this label."""
+    form = p.get("form", "tensor")
+    by = ""
+    if form in ("scalar", "tensor_0dim_fp32"):  # the other forms divide by a tensor operand
+        dtype = p.get("divisor_dtype")
+        by = f"by a 0-dim {dtype} " if dtype else f"by {p.get('divisor', 7):g} "
+    zero = "by-zero " if p.get("divide_by_zero") else ""
+    shape = dims(p.get("shape", [4, 16]))
+    return f"divide {form} {p.get('operands', 'int32')} operands {by}{zero}@{shape} {short}"
 
 
 CONSTRUCT = Construct(

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from oracle.infra.settings import check_all as check_all
     from oracle.infra.settings import check_cache as check_cache
     from oracle.infra.settings import seconds as seconds
+    from oracle.infra.tomlfile import parse_toml as parse_toml
     from oracle.infra.tomlfile import read_toml as read_toml
 
 # each exported name -> the module of this package that defines it
@@ -58,6 +59,7 @@ _EXPORTS = {
     "moved": "paths",
     "portable": "portable_paths",
     "read_text": "inputfile",
+    "parse_toml": "tomlfile",
     "read_toml": "tomlfile",
     "regular_file": "inputfile",
     "safe_name": "paths",

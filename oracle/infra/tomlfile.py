@@ -12,7 +12,11 @@ from oracle.infra.inputfile import MAX_INPUT_BYTES, read_text
 def read_toml(path: Path, error: type[Exception], limit: int = MAX_INPUT_BYTES) -> dict[str, Any]:
     """The parsed file, or `error` with the file, and for a syntax error its line and column.
     The file must be a regular file of at most `limit` bytes (oracle.infra.inputfile)."""
-    text = read_text(path, error, limit)
+    return parse_toml(read_text(path, error, limit), path, error)
+
+
+def parse_toml(text: str, path: Path, error: type[Exception]) -> dict[str, Any]:
+    """`text`, read from `path`, parsed; `error` as `read_toml` raises it."""
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -35,7 +35,7 @@ from oracle.catalog.releases import EnvError
 from oracle.compare.results import ProbeResult, from_json, to_json
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
-from oracle.infra.paths import in_store, safe_name, store_root
+from oracle.infra.paths import cache_root, in_store, safe_name, store_root
 from oracle.store import location as store_location
 from oracle.store.remote import one_line
 from oracle.store.remote_reads import RemoteStopped
@@ -86,6 +86,21 @@ def results_root() -> Path:
     return store_root() / "results"
 
 
+def results_folder() -> Path:
+    """The store's results folder, checked to lie in the store once per store (resolving a path
+    is a system call per component, and a warm plan names a result path about a thousand
+    times). A name put under it is one component (`safe_name`, a digest), so it stays inside;
+    `building` checks every folder a result is built in all the same before writing."""
+    return _checked_results(cache_root(), store_root())
+
+
+@functools.lru_cache(maxsize=16)
+def _checked_results(cache: Path, store: Path) -> Path:
+    # keyed by both resolved roots: a changed INVENTORY_CACHE or INVENTORY_STORE is checked
+    # afresh; a refusal is not remembered (an exception is never cached)
+    return in_store(store / "results")
+
+
 def env_identity(env: Env) -> dict[str, str]:
     keep = ("coreai-torch", "coreai-core", "torch", "numpy")
     return {k: env.packages.get(k, "?") for k in keep}
@@ -102,11 +117,30 @@ def cache_key(spec: ProbeSpec, old_env: Env, new_env: Env) -> str:
 
 
 def result_dir(spec: ProbeSpec, old_env: Env, new_env: Env) -> Path:
+    """Where the comparison of `spec` under `old_env` and `new_env` is stored: computed once per
+    run for the same three objects (a session, its executor and its batch each ask for it),
+    since its key is a digest of the spec's canonical JSON."""
+    folder = results_folder()
+    ident = (id(spec), id(old_env), id(new_env))
+    known = _result_dirs.get(ident)
+    # the objects are held by the entry, so their ids are not reused while it lives
+    if known is not None and known[:3] == (spec, old_env, new_env) and known[3].parent == folder:
+        return known[3]
+    if len(_result_dirs) >= _MAX_REMEMBERED:
+        _result_dirs.clear()
     # names from data reach the path only sanitised, and the key is a digest
-    return in_store(
-        results_root() / f"{safe_name(spec.construct)}-{safe_name(old_env.converter)}-"
+    path = folder / (
+        f"{safe_name(spec.construct)}-{safe_name(old_env.converter)}-"
         f"{safe_name(new_env.converter)}-{cache_key(spec, old_env, new_env)}"
     )
+    _result_dirs[ident] = (spec, old_env, new_env, path)
+    return path
+
+
+# result_dir's answers by the identity of its arguments (held, so an id is never reused while
+# remembered); a long-lived process (the test suite's in-process CLI) starts over past the cap.
+_result_dirs: dict[tuple[int, int, int], tuple[ProbeSpec, Env, Env, Path]] = {}
+_MAX_REMEMBERED = 50_000
 
 
 def _evidence(folder: Path) -> dict[str, os.stat_result]:

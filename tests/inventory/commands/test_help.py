@@ -33,8 +33,9 @@ def _commands() -> list[tuple[tuple[str, ...], typer.core.TyperCommand]]:
     def walk(command: object, path: tuple[str, ...]) -> None:
         subcommands = getattr(command, "commands", None)
         if subcommands:
-            for name, sub in subcommands.items():
-                walk(sub, (*path, name))
+            # each command as it runs (a group lists them before importing their modules)
+            for name in list(subcommands):
+                walk(command.get_command(None, name), (*path, name))  # type: ignore[attr-defined]
         else:
             out.append((path, command))
 

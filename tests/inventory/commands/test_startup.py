@@ -90,3 +90,58 @@ def test_parsing_a_command_s_options_imports_no_pydantic():
     lines = proc.stdout.splitlines()
     assert lines[-2] == f"EXIT {int(ExitCode.USAGE)}", proc.stdout
     assert lines[-1] == "IMPORTED []", proc.stdout
+
+
+# Runs the command line as `inventory ARGS` does, then lists the command modules it imported.
+_COMMAND_MODULES = """
+import runpy, sys
+sys.argv = ["inventory", *sys.argv[1:]]
+try:
+    runpy.run_module("inventory.cli", run_name="__main__")
+except SystemExit:
+    pass
+print("IMPORTED", sorted(m for m in sys.modules if m.startswith("inventory.commands.")))
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "imported"),
+    [
+        (("--version",), []),
+        (("--help",), []),
+        (("envs", "--help"), []),
+        (("cache", "--help"), []),
+        (("plan", "--help"), ["inventory.commands.common", "inventory.commands.plan"]),
+        (("cache", "du", "--help"), ["inventory.commands.cache"]),
+    ],
+)
+def test_a_command_s_module_is_imported_only_when_it_is_asked_for(args, imported):
+    """`--version` and the lists of commands import no command's module (each imports its
+    options, and through them the renderers); a command's own help imports its module only."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _COMMAND_MODULES, *args], capture_output=True, text=True, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == f"IMPORTED {imported}", proc.stdout
+
+
+def test_the_list_of_commands_shows_each_command_s_own_help():
+    """What `--help` lists without importing a command's module is what the command says of
+    itself once imported: each row's name and its help, for every command of every group."""
+    from typer.main import get_group
+
+    from inventory.cli import TABLE, _LazyGroup, app
+
+    root = get_group(app)
+    assert isinstance(root, _LazyGroup)
+    shown = {n: root.lazy.listed(n) for n in root.list_commands(None)}
+    groups = [root, *(g for g in shown.values() if isinstance(g, _LazyGroup))]
+    seen = []
+    for group in groups:
+        rows = {n: group.lazy.listed(n) for n in group.list_commands(None)}
+        listed = {n: c.help for n, c in rows.items() if not isinstance(c, _LazyGroup)}
+        loaded = {n: group.commands[n].help for n in listed}
+        assert listed == loaded
+        assert all(listed.values())
+        seen += [(group.name if group is not root else "", n) for n in listed]
+    assert sorted(seen) == sorted((g, n) for g, n, _ in TABLE)

@@ -82,6 +82,37 @@ def test_pip_is_chosen_when_asked_and_says_why(monkeypatch):
     assert "INVENTORY_INSTALLER=pip" in tool.describe()
 
 
+def test_uv_is_the_binary_of_the_uv_package_whatever_is_beside_the_interpreter(
+    tmp_path, monkeypatch
+):
+    # an install made with pip (`pip install -e .`) has no uv beside its interpreter and maybe
+    # none on PATH: the `uv` dependency's binary is found all the same
+    import uv
+
+    monkeypatch.setattr(installer.sys, "executable", str(tmp_path / "bin" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("INVENTORY_INSTALLER", raising=False)
+    assert installer.find_uv() == Path(uv.find_uv_bin())
+    tool = installer.chosen.__wrapped__()
+    assert tool.name == "uv" and tool.uv == Path(uv.find_uv_bin()) and not tool.note
+
+
+def test_without_any_uv_pip_builds_and_says_so_in_one_line(tmp_path, monkeypatch):
+    import uv
+
+    def absent() -> str:
+        raise FileNotFoundError("no uv binary in this install")
+
+    monkeypatch.setattr(uv, "find_uv_bin", absent)
+    monkeypatch.setattr(installer.sys, "executable", str(tmp_path / "bin" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("INVENTORY_INSTALLER", raising=False)
+    tool = installer.chosen.__wrapped__()
+    assert tool.name == "pip"
+    assert "uv not found" in tool.note and "building with pip" in tool.note
+    assert "\n" not in tool.note
+
+
 def test_an_unknown_installer_is_one_line_and_exit_2():
     proc = invoke("envs", "list", INVENTORY_INSTALLER="conda")
     assert proc.returncode == 2

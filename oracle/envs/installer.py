@@ -30,6 +30,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,7 +127,7 @@ def _packaged_uv() -> Path | None:
         return None
     try:
         return Path(find_uv_bin())
-    except (FileNotFoundError, OSError):
+    except (OSError, TypeError):  # not found; TypeError: sysconfig's EXE unset (see `chosen`)
         return None
 
 
@@ -344,9 +345,20 @@ class Installer:
             run_install(cmd + names, log, f"uv's cache of {', '.join(names)}", env)
 
 
+# Environments are built side by side: the installer is chosen by one thread at a time, since
+# `uv.find_uv_bin` reads sysconfig, whose first read is not thread-safe (a second thread saw
+# its EXE unset and failed)
+_CHOOSING = threading.Lock()
+
+
 @functools.cache
 def chosen() -> Installer:
     """The installer of this process: uv unless pip is asked for or uv cannot be had."""
+    with _CHOOSING:
+        return _choose()
+
+
+def _choose() -> Installer:
     pip_version = _pip_version()
     if installer_choice() == "pip":
         return Installer("pip", pip_version, note=f"{INSTALLER_VAR}=pip")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from inventory import batch
-from inventory.affected import Analyzer, prefetch
+from inventory.affected import Analyzer
 from inventory.answer_types import BundleAnswer
 from inventory.attribution import Step, release_steps
 from inventory.errors import InputFileError, UsageError
@@ -244,7 +244,6 @@ def plan(
     seen: set[tuple[str, str]] = set()
     out = []
     with opened(session, catalog, progress) as session:
-        prefetch(session, bundles, to, None)
         analyzer = Analyzer(
             session,
             policy,

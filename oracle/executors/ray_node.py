@@ -295,7 +295,9 @@ class NodeAgent:
     def _load_check(self, job: LoadJob, work: Path, started: float) -> dict[str, Any]:
         exporter, runtimes = self.env(job.exporter), _JobRuntimes(self, job)
         cores = list(job.cores)
-        key = check_dir(job.spec, exporter, runtime_identities(cores, runtimes)).name
+        ids = runtime_identities(cores, runtimes)
+        assert ids is not None  # only a legacy identity waits for a build
+        key = check_dir(job.spec, exporter, ids).name
         if key != job.key:
             return {
                 "ok": False,

@@ -25,13 +25,13 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from oracle.catalog.releases import EnvError
+from oracle.catalog.releases import EnvError, base_version
 from oracle.compare.results import ProbeResult, from_json, to_json
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
@@ -87,11 +87,37 @@ def results_root() -> Path:
 
 
 def env_identity(env: Env) -> dict[str, str]:
+    """The packages an environment holds, as a result records them (evidence, not a key)."""
     keep = ("coreai-torch", "coreai-core", "torch", "numpy")
     return {k: env.packages.get(k, "?") for k in keep}
 
 
+def key_identity(env: Env) -> dict[str, str]:
+    """What a stored result is keyed by of an environment: its catalog pins (the folder name
+    digests a re-pinned core, extra or torch), the same built or not, so that a run finds what
+    is stored (here or in the remote tier) without building the environment first. The
+    packages a resolution picked (numpy) are recorded in the result, not keyed on."""
+    return {
+        "environment": env.name,
+        "coreai-torch": env.converter,
+        "coreai-core": env.core,
+        "torch": base_version(env.packages.get("torch", "?")),
+    }
+
+
 def cache_key(spec: ProbeSpec, old_env: Env, new_env: Env) -> str:
+    payload = {
+        "spec": spec.key_json(),
+        "old": key_identity(old_env),
+        "new": key_identity(new_env),
+        "code": code_digest(),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _legacy_key(spec: ProbeSpec, old_env: Env, new_env: Env) -> str:
+    """The key results were stored under before keys were pins: the installed packages of both
+    environments, so known only once both are built."""
     payload = {
         "spec": spec.key_json(),
         "old": env_identity(old_env),
@@ -102,11 +128,25 @@ def cache_key(spec: ProbeSpec, old_env: Env, new_env: Env) -> str:
 
 
 def result_dir(spec: ProbeSpec, old_env: Env, new_env: Env) -> Path:
+    """The comparison's folder: named by its key; a result stored under the earlier key (the
+    installed packages') is read where it is while this store holds none under the new one."""
     # names from data reach the path only sanitised, and the key is a digest
-    return in_store(
-        results_root() / f"{safe_name(spec.construct)}-{safe_name(old_env.converter)}-"
-        f"{safe_name(new_env.converter)}-{cache_key(spec, old_env, new_env)}"
+    stem = (
+        f"{safe_name(spec.construct)}-{safe_name(old_env.converter)}-"
+        f"{safe_name(new_env.converter)}-"
     )
+    final = in_store(results_root() / f"{stem}{cache_key(spec, old_env, new_env)}")
+    return legacy_or(final, (old_env, new_env), lambda: stem + _legacy_key(spec, old_env, new_env))
+
+
+def legacy_or(final: Path, envs: Sequence[Env], legacy_name: Callable[[], str]) -> Path:
+    """`final`, unless it holds nothing and the entry's earlier key (computable only once every
+    one of `envs` is built) names a folder holding a record: then that one, read (and kept)
+    where it is, never recomputed."""
+    if (final / RESULT_FILE).exists() or not all(env.built for env in envs):
+        return final
+    legacy = in_store(final.parent / legacy_name())
+    return legacy if (legacy / RESULT_FILE).exists() else final
 
 
 def _evidence(folder: Path) -> dict[str, os.stat_result]:

@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -212,30 +211,3 @@ def test_the_status_shows_the_latest_line_of_each_phase():
     shown = phases.update("sam3: checking").plain.splitlines()
     assert shown == ["sweep 0.4.1->0.4.2 [2/50]: arange/mimi", "mimi: checking", "sam3: checking"]
 
-
-def test_an_answer_builds_only_the_environments_it_converts_in():
-    from inventory.affected import releases_needed
-    from inventory.registry import load_registry
-    from oracle.catalog.fixes import find_fix, load_fixes
-    from oracle.catalog.releases import load_catalog
-
-    catalog, bundles, fixes = load_catalog(), load_registry(), load_fixes()
-    # fix 40 ships in 0.4.2: mimi (0.4.1) and sam3 (0.4.0) hold transposed convolutions;
-    # 0.4.3 is never built
-    assert releases_needed(bundles, "0.4.2", find_fix("40", fixes), catalog) == [
-        "0.4.0",
-        "0.4.1",
-        "0.4.2",
-    ]
-    assert releases_needed(bundles, "0.4.3", None, catalog) == ["0.4.0", "0.4.1", "0.4.2", "0.4.3"]
-    fix = find_fix("40", fixes)
-    # parakeet (0.4.1) holds none: its answer converts nothing, and the registry sweep of
-    # 0.4.1 -> 0.4.2 that would convert its instances is only read unless asked for (--sweep)
-    parakeet = [b for b in bundles if b.name == "parakeet"]
-    assert releases_needed(parakeet, "0.4.2", fix, catalog) == []
-    assert releases_needed(parakeet, "0.4.2", fix, catalog, sweep=True) == ["0.4.1", "0.4.2"]
-    mimi = [b for b in bundles if b.name == "mimi"]
-    assert releases_needed(mimi, "0.4.2", fix, catalog) == ["0.4.1", "0.4.2"]
-    # exported with the fix in place: answered by versions alone, nothing built
-    later = [replace(b, exporter=replace(b.exporter, converter="0.4.2")) for b in mimi]
-    assert releases_needed(later, "0.4.3", fix, catalog) == []

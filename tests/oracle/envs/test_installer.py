@@ -14,7 +14,7 @@ import pytest
 from cli import invoke, one_line
 
 from inventory.terminal import Phases
-from oracle.catalog.releases import EnvError
+from oracle.catalog.releases import EnvError, load_catalog
 from oracle.envs import files as env_files
 from oracle.envs import installer, pip_config
 from oracle.envs.environment import MANIFEST, _checked_build, files_changed
@@ -211,3 +211,59 @@ def test_the_status_shows_the_latest_line_of_each_phase():
     shown = phases.update("sam3: checking").plain.splitlines()
     assert shown == ["sweep 0.4.1->0.4.2 [2/50]: arange/mimi", "mimi: checking", "sam3: checking"]
 
+
+def test_an_install_made_with_pip_builds_environments_with_uv(env, tmp_path):
+    """The tool installed as a user who never runs the set-up script would (`pip install -e .`
+    into a plain venv: no uv beside its interpreter, none on PATH), then a cold `affected --fix
+    40`: the environment it builds is built by uv (its log's first line), through the `uv`
+    dependency's binary. Only 0.4.2's is built: the shared torch and 0.4.1's are borrowed."""
+    import subprocess
+    import sys
+
+    from cli import ROOT
+    from registries import conv_transpose_registry
+
+    from oracle.infra.paths import envs_dir
+
+    old = env("0.4.1")
+    venv = tmp_path / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", str(venv)], check=True, capture_output=True)
+    assert not (venv / "bin" / "uv").exists()
+    pip = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-e", str(ROOT)],
+        capture_output=True,
+        text=True,
+    )
+    assert pip.returncode == 0, pip.stderr[-2000:]
+    cache = tmp_path / "cache"
+    (cache / "envs").mkdir(parents=True)
+    torch = envs_dir() / f"torch-{load_catalog().torch}"
+    (cache / "envs" / torch.name).symlink_to(torch)
+    (cache / "envs" / old.path.name).symlink_to(old.path)
+    (cache / "uv").symlink_to(installer.uv_cache())
+    environ = {
+        k: v for k, v in os.environ.items() if not k.startswith(("INVENTORY_", "VIRTUAL_ENV"))
+    }
+    # no uv on PATH: only the interpreter's own folder and the system's
+    environ["PATH"] = f"{venv / 'bin'}:/usr/bin:/bin"
+    assert shutil.which("uv", path="/usr/bin:/bin") is None
+    ran = subprocess.run(
+        [
+            str(venv / "bin" / "inventory"),
+            "affected",
+            "--fix",
+            "40",
+            "--registry",
+            str(conv_transpose_registry(tmp_path, 23)),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env={**environ, "INVENTORY_CACHE": str(cache)},
+        cwd=tmp_path,
+    )
+    assert json.loads(ran.stdout)["error"] is None, ran.stderr
+    assert "building environments with pip" not in ran.stderr
+    log = (cache / "envs" / "coreai-torch-0.4.2.build.log").read_text()
+    assert log.splitlines()[0].startswith("# installer: uv "), log[:500]

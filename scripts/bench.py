@@ -27,6 +27,11 @@ with the local executor and on local clusters of each size (1 CPU per node, 127.
 cluster's time beside the per-job model's prediction from the smallest one. With `--ray-verify`,
 a cold `plan --to 0.4.3 --verify` instead (every whole-program check; about 8 minutes a run).
 
+`--second-driver [--record FILE]`: instead, a second driver with an empty cache answering
+`affected --fix 40` and `plan --to 0.4.3` from a bucket a first driver filled (moto's S3 server on
+127.0.0.1), beside `inventory --version` and the fetch, timed apart
+(`scripts/bench_second_driver.py`).
+
 `--cold [--where DIR] [--record FILE] [--keep]`: instead, a first answer from nothing, phase by
 phase, with pip and with uv in one run, then a second fresh clone with uv's cache warm
 (`scripts/bench_cold.py`; fresh clones under DIR, which should be on the file system of the
@@ -205,12 +210,17 @@ def main() -> None:
     parser.add_argument(
         "--record",
         type=Path,
-        help="with --ray, --ray-scaling or --cold: also write the figures here",
+        help="with --ray, --ray-scaling, --cold or --second-driver: also write the figures here",
     )
     parser.add_argument(
         "--cold",
         action="store_true",
         help="instead: a first answer from nothing, pip and uv side by side",
+    )
+    parser.add_argument(
+        "--second-driver",
+        action="store_true",
+        help="instead: a driver with an empty cache answering from a bucket another filled",
     )
     parser.add_argument("--where", type=Path, help="with --cold: the folder for the clones")
     parser.add_argument("--keep", action="store_true", help="with --cold: keep the clones")
@@ -236,6 +246,11 @@ def main() -> None:
 
         command = PLAN_VERIFY if args.ray_verify else NOTES
         scaling_lines([int(n) for n in args.ray_scaling.split(",")], args.record, command)
+        return
+    if args.second_driver:
+        from bench_second_driver import second_driver_lines
+
+        second_driver_lines(args.record)
         return
     if args.cold:
         from bench_cold import cold_lines

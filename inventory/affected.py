@@ -60,6 +60,7 @@ from oracle.envs import Env
 from oracle.infra import Checkpoint, Progress, Routine, instance_tensors, regular_file
 from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
 from oracle.session import Session
+from oracle.store import StoreError
 
 
 class Analyzer:
@@ -247,27 +248,30 @@ class Analyzer:
                 Reexport.INCONCLUSIVE,
                 f"the probe library has no probe for {', '.join(missing)} yet",
             )
-        try:
-            envs = self.session.env(framed.exporter), self.session.env(target)
-        except EnvError as exc:
-            return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
         probes: list[ProbeAnswer] = []
         findings: list[ConditionFinding] = []
         measured_lines: list[str] = []
-        for instance in instances:
-            weights = self.weights.get(bundle.name)
-            if weights is not None and construct_of(instance.kind).checkpoint:
-                # The bundle's own tensors: each traced module measured, no threshold inferred.
-                own = [
-                    self._credit(p, fix)
-                    for p in self._own_tensors(bundle, instance, weights, *envs)
-                ]
-                probes.extend(own)
-                measured_lines += _measured_lines(instance, own, weights)
-                continue
-            decided, found = self._under_conditions(bundle, instance, fix, *envs)
-            probes.append(decided)
-            findings += found
+        try:
+            envs = self.session.env(framed.exporter), self.session.env(target)
+            for instance in instances:
+                weights = self.weights.get(bundle.name)
+                if weights is not None and construct_of(instance.kind).checkpoint:
+                    # The bundle's own tensors: each module measured, no threshold inferred.
+                    own = [
+                        self._credit(p, fix)
+                        for p in self._own_tensors(bundle, instance, weights, *envs)
+                    ]
+                    probes.extend(own)
+                    measured_lines += _measured_lines(instance, own, weights)
+                    continue
+                decided, found = self._under_conditions(bundle, instance, fix, *envs)
+                probes.append(decided)
+                findings += found
+        except StoreError:
+            raise  # the store cannot be written: the run's error, not this bundle's
+        except EnvError as exc:
+            # an environment a probe converts in could not be built (when it first had to be)
+            return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
         return self._concluded(framed, probes, findings, measured_lines)
 
     def _under_conditions(

@@ -142,8 +142,7 @@ def runs_on(runs: Sequence[Run], runtimes: Runtimes, at_once: int = 1) -> list[R
     envs: dict[int, Env] = {}
     for i, run in enumerate(runs):
         try:
-            # built now, as a run must happen: one that cannot be is this runtime's outcome
-            envs[i] = runtimes.pool_of(Worker, "worker").ready(runtimes.env_for_core(run.core))
+            envs[i] = runtimes.env_for_core(run.core)
         except EnvError as exc:
             outcomes[i] = RuntimeOutcome(run.core, "not-run", "environment", str(exc))
     tried = list(envs)

@@ -50,6 +50,11 @@ class Runtimes(Protocol):
 
     def env_for_core(self, core: str) -> Env: ...
 
+    def ready(self, env: Env) -> Env:
+        """`env` built, when a run must happen in it (the session's are built when first
+        needed; a node's are)."""
+        ...
+
     def pool_of(self, worker: type[Worker], log_suffix: str) -> Pool: ...
 
     def calls(self, calls: Sequence[Call], at_once: int = 1) -> list[dict[str, Any]]:
@@ -142,7 +147,8 @@ def runs_on(runs: Sequence[Run], runtimes: Runtimes, at_once: int = 1) -> list[R
     envs: dict[int, Env] = {}
     for i, run in enumerate(runs):
         try:
-            envs[i] = runtimes.env_for_core(run.core)
+            # built now that a run must happen: one that cannot be is this runtime's outcome
+            envs[i] = runtimes.ready(runtimes.env_for_core(run.core))
         except EnvError as exc:
             outcomes[i] = RuntimeOutcome(run.core, "not-run", "environment", str(exc))
     tried = list(envs)

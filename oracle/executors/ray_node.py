@@ -149,6 +149,9 @@ class _JobRuntimes:
             raise EnvError(self.unavailable[core])
         return self.agent.env(self.runtimes[core])
 
+    def ready(self, env: Env) -> Env:
+        return env  # the agent's environments are built when it takes them (`env_for_core`)
+
     def pool_of(self, worker: type[Worker], log_suffix: str) -> Pool:
         return self.agent.pool_of(worker, log_suffix)
 

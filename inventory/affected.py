@@ -27,7 +27,7 @@ from inventory.attribution import Step, locate, own_step, step_line
 from inventory.deployment import Deployment, deployment
 from inventory.errors import UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
-from inventory.instances import instance_spec, probed_keys
+from inventory.instances import instance_spec
 from inventory.kind_answers import (
     Framed,
     Question,
@@ -60,6 +60,7 @@ from oracle.envs import Env
 from oracle.infra import Checkpoint, Progress, Routine, instance_tensors, regular_file
 from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
 from oracle.session import Session
+from oracle.store import StoreError
 
 
 class Analyzer:
@@ -247,27 +248,30 @@ class Analyzer:
                 Reexport.INCONCLUSIVE,
                 f"the probe library has no probe for {', '.join(missing)} yet",
             )
-        try:
-            envs = self.session.env(framed.exporter), self.session.env(target)
-        except EnvError as exc:
-            return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
         probes: list[ProbeAnswer] = []
         findings: list[ConditionFinding] = []
         measured_lines: list[str] = []
-        for instance in instances:
-            weights = self.weights.get(bundle.name)
-            if weights is not None and construct_of(instance.kind).checkpoint:
-                # The bundle's own tensors: each traced module measured, no threshold inferred.
-                own = [
-                    self._credit(p, fix)
-                    for p in self._own_tensors(bundle, instance, weights, *envs)
-                ]
-                probes.extend(own)
-                measured_lines += _measured_lines(instance, own, weights)
-                continue
-            decided, found = self._under_conditions(bundle, instance, fix, *envs)
-            probes.append(decided)
-            findings += found
+        try:
+            envs = self.session.env(framed.exporter), self.session.env(target)
+            for instance in instances:
+                weights = self.weights.get(bundle.name)
+                if weights is not None and construct_of(instance.kind).checkpoint:
+                    # The bundle's own tensors: each module measured, no threshold inferred.
+                    own = [
+                        self._credit(p, fix)
+                        for p in self._own_tensors(bundle, instance, weights, *envs)
+                    ]
+                    probes.extend(own)
+                    measured_lines += _measured_lines(instance, own, weights)
+                    continue
+                decided, found = self._under_conditions(bundle, instance, fix, *envs)
+                probes.append(decided)
+                findings += found
+        except StoreError:
+            raise  # the store cannot be written: the run's error, not this bundle's
+        except EnvError as exc:
+            # an environment a probe converts in could not be built (when it first had to be)
+            return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
         return self._concluded(framed, probes, findings, measured_lines)
 
     def _under_conditions(
@@ -538,7 +542,6 @@ def affected(
     check_target(fix, target, catalog)
     active, warnings = in_force(ignores or [])
     with Session(catalog, progress) as session:
-        prefetch(session, bundles, target, fix, sweep)
         analyzer = Analyzer(
             session,
             policy,
@@ -590,66 +593,6 @@ def affected(
         if i.fix not in known
     ]
     return AffectedReport(fix, target, tuple(answers), ignored, tuple(warnings))
-
-
-def prefetch(
-    session: Session, bundles: list[Bundle], target: str, fix: Fix | None, sweep: bool = False
-) -> None:
-    """Start building, side by side, the environments the answer will ask for."""
-    session.prefetch_envs(releases_needed(bundles, target, fix, session.catalog, sweep))
-
-
-def releases_needed(
-    bundles: list[Bundle], target: str, fix: Fix | None, catalog: Catalog, sweep: bool = False
-) -> list[str]:
-    """The releases whose environments an answer converts in, and no other:
-    for `fix`, every release from the exporter to `target` of a bundle holding an instance the
-    fix's probes convert (attribution compares each step between), and with `sweep` the fix's
-    own step of a bundle whose instances the registry sweep converts (without it the sweep is
-    only read, and builds nothing); for a plan (`fix` None), every step
-    from each bundle's exporter to `target` (the plan sweeps them all). The answers that ask
-    for no conversion (asset and pipeline records, load checks) build theirs when they ask."""
-    chain = sorted(catalog.releases, key=version_key)
-
-    def between(old: str, new: str) -> list[str]:
-        return [v for v in chain if version_key(old) <= version_key(v) <= version_key(new)]
-
-    wanted: list[str] = []
-    for bundle in bundles:
-        exporter = exporter_release(bundle.exporter, catalog)[0]
-        swept = bool(probed_keys(bundle))
-        if exporter not in catalog.releases or version_key(exporter) >= version_key(
-            target if fix is None else fix.ships_in
-        ):
-            continue
-        if fix is None:
-            wanted += between(exporter, target) if swept else []
-            continue
-        converts = _Converts(between(exporter, target))
-        wanted += fix.record_kind.answer(converts, Question(bundle, fix, target))
-        if swept and sweep:
-            wanted += list(own_step(catalog, exporter, fix))
-    return sorted(set(wanted), key=version_key)
-
-
-class _Converts:
-    """The releases a bundle's answer for a record converts in, beside its own step's registry
-    sweep: its construct probes' range from the exporter to the target, compared step by step
-    (attribution). The other ways of answering build theirs when they ask."""
-
-    def __init__(self, releases: list[str]) -> None:
-        self.releases = releases  # from the bundle's exporter to the target
-
-    def by_construct_probes(self, question: Question) -> list[str]:
-        fix = question.fix
-        held = any(i.kind in fix.constructs for i in question.bundle.instances)
-        return self.releases if held else []
-
-    def by_load_check(self, question: Question) -> list[str]:
-        return []
-
-    def by_whole_program(self, question: Question) -> list[str]:
-        return []
 
 
 def _own_step(bundle: Bundle, fix: Fix, catalog: Catalog) -> tuple[str, str] | None:

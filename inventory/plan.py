@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from inventory import batch
-from inventory.affected import Analyzer, prefetch
+from inventory.affected import Analyzer
 from inventory.answer_types import BundleAnswer
 from inventory.attribution import Step, release_steps
 from inventory.errors import InputFileError, UsageError
@@ -30,6 +30,7 @@ from oracle.catalog import Catalog, EnvError, Fix, between, version_key
 from oracle.compare import ProbeResult
 from oracle.infra import Progress, Routine, read_text
 from oracle.session import Session, opened
+from oracle.store import StoreError
 
 # A plan level and its key in the JSON record, in the record's order.
 LEVEL_KEYS = (
@@ -109,26 +110,29 @@ def swept_changes(
     """The registry sweep's unexplained changes of one bundle, each judged from the bundle's
     exporter to the target, as a recorded change is (a one-step range is the swept comparison
     itself, read once per session)."""
+    out = []
     try:
         old, new = session.env(exporter), session.env(to)
+        for u in found:
+            result = session.compare(u.spec, old, new, use_cache=use_cache)
+            out.append(
+                Unexplained(
+                    u.spec.label(),
+                    u.spec.construct,
+                    u.step,
+                    judge(result, policy),
+                    u.step.result.evidence,
+                    result,
+                )
+            )
+    except StoreError:
+        raise  # the store cannot be written: the run's error, not this bundle's
     except EnvError as exc:
+        # an environment could not be built when a comparison first had to convert in it
         why = ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
         return tuple(
             Unexplained(u.spec.label(), u.spec.construct, u.step, why, u.step.result.evidence)
             for u in found
-        )
-    out = []
-    for u in found:
-        result = session.compare(u.spec, old, new, use_cache=use_cache)
-        out.append(
-            Unexplained(
-                u.spec.label(),
-                u.spec.construct,
-                u.step,
-                judge(result, policy),
-                u.step.result.evidence,
-                result,
-            )
         )
     return tuple(out)
 
@@ -244,7 +248,6 @@ def plan(
     seen: set[tuple[str, str]] = set()
     out = []
     with opened(session, catalog, progress) as session:
-        prefetch(session, bundles, to, None)
         analyzer = Analyzer(
             session,
             policy,

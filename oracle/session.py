@@ -1,10 +1,13 @@
 """A run's converter environments and its pool of workers, shared by every probe of the run.
 
-`affected`, `plan`, `release-notes`, `sweep`, `scan` and `repair` open one session each: an
-environment is found (or built) once, when first needed, and each environment's worker process is
-started once and reused, whichever in-environment script it runs (`probe_worker.py` for probes,
-`scan_worker.py` for bundles, `asset_worker.py` for load checks: `pool_of`). Each comparison is
-made, or read from the store, once per session: `plan` asks for one instance under one release
+`affected`, `plan`, `release-notes`, `sweep`, `scan` and `repair` open one session each. An
+environment is handed out as the store keys it (its catalog pins: `env`) and built only when a
+worker first has to run in it (`ready`, which every pool of the session calls before starting a
+worker), so a run whose every result is stored, here or in the remote tier, builds none and
+starts no worker. Each environment's worker process is started once and reused, whichever
+in-environment script it runs (`probe_worker.py` for probes, `scan_worker.py` for bundles,
+`asset_worker.py` for load checks: `pool_of`). Each comparison is made, or read from the store,
+once per session: `plan` asks for one instance under one release
 pair for several records, their attribution by step and the registry sweep of that step, and
 reading a stored result checks the sha256 of every evidence file.
 """
@@ -23,7 +26,7 @@ from oracle.catalog.releases import Catalog, EnvError, version_key
 from oracle.clients.worker_pool import Pool, Worker, Workers
 from oracle.compare.results import ProbeResult
 from oracle.compare.spec import ProbeSpec
-from oracle.envs.environment import Env, ensure_env, ready_env
+from oracle.envs.environment import Env, ensure_env, planned_env, ready_env
 from oracle.executors.api import Comparison, Job, LoadRequest, Oracle
 from oracle.executors.choice import chosen, open_oracle
 from oracle.infra.paths import cache_root
@@ -77,16 +80,19 @@ class Session:
         # converter release -> the first failure of one of its workers (died, timed out) in
         # this session: a caller may choose not to start more conversions there
         self.worker_failures: dict[str, str] = {}
-        # environments being built in the background (`prefetch_envs`), and the thread pool
+        # environment folder name -> its release, for every environment `env` handed out:
+        # built when a worker first runs in it (`ready`, the pools' `prepare`)
+        self._planned: dict[str, str] = {}
+        # environments being built in the background (`_build_ahead`), and the thread pool
         self._building: dict[str, Future[Env]] = {}
         self._builders: ThreadPoolExecutor | None = None
         # workers started ahead, each in a thread of its own as soon as its environment is
-        # ready: never queued behind a build, nor holding a build's thread while it starts
+        # built: never queued behind a build, nor holding a build's thread (and so the hand-over
+        # of its environment, `ready`) while it imports torch and the converter
         self._starters: ThreadPoolExecutor | None = None
-        self._warm = threading.Event()  # set once a comparison was not in the store
-        self._ahead: list[Env] = []  # environments built by `prefetch_envs`
         self._started: set[str] = set()  # environments whose worker was started ahead
         self._guard = threading.Lock()
+        self.pool.prepare = self.ready
         _reclaim()
 
     def __enter__(self) -> Session:
@@ -130,66 +136,46 @@ class Session:
         with self._guard:  # a load check of a batch asks from a job thread
             if worker not in self._pools:
                 self._pools[worker] = Pool(self.log_dir, worker, log_suffix, self.progress)
+                self._pools[worker].prepare = self.ready
             return self._pools[worker]
 
-    def prefetch_envs(self, versions: Iterable[str]) -> None:
-        """Build the environments of these releases now, side by side in the background, while
-        the caller goes on (`env` waits for the one it asks for). Ones already built are read
-        when asked, as before: a warm run starts no thread. Once a comparison is found missing
-        from the store, each such environment's worker is started too, so that importing torch
-        and the converter overlaps the builds and the conversions still to come."""
-        missing = [
-            v
-            for v in dict.fromkeys(versions)
-            if v in self.catalog.releases
-            and v not in self._envs
-            and v not in self._building
-            and ready_env(v, self.catalog) is None
-        ]
-        if not missing:
-            return
-        if self._builders is None:
-            self._builders = ThreadPoolExecutor(max_workers=4, thread_name_prefix="env-build")
-        for version in missing:
-            self._building[version] = self._builders.submit(self._build, version)
+    def _build_ahead(self, envs: Iterable[Env]) -> None:
+        """Comparisons or load checks are not in the store: build the environments they run in
+        that are not built yet (and only those), side by side in the background, each worker
+        started once its environment is, so that importing torch and the converter overlaps the
+        builds and the conversions still to come."""
+        with self._guard:
+            missing = [
+                version
+                for version in dict.fromkeys(
+                    self._planned[env.name] for env in envs if env.name in self._planned
+                )
+                if version not in self._envs
+                and version not in self._building
+                and version not in self._env_errors
+            ]
+            if not missing:
+                return
+            if self._builders is None:
+                self._builders = ThreadPoolExecutor(max_workers=4, thread_name_prefix="env-build")
+            for version in missing:
+                self._building[version] = self._builders.submit(self._build, version)
 
     def _build(self, version: str) -> Env:
         env = ensure_env(version, self.catalog, self.progress)
-        with self._guard:
-            self._ahead.append(env)
-            start = self._warm.is_set()
-        if start:
-            self._start_ahead([env])
-        return env
-
-    def _conversions_ahead(self) -> None:
-        """A comparison is not in the store: start the workers of the environments built ahead
-        (and of those still building, once built)."""
-        with self._guard:
-            if self._warm.is_set():
-                return
-            self._warm.set()
-            ahead = list(self._ahead)
-        self._start_ahead(ahead)
-
-    def _start_ahead(self, envs: list[Env]) -> None:
-        """Start the worker of each of `envs` now, side by side, each in a thread of its own
-        (a start waits for its environment's warm-up, then imports torch and the converter)."""
-        with self._guard:
-            if self.oracle.name != "local":
-                return
-            envs = [e for e in envs if e.name not in self._started]
-            self._started.update(e.name for e in envs)
-            if not envs:
-                return
+        with self._guard:  # had before its worker starts: that worker's `ready` reads it here
+            self._envs.setdefault(version, env)
+            if env.name in self._started or self.oracle.name != "local":
+                return env
+            self._started.add(env.name)
             if self._starters is None:
                 # one thread per release the catalog knows: a start never waits for another
                 self._starters = ThreadPoolExecutor(
                     max_workers=max(1, len(self.catalog.releases)),
                     thread_name_prefix="worker-start",
                 )
-            for env in envs:
-                self._starters.submit(self._start_worker, env)
+            self._starters.submit(self._start_worker, env)
+        return env
 
     def _start_worker(self, env: Env) -> None:
         # a failure here is met again, and told, by the comparison that needs this worker
@@ -197,14 +183,38 @@ class Session:
             self.pool.worker(env).call({"op": "hello"})
 
     def env(self, version: str) -> Env:
-        """The environment of one converter release, built on first use (or waited for, when
-        `prefetch_envs` builds it)."""
+        """The environment of one converter release as the store keys it, never built here: the
+        built one, else the one the catalog's pins plan (`planned_env`). It is built when a
+        worker first has to run in it (`ready`), so an answer whose every result is stored
+        builds nothing."""
+        if version in self._env_errors:
+            raise self._env_errors[version]
+        if version in self._envs:
+            return self._envs[version]
+        try:
+            env = planned_env(version, self.catalog)
+        except EnvError as exc:
+            self._env_errors[version] = exc
+            raise
+        with self._guard:
+            self._planned.setdefault(env.name, version)
+        return env
+
+    def ready(self, env: Env) -> Env:
+        """`env` built (or waited for while `_build_ahead` builds it) and checked as a reused
+        one is (re-pointed at the store's shared torch): what a worker runs in. An environment
+        that is not a catalog release's (one built from source, a measurement's) is as given."""
+        with self._guard:
+            version = self._planned.get(env.name)
+        if version is None:
+            return env
         if version in self._env_errors:
             raise self._env_errors[version]
         if version not in self._envs:
             try:
-                building = self._building.pop(version, None)
-                self._envs[version] = (
+                with self._guard:
+                    building = self._building.get(version)
+                built = (
                     building.result()
                     if building is not None
                     else ensure_env(version, self.catalog, self.progress)
@@ -212,11 +222,13 @@ class Session:
             except EnvError as exc:
                 self._env_errors[version] = exc
                 raise
+            with self._guard:
+                self._envs[version] = built
         return self._envs[version]
 
     def env_for_core(self, core: str) -> Env:
         """An environment whose coreai-core is `core`: a ready one (newest converter first),
-        else the newest such release's, built."""
+        else the newest such release's (built when a worker first runs in it)."""
         if core not in self._core_envs:
             releases = sorted(
                 (v for v, r in self.catalog.releases.items() if r.core == core),
@@ -226,7 +238,7 @@ class Session:
             ready = next(
                 (v for v in releases if ready_env(v, self.catalog) is not None), releases[0]
             )
-            self._core_envs[core] = self.env(ready)  # through ensure_env: re-pointed if moved
+            self._core_envs[core] = self.env(ready)
         return self._core_envs[core]
 
     def worker(self, env: Env) -> Workers:
@@ -240,13 +252,13 @@ class Session:
         known = self._results.get(key)
         if known is not None and (use_cache or known[1]):
             return known[0]
-        if not self._warm.is_set() and (
+        if (
             not use_cache
             or not (key / RESULT_FILE).exists()
             and store.stored(key, store.load_result) is None
         ):
             # nothing to read, here or (taken in now) from the remote tier: converting starts
-            self._conversions_ahead()
+            self._build_ahead((old, new))
         result = self.oracle.compare(spec, old, new, use_cache=use_cache)
         self._results[key] = (result, not result.cached)
         self.progress(Tally(Tally.STORED if result.cached else Tally.CONVERTED))
@@ -256,13 +268,11 @@ class Session:
         return result
 
     def had(self, version: str) -> Env | None:
-        """The environment of a release if this session has it or it is fully built, never
-        building one: what a read of stored results needs (their keys name its packages)."""
-        if version in self._envs:
-            return self._envs[version]
+        """The environment of a catalog release as the store keys it (`env`), building nothing;
+        None for a release the catalog lacks."""
         if version not in self.catalog.releases:
             return None
-        return ready_env(version, self.catalog)
+        return self.env(version)
 
     def stored(self, spec: ProbeSpec, old: Env, new: Env) -> ProbeResult | None:
         """One comparison as this session or the store holds it, None when neither does:
@@ -318,13 +328,18 @@ class Session:
         wanted = self._wanted(batch, use_cache)
         if not wanted:
             return
-        if not self._warm.is_set() and any(
-            isinstance(c, LoadRequest)  # only the ones not stored are wanted
-            or not use_cache
-            or not (store.result_dir(c.spec, c.old, c.new) / RESULT_FILE).exists()
-            for c in wanted
-        ):
-            self._conversions_ahead()
+        if store_location.remote() is None:
+            # not in this store, so made here (with a remote tier, a job fetches what the tier
+            # holds and builds what it then lacks only when it converts: `ready`)
+            self._build_ahead(
+                env
+                for c in wanted
+                # a stored comparison wanted for its follow-ups is read, not converted
+                if isinstance(c, LoadRequest)  # only the ones not stored are wanted
+                or not use_cache
+                or not (store.result_dir(c.spec, c.old, c.new) / RESULT_FILE).exists()
+                for env in _envs_of(c)
+            )
 
         def landed(c: Comparison, result: ProbeResult) -> Sequence[Comparison]:
             if c.then is None:
@@ -332,6 +347,14 @@ class Session:
             return [m for m in self._wanted(c.then(result), use_cache) if isinstance(m, Comparison)]
 
         self.oracle.dispatch(wanted, use_cache, landed)
+
+
+def _envs_of(job: Job) -> tuple[Env, ...]:
+    """The environments a job converts or runs in: a comparison's two sides, a load check's
+    exporter (its runtimes' are built when their workers start)."""
+    if isinstance(job, LoadRequest):
+        return (job.exporter,)
+    return (job.old, job.new)
 
 
 def _merged(a: Comparison, b: Comparison) -> Comparison:

@@ -27,6 +27,11 @@ with the local executor and on local clusters of each size (1 CPU per node, 127.
 cluster's time beside the per-job model's prediction from the smallest one. With `--ray-verify`,
 a cold `plan --to 0.4.3 --verify` instead (every whole-program check; about 8 minutes a run).
 
+`--second-driver [--record FILE]`: instead, a second driver with an empty cache answering
+`affected --fix 40` and `plan --to 0.4.3` from a bucket a first driver filled (moto's S3 server on
+127.0.0.1), beside `inventory --version` and the fetch, timed apart
+(`scripts/bench_second_driver.py`).
+
 `--cold [--where DIR] [--record FILE] [--keep]`: instead, a first answer from nothing, phase by
 phase (uv, the project venv, the held torch, each converter environment, the bytecode warm-ups,
 the worker start-ups, the conversions), each beside a plain `pip install torch==2.13.0` into a
@@ -207,13 +212,18 @@ def main() -> None:
     parser.add_argument(
         "--record",
         type=Path,
-        help="with --ray, --ray-scaling or --cold: also write the figures here",
+        help="with --ray, --ray-scaling, --cold or --second-driver: also write the figures here",
     )
     parser.add_argument(
         "--cold",
         action="store_true",
         help="instead: a first answer from nothing, phase by phase, beside a plain pip torch "
         "install",
+    )
+    parser.add_argument(
+        "--second-driver",
+        action="store_true",
+        help="instead: a driver with an empty cache answering from a bucket another filled",
     )
     parser.add_argument("--where", type=Path, help="with --cold: the folder for the clones")
     parser.add_argument("--keep", action="store_true", help="with --cold: keep the clones")
@@ -239,6 +249,11 @@ def main() -> None:
 
         command = PLAN_VERIFY if args.ray_verify else NOTES
         scaling_lines([int(n) for n in args.ray_scaling.split(",")], args.record, command)
+        return
+    if args.second_driver:
+        from bench_second_driver import second_driver_lines
+
+        second_driver_lines(args.record)
         return
     if args.cold:
         from bench_cold import cold_lines

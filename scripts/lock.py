@@ -97,7 +97,8 @@ def main(argv: list[str]) -> int:
     uv = find_uv()
     if uv is None:
         raise SystemExit(
-            "error: no uv beside this interpreter or on PATH (scripts/_venv.sh installs it)"
+            "error: no uv (its package, beside this interpreter, on PATH): "
+            "scripts/_venv.sh installs it"
         )
     text = compile_lock(uv)
     if argv[:1] == ["--check"]:

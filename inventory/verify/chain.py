@@ -183,7 +183,8 @@ class _Parts:
             )
             for i, answer in zip(missing, answers, strict=True):
                 folder, env, _program = wanted[i]
-                side = whole.side(env, answer)
+                # the packages it converted with: its environment, built by the call
+                side = whole.side(self.session.ready(env), answer)
                 if side.get("ok"):
                     side["shipped_digest"] = parts.shipped_digest(side)
                 out[i] = parts.finished(

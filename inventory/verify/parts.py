@@ -279,14 +279,30 @@ def miniature_folder(bundle: Bundle, build: Path) -> Path:
     return _folder("verify", "miniature", bundle.name, _key(payload))
 
 
+def _keyed(
+    parts: tuple[str, ...], payload: Callable[[bool], dict[str, Any]], envs: tuple[Env, ...]
+) -> Path:
+    """The folder of a part keyed by `payload(False)` (environments by their pins: known
+    without building them); one stored under the earlier key, `payload(True)` (their installed
+    packages), is read where it is while none is stored under the new one."""
+    final = _folder(*parts, _key(payload(False)))
+    return store.legacy_or(final, envs, lambda: _folder(*parts, _key(payload(True))).name)
+
+
+def _env_key(env: Env, legacy: bool) -> dict[str, str]:
+    return store.env_identity(env) if legacy else store.key_identity(env)
+
+
 def side_folder(bundle: Bundle, build: Path, env: Env) -> Path:
-    payload = {
-        "build": build.name,
-        "env": store.env_identity(env),
-        "pipeline": whole.pipeline_of(bundle),
-        "code": code(CONVERTING),
-    }
-    return _folder("verify", "side", bundle.name, env.converter, _key(payload))
+    def payload(legacy: bool) -> dict[str, Any]:
+        return {
+            "build": build.name,
+            "env": _env_key(env, legacy),
+            "pipeline": whole.pipeline_of(bundle),
+            "code": code(CONVERTING),
+        }
+
+    return _keyed(("verify", "side", bundle.name, env.converter), payload, (env,))
 
 
 def pair_folder(bundle: Bundle, old: Path, new: Path, a: str, b: str) -> Path:
@@ -300,25 +316,31 @@ def shipped_digest(side: dict[str, Any]) -> str:
     return hashlib.sha256(normalise(text).encode()).hexdigest()[:20]
 
 
-def runtime_identity(runtime: Env) -> dict[str, str]:
-    """What a run depends on of the environment it runs in: the runtime and numpy (the asset
-    worker starts without torch; the converter beside it does not run)."""
-    return {k: runtime.packages.get(k, "?") for k in ("coreai-core", "numpy")}
+def runtime_identity(runtime: Env, legacy: bool = False) -> dict[str, str]:
+    """What a run depends on of the environment it runs in: the runtime it pins (the asset
+    worker starts without torch; the converter beside it does not run). `legacy`: the earlier
+    key's, the installed runtime and numpy."""
+    if legacy:
+        return {k: runtime.packages.get(k, "?") for k in ("coreai-core", "numpy")}
+    return {"coreai-core": runtime.core}
 
 
 def run_folder(bundle: Bundle, program: str, inputs: str, runtime: Env, kind: str = "run") -> Path:
     """One run per (program, inputs, runtime): two releases that ship the same program (sam3's
     0.4.1 and 0.4.2) share it, and so do two chains that reach one runtime through different
     releases' environments."""
-    payload = {
-        "program": program,
-        "inputs": inputs,
-        "seed": whole.SEED,
-        "runtime": runtime_identity(runtime),
-        "code": code(RUNNING),
-    }
+
+    def payload(legacy: bool) -> dict[str, Any]:
+        return {
+            "program": program,
+            "inputs": inputs,
+            "seed": whole.SEED,
+            "runtime": runtime_identity(runtime, legacy),
+            "code": code(RUNNING),
+        }
+
     # kind: "run" (a whole program) or "cutrun" (a region's cut), told apart in the store
-    return _folder("verify", kind, bundle.name, runtime.core, _key(payload))
+    return _keyed(("verify", kind, bundle.name, runtime.core), payload, (runtime,))
 
 
 def cut_folder(
@@ -326,28 +348,34 @@ def cut_folder(
 ) -> Path:
     """The cuts of one step's regions: the build they are cut from, the environment whose
     decomposition they are cut from, the pipeline, the regions' nodes and the cutting code."""
-    payload = {
-        "build": build.name,
-        "env": store.env_identity(env),
-        "step": step,
-        "pipeline": whole.pipeline_of(bundle),
-        "cuts": requests,
-        "hops": hops,
-        "code": code(CUTTING),
-    }
-    return _folder("verify", "cut", bundle.name, *step.split("->"), _key(payload))
+
+    def payload(legacy: bool) -> dict[str, Any]:
+        return {
+            "build": build.name,
+            "env": _env_key(env, legacy),
+            "step": step,
+            "pipeline": whole.pipeline_of(bundle),
+            "cuts": requests,
+            "hops": hops,
+            "code": code(CUTTING),
+        }
+
+    return _keyed(("verify", "cut", bundle.name, *step.split("->")), payload, (env,))
 
 
 def cut_side_folder(bundle: Bundle, program: str, env: Env) -> Path:
     """A cut program converted under one release: keyed by the program's digest, so the same
     cut made again (another step, another command) converts once."""
-    payload = {
-        "program": program,
-        "env": store.env_identity(env),
-        "pipeline": whole.pipeline_of(bundle),
-        "code": code(CONVERTING),
-    }
-    return _folder("verify", "cutside", bundle.name, env.converter, _key(payload))
+
+    def payload(legacy: bool) -> dict[str, Any]:
+        return {
+            "program": program,
+            "env": _env_key(env, legacy),
+            "pipeline": whole.pipeline_of(bundle),
+            "code": code(CONVERTING),
+        }
+
+    return _keyed(("verify", "cutside", bundle.name, env.converter), payload, (env,))
 
 
 def drift_folder(

@@ -20,7 +20,7 @@ import signal
 import subprocess
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -103,6 +103,9 @@ class Worker:
     # What that script imports from its environment: if one of these cannot be imported, a
     # failure is the environment's, not the converter's.
     needs: tuple[str, ...] = ("torch", "coreai_torch", "coreai.runtime", "safetensors")
+    # The environment built before the process starts (its pool's `prepare`): a session hands
+    # out environments its store keys need before any is built
+    prepare: Callable[[Env], Env] | None = None
 
     def __init__(
         self, env: Env, log: Path, timeout: float | None = None, progress: Progress = lambda _: None
@@ -161,6 +164,8 @@ class Worker:
         )
 
     def _start(self) -> subprocess.Popen[str]:
+        if self.prepare is not None:
+            self.env = self.prepare(self.env)
         # never in an environment whose files changed since it was built: rebuilt first
         self.env = verified(self.env, self._progress)
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -374,6 +379,13 @@ class Pool:
         self._stopped = False
         self._lock = threading.Lock()
         self._free = threading.Condition(self._lock)
+        # what builds an environment its workers are asked to run in (`Session.ready`)
+        self.prepare: Callable[[Env], Env] | None = None
+
+    def ready(self, env: Env) -> Env:
+        """`env` built, when this pool was told how (a session's): before a conversion records
+        the packages of the environment it ran in."""
+        return env if self.prepare is None else self.prepare(env)
 
     @property
     def stopped(self) -> bool:
@@ -385,6 +397,7 @@ class Pool:
         n = len(workers) + 1
         name = f"{env.name}.{self.log_suffix}{f'-{n}' if n > 1 else ''}.log"
         worker = self.worker_type(env, self.log_dir / name, progress=self.progress)
+        worker.prepare = self.prepare
         if self._stopped:
             worker.kill()
         workers.append(worker)
@@ -393,6 +406,8 @@ class Pool:
     def add(self, worker: Worker) -> None:
         """A worker the caller made (its own timeout, its own log) as one more of its
         environment's, leased like the others."""
+        if worker.prepare is None:
+            worker.prepare = self.prepare
         with self._lock:
             self._workers.setdefault(worker.env.name, []).append(worker)
             self._idle.setdefault(worker.env.name, []).append(worker)

@@ -72,6 +72,10 @@ class Env:
     python: Path
     packages: dict[str, str]
     deviations: tuple[str, ...]
+    # False: the environment a release will have, known from the catalog's pins alone and not
+    # built yet (`planned_env`): what a stored result's key needs; it is built when a worker
+    # first has to run in it (`Session.ready`)
+    built: bool = True
 
     @property
     def name(self) -> str:
@@ -511,6 +515,24 @@ def env_path(version: str, catalog: Catalog | None = None) -> Path:
     """The folder of a release's environment with the pins `catalog` gives it."""
     catalog = catalog or load_catalog()
     return env_folder(env_name(catalog.release(version), catalog.torch))
+
+
+def planned_env(version: str, catalog: Catalog | None = None) -> Env:
+    """A release's environment as far as the store's keys need it, building nothing: the built
+    one if it is there (and pins the catalog's core), else what the catalog's pins say it will be
+    (`built` False: its packages are the pins, and it has no deviations yet)."""
+    catalog = catalog or load_catalog()
+    release = catalog.release(version)
+    path = env_path(version, catalog)
+    ready = read_manifest(path)
+    if ready is not None and ready.core == release.core:
+        return ready
+    pins = {
+        "coreai-torch": release.converter,
+        "coreai-core": release.core,
+        "torch": catalog.torch,
+    }
+    return Env(release.converter, release.core, path, path / "bin" / "python", pins, (), False)
 
 
 def ready_env(version: str, catalog: Catalog | None = None) -> Env | None:

@@ -4,11 +4,12 @@ pip, said so.
 uv keeps one cache for every environment (under the cache root, `uv/`): a wheel is downloaded and
 unpacked there once, and each environment's files are hard links to it, so the shared torch,
 the project's `.venv` and every converter environment cost one unpacking of torch between them.
-uv is the one the set-up script installed beside this interpreter (`scripts/_venv.sh`), else one
-on PATH; INVENTORY_INSTALLER=pip builds with pip whatever is found (how `scripts/bench --cold`
-times pip beside uv). uv is told the machine's pip configuration (`oracle/envs/pip_config.py`) and
-resolves across indexes as pip does (the best match over all of them), so it finds what pip
-finds: on a machine whose CPU torch wheel lies in a find-links folder, that wheel.
+uv is the binary of the `uv` package, a dependency of the tool (so any install of it, however
+made, has it), else one beside this interpreter, else one on PATH; INVENTORY_INSTALLER=pip
+builds with pip whatever is found (how `scripts/bench --cold` times pip beside uv). uv is told
+the machine's pip configuration (`oracle/envs/pip_config.py`) and resolves across indexes as pip
+does (the best match over all of them), so it finds what pip finds: on a machine whose CPU torch
+wheel lies in a find-links folder, that wheel.
 
 A hard link shares the file with uv's cache: damage to one is damage to both. That is why a build
 checks every installed file against its distribution's RECORD (`oracle/envs/files.py`) and, where
@@ -29,6 +30,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,11 +117,25 @@ def _uv_version(uv: Path) -> str | None:
     return found.group(1) if proc.returncode == 0 and found else None
 
 
+def _packaged_uv() -> Path | None:
+    """The binary of the `uv` package, a dependency of the tool: found wherever the tool was
+    installed (a plain venv with pip, a user site, a system prefix), not only beside this
+    interpreter, where the set-up script's venv has it."""
+    try:
+        from uv import find_uv_bin
+    except ImportError:
+        return None
+    try:
+        return Path(find_uv_bin())
+    except (OSError, TypeError):  # not found; TypeError: sysconfig's EXE unset (see `chosen`)
+        return None
+
+
 def find_uv() -> Path | None:
-    """uv beside this interpreter (the set-up script puts it there), else on PATH."""
+    """uv of the `uv` package this tool depends on, else beside this interpreter, else on PATH."""
     beside = Path(sys.executable).parent / "uv"
     on_path = shutil.which("uv")
-    for candidate in (beside, Path(on_path) if on_path else None):
+    for candidate in (_packaged_uv(), beside, Path(on_path) if on_path else None):
         if candidate is not None and candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -329,9 +345,20 @@ class Installer:
             run_install(cmd + names, log, f"uv's cache of {', '.join(names)}", env)
 
 
+# Environments are built side by side: the installer is chosen by one thread at a time, since
+# `uv.find_uv_bin` reads sysconfig, whose first read is not thread-safe (a second thread saw
+# its EXE unset and failed)
+_CHOOSING = threading.Lock()
+
+
 @functools.cache
 def chosen() -> Installer:
     """The installer of this process: uv unless pip is asked for or uv cannot be had."""
+    with _CHOOSING:
+        return _choose()
+
+
+def _choose() -> Installer:
     pip_version = _pip_version()
     if installer_choice() == "pip":
         return Installer("pip", pip_version, note=f"{INSTALLER_VAR}=pip")
@@ -339,14 +366,14 @@ def chosen() -> Installer:
     version = _uv_version(uv) if uv is not None else None
     if uv is None or version is None:
         why = (
-            "uv not found beside this interpreter or on PATH"
+            "uv not found (its package, beside this interpreter, on PATH)"
             if uv is None
             else f"{uv} does not run"
         )
         return Installer(
             "pip",
             pip_version,
-            note=f"{why}; scripts/_venv.sh installs it from the package index; building with pip",
+            note=f"{why}; `pip install uv` into the tool's environment gives it; building with pip",
         )
     return Installer("uv", version, uv)
 

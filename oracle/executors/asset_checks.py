@@ -32,7 +32,9 @@ from oracle.store.load_records import (
     code_digest,
     failed,
     identity,
+    legacy_runtime_key,
     load_stored,
+    runtime_key,
     to_json,
 )
 
@@ -47,6 +49,11 @@ class Runtimes(Protocol):
     workers (the probe worker that converts, the asset worker that runs) in environments."""
 
     def env_for_core(self, core: str) -> Env: ...
+
+    def ready(self, env: Env) -> Env:
+        """`env` built, when a run must happen in it (the session's are built when first
+        needed; a node's are)."""
+        ...
 
     def pool_of(self, worker: type[Worker], log_suffix: str) -> Pool: ...
 
@@ -140,7 +147,8 @@ def runs_on(runs: Sequence[Run], runtimes: Runtimes, at_once: int = 1) -> list[R
     envs: dict[int, Env] = {}
     for i, run in enumerate(runs):
         try:
-            envs[i] = runtimes.env_for_core(run.core)
+            # built now that a run must happen: one that cannot be is this runtime's outcome
+            envs[i] = runtimes.ready(runtimes.env_for_core(run.core))
         except EnvError as exc:
             outcomes[i] = RuntimeOutcome(run.core, "not-run", "environment", str(exc))
     tried = list(envs)
@@ -246,20 +254,30 @@ def _not_the_environment(worker: Worker | Workers) -> None:
         raise EnvironmentFault(fault)
 
 
-def runtime_identities(cores: list[str], runtimes: Runtimes) -> dict[str, dict[str, str]]:
-    """Each runtime's packages a check is keyed on (or why it has no environment)."""
+def runtime_identities(
+    cores: list[str], runtimes: Runtimes, legacy: bool = False
+) -> dict[str, dict[str, str]] | None:
+    """What a check is keyed on of each runtime (or why it has no environment): its pinned
+    core; with `legacy`, the installed packages of the earlier key, None while one of the
+    runtimes' environments is not built."""
     out: dict[str, dict[str, str]] = {}
     for core in cores:
         try:
-            out[core] = identity(runtimes.env_for_core(core), ("coreai-core", "numpy"))
+            env = runtimes.env_for_core(core)
         except EnvError as exc:
             out[core] = {"unavailable": str(exc)}
+            continue
+        if legacy and not env.built:
+            return None
+        out[core] = legacy_runtime_key(env) if legacy else runtime_key(env)
     return out
 
 
 def final_dir(spec: ProbeSpec, exporter: Env, cores: list[str], runtimes: Runtimes) -> Path:
     """Where the check is stored: its folder is named by its key."""
-    return check_dir(spec, exporter, runtime_identities(cores, runtimes))
+    ids = runtime_identities(cores, runtimes)
+    assert ids is not None  # only a legacy identity waits for a build
+    return check_dir(spec, exporter, ids, runtime_identities(cores, runtimes, legacy=True))
 
 
 def check(
@@ -312,6 +330,8 @@ def make(
 ) -> LoadCheck:
     """The check made in `work`, in this process: the exporter's probe worker writes the asset,
     each runtime's asset worker loads and runs it."""
+    # built now, when the asset must be written (the check records what it holds)
+    exporter = runtimes.pool_of(Worker, "worker").ready(exporter)
     packages = identity(exporter, ("coreai-torch", "coreai-core", "torch", "numpy"))
     export = work / f"export-{exporter.converter}"
     try:

@@ -172,6 +172,8 @@ def compute(spec: ProbeSpec, old_env: Env, new_env: Env, pool: Pool, work: Path)
     environments are (this process, or a cluster node whose driver stores the result)."""
     with _stopped_on_interrupt(pool):
         with ThreadPoolExecutor(max_workers=2) as ex:  # the two sides convert in parallel
+            # built now, when a side must convert (each records what its environment holds)
+            old_env, new_env = ex.map(pool.ready, (old_env, new_env))
             f_old = ex.submit(_convert, pool, old_env, spec, work / f"old-{old_env.converter}")
             f_new = ex.submit(_convert, pool, new_env, spec, work / f"new-{new_env.converter}")
             old, new = f_old.result(), f_new.result()

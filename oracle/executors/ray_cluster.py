@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oracle.catalog.releases import EnvError
+from oracle.catalog.releases import EnvError, base_version
 from oracle.clients.worker_pool import EnvironmentFault, Pool
 from oracle.compare.results import Identity, ProbeResult, Side
 from oracle.compare.spec import ProbeSpec
@@ -310,7 +310,10 @@ def check_identity(where: str, ident: dict[str, Any], envs: dict[str, Env]) -> N
             f"{tool_digest()}): refusing, its results would poison the store"
         )
     for release, env in envs.items():
-        theirs, ours = ident.get("packages", {}).get(release, {}), store.env_identity(env)
+        # what a key is made of (`key_identity`), the driver's environment possibly not built
+        ours = {k: v for k, v in store.key_identity(env).items() if k != "environment"}
+        held = ident.get("packages", {}).get(release, {})
+        theirs = {k: base_version(held[k]) if k == "torch" else held[k] for k in ours if k in held}
         if theirs != ours:
             diff = ", ".join(
                 f"{k} {theirs.get(k, '?')} (here {v})"

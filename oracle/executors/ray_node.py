@@ -149,6 +149,9 @@ class _JobRuntimes:
             raise EnvError(self.unavailable[core])
         return self.agent.env(self.runtimes[core])
 
+    def ready(self, env: Env) -> Env:
+        return env  # the agent's environments are built when it takes them (`env_for_core`)
+
     def pool_of(self, worker: type[Worker], log_suffix: str) -> Pool:
         return self.agent.pool_of(worker, log_suffix)
 
@@ -295,7 +298,9 @@ class NodeAgent:
     def _load_check(self, job: LoadJob, work: Path, started: float) -> dict[str, Any]:
         exporter, runtimes = self.env(job.exporter), _JobRuntimes(self, job)
         cores = list(job.cores)
-        key = check_dir(job.spec, exporter, runtime_identities(cores, runtimes)).name
+        ids = runtime_identities(cores, runtimes)
+        assert ids is not None  # only a legacy identity waits for a build
+        key = check_dir(job.spec, exporter, ids).name
         if key != job.key:
             return {
                 "ok": False,

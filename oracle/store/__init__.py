@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from oracle.store.load_records import LoadCheck as LoadCheck
     from oracle.store.load_records import RuntimeOutcome as RuntimeOutcome
     from oracle.store.result_store import RESULT_FILE as RESULT_FILE
+    from oracle.store.result_store import StoreError as StoreError
     from oracle.store.result_store import building as building
     from oracle.store.result_store import manifest as manifest
     from oracle.store.result_store import results_root as results_root
@@ -35,6 +36,7 @@ _EXPORTS = {
     "LoadCheck": "load_records",
     "RESULT_FILE": "result_store",
     "RuntimeOutcome": "load_records",
+    "StoreError": "result_store",
     "Usage": "usage",
     "building": "result_store",
     "disk_usage": "usage",

@@ -96,10 +96,25 @@ def identity(env: Env, keep: tuple[str, ...]) -> dict[str, str]:
     return {k: env.packages.get(k, "?") for k in keep}
 
 
-def check_key(spec: ProbeSpec, exporter: Env, runtime_ids: dict[str, dict[str, str]]) -> str:
+def runtime_key(runtime: Env) -> dict[str, str]:
+    """What a check is keyed by of a runtime's environment: the coreai-core it pins (known
+    without building it)."""
+    return {"coreai-core": runtime.core}
+
+
+def legacy_runtime_key(runtime: Env) -> dict[str, str]:
+    """The runtime's part of the key checks were stored under before: its installed packages."""
+    return identity(runtime, ("coreai-core", "numpy"))
+
+
+def check_key(
+    spec: ProbeSpec, exporter: Env, runtime_ids: dict[str, dict[str, str]], legacy: bool = False
+) -> str:
     payload = {
         "spec": spec.to_json(),
-        "exporter": identity(exporter, ("coreai-torch", "coreai-core", "torch", "numpy")),
+        "exporter": identity(exporter, ("coreai-torch", "coreai-core", "torch", "numpy"))
+        if legacy
+        else store.key_identity(exporter),
         "runtimes": runtime_ids,
         "code": code_digest(),
     }
@@ -180,8 +195,19 @@ def failed(check: LoadCheck) -> bool:
     return not check.converted or any(o.outcome == "not-run" for o in check.outcomes)
 
 
-def check_dir(spec: ProbeSpec, exporter: Env, runtime_ids: dict[str, dict[str, str]]) -> Path:
-    key = check_key(spec, exporter, runtime_ids)
-    return in_store(
-        results_root() / f"load-{safe_name(exporter.converter)}-{safe_name(spec.dtype)}-{key}"
+def check_dir(
+    spec: ProbeSpec,
+    exporter: Env,
+    runtime_ids: dict[str, dict[str, str]],
+    legacy_ids: dict[str, dict[str, str]] | None = None,
+) -> Path:
+    """The check's folder, named by its key; one stored under the earlier key (the installed
+    packages', `legacy_ids`: known once the runtimes' environments are built) is read where it
+    is while none is stored under the new one."""
+    stem = f"load-{safe_name(exporter.converter)}-{safe_name(spec.dtype)}-"
+    final = in_store(results_root() / f"{stem}{check_key(spec, exporter, runtime_ids)}")
+    if legacy_ids is None:
+        return final
+    return store.legacy_or(
+        final, (exporter,), lambda: stem + check_key(spec, exporter, legacy_ids, legacy=True)
     )

@@ -25,13 +25,13 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from oracle.catalog.releases import EnvError
+from oracle.catalog.releases import EnvError, base_version
 from oracle.compare.results import ProbeResult, from_json, to_json
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
@@ -102,11 +102,37 @@ def _checked_results(cache: Path, store: Path) -> Path:
 
 
 def env_identity(env: Env) -> dict[str, str]:
+    """The packages an environment holds, as a result records them (evidence, not a key)."""
     keep = ("coreai-torch", "coreai-core", "torch", "numpy")
     return {k: env.packages.get(k, "?") for k in keep}
 
 
+def key_identity(env: Env) -> dict[str, str]:
+    """What a stored result is keyed by of an environment: its catalog pins (the folder name
+    digests a re-pinned core, extra or torch), the same built or not, so that a run finds what
+    is stored (here or in the remote tier) without building the environment first. The
+    packages a resolution picked (numpy) are recorded in the result, not keyed on."""
+    return {
+        "environment": env.name,
+        "coreai-torch": env.converter,
+        "coreai-core": env.core,
+        "torch": base_version(env.packages.get("torch", "?")),
+    }
+
+
 def cache_key(spec: ProbeSpec, old_env: Env, new_env: Env) -> str:
+    payload = {
+        "spec": spec.key_json(),
+        "old": key_identity(old_env),
+        "new": key_identity(new_env),
+        "code": code_digest(),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _legacy_key(spec: ProbeSpec, old_env: Env, new_env: Env) -> str:
+    """The key results were stored under before keys were pins: the installed packages of both
+    environments, so known only once both are built."""
     payload = {
         "spec": spec.key_json(),
         "old": env_identity(old_env),
@@ -117,30 +143,52 @@ def cache_key(spec: ProbeSpec, old_env: Env, new_env: Env) -> str:
 
 
 def result_dir(spec: ProbeSpec, old_env: Env, new_env: Env) -> Path:
-    """Where the comparison of `spec` under `old_env` and `new_env` is stored: computed once per
-    run for the same three objects (a session, its executor and its batch each ask for it),
-    since its key is a digest of the spec's canonical JSON."""
+    """Where the comparison of `spec` under `old_env` and `new_env` is stored: its folder named
+    by its key, computed once per run for the same three objects (a session, its executor and
+    its batch each ask for it, and the key is a digest of the spec's canonical JSON); a result
+    stored under the earlier key (the installed packages') is read where it is while this store
+    holds none under the new one."""
     folder = results_folder()
     ident = (id(spec), id(old_env), id(new_env))
     known = _result_dirs.get(ident)
     # the objects are held by the entry, so their ids are not reused while it lives
     if known is not None and known[:3] == (spec, old_env, new_env) and known[3].parent == folder:
-        return known[3]
-    if len(_result_dirs) >= _MAX_REMEMBERED:
-        _result_dirs.clear()
-    # names from data reach the path only sanitised, and the key is a digest
-    path = folder / (
-        f"{safe_name(spec.construct)}-{safe_name(old_env.converter)}-"
-        f"{safe_name(new_env.converter)}-{cache_key(spec, old_env, new_env)}"
+        final = known[3]
+    else:
+        if len(_result_dirs) >= _MAX_REMEMBERED:
+            _result_dirs.clear()
+        # names from data reach the path only sanitised, and the key is a digest
+        final = folder / f"{_stem(spec, old_env, new_env)}{cache_key(spec, old_env, new_env)}"
+        _result_dirs[ident] = (spec, old_env, new_env, final)
+    return legacy_or(
+        final,
+        (old_env, new_env),
+        lambda: _stem(spec, old_env, new_env) + _legacy_key(spec, old_env, new_env),
     )
-    _result_dirs[ident] = (spec, old_env, new_env, path)
-    return path
 
 
-# result_dir's answers by the identity of its arguments (held, so an id is never reused while
+def _stem(spec: ProbeSpec, old_env: Env, new_env: Env) -> str:
+    return (
+        f"{safe_name(spec.construct)}-{safe_name(old_env.converter)}-"
+        f"{safe_name(new_env.converter)}-"
+    )
+
+
+# result_dir's folders by the identity of its arguments (held, so an id is never reused while
 # remembered); a long-lived process (the test suite's in-process CLI) starts over past the cap.
 _result_dirs: dict[tuple[int, int, int], tuple[ProbeSpec, Env, Env, Path]] = {}
 _MAX_REMEMBERED = 50_000
+
+
+def legacy_or(final: Path, envs: Sequence[Env], legacy_name: Callable[[], str]) -> Path:
+    """`final`, unless it holds nothing and the entry's earlier key (computable only once every
+    one of `envs` is built) names a folder holding a record: then that one, read (and kept)
+    where it is, never recomputed."""
+    if not all(env.built for env in envs) or (final / RESULT_FILE).exists():
+        return final
+    # one component (sanitised names and a digest) beside `final`, in a folder already checked
+    legacy = final.parent / legacy_name()
+    return legacy if (legacy / RESULT_FILE).exists() else final
 
 
 def _evidence(folder: Path) -> dict[str, os.stat_result]:

@@ -40,11 +40,11 @@ def test_an_environment_built_ahead_is_handed_over_while_its_worker_is_still_sta
     version = sorted(built)[0]
     session = Session(load_catalog(), log_dir=tmp_path / "logs", worker=StartingWorker)
     try:
-        session._conversions_ahead()  # a comparison was not stored: workers start ahead
-        session.prefetch_envs([version])
+        planned = session.env(version)
+        session._build_ahead([planned])  # a comparison was not stored: built, its worker started
         assert StartingWorker.started.wait(timeout=30)  # its worker is starting
         handed: list[Env] = []
-        asked = threading.Thread(target=lambda: handed.append(session.env(version)))
+        asked = threading.Thread(target=lambda: handed.append(session.ready(planned)))
         asked.start()
         asked.join(timeout=10)
         # the start goes on in its own thread: the environment was not held back by it

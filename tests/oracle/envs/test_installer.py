@@ -8,14 +8,13 @@ import hashlib
 import json
 import os
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from cli import invoke, one_line
 
 from inventory.terminal import Phases
-from oracle.catalog.releases import EnvError
+from oracle.catalog.releases import EnvError, load_catalog
 from oracle.envs import files as env_files
 from oracle.envs import installer, pip_config
 from oracle.envs.environment import MANIFEST, _checked_build, files_changed
@@ -80,6 +79,37 @@ def test_pip_is_chosen_when_asked_and_says_why(monkeypatch):
     tool = installer.chosen.__wrapped__()
     assert tool.name == "pip" and "INVENTORY_INSTALLER=pip" in tool.note
     assert "INVENTORY_INSTALLER=pip" in tool.describe()
+
+
+def test_uv_is_the_binary_of_the_uv_package_whatever_is_beside_the_interpreter(
+    tmp_path, monkeypatch
+):
+    # an install made with pip (`pip install -e .`) has no uv beside its interpreter and maybe
+    # none on PATH: the `uv` dependency's binary is found all the same
+    import uv
+
+    monkeypatch.setattr(installer.sys, "executable", str(tmp_path / "bin" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("INVENTORY_INSTALLER", raising=False)
+    assert installer.find_uv() == Path(uv.find_uv_bin())
+    tool = installer.chosen.__wrapped__()
+    assert tool.name == "uv" and tool.uv == Path(uv.find_uv_bin()) and not tool.note
+
+
+def test_without_any_uv_pip_builds_and_says_so_in_one_line(tmp_path, monkeypatch):
+    import uv
+
+    def absent() -> str:
+        raise FileNotFoundError("no uv binary in this install")
+
+    monkeypatch.setattr(uv, "find_uv_bin", absent)
+    monkeypatch.setattr(installer.sys, "executable", str(tmp_path / "bin" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("INVENTORY_INSTALLER", raising=False)
+    tool = installer.chosen.__wrapped__()
+    assert tool.name == "pip"
+    assert "uv not found" in tool.note and "building with pip" in tool.note
+    assert "\n" not in tool.note
 
 
 def test_an_unknown_installer_is_one_line_and_exit_2():
@@ -213,29 +243,58 @@ def test_the_status_shows_the_latest_line_of_each_phase():
     assert shown == ["sweep 0.4.1->0.4.2 [2/50]: arange/mimi", "mimi: checking", "sam3: checking"]
 
 
-def test_an_answer_builds_only_the_environments_it_converts_in():
-    from inventory.affected import releases_needed
-    from inventory.registry import load_registry
-    from oracle.catalog.fixes import find_fix, load_fixes
-    from oracle.catalog.releases import load_catalog
+def test_an_install_made_with_pip_builds_environments_with_uv(env, tmp_path):
+    """The tool installed as a user who never runs the set-up script would (`pip install -e .`
+    into a plain venv: no uv beside its interpreter, none on PATH), then a cold `affected --fix
+    40`: the environment it builds is built by uv (its log's first line), through the `uv`
+    dependency's binary. Only 0.4.2's is built: the shared torch and 0.4.1's are borrowed."""
+    import subprocess
+    import sys
 
-    catalog, bundles, fixes = load_catalog(), load_registry(), load_fixes()
-    # fix 40 ships in 0.4.2: mimi (0.4.1) and sam3 (0.4.0) hold transposed convolutions;
-    # 0.4.3 is never built
-    assert releases_needed(bundles, "0.4.2", find_fix("40", fixes), catalog) == [
-        "0.4.0",
-        "0.4.1",
-        "0.4.2",
-    ]
-    assert releases_needed(bundles, "0.4.3", None, catalog) == ["0.4.0", "0.4.1", "0.4.2", "0.4.3"]
-    fix = find_fix("40", fixes)
-    # parakeet (0.4.1) holds none: its answer converts nothing, and the registry sweep of
-    # 0.4.1 -> 0.4.2 that would convert its instances is only read unless asked for (--sweep)
-    parakeet = [b for b in bundles if b.name == "parakeet"]
-    assert releases_needed(parakeet, "0.4.2", fix, catalog) == []
-    assert releases_needed(parakeet, "0.4.2", fix, catalog, sweep=True) == ["0.4.1", "0.4.2"]
-    mimi = [b for b in bundles if b.name == "mimi"]
-    assert releases_needed(mimi, "0.4.2", fix, catalog) == ["0.4.1", "0.4.2"]
-    # exported with the fix in place: answered by versions alone, nothing built
-    later = [replace(b, exporter=replace(b.exporter, converter="0.4.2")) for b in mimi]
-    assert releases_needed(later, "0.4.3", fix, catalog) == []
+    from cli import ROOT
+    from registries import conv_transpose_registry
+
+    from oracle.infra.paths import envs_dir
+
+    old = env("0.4.1")
+    venv = tmp_path / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", str(venv)], check=True, capture_output=True)
+    assert not (venv / "bin" / "uv").exists()
+    pip = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-e", str(ROOT)],
+        capture_output=True,
+        text=True,
+    )
+    assert pip.returncode == 0, pip.stderr[-2000:]
+    cache = tmp_path / "cache"
+    (cache / "envs").mkdir(parents=True)
+    torch = envs_dir() / f"torch-{load_catalog().torch}"
+    (cache / "envs" / torch.name).symlink_to(torch)
+    (cache / "envs" / old.path.name).symlink_to(old.path)
+    (cache / "uv").symlink_to(installer.uv_cache())
+    environ = {
+        k: v for k, v in os.environ.items() if not k.startswith(("INVENTORY_", "VIRTUAL_ENV"))
+    }
+    # no uv on PATH: only the interpreter's own folder and the system's
+    environ["PATH"] = f"{venv / 'bin'}:/usr/bin:/bin"
+    assert shutil.which("uv", path="/usr/bin:/bin") is None
+    ran = subprocess.run(
+        [
+            str(venv / "bin" / "inventory"),
+            "affected",
+            "--fix",
+            "40",
+            "--registry",
+            str(conv_transpose_registry(tmp_path, 23)),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env={**environ, "INVENTORY_CACHE": str(cache)},
+        cwd=tmp_path,
+    )
+    assert json.loads(ran.stdout)["error"] is None, ran.stderr
+    assert "building environments with pip" not in ran.stderr
+    log = (cache / "envs" / "coreai-torch-0.4.2.build.log").read_text()
+    assert log.splitlines()[0].startswith("# installer: uv "), log[:500]

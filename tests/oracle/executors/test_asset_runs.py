@@ -27,9 +27,15 @@ class _DoubleRuntimes:
     `abort`: the worker died of SIGABRT after printing ABORT, `fault`: its environment cannot
     run it); records every batch of calls it was handed and with what `at_once`."""
 
-    def __init__(self, script: dict[str, list[str]], missing: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        script: dict[str, list[str]],
+        missing: tuple[str, ...] = (),
+        unbuildable: tuple[str, ...] = (),
+    ) -> None:
         self.script = {core: list(answers) for core, answers in script.items()}
         self.missing = missing
+        self.unbuildable = unbuildable  # planned, but its build fails when a run needs it
         self.batches: list[tuple[list[str], int]] = []
 
     def env_for_core(self, core: str) -> Env:
@@ -37,6 +43,11 @@ class _DoubleRuntimes:
             raise EnvError(f"no environment for coreai-core {core}")
         path = Path(f"/test-double/{core}")
         return Env(core, core, path, path / "bin" / "python", {}, ())
+
+    def ready(self, env: Env) -> Env:
+        if env.core in self.unbuildable:
+            raise EnvError(f"coreai-torch {env.converter}: the build failed")
+        return env
 
     def pool_of(self, worker: type, log_suffix: str) -> Any:
         raise AssertionError("a run goes through `calls`, never a pool of its own")
@@ -69,6 +80,19 @@ def test_first_attempts_go_as_one_batch_then_the_deaths_are_confirmed_as_another
     assert sorted(b2.files) == ["confirm.log", "log"]  # both attempts' logs are evidence
     assert b3.outcome == "flaky" and "loads on the second" in b3.error
     assert (b4.outcome, b4.stage) == ("not-run", "environment")
+
+
+def test_a_runtime_whose_environment_cannot_be_built_when_its_run_comes_is_not_run(tmp_path):
+    """Environments are built when a worker first runs in them: one whose build fails then is
+    that runtime's `not-run` (never stored: `environment` is an unstored stage), the others run,
+    as when it was built up front."""
+    runtimes = _DoubleRuntimes({"b1": ["ok"]}, unbuildable=("b2",))
+    runs = [Run(tmp_path / "a.aimodel", c, tmp_path / c, False) for c in ("b1", "b2")]
+    b1, b2 = runs_on(runs, runtimes)
+    assert runtimes.batches == [(["b1"], 1)]
+    assert b1.outcome == "loads"
+    assert (b2.outcome, b2.stage) == ("not-run", "environment")
+    assert b2.error == "coreai-torch b2: the build failed"
 
 
 def test_an_environment_that_cannot_run_the_worker_is_raised_never_an_outcome(tmp_path):

@@ -7,7 +7,8 @@ killed before its manifest, a truncated manifest, a file gone or edited is a mis
 result taken in; two writers of one key keep the first complete manifest. The slow test runs
 `sweep` in separate processes with separate local stores through one bucket: the answer is a
 local store's, the second driver reads what the first published, and what was damaged in the
-bucket is recomputed and published again.
+bucket is recomputed and published again. A driver with no environment answers from a warm
+bucket building nothing, and where the bucket lacks one comparison builds only its two.
 """
 
 from __future__ import annotations
@@ -28,9 +29,13 @@ import s3fs
 from cli import invoke, one_line, spawn, start
 from doubles.faults import fault_env
 from doubles.remote_fs import REMOTE_FAULT, RecordingFileSystem
+from registries import conv_transpose_registry
 from s3_server import make_bucket, s3_server
 from store_answers import answer_in, borrowing_store, without
 
+from oracle.catalog.releases import load_catalog
+from oracle.envs.installer import uv_cache
+from oracle.infra.paths import envs_dir
 from oracle.store import location as store_location
 from oracle.store import result_store as store
 from oracle.store.remote import MANIFEST, SELF_DIGEST, RemoteStore, _manifest_digest
@@ -456,3 +461,91 @@ def test_a_run_stopped_during_a_long_remote_read_ends_at_once_without_a_tracebac
     assert "Traceback" not in err, err
     assert [ln for ln in err.splitlines() if ln.strip()] == said
     assert [p.name for p in (second / "results").iterdir() if p.name.startswith(".")] == []
+
+
+# ---- a second driver: answers from the bucket, builds only what it lacks ---------------------
+AFFECTED = ("affected", "--fix", "40", "--json")
+PLAN = ("plan", "--to", "0.4.3", "--json")
+
+
+def _published_answers(
+    tmp_path: Path, s3: dict[str, str], url: str, registry: Path
+) -> dict[str, Any]:
+    """`affected --fix 40` and `plan --to 0.4.3` computed by a first driver (the environments
+    built) and published to `url`: each answer, without its `cached` flags."""
+    first_cache = borrowing_store(tmp_path, "first")
+    answers = {}
+    for args in (AFFECTED, PLAN):
+        where = {"INVENTORY_CACHE": str(first_cache), **s3}
+        first = spawn(*args, "--registry", str(registry), "--store", url, **where)
+        answer = without(answer_in(first.stdout, first_cache), "cached")
+        assert answer["error"] is None, first.stderr
+        # the exit code says the answer (a re-export is required: 1), the same for the others
+        answers[args[0]] = (first.returncode, answer)
+    return answers
+
+
+def test_a_second_driver_answers_from_a_warm_bucket_building_nothing(env, s3, tmp_path):
+    """Every comparison and load check in the bucket: a driver with an empty store and no
+    environment at all (not even the shared torch) answers as the first did, and builds
+    nothing and starts no worker (it once built the shared torch and every environment of the
+    range before reading what it only had to read)."""
+    env("0.4.1"), env("0.4.2"), env("0.4.3")
+    registry = conv_transpose_registry(tmp_path, 17)
+    url = f"s3://{BUCKET}/second-driver"
+    answers = _published_answers(tmp_path, s3, url, registry)
+
+    second_cache = tmp_path / "second"
+    second_cache.mkdir()
+    for args in (AFFECTED, PLAN):
+        second = spawn(
+            *args,
+            "--registry",
+            str(registry),
+            INVENTORY_CACHE=str(second_cache),
+            INVENTORY_STORE=url,
+            **s3,
+        )
+        answer = without(answer_in(second.stdout, second_cache), "cached")
+        assert (second.returncode, answer) == answers[args[0]], second.stderr
+        assert ", 0 converted" in second.stderr and " 0 stored" not in second.stderr
+    assert not (second_cache / "envs").exists()  # no environment, no shared torch
+    assert not (second_cache / "logs").exists()  # no worker: each writes its log there
+
+
+def test_a_bucket_missing_one_comparison_builds_only_that_comparisons_two_environments(
+    env, s3, tmp_path
+):
+    """One comparison of `plan --to 0.4.3` gone from the bucket (its writer died before its
+    manifest): a driver with no converter environment builds the two of that comparison, and
+    none of the other releases the plan spans."""
+    env("0.4.1"), env("0.4.2"), env("0.4.3")
+    registry = conv_transpose_registry(tmp_path, 19)
+    url = f"s3://{BUCKET}/missing-one"
+    answers = _published_answers(tmp_path, s3, url, registry)
+    fs = s3fs.S3FileSystem(skip_instance_cache=True)
+    names = [p.rsplit("/", 1)[1] for p in fs.ls(f"{BUCKET}/missing-one/results")]
+    [victim] = [n for n in names if n.startswith("conv_transpose-0.4.1-0.4.3-")]
+    fs.rm(f"{BUCKET}/missing-one/results/{victim}/{MANIFEST}")
+
+    third_cache = tmp_path / "third"
+    (third_cache / "envs").mkdir(parents=True)
+    # the shared torch and uv's cache borrowed: what is built is the converters' environments
+    torch = envs_dir() / f"torch-{load_catalog().torch}"
+    (third_cache / "envs" / torch.name).symlink_to(torch)
+    (third_cache / "uv").symlink_to(uv_cache())
+    third = spawn(
+        *PLAN,
+        "--registry",
+        str(registry),
+        INVENTORY_CACHE=str(third_cache),
+        INVENTORY_STORE=url,
+        **s3,
+    )
+    answer = without(answer_in(third.stdout, third_cache), "cached")
+    assert (third.returncode, answer) == answers["plan"], third.stderr
+    built = sorted(
+        p.name for p in (third_cache / "envs").iterdir() if p.is_dir() and not p.is_symlink()
+    )
+    assert built == ["coreai-torch-0.4.1", "coreai-torch-0.4.3"]
+    assert "3 stored, 1 converted" in third.stderr

@@ -37,7 +37,7 @@ from inventory.kind_answers import (
     whole_program,
 )
 from inventory.load_answers import LoadAnswer, answer_load
-from inventory.policy import Policy
+from inventory.policy import Policy, accepted_unchecked
 from inventory.registry import Bundle, Instance, exporter_release
 from inventory.shell_commands import weights_command
 from inventory.sweep import StepSweeps, sweep_steps
@@ -589,6 +589,9 @@ def affected(
         for i in other
         if i.fix not in known
     ]
+    warnings += accepted_unchecked(
+        policy, [a.bundle for a in answers if a.reexport == "unchecked" and a.bundle not in ignored]
+    )
     return AffectedReport(fix, target, tuple(answers), ignored, tuple(warnings))
 
 

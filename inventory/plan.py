@@ -21,7 +21,7 @@ from inventory.attribution import Step, release_steps
 from inventory.errors import InputFileError, UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.load_answers import LoadAnswer, load_answer_record
-from inventory.policy import Policy
+from inventory.policy import Policy, accepted_unchecked
 from inventory.registry import Bundle, exporter_release
 from inventory.summary import BundleLine, Summary, summarise
 from inventory.sweep import StepSweeps, Unrecorded, sweep_steps
@@ -35,6 +35,7 @@ from oracle.session import Session, opened
 LEVEL_KEYS = (
     (Reexport.REQUIRED, "required"),
     (Reexport.INCONCLUSIVE, "inconclusive"),
+    (Reexport.UNCHECKED, "unchecked"),
     (Reexport.OPTIONAL, "optional"),
     (Reexport.NO, "not_affected"),
     (IGNORED, "ignored"),
@@ -300,6 +301,7 @@ def plan(
                 )
             )
     warnings += unmatched(active, seen)
+    warnings += accepted_unchecked(policy, [b.bundle for b in out if b.reexport == "unchecked"])
     return Plan(to, tuple(out), tuple(warnings))
 
 

@@ -58,3 +58,8 @@ def weights_command(fix: str, bundle: str, target: str | None = None) -> str:
         f"inventory affected --fix {shlex.quote(fix)}{to} --bundle {name} "
         f"--weights {shlex.quote(bundle + '=')}CHECKPOINT.safetensors"
     )
+
+
+def verify_command(bundle: str, target: str) -> str:
+    """The whole-program check of a bundle up to `target`, stored for every later answer."""
+    return f"inventory verify {shlex.quote(bundle)} --to {shlex.quote(target)}"

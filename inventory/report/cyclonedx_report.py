@@ -62,7 +62,7 @@ from inventory.report.record_facts import detours, exporter_assumed, exporter_la
 from inventory.version import version
 
 UPSTREAM = "apple/coreai-torch"
-LEVELS = ("required", "inconclusive", "optional", "no")
+LEVELS = ("required", "inconclusive", "unchecked", "optional", "no")
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,14 @@ _VEX = {
         ImpactAnalysisState.IN_TRIAGE,
         VulnerabilitySeverity.UNKNOWN,
         "not answered: the detail says why and what decides it",
+    ),
+    # nothing found that moves, but the bundle's own program was not checked: still in triage,
+    # never `not_affected`, which a VEX consumer reads as a pass
+    "unchecked": _Vex(
+        ImpactAnalysisState.IN_TRIAGE,
+        VulnerabilitySeverity.UNKNOWN,
+        "not checked on the bundle's own program: nothing found that moves where it looked; "
+        "the detail names the command that checks the rest",
     ),
     "no": _Vex(
         ImpactAnalysisState.NOT_AFFECTED,
@@ -436,6 +444,7 @@ def plan_bom(result: dict[str, Any]) -> Bom:
         levels = {
             "required": "required",
             "inconclusive": "inconclusive",
+            "unchecked": "unchecked",
             "optional": "optional",
             "not_affected": "no",
         }

@@ -33,10 +33,11 @@ from inventory.report.verify_report import torch_line, unrecorded_line
 from inventory.verdict import Verdict
 from inventory.version import version
 
-LEVELS = ("required", "inconclusive", "optional", "no")
+LEVELS = ("required", "inconclusive", "unchecked", "optional", "no")
 _FINDING_KEYS = (
     ("required", "required"),
     ("inconclusive", "inconclusive"),
+    ("unchecked", "unchecked"),
     ("optional", "optional"),
 )
 _MAX_PROBE_VIEWS = 12  # probes drawn per report: the rest are listed with their evidence
@@ -113,7 +114,7 @@ class Report:
     @property
     def counts(self) -> dict[str, int]:
         """Bundles per level (per status for a whole-program check), most urgent first."""
-        order = (*LEVELS[:3], "inconsistent", "consistent", "no")
+        order = (*LEVELS[:4], "inconsistent", "consistent", "no")
         found = {b.level for b in self.bundles}
         return {
             level: sum(b.level == level for b in self.bundles)
@@ -287,7 +288,7 @@ def plan_report(result: dict[str, Any]) -> Report:
 
 
 def _ordered(bundles: list[BundleView]) -> list[BundleView]:
-    rank = {level: n for n, level in enumerate((*LEVELS[:3], "inconsistent", "consistent"))}
+    rank = {level: n for n, level in enumerate((*LEVELS[:4], "inconsistent", "consistent"))}
     return sorted(bundles, key=lambda b: rank.get(b.level, len(rank)))
 
 

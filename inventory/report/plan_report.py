@@ -15,6 +15,7 @@ _STYLE = {
     "optional": "yellow",
     "no": "green",
     "inconclusive": "bold magenta",
+    "unchecked": "magenta",
     "ignored": "dim",
 }
 
@@ -51,7 +52,7 @@ def _lines(p: Plan, b: BundlePlan, details: bool = True) -> list[tuple[str, str]
         out.append((f"{b.bundle} (load, no record explains it): {b.load.reason}", ""))
         out += [(f"  remedy: {r}", "") for r in b.load.remedies]
     for i in b.items:
-        if i.level in ("required", "inconclusive", "optional"):
+        if i.level in ("required", "inconclusive", "unchecked", "optional"):
             out.append((f"{b.bundle} {i.fix.label} ({i.level}): {i.answer.reason}", ""))
             out += [(f"  remedy: {r}", "") for r in i.answer.remedies]
         if i.ignored:
@@ -164,7 +165,7 @@ def plan_table(p: Plan, details: bool = False) -> Group:
     others = [
         (b.bundle, level, _fixes(b, level))
         for b in bundles
-        for level in ("inconclusive", "optional")
+        for level in ("inconclusive", "unchecked", "optional")
         if rank(level) > rank(b.reexport) and _fixes(b, level) != "-"
     ]
     lines += [Text(f"{bundle} also {level}: {cells}") for bundle, level, cells in others]
@@ -248,7 +249,7 @@ def plan_markdown(p: Plan) -> str:
             out.append(f"- **{name} (load)** ({b.load.verdict}): {md_text(b.load.reason)}")
         for i in b.items:
             label = md_text(i.fix.label)
-            if i.level in ("required", "inconclusive", "optional"):
+            if i.level in ("required", "inconclusive", "unchecked", "optional"):
                 out.append(f"- **{name} {label}** ({i.answer.verdict}): {md_text(i.answer.reason)}")
                 out += [f"  - remedy: {md_text(r)}" for r in i.answer.remedies]
             if i.ignored:

@@ -18,6 +18,7 @@ _STYLE = {
     "optional": "yellow",
     "no": "green",
     "inconclusive": "bold magenta",
+    "unchecked": "magenta",
 }
 
 

@@ -493,7 +493,7 @@ def _cores(deployment: dict[str, Any] | None) -> list[str] | None:
     return deployment["cores"] if deployment else None
 
 
-_PLAN_LEVELS = ("required", "inconclusive", "optional", "not_affected", "ignored")
+_PLAN_LEVELS = ("required", "inconclusive", "unchecked", "optional", "not_affected", "ignored")
 
 
 def _plan(run: Run) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from inventory.report.text import for_release_page, md_line, md_text
 LEVELS = (
     ("required", "required"),
     ("inconclusive", "inconclusive"),
+    ("unchecked", "unchecked"),
     ("optional", "optional"),
     ("not_affected", "no"),
 )
@@ -70,9 +71,17 @@ STATE = {
     "required": "exploitable",
     "optional": "not_affected",
     "inconclusive": "in_triage",
+    # nothing found where it looked, the bundle's own program not checked: never a pass
+    "unchecked": "in_triage",
     "no": "not_affected",
 }
-SEVERITY = {"required": "high", "optional": "low", "inconclusive": "unknown", "no": "none"}
+SEVERITY = {
+    "required": "high",
+    "optional": "low",
+    "inconclusive": "unknown",
+    "unchecked": "unknown",
+    "no": "none",
+}
 
 
 def _vex_ref(fix: str) -> str:

@@ -23,7 +23,7 @@ from inventory.verify.forms import distinct
 from oracle.infra.paths import envs_dir
 
 ROOT = Path(__file__).resolve().parents[3]
-LEVELS = ("required", "inconclusive", "optional", "not_affected")
+LEVELS = ("required", "inconclusive", "unchecked", "optional", "not_affected")
 
 
 def _section() -> str:

@@ -57,6 +57,7 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 from packageurl import PackageURL
 
+from inventory.coverage import Coverage
 from inventory.report.evidence import evidence_id
 from inventory.report.record_facts import detours, exporter_assumed, exporter_label
 from inventory.version import version
@@ -397,6 +398,10 @@ def _whole_program_torch(verify: dict[str, Any] | None) -> list[tuple[str, Any]]
     return out
 
 
+def _coverage(bundle: str, record: dict[str, Any] | None) -> str | None:
+    return Coverage.from_json(record).line(bundle) if record else None
+
+
 def _bundle_component(bom: Bom, seen: dict[str, Component], b: dict[str, Any]) -> Component:
     model = _add(
         bom,
@@ -412,6 +417,8 @@ def _bundle_component(bom: Bom, seen: dict[str, Component], b: dict[str, Any]) -
                     ("reexport", b.get("reexport")),
                     # affected: how its step's changes no record explains were had
                     ("unrecorded_state", b.get("unrecorded_state")),
+                    # what the answer rests on: each op probed, checked whole, or not covered
+                    ("coverage", _coverage(b["bundle"], b.get("coverage"))),
                     *_whole_program_torch(b.get("verify")),
                 ]
             ),

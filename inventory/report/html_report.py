@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from inventory.answer_types import unrecorded_said
+from inventory.coverage import Coverage
 from inventory.report import plots
 from inventory.report.cyclonedx_report import upstream_ref, upstream_url
 from inventory.report.evidence import evidence_dir, evidence_id, measured_tensors, normalised_ir
@@ -100,6 +101,26 @@ class BundleView:
     steps: list[tuple[str, ...]] = field(default_factory=list)
     # (step, unified diff excerpt) of emitted programs the optimizer makes the same again
     emitted_diffs: list[tuple[str, str]] = field(default_factory=list)
+    # what the answer rests on: the bar's (class, percent) segments and the sentence under it
+    coverage_bar: list[tuple[str, float]] = field(default_factory=list)
+    coverage_line: str = ""
+
+    def cover(self, record: dict[str, Any] | None) -> None:
+        """The bundle's coverage (its JSON record) as a bar of the three classes and its
+        line: the uncovered kinds by count and the command that covers them."""
+        if not record:
+            return
+        c = Coverage.from_json(record)
+        self.coverage_line = c.line(self.name)
+        self.coverage_bar = [
+            (css, round(100 * c.share(part), 1))
+            for css, part in (
+                ("probed", c.probed),
+                ("whole", c.whole),
+                ("not-covered", c.not_covered),
+            )
+            if part
+        ]
 
 
 @dataclass
@@ -229,6 +250,7 @@ def plan_report(result: dict[str, Any]) -> Report:
     loads: dict[str, dict[str, LoadCell]] = {}
     for b in result.get("bundles", []):
         view = BundleView(name=b["bundle"], level=b["reexport"], reason="", exporter=_exporter(b))
+        view.cover(b.get("coverage"))
         for key, level in _FINDING_KEYS:
             view.findings += [_finding(i, level) for i in b.get(key) or []]
         view.ignored = [_finding(i, i["ignored"].get("level", "")) for i in b.get("ignored") or []]
@@ -309,6 +331,7 @@ def affected_report(result: dict[str, Any]) -> Report:
         view = BundleView(
             name=b["bundle"], level=b["reexport"], reason=b.get("reason", ""), exporter=_exporter(b)
         )
+        view.cover(b.get("coverage"))
         (
             view.ignored
             if finding.ignored

@@ -36,6 +36,8 @@ class Coverage:
     not_covered: dict[str, int]
     steps: tuple[str, ...]  # the release steps the answer spans ("0.4.0->0.4.1")
     command: str  # the one command that covers what is not covered (or counts the ops)
+    # a stored whole-program check holds every step: every op is covered, counted or not
+    checked_whole: bool = False
 
     @property
     def total(self) -> int:
@@ -43,8 +45,11 @@ class Coverage:
 
     @property
     def complete(self) -> bool:
-        """Every op probed or checked whole (False when the ops were not counted)."""
-        return self.census is not None and not self.not_covered
+        """Every op probed or checked whole (without a census: only a whole-program check
+        says so)."""
+        if self.census is None:
+            return self.checked_whole
+        return not self.not_covered
 
     def share(self, part: dict[str, int]) -> float:
         return sum(part.values()) / self.total if self.total else 0.0
@@ -55,7 +60,7 @@ class Coverage:
     def cell(self) -> str:
         """The table's cell: `41% probed, 0% whole, 59% not covered of 2661 ops`."""
         if self.census is None:
-            return "ops not counted"
+            return "ops not counted, all checked whole" if self.checked_whole else "ops not counted"
         return (
             f"{self.share(self.probed):.0%} probed, {self.share(self.whole):.0%} whole, "
             f"{self.share(self.not_covered):.0%} not covered of {self.total} ops"
@@ -63,6 +68,8 @@ class Coverage:
 
     def line(self, bundle: str) -> str:
         """The sentence under the table: the uncovered kinds (top by count) and the command."""
+        if self.census is None and self.checked_whole:
+            return f"{bundle}: coverage: every op checked whole (its ops not counted)"
         if self.census is None:
             return (
                 f"{bundle}: coverage: the registry records no op census for it; "
@@ -84,7 +91,8 @@ class Coverage:
         probed, whole, rest = (dict(classes.get(k) or {}) for k in (PROBED, WHOLE, NOT_COVERED))
         census = {**probed, **whole, **rest} if record.get("counted") else None
         steps = tuple(record.get("steps") or ())
-        return cls(census, probed, whole, rest, steps, str(record.get("command")))
+        checked = bool(record.get("checked_whole"))
+        return cls(census, probed, whole, rest, steps, str(record.get("command")), checked)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +101,7 @@ class Coverage:
             "steps": list(self.steps),
             "classes": {PROBED: self.probed, WHOLE: self.whole, NOT_COVERED: self.not_covered},
             "complete": self.complete,
+            "checked_whole": self.checked_whole,
             "command": self.command,
         }
 
@@ -141,9 +150,9 @@ def coverage(
     the census when there is none."""
     ops = census(trace)
     if ops is None:
-        return Coverage(None, {}, {}, {}, steps, count_command)
+        return Coverage(None, {}, {}, {}, steps, count_command, whole)
     probed = {k: n for k, n in ops.items() if k in probed_kinds}
     rest = {k: n for k, n in ops.items() if k not in probed_kinds}
     if whole:
-        return Coverage(ops, probed, rest, {}, steps, command)
+        return Coverage(ops, probed, rest, {}, steps, command, True)
     return Coverage(ops, probed, {}, rest, steps, command)

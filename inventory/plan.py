@@ -189,7 +189,19 @@ class BundlePlan:
             levels.append(Reexport.INCONCLUSIVE)
         if self.whole is not None:
             levels += [u["reexport"] for u in self.whole.unrecorded]
-        return worst(levels)
+        level = worst(levels)
+        if level == Reexport.NO and self.uncovered:
+            # A "no" is earned: the sweep sees only the traced instances the library probes,
+            # so with ops no probe and no whole-program check covers, nothing moving is all
+            # that can be said
+            return Reexport.UNCHECKED
+        return level
+
+    @property
+    def uncovered(self) -> bool:
+        """Some op of the bundle is neither probed nor checked whole over its steps (or its
+        ops were never counted)."""
+        return self.coverage is not None and not self.coverage.complete
 
 
 @dataclass(frozen=True)
@@ -528,6 +540,8 @@ def setting(b: BundlePlan, level: str) -> list[str]:
     ]
     if level == Reexport.INCONCLUSIVE:
         cells += [f"not swept: {why}" for why in b.unswept]
+    if level == Reexport.UNCHECKED and b.uncovered and b.coverage is not None:
+        cells.append(f"coverage ({b.coverage.cell()})")
     if b.whole is not None:
         cells += [
             f"whole program: unrecorded change in {u['step']} {u['stage']}"

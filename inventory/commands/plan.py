@@ -129,7 +129,8 @@ def plan_cmd(
        the probes or could not be made (never reported as a pass)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     5  unchecked: nothing found that moves, but a bundle's own program was not
-       checked (policy.toml accept_unchecked = true makes it 0, and says so)
+       checked, or some of its ops no probe and no whole-program check covers
+       (policy.toml accept_unchecked = true makes it 0, and says so)
     """
     from inventory.deployment import parse_overrides
     from inventory.ignore import load_ignores

@@ -283,6 +283,8 @@ def plan_report(result: dict[str, Any]) -> Report:
         view.reason = (
             f"{top.ref}: {top.reason}"
             if top
+            else view.coverage_line
+            if view.level == "unchecked" and view.coverage_line
             else f"none of {len(view.not_affected)} fixes changes its program"
         )
         if b.get("verify"):

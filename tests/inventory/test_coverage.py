@@ -65,12 +65,18 @@ def test_each_op_is_probed_checked_whole_or_not_covered():
 
 
 def test_without_a_census_the_coverage_says_the_ops_were_not_counted_and_how_to_count_them():
-    c = coverage({"facts": {"aten_ops": 9}}, {"aten.mm.default"}, True, (), "verify-it", "trace-it")
+    c = coverage(
+        {"facts": {"aten_ops": 9}}, {"aten.mm.default"}, False, (), "verify-it", "trace-it"
+    )
     assert census({"facts": {"aten_ops": 9}}) is None
     assert c.census is None and not c.complete and c.cell() == "ops not counted"
     assert "`trace-it` counts its ops" in c.line("mine")
     assert c.to_json()["counted"] is False and c.to_json()["ops"] is None
     assert Coverage.from_json(c.to_json()) == c
+    # a whole-program check of every step covers every op, counted or not
+    whole = coverage({"facts": {}}, set(), True, ("0.4.1->0.4.2",), "verify-it", "trace-it")
+    assert whole.complete and whole.cell() == "ops not counted, all checked whole"
+    assert Coverage.from_json(whole.to_json()) == whole
 
 
 def test_the_line_names_the_largest_uncovered_kinds_first():

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from inventory.coverage import Coverage, coverage
 from inventory.errors import ExitCode, exit_for_reexport
+from inventory.plan import BundlePlan, Plan, plan_summary
 from inventory.policy import POLICY_FILE, accepted_unchecked, load_policy
 from inventory.summary import BundleLine, summarise
 from inventory.verdict import Reexport, worst
+
+TRACE = {"facts": {"ops": {"aten.mm.default": 3, "aten.gelu.default": 1}}}
 
 
 def test_unchecked_ranks_below_a_failed_run_and_above_a_change_within_tolerance():
@@ -58,3 +62,27 @@ def test_the_shipped_policy_does_not_accept_unchecked_and_a_policy_that_does_say
     (line,) = accepted_unchecked(policy, ["sam3", "mimi"])
     assert "accepted by the policy" in line and "sam3, mimi" in line
     assert accepted_unchecked(policy, []) == []
+
+
+def _plan(cover: Coverage | None) -> BundlePlan:
+    """A bundle no record and no sweep found anything for: its level is what coverage allows."""
+    return BundlePlan("b", "0.4.1", False, (), coverage=cover)
+
+
+def test_a_plan_says_no_only_when_every_op_was_probed_or_checked_whole():
+    steps = ("0.4.1->0.4.2",)
+    partly = coverage(TRACE, {"aten.mm.default"}, False, steps, "verify-it", "trace-it")
+    whole = coverage(TRACE, {"aten.mm.default"}, True, steps, "verify-it", "trace-it")
+    probed = coverage(TRACE, {"aten.mm.default", "aten.gelu.default"}, False, steps, "v", "t")
+    uncounted = coverage({"facts": {}}, set(), False, steps, "verify-it", "trace-it")
+    assert _plan(partly).reexport == Reexport.UNCHECKED
+    assert _plan(uncounted).reexport == Reexport.UNCHECKED
+    uncounted_whole = coverage({"facts": {}}, set(), True, steps, "verify-it", "trace-it")
+    assert _plan(uncounted_whole).reexport == Reexport.NO
+    assert _plan(whole).reexport == Reexport.NO
+    assert _plan(probed).reexport == Reexport.NO
+    assert _plan(None).reexport == Reexport.NO  # no step compared: nothing to cover
+    # the summary names what sets it: the coverage, with its cell
+    (line,) = plan_summary(Plan("0.4.2", (_plan(partly),), ())).bundles
+    assert line.level == "unchecked"
+    assert line.reason == "coverage (75% probed, 0% whole, 25% not covered of 4 ops)"

@@ -223,7 +223,7 @@ def test_an_ignored_finding_and_its_reason_are_in_every_format(matrix, tmp_path:
     _check_plan(answer)
 
 
-@pytest.mark.parametrize("fix", ["28", "54"])
+@pytest.mark.parametrize("fix", ["28", "54", "core-b2"])
 def test_every_bundle_of_an_affected_answer_is_in_every_format(fix, matrix):
     a = _formats("affected", "--fix", fix, details=False)
     result, table, markdown = a.result, a.table, a.markdown

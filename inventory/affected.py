@@ -24,6 +24,7 @@ from inventory.answer_types import (
     detours,
 )
 from inventory.attribution import Step, locate, own_step, step_line
+from inventory.coverage import coverage
 from inventory.deployment import Deployment, deployment
 from inventory.errors import UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
@@ -37,9 +38,10 @@ from inventory.kind_answers import (
     whole_program,
 )
 from inventory.load_answers import LoadAnswer, answer_load
-from inventory.policy import Policy
+from inventory.policy import Policy, accepted_unchecked
+from inventory.probe_coverage import probe_ops, swept_results
 from inventory.registry import Bundle, Instance, exporter_release
-from inventory.shell_commands import weights_command
+from inventory.shell_commands import trace_command, verify_command, weights_command
 from inventory.sweep import StepSweeps, sweep_steps
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge, rank, worst
 from oracle.catalog import (
@@ -577,6 +579,10 @@ def affected(
             session,
             stored_only=not sweep,
         )
+        by_name = {b.name: b for b in bundles}
+        answers = [
+            _with_coverage(a, by_name[a.bundle], steps.get(a.bundle), fix, session) for a in answers
+        ]
     answers = [_with_unrecorded(a, fix, steps.get(a.bundle), swept, target) for a in answers]
     ids = {fix.id, *fix.aliases}
     ignored = {
@@ -592,6 +598,9 @@ def affected(
         for i in other
         if i.fix not in known
     ]
+    warnings += accepted_unchecked(
+        policy, [a.bundle for a in answers if a.reexport == "unchecked" and a.bundle not in ignored]
+    )
     return AffectedReport(fix, target, tuple(answers), ignored, tuple(warnings))
 
 
@@ -602,6 +611,27 @@ def _own_step(bundle: Bundle, fix: Fix, catalog: Catalog) -> tuple[str, str] | N
     if exporter not in catalog.releases or version_key(exporter) >= version_key(fix.ships_in):
         return None
     return own_step(catalog, exporter, fix)
+
+
+def _with_coverage(
+    answer: BundleAnswer, bundle: Bundle, step: tuple[str, str] | None, fix: Fix, session: Session
+) -> BundleAnswer:
+    """What the answer rests on at the fix's own step: the ops its probes and the step's stored
+    registry sweep cover, or the whole program when the answer was had on it."""
+    if step is None:
+        return answer
+    results = [p.result for p in answer.probes] + swept_results(session, bundle, [step])
+    return replace(
+        answer,
+        coverage=coverage(
+            bundle.trace,
+            probe_ops(results),
+            answer.whole_program is not None,
+            (f"{step[0]}->{step[1]}",),
+            verify_command(bundle.name, fix.ships_in),
+            trace_command(bundle),
+        ),
+    )
 
 
 def _with_unrecorded(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from inventory.attribution import Step
 from inventory.deployment import Deployment
@@ -14,6 +15,9 @@ from inventory.load_answers import LoadAnswer
 from inventory.registry import Instance
 from inventory.sweep import Unrecorded
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, worst
+
+if TYPE_CHECKING:
+    from inventory.coverage import Coverage
 from oracle.catalog import Condition, ConditionCheck, Fix
 from oracle.compare import ProbeResult, ProbeSpec
 
@@ -122,6 +126,9 @@ class BundleAnswer:
     # why the bundle's own program was not checked for this record (a pipeline record the
     # asset probe answered alone): "" when it was, or when the record is not a pipeline one
     not_checked: str = ""
+    # what the answer rests on at its step: each op of the traced program probed, checked
+    # whole, or not covered (`inventory.coverage`); None when no step is compared
+    coverage: Coverage | None = None
 
     @property
     def remedies(self) -> tuple[str, ...]:

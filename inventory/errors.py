@@ -29,6 +29,10 @@ class ExitCode(IntEnum):
     INCONCLUSIVE = 3  # a run failed or the registry cannot tell; never reported as a pass
     # an unexpected error inside inventory: one line on stderr, never reported as a finding
     INTERNAL = 4
+    # unchecked: nothing found that moves, but part of what ships was not checked (a pipeline
+    # change answered by the stand-in asset probe alone); never reported as a pass unless the
+    # policy accepts it (`accept_unchecked` in inventory/policy.toml)
+    UNCHECKED = 5
     # stopped by SIGTERM (128 + 15, the shell's convention): cleaned up like Ctrl-C, no answer
     TERMINATED = 143
 
@@ -54,10 +58,13 @@ class InputFileError(InventoryError):
 USER_ERRORS: tuple[type[Exception], ...] = (InventoryError, OracleUserError)
 
 
-def exit_for_reexport(level: str) -> ExitCode:
-    """A run's worst re-export level as its exit code."""
+def exit_for_reexport(level: str, accept_unchecked: bool = False) -> ExitCode:
+    """A run's worst re-export level as its exit code; `accept_unchecked`: the policy takes an
+    unchecked answer as a pass (the answer says so)."""
     if level == "required":
         return ExitCode.FINDING
     if level == "inconclusive":
         return ExitCode.INCONCLUSIVE
+    if level == "unchecked" and not accept_unchecked:
+        return ExitCode.UNCHECKED
     return ExitCode.OK

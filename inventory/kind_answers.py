@@ -28,6 +28,7 @@ from inventory.deployment import Deployment
 from inventory.load_answers import LoadAnswer
 from inventory.policy import Policy
 from inventory.registry import UNKNOWN, Bundle, Instance
+from inventory.shell_commands import verify_command
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from oracle.catalog import Catalog, Condition, EnvError, Fix, version_key
 from oracle.compare import ProbeSpec
@@ -173,17 +174,26 @@ def pipeline_answer(analyzer: Means, framed: Framed) -> BundleAnswer:
     )
     m = answer.result.measurement if answer.result else None
     runtimes = (m.runtime,) if m is not None and m.ok else ()
-    verdict = answer.verdict.verdict
-    if verdict == Verdict.SAME_PROGRAM:
-        # the generic probe's program is the same; the bundle's own may not be (sam3's moves
-        # in core-b2's step): never a bare same-program
-        verdict = Verdict.ASSET_PROBE_SAME_PROGRAM
+    verdict, level = answer.verdict.verdict, answer.verdict.reexport
     reason = (
         f"answered by the asset probe alone, not on {bundle.name}'s own program "
         f"({why_not}): {answer.verdict.verdict} - {answer.verdict.reason}"
     )
-    return replace(
-        done(verdict, answer.verdict.reexport, reason, (answer,), runtimes), not_checked=why_not
+    if verdict == Verdict.SAME_PROGRAM:
+        # the generic probe's program is the same; the bundle's own may not be (sam3's moves
+        # in core-b2's step): a pipeline change reaches every op, and none of the bundle's own
+        # was checked, so this is no "no"
+        verdict, level = Verdict.ASSET_PROBE_SAME_PROGRAM, Reexport.UNCHECKED
+        reason += f"; {unchecked_line(bundle.name, old, fix.ships_in)}"
+    return replace(done(verdict, level, reason, (answer,), runtimes), not_checked=why_not)
+
+
+def unchecked_line(bundle: str, old: str, new: str) -> str:
+    """What an unchecked answer lacks, and the one command that checks it: the bundle's whole
+    program at the step, stored where every later answer reads it."""
+    return (
+        f"unchecked: none of {bundle}'s own ops was checked at {old}->{new}; "
+        f"`{verify_command(bundle, new)}` checks its whole program"
     )
 
 

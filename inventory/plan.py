@@ -18,11 +18,14 @@ from inventory import batch
 from inventory.affected import Analyzer
 from inventory.answer_types import BundleAnswer
 from inventory.attribution import Step, release_steps
+from inventory.coverage import Coverage, coverage
 from inventory.errors import InputFileError, UsageError
 from inventory.ignore import Ignore, in_force, matching, unmatched
 from inventory.load_answers import LoadAnswer, load_answer_record
-from inventory.policy import Policy
+from inventory.policy import Policy, accepted_unchecked
+from inventory.probe_coverage import probe_ops, swept_results
 from inventory.registry import Bundle, exporter_release
+from inventory.shell_commands import trace_command, verify_command
 from inventory.summary import BundleLine, Summary, summarise
 from inventory.sweep import StepSweeps, Unrecorded, sweep_steps
 from inventory.verdict import IGNORED, ProbeVerdict, Reexport, Verdict, judge, rank, worst
@@ -36,6 +39,7 @@ from oracle.store import StoreError
 LEVEL_KEYS = (
     (Reexport.REQUIRED, "required"),
     (Reexport.INCONCLUSIVE, "inconclusive"),
+    (Reexport.UNCHECKED, "unchecked"),
     (Reexport.OPTIONAL, "optional"),
     (Reexport.NO, "not_affected"),
     (IGNORED, "ignored"),
@@ -160,6 +164,9 @@ class BundlePlan:
     # the whole program's check (inventory.verify.service.BundleVerify), when one is stored or
     # `--verify` measured it: its unrecorded changes count in the level like the sweep's
     whole: Any = None
+    # what the plan rests on: each op of the traced program probed, checked whole, or not
+    # covered over the bundle's steps (`inventory.coverage`); None when no step is compared
+    coverage: Coverage | None = None
 
     def by_level(self, level: str) -> tuple[PlanItem, ...]:
         return tuple(i for i in self.items if i.level == level)
@@ -186,7 +193,19 @@ class BundlePlan:
             levels.append(Reexport.INCONCLUSIVE)
         if self.whole is not None:
             levels += [u["reexport"] for u in self.whole.unrecorded]
-        return worst(levels)
+        level = worst(levels)
+        if level == Reexport.NO and self.uncovered:
+            # A "no" is earned: the sweep sees only the traced instances the library probes,
+            # so with ops no probe and no whole-program check covers, nothing moving is all
+            # that can be said
+            return Reexport.UNCHECKED
+        return level
+
+    @property
+    def uncovered(self) -> bool:
+        """Some op of the bundle is neither probed nor checked whole over its steps (or its
+        ops were never counted)."""
+        return self.coverage is not None and not self.coverage.complete
 
 
 @dataclass(frozen=True)
@@ -300,10 +319,44 @@ def plan(
                     merged(found, unexplained_changes(ordered)),
                     unswept,
                     checks.get(bundle.name),
+                    _coverage(session, bundle, ranges[bundle.name], ordered, checks, to),
                 )
             )
     warnings += unmatched(active, seen)
+    warnings += accepted_unchecked(policy, [b.bundle for b in out if b.reexport == "unchecked"])
     return Plan(to, tuple(out), tuple(warnings))
+
+
+def _coverage(
+    session: Session,
+    bundle: Bundle,
+    steps: list[tuple[str, str]],
+    items: tuple[PlanItem, ...],
+    checks: dict[str, Any],
+    to: str,
+) -> Coverage | None:
+    """What the plan rests on for the bundle over its steps: the ops its records' probes and
+    the registry sweep of each step cover, or every op when its whole-program check holds every
+    step."""
+    if not steps:
+        return None
+    labels = tuple(f"{a}->{b}" for a, b in steps)
+    whole = checks.get(bundle.name)
+    held = (
+        whole is not None
+        and not whole.record.get("error")
+        and set(labels) <= {s["step"] for s in whole.steps}
+    )
+    results = [p.result for i in items for p in i.answer.probes]
+    results += swept_results(session, bundle, steps)
+    return coverage(
+        bundle.trace,
+        probe_ops(results),
+        held,
+        labels,
+        verify_command(bundle.name, to),
+        trace_command(bundle),
+    )
 
 
 def _ordered(items: list[PlanItem]) -> tuple[PlanItem, ...]:
@@ -459,6 +512,7 @@ def plan_record(p: Plan) -> dict:
                 ],
                 "verify": bundle_record(b.whole) if b.whole is not None else None,
                 "not_checked": [i.fix.id for i in b.not_checked],
+                "coverage": b.coverage.to_json() if b.coverage is not None else None,
             }
             for b in p.bundles
         ],
@@ -489,6 +543,8 @@ def setting(b: BundlePlan, level: str) -> list[str]:
     ]
     if level == Reexport.INCONCLUSIVE:
         cells += [f"not swept: {why}" for why in b.unswept]
+    if level == Reexport.UNCHECKED and b.uncovered and b.coverage is not None:
+        cells.append(f"coverage ({b.coverage.cell()})")
     if b.whole is not None:
         cells += [
             f"whole program: unrecorded change in {u['step']} {u['stage']}"

@@ -15,6 +15,8 @@ POLICY_FILE = Path(__file__).with_name("policy.toml")
 class Policy:
     tolerance: dict[str, float]
     override: float | None = None
+    # an `unchecked` answer exits 0 instead of 5; the answer says the policy accepted it
+    accept_unchecked: bool = False
 
     def tolerance_for(self, dtype: str) -> float:
         if self.override is not None:
@@ -27,10 +29,25 @@ def load_policy(override: float | None = None, path: Path = POLICY_FILE) -> Poli
     fallback of every other dtype); one line otherwise (oracle.catalog.schema)."""
     data = read_toml(path, DataFileError)
     fields = Fields(path, DataFileError)
-    fields.keys(data, ("tolerance",), "the file")
+    fields.keys(data, ("tolerance", "levels"), "the file")
     table = fields.table(data, "tolerance", "", required=True)
     fields.keys(table, PROBE_DTYPES, "[tolerance]")
     fields.need(table, "float32", "[tolerance]")
+    levels = fields.table(data, "levels", "", required=False)
+    fields.keys(levels, ("accept_unchecked",), "[levels]")
+    accept = fields.boolean(levels, "accept_unchecked", "[levels]", False)
     return Policy(
-        {k: fields.number(table, k, "[tolerance]", None, positive=True) for k in table}, override
+        {k: fields.number(table, k, "[tolerance]", None, positive=True) for k in table},
+        override,
+        accept,
     )
+
+
+def accepted_unchecked(policy: Policy, bundles: list[str]) -> list[str]:
+    """The line an answer carries when the policy lets its unchecked bundles pass (exit 0)."""
+    if not policy.accept_unchecked or not bundles:
+        return []
+    return [
+        f"unchecked, accepted by the policy (accept_unchecked = true in {POLICY_FILE.name}): "
+        f"{', '.join(bundles)}; exit 0 although part of what ships was not checked"
+    ]

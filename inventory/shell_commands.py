@@ -12,6 +12,10 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from inventory.registry import Bundle
 
 _PLACEHOLDER = re.compile(r"<[^<>]+>")
 # The repaired copy sits beside the original under a name no registry glob of it matches.
@@ -58,3 +62,17 @@ def weights_command(fix: str, bundle: str, target: str | None = None) -> str:
         f"inventory affected --fix {shlex.quote(fix)}{to} --bundle {name} "
         f"--weights {shlex.quote(bundle + '=')}CHECKPOINT.safetensors"
     )
+
+
+def verify_command(bundle: str, target: str) -> str:
+    """The whole-program check of a bundle up to `target`, stored for every later answer."""
+    return f"inventory verify {shlex.quote(bundle)} --to {shlex.quote(target)}"
+
+
+def trace_command(bundle: Bundle) -> str:
+    """The trace that records a bundle's instances and op census in the registry: from its
+    recipe's checkout when the registry's trace came from the recipe."""
+    name = shlex.quote(bundle.name)
+    if bundle.trace.get("origin") == "recipe":
+        return f"inventory trace {name} --recipe-root CHECKOUT --write"
+    return f"inventory trace {name} --write"

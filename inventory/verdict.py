@@ -35,6 +35,9 @@ class Reexport(StrEnum):
 
     REQUIRED = "required"
     INCONCLUSIVE = "inconclusive"
+    # nothing found that moves, but what the answer rests on does not reach the bundle's own
+    # program (a pipeline record answered by the stand-in asset probe alone): never a "no"
+    UNCHECKED = "unchecked"
     OPTIONAL = "optional"
     NO = "no"
 

@@ -137,6 +137,8 @@ def affected_cmd(
     2  usage or configuration error (an unknown fix: its close ids)
     3  inconclusive: a run failed or the registry cannot tell
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
+    5  unchecked: nothing found that moves, but a bundle's own program was not
+       checked (policy.toml accept_unchecked = true makes it 0, and says so)
     """
     from inventory.affected import affected, parse_weights
     from inventory.deployment import parse_overrides
@@ -193,4 +195,4 @@ def affected_cmd(
         lambda r: r.warnings,
         to=output,
     )
-    finish(exit_for_reexport(result.reexport))
+    finish(exit_for_reexport(result.reexport, load_policy().accept_unchecked))

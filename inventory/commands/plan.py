@@ -128,6 +128,9 @@ def plan_cmd(
     3  inconclusive: a run failed, or a whole-program check disagrees with
        the probes or could not be made (never reported as a pass)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
+    5  unchecked: nothing found that moves, but a bundle's own program was not
+       checked, or some of its ops no probe and no whole-program check covers
+       (policy.toml accept_unchecked = true makes it 0, and says so)
     """
     from inventory.deployment import parse_overrides
     from inventory.ignore import load_ignores
@@ -210,5 +213,8 @@ def plan_cmd(
         finish(ExitCode.INCONCLUSIVE)
     # since a baseline, the exit code follows what changed (nothing changed: 0)
     finish(
-        exit_for_reexport(baseline_reexport(result) if baseline is not None else result.reexport)
+        exit_for_reexport(
+            baseline_reexport(result) if baseline is not None else result.reexport,
+            load_policy().accept_unchecked,
+        )
     )

@@ -57,12 +57,13 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 from packageurl import PackageURL
 
+from inventory.coverage import Coverage
 from inventory.report.evidence import evidence_id
 from inventory.report.record_facts import detours, exporter_assumed, exporter_label
 from inventory.version import version
 
 UPSTREAM = "apple/coreai-torch"
-LEVELS = ("required", "inconclusive", "optional", "no")
+LEVELS = ("required", "inconclusive", "unchecked", "optional", "no")
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,14 @@ _VEX = {
         ImpactAnalysisState.IN_TRIAGE,
         VulnerabilitySeverity.UNKNOWN,
         "not answered: the detail says why and what decides it",
+    ),
+    # nothing found that moves, but the bundle's own program was not checked: still in triage,
+    # never `not_affected`, which a VEX consumer reads as a pass
+    "unchecked": _Vex(
+        ImpactAnalysisState.IN_TRIAGE,
+        VulnerabilitySeverity.UNKNOWN,
+        "not checked on the bundle's own program: nothing found that moves where it looked; "
+        "the detail names the command that checks the rest",
     ),
     "no": _Vex(
         ImpactAnalysisState.NOT_AFFECTED,
@@ -389,6 +398,10 @@ def _whole_program_torch(verify: dict[str, Any] | None) -> list[tuple[str, Any]]
     return out
 
 
+def _coverage(bundle: str, record: dict[str, Any] | None) -> str | None:
+    return Coverage.from_json(record).line(bundle) if record else None
+
+
 def _bundle_component(bom: Bom, seen: dict[str, Component], b: dict[str, Any]) -> Component:
     model = _add(
         bom,
@@ -404,6 +417,8 @@ def _bundle_component(bom: Bom, seen: dict[str, Component], b: dict[str, Any]) -
                     ("reexport", b.get("reexport")),
                     # affected: how its step's changes no record explains were had
                     ("unrecorded_state", b.get("unrecorded_state")),
+                    # what the answer rests on: each op probed, checked whole, or not covered
+                    ("coverage", _coverage(b["bundle"], b.get("coverage"))),
                     *_whole_program_torch(b.get("verify")),
                 ]
             ),
@@ -436,6 +451,7 @@ def plan_bom(result: dict[str, Any]) -> Bom:
         levels = {
             "required": "required",
             "inconclusive": "inconclusive",
+            "unchecked": "unchecked",
             "optional": "optional",
             "not_affected": "no",
         }

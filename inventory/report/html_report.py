@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from inventory.answer_types import unrecorded_said
+from inventory.coverage import Coverage
 from inventory.report import plots
 from inventory.report.cyclonedx_report import upstream_ref, upstream_url
 from inventory.report.evidence import evidence_dir, evidence_id, measured_tensors, normalised_ir
@@ -33,10 +34,11 @@ from inventory.report.verify_report import torch_line, unrecorded_line
 from inventory.verdict import Verdict
 from inventory.version import version
 
-LEVELS = ("required", "inconclusive", "optional", "no")
+LEVELS = ("required", "inconclusive", "unchecked", "optional", "no")
 _FINDING_KEYS = (
     ("required", "required"),
     ("inconclusive", "inconclusive"),
+    ("unchecked", "unchecked"),
     ("optional", "optional"),
 )
 _MAX_PROBE_VIEWS = 12  # probes drawn per report: the rest are listed with their evidence
@@ -99,6 +101,26 @@ class BundleView:
     steps: list[tuple[str, ...]] = field(default_factory=list)
     # (step, unified diff excerpt) of emitted programs the optimizer makes the same again
     emitted_diffs: list[tuple[str, str]] = field(default_factory=list)
+    # what the answer rests on: the bar's (class, percent) segments and the sentence under it
+    coverage_bar: list[tuple[str, float]] = field(default_factory=list)
+    coverage_line: str = ""
+
+    def cover(self, record: dict[str, Any] | None) -> None:
+        """The bundle's coverage (its JSON record) as a bar of the three classes and its
+        line: the uncovered kinds by count and the command that covers them."""
+        if not record:
+            return
+        c = Coverage.from_json(record)
+        self.coverage_line = c.line(self.name)
+        self.coverage_bar = [
+            (css, round(100 * c.share(part), 1))
+            for css, part in (
+                ("probed", c.probed),
+                ("whole", c.whole),
+                ("not-covered", c.not_covered),
+            )
+            if part
+        ]
 
 
 @dataclass
@@ -113,7 +135,7 @@ class Report:
     @property
     def counts(self) -> dict[str, int]:
         """Bundles per level (per status for a whole-program check), most urgent first."""
-        order = (*LEVELS[:3], "inconsistent", "consistent", "no")
+        order = (*LEVELS[:4], "inconsistent", "consistent", "no")
         found = {b.level for b in self.bundles}
         return {
             level: sum(b.level == level for b in self.bundles)
@@ -228,6 +250,7 @@ def plan_report(result: dict[str, Any]) -> Report:
     loads: dict[str, dict[str, LoadCell]] = {}
     for b in result.get("bundles", []):
         view = BundleView(name=b["bundle"], level=b["reexport"], reason="", exporter=_exporter(b))
+        view.cover(b.get("coverage"))
         for key, level in _FINDING_KEYS:
             view.findings += [_finding(i, level) for i in b.get(key) or []]
         view.ignored = [_finding(i, i["ignored"].get("level", "")) for i in b.get("ignored") or []]
@@ -260,6 +283,8 @@ def plan_report(result: dict[str, Any]) -> Report:
         view.reason = (
             f"{top.ref}: {top.reason}"
             if top
+            else view.coverage_line
+            if view.level == "unchecked" and view.coverage_line
             else f"none of {len(view.not_affected)} fixes changes its program"
         )
         if b.get("verify"):
@@ -287,7 +312,7 @@ def plan_report(result: dict[str, Any]) -> Report:
 
 
 def _ordered(bundles: list[BundleView]) -> list[BundleView]:
-    rank = {level: n for n, level in enumerate((*LEVELS[:3], "inconsistent", "consistent"))}
+    rank = {level: n for n, level in enumerate((*LEVELS[:4], "inconsistent", "consistent"))}
     return sorted(bundles, key=lambda b: rank.get(b.level, len(rank)))
 
 
@@ -308,6 +333,7 @@ def affected_report(result: dict[str, Any]) -> Report:
         view = BundleView(
             name=b["bundle"], level=b["reexport"], reason=b.get("reason", ""), exporter=_exporter(b)
         )
+        view.cover(b.get("coverage"))
         (
             view.ignored
             if finding.ignored

@@ -187,6 +187,7 @@ def _bundle(b: BundleAnswer, report: AffectedReport) -> dict[str, Any]:
         "unrecorded_state": b.unrecorded_state or None,
         "whole_program": b.whole_program,
         "not_checked": b.not_checked or None,
+        "coverage": b.coverage.to_json() if b.coverage is not None else None,
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from inventory.coverage import coverage_cell
 from inventory.plan import BundlePlan, Plan, plan_summary, setting, suggestion
 from inventory.report.table_fit import Cell, Column, fitted_table
 from inventory.report.text import md_code, md_line, md_text
@@ -15,6 +16,7 @@ _STYLE = {
     "optional": "yellow",
     "no": "green",
     "inconclusive": "bold magenta",
+    "unchecked": "magenta",
     "ignored": "dim",
 }
 
@@ -51,7 +53,7 @@ def _lines(p: Plan, b: BundlePlan, details: bool = True) -> list[tuple[str, str]
         out.append((f"{b.bundle} (load, no record explains it): {b.load.reason}", ""))
         out += [(f"  remedy: {r}", "") for r in b.load.remedies]
     for i in b.items:
-        if i.level in ("required", "inconclusive", "optional"):
+        if i.level in ("required", "inconclusive", "unchecked", "optional"):
             out.append((f"{b.bundle} {i.fix.label} ({i.level}): {i.answer.reason}", ""))
             out += [(f"  remedy: {r}", "") for r in i.answer.remedies]
         if i.ignored:
@@ -147,6 +149,7 @@ def plan_table(p: Plan, details: bool = False) -> Group:
         Column("not affected", 1),
         Column("exporter", 2, no_wrap=True),
         Column("loads (deployment runtimes)", 3),
+        Column("coverage", 2),
     ]
     rows: list[dict[str, Cell]]
     rows = [
@@ -157,6 +160,7 @@ def plan_table(p: Plan, details: bool = False) -> Group:
             "not affected": _not_affected(b, details),
             "exporter": f"{b.exporter} (assumed)" if b.exporter_assumed else b.exporter,
             "loads (deployment runtimes)": _loads(b),
+            "coverage": coverage_cell(b.coverage),
         }
         for b in bundles
     ]
@@ -164,10 +168,11 @@ def plan_table(p: Plan, details: bool = False) -> Group:
     others = [
         (b.bundle, level, _fixes(b, level))
         for b in bundles
-        for level in ("inconclusive", "optional")
+        for level in ("inconclusive", "unchecked", "optional")
         if rank(level) > rank(b.reexport) and _fixes(b, level) != "-"
     ]
     lines += [Text(f"{bundle} also {level}: {cells}") for bundle, level, cells in others]
+    lines += [Text(b.coverage.line(b.bundle)) for b in bundles if b.coverage is not None]
     deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
     lines += [Text(f"deployment runtimes: {d}") for d in deployments]
     for b in bundles:
@@ -231,16 +236,20 @@ def plan_markdown(p: Plan) -> str:
     deployments = sorted({b.load.deployment.describe() for b in p.bundles if b.load})
     out += [f"Deployment runtimes: {md_text(d)}." for d in deployments] + [""]
     out += [
-        "| bundle | exporter | re-export | loads | forces it | cannot tell | suggests it |",
-        "|---|---|---|---|---|---|---|",
+        "| bundle | exporter | re-export | loads | forces it | cannot tell | not checked "
+        "| suggests it | coverage |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for b in p.bundles:
         exporter = f"{b.exporter} (assumed)" if b.exporter_assumed else b.exporter
         out.append(
             f"| {md_text(b.bundle)} | {md_text(exporter)} | **{b.reexport}** | "
             f"{md_text(_loads(b))} | {md_text(_fixes(b, 'required'))} | "
-            f"{md_text(_fixes(b, 'inconclusive'))} | {md_text(_fixes(b, 'optional'))} |"
+            f"{md_text(_fixes(b, 'inconclusive'))} | {md_text(_fixes(b, 'unchecked'))} | "
+            f"{md_text(_fixes(b, 'optional'))} | {md_text(coverage_cell(b.coverage))} |"
         )
+    out.append("")
+    out += [f"- {md_text(b.coverage.line(b.bundle))}" for b in p.bundles if b.coverage is not None]
     out += ["", "<details><summary>Each finding: reasons, caveats, remedies</summary>", ""]
     for b in p.bundles:
         name = md_line(b.bundle)
@@ -248,7 +257,7 @@ def plan_markdown(p: Plan) -> str:
             out.append(f"- **{name} (load)** ({b.load.verdict}): {md_text(b.load.reason)}")
         for i in b.items:
             label = md_text(i.fix.label)
-            if i.level in ("required", "inconclusive", "optional"):
+            if i.level in ("required", "inconclusive", "unchecked", "optional"):
                 out.append(f"- **{name} {label}** ({i.answer.verdict}): {md_text(i.answer.reason)}")
                 out += [f"  - remedy: {md_text(r)}" for r in i.answer.remedies]
             if i.ignored:

@@ -7,6 +7,7 @@ from rich.console import Group
 from rich.text import Text
 
 from inventory.answer_types import AffectedReport, BundleAnswer, unrecorded_said
+from inventory.coverage import coverage_cell
 from inventory.report.table_fit import Cell, Column, fitted_table
 from inventory.report.text import md_code, md_line, md_text
 from inventory.summary import BundleLine, Summary, summarise
@@ -18,6 +19,7 @@ _STYLE = {
     "optional": "yellow",
     "no": "green",
     "inconclusive": "bold magenta",
+    "unchecked": "magenta",
 }
 
 
@@ -92,6 +94,7 @@ def _columns() -> list[Column]:
         Column("instances traced", 1),
         Column("probe per instance / load check", 2),
         Column("exporter", 3),
+        Column("coverage", 2),
     ]
 
 
@@ -112,6 +115,8 @@ def _details(report: AffectedReport, b: BundleAnswer) -> list[Text]:
     out += [Text(f"  - {step}") for step in b.chain]
     if b.unrecorded_state:
         out.append(Text(f"  {unrecorded_said(b.unrecorded_state)}"))
+    if b.coverage is not None:
+        out.append(Text(f"  {b.coverage.line(b.bundle)}"))
     for p in b.probes:
         if p.result is not None:
             whose = f" ({p.module})" if p.module else ""
@@ -147,6 +152,7 @@ def affected_table(report: AffectedReport) -> Group:
             "instances traced": _instances(b),
             "probe per instance / load check": _found(b),
             "exporter": _exporter(b),
+            "coverage": coverage_cell(b.coverage),
         }
         for b in bundles
     ]
@@ -185,8 +191,8 @@ def affected_markdown(report: AffectedReport) -> str:
             for s in summary.bundles
         ],
         "",
-        "| bundle | exporter | instances | verdict | re-export | reason |",
-        "|---|---|---|---|---|---|",
+        "| bundle | exporter | instances | verdict | re-export | reason | coverage |",
+        "|---|---|---|---|---|---|---|",
     ]
     for b in report.bundles:
         exporter = _exporter(b)
@@ -196,7 +202,7 @@ def affected_markdown(report: AffectedReport) -> str:
         )
         out.append(
             f"| {md_text(b.bundle)} | {md_text(exporter)} | {md_text(inst)} | {b.verdict} | "
-            f"**{b.reexport}** | {md_text(b.reason)} |"
+            f"**{b.reexport}** | {md_text(b.reason)} | {md_text(coverage_cell(b.coverage))} |"
         )
     out.append("")
     for b in report.bundles:
@@ -206,6 +212,8 @@ def affected_markdown(report: AffectedReport) -> str:
             out.append(f"- {name}: {md_text(b.unrecorded_line)}")
         if b.unrecorded_state:
             out.append(f"- {name}: {md_text(unrecorded_said(b.unrecorded_state))}")
+        if b.coverage is not None:
+            out.append(f"- {md_text(b.coverage.line(b.bundle))}")
         out += [f"- {name}: {md_text(line)}" for line in b.detours]
         if b.load is not None:
             out += [

@@ -2,6 +2,9 @@
 stand-in's difference from a recipe, or a pipeline step, is stated against.
 
 * `aten_ops`: call_function nodes after the decompositions;
+* `ops`: the census of those that are operators, {"aten.mm.default": count}: what an answer's
+  coverage is counted over (`inventory/coverage.py`: each op kind probed, checked whole, or not
+  covered);
 * `softmax`: softmax operand dtypes, {dtype: count} (transformers upcasts softmax to fp32 and
   casts back; the recipes stay in fp16);
 * `mutated_inputs`: inputs the graph writes (`copy_`), which a recipe passes as `state_names`;
@@ -30,8 +33,10 @@ def graph_facts(ep: Any) -> dict[str, Any]:
     functionalized = sum(
         isinstance(n.target, AutoFunctionalized | AutoFunctionalizedV2) for n in calls
     )
+    ops = Counter(target_name(n) for n in calls if callable(getattr(n.target, "name", None)))
     return {
         "aten_ops": len(calls),
+        "ops": dict(sorted(ops.items())),
         "softmax": dict(sorted(softmax.items())),
         "mutated_inputs": len(ep.graph_signature.user_inputs_to_mutate),
         "auto_functionalized": functionalized,

@@ -449,6 +449,7 @@ def _affected(run: Run) -> dict[str, Any]:
                     for u in b["unrecorded"]
                 ],
                 "probes": [_probe(p) for p in b["probes"]],
+                "coverage": _coverage(b["coverage"]),
                 "conditions": [
                     {
                         "construct": c["construct"],
@@ -489,11 +490,25 @@ def _load(answer: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def _coverage(cover: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What an answer rests on: its steps, whether the ops were counted and are all covered, and
+    which op kinds are not (the counts follow the census; the kinds are the answer)."""
+    if cover is None:
+        return None
+    return {
+        "steps": cover["steps"],
+        "counted": cover["counted"],
+        "complete": cover["complete"],
+        "checked_whole": cover["checked_whole"],
+        "not_covered": sorted(cover["classes"]["not covered"]),
+    }
+
+
 def _cores(deployment: dict[str, Any] | None) -> list[str] | None:
     return deployment["cores"] if deployment else None
 
 
-_PLAN_LEVELS = ("required", "inconclusive", "optional", "not_affected", "ignored")
+_PLAN_LEVELS = ("required", "inconclusive", "unchecked", "optional", "not_affected", "ignored")
 
 
 def _plan(run: Run) -> dict[str, Any]:
@@ -521,6 +536,7 @@ def _plan(run: Run) -> dict[str, Any]:
                     for u in b["unexplained"]
                 ],
                 "not_checked": b["not_checked"],
+                "coverage": _coverage(b["coverage"]),
                 **({"verify": _check(b["verify"])} if b["verify"] is not None else {}),
             }
             for b in d["bundles"]

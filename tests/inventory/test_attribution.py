@@ -200,7 +200,7 @@ def test_plan_names_the_step_and_lists_a_change_no_record_explains_apart(
     (sam3,) = [b for b in shipped["bundles"] if b["bundle"] == "sam3"]
     items = {
         i["fix"]: i
-        for level in ("required", "inconclusive", "optional", "not_affected")
+        for level in ("required", "inconclusive", "unchecked", "optional", "not_affected")
         for i in sam3[level]
     }
     assert items["13"]["changed_in"] == [] and items["56"]["changed_in"] == []
@@ -213,7 +213,7 @@ def test_plan_names_the_step_and_lists_a_change_no_record_explains_apart(
     (sam3,) = data["bundles"]
     items = {
         i["fix"]: i
-        for level in ("required", "inconclusive", "optional", "not_affected")
+        for level in ("required", "inconclusive", "unchecked", "optional", "not_affected")
         for i in sam3[level]
     }
     assert items["13"]["verdict"] == "same-program" and items["13"]["changed_in"] == [
@@ -261,7 +261,7 @@ def test_plan_names_the_step_and_lists_a_change_no_record_explains_apart(
     }
     items = {
         i["fix"]: i
-        for level in ("required", "inconclusive", "optional", "not_affected")
+        for level in ("required", "inconclusive", "unchecked", "optional", "not_affected")
         for i in sam3[level]
     }
     assert items["13"]["verdict"] == "same-program"  # still not blamed on #13

@@ -11,7 +11,7 @@ from typing import Any
 import answers
 import pytest
 
-LEVELS = ("required", "inconclusive", "optional", "not_affected", "ignored")
+LEVELS = ("required", "inconclusive", "unchecked", "optional", "not_affected", "ignored")
 PLANS = [e for e in answers.checked_entries() if e.section == "plan"]
 PIPELINE = [e for e in answers.checked_entries() if e.section == "affected"]
 

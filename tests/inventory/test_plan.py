@@ -7,7 +7,7 @@ import json
 import pytest
 from cli import Ran, invoke
 
-EXIT = {"no": 0, "optional": 0, "required": 1, "inconclusive": 3}
+EXIT = {"no": 0, "optional": 0, "required": 1, "inconclusive": 3, "unchecked": 5}
 
 
 def run(*args: str) -> Ran:
@@ -79,7 +79,9 @@ def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_cha
     # sam3 (0.4.0) gets the 0.4.1 fixes too; parakeet (0.4.1) only those of 0.4.2
     def fixes(b: dict) -> set[str]:
         return {
-            i["fix"] for k in ("required", "inconclusive", "optional", "not_affected") for i in b[k]
+            i["fix"]
+            for k in ("required", "inconclusive", "unchecked", "optional", "not_affected")
+            for i in b[k]
         }
 
     assert "13" in fixes(by["sam3"]) and "13" not in fixes(by["parakeet"])
@@ -114,7 +116,7 @@ def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_cha
     assert all(
         not b[k]
         for b in same["bundles"]
-        for k in ("required", "inconclusive", "optional", "not_affected")
+        for k in ("required", "inconclusive", "unchecked", "optional", "not_affected")
     )
     # nothing changed: said in one line, exit 0, and every bundle keeps the plan's level
     assert same["changes"] == [] and ran_same.returncode == 0
@@ -138,7 +140,7 @@ def test_plan_lists_every_fix_between_exporter_and_target_and_baseline_keeps_cha
     mimi_now = next(b for b in changed["bundles"] if b["bundle"] == "mimi")
     listed = {
         i["fix"]
-        for k in ("required", "inconclusive", "optional", "not_affected")
+        for k in ("required", "inconclusive", "unchecked", "optional", "not_affected")
         for i in mimi_now[k]
     }
     assert listed == {"40"}

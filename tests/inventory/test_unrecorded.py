@@ -85,12 +85,14 @@ def test_a_draft_without_a_record_still_counts_the_change_it_would_have_explaine
     code, data = draft_plan
     by = _bundles(data)
     # #54's fp16 batch norms change in 0.4.1->0.4.2 and no record of the draft names them: the
-    # measured answer is the one #54 gives with the full database (values-move, optional)
+    # measured answer is the one #54 gives with the full database (values-move, optional);
+    # mimi, which nothing changes, is unchecked: its ops were never counted, so the sweep of
+    # its traced instances is not all of it (docs/verdicts.md, coverage)
     assert {b: by[b]["reexport"] for b in by} == {
         "parakeet": "optional",
         "lfm_audio": "inconclusive",
         "sortformer": "optional",
-        "mimi": "no",
+        "mimi": "unchecked",
         "sam3": "required",
     }
     for name in ("parakeet", "lfm_audio", "sortformer"):

@@ -638,6 +638,7 @@ _BASELINE_BUNDLE = st.fixed_dictionaries(
         "bundle": _jmaybe(st.sampled_from(["mimi", "sam3"])),
         "required": _LEVEL_ENTRIES,
         "inconclusive": _LEVEL_ENTRIES,
+        "unchecked": _LEVEL_ENTRIES,
         "optional": _LEVEL_ENTRIES,
         "not_affected": _LEVEL_ENTRIES,
         "ignored": _LEVEL_ENTRIES,

@@ -445,6 +445,14 @@ def test_a_conditions_typo_is_one_line(tmp_path, edit, expected):
             lambda d: d["tolerance"].__setitem__("float32", 0),
             "[tolerance] float32 must be a finite number above 0, not 0",
         ),
+        (
+            lambda d: d["levels"].__setitem__("accept_unchecked", "yes"),
+            "[levels] accept_unchecked must be true or false, not 'yes'",
+        ),
+        (
+            lambda d: d["levels"].__setitem__("accept_inconclusive", True),
+            "[levels] has an unknown key 'accept_inconclusive' (known: accept_unchecked)",
+        ),
     ],
 )
 def test_a_policy_typo_is_one_line(tmp_path, edit, expected):

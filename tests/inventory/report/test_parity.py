@@ -17,11 +17,13 @@ from cli import invoke
 from pages import WIDE, Page, flat
 
 from inventory.answer_types import unrecorded_said
+from inventory.coverage import Coverage
 from inventory.report.text import for_release_page, md_line, md_text
 
 LEVELS = (
     ("required", "required"),
     ("inconclusive", "inconclusive"),
+    ("unchecked", "unchecked"),
     ("optional", "optional"),
     ("not_affected", "no"),
 )
@@ -70,9 +72,17 @@ STATE = {
     "required": "exploitable",
     "optional": "not_affected",
     "inconclusive": "in_triage",
+    # nothing found where it looked, the bundle's own program not checked: never a pass
+    "unchecked": "in_triage",
     "no": "not_affected",
 }
-SEVERITY = {"required": "high", "optional": "low", "inconclusive": "unknown", "no": "none"}
+SEVERITY = {
+    "required": "high",
+    "optional": "low",
+    "inconclusive": "unknown",
+    "unchecked": "unknown",
+    "no": "none",
+}
 
 
 def _vex_ref(fix: str) -> str:
@@ -112,10 +122,32 @@ def _check_report(
     assert ("will_not_fix" in entry["analysis"].get("response", [])) == bool(ignored)
 
 
+def _check_coverage(a: Answer, b: dict[str, Any]) -> None:
+    """What the answer rests on, in every format: the cell in the bundle's row, the line with
+    the uncovered kinds and the command (terminal, markdown, HTML with its bar), the property of
+    the bundle's CycloneDX component."""
+    name = b["bundle"]
+    [model] = [c for c in a.bom["components"] if c.get("bom-ref") == f"bundle:{name}"]
+    props = {p["name"]: p["value"] for p in model.get("properties", [])}
+    if b["coverage"] is None:
+        assert "inventory:coverage" not in props, name
+        return
+    cover = Coverage.from_json(b["coverage"])
+    start = a.table.index(f"│ {name} │")
+    row = re.split("[├└]", a.table[start:])[0]
+    assert flat(cover.cell()) in flat(row.replace("│", " ")), (name, row)
+    line = cover.line(name)
+    assert flat(line) in a.table, name
+    assert flat(md_text(line)) in a.markdown, name
+    assert flat(line) in a.html.text, name
+    assert props["inventory:coverage"] == line, name
+
+
 def _check_plan(a: Answer) -> None:
     result, table, markdown = a.result, a.table, a.markdown
     for b in result["bundles"]:
         name = b["bundle"]
+        _check_coverage(a, b)
         # the bundle's level: the row of the table, the summary table of the markdown
         assert f"│ {name} │ {b['reexport']} │" in table, name
         # the markdown writes each value from data escaped (md_text): it renders as that text
@@ -191,11 +223,12 @@ def test_an_ignored_finding_and_its_reason_are_in_every_format(matrix, tmp_path:
     _check_plan(answer)
 
 
-@pytest.mark.parametrize("fix", ["28", "54"])
+@pytest.mark.parametrize("fix", ["28", "54", "core-b2"])
 def test_every_bundle_of_an_affected_answer_is_in_every_format(fix, matrix):
     a = _formats("affected", "--fix", fix, details=False)
     result, table, markdown = a.result, a.table, a.markdown
     for b in result["bundles"]:
+        _check_coverage(a, b)
         assert f"│ {b['bundle']} │" in table and f"| {md_text(b['bundle'])} |" in markdown
         assert (
             f"| {b['verdict']} | **{b['reexport']}** | "

@@ -26,6 +26,7 @@ _STATE = {
     "required": "exploitable",
     "optional": "not_affected",
     "inconclusive": "in_triage",
+    "unchecked": "in_triage",
     "no": "not_affected",
 }
 
@@ -77,6 +78,7 @@ def test_plan_as_cyclonedx_gives_every_answer_its_vex_state(matrix, tmp_path):
     levels = {
         "required": "required",
         "inconclusive": "inconclusive",
+        "unchecked": "unchecked",
         "optional": "optional",
         "not_affected": "no",
     }

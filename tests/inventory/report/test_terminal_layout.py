@@ -16,7 +16,7 @@ from rich.text import Text
 from inventory.registry import load_registry
 from inventory.report.table_fit import Cell, Column, fitted_table, names
 
-LEVELS = ("required", "inconclusive", "optional", "no")
+LEVELS = ("required", "inconclusive", "unchecked", "optional", "no")
 
 
 def _render(table, width: int) -> str:
@@ -91,7 +91,7 @@ def test_plan_at_80_columns_splits_no_bundle_or_level_and_prints_every_caveat(ma
     # running_var), is printed: the terminal answer is the same answer
     flat = " ".join(ran.stdout.split())
     for b in data["bundles"]:
-        for level in ("required", "inconclusive", "optional"):
+        for level in ("required", "inconclusive", "unchecked", "optional"):
             for item in b[level]:
                 assert " ".join(item["reason"].split()) in flat, (b["bundle"], item["fix"])
     assert "running_var" in flat

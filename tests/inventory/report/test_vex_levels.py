@@ -21,6 +21,8 @@ EXPECTED = {
     "required": ("exploitable", None, "high", ["update"]),
     "optional": ("not_affected", "requires_configuration", "low", []),
     "inconclusive": ("in_triage", None, "unknown", []),
+    # told apart from inconclusive by `inventory:level`: neither is a pass
+    "unchecked": ("in_triage", None, "unknown", []),
     "no": ("not_affected", "code_not_reachable", "none", []),
 }
 
@@ -51,6 +53,7 @@ def _plan() -> dict[str, Any]:
                 "required": [_item("1", "values-move", "beyond tolerance")],
                 "optional": [_item("2", "values-move", "within tolerance 0.01")],
                 "inconclusive": [_item("3", "inconclusive", "a worker died")],
+                "unchecked": [_item("5", "asset-probe-same-program", "the asset probe alone")],
                 "not_affected": [_item("4", "same-program", "the same program")],
                 "ignored": [],
                 "unexplained": [],
@@ -67,7 +70,8 @@ def _analysis(text: str) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize(
-    "level,fix", [("required", "1"), ("optional", "2"), ("inconclusive", "3"), ("no", "4")]
+    "level,fix",
+    [("required", "1"), ("optional", "2"), ("inconclusive", "3"), ("unchecked", "5"), ("no", "4")],
 )
 def test_each_level_reads_as_its_own_state_and_severity(level: str, fix: str):
     text = render_cyclonedx("plan", _plan())
@@ -92,7 +96,8 @@ def test_each_level_reads_as_its_own_state_and_severity(level: str, fix: str):
 def test_an_optional_finding_says_why_it_is_not_urgent():
     entries = _analysis(render_cyclonedx("plan", _plan()))
     optional, required = entries["2"], entries["1"]
-    # the four levels are four different readings, the two a consumer acts on most of all
+    # the four levels other than unchecked are four different readings (unchecked reads as
+    # inconclusive does, in triage), the two a consumer acts on most of all
     readings = {
         (e["analysis"]["state"], e["analysis"].get("justification"), e["ratings"][0]["severity"])
         for e in entries.values()

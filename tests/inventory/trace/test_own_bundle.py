@@ -23,7 +23,7 @@ from inventory.verify.forms import distinct
 from oracle.infra.paths import envs_dir
 
 ROOT = Path(__file__).resolve().parents[3]
-LEVELS = ("required", "inconclusive", "optional", "not_affected")
+LEVELS = ("required", "inconclusive", "unchecked", "optional", "not_affected")
 
 
 def _section() -> str:
@@ -89,10 +89,12 @@ def test_the_page_runs_as_written(own, json_schema):
 
     proc = own["traced"]
     assert proc.returncode == 0, proc.stderr
-    assert {
-        i["kind"]
-        for i in tomllib.loads(own["registry"].read_text())["bundles"]["mine"]["instances"]
-    } == {"batch_norm", "true_divide"}
+    entry = tomllib.loads(own["registry"].read_text())["bundles"]["mine"]
+    assert {i["kind"] for i in entry["instances"]} == {"batch_norm", "true_divide"}
+    # the trace records the op census coverage is counted over: every operator of the program
+    census = entry["trace"]["facts"]["ops"]
+    assert "aten.convolution.default" in census and "aten._softmax.default" in census
+    assert 0 < sum(census.values()) <= entry["trace"]["facts"]["aten_ops"]
 
     proc = _run(own, plan)
     assert proc.returncode == 0, proc.stderr
@@ -102,6 +104,21 @@ def test_the_page_runs_as_written(own, json_schema):
     assert b["verify"] is None  # nothing stored yet, and no checkout named to build it from
     level, item = _item(b, "54")
     assert (level, item["verdict"]) == ("optional", "values-move")
+    # what the plan rests on, op by op: the batch norm, the depthwise conv before it (the
+    # batch-norm probe's own graph holds it) and the division probed (ops read from the probes'
+    # own exported graphs), the softmax by nothing
+    cover = b["coverage"]
+    classes = cover["classes"]
+    assert cover["counted"] and cover["ops"] == sum(census.values())
+    assert {k: n for c in classes.values() for k, n in c.items()} == census
+    assert {
+        "aten._native_batch_norm_legit_no_training.default",
+        "aten.convolution.default",
+        "aten.div.Tensor",
+    } <= set(classes["probed"])
+    assert "aten._softmax.default" in classes["not covered"]
+    assert classes["whole-program"] == {} and cover["complete"] is False
+    assert cover["command"] == "inventory verify mine --to 0.4.2"
 
     proc = _run(own, verify)
     assert proc.returncode == 0, proc.stderr
@@ -143,6 +160,12 @@ def test_the_page_runs_as_written(own, json_schema):
     )
     [part] = item["whole_program"]
     assert part["rule"] == "construct batch_norm"
+    # the stored check holds every step of the plan: every op is covered, the rest by it
+    cover = b["coverage"]
+    assert cover["complete"] and cover["classes"]["not covered"] == {}
+    assert cover["classes"]["whole-program"] == {
+        "aten._softmax.default": census["aten._softmax.default"]
+    }
 
     checkpoint(own)
     proc = _run(own, weights)

@@ -259,12 +259,12 @@ def test_plan_and_verify_give_one_answer(sortformer_mini, json_schema):
             assert b["verify"] == checked["bundles"][0], (fixes, flag)
             if fixes:
                 [u] = b["verify"]["unrecorded"]
-                levels = ("required", "inconclusive", "optional", "no")
+                levels = ("required", "inconclusive", "unchecked", "optional", "no")
                 assert levels.index(b["reexport"]) <= levels.index(u["reexport"])
             # the pipeline record is answered on the same stored program
             [pin] = [
                 i
-                for level in ("required", "optional", "inconclusive", "not_affected")
+                for level in ("required", "optional", "inconclusive", "unchecked", "not_affected")
                 for i in b[level]
                 if i["fix"] == "core-b2"
             ]
@@ -274,7 +274,13 @@ def test_plan_and_verify_give_one_answer(sortformer_mini, json_schema):
             if not fixes:
                 [item] = [
                     i
-                    for level in ("required", "optional", "inconclusive", "not_affected")
+                    for level in (
+                        "required",
+                        "optional",
+                        "inconclusive",
+                        "unchecked",
+                        "not_affected",
+                    )
                     for i in b[level]
                     if i["fix"] == "54"
                 ]
@@ -437,17 +443,28 @@ def test_weights_are_loaded_by_name_and_a_checkpoint_matching_nothing_is_exit_2(
 def test_without_a_stored_check_a_pipeline_record_falls_back_to_the_asset_probe_and_says_so(matrix):
     """The shipped registry on the suite's store without checks: core-b2 is answered with the
     asset probe, its verdict says so (never a bare same-program: sam3's own program moves in
-    that step), and the chain says it holds none of sam3's own patterns. (A stored check is
-    read instead: tests/inventory/test_one_answer.py,
-    test_a_pipeline_record_is_answered_on_the_...)"""
-    data = matrix.run_cli(("affected", "--fix", "core-b2")).data["result"]
+    that step), and the chain says it holds none of sam3's own patterns. Its level is
+    `unchecked`, never "no": counted apart in the summary, exit 5, with the one command that
+    checks the step on sam3's own program. (A stored check is read instead:
+    tests/inventory/test_one_answer.py, test_a_pipeline_record_is_answered_on_the_...)"""
+    run = matrix.run_cli(("affected", "--fix", "core-b2"))
+    data = run.data["result"]
     sam3 = next(b for b in data["bundles"] if b["bundle"] == "sam3")
+    assert run.exit == 5
+    summary = run.data["summary"]
+    assert summary["counts"]["unchecked"] >= 1
+    assert {
+        "bundle": "sam3",
+        "level": "unchecked",
+        "reason": "core-b2 (asset-probe-same-program)",
+    } in (summary["bundles"])
+    assert "`inventory verify sam3 --to 0.4.1` checks its whole program" in sam3["reason"]
     assert sam3["whole_program"] is None
     assert [p["probe"] for p in sam3["probes"]] and sam3["probes"][0]["probe"].startswith(
         "asset_hierarchy"
     )
     assert sam3["probes"][0]["verdict"] == "same-program"
-    assert sam3["verdict"] == "asset-probe-same-program" and sam3["reexport"] == "no"
+    assert sam3["verdict"] == "asset-probe-same-program" and sam3["reexport"] == "unchecked"
     assert sam3["not_checked"].startswith("no whole-program check holding 0.4.0->0.4.1 is stored")
     assert sam3["reason"].startswith("answered by the asset probe alone, not on sam3's own program")
     assert any("the asset probe stands in" in line for line in sam3["chain"]), sam3["chain"]

@@ -269,10 +269,21 @@ class Session:
 
     def had(self, version: str) -> Env | None:
         """The environment of a catalog release as the store keys it (`env`), building nothing;
-        None for a release the catalog lacks."""
+        None for a release the catalog lacks or whose pins cannot be planned. A release whose
+        build failed in this run is still had: its key needs the pins, not the build, so what
+        the store holds for it is read (a reader of stored results never meets the failure a
+        conversion already reported)."""
         if version not in self.catalog.releases:
             return None
-        return self.env(version)
+        if version in self._envs:
+            return self._envs[version]
+        try:
+            env = planned_env(version, self.catalog)
+        except EnvError:
+            return None
+        with self._guard:
+            self._planned.setdefault(env.name, version)
+        return env
 
     def stored(self, spec: ProbeSpec, old: Env, new: Env) -> ProbeResult | None:
         """One comparison as this session or the store holds it, None when neither does:

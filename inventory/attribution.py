@@ -22,6 +22,7 @@ from oracle.catalog import BOTH, LOWERING, OPTIMIZER, Catalog, EnvError, Fix, be
 from oracle.compare import Identity, ProbeResult, ProbeSpec, Side
 from oracle.infra import Routine
 from oracle.session import Session
+from oracle.store import StoreError
 from oracle.workers import asset_probe
 
 # An environment's name in a failure ("coreai-torch-0.4.1 worker died of SIGABRT (log:
@@ -211,10 +212,13 @@ def locate(
     for a, b in pairs:
         try:
             env_a, env_b = session.env(a), session.env(b)
+            session.progress(Routine(f"{spec.label()}: locating the change, {a} -> {b}"))
+            # built when a side first converts: a build that fails attributes nothing either
+            result = session.compare(spec, env_a, env_b, use_cache=use_cache)
+        except StoreError:
+            raise  # the store cannot be written: the run's error
         except EnvError:
             return ()
-        session.progress(Routine(f"{spec.label()}: locating the change, {a} -> {b}"))
-        result = session.compare(spec, env_a, env_b, use_cache=use_cache)
         steps.append(step_between(fixes, spec, a, b, result))
     return tuple(steps)
 

@@ -35,6 +35,7 @@ from oracle.compare import ProbeSpec
 from oracle.envs import Env
 from oracle.infra import Progress
 from oracle.session import Session
+from oracle.store import StoreError
 from oracle.workers import asset_probe
 
 
@@ -156,18 +157,21 @@ def pipeline_answer(analyzer: Means, framed: Framed) -> BundleAnswer:
     )
     try:
         old_env, new_env = analyzer.session.env(old), analyzer.session.env(fix.ships_in)
+        whole, why_not = analyzer.whole(bundle, exporter, old, fix)
+        if whole is not None:
+            return _on_whole_program(analyzer, framed, whole)
+        chain.append(
+            f"not answered on the bundle's own program: {why_not}; the asset probe "
+            "stands in, and it holds none of the bundle's own patterns"
+        )
+        answer = analyzer.probe(
+            bundle, asset_instance(bundle), old_env, new_env, spec=asset_spec(bundle)
+        )
+    except StoreError:
+        raise  # the store cannot be written: the run's error, not this bundle's
     except EnvError as exc:
+        # an environment that could not be built when a side first had to convert in it
         return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
-    whole, why_not = analyzer.whole(bundle, exporter, old, fix)
-    if whole is not None:
-        return _on_whole_program(analyzer, framed, whole)
-    chain.append(
-        f"not answered on the bundle's own program: {why_not}; the asset probe "
-        "stands in, and it holds none of the bundle's own patterns"
-    )
-    answer = analyzer.probe(
-        bundle, asset_instance(bundle), old_env, new_env, spec=asset_spec(bundle)
-    )
     chain.append(
         f"{answer.spec.label()} (the asset probe: {asset_probe.LABEL}, the bundle's "
         f"dtype and pipeline): {answer.verdict.verdict} - {answer.verdict.reason}"

@@ -63,6 +63,11 @@ class Release:
     # the `extra` entries that install code from anywhere, each as "'ENTRY' (what it is)":
     # installed only with consent (`envs build --allow-code`)
     code: tuple[str, ...] = ()
+    # the torch requirement the release's wheel declares (`declares_torch`), "" when the
+    # catalog does not say: an environment installs the converter without dependency resolution
+    # beside the shared torch, so one outside it is a deviation known from the pins
+    # (`oracle.envs.environment.planned_deviations`)
+    declares_torch: str = ""
 
 
 def base_version(version: str) -> str:
@@ -144,7 +149,7 @@ def read_catalog(path: Path, source: str = PACKAGED, partial: bool = False) -> C
             fields.problem(f'{where}: a release is digits and dots (e.g. "0.4.2"), not {version!r}')
         if not isinstance(entry, dict):
             fields.fail("", where, "a table", entry)
-        fields.keys(entry, ("core", "extra"), where)
+        fields.keys(entry, ("core", "extra", "declares_torch"), where)
         extra = fields.strings(entry, "extra", where)
         releases[version] = Release(
             version,
@@ -153,6 +158,7 @@ def read_catalog(path: Path, source: str = PACKAGED, partial: bool = False) -> C
             source,
             str(path),
             _code(fields, extra, where),
+            _declared_torch(fields, entry, where),
         )
     if not releases:
         fields.problem('no [converters."<release>"] tables')
@@ -184,6 +190,22 @@ def read_catalog(path: Path, source: str = PACKAGED, partial: bool = False) -> C
         releases=releases,
         checked=tuple(checked),
     )
+
+
+def _declared_torch(fields: Fields, entry: dict[str, object], where: str) -> str:
+    """`declares_torch`, a requirement of torch with version specifiers ("" when absent)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    text = fields.line(entry, "declares_torch", where, "")
+    if not text:
+        return ""
+    try:
+        ok = Requirement(text).name == "torch"
+    except InvalidRequirement:
+        ok = False
+    if not ok:
+        fields.fail(where, "declares_torch", "a requirement of torch (torch<=2.11.0,>=2.8.0)", text)
+    return text
 
 
 def _code(fields: Fields, extra: tuple[str, ...], where: str) -> tuple[str, ...]:

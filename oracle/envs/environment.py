@@ -520,7 +520,8 @@ def env_path(version: str, catalog: Catalog | None = None) -> Path:
 def planned_env(version: str, catalog: Catalog | None = None) -> Env:
     """A release's environment as far as the store's keys need it, building nothing: the built
     one if it is there (and pins the catalog's core), else what the catalog's pins say it will be
-    (`built` False: its packages are the pins, and it has no deviations yet)."""
+    (`built` False: its packages are the pins, its deviations those the pins make,
+    `planned_deviations`)."""
     catalog = catalog or load_catalog()
     release = catalog.release(version)
     path = env_path(version, catalog)
@@ -532,7 +533,43 @@ def planned_env(version: str, catalog: Catalog | None = None) -> Env:
         "coreai-core": release.core,
         "torch": catalog.torch,
     }
-    return Env(release.converter, release.core, path, path / "bin" / "python", pins, (), False)
+    deviations = planned_deviations(release, catalog)
+    python = path / "bin" / "python"
+    return Env(release.converter, release.core, path, python, pins, deviations, False)
+
+
+def planned_deviations(release: Release, catalog: Catalog) -> tuple[str, ...]:
+    """The deviations a release's environment is built with, known from the catalog alone, in
+    the words the build records (`_build`): the torch the release declares
+    (`declares_torch`) when the shared torch lies outside it, and the measurements of the shared
+    torch that justify it. So an answer read from the store states them without the build."""
+    from packaging.requirements import Requirement
+
+    if not release.declares_torch:
+        return ()
+    torch = _shared_torch_version(catalog)
+    if Requirement(release.declares_torch).specifier.contains(base_version(torch), True):
+        return ()
+    return (
+        f"coreai-torch {release.converter} declares {release.declares_torch}; installed beside "
+        f"torch {torch} without dependency resolution",
+        *(
+            c.cited()
+            for c in catalog.torch_checks(release.converter)
+            if base_version(c.against) == base_version(torch)
+        ),
+    )
+
+
+def _shared_torch_version(catalog: Catalog) -> str:
+    """The shared torch as installed (with its local label, 2.13.0+cpu) when it is, else the
+    catalog's pin."""
+    try:
+        data = json.loads((env_folder(f"torch-{catalog.torch}") / MANIFEST).read_text())
+        version = data["distributions"]["torch"]["version"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return catalog.torch
+    return version if isinstance(version, str) else catalog.torch
 
 
 def ready_env(version: str, catalog: Catalog | None = None) -> Env | None:

@@ -330,8 +330,16 @@ def make(
 ) -> LoadCheck:
     """The check made in `work`, in this process: the exporter's probe worker writes the asset,
     each runtime's asset worker loads and runs it."""
-    # built now, when the asset must be written (the check records what it holds)
-    exporter = runtimes.pool_of(Worker, "worker").ready(exporter)
+    # built now, when the asset must be written (the check records what it holds); one that
+    # cannot be is every runtime's outcome, as when it could not be had up front (not stored)
+    try:
+        exporter = runtimes.pool_of(Worker, "worker").ready(exporter)
+    except store.StoreError:
+        raise  # the store cannot be written: the run's error, not this check's
+    except EnvError as exc:
+        why = f"no environment for coreai-torch {exporter.converter}: {exc}"
+        outcomes = tuple(RuntimeOutcome(c, "not-run", "environment", why) for c in cores)
+        return LoadCheck(spec, exporter.converter, {}, False, why, outcomes, str(work))
     packages = identity(exporter, ("coreai-torch", "coreai-core", "torch", "numpy"))
     export = work / f"export-{exporter.converter}"
     try:

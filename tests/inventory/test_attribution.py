@@ -14,6 +14,9 @@ checked too.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -21,11 +24,14 @@ from typing import Any
 import pytest
 import tomli_w
 from cli import invoke
+from doubles.oracles import DyingWorkers
 from registries import registry_with
 
-from inventory.attribution import explaining, held, release_steps, stage, step_note
-from oracle.catalog.fixes import Fix
+from inventory.attribution import explaining, held, locate, release_steps, stage, step_note
+from oracle.catalog.fixes import Fix, load_fixes
+from oracle.catalog.releases import load_catalog
 from oracle.compare.spec import ProbeSpec
+from oracle.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -434,3 +440,52 @@ def test_programs_of_two_stages_credit_the_pipeline_record_and_the_lowerings_and
     assert step.explained_by == ("core-b3",) and "of two stages" in step.note
     # an optimizing pipeline: 0.4.3's emitted stage is not comparable, and lowering it stays
     assert stage(_step_result("not-comparable")) == "lowering"
+
+
+def test_a_step_whose_environment_cannot_be_built_attributes_nothing_not_an_error(
+    tmp_path, monkeypatch
+):
+    # a changed program over two steps is located step by step, each built when it first
+    # converts: a build that fails there (the shared torch's lock held by another process,
+    # INVENTORY_LOCK_TIMEOUT=0) attributes nothing, as when the environment failed up front
+    monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path))
+    monkeypatch.setenv("INVENTORY_LOCK_TIMEOUT", "0")
+    catalog = load_catalog()
+    spec = ProbeSpec(
+        "conv_transpose",
+        {
+            "dim": 1,
+            "in_channels": 5,
+            "out_channels": 2,
+            "kernel": [4],
+            "stride": [2],
+            "padding": [0],
+            "output_padding": [1],
+            "input_shape": [1, 5, 11],
+        },
+    )
+    torch = f"torch-{catalog.torch}"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom oracle.envs.environment import locked\n"
+            f"with locked({torch!r}):\n    print('held', flush=True)\n    time.sleep(300)\n",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "INVENTORY_CACHE": str(tmp_path)},
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        # the whole range's comparison, as a test double gives it: only one side converts
+        with Session(catalog, oracle=DyingWorkers()) as fake:
+            whole = fake.compare(spec, fake.env("0.4.0"), fake.env("0.4.2"))
+        with Session(catalog) as session:
+            steps = locate(session, spec, "0.4.0", "0.4.2", whole, load_fixes())
+    finally:
+        holder.kill()
+        holder.wait()
+    assert steps == ()
+    assert not (tmp_path / "envs" / "coreai-torch-0.4.0").exists()  # nothing was built

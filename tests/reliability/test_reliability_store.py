@@ -470,6 +470,86 @@ def test_a_held_environment_lock_names_its_holder_and_times_out(tmp_path):
     assert bundle["reexport"] == "inconclusive" and bundle["reason"] == timed_out
 
 
+def test_a_held_environment_lock_leaves_plan_inconclusive_not_exit_2(tmp_path):
+    # the exporter's environment is built when its load check first writes the asset: a build
+    # that fails there is that check's outcome (every runtime not run), as when it failed up front
+    cache = tmp_path / "cache"
+    torch = f"torch-{load_catalog().torch}"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom oracle.envs.environment import locked\n"
+            f"with locked({torch!r}):\n    print('held', flush=True)\n    time.sleep(300)\n",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "INVENTORY_CACHE": str(cache)},
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        answer = _run(
+            "plan",
+            "--to",
+            "0.4.2",
+            "--registry",
+            str(_registry(tmp_path)),
+            "--json",
+            cache=cache,
+            INVENTORY_LOCK_TIMEOUT="2",
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+    timed_out = f"environment {torch} is still locked by pid {holder.pid} (-c) after 2 s"
+    assert answer.returncode == 3 and "Traceback" not in answer.stderr, answer.stderr
+    [bundle] = json.loads(answer.stdout)["result"]["bundles"]
+    assert bundle["reexport"] == "inconclusive"
+    load = bundle["load"]
+    assert load["reexport"] == "inconclusive" and timed_out in load["reason"], load
+
+
+def test_a_held_environment_lock_leaves_a_pipeline_answer_inconclusive_not_exit_2(tmp_path):
+    # a pipeline record's asset probe converts in environments built when a side first has to:
+    # a build that fails there leaves the bundle inconclusive with the reason, not exit 2
+    cache = tmp_path / "cache"
+    torch = f"torch-{load_catalog().torch}"
+    registry = _registry(tmp_path)
+    registry.write_text(registry.read_text().replace('converter = "0.4.1"', 'converter = "0.4.0"'))
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom oracle.envs.environment import locked\n"
+            f"with locked({torch!r}):\n    print('held', flush=True)\n    time.sleep(300)\n",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "INVENTORY_CACHE": str(cache)},
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        answer = _run(
+            "affected",
+            "--fix",
+            "core-b2",
+            "--registry",
+            str(registry),
+            "--json",
+            cache=cache,
+            INVENTORY_LOCK_TIMEOUT="2",
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+    timed_out = f"environment {torch} is still locked by pid {holder.pid} (-c) after 2 s"
+    assert answer.returncode == 3 and "Traceback" not in answer.stderr, answer.stderr
+    [bundle] = json.loads(answer.stdout)["result"]["bundles"]
+    assert bundle["reexport"] == "inconclusive" and bundle["reason"].startswith(timed_out)
+
+
 # ---- 8. a corrupt environment manifest -------------------------------------------------------
 
 

@@ -473,7 +473,7 @@ def test_a_policy_typo_is_one_line(tmp_path, edit, expected):
         ),
         (
             lambda d: d["converters"]["0.4.3"].__setitem__("extras", []),
-            "[converters.'0.4.3'] has an unknown key 'extras' (known: core, extra)",
+            "[converters.'0.4.3'] has an unknown key 'extras' (known: core, extra, declares_torch)",
         ),
         (
             lambda d: d["torch"]["checked"]["2.9.0"].__setitem__("converters", ["0.4.9"]),

@@ -591,5 +591,14 @@ def test_a_moved_store_answers_from_what_it_stored(env, tmp_path):
     loaded = load_result(Path(probe["evidence"]))
     assert loaded is not None and loaded.old.files["asset"].startswith(str(moved))
     torch_site = moved / "envs" / f"torch-{load_catalog().torch}" / "site"
-    for version in ("0.4.1", "0.4.2"):  # re-pointed at the moved store's own torch
+    old_site = cache / "envs" / f"torch-{load_catalog().torch}" / "site"
+    for version in ("0.4.1", "0.4.2"):  # a read of stored results readies no environment
+        assert (_site(moved, version) / SHARED_TORCH_PTH).read_text().strip() == str(old_site)
+
+    # a worker that has to run re-points its environment at the moved store's own torch first
+    proc, document = _affected(registry, moved, "--no-cache")
+    assert proc.returncode == 1, proc.stderr
+    probe = _probe(document)
+    assert probe["cached"] is False and probe["shipped"] == "differs"
+    for version in ("0.4.1", "0.4.2"):
         assert (_site(moved, version) / SHARED_TORCH_PTH).read_text().strip() == str(torch_site)

@@ -149,6 +149,19 @@ def test_an_environment_fault_is_one_line_never_stored_and_recovers(env, tmp_pat
     assert json.loads((stored / RESULT_FILE).read_text())["failed"] is False
 
 
+def test_an_environment_fault_in_a_plan_is_one_line_not_an_inconclusive_answer(env, tmp_path):
+    # plan's load check writes the asset in the exporter's environment, and its comparisons
+    # convert there: a build that fails is contained as the bundle's, a fault never is
+    cache = _own_envs(tmp_path, env)
+    breaker = _site(cache, "0.4.1") / "zz_break.pth"  # torch cannot be imported any more
+    breaker.write_text('import sys; sys.modules["torch"] = None\n')
+    proc = _run("plan", "--to", "0.4.2", "--registry", str(_registry(tmp_path)), "-q", cache=cache)
+    assert proc.returncode == 2, proc.stderr
+    line = _one_error_line(proc)
+    assert line.startswith("error: environment fault: coreai-torch-0.4.1 cannot import"), line
+    assert _stored(cache) == [], "an environment fault was stored"
+
+
 def test_a_missing_interpreter_is_an_environment_fault(env, tmp_path):
     cache = _own_envs(tmp_path, env)
     (cache / "envs" / "coreai-torch-0.4.1" / "bin" / "python").unlink()  # a copied symlink

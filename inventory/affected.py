@@ -49,6 +49,7 @@ from oracle.catalog import (
     Condition,
     EnvError,
     Fix,
+    RunFault,
     check,
     cores,
     load_conditions,
@@ -62,7 +63,6 @@ from oracle.envs import Env
 from oracle.infra import Checkpoint, Progress, Routine, instance_tensors, regular_file
 from oracle.load_check import LoadCheck, RuntimeOutcome, load_check
 from oracle.session import Session
-from oracle.store import StoreError
 
 
 class Analyzer:
@@ -269,8 +269,8 @@ class Analyzer:
                 decided, found = self._under_conditions(bundle, instance, fix, *envs)
                 probes.append(decided)
                 findings += found
-        except StoreError:
-            raise  # the store cannot be written: the run's error, not this bundle's
+        except RunFault:
+            raise  # the store cannot be written, an environment cannot run: the run's error
         except EnvError as exc:
             # an environment a probe converts in could not be built (when it first had to be)
             return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))

@@ -18,11 +18,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inventory.bisect_evidence import narrowed
-from oracle.catalog import BOTH, LOWERING, OPTIMIZER, Catalog, EnvError, Fix, between, version_key
+from oracle.catalog import (
+    BOTH,
+    LOWERING,
+    OPTIMIZER,
+    Catalog,
+    EnvError,
+    Fix,
+    RunFault,
+    between,
+    version_key,
+)
 from oracle.compare import Identity, ProbeResult, ProbeSpec, Side
 from oracle.infra import Routine
 from oracle.session import Session
-from oracle.store import StoreError
 from oracle.workers import asset_probe
 
 # An environment's name in a failure ("coreai-torch-0.4.1 worker died of SIGABRT (log:
@@ -215,8 +224,8 @@ def locate(
             session.progress(Routine(f"{spec.label()}: locating the change, {a} -> {b}"))
             # built when a side first converts: a build that fails attributes nothing either
             result = session.compare(spec, env_a, env_b, use_cache=use_cache)
-        except StoreError:
-            raise  # the store cannot be written: the run's error
+        except RunFault:
+            raise  # the store cannot be written, an environment cannot run: the run's error
         except EnvError:
             return ()
         steps.append(step_between(fixes, spec, a, b, result))

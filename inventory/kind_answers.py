@@ -30,12 +30,11 @@ from inventory.policy import Policy
 from inventory.registry import UNKNOWN, Bundle, Instance
 from inventory.shell_commands import verify_command
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
-from oracle.catalog import Catalog, Condition, EnvError, Fix, version_key
+from oracle.catalog import Catalog, Condition, EnvError, Fix, RunFault, version_key
 from oracle.compare import ProbeSpec
 from oracle.envs import Env
 from oracle.infra import Progress
 from oracle.session import Session
-from oracle.store import StoreError
 from oracle.workers import asset_probe
 
 
@@ -167,8 +166,8 @@ def pipeline_answer(analyzer: Means, framed: Framed) -> BundleAnswer:
         answer = analyzer.probe(
             bundle, asset_instance(bundle), old_env, new_env, spec=asset_spec(bundle)
         )
-    except StoreError:
-        raise  # the store cannot be written: the run's error, not this bundle's
+    except RunFault:
+        raise  # the store cannot be written, an environment cannot run: the run's error
     except EnvError as exc:
         # an environment that could not be built when a side first had to convert in it
         return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))

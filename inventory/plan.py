@@ -29,11 +29,10 @@ from inventory.shell_commands import trace_command, verify_command
 from inventory.summary import BundleLine, Summary, summarise
 from inventory.sweep import StepSweeps, Unrecorded, sweep_steps
 from inventory.verdict import IGNORED, ProbeVerdict, Reexport, Verdict, judge, rank, worst
-from oracle.catalog import Catalog, EnvError, Fix, between, version_key
+from oracle.catalog import Catalog, EnvError, Fix, RunFault, between, version_key
 from oracle.compare import ProbeResult
 from oracle.infra import Progress, Routine, read_text
 from oracle.session import Session, opened
-from oracle.store import StoreError
 
 # A plan level and its key in the JSON record, in the record's order.
 LEVEL_KEYS = (
@@ -129,8 +128,8 @@ def swept_changes(
                     result,
                 )
             )
-    except StoreError:
-        raise  # the store cannot be written: the run's error, not this bundle's
+    except RunFault:
+        raise  # the store cannot be written, an environment cannot run: the run's error
     except EnvError as exc:
         # an environment could not be built when a comparison first had to convert in it
         why = ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))

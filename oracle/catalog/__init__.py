@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from oracle.catalog.releases import PACKAGED as PACKAGED
     from oracle.catalog.releases import Catalog as Catalog
     from oracle.catalog.releases import EnvError as EnvError
+    from oracle.catalog.releases import RunFault as RunFault
     from oracle.catalog.releases import base_version as base_version
     from oracle.catalog.releases import load_catalog as load_catalog
     from oracle.catalog.releases import version_key as version_key
@@ -67,6 +68,7 @@ _EXPORTS = {
     "PACKAGED": "releases",
     "PROBE_DTYPES": "schema",
     "Regime": "regimes",
+    "RunFault": "releases",
     "SHAPES": "schema",
     "at_or_above": "runtimes",
     "base_version": "releases",

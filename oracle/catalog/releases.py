@@ -53,6 +53,13 @@ class EnvError(OracleUserError):
     user."""
 
 
+class RunFault(EnvError):
+    """An environment error that is the whole run's, never one bundle's answer: the store cannot
+    be written, or a built environment cannot run its worker (an environment fault). Where a
+    build that fails when a worker first needs it leaves that bundle inconclusive, this is
+    raised on: one line and exit 2, never stored as a verdict."""
+
+
 @dataclass(frozen=True)
 class Release:
     converter: str

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from oracle.catalog.releases import EnvError
+from oracle.catalog.releases import RunFault
 from oracle.envs import bytecode
 from oracle.envs.check import verified
 from oracle.envs.environment import Env, held_site
@@ -83,7 +83,7 @@ class WorkerFailure(Exception):
     """The worker died (native abort, killed) or did not answer in time."""
 
 
-class EnvironmentFault(EnvError):
+class EnvironmentFault(RunFault):
     """The environment itself cannot run a worker (no interpreter, torch or the converter not
     importable): not something the converter did, so never a result. One line for the user."""
 

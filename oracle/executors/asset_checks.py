@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from oracle.catalog.releases import EnvError
+from oracle.catalog.releases import EnvError, RunFault
 from oracle.clients.worker_pool import EnvironmentFault, Pool, Worker, WorkerFailure, Workers
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
@@ -334,8 +334,8 @@ def make(
     # cannot be is every runtime's outcome, as when it could not be had up front (not stored)
     try:
         exporter = runtimes.pool_of(Worker, "worker").ready(exporter)
-    except store.StoreError:
-        raise  # the store cannot be written: the run's error, not this check's
+    except RunFault:
+        raise  # the store cannot be written, an environment cannot run: the run's error
     except EnvError as exc:
         why = f"no environment for coreai-torch {exporter.converter}: {exc}"
         outcomes = tuple(RuntimeOutcome(c, "not-run", "environment", why) for c in cores)

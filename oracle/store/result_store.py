@@ -31,7 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from oracle.catalog.releases import EnvError, base_version
+from oracle.catalog.releases import RunFault, base_version
 from oracle.compare.results import ProbeResult, from_json, to_json
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
@@ -66,7 +66,7 @@ RECORD_DIGEST = "record_sha256"
 T = TypeVar("T")
 
 
-class StoreError(EnvError):
+class StoreError(RunFault):
     """The result store cannot be written (read-only, not a folder): one line for the user."""
 
 

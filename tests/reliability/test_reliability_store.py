@@ -46,11 +46,11 @@ def _start(*args: str, cache: Path, **extra: str) -> subprocess.Popen[str]:
     )
 
 
-def _affected(registry: Path, cache: Path, *extra: str, **env: str):
+def _affected(registry: Path, cache: Path, *extra: str, fix: str = "40", **env: str):
     proc = _run(
         "affected",
         "--fix",
-        "40",
+        fix,
         "--registry",
         str(registry),
         "--json",
@@ -87,16 +87,18 @@ def _own_envs(
     copies: tuple[str, ...] = ("0.4.1",),
     copy_torch: bool = False,
     name: str = "cache",
+    releases: tuple[str, ...] = ("0.4.1", "0.4.2"),
 ) -> Path:
-    """A store whose environments `copies` (and, with `copy_torch`, the shared torch) are
-    hard-linked copies of the built ones, safe to break; the others are symlinks."""
-    env("0.4.1")
-    env("0.4.2")
+    """A store holding the environments of `releases`: those in `copies` (and, with
+    `copy_torch`, the shared torch) hard-linked copies of the built ones, safe to break; the
+    others symlinks."""
+    for version in releases:
+        env(version)
     shared = envs_dir()
     cache = tmp_path / name
     (cache / "envs").mkdir(parents=True)
     torch = f"torch-{load_catalog().torch}"
-    for entry in (torch, "coreai-torch-0.4.1", "coreai-torch-0.4.2"):
+    for entry in (torch, *(f"coreai-torch-{v}" for v in releases)):
         copy = copy_torch if entry == torch else entry.removeprefix("coreai-torch-") in copies
         if copy:
             subprocess.run(["cp", "-al", str(shared / entry), str(cache / "envs")], check=True)
@@ -147,6 +149,35 @@ def test_an_environment_fault_is_one_line_never_stored_and_recovers(env, tmp_pat
         assert _probe(document)["verdict"] == "shape-change"
     [stored] = _stored(cache)
     assert json.loads((stored / RESULT_FILE).read_text())["failed"] is False
+
+
+def test_an_environment_fault_in_a_plan_is_one_line_not_an_inconclusive_answer(env, tmp_path):
+    # plan's load check writes the asset in the exporter's environment, and its comparisons
+    # convert there: a build that fails is contained as the bundle's, a fault never is
+    cache = _own_envs(tmp_path, env)
+    breaker = _site(cache, "0.4.1") / "zz_break.pth"  # torch cannot be imported any more
+    breaker.write_text('import sys; sys.modules["torch"] = None\n')
+    proc = _run("plan", "--to", "0.4.2", "--registry", str(_registry(tmp_path)), "-q", cache=cache)
+    assert proc.returncode == 2, proc.stderr
+    line = _one_error_line(proc)
+    assert line.startswith("error: environment fault: coreai-torch-0.4.1 cannot import"), line
+    assert _stored(cache) == [], "an environment fault was stored"
+
+
+def test_an_environment_fault_in_a_pipeline_answer_is_one_line_not_inconclusive(env, tmp_path):
+    # a pipeline record's asset probe converts where a build that fails is contained as the
+    # bundle's answer: a fault of a built environment is the run's error all the same
+    cache = _own_envs(tmp_path, env, releases=("0.4.0", "0.4.1"))
+    registry = _registry(tmp_path)
+    registry.write_text(registry.read_text().replace('converter = "0.4.1"', 'converter = "0.4.0"'))
+    breaker = _site(cache, "0.4.1") / "zz_break.pth"  # torch cannot be imported any more
+    breaker.write_text('import sys; sys.modules["torch"] = None\n')
+    proc, document = _affected(registry, cache, fix="core-b2")
+    assert proc.returncode == 2, proc.stderr
+    line = _one_error_line(proc)
+    assert line.startswith("error: environment fault: coreai-torch-0.4.1 cannot import"), line
+    assert "environment fault" in document["error"]
+    assert _stored(cache) == [], "an environment fault was stored"
 
 
 def test_a_missing_interpreter_is_an_environment_fault(env, tmp_path):
@@ -591,5 +622,14 @@ def test_a_moved_store_answers_from_what_it_stored(env, tmp_path):
     loaded = load_result(Path(probe["evidence"]))
     assert loaded is not None and loaded.old.files["asset"].startswith(str(moved))
     torch_site = moved / "envs" / f"torch-{load_catalog().torch}" / "site"
-    for version in ("0.4.1", "0.4.2"):  # re-pointed at the moved store's own torch
+    old_site = cache / "envs" / f"torch-{load_catalog().torch}" / "site"
+    for version in ("0.4.1", "0.4.2"):  # a read of stored results readies no environment
+        assert (_site(moved, version) / SHARED_TORCH_PTH).read_text().strip() == str(old_site)
+
+    # a worker that has to run re-points its environment at the moved store's own torch first
+    proc, document = _affected(registry, moved, "--no-cache")
+    assert proc.returncode == 1, proc.stderr
+    probe = _probe(document)
+    assert probe["cached"] is False and probe["shipped"] == "differs"
+    for version in ("0.4.1", "0.4.2"):
         assert (_site(moved, version) / SHARED_TORCH_PTH).read_text().strip() == str(torch_site)

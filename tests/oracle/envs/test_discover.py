@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import zipfile
 from pathlib import Path
@@ -248,6 +249,35 @@ def published_wheels(catalog) -> Path:
     return folder
 
 
+# A result folder's key (`results/<stem>-<key>`): a digest of the pins of both environments, so
+# a release under other pins answers from results of its own.
+RESULT_KEY = re.compile(r"(results/[\w.+-]+?)-[0-9a-f]{20}\b")
+
+
+def _answers(value: object) -> object:
+    """An answer without where its results are stored: every result folder named without its
+    key, and whether it was read from the store left out."""
+    if isinstance(value, dict):
+        return {k: _answers(v) for k, v in value.items() if k != "cached"}
+    if isinstance(value, list):
+        return [_answers(v) for v in value]
+    if isinstance(value, str):
+        return RESULT_KEY.sub(r"\1-KEY", value)
+    return value
+
+
+def _evidence(value: object) -> set[str]:
+    """Every result folder an answer names."""
+    if isinstance(value, dict):
+        found = {v for k, v in value.items() if k == "evidence" and isinstance(v, str)}
+        lists = [v for k, v in value.items() if k == "evidence" and isinstance(v, list)]
+        found |= {e for v in lists for e in v}
+        return found.union(*(_evidence(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_evidence(v) for v in value))
+    return set()
+
+
 def test_a_release_removed_from_the_catalog_is_discovered_and_plans_the_same(
     env, published_wheels, tmp_path, json_schema
 ):
@@ -293,7 +323,17 @@ def test_a_release_removed_from_the_catalog_is_discovered_and_plans_the_same(
     ]
     assert [p.returncode for p in plans] == [1, 1], [p.stderr for p in plans]
     packaged, discovered = (json.loads(p.stdout)["result"]["bundles"] for p in plans)
-    assert packaged == discovered
+    assert _answers(packaged) == _answers(discovered)
     # the discovered entry pins no extra (the packaged one pins numpy<2.5): its environment is
-    # its own, built from the machine's package sources as every environment is
+    # its own, built from the machine's package sources as every environment is, and the results
+    # of 0.4.3 are keyed by its pins, so they are its own too (those of 0.4.0-0.4.2 are shared)
+    own, shared = (
+        [
+            {e for e in _evidence(answer) if ("0.4.3" in Path(e).name) is mine}
+            for answer in (packaged, discovered)
+        ]
+        for mine in (True, False)
+    )
+    assert own[0] and own[1] and not own[0] & own[1]
+    assert shared[0] == shared[1]
     assert list(envs_dir().glob("coreai-torch-0.4.3-pins-*/inventory-env.json"))

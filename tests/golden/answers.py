@@ -246,6 +246,20 @@ SUITE_ROOT = "INVENTORY_SUITE_ROOT"  # the user's cache the suite's stores live 
 CHECK_PARTS = "verify-"  # the stored parts of a whole-program check (inventory.verify.parts)
 
 
+def stores_a_check(args: tuple[str, ...] | list[str]) -> bool:
+    """Whether a CLI run stores a whole-program check (`verify`, or `--verify` on a plan or an
+    affected): a test runs it on the checked store, never on the bare one, whose plans a stored
+    check would change while other tests read them."""
+    return bool(args) and (args[0] == "verify" or "--verify" in args)
+
+
+def bare_checks() -> list[str]:
+    """The parts of a whole-program check the bare store holds (none, when every test keeps to
+    its store)."""
+    results = stores()[BARE] / "results"
+    return sorted(p.name for p in results.glob(f"{CHECK_PARTS}*")) if results.is_dir() else []
+
+
 def _user_cache() -> Path:
     given = os.environ.get(SUITE_ROOT) or os.environ.get("INVENTORY_CACHE")
     if given:

@@ -207,14 +207,21 @@ def test_affected_and_plan_in_markdown(converter_envs):
     md = proc.stdout
     assert md.startswith("# Re-export plan for coreai-torch 0.4.2")
     assert "Deployment runtimes: coreai-core 1.0.0b2, 1.0.0b3 (default:" in md
-    assert "| mimi | 0.4.1 | **no** | 1.0.0b2 loads, 1.0.0b3 loads | - | - | - |" in md
+    # nothing changes mimi, but its ops were never counted: unchecked, its coverage saying why
+    assert (
+        "| mimi | 0.4.1 | **unchecked** | 1.0.0b2 loads, 1.0.0b3 loads | - | - | "
+        "coverage (ops not counted) | - | ops not counted |"
+    ) in md
+    # the pipeline record the asset probe answered alone is not checked on the bundle's program
     assert (
         "| lfm_audio | 0.4.0 (assumed) | **inconclusive** | depends on the exporter | - | "
-        f"{L28} (depends-on-exporter) | {L54} (values-move, changes in 0.4.1->0.4.2) |"
+        f"{L28} (depends-on-exporter) | core-b2 (asset-probe-same-program), coverage (ops not "
+        f"counted) | {L54} (values-move, changes in 0.4.1->0.4.2) | ops not counted |"
     ) in md
     assert (
         "| sam3 | 0.4.0 | **required** | 1.0.0b2 crashes, 1.0.0b3 crashes | "
-        f"{L28} (does-not-load) | - | - |"
+        f"{L28} (does-not-load) | - | core-b2 (asset-probe-same-program), coverage (ops not "
+        "counted) | - | ops not counted |"
     ) in md
     # the summary table comes first, worst level first
     assert md.index("| sam3 | **required** |") < md.index("| bundle | exporter |")

@@ -191,11 +191,12 @@ def test_the_html_report_renders_in_a_real_browser(matrix, tmp_path, args, store
     for level in set(levels):
         assert f"{levels.count(level)} {level}" in seen.summary, seen.summary
     assert all(w > 0 and h > 0 for w, h in seen.plots), seen.plots
+    # whatever the bundle's level: at 0.4.3 the bundles #54 moves are `unchecked` (a pipeline
+    # record the asset probe answered alone), their moved probes still drawn
     moved = [
         b
         for b in doc["bundles"]
-        if b.get("reexport") in ("required", "optional")
-        and any(i.get("verdict") == "values-move" for i in b.get("optional", []))
+        if any(i.get("verdict") == "values-move" for i in b.get("optional", []))
     ]
     if args[0] == "plan":  # every bundle whose program moves has its probes drawn
         assert moved and len(seen.plots) >= len(moved)

@@ -10,7 +10,8 @@ pip installs the same lock, and this says so.
 
 The project itself is not built: `.venv` imports `inventory` and `oracle` from this checkout (a
 finder on its path, as an editable install's), carries the project's metadata (`inventory
---version` reads it) and its `inventory` command. So a change in the checkout is what runs, and
+--version` reads it; its requirements and extras, which `inventory.trace.extra` reads) and its
+`inventory` command. So a change in the checkout is what runs, and
 no build backend is installed and run (an editable build was a third of the set-up with uv's
 cache warm). No module is imported to write bytecode either: the scripts that use `.venv`
 (`_venv.sh`) let Python write the bytecode of what a command imports when it first imports it.
@@ -165,6 +166,21 @@ def requirements(meta: dict, extras: list[str]) -> list[str]:
     return [*meta["dependencies"], *(r for e in extras for r in optional[e])]
 
 
+def declared(meta: dict) -> str:
+    """The metadata lines of the requirements and extras pyproject.toml declares, as a built
+    package's METADATA has them: what reads them (`inventory.trace.extra` asks for the `trace`
+    extra's pins) must find them here as in any install, not an empty list."""
+    lines = [f"Requires-Dist: {req}\n" for req in meta.get("dependencies", [])]
+    for extra, reqs in meta.get("optional-dependencies", {}).items():
+        lines.append(f"Provides-Extra: {extra}\n")
+        for req in reqs:
+            spec, _, marker = req.partition(";")
+            only = f'extra == "{extra}"'
+            when = f"({marker.strip()}) and {only}" if marker.strip() else only
+            lines.append(f"Requires-Dist: {spec.strip()}; {when}\n")
+    return "".join(lines)
+
+
 _FINDER_SOURCE = """\
 # Written by scripts/setup_venv.py: `inventory` and `oracle` imported from the checkout below
 # (a change there is what runs), nothing else of it.
@@ -216,7 +232,7 @@ def link_checkout(venv: Path, meta: dict) -> None:
     info = f"{name.replace('-', '_')}-{version}.dist-info"
     files[f"{info}/METADATA"] = (
         f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-        f"Summary: {meta.get('description', '')}\n"
+        f"Summary: {meta.get('description', '')}\n" + declared(meta)
     )
     files[f"{info}/INSTALLER"] = "scripts/setup_venv.py\n"
     scripts = meta.get("scripts", {})

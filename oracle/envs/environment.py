@@ -451,6 +451,14 @@ def read_manifest(path: Path) -> Env | None:
     return _env_of(path, json.loads((path / MANIFEST).read_text()))
 
 
+def torch_line(torch_site: Path) -> str:
+    """The shared-torch `.pth` line: where the torch is, not the path it was reached by. A cache
+    whose `envs` is a symbolic link to another store's (a test's, a second checkout's) builds
+    its environments there; a line naming the link would leave them pointing into a cache
+    that goes away with its run."""
+    return f"{torch_site.resolve()}\n"
+
+
 def _shared_pth(path: Path) -> Path | None:
     found = sorted(path.glob(f"lib/python*/site-packages/{SHARED_TORCH_PTH}"))
     return found[0] if found else None
@@ -471,31 +479,39 @@ def _imports_torch(python: Path) -> bool:
 def _repointed(env: Env, catalog: Catalog, progress: Progress) -> Env | None:
     """The environment, its shared-torch `.pth` pointing at the shared torch of the store it is
     in now (after the store moved); None if it cannot be re-pointed (then it is rebuilt)."""
-    pth = _shared_pth(env.path)
+    return env if repointed(env.path, env.python, catalog, progress) else None
+
+
+def repointed(path: Path, python: Path, catalog: Catalog, progress: Progress) -> bool:
+    """The environment at `path` (a converter's or a requirements one, `ensure_venv`) imports
+    the shared torch of the store it is in now, its `.pth` re-pointed there if it named another
+    (the store moved, or it was built through a cache that linked to it and is gone); False if
+    it cannot be (then it is rebuilt)."""
+    pth = _shared_pth(path)
     root = envs_dir()
-    if pth is None or not env.path.resolve().is_relative_to(root.resolve()):
-        return env  # not ours to change (another store's environment, reached by a symlink)
+    if pth is None or not path.resolve().is_relative_to(root.resolve()):
+        return True  # not ours to change (another store's environment, reached by a symlink)
     try:
-        recorded = json.loads((env.path / MANIFEST).read_text()).get("shared_torch", "")
+        recorded = json.loads((path / MANIFEST).read_text()).get("shared_torch", "")
         current = pth.read_text().strip()
     except (OSError, ValueError, AttributeError):
-        return None
+        return False
     name = Path(recorded).parent.name if recorded else f"torch-{catalog.torch}"
     wanted = root / name / "site"
     if current and Path(current).resolve() == wanted.resolve() and wanted.is_dir():
-        return env
+        return True
     if name == f"torch-{catalog.torch}":
         wanted = shared_torch(catalog, progress)
     if not wanted.is_dir():
-        return None
-    progress(f"re-pointing {env.name} at the shared torch {wanted}")
-    write_text_atomic(pth, f"{wanted}\n")  # a new file: a hard-linked copy's stays as it was
-    if not _imports_torch(env.python):
-        return None
-    data = json.loads((env.path / MANIFEST).read_text())
+        return False
+    progress(f"re-pointing {path.name} at the shared torch {wanted}")
+    write_text_atomic(pth, torch_line(wanted))  # a new file: a hard-linked copy's stays as it was
+    if not _imports_torch(python):
+        return False
+    data = json.loads((path / MANIFEST).read_text())
     data["shared_torch"] = str(wanted)
-    write_text_atomic(env.path / MANIFEST, json.dumps(data, indent=2, sort_keys=True))
-    return env
+    write_text_atomic(path / MANIFEST, json.dumps(data, indent=2, sort_keys=True))
+    return True
 
 
 def env_name(release: Release, torch: str) -> str:
@@ -657,7 +673,7 @@ def _build(
         _log(log, tool.describe())
         python = tool.venv(path, log)
         site = site_packages(python)
-        (site / SHARED_TORCH_PTH).write_text(f"{torch_site}\n")
+        (site / SHARED_TORCH_PTH).write_text(torch_line(torch_site))
         progress(f"{path.name}: installing coreai-torch {release.converter}")
         # Without dependency resolution: the converter's own torch bound is not honoured (it is
         # recorded as a deviation below); torch comes from the shared install.
@@ -759,6 +775,8 @@ def ensure_venv(
             problems = files_changed(path)
             if not problems and _manifest_torch(path) != version:
                 problems = [f"not built on the shared torch {version}"]
+            if not problems and not repointed(path, python, catalog, progress):
+                problems = [f"cannot import the shared torch {version}"]
             if not problems:
                 return python
             progress(changed_line(name, problems))
@@ -774,7 +792,7 @@ def ensure_venv(
             _log(log, tool.describe())
             tool.venv(path, log)
             site = site_packages(python)
-            (site / SHARED_TORCH_PTH).write_text(f"{torch_site}\n")
+            (site / SHARED_TORCH_PTH).write_text(torch_line(torch_site))
             pins = held_torch.resolved_beside(
                 tool, python, list(requirements), torch_site, log, what
             )

@@ -6,6 +6,7 @@ the link to the checkout, which needs none of the dependencies."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import subprocess
 import venv
@@ -74,3 +75,30 @@ def test_the_venv_has_the_project_s_metadata_and_only_its_packages_from_the_chec
     # nothing of a build: no editable install's finder or metadata beside it
     site = next((where / "lib").glob("python*/site-packages"))
     assert not list(site.glob("__editable__*")) and len(list(site.glob("*.dist-info"))) == 1
+
+
+def test_the_venv_s_metadata_declares_the_project_s_requirements_and_extras(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """What reads the installed package's requirements reads pyproject.toml's: the `trace`
+    extra's pins, which decide whether this interpreter can build a bundle's module or the
+    store's environment of the extra is needed (an empty list passed every interpreter)."""
+    setup = _setup_script()
+    meta = setup.project()  # the project's own pyproject.toml
+    checkout = tmp_path / "checkout"
+    _checkout(checkout, "first")
+    monkeypatch.setattr(setup, "ROOT", checkout)
+    where = tmp_path / "venv"
+    venv.create(where, with_pip=False, symlinks=True)
+    setup.link_checkout(where, meta)
+    site = next((where / "lib").glob("python*/site-packages"))
+    monkeypatch.syspath_prepend(str(site))  # its metadata found before this interpreter's
+
+    from inventory.trace import extra
+
+    declared = tuple(meta["optional-dependencies"][extra.EXTRA])
+    assert declared and extra.requirements() == declared
+    found = importlib.metadata.distribution("inventory")
+    assert found.version == meta["version"] and Path(str(found.locate_file(""))) == site
+    plain = [r for r in found.requires or [] if "extra ==" not in r]
+    assert plain == meta["dependencies"]

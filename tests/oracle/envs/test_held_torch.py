@@ -7,6 +7,8 @@ refused after its install. The requirements are tiny wheels made here, resolved 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -184,3 +186,31 @@ def test_an_environment_holds_the_shared_torch_and_no_torch_of_its_own(scratch_c
     ensure_venv("trace-any-torch", (req,), catalog, lambda line: said.append(str(line)))
     assert any(f"not built on the shared torch {version}" in s for s in said), said
     assert json.loads((python.parent.parent / MANIFEST).read_text())["torch"] == version
+
+
+def test_an_environment_built_through_a_linked_cache_still_imports_torch_once_it_is_gone(
+    scratch_cache, catalog, tmp_path_factory, monkeypatch
+):
+    """A cache whose `envs` links to another store's (the first-use test's clone, a second
+    checkout) builds the `trace` extra's environment there: its `.pth` named the torch through
+    that cache, so once the cache was gone the environment, reused, could not import torch."""
+    req = wheel(scratch_cache / "wheels", "wants-any-torch", ["torch>=2.0"])
+    borrowing = tmp_path_factory.mktemp("borrowing")
+    (borrowing / "envs").symlink_to(scratch_cache / "envs")
+    monkeypatch.setenv("INVENTORY_CACHE", str(borrowing))
+    ensure_venv("trace-linked", (req,), catalog)
+    shutil.rmtree(borrowing)  # the borrowing run's cache goes with it
+    monkeypatch.setenv("INVENTORY_CACHE", str(scratch_cache))
+    said: list[str] = []
+    python = ensure_venv("trace-linked", (req,), catalog, lambda line: said.append(str(line)))
+    imports = [str(python), "-c", "import torch"]
+    assert subprocess.run(imports, capture_output=True).returncode == 0
+    assert not any("re-pointing" in s or "creating" in s for s in said), said
+
+    # one built before (its line names a cache that is gone): re-pointed, as a converter's is
+    pth = site_packages(python) / SHARED_TORCH_PTH
+    pth.write_text(f"{borrowing / 'envs' / f'torch-{catalog.torch}' / 'site'}\n")
+    python = ensure_venv("trace-linked", (req,), catalog, lambda line: said.append(str(line)))
+    assert subprocess.run(imports, capture_output=True).returncode == 0
+    assert any("re-pointing trace-linked" in s for s in said), said
+    assert not any("creating" in s for s in said), said

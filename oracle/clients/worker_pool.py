@@ -449,7 +449,10 @@ class Pool:
                 idle.append(worker)
                 order = self._workers[env.name]
                 idle.sort(key=order.index)  # the oldest first: fewest processes kept busy
-                self._free.notify()
+                # every waiter, whatever its environment: one condition serves them all, and a
+                # single wake-up taken by a waiter of another environment (which then waits
+                # again) would leave this one's waiter asleep while its worker sits idle
+                self._free.notify_all()
 
     def of(self, env: Env) -> list[Worker]:
         with self._lock:

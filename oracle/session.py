@@ -311,15 +311,31 @@ class Session:
     def _taken_in(self, jobs: list[Job], use_cache: bool) -> list[Job]:
         """The jobs still wanted once what the remote tier holds of them is taken in, together
         (`store.stored_all`): a job then reads its result from this store, and only a job that
-        must convert (or whose stored result calls for follow-ups) is left to run."""
+        must convert (or whose stored result calls for follow-ups) is left to run. The
+        follow-ups a result so stored calls for are taken in with them, wave after wave, rather
+        than a few at a time as each result lands in a job."""
         if not use_cache or store_location.remote() is None:
             return jobs
-        store.stored_all(
-            (c.final(), load_stored)
-            if isinstance(c, LoadRequest)
-            else (store.result_dir(c.spec, c.old, c.new), store.load_result)
-            for c in jobs
-        )
+        frontier, expanded = jobs, set[Path]()
+        while frontier:
+            store.stored_all(
+                (c.final(), load_stored)
+                if isinstance(c, LoadRequest)
+                else (store.result_dir(c.spec, c.old, c.new), store.load_result)
+                for c in frontier
+            )
+            later: list[Job] = []
+            for c in frontier:
+                if not isinstance(c, Comparison) or c.then is None:
+                    continue
+                key = store.result_dir(c.spec, c.old, c.new)
+                if key in expanded:
+                    continue
+                expanded.add(key)
+                result = store.load_result(key)
+                with suppress(Exception):  # a follow-up not had here is made when asked
+                    later += c.then(result) if result is not None else ()
+            frontier = self._wanted(later, use_cache)
         return self._wanted(jobs, use_cache)
 
     def prefetch(

@@ -143,30 +143,43 @@ def test_a_dispatched_batch_takes_in_what_the_bucket_holds_at_once_and_hands_ove
     driver,
 ):
     """A command's batch (`Session.dispatch`: plan's, release-notes', affected's, sweep's): what
-    the bucket holds is fetched together before the batch is handed to the executor, which
-    gets only the comparison the bucket lacks (to convert); a second dispatch of the same
-    batch fetches nothing."""
+    the bucket holds is fetched together before the batch is handed to the executor, with the
+    follow-ups a stored result calls for (a change located step by step); the executor gets
+    only the comparison the bucket lacks (to convert) and the one whose follow-ups it queues. A
+    second dispatch of the same batch fetches nothing."""
     from oracle.session import Session
 
     old, new = _pair()
-    specs = _specs(MANY + 1)
+    specs = _specs(MANY + 4)
+    batch_specs, follow_specs, lacking = specs[:MANY], specs[MANY:-1], specs[-1]
     driver("first")
-    _published_comparisons(specs[:MANY], old, new)  # the bucket lacks the last one
+    _published_comparisons(specs[:-1], old, new)  # the bucket lacks the last one
+    called: list[Any] = []
 
+    def then(result: Any) -> list[Comparison]:
+        called.append(result.spec)
+        return [Comparison(spec, old, new) for spec in follow_specs]
+
+    batch = [
+        Comparison(batch_specs[0], old, new, then=then),
+        *(Comparison(spec, old, new) for spec in batch_specs[1:]),
+        Comparison(lacking, old, new),
+    ]
     reads = driver("second")
     executor = RunsNothing()
     with Session(load_catalog(), oracle=executor) as session:
-        session.dispatch([Comparison(spec, old, new) for spec in specs])
+        session.dispatch(batch)
         [handed] = executor.dispatched
-        assert [(c.spec, c.old, c.new) for c in handed if isinstance(c, Comparison)] == [
-            (specs[-1], old, new)
-        ]
-        assert [store.result_dir(s, old, new).exists() for s in specs] == [True] * MANY + [False]
+        assert [c.spec for c in handed if isinstance(c, Comparison)] == [batch_specs[0], lacking]
+        assert called == [batch_specs[0]]
+        assert [store.result_dir(s, old, new).exists() for s in specs] == [True] * (
+            len(specs) - 1
+        ) + [False]
         assert 1 < reads.most_at_once <= store.FETCHES_AT_ONCE
         read = len(reads.reads)
-        session.dispatch([Comparison(spec, old, new) for spec in specs[:MANY]])
+        session.dispatch(batch[1:-1])
         assert len(reads.reads) == read and len(executor.dispatched) == 1
-    assert None not in _records(specs[:MANY], old, new)
+    assert None not in _records(specs[:-1], old, new)
 
 
 @pytest.fixture

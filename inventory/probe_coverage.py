@@ -37,10 +37,10 @@ def swept_results(
     """The comparisons of the bundle's probed instances at each step, as the run or the store
     holds them (the registry sweep's, `plan`'s or `sweep --registry`'s): read, never made."""
     specs = [instance_spec(bundle, i) for i in bundle.instances if has_probe(i.kind)]
-    out: list[ProbeResult | None] = []
+    asks = []
     for old, new in steps:
         a, b = session.had(old), session.had(new)
         if a is None or b is None:
             continue
-        out += [session.stored(spec, a, b) for spec in specs]
-    return out
+        asks += [(spec, a, b) for spec in specs]
+    return session.stored_all(asks)

@@ -162,8 +162,12 @@ def _stored_regimes(
     a, b = session.had(old), session.had(new)
     out: dict[str, RegimeOutcome] = {}
     missing = 0
-    for regime in regimes:
-        result = session.stored(regime.spec, a, b) if a is not None and b is not None else None
+    results = (
+        session.stored_all([(regime.spec, a, b) for regime in regimes])
+        if a is not None and b is not None
+        else [None] * len(regimes)
+    )
+    for regime, result in zip(regimes, results, strict=True):
         if result is None:
             missing += 1
             continue

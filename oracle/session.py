@@ -34,6 +34,7 @@ from oracle.infra.progress import Progress, Tally
 from oracle.store import location as store_location
 from oracle.store import result_store as store
 from oracle.store.housekeeping import reclaim
+from oracle.store.load_records import load_stored
 from oracle.store.result_store import RESULT_FILE
 
 if TYPE_CHECKING:
@@ -299,6 +300,44 @@ class Session:
         self.progress(Tally(Tally.STORED))
         return result
 
+    def stored_all(self, asks: Sequence[tuple[ProbeSpec, Env, Env]]) -> list[ProbeResult | None]:
+        """`stored` for each comparison of `asks`, in order: those neither this session nor the
+        store holds are first taken in from the remote tier together (`store.stored_all`), not
+        one after the other as each is read."""
+        keys = [store.result_dir(spec, old, new) for spec, old, new in asks]
+        store.stored_all((key, store.load_result) for key in keys if key not in self._results)
+        return [self.stored(spec, old, new) for spec, old, new in asks]
+
+    def _taken_in(self, jobs: list[Job], use_cache: bool) -> list[Job]:
+        """The jobs still wanted once what the remote tier holds of them is taken in, together
+        (`store.stored_all`): a job then reads its result from this store, and only a job that
+        must convert (or whose stored result calls for follow-ups) is left to run. The
+        follow-ups a result so stored calls for are taken in with them, wave after wave, rather
+        than a few at a time as each result lands in a job."""
+        if not use_cache or store_location.remote() is None:
+            return jobs
+        frontier, expanded = jobs, set[Path]()
+        while frontier:
+            store.stored_all(
+                (c.final(), load_stored)
+                if isinstance(c, LoadRequest)
+                else (store.result_dir(c.spec, c.old, c.new), store.load_result)
+                for c in frontier
+            )
+            later: list[Job] = []
+            for c in frontier:
+                if not isinstance(c, Comparison) or c.then is None:
+                    continue
+                key = store.result_dir(c.spec, c.old, c.new)
+                if key in expanded:
+                    continue
+                expanded.add(key)
+                result = store.load_result(key)
+                with suppress(Exception):  # a follow-up not had here is made when asked
+                    later += c.then(result) if result is not None else ()
+            frontier = self._wanted(later, use_cache)
+        return self._wanted(jobs, use_cache)
+
     def prefetch(
         self, specs: Sequence[ProbeSpec], old: Env, new: Env, use_cache: bool = True
     ) -> None:
@@ -336,7 +375,7 @@ class Session:
         and handed to the executor at once, which runs them side by side (the local one up to
         `--jobs`, a cluster on its nodes) while the caller goes on to ask for each in turn. A
         job's follow-ups (`Comparison.then`) are dispatched as its result lands."""
-        wanted = self._wanted(batch, use_cache)
+        wanted = self._taken_in(self._wanted(batch, use_cache), use_cache)
         if not wanted:
             return
         if store_location.remote() is None:
@@ -355,7 +394,8 @@ class Session:
         def landed(c: Comparison, result: ProbeResult) -> Sequence[Comparison]:
             if c.then is None:
                 return ()
-            return [m for m in self._wanted(c.then(result), use_cache) if isinstance(m, Comparison)]
+            follow = self._taken_in(self._wanted(c.then(result), use_cache), use_cache)
+            return [m for m in follow if isinstance(m, Comparison)]
 
         self.oracle.dispatch(wanted, use_cache, landed)
 

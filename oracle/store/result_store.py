@@ -11,8 +11,10 @@ removes only temp folders whose lock it can take.
 
 When `--store` names a URL, a remote tier stands behind this store (`oracle/store/remote.py`):
 a result missing here is fetched from it, verified, and taken in as if made here (`stored`); a
-result made here is published to it once in place (`install`). The local store's code is the
-same either way.
+result made here is published to it once in place (`install`). What a command will read next
+is asked for as a set (`stored_all`: a batch it dispatches, a sweep's stored results) and
+fetched several at a time, each as `stored` fetches one. The local store's code is the same
+either way.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -63,6 +66,11 @@ VERIFIED = ".verified.json"
 # file per temp folder a live run builds in.
 LOCKS = "locks"
 RECORD_DIGEST = "record_sha256"
+# Results taken in from the remote tier at once (`stored_all`). A fetch waits on the network for
+# most of its time (the manifest's metadata, the manifest, one listing, then its files), so a
+# few in flight hide each other's round trips; each holds a temp folder, its lock and up to one
+# batch of reads in memory (`remote_reads.CHUNK_BYTES`), which bounds them.
+FETCHES_AT_ONCE = 8
 T = TypeVar("T")
 
 
@@ -312,6 +320,38 @@ def stored(final: Path, read: Callable[[Path], T | None]) -> T | None:
         # stamped as this store's, never published back
         theirs = install(work, final, read, replace_stored=False, publish_remote=False)
     return theirs if theirs is not None else read(final)
+
+
+def stored_all(asks: Iterable[tuple[Path, Callable[[Path], object | None]]]) -> None:
+    """Each entry of `asks` (a folder and its reader, as `stored` takes them) that this store
+    lacks, taken in from the remote tier before it is read: what a command will read next (a
+    batch of comparisons and load checks, a sweep's stored results), fetched up to
+    FETCHES_AT_ONCE at a time instead of one after the other as each is read. Each is fetched,
+    verified and renamed in exactly as `stored` does it (a miss, a refusal or a failing backend
+    leaves it to be made, and is said as there); nothing is fetched without a remote tier, for
+    an entry held here, or twice. RemoteStopped if the run is being stopped."""
+    remote = store_location.remote()
+    if remote is None:
+        return
+    wanted: dict[Path, Callable[[Path], object | None]] = {}
+    for final, read in asks:
+        if not (final / RESULT_FILE).exists():
+            wanted.setdefault(final, read)
+    if not wanted:
+        return
+    fetchers = ThreadPoolExecutor(
+        max_workers=min(FETCHES_AT_ONCE, len(wanted)), thread_name_prefix="remote-fetch"
+    )
+    try:
+        for done in [fetchers.submit(stored, final, read) for final, read in wanted.items()]:
+            done.result()
+    except (KeyboardInterrupt, SystemExit):
+        # the run is stopping (Ctrl-C, SIGTERM): the fetches under way end at their next read
+        remote.stop()
+        raise
+    finally:
+        # none more starts; those under way are waited for (their temp folders removed)
+        fetchers.shutdown(wait=True, cancel_futures=True)
 
 
 def _published(final: Path, replace_stored: bool) -> None:

@@ -4,10 +4,12 @@ instead of a variable read by shipped code."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from oracle.compare.results import Identity, ProbeResult, Side
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
-from oracle.executors.api import Oracle
+from oracle.executors.api import Job, Landed, Oracle, no_follow_ups
 from oracle.store import result_store as store
 
 
@@ -36,3 +38,21 @@ class DyingWorkers(Oracle):
 
     def close(self) -> None:
         self.closed = True
+
+
+class RunsNothing(Oracle):
+    """Keeps every batch a session hands over and every comparison it asks for, and runs none:
+    what a command would have had converted (a comparison asked for is a RuntimeError)."""
+
+    name = "runs-nothing (test double)"
+
+    def __init__(self) -> None:
+        self.dispatched: list[list[Job]] = []
+
+    def compare(self, spec: ProbeSpec, old: Env, new: Env, use_cache: bool = True) -> ProbeResult:
+        raise RuntimeError(f"{spec.key()}: asked to convert (test double: nothing runs here)")
+
+    def dispatch(
+        self, batch: Sequence[Job], use_cache: bool = True, landed: Landed = no_follow_ups
+    ) -> None:
+        self.dispatched.append(list(batch))

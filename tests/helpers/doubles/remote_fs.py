@@ -3,7 +3,9 @@ wrapped to record every read asked of it, and, where a test needs what no real b
 demand, to read slowly or to grow an object between its listing and its read. Nothing of the
 product reads a variable for it.
 
-- In a test's own process: `RecordingFileSystem(store.fs)` put in place of `store.fs`.
+- In a test's own process: `RecordingFileSystem(store.fs)` put in place of `store.fs`; it also
+  keeps the most reads and listings it had in progress at once (`most_at_once`: 1 for reads made
+  one after the other).
 - In a process a test starts: `INVENTORY_REMOTE_FAULT=slow:SECONDS` with `fault_env()` (this
   folder's `sitecustomize.py`) wraps the file system of every remote tier the run connects, each
   path of a batched read then taking SECONDS; `INVENTORY_FAULT_DIR`, if set, gets a file
@@ -12,9 +14,12 @@ product reads a variable for it.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +43,21 @@ class RecordingFileSystem:
         self.delay = delay  # seconds per path of a read (a slow backend)
         self.grow = dict(grow or {})  # path -> bytes appended just before its first read
         self.started = started
+        self.most_at_once = 0
+        self._now = 0
+        self._guard = threading.Lock()
+
+    @contextlib.contextmanager
+    def _in_progress(self) -> Iterator[None]:
+        """A read or listing under way (its delay included), counted while it lasts."""
+        with self._guard:
+            self._now += 1
+            self.most_at_once = max(self.most_at_once, self._now)
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._now -= 1
 
     def __getattr__(self, name: str) -> Any:  # everything not a read: the real file system's
         return getattr(self.inner, name)
@@ -50,35 +70,42 @@ class RecordingFileSystem:
             with open(path, "ab") as handle:
                 handle.truncate(os.path.getsize(path) + extra)
         asked = math.inf if end is None else end - (start or 0)
-        self.reads.append((path, asked))
+        with self._guard:  # reads may come from several threads at once
+            self.reads.append((path, asked))
         if self.delay:
             time.sleep(self.delay)
 
     def cat_file(
         self, path: str, start: int | None = None, end: int | None = None, **kw: Any
     ) -> Any:
-        self._reading(path, start, end)
-        return self.inner.cat_file(path, start=start, end=end, **kw)
+        with self._in_progress():
+            self._reading(path, start, end)
+            return self.inner.cat_file(path, start=start, end=end, **kw)
 
     def cat_ranges(self, paths: list[str], starts: Any, ends: Any, **kw: Any) -> Any:
-        for i, path in enumerate(paths):
-            start = starts[i] if isinstance(starts, list) else starts
-            end = ends[i] if isinstance(ends, list) else ends
-            self._reading(path, start, end)
-        return self.inner.cat_ranges(paths, starts, ends, **kw)
+        with self._in_progress():
+            for i, path in enumerate(paths):
+                start = starts[i] if isinstance(starts, list) else starts
+                end = ends[i] if isinstance(ends, list) else ends
+                self._reading(path, start, end)
+            return self.inner.cat_ranges(paths, starts, ends, **kw)
 
     def cat(self, path: Any, *args: Any, **kw: Any) -> Any:
-        for p in path if isinstance(path, list) else [path]:
-            self._reading(str(p), None, None)
-        return self.inner.cat(path, *args, **kw)
+        with self._in_progress():
+            for p in path if isinstance(path, list) else [path]:
+                self._reading(str(p), None, None)
+            return self.inner.cat(path, *args, **kw)
 
     def open(self, path: str, *args: Any, **kw: Any) -> Any:
-        self._reading(path, None, None)
-        return self.inner.open(path, *args, **kw)
+        with self._in_progress():
+            self._reading(path, None, None)
+            return self.inner.open(path, *args, **kw)
 
     def find(self, path: str, *args: Any, **kw: Any) -> Any:
-        self.listed.append(path)
-        return self.inner.find(path, *args, **kw)
+        with self._in_progress():
+            with self._guard:
+                self.listed.append(path)
+            return self.inner.find(path, *args, **kw)
 
     def largest_read(self) -> float:
         return max((asked for _, asked in self.reads), default=0)

@@ -95,7 +95,8 @@ def plan_cmd(
             metavar="[all|auto]",
             help="Measure each bundle's whole program along the release chain "
             "(inventory verify) and join it to the plan; `--verify auto`: only the "
-            "bundles whose answer would otherwise be unchecked, where they can be built. "
+            "bundles whose coverage is incomplete or whose answer would otherwise be "
+            "unchecked, where they can be built. "
             "Without it (the default) nothing is measured whole and a stored check is "
             "read. Exit 3 on an inconsistency.",
         ),
@@ -151,8 +152,7 @@ def plan_cmd(
     )
     from inventory.policy import load_policy
     from inventory.report.plan_report import plan_markdown, plan_table
-    from inventory.verdict import Reexport
-    from inventory.verify.auto import buildable
+    from inventory.verify.auto import buildable, wanted
     from inventory.verify.service import verified
     from oracle.catalog import load_fixes
 
@@ -209,11 +209,12 @@ def plan_cmd(
         checks = checked(bundles, measures_all(verify))
         result = planned(checks, not no_cache)
         if measures_unchecked(verify):
-            # the bundles this answer leaves unchecked, checked whole where they can be built,
-            # then answered again: every comparison but their checks is read back from this run
-            levels = {p.bundle: p.reexport for p in result.bundles}
-            unchecked = [b for b in bundles if levels.get(b.name) == Reexport.UNCHECKED]
-            can, lines = buildable(unchecked, to, known, full, recipe_root, allow_code)
+            # the bundles this answer leaves unchecked or not wholly covered, checked whole where
+            # they can be built, then answered again: every comparison but their checks is read
+            # back from this run
+            can, lines = buildable(
+                wanted(result, bundles), to, known, full, recipe_root, allow_code
+            )
             if can:
                 result = planned({**checks, **checked(can, True)}, True)
             result = replace(result, warnings=(*result.warnings, *lines))

@@ -44,6 +44,7 @@ from inventory.registry import Bundle, Instance, exporter_release
 from inventory.shell_commands import trace_command, verify_command, weights_command
 from inventory.sweep import StepSweeps, sweep_steps
 from inventory.verdict import ProbeVerdict, Reexport, Verdict, judge, rank, worst
+from inventory.verify.mode import VerifyMode
 from oracle.catalog import (
     Catalog,
     Condition,
@@ -76,7 +77,7 @@ class Analyzer:
         weights: dict[str, Path] | None = None,
         runtimes: tuple[str, ...] | None = None,
         fixes: list[Fix] | None = None,
-        verify: bool = False,
+        verify: VerifyMode | None = None,
         checks: dict[str, Any] | None = None,
         recipe_root: Path | None = None,
         allow_code: bool = False,
@@ -84,7 +85,8 @@ class Analyzer:
         self.session = session
         # `--verify`: a pipeline record's step is measured on the bundle's whole program when
         # no check of it is stored (else a stored one is read, and the asset probe is the
-        # fallback that says so)
+        # fallback that says so); `--verify auto`: only where the asset probe's answer would
+        # leave the bundle unchecked
         self.verify = verify
         # bundle -> the whole-program check the caller holds (`plan`'s, of its target): a
         # pipeline record of a step it covers is answered from it
@@ -106,13 +108,15 @@ class Analyzer:
         self.runtime_override = runtimes  # --runtime
         self._load_checks: dict[tuple[str, str], LoadCheck] = {}
         self._load_answers: dict[tuple[str, str], LoadAnswer] = {}
-        self._wholes: dict[tuple[str, str, str, str], tuple[Any, str]] = {}
+        self._wholes: dict[tuple[str, str, str, str, bool], tuple[Any, str]] = {}
 
-    def whole(self, bundle: Bundle, exporter: str, old: str, fix: Fix) -> tuple[Any, str]:
+    def whole(
+        self, bundle: Bundle, exporter: str, old: str, fix: Fix, measure: bool = False
+    ) -> tuple[Any, str]:
         """`kind_answers.whole_program`, once per run: the batch plan asks it first."""
-        key = (bundle.name, exporter, old, fix.id)
+        key = (bundle.name, exporter, old, fix.id, measure)
         if key not in self._wholes:
-            self._wholes[key] = whole_program(self, bundle, exporter, old, fix)
+            self._wholes[key] = whole_program(self, bundle, exporter, old, fix, measure)
         return self._wholes[key]
 
     def deployment(self, bundle: Bundle, target: str) -> Deployment:
@@ -529,15 +533,16 @@ def affected(
     weights: dict[str, Path] | None = None,
     runtimes: tuple[str, ...] | None = None,
     fixes: list[Fix] | None = None,
-    verify: bool = False,
+    verify: VerifyMode | None = None,
     recipe_root: Path | None = None,
     allow_code: bool = False,
     sweep: bool = False,
 ) -> AffectedReport:
     """`fixes`: the fix database (default: the shipped one) whose records explain a change.
     `verify`: a pipeline record's step is measured on each bundle's whole program when no check
-    of it is stored; `recipe_root`: a recipe-traced bundle's module is built by its own builder
-    from that checkout. `sweep`: the registry sweep of the fix's own step is run, for the
+    of it is stored (`auto`: only where the asset probe would leave the answer unchecked);
+    `recipe_root`: a recipe-traced bundle's module is built by its own builder from that
+    checkout. `sweep`: the registry sweep of the fix's own step is run, for the
     changes of that step no record explains; without it that sweep is only read from the store
     (`plan` and `sweep --registry` leave it there), and only the fix's own probes convert."""
     target = to or fix.ships_in

@@ -21,6 +21,7 @@ from inventory.kind_answers import Means, Question, asset_spec
 from inventory.registry import Bundle, exporter_release
 from inventory.release_notes import asset_regimes, concerned_bundles, regimes_of_notes
 from inventory.sweep import registry_regimes
+from inventory.verify.mode import measures_all
 from oracle.catalog import EnvError, Fix, Regime, between, cores, version_key
 from oracle.compare import ProbeResult, ProbeSpec
 from oracle.constructs import get as construct_of
@@ -85,7 +86,7 @@ class _Compared:
             return []
         old, _ = own_step(means.catalog, exporter, fix)
         envs = _envs(means.session, old, fix.ships_in)
-        if envs is None or means.verify:
+        if envs is None or measures_all(means.verify):
             return []  # --verify measures the whole program first: asked when needed
         whole, _ = means.whole(bundle, exporter, old, fix)
         return [] if whole is not None else [Comparison(asset_spec(bundle), *envs)]

@@ -30,6 +30,7 @@ from inventory.policy import Policy
 from inventory.registry import UNKNOWN, Bundle, Instance
 from inventory.shell_commands import verify_command
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
+from inventory.verify.mode import VerifyMode, measures_all, measures_unchecked
 from oracle.catalog import Catalog, Condition, EnvError, Fix, RunFault, version_key
 from oracle.compare import ProbeSpec
 from oracle.envs import Env
@@ -59,13 +60,15 @@ class Means(Protocol):
     conditions: dict[str, list[Condition]]
     weights: dict[str, Path]
     checks: dict[str, Any]
-    verify: bool
+    verify: VerifyMode | None
     use_cache: bool
     allow_code: bool
     recipe_root: Path | None
     progress: Progress
 
-    def whole(self, bundle: Bundle, exporter: str, old: str, fix: Fix) -> tuple[Any, str]: ...
+    def whole(
+        self, bundle: Bundle, exporter: str, old: str, fix: Fix, measure: bool = False
+    ) -> tuple[Any, str]: ...
 
     def probe(
         self,
@@ -182,6 +185,26 @@ def pipeline_answer(analyzer: Means, framed: Framed) -> BundleAnswer:
         f"answered by the asset probe alone, not on {bundle.name}'s own program "
         f"({why_not}): {answer.verdict.verdict} - {answer.verdict.reason}"
     )
+    if verdict == Verdict.SAME_PROGRAM and measures_unchecked(analyzer.verify):
+        # `--verify auto`: the same program of the generic probe is no check of the bundle's
+        # own, so its whole program is measured at the step, where it can be built
+        try:
+            whole, why_not = analyzer.whole(bundle, exporter, old, fix, measure=True)
+        except RunFault:
+            raise
+        except EnvError as exc:
+            return done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, str(exc))
+        if whole is not None:
+            chain.append(
+                "--verify auto: the asset probe's same program checks none of the bundle's "
+                "own ops, so its whole program was measured at the step"
+            )
+            return _on_whole_program(analyzer, framed, whole)
+        reason = (
+            f"answered by the asset probe alone, not on {bundle.name}'s own program "
+            f"(--verify auto could not check it: {why_not}): {answer.verdict.verdict} - "
+            f"{answer.verdict.reason}"
+        )
     if verdict == Verdict.SAME_PROGRAM:
         # the generic probe's program is the same; the bundle's own may not be (sam3's moves
         # in core-b2's step): a pipeline change reaches every op, and none of the bundle's own
@@ -241,13 +264,14 @@ def asset_answer(analyzer: Means, question: Question) -> BundleAnswer:
 
 
 def whole_program(
-    analyzer: Means, bundle: Bundle, exporter: str, old: str, fix: Fix
+    analyzer: Means, bundle: Bundle, exporter: str, old: str, fix: Fix, measure: bool = False
 ) -> tuple[Any, str]:
     """The bundle's whole-program check holding the step `old -> fix.ships_in` (a
     `inventory.verify.service.BundleVerify`): the caller's own (`plan`'s check of its target,
     `analyzer.checks`); else a stored `verify BUNDLE --to V`, V the record's release or the
-    first later one stored; else, with `--verify`, `verify BUNDLE --to <the record's
-    release>` measured now. Or None and why not."""
+    first later one stored; else, with `--verify` (or `measure`: `--verify auto` where the
+    answer would be unchecked), `verify BUNDLE --to <the record's release>` measured now. Or
+    None and why not."""
     from inventory.verify import chain as verify_chain
     from inventory.verify import forms, service
 
@@ -270,7 +294,7 @@ def whole_program(
         if version_key(v) >= version_key(fix.ships_in)
     ]
     targets = [(to, True) for to in later]
-    if analyzer.verify:
+    if measures_all(analyzer.verify) or measure:
         targets = [(fix.ships_in, False)]
     for to, read_only in targets:
         with Session(analyzer.catalog, analyzer.progress) as session:

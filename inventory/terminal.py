@@ -315,7 +315,13 @@ def command(app: typer.Typer, name: str, full_name: str = "") -> Callable[[Calla
                 store_location.reset()  # and from the environment's store
 
         text, epilog = split_doc(fn.__doc__)
-        return app.command(name, help=text, epilog=epilog, cls=OneValueCommand)(guarded)
+        bare = _bare_values(fn)
+        cls = (
+            type(OneValueCommand.__name__, (OneValueCommand,), {"bare_values": bare})
+            if bare
+            else OneValueCommand
+        )
+        return app.command(name, help=text, epilog=epilog, cls=cls)(guarded)
 
     return register
 
@@ -370,6 +376,28 @@ def _file_options(fn: Callable) -> FileOptions:
     return FileOptions(tuple(writes), tuple(reads))
 
 
+@dataclass(frozen=True)
+class BareValue:
+    """Marks an option whose value may be left out (`--verify` alone, or `--verify auto`): given
+    bare (last, or before another option) it takes `value`. typer's parser has no option with
+    an optional value, so the command class supplies it before parsing."""
+
+    value: str
+
+
+def _bare_values(fn: Callable) -> dict[str, str]:
+    """flag -> the value it takes given bare, for each option of `fn` marked `BareValue`."""
+    out: dict[str, str] = {}
+    for name, hint in typing.get_type_hints(fn, include_extras=True).items():
+        if typing.get_origin(hint) is not typing.Annotated:
+            continue
+        _base, *marks = typing.get_args(hint)
+        bare = next((m for m in marks if isinstance(m, BareValue)), None)
+        if bare is not None:
+            out[_flag(name, marks)] = bare.value
+    return out
+
+
 def _flag(name: str, marks: list[object]) -> str:
     """How the command line names a parameter: its long flag, or an argument's metavar."""
     for mark in marks:
@@ -393,7 +421,10 @@ class OneValueCommand(HelpCommand):
     not for the tool to guess. A repeatable option (`--bundle`) may be repeated, and a flag
     (`--json --json`) means one thing however often it is given."""
 
+    bare_values: dict[str, str] = {}  # flag -> its value when given bare (`BareValue`)
+
     def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+        args = self._with_bare_values(args)
         given = list(args)  # click's parser consumes the list it is handed
         rest = super().parse_args(ctx, args)
         if ctx.resilient_parsing:  # shell completion of a line still being typed
@@ -414,6 +445,21 @@ class OneValueCommand(HelpCommand):
                 )
             seen.add(param.name)
         return rest
+
+    def _with_bare_values(self, args: list[str]) -> list[str]:
+        """Each option marked `BareValue` given bare (the last word, or followed by another
+        option) gets its value, as click's own option with an optional value reads it; what
+        follows `--` is left as it is."""
+        if not self.bare_values:
+            return args
+        out: list[str] = []
+        for i, arg in enumerate(args):
+            if arg == "--":
+                return out + args[i:]
+            out.append(arg)
+            if arg in self.bare_values and (i + 1 == len(args) or args[i + 1].startswith("-")):
+                out.append(self.bare_values[arg])
+        return out
 
 
 class OneLineErrorGroup(HelpGroup):

@@ -37,7 +37,8 @@ from inventory.options import (
 from inventory.output import OutputFormat
 from inventory.output_file import ReadsAfter
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
-from inventory.terminal import finish
+from inventory.terminal import BareValue, finish
+from inventory.verify.mode import VerifyMode
 from oracle.catalog import FIXES_FILE, load_catalog
 
 
@@ -98,15 +99,18 @@ def affected_cmd(
         ),
     ] = FIXES_FILE,
     verify: Annotated[
-        bool,
+        VerifyMode | None,
         typer.Option(
             "--verify",
+            metavar="[all|auto]",
             help="A pipeline record (a coreai-core pin): measure its release step on "
             "each bundle's whole program (inventory verify's parts) where none is "
-            "stored; without it a stored check is read, else the asset probe "
-            "stands in and the answer says so.",
+            "stored; `--verify auto`: only for the bundles the asset probe would leave "
+            "unchecked, where they can be built. Without it (the default) a stored check "
+            "is read, else the asset probe stands in and the answer says so.",
         ),
-    ] = False,
+        BareValue(VerifyMode.ALL),
+    ] = None,
     sweep: Annotated[
         bool,
         typer.Option(
@@ -129,7 +133,7 @@ def affected_cmd(
     Examples:
     inventory affected --fix 40
     inventory affected --fix 54 --to v0.4.3 --bundle sam3 --sweep --markdown
-    inventory affected --fix core-b3 --verify -f json -o b3.json
+    inventory affected --fix core-b3 --verify auto -f json -o b3.json
 
     Exit codes:
     0  no bundle needs re-exporting for this fix

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -40,8 +40,9 @@ from inventory.options import (
     release_option,
 )
 from inventory.output import OutputFormat
-from inventory.registry import DEFAULT_REGISTRY, load_registry, select
-from inventory.terminal import finish
+from inventory.registry import DEFAULT_REGISTRY, Bundle, load_registry, select
+from inventory.terminal import BareValue, finish
+from inventory.verify.mode import VerifyMode, measures_all, measures_unchecked
 from oracle.catalog import FIXES_FILE, load_catalog
 from oracle.infra import Progress
 
@@ -88,14 +89,19 @@ def plan_cmd(
         ),
     ] = FIXES_FILE,
     verify: Annotated[
-        bool,
+        VerifyMode | None,
         typer.Option(
             "--verify",
+            metavar="[all|auto]",
             help="Measure each bundle's whole program along the release chain "
-            "(inventory verify) and join it to the plan; without it, a stored "
-            "check is read. Exit 3 on an inconsistency.",
+            "(inventory verify) and join it to the plan; `--verify auto`: only the "
+            "bundles whose coverage is incomplete or whose answer would otherwise be "
+            "unchecked, where they can be built. "
+            "Without it (the default) nothing is measured whole and a stored check is "
+            "read. Exit 3 on an inconsistency.",
         ),
-    ] = False,
+        BareValue(VerifyMode.ALL),
+    ] = None,
     run_budget: RunBudget = 120.0,
     recipe_root: RecipeRoot = None,
     allow_code: AllowCode = False,
@@ -118,7 +124,7 @@ def plan_cmd(
 
     Examples:
     inventory plan --to 0.4.3
-    inventory plan --to 0.4.3 --verify --bundle mimi
+    inventory plan --to 0.4.3 --verify auto
     inventory plan --to 0.4.3 --baseline last.json -f markdown -o plan.md
 
     Exit codes:
@@ -146,6 +152,7 @@ def plan_cmd(
     )
     from inventory.policy import load_policy
     from inventory.report.plan_report import plan_markdown, plan_table
+    from inventory.verify.auto import buildable, wanted
     from inventory.verify.service import verified
     from oracle.catalog import load_fixes
 
@@ -167,35 +174,51 @@ def plan_cmd(
         # One answer: each bundle's whole-program check (stored, or measured by --verify) is
         # had first, so that the records it credits, pipeline records included, are answered
         # from the very steps it holds.
-        checks = verified(
-            bundles,
-            to,
-            records,
-            known,
-            load_policy(tolerance),
-            use_cache=not no_cache if verify else True,
-            compute=verify,
-            progress=progress,
-            run_budget=run_budget,
-            full=full,
-            recipe_root=recipe_root,
-            allow_code=allow_code,
-        )
-        result = plan(
-            to,
-            bundles,
-            records,
-            known,
-            load_policy(tolerance),
-            load_ignores(ignore),
-            use_cache=not no_cache,
-            progress=progress,
-            runtimes=runtimes,
-            checks=checks,
-            recipe_root=recipe_root,
-            allow_code=allow_code,
-        )
-        result = replace(result, verify_computed=verify)
+        def checked(among: list[Bundle], compute: bool) -> dict[str, Any]:
+            return verified(
+                among,
+                to,
+                records,
+                known,
+                load_policy(tolerance),
+                use_cache=not no_cache if compute else True,
+                compute=compute,
+                progress=progress,
+                run_budget=run_budget,
+                full=full,
+                recipe_root=recipe_root,
+                allow_code=allow_code,
+            )
+
+        def planned(checks: dict[str, Any], use_cache: bool) -> Plan:
+            return plan(
+                to,
+                bundles,
+                records,
+                known,
+                load_policy(tolerance),
+                load_ignores(ignore),
+                use_cache=use_cache,
+                progress=progress,
+                runtimes=runtimes,
+                checks=checks,
+                recipe_root=recipe_root,
+                allow_code=allow_code,
+            )
+
+        checks = checked(bundles, measures_all(verify))
+        result = planned(checks, not no_cache)
+        if measures_unchecked(verify):
+            # the bundles this answer leaves unchecked or not wholly covered, checked whole where
+            # they can be built, then answered again: every comparison but their checks is read
+            # back from this run
+            can, lines = buildable(
+                wanted(result, bundles), to, known, full, recipe_root, allow_code
+            )
+            if can:
+                result = planned({**checks, **checked(can, True)}, True)
+            result = replace(result, warnings=(*result.warnings, *lines))
+        result = replace(result, verify_computed=measures_all(verify))
         return since_baseline(result, baseline) if baseline is not None else result
 
     table = functools.partial(plan_table, details=details)

@@ -87,7 +87,7 @@ def _verified(p: Plan, b: BundlePlan) -> list[str]:
     v = b.whole
     if v is None:
         return []
-    how = "measured now" if p.verify_computed else "stored"
+    how = "measured now" if p.verify_computed or not v.cached else "stored"
     lines = [f"{b.bundle} whole program ({how}, {status(v)}): {answer(v)}"]
     lines += [f"  UNRECORDED: {unrecorded_line(u)}: {u['reexport']}" for u in v.unrecorded]
     lines += [f"  INCONSISTENT: {i}" for i in v.inconsistencies]

@@ -587,11 +587,24 @@ def _checkable(
     recipe_root: Path | None = None,
     allow_code: bool = False,
 ) -> bool:
+    return unbuildable(bundle, to, catalog, full, recipe_root, allow_code) is None
+
+
+def unbuildable(
+    bundle: Bundle,
+    to: str,
+    catalog: Catalog,
+    full: bool = False,
+    recipe_root: Path | None = None,
+    allow_code: bool = False,
+) -> str | None:
+    """Why `verify` would refuse to build the bundle's whole program for `to` (no form, a
+    builder the registry may not run, no later release), or None when it can."""
     try:
         _checked([bundle], to, catalog, allow_code, full, recipe_root)
-    except (forms.FormError, UsageError):
-        return False
-    return True
+    except (forms.FormError, UsageError) as exc:
+        return str(exc)
+    return None
 
 
 def _step_probes(

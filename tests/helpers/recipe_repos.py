@@ -43,6 +43,32 @@ def trace_target(channels, length, blocks=2):
 '''
 
 
+# A plain MLP beside it, linear and GELU: no construct the library probes, so no probe covers
+# any of its ops (a "no" for it is earned only by its whole program).
+MLP_RECIPE = '''\
+"""My other recipe: a plain MLP, linear and GELU. Exported elsewhere."""
+import torch
+from torch import nn
+
+
+class Mlp(nn.Module):
+    def __init__(self, width, hidden):
+        super().__init__()
+        self.up = nn.Linear(width, hidden)
+        self.down = nn.Linear(hidden, width)
+
+    def forward(self, x):
+        return self.down(nn.functional.gelu(self.up(x)))
+
+
+def trace_target(width, hidden):
+    """The registry's builder contract: (module in the shipped dtype, example inputs)."""
+    with torch.device("meta"):
+        model = Mlp(width, hidden).eval()
+    return model, {"x": torch.zeros(2, width)}
+'''
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
@@ -53,6 +79,7 @@ def recipe_repo(tmp_path: Path, scale: float = 4.0) -> tuple[Path, str]:
     repo = tmp_path / "my-recipes"
     (repo / "export").mkdir(parents=True)
     (repo / "export" / "export_mine.py").write_text(RECIPE.format(scale=scale))
+    (repo / "export" / "export_mlp.py").write_text(MLP_RECIPE)
     git(repo, "init", "-q")
     git(repo, "add", ".")
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "recipe")
@@ -156,3 +183,35 @@ def mine_registry(
     """The registry text of the bundle "mine" at `commit` of its recipe repository."""
     grad = '\n[bundles.mine.pipeline]\ngrad = "no_grad"\n' if pipeline else ""
     return _MINE.format(commit=commit, path=path, extra=extra, pipeline=grad)
+
+
+_MLP = """\
+[bundles.{name}]
+files = ["{name}.aimodel"]
+dtype = "float32"
+
+[bundles.{name}.exporter]
+converter = "{converter}"
+core = "{core}"
+source = "our release notes"
+
+[bundles.{name}.pipeline]
+grad = "no_grad"
+
+[bundles.{name}.recipe]
+repository = "example/my-recipes"
+commit = "{commit}"
+
+[bundles.{name}.recipe.builder]
+path = "export/export_mlp.py"
+call = "trace_target"
+kwargs = {{ width = 8, hidden = 16 }}
+"""
+
+
+def mlp_registry(
+    commit: str, name: str = "mlp", converter: str = "0.4.1", core: str = "1.0.0b2"
+) -> str:
+    """The registry text of the plain MLP of `recipe_repo` (`export/export_mlp.py`), registered
+    by its builder, exported with `converter` (and its `core`)."""
+    return _MLP.format(name=name, commit=commit, converter=converter, core=core)

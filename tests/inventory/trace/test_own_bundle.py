@@ -16,9 +16,11 @@ from typing import Any
 
 import pytest
 from cli import Ran, invoke, one_line
-from recipe_repos import recipe_repo
+from recipe_repos import mlp_registry, recipe_repo
 
+from inventory.errors import exit_for_reexport
 from inventory.registry import load_registry
+from inventory.verdict import worst
 from inventory.verify.forms import distinct
 from oracle.infra.paths import envs_dir
 
@@ -238,3 +240,94 @@ def test_a_pipeline_record_is_answered_on_the_recipes_own_program(own, json_sche
     assert b["whole_program"] is not None and b["not_checked"] is None
     assert b["whole_program"]["to"] == "0.4.3" and b["whole_program"]["step"] == "0.4.2->0.4.3"
     assert b["whole_program"]["form"]["recipe"]["commit"] == own["commit"]
+
+
+def test_verify_auto_checks_whole_only_the_incomplete_bundles(own, json_schema):
+    """`--verify auto` measures the whole-program check of exactly the bundles whose coverage is
+    incomplete or whose answer would be `unchecked`, where they can be built, and answers them
+    from it. Beside mine (checked whole first, so every op of it is covered), the repository's
+    plain MLP (linear and GELU: no construct the library probes, so a "no" rests on its whole
+    program alone), registered by its builder as mlp (exported with 0.4.1) and mlp_b1 (0.4.0,
+    for core-b2's step). Builds are counted in the store: a check measured is one build folder
+    of its bundle."""
+    registry = own["tmp"] / "auto.toml"
+    registry.write_text(
+        own["registry"].read_text()
+        + mlp_registry(own["commit"])
+        + mlp_registry(own["commit"], "mlp_b1", "0.4.0", "1.0.0b1")
+    )
+    repo = str(own["repo"])
+    results = own["tmp"] / "cache" / "results"
+
+    def run(*args: str) -> Any:
+        proc = invoke(*args, "--registry", str(registry), "-q", "--json", **own["env"])
+        assert "Traceback" not in proc.stderr, proc.stderr
+        data = json.loads(proc.stdout)
+        json_schema(data)
+        return proc.returncode, data, {b["bundle"]: b for b in data["result"]["bundles"]}
+
+    def builds(name: str) -> int:
+        return len(list(results.glob(f"verify-build-{name}-*")))
+
+    for name in ("mlp", "mlp_b1"):
+        proc = invoke("trace", name, "--recipe-root", repo, "--write", "--registry", str(registry))
+        assert proc.returncode == 0, proc.stderr
+    # mine's check, as the page's verify stores it (read back if that test ran first)
+    code, _data, _by = run("verify", "mine", "--to", "0.4.2", "--recipe-root", repo)
+    assert code == 0
+    mine_builds = builds("mine")
+
+    # without a checkout, neither can be built (nor mine's stored check read): the MLP stays
+    # unchecked, and one line for each says why
+    plan = ("plan", "--to", "0.4.2", "--bundle", "mine", "--bundle", "mlp", "--verify", "auto")
+    code, data, by = run(*plan)
+    assert by["mlp"]["reexport"] == "unchecked" and not by["mlp"]["coverage"]["complete"]
+    assert by["mlp"]["verify"] is None and code == 5
+    lines = sorted(w for w in data["warnings"] if "--verify auto" in w)
+    assert [w.split(":")[0] for w in lines] == ["mine", "mlp"]
+    assert all("not checked whole" in w and "--recipe-root" in w for w in lines)
+    mine_level = by["mine"]["reexport"]
+    assert mine_level == "optional"  # #54 moves its values
+    assert builds("mlp") == 0 and builds("mine") == mine_builds
+
+    # with it, only the MLP is checked whole (mine's stored check covers every op of it), and
+    # the MLP's level is what its whole program measures
+    code, data, by = run(*plan, "--recipe-root", repo)
+    check = by["mlp"]["verify"]
+    assert check is not None and check["cached"] is False and check["error"] is None
+    [step] = check["steps"]
+    assert step["step"] == "0.4.1->0.4.2"
+    assert by["mlp"]["reexport"] == step["reexport"] != "unchecked"
+    cover = by["mlp"]["coverage"]
+    assert cover["complete"] and cover["classes"]["not covered"] == {}
+    census = tomllib.loads(registry.read_text())["bundles"]["mlp"]["trace"]["facts"]["ops"]
+    assert cover["classes"]["whole-program"] == census and "aten.gelu.default" in census
+    assert by["mine"]["reexport"] == mine_level and by["mine"]["coverage"]["complete"]
+    assert by["mine"]["verify"]["cached"] is True
+    assert not [w for w in data["warnings"] if "--verify auto" in w]
+    assert code == exit_for_reexport(worst(b["reexport"] for b in by.values()))
+    assert builds("mlp") == 1 and builds("mine") == mine_builds
+
+    # affected: core-b2's step on mlp_b1, the only bundle it reaches (the others hold the pin)
+    fix = ("affected", "--fix", "core-b2", "--verify", "auto")
+    code, _data, by = run(*fix)
+    assert by["mlp_b1"]["reexport"] == "unchecked" and code == 5
+    assert by["mlp_b1"]["reason"].startswith(
+        "answered by the asset probe alone, not on mlp_b1's own program (--verify auto could "
+        "not check it: no whole-bundle form"
+    )
+    assert builds("mlp_b1") == 0
+    code, _data, by = run(*fix, "--recipe-root", repo)
+    whole = by["mlp_b1"]["whole_program"]
+    assert whole is not None and whole["to"] == "0.4.1" and whole["step"] == "0.4.0->0.4.1"
+    assert by["mlp_b1"]["coverage"]["complete"] and by["mlp_b1"]["not_checked"] is None
+    assert {by["mine"]["reexport"], by["mlp"]["reexport"]} == {"no"}
+    assert code == exit_for_reexport(worst(b["reexport"] for b in by.values()))
+    assert builds("mlp_b1") == 1 and builds("mlp") == 1 and builds("mine") == mine_builds
+    # stored as verify stores it: verify reads it back, and its step's level is the answer's
+    _code, _data, by_verify = run("verify", "mlp_b1", "--to", "0.4.1", "--recipe-root", repo)
+    stored = by_verify["mlp_b1"]
+    assert stored["cached"] is True and builds("mlp_b1") == 1
+    [step] = stored["steps"]
+    assert step["step"] == "0.4.0->0.4.1"
+    assert by["mlp_b1"]["reexport"] == step["reexport"] != "unchecked"

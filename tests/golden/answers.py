@@ -250,7 +250,9 @@ def stores_a_check(args: tuple[str, ...] | list[str]) -> bool:
     """Whether a CLI run stores a whole-program check (`verify`, or `--verify` on a plan or an
     affected): a test runs it on the checked store, never on the bare one, whose plans a stored
     check would change while other tests read them."""
-    return bool(args) and (args[0] == "verify" or "--verify" in args)
+    return bool(args) and (
+        args[0] == "verify" or any(a == "--verify" or a.startswith("--verify=") for a in args)
+    )
 
 
 def bare_checks() -> list[str]:

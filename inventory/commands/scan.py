@@ -88,7 +88,8 @@ def scan_cmd(
        registry
     2  usage error, or a bundle that cannot be read (one line each)
     3  a runtime gave no lasting answer (it aborted once, not again in a
-       fresh process: flaky)
+       fresh process: flaky), or a bundle was not read because no reader's
+       environment could be built (scan again)
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory.deployment import parse_overrides
@@ -150,8 +151,10 @@ def scan_cmd(
     )
     for bad in failed:
         err.print(labelled("error:", "red", bad.error or ""), highlight=False, soft_wrap=True)
-    if failed:
+    if [bad for bad in failed if not bad.unbuilt]:
         finish(ExitCode.USAGE)
+    if failed:
+        finish(ExitCode.INCONCLUSIVE)  # read by no core only for want of an environment
     if result.disagreements or result.not_loading:
         finish(ExitCode.FINDING)
     finish(ExitCode.INCONCLUSIVE if flaky else ExitCode.OK)

@@ -99,6 +99,9 @@ class BundleScan:
     # stamp names (a 0.4.0 asset, stamped with none, from 1.0.0b1 on)
     deployment: tuple[str, ...] = ()
     deployment_source: str = ""
+    # not read only because no reader's environment could be built: an answer to come, not a
+    # bundle that cannot be read (exit 3, not 2)
+    unbuilt: bool = False
 
     @property
     def not_loading(self) -> list[RuntimeOutcome]:

@@ -19,7 +19,7 @@ from inventory.scan.bundles import (
 )
 from inventory.scan.ir import absorb
 from inventory.scan.model import BundleError, BundleScan
-from oracle.catalog import Catalog, EnvError
+from oracle.catalog import Catalog, EnvError, RunFault
 from oracle.catalog import cores as runtime_catalog
 from oracle.clients import ScanWorker
 from oracle.envs import Env
@@ -86,6 +86,21 @@ class Readers:
         """Each bundle read by its environment's coreai-core, handed to the run's executor as
         one batch (here one per core at a time; on a cluster the bundles travel to the nodes
         and the reads' logs come back); each read keeps its log in a folder of its own."""
+        unbuilt: dict[int, dict[str, Any]] = {}
+        for i, (_bundle, env) in enumerate(items):
+            try:
+                # built now that a read must happen: one that cannot be is this read's
+                # failure (the bundle's plan goes on to its next core), never the run's
+                self.session.ready(env)
+            except RunFault:
+                raise  # an environment that cannot run its worker: the run's error
+            except EnvError as exc:
+                unbuilt[i] = {"ok": False, "stage": "environment", "error": f"{UNBUILT}{exc}"}
+        built = [item for i, item in enumerate(items) if i not in unbuilt]
+        answered = iter(self._reads(built))
+        return [unbuilt[i] if i in unbuilt else next(answered) for i in range(len(items))]
+
+    def _reads(self, items: list[tuple[Path, Env]]) -> list[dict[str, Any]]:
         outs = []
         calls = []
         for bundle, env in items:
@@ -151,6 +166,12 @@ def _native_error(log: Path) -> str:
     return pick[:200]
 
 
+# A read that could not happen because its environment could not be built (a lock held too
+# long, a failed download): no answer about the bundle, so the scan is inconclusive, not a
+# bundle that cannot be read
+UNBUILT = "environment not built: "
+
+
 def scan_bundles(bundles: list[Path], readers: Readers) -> list[BundleScan]:
     """Each bundle checked as files, then read: every bundle's first choice of core in one
     batch; a bundle that core cannot read is tried with the next ones, one after another."""
@@ -179,6 +200,7 @@ def scan_bundles(bundles: list[Path], readers: Readers) -> list[BundleScan]:
         if not scans[i].reader and scans[i].error is None:
             scans[i].attempts = [f"coreai-core {c}: {e}" for c, e in failures[i]]
             scans[i].error = _read_failure(bundles[i], failures[i])
+            scans[i].unbuilt = all(e.startswith(UNBUILT) for _c, e in failures[i])
     return scans
 
 

@@ -35,7 +35,15 @@ from inventory.trace import trust
 from inventory.trace.service import TraceError, vet
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify import chain, cuts, explain, forms, whole
-from oracle.catalog import Catalog, Fix, base_version, between, version_key
+from oracle.catalog import (
+    Catalog,
+    EnvError,
+    Fix,
+    RunFault,
+    base_version,
+    between,
+    version_key,
+)
 from oracle.infra import Progress
 from oracle.session import Session
 
@@ -394,8 +402,12 @@ def measured(
             full=full,
             recipe_root=recipe_root,
         )
-    except whole.VerifyError as exc:
-        # never stored: a failed build is told, and measured again next time
+    except RunFault:
+        raise  # the store cannot be written, an environment cannot run: the run's error
+    except (whole.VerifyError, EnvError) as exc:
+        # never stored: a failed build (of the module, or of a converter or runtime
+        # environment when a side first has to convert or run in it) is told, this bundle's
+        # answer, and measured again next time; the other bundles go on
         form = forms.compared_form(bundle, full, recipe_root)
         return {"error": str(exc), "form": form.to_json()}, False
     return record, bool(record.get("cached"))

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from cli import Ran, invoke
 from doubles.faults import fault_env
+from held_lock import torch_lock_held
 from registries import conv_transpose_registry as _registry
 
 from oracle.catalog.releases import load_catalog
@@ -505,21 +506,7 @@ def test_a_held_environment_lock_leaves_plan_inconclusive_not_exit_2(tmp_path):
     # the exporter's environment is built when its load check first writes the asset: a build
     # that fails there is that check's outcome (every runtime not run), as when it failed up front
     cache = tmp_path / "cache"
-    torch = f"torch-{load_catalog().torch}"
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time\nfrom oracle.envs.environment import locked\n"
-            f"with locked({torch!r}):\n    print('held', flush=True)\n    time.sleep(300)\n",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "INVENTORY_CACHE": str(cache)},
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with torch_lock_held(cache) as timed_out:
         answer = _run(
             "plan",
             "--to",
@@ -530,10 +517,6 @@ def test_a_held_environment_lock_leaves_plan_inconclusive_not_exit_2(tmp_path):
             cache=cache,
             INVENTORY_LOCK_TIMEOUT="2",
         )
-    finally:
-        holder.kill()
-        holder.wait()
-    timed_out = f"environment {torch} is still locked by pid {holder.pid} (-c) after 2 s"
     assert answer.returncode == 3 and "Traceback" not in answer.stderr, answer.stderr
     [bundle] = json.loads(answer.stdout)["result"]["bundles"]
     assert bundle["reexport"] == "inconclusive"
@@ -545,23 +528,9 @@ def test_a_held_environment_lock_leaves_a_pipeline_answer_inconclusive_not_exit_
     # a pipeline record's asset probe converts in environments built when a side first has to:
     # a build that fails there leaves the bundle inconclusive with the reason, not exit 2
     cache = tmp_path / "cache"
-    torch = f"torch-{load_catalog().torch}"
     registry = _registry(tmp_path)
     registry.write_text(registry.read_text().replace('converter = "0.4.1"', 'converter = "0.4.0"'))
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time\nfrom oracle.envs.environment import locked\n"
-            f"with locked({torch!r}):\n    print('held', flush=True)\n    time.sleep(300)\n",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "INVENTORY_CACHE": str(cache)},
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with torch_lock_held(cache) as timed_out:
         answer = _run(
             "affected",
             "--fix",
@@ -572,13 +541,24 @@ def test_a_held_environment_lock_leaves_a_pipeline_answer_inconclusive_not_exit_
             cache=cache,
             INVENTORY_LOCK_TIMEOUT="2",
         )
-    finally:
-        holder.kill()
-        holder.wait()
-    timed_out = f"environment {torch} is still locked by pid {holder.pid} (-c) after 2 s"
     assert answer.returncode == 3 and "Traceback" not in answer.stderr, answer.stderr
     [bundle] = json.loads(answer.stdout)["result"]["bundles"]
     assert bundle["reexport"] == "inconclusive" and bundle["reason"].startswith(timed_out)
+
+
+def test_a_held_environment_lock_leaves_a_whole_program_check_inconclusive_not_exit_2(tmp_path):
+    # `verify` converts the whole program in environments built when its sides first have to:
+    # a build that fails there is that bundle's inconclusive answer, never stored, not exit 2
+    cache = tmp_path / "cache"
+    with torch_lock_held(cache) as timed_out:
+        answer = _run(
+            "verify", "mimi", "--to", "0.4.2", "--json", cache=cache, INVENTORY_LOCK_TIMEOUT="2"
+        )
+    assert answer.returncode == 3 and "Traceback" not in answer.stderr, answer.stderr
+    [bundle] = json.loads(answer.stdout)["result"]["bundles"]
+    assert bundle["status"] == "inconclusive" and timed_out in bundle["error"], bundle
+    stored = [p.name for p in (cache / "results").glob("*") if p.name.startswith("verify-")]
+    assert not [n for n in stored if "side" in n or "pair" in n], stored  # nothing measured kept
 
 
 # ---- 8. a corrupt environment manifest -------------------------------------------------------

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from bundles import CONVERT
 from cli import Ran, invoke, one_clean_line
+from held_lock import torch_lock_held
 
 from oracle.workers.scan_worker import _ResourceHasher
 
@@ -248,6 +249,34 @@ def test_a_bad_bundle_does_not_stop_the_others(bundles, tmp_path, json_schema):
     by_name = {b["name"]: b for b in data["result"]["bundles"]}
     assert by_name["good.aimodel"]["error"] is None
     assert "not valid JSON" in by_name["bad.aimodel"]["error"]
+
+
+@pytest.mark.slow
+def test_a_reader_environment_that_cannot_be_built_is_each_bundle_s_answer_not_the_run_s(
+    bundles, tmp_path, json_schema
+):
+    """Reader environments are built when a read first needs them: in a fresh cache whose
+    builds all fail, every bundle is still reported, with the reason, and the scan is
+    inconclusive (exit 3: scan again), not a bundle that cannot be read (2)."""
+    shutil.copytree(bundles / "0.4.2" / "convbn.aimodel", tmp_path / "a.aimodel")
+    shutil.copytree(bundles / "0.4.0" / "batchnorms.aimodel", tmp_path / "b.aimodel")
+    cache = tmp_path / "cache"
+    with torch_lock_held(cache) as timed_out:
+        proc = invoke(
+            "scan",
+            str(tmp_path / "a.aimodel"),
+            str(tmp_path / "b.aimodel"),
+            "--json",
+            "-q",
+            INVENTORY_CACHE=str(cache),
+            INVENTORY_LOCK_TIMEOUT="2",
+        )
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
+    data = json.loads(proc.stdout)
+    json_schema(data)
+    errors = {b["name"]: b["error"] for b in data["result"]["bundles"]}
+    assert sorted(errors) == ["a.aimodel", "b.aimodel"]
+    assert all(e and "environment not built: " + timed_out in e for e in errors.values()), errors
 
 
 # ---- against the registry ----------------------------------------------------------------------

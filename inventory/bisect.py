@@ -253,7 +253,9 @@ def bisect(
     (a, how_a), (b, how_b) = repo.release_commit(old), repo.release_commit(new)
     line = [a, *repo.first_parent(a, b)]
     with Session(catalog, progress) as session, scratch("bisect") as folder:
-        env_a, env_b = session.env(old), session.env(new)
+        # built before their wheels are compared with the commits' trees: a planned, not yet
+        # built environment has no package to compare, and A and B would be built from source
+        env_a, env_b = session.ready(session.env(old)), session.ready(session.env(new))
         checks = {
             old: _wheel_check(repo, a, env_a, folder),
             new: _wheel_check(repo, b, env_b, folder),

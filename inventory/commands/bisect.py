@@ -111,7 +111,8 @@ def bisect_cmd(
     Exit codes:
     0  every changing probe was attributed to a commit
     1  a changing probe could not be attributed
-    2  usage or configuration error (a repository without both releases, no --allow-code)
+    2  usage or configuration error (a repository without both releases, no
+       --allow-code), or a release's environment that cannot be built
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory.bisect import Bisection, bisect

@@ -21,6 +21,8 @@ from gitrepos import put as _put
 from gitrepos import set_version as _set_version
 
 from inventory.gitrepo import Repo, pr_of
+from oracle.catalog.releases import load_catalog
+from oracle.infra.paths import envs_dir
 
 
 def test_pr_of_reads_squash_and_merge_messages():
@@ -329,3 +331,39 @@ def test_bisect_converts_the_to_release_tree_when_its_wheel_is_not_that_tree(env
     assert tested[0] == (bump, base, True)  # B's own tree, before any search
     assert (bump, fix, False) in tested  # the fix's program is B's tree's
     assert [(c["sha"], c["pr"], c["final"]) for c in probe["commits"]] == [(fix, "36", True)]
+
+
+def test_in_a_fresh_store_the_releases_wheels_stand_for_their_commits(env, tmp_path):
+    """Environments are built when first needed: bisect builds A's and B's before comparing
+    their wheels with the commits' trees, so in a store where neither is built yet the
+    releases' own environments convert A and B, none is built from source."""
+    old, new = env("0.4.1"), env("0.4.2")
+    repo = tmp_path / "coreai-torch"
+    max_pool2d_history(repo, old.path, new.path)
+    cache = tmp_path / "cache"
+    (cache / "envs").mkdir(parents=True)
+    torch = f"torch-{load_catalog().torch}"
+    (cache / "envs" / torch).symlink_to(envs_dir() / torch)  # the shared torch, borrowed
+    ran = invoke(
+        "bisect",
+        "--from",
+        "0.4.1",
+        "--to",
+        "0.4.2",
+        "--repo",
+        str(repo),
+        "--json",
+        "--allow-code",
+        "-q",
+        "--probe",
+        "max_pool2d/functional-explicit-stride",
+        INVENTORY_CACHE=str(cache),
+    )
+    assert ran.returncode == 0, ran.stderr
+    doc = json.loads(ran.stdout)["result"]
+    assert doc["from_commit"]["wheel"] == doc["to_commit"]["wheel"] == "same files"
+    assert doc["environments"] == {} and doc["probes"] == []
+    assert {p.name for p in (cache / "envs").iterdir()} >= {
+        "coreai-torch-0.4.1",
+        "coreai-torch-0.4.2",
+    }

@@ -34,12 +34,15 @@ from inventory.options import (
     complete_release,
     release_option,
 )
-from inventory.output import OutputFormat
+from inventory.output import OutputFormat, forms
 from inventory.output_file import ReadsAfter
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import BareValue, finish
 from inventory.verify.mode import VerifyMode
 from oracle.catalog import FIXES_FILE, load_catalog
+
+# the formats `affected` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN, OutputFormat.HTML, OutputFormat.CYCLONEDX)
 
 
 def affected_cmd(
@@ -153,7 +156,7 @@ def affected_cmd(
     from inventory.report.table import affected_markdown, affected_summary, affected_table
     from oracle.catalog import find_fix, load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format, command="affected")
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="affected", forms=FORMS)
 
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
@@ -176,6 +179,7 @@ def affected_cmd(
             affected_summary,
             input_files(registry=registry, fixes=fixes),
             fixes,
+            forms=FORMS,
         ),
         fmt,
         quiet,

@@ -22,10 +22,13 @@ from inventory.options import (
     Quiet,
     ToRelease,
 )
-from inventory.output import OutputFormat
+from inventory.output import OutputFormat, forms
 from inventory.terminal import finish
 from oracle.catalog import FIXES_FILE
 from oracle.infra import Progress
+
+# the formats `bisect` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN)
 
 
 def bisect_cmd(
@@ -121,7 +124,7 @@ def bisect_cmd(
     from inventory.report.bisect_report import bisect_markdown, bisect_record, bisect_table
     from oracle.catalog import load_catalog, load_fixes, load_regimes
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format, command="bisect")
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="bisect", forms=FORMS)
 
     ready(("--from", old), ("--to", new))
     registry_file = registry_file_for(registry, registry_file)
@@ -153,6 +156,7 @@ def bisect_cmd(
             bisect_markdown,
             inputs=input_files(registry=registry_file if registry else None, fixes=fixes),
             fixes=fixes,
+            forms=FORMS,
         ),
         fmt,
         quiet,

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from inventory.options import check_number, check_release
-from inventory.output import OutputFormat, Renderer, check_supported
+from inventory.output import OutputFormat, Renderer, render
+from inventory.report.formats import check_supported
 from inventory.terminal import fit_width, out, progress, warn
 from oracle.envs import python_ok
 from oracle.infra import Progress
@@ -84,9 +85,9 @@ def show(
     """The result in `fmt` (its warnings, and an error that ends the run with exit 2, in the
     JSON envelope), on standard output or written to `to` (`--output`), then the warnings on
     stderr."""
-    check_supported(renderer.command, fmt)
+    check_supported(renderer.command, fmt, renderer.forms)
     fit_width()
-    renderer.render(result, fmt, out, warnings, error, to=to)
+    render(renderer, result, fmt, out, warnings, error, to=to)
     warn(warnings)
     return result
 

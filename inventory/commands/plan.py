@@ -39,12 +39,15 @@ from inventory.options import (
     complete_release,
     release_option,
 )
-from inventory.output import OutputFormat
+from inventory.output import OutputFormat, forms
 from inventory.registry import DEFAULT_REGISTRY, Bundle, load_registry, select
 from inventory.terminal import BareValue, finish
 from inventory.verify.mode import VerifyMode, measures_all, measures_unchecked
 from oracle.catalog import FIXES_FILE, load_catalog
 from oracle.infra import Progress
+
+# the formats `plan` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN, OutputFormat.HTML, OutputFormat.CYCLONEDX)
 
 
 def plan_cmd(
@@ -156,7 +159,7 @@ def plan_cmd(
     from inventory.verify.service import verified
     from oracle.catalog import load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format, command="plan")
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="plan", forms=FORMS)
 
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
@@ -230,6 +233,7 @@ def plan_cmd(
         plan_summary,
         input_files(registry=registry, fixes=fixes),
         fixes,
+        forms=FORMS,
     )
     result = report(renderer, fmt, quiet, work, lambda r: r.warnings, to=output)
     if any(not v.consistent or v.inconclusive for v in result.verified.values()):

@@ -28,10 +28,13 @@ from inventory.options import (
     StoreUrl,
     ToRelease,
 )
-from inventory.output import OutputFormat
+from inventory.output import OutputFormat, forms
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from oracle.catalog import FIXES_FILE, load_catalog
 from oracle.infra import Progress
+
+# the formats `release-notes` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN)
 
 
 def release_notes_cmd(
@@ -84,7 +87,9 @@ def release_notes_cmd(
     from oracle.catalog import load_fixes, load_regimes
     from oracle.session import Session
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format, command="release-notes")
+    fmt = OutputFormat.choose(
+        as_json, markdown, output_format, command="release-notes", forms=FORMS
+    )
 
     ready(("--from", old), ("--to", new))
     use_executor(executor, ray_address, jobs)
@@ -125,6 +130,7 @@ def release_notes_cmd(
             markdown_form,
             inputs=input_files(registry=registry, fixes=fixes),
             fixes=fixes,
+            forms=FORMS,
         ),
         fmt,
         quiet,

@@ -24,10 +24,13 @@ from inventory.options import (
     Runtimes,
     release_option,
 )
-from inventory.output import OutputFormat, Renderer, input_files
+from inventory.output import OutputFormat, Renderer, forms, input_files
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from inventory.terminal import err, fail, finish, labelled
 from oracle.catalog import load_catalog
+
+# the formats `scan` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN, OutputFormat.CYCLONEDX)
 
 
 def scan_cmd(
@@ -95,7 +98,7 @@ def scan_cmd(
     from inventory.report.scan_report import scan_markdown, scan_record, scan_text
     from inventory.scan import scan
 
-    fmt = OutputFormat.choose(as_json, chosen=output_format, command="scan")
+    fmt = OutputFormat.choose(as_json, chosen=output_format, command="scan", forms=FORMS)
 
     as_json = fmt is OutputFormat.JSON
     ready()
@@ -141,6 +144,7 @@ def scan_cmd(
             scan_text,
             scan_markdown,
             inputs=input_files(registry=registry if against_registry else None),
+            forms=FORMS,
         ),
         fmt,
         result,

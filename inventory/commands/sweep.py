@@ -25,11 +25,14 @@ from inventory.options import (
     StoreUrl,
     ToRelease,
 )
-from inventory.output import OutputFormat
+from inventory.output import OutputFormat, forms
 from inventory.registry import load_registry
 from inventory.terminal import finish
 from oracle.catalog import FIXES_FILE, Catalog, load_catalog, version_key
 from oracle.infra import Progress
+
+# the formats `sweep` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN)
 
 
 def later(catalog: Catalog, old: str, new: str) -> bool:
@@ -103,7 +106,7 @@ def sweep_cmd(
     from oracle.catalog import load_fixes, load_regimes
     from oracle.session import Session
 
-    fmt = OutputFormat.choose(as_json, chosen=output_format, command="sweep")
+    fmt = OutputFormat.choose(as_json, chosen=output_format, command="sweep", forms=FORMS)
 
     ready(("--from", old), ("--to", new))
     registry_file = registry_file_for(shipped, registry_file)
@@ -150,6 +153,7 @@ def sweep_cmd(
             sweep_markdown,
             inputs=input_files(registry=registry_file if shipped else None, fixes=fixes),
             fixes=fixes,
+            forms=FORMS,
         ),
         fmt,
         quiet,

@@ -34,11 +34,14 @@ from inventory.options import (
     complete_release,
     release_option,
 )
-from inventory.output import OutputFormat
+from inventory.output import OutputFormat, forms
 from inventory.output_file import ReadsAfter
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import finish
 from oracle.catalog import FIXES_FILE, load_catalog
+
+# the formats `verify` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN, OutputFormat.HTML)
 
 
 def verify_cmd(
@@ -133,7 +136,7 @@ def verify_cmd(
     from inventory.verify.service import verify
     from oracle.catalog import load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format, command="verify")
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="verify", forms=FORMS)
 
     ready(("--to", to))
     check_recipe_root(recipe_root)
@@ -152,6 +155,7 @@ def verify_cmd(
             verify_summary,
             input_files(registry=registry, fixes=fixes),
             fixes,
+            forms=FORMS,
         ),
         fmt,
         quiet,

@@ -11,16 +11,15 @@ import typer
 from inventory.commands.common import ready, registry_file_for, report
 from inventory.errors import ExitCode
 from inventory.options import (
-    CatalogFile,
+    Common,
     Format,
     FromRelease,
     Json,
     Markdown,
     NoCache,
     OutputFile,
-    ProgressMode,
-    Quiet,
     ToRelease,
+    takes,
 )
 from inventory.output import OutputFormat, forms
 from inventory.terminal import finish
@@ -31,7 +30,9 @@ from oracle.infra import Progress
 FORMS = forms(OutputFormat.MARKDOWN)
 
 
+@takes
 def bisect_cmd(
+    *,
     old: FromRelease,
     new: ToRelease,
     repo: Annotated[
@@ -97,9 +98,7 @@ def bisect_cmd(
         ),
     ] = False,
     no_cache: NoCache = False,
-    quiet: Quiet = False,
-    progress_shown: ProgressMode = None,
-    catalog: CatalogFile = None,
+    common: Common,
 ) -> None:
     """Per probe that changes from --from to --to: convert it at the commits between the two
     releases (binary search over the first-parent history, each commit built with the pins of
@@ -159,7 +158,7 @@ def bisect_cmd(
             forms=FORMS,
         ),
         fmt,
-        quiet,
+        common.quiet,
         work,
         to=output,
     )

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from inventory.options import check_number, check_release
+from inventory.options import Execution, check_number, check_release
 from inventory.output import OutputFormat, Renderer, render
 from inventory.report.formats import check_supported
 from inventory.terminal import fit_width, out, progress, warn
@@ -66,6 +66,12 @@ def use_store(value: str | None) -> None:
     store_location.choose(value, on_notice=lambda line: warn([line]))
     if store_location.local_setting():
         check_cache(store_root(), "--store")
+
+
+def use_execution(e: Execution) -> None:
+    """`use_executor` and `use_store` of a command's `Execution` options."""
+    use_executor(e.executor, e.ray_address, e.jobs)
+    use_store(e.store)
 
 
 def run(quiet: bool, work: Callable[[Progress], T]) -> T:

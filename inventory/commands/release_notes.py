@@ -9,24 +9,17 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, report, use_executor, use_store
+from inventory.commands.common import ready, report, use_execution
 from inventory.options import (
-    CatalogFile,
+    Common,
     Details,
-    ExecutorName,
-    Format,
+    Execution,
     FromRelease,
-    Jobs,
-    Json,
-    Markdown,
     NoCache,
-    OutputFile,
-    ProgressMode,
-    Quiet,
-    RayAddress,
+    Output,
     Registry,
-    StoreUrl,
     ToRelease,
+    takes,
 )
 from inventory.output import OutputFormat, forms
 from inventory.registry import DEFAULT_REGISTRY, load_registry
@@ -37,13 +30,12 @@ from oracle.infra import Progress
 FORMS = forms(OutputFormat.MARKDOWN)
 
 
+@takes
 def release_notes_cmd(
+    *,
     old: FromRelease,
     new: ToRelease,
-    markdown: Markdown = False,
-    as_json: Json = False,
-    output_format: Format = None,
-    output: OutputFile = None,
+    out: Output,
     details: Details = False,
     registry: Registry = DEFAULT_REGISTRY,
     fixes: Annotated[
@@ -56,13 +48,8 @@ def release_notes_cmd(
         ),
     ] = FIXES_FILE,
     no_cache: NoCache = False,
-    executor: ExecutorName = "local",
-    ray_address: RayAddress = None,
-    store: StoreUrl = None,
-    jobs: Jobs = None,
-    quiet: Quiet = False,
-    progress_shown: ProgressMode = None,
-    catalog: CatalogFile = None,
+    execution: Execution,
+    common: Common,
 ) -> None:
     """Per fix between two releases, per library probe case: does the program change, do values
     move? Per shipped bundle it concerns: its own answer, as `affected --fix` gives it. And every
@@ -87,13 +74,10 @@ def release_notes_cmd(
     from oracle.catalog import load_fixes, load_regimes
     from oracle.session import Session
 
-    fmt = OutputFormat.choose(
-        as_json, markdown, output_format, command="release-notes", forms=FORMS
-    )
+    fmt = out.format("release-notes", FORMS)
 
     ready(("--from", old), ("--to", new))
-    use_executor(executor, ray_address, jobs)
-    use_store(store)
+    use_execution(execution)
     records = load_fixes(fixes)
     markdown_form = functools.partial(notes_markdown, details=details)
 
@@ -133,7 +117,7 @@ def release_notes_cmd(
             forms=FORMS,
         ),
         fmt,
-        quiet,
+        common.quiet,
         work,
-        to=output,
+        to=out.output,
     )

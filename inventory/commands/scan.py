@@ -11,18 +11,17 @@ import typer
 from inventory.commands.common import ready, run, show, use_executor
 from inventory.errors import ExitCode
 from inventory.options import (
-    CatalogFile,
+    Common,
     ExecutorName,
     Format,
     Jobs,
     Json,
     OutputFile,
-    ProgressMode,
-    Quiet,
     RayAddress,
     Registry,
     Runtimes,
     release_option,
+    takes,
 )
 from inventory.output import OutputFormat, Renderer, forms, input_files
 from inventory.registry import DEFAULT_REGISTRY, load_registry
@@ -33,7 +32,9 @@ from oracle.catalog import load_catalog
 FORMS = forms(OutputFormat.MARKDOWN, OutputFormat.CYCLONEDX)
 
 
+@takes
 def scan_cmd(
+    *,
     paths: Annotated[
         list[Path] | None,
         typer.Argument(
@@ -68,9 +69,7 @@ def scan_cmd(
     as_json: Json = False,
     output_format: Format = None,
     output: OutputFile = None,
-    quiet: Quiet = False,
-    progress_shown: ProgressMode = None,
-    catalog: CatalogFile = None,
+    common: Common,
 ) -> None:
     """Read shipped .aimodel bundles with coreai-core's own parser: metadata, entry points, op
     histogram with composites resolved, dynamic shapes, weights fingerprint, the exporter its
@@ -108,7 +107,7 @@ def scan_cmd(
     linked = (registry, load_registry(registry)) if against_registry else None
     try:
         result = run(
-            quiet or as_json,
+            common.quiet or as_json,
             lambda progress: scan(
                 list(paths or []),
                 known,

@@ -8,22 +8,23 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, registry_file_for, report, use_executor, use_store
+from inventory.commands.common import (
+    ready,
+    registry_file_for,
+    report,
+    use_execution,
+)
 from inventory.errors import ExitCode
 from inventory.options import (
-    CatalogFile,
-    ExecutorName,
+    Common,
+    Execution,
     Format,
     FromRelease,
-    Jobs,
     Json,
     NoCache,
     OutputFile,
-    ProgressMode,
-    Quiet,
-    RayAddress,
-    StoreUrl,
     ToRelease,
+    takes,
 )
 from inventory.output import OutputFormat, forms
 from inventory.registry import load_registry
@@ -42,7 +43,9 @@ def later(catalog: Catalog, old: str, new: str) -> bool:
     )
 
 
+@takes
 def sweep_cmd(
+    *,
     old: FromRelease,
     new: ToRelease,
     as_json: Json = False,
@@ -75,13 +78,8 @@ def sweep_cmd(
         ),
     ] = None,
     no_cache: NoCache = False,
-    executor: ExecutorName = "local",
-    ray_address: RayAddress = None,
-    store: StoreUrl = None,
-    jobs: Jobs = None,
-    quiet: Quiet = False,
-    progress_shown: ProgressMode = None,
-    catalog: CatalogFile = None,
+    execution: Execution,
+    common: Common,
 ) -> None:
     """Every probe in the library (or, with --registry, every shipped instance), no changelog:
     which shipped programs change, and does a fix record of the release step where each
@@ -110,8 +108,7 @@ def sweep_cmd(
 
     ready(("--from", old), ("--to", new))
     registry_file = registry_file_for(shipped, registry_file)
-    use_executor(executor, ray_address, jobs)
-    use_store(store)
+    use_execution(execution)
     records = load_fixes(fixes)
 
     def work(progress: Progress) -> Sweep:
@@ -156,7 +153,7 @@ def sweep_cmd(
             forms=FORMS,
         ),
         fmt,
-        quiet,
+        common.quiet,
         work,
         said,
         to=output,

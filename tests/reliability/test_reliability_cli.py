@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -102,6 +104,14 @@ def test_each_writer_has_the_forms_the_commands_state():
         if "markdown" in f.read_text() and "Renderer(" in f.read_text()
     }
     assert {c.replace("-", "_") for c in stated[OutputFormat.MARKDOWN]} == with_markdown
+    # --format's help names the commands with each form: the same ones
+    from inventory.options import Format
+
+    said = typing.get_args(Format)[1].help
+    for fmt, where in ((OutputFormat.HTML, "report"), (OutputFormat.CYCLONEDX, "VEX")):
+        found = re.search(rf"{fmt.value} \([^)]*{where}: ([^)]*)\)", said)
+        assert found is not None, said
+        assert set(found[1].split(", ")) == stated[fmt], said
 
 
 # ---- -o naming a file the command reads ---------------------------------------------------

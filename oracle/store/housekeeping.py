@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oracle.clients.worker_pool import TEMP, reclaim_temp
+from oracle.infra.paths import in_store
 from oracle.store import load_records
 from oracle.store import sides as side_store
 from oracle.store.result_store import (
@@ -168,6 +169,10 @@ def prune(
             tuple(f"{TEMP}/{name}: left by an interrupted run" for name in reclaim_temp()), 0
         )
     # A read-only store used to be reported as pruned (rmtree ignored its errors): say so first.
+    for folder in (root, sides):
+        # a results or sides folder that links out of the store is never emptied
+        if folder.is_symlink():
+            in_store(folder)
     writable = root if root.is_dir() else sides
     if not dry_run and (not os.access(writable, os.W_OK | os.X_OK) or _read_only(writable)):
         raise StoreError(f"cannot prune the store {root}: it is read-only; nothing removed")

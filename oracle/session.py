@@ -33,6 +33,7 @@ from oracle.infra.paths import cache_root
 from oracle.infra.progress import Progress, Tally
 from oracle.store import location as store_location
 from oracle.store import result_store as store
+from oracle.store import sides
 from oracle.store.housekeeping import reclaim
 from oracle.store.load_records import load_stored
 from oracle.store.result_store import RESULT_FILE
@@ -323,6 +324,15 @@ class Session:
                 if isinstance(c, LoadRequest)
                 else (store.result_dir(c.spec, c.old, c.new), store.load_result)
                 for c in frontier
+            )
+            # a comparison the tier lacks is made over stored sides: those it holds (another
+            # comparison's, another driver's) are taken in together too
+            store.stored_all(
+                (sides.side_dir(c.spec, env), sides.load_side)
+                for c in frontier
+                if isinstance(c, Comparison)
+                and not (store.result_dir(c.spec, c.old, c.new) / RESULT_FILE).exists()
+                for env in (c.old, c.new)
             )
             later: list[Job] = []
             for c in frontier:

@@ -32,6 +32,11 @@ a cold `plan --to 0.4.3 --verify` instead (every whole-program check; about 8 mi
 127.0.0.1), beside `inventory --version` and the fetch, timed apart
 (`scripts/bench_second_driver.py`).
 
+`--sides [--record FILE]`, `--sides-of STORE`: instead, `affected --fix 40`, `plan --to 0.4.3`
+and `release-notes --from 0.4.1 --to 0.4.3` on an empty store, the side conversions their
+comparisons took counted from the store against the distinct sides (`scripts/bench_sides.py`);
+or a store as it is counted.
+
 `--cold [--where DIR] [--record FILE] [--keep]`: instead, a first answer from nothing, phase by
 phase (uv, the project venv, the held torch, each converter environment, the bytecode warm-ups,
 the worker start-ups, the conversions), each beside a plain `pip install torch==2.13.0` into a
@@ -212,7 +217,8 @@ def main() -> None:
     parser.add_argument(
         "--record",
         type=Path,
-        help="with --ray, --ray-scaling, --cold or --second-driver: also write the figures here",
+        help="with --ray, --ray-scaling, --cold, --second-driver or --sides: also write the "
+        "figures here",
     )
     parser.add_argument(
         "--cold",
@@ -224,6 +230,15 @@ def main() -> None:
         "--second-driver",
         action="store_true",
         help="instead: a driver with an empty cache answering from a bucket another filled",
+    )
+    parser.add_argument(
+        "--sides",
+        action="store_true",
+        help="instead: side conversions against distinct sides after three answers, counted "
+        "from an empty store",
+    )
+    parser.add_argument(
+        "--sides-of", type=Path, metavar="STORE", help="instead: count the sides of STORE"
     )
     parser.add_argument("--where", type=Path, help="with --cold: the folder for the clones")
     parser.add_argument("--keep", action="store_true", help="with --cold: keep the clones")
@@ -249,6 +264,11 @@ def main() -> None:
 
         command = PLAN_VERIFY if args.ray_verify else NOTES
         scaling_lines([int(n) for n in args.ray_scaling.split(",")], args.record, command)
+        return
+    if args.sides or args.sides_of:
+        from bench_sides import sides_lines
+
+        sides_lines(args.record, args.sides_of)
         return
     if args.second_driver:
         from bench_second_driver import second_driver_lines

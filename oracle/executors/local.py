@@ -38,7 +38,7 @@ from oracle.compare.results import ProbeResult
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
 from oracle.executors.api import Comparison, Job, Landed, LoadRequest, Oracle, no_follow_ups
-from oracle.executors.comparison import compare, compute
+from oracle.executors.shared_sides import compare, compute
 from oracle.infra.paths import runs_dir
 from oracle.store import result_store as store
 
@@ -230,17 +230,17 @@ class LocalOracle(Oracle):
             self._ended.append(job.key)
 
     def _made(self, c: Comparison, use_cache: bool) -> ProbeResult:
-        """`compare.compare` in a thread of its own: read from the store, or computed in a temp
-        folder and published; but never published once the run is being stopped (no interrupt
-        reaches this thread, so its failures would be the killed workers', stored as the
-        converter's)."""
+        """`shared_sides.compare` in a thread of its own: read from the store, or computed over
+        stored sides in a temp folder and published; but never published once the run is being
+        stopped (no interrupt reaches this thread, so its failures would be the killed workers',
+        stored as the converter's)."""
         final = store.result_dir(c.spec, c.old, c.new)
         if use_cache:
             cached = store.stored(final, store.load_result)  # here, else the remote tier's
             if cached is not None:
                 return cached
         with store.building(final) as work:
-            result = compute(c.spec, c.old, c.new, self.pool, work)
+            result = compute(c.spec, c.old, c.new, self.pool, work, use_cache)
             if self.pool.stopped or stopping():
                 raise WorkerFailure("the run was stopped before this comparison finished")
             return store.publish(result, work, final, replace_stored=not use_cache)

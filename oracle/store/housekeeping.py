@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oracle.clients.worker_pool import TEMP, reclaim_temp
+from oracle.infra.paths import in_store
 from oracle.store import load_records
+from oracle.store import sides as side_store
 from oracle.store.result_store import (
     LOCKS,
     RESULT_FILE,
@@ -85,11 +87,12 @@ def _remove_unless_held(folder: Path, dry_run: bool = False) -> bool:
     return True
 
 
-def _orphan_locks(root: Path) -> None:
+def _orphan_locks(*roots: Path) -> None:
     """Lock files whose folder is gone and whose run is gone (a builder that has just created
     its lock file checks, once it holds it, that the file is still there)."""
-    for lock in sorted((root.parent / LOCKS).glob("*.lock")):
-        if (root / lock.name.removesuffix(".lock")).exists():
+    # the roots (results, sides) share one locks folder beside them
+    for lock in sorted((roots[0].parent / LOCKS).glob("*.lock")):
+        if any((root / lock.name.removesuffix(".lock")).exists() for root in roots):
             continue
         try:
             fd = os.open(lock, os.O_RDWR)
@@ -108,12 +111,19 @@ def _kind(folder: Path) -> tuple[Callable[[Path], bool], str | None]:
     """How to read a stored entry and the code digest it must carry: load checks have their own
     reader and digest; repair runs are a record of what was done, and whole-bundle checks are
     keyed on their code already (no digest to match)."""
-    kind = folder.name.split("-", 1)[0]
+    kind, _, rest = folder.name.partition("-")
+    if folder.name.startswith(side_store.PREFIX):  # a converted side: its kind's code
+        reads = side_store.load_side
+        return (lambda f: reads(f) is not None), side_store.side_code(rest.partition("-")[0])
     if kind == "load":
         return (lambda f: load_records.load_stored(f) is not None), load_records.code_digest()
     if kind in ("repair", "verify"):
         return (lambda f: (f / RESULT_FILE).is_file()), None
     return (lambda f: load_result(f) is not None), code_digest()
+
+
+def _folders(root: Path) -> list[Path]:
+    return sorted(root.iterdir()) if root.is_dir() else []
 
 
 def _stored_failure(folder: Path) -> bool:
@@ -125,8 +135,9 @@ def reclaim() -> list[str]:
     with them) and their workers' temp folders. Every run does this when it opens its session,
     and `cache prune` too. Returns what was removed, with why."""
     removed: list[str] = []
-    root = results_root()
-    if root.is_dir():
+    for root in (results_root(), side_store.sides_root()):
+        if not root.is_dir():
+            continue
         # only the hidden names are temp folders: they are picked out before sorting (every
         # session opens with this, and a store holds thousands of results)
         hidden = sorted(name for name in os.listdir(root) if name.startswith("."))
@@ -148,18 +159,25 @@ def prune(
     --failures, results that record a failure; --all empties the store. `dry_run`: the same
     decisions, nothing removed."""
     root = results_root()
+    sides = side_store.sides_root()
     removed: list[str] = []
     in_use: list[str] = []
     kept = 0
-    if not root.is_dir():  # no results yet: a killed run's scratch may still be there
+    if not root.is_dir() and not sides.is_dir():
+        # nothing stored yet: a killed run's scratch may still be there
         return Pruned(
             tuple(f"{TEMP}/{name}: left by an interrupted run" for name in reclaim_temp()), 0
         )
     # A read-only store used to be reported as pruned (rmtree ignored its errors): say so first.
-    if not dry_run and (not os.access(root, os.W_OK | os.X_OK) or _read_only(root)):
+    for folder in (root, sides):
+        # a results or sides folder that links out of the store is never emptied
+        if folder.is_symlink():
+            in_store(folder)
+    writable = root if root.is_dir() else sides
+    if not dry_run and (not os.access(writable, os.W_OK | os.X_OK) or _read_only(writable)):
         raise StoreError(f"cannot prune the store {root}: it is read-only; nothing removed")
     now = time.time()
-    for folder in sorted(root.iterdir()):
+    for folder in [*_folders(root), *_folders(sides)]:
         if folder.name.startswith("."):
             if _remove_unless_held(folder, dry_run):
                 removed.append(f"{folder.name}: left by an interrupted run")
@@ -196,6 +214,6 @@ def prune(
         else:
             kept += 1
     if not dry_run:
-        _orphan_locks(root)
+        _orphan_locks(root, sides)
     removed += [f"{TEMP}/{name}: left by an interrupted run" for name in reclaim_temp(dry_run)]
     return Pruned(tuple(removed), kept, tuple(in_use))

@@ -3,13 +3,16 @@
 Results live in `$INVENTORY_STORE/results` (the cache itself unless a shared store is set), one
 folder per result, named by what made it: a probe comparison `<construct>-<old>-<new>-<key>`, a
 load check `load-...`, a part of a whole-bundle check `verify-<part>-<bundle>-...`, a repair run
-`repair-...`; a folder whose name starts with a dot is a run's temp folder (in progress, or left
-by an interrupted run until the next run or `cache prune` reclaims it). Environments, logs,
-runs and the workers' temp folders live in `$INVENTORY_CACHE`.
+`repair-...`; the converted sides the comparisons are made over live beside them in
+`$INVENTORY_STORE/sides`, one folder per probe and release, `side-<construct>-<release>-<key>`
+(`oracle/store/sides.py`). A folder whose name starts with a dot is a run's temp folder (in
+progress, or left by an interrupted run until the next run or `cache prune` reclaims it).
+Environments, logs, runs and the workers' temp folders live in `$INVENTORY_CACHE`.
 
 Sizes are disk usage (allocated blocks, as `du` counts them): a file hard-linked from two places
-counts once, a symbolic link is not followed (an environment reached through one is another
-store's, and counts there).
+counts once (a side's files, linked into each comparison made over it, count with the side), a
+symbolic link is not followed (an environment reached through one is another store's, and counts
+there).
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ from pathlib import Path
 from oracle.clients.worker_pool import TEMP
 from oracle.infra.paths import cache_root, envs_dir, runs_dir
 from oracle.store.result_store import RESULT_FILE, results_root
+from oracle.store.sides import PREFIX, sides_root
 
 # What a result folder's first name component says it is, and its name in a listing.
 KINDS = {
     "probe": "probe comparisons",
+    "side": "converted sides (a probe under one release)",
     "load": "load checks",
     "verify": "whole-bundle check parts",
     "repair": "repair runs",
@@ -45,7 +50,7 @@ class Entry:
 
     name: str
     kind: str  # a key of KINDS
-    part: str  # probe: the construct; verify: the part (build, side, pair, run, cut, ...)
+    part: str  # probe, side: the construct; verify: the part (build, side, pair, run, cut, ...)
     age_days: float  # since its result was written (the folder's own time if it has none)
 
 
@@ -90,6 +95,8 @@ def kind_of(name: str) -> tuple[str, str]:
     if name.startswith("."):
         return "temp", ""
     head, _, rest = name.partition("-")
+    if name.startswith(PREFIX):
+        return "side", rest.partition("-")[0]
     if head in ("load", "repair"):
         return head, ""
     if head == "verify":
@@ -107,14 +114,18 @@ def _age_days(folder: Path, now: float) -> float:
 
 
 def listing(now: float | None = None) -> Listing:
-    """Every folder in the results folder, by kind, with its age."""
+    """Every folder in the results and sides folders, by kind, with its age."""
     root = results_root()
     now = time.time() if now is None else now
     entries = []
-    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+    for folder in [*_folders(root), *_folders(sides_root())]:
         kind, part = kind_of(folder.name)
         entries.append(Entry(folder.name, kind, part, _age_days(folder, now)))
     return Listing(str(root), tuple(entries))
+
+
+def _folders(root: Path) -> list[Path]:
+    return sorted(root.iterdir()) if root.is_dir() else []
 
 
 # ---- sizes --------------------------------------------------------------------------------
@@ -198,17 +209,16 @@ def _environments(folder: Path, counter: _Counter) -> tuple[Usage, ...]:
     return tuple(out)
 
 
-def _results(counter: _Counter) -> Usage:
-    root = results_root()
+def _results(counter: _Counter, root: Path, name: str) -> Usage:
     sizes: dict[str, list[int]] = {k: [0, 0] for k in KINDS}
-    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+    for folder in _folders(root):
         kind, _ = kind_of(folder.name)
         sizes[kind][0] += 1
         sizes[kind][1] += counter.size(folder)
     items = tuple(Usage(KINDS[k], "", b, n) for k, (n, b) in sizes.items() if n)
     own = counter.size(root) if root.is_dir() else 0  # the folder itself: its children are seen
     return Usage(
-        "results",
+        name,
         str(root),
         sum(i.bytes for i in items) + own,
         sum(i.count for i in items),
@@ -219,7 +229,9 @@ def _results(counter: _Counter) -> Usage:
 def disk_usage() -> DiskUsage:
     """The store's parts and their sizes."""
     counter = _Counter()
-    parts = [_results(counter)]
+    # sides first: their files, linked into each comparison made over them, count there
+    sides = _results(counter, sides_root(), "sides")
+    parts = [_results(counter, results_root(), "results"), sides]
     envs = envs_dir()
     items = _environments(envs, counter)
     parts.append(

@@ -238,8 +238,10 @@ def test_no_cache_replaces_the_stored_result_and_reports_a_fresh_failure(env, tm
     assert record["failed"] is True and record["shipped"] == "both-cannot-convert"
     assert load_result(stored) is not None  # replaced whole: a valid entry
 
+    # kept: the failed comparison and the two good sides the first run stored (a worker's
+    # crash is not a converter's answer: no side is stored for it)
     prune = _run("cache", "prune", cache=cache)
-    assert prune.returncode == 0 and "1 kept" in prune.stdout, prune.stdout
+    assert prune.returncode == 0 and "0 removed, 3 kept" in prune.stdout, prune.stdout
     prune = _run("cache", "prune", "--failures", cache=cache)
     assert prune.returncode == 0, prune.stderr
     assert f"removed {stored.name}: records a failure" in prune.stdout
@@ -285,19 +287,29 @@ def test_an_edited_or_misshapen_result_json_is_damaged_and_recomputed(env, tmp_p
 
 
 def _temp_folders(cache: Path) -> list[Path]:
-    return [p for p in _stored(cache) if p.name.startswith(".")]
+    """A run's temp folders: its comparisons' (results) and the sides they convert (sides)."""
+    sides = cache / "sides"
+    stored = _stored(cache) + (sorted(sides.iterdir()) if sides.exists() else [])
+    return [p for p in stored if p.name.startswith(".")]
 
 
 def test_prune_during_a_run_leaves_that_run_intact(env, tmp_path):
     cache = _shared_envs(tmp_path, env)
-    (cache / "results").mkdir()
+    registry = _registry(tmp_path, channels=11)
+    # the comparison's two sides stored, the comparison not: the run makes it over them, so
+    # its one temp folder is the comparison's and what prune counts is known
+    proc, _ = _affected(registry, cache)
+    assert proc.returncode == 1, proc.stderr
+    [made] = _stored(cache)
+    shutil.rmtree(made)
+    assert len(list((cache / "sides").iterdir())) == 2
     dead = cache / "results" / ".conv_transpose-0.4.1-0.4.2-0123456789abcdef0123.dead"
     run = _start(
         "affected",
         "--fix",
         "40",
         "--registry",
-        str(_registry(tmp_path, channels=11)),
+        str(registry),
         "--json",
         "-q",
         cache=cache,
@@ -315,8 +327,8 @@ def test_prune_during_a_run_leaves_that_run_intact(env, tmp_path):
     assert f"kept {held[0].name}: in use by a running run" in prune.stdout, prune.stdout
     assert f"removed {held[0].name}" not in prune.stdout
     assert f"removed {dead.name}: left by an interrupted run" in prune.stdout
-    # the live folder counts as kept (it once said "0 kept")
-    assert prune.stdout.splitlines()[-1] == "1 removed, 1 kept"
+    # the live folder counts as kept (it once said "0 kept"), beside the two stored sides
+    assert prune.stdout.splitlines()[-1] == "1 removed, 3 kept"
     out, errors = run.communicate(timeout=600)
     assert run.returncode == 1, errors
     assert _probe(json.loads(out))["shipped"] == "differs"
@@ -613,3 +625,20 @@ def test_a_moved_store_answers_from_what_it_stored(env, tmp_path):
     assert probe["cached"] is False and probe["shipped"] == "differs"
     for version in ("0.4.1", "0.4.2"):
         assert (_site(moved, version) / SHARED_TORCH_PTH).read_text().strip() == str(torch_site)
+
+
+def test_prune_never_empties_a_results_or_sides_folder_linked_out_of_the_store(tmp_path):
+    """The store's `results` or `sides` folder a symbolic link to a folder elsewhere: `cache
+    prune` refuses in one line and removes nothing there (it removed what it found unreadable)."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "victim").mkdir(parents=True)
+    (elsewhere / "victim" / "keep.txt").write_text("not the store's\n")
+    for part in ("results", "sides"):
+        store = tmp_path / f"store-{part}"
+        store.mkdir()
+        (store / part).symlink_to(elsewhere)
+        proc = _run("cache", "prune", cache=tmp_path / "cache", INVENTORY_STORE=str(store))
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        [said] = proc.stderr.strip().splitlines()
+        assert said.startswith(f"error: refusing to write {store / part}: outside the store")
+        assert (elsewhere / "victim" / "keep.txt").read_text() == "not the store's\n"

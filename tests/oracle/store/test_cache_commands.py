@@ -230,3 +230,29 @@ def test_du_of_an_environment_is_its_folder_and_log_only(tmp_path):
     (environments,) = [p for p in data["parts"] if p["name"] == "environments"]
     assert {i["name"] for i in environments["items"]} == {"a", "b.build.log"}
     shutil.rmtree(envs)
+
+
+def test_cache_list_and_du_show_sides_and_comparisons_apart(store, json_schema):
+    """The converted sides (`sides/`) are their own kind and their own part: a comparison made
+    over a side holds its files as hard links, which count once, with the side."""
+    root = Path(store["INVENTORY_STORE"])
+    side = _result(root / "sides" / "side-pad-0.4.2-0123456789abcdef0123", 0.2, 9000)
+    comparison = root / "results" / "pad-0.4.1-0.4.2-0123456789abcdef0123"
+    os.link(side / "evidence.bin", comparison / "side.bin")
+
+    document = json.loads(invoke("cache", "list", "--json", **store).stdout)
+    json_schema(document)
+    kinds = {k["kind"]: k["count"] for k in document["result"]["kinds"]}
+    assert kinds["side"] == 1 and kinds["probe"] == 3
+    parts = {e["name"]: (e["kind"], e["part"]) for e in document["result"]["entries"]}
+    assert parts[side.name] == ("side", "pad")
+    text = invoke("cache", "list", COLUMNS="200", **store).stdout
+    assert any(ln.startswith("converted sides") for ln in text.splitlines()), text
+
+    document = json.loads(invoke("cache", "du", "--json", **store).stdout)
+    json_schema(document)
+    du = {p["name"]: p for p in document["result"]["parts"]}
+    assert du["sides"]["count"] == 1 and du["sides"]["bytes"] == _du(root / "sides")
+    assert du["results"]["count"] == 8
+    # the linked file is the side's, never counted twice
+    assert du["sides"]["bytes"] + du["results"]["bytes"] == _du(root / "sides", root / "results")

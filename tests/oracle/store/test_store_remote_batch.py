@@ -182,6 +182,43 @@ def test_a_dispatched_batch_takes_in_what_the_bucket_holds_at_once_and_hands_ove
     assert None not in _records(specs[:-1], old, new)
 
 
+def _published_sides(specs: list[ProbeSpec], *envs: Env) -> None:
+    """Each spec's side under each of `envs` stored by this driver, so published to the bucket
+    (a side as the converter leaves one, written by the test)."""
+    from oracle.compare.results import Side
+    from oracle.store import sides
+
+    for spec in specs:
+        for env in envs:
+            final = sides.side_dir(spec, env)
+            with store.building(final) as work:
+                (work / "shipped.mlir").write_text(f"module {{ // {spec.key()}\n}}\n")
+                made = Side(env.converter, {}, True, files={"shipped": str(work / "shipped.mlir")})
+                sides.publish_side(made, spec, work, final)
+
+
+def test_the_sides_of_a_batch_the_bucket_lacks_the_comparisons_of_are_taken_in_at_once(driver):
+    """Comparisons no driver made yet, over sides another driver stored (its other comparisons
+    shared them): the batch takes those sides in together before it is handed to the executor,
+    which then converts none of them again (`executors/shared_sides.py` reads them here)."""
+    from oracle.session import Session
+    from oracle.store import sides
+
+    old, new = _pair()
+    specs = _specs(MANY)
+    driver("first")
+    _published_sides(specs, old, new)
+    reads = driver("second")
+    executor = RunsNothing()
+    with Session(load_catalog(), oracle=executor) as session:
+        session.dispatch([Comparison(spec, old, new) for spec in specs])
+        [handed] = executor.dispatched
+        assert len(handed) == MANY  # no comparison is stored: each is made, over stored sides
+    taken = [sides.load_side(sides.side_dir(s, env)) for s in specs for env in (old, new)]
+    assert None not in taken
+    assert 1 < reads.most_at_once <= store.FETCHES_AT_ONCE
+
+
 @pytest.fixture
 def folder(tmp_path, monkeypatch) -> Iterator[tuple[RemoteStore, list[str]]]:
     """A local store of this test's own with a `file://` folder behind it (where an object can

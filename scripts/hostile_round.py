@@ -473,6 +473,30 @@ def input_cases() -> list[Case]:
             )
         )
 
+    # an [[unchanged]] note is read with the records: its typos are refused like theirs
+    notes = {
+        "unchanged-construct-unknown": ('construct = "softmax"', 'construct = "nope"'),
+        "unchanged-through-not-after-since": ('through = "0.4.3"', 'through = "0.4.0"'),
+        "unchanged-release-path": ('since = "0.4.0"', 'since = "../0.4.0"'),
+    }
+    for nname, (was, now) in notes.items():
+
+        def note(folder: Path, was: str = was, now: str = now) -> dict[str, str]:
+            text = FIXES.read_text()
+            at = text.index("[[unchanged]]")
+            (folder / "draft.toml").write_text(text[:at] + text[at:].replace(was, now, 1))
+            return {}
+
+        out.append(
+            Case(
+                f"draft/{nname}",
+                ["plan", "--to", "0.4.2", "-q", "--fixes", "{folder}/draft.toml"],
+                note,
+                exits=(2,),
+                bound=120,
+            )
+        )
+
     def misspelt_verify(folder: Path) -> dict[str, str]:
         # a misspelt miniature was ignored, and the full module built in its place
         text = (ROOT / "recipes.toml").read_text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,7 +93,7 @@ def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
     of the wrong type, a duplicate id) is one line, never a record silently dropped."""
     data = read_toml(path, FixError)
     fields = Fields(path, FixError)
-    fields.keys(data, ("fix",), "the file")
+    fields.keys(data, ("fix", "unchanged"), "the file")
     releases = load_catalog().releases
     fixes = []
     for where, entry in fields.tables(data, "fix"):
@@ -144,6 +145,7 @@ def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
                 _draft(fields, entry, where),
             )
         )
+    _unchanged(data, fields, releases)
     unique(
         fields,
         (
@@ -154,6 +156,44 @@ def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
         "id",
     )
     return fixes
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """A construct whose lowering was read over a range of releases and found unchanged
+    (`[[unchanged]]`): no record names it, and its probe is there for what no record says, the
+    registry sweep of a step and an answer's coverage of the bundle's ops."""
+
+    construct: str
+    since: str  # the first release read
+    through: str  # the last release read
+    checked: str  # where it was read
+
+
+_UNCHANGED_KEYS = ("construct", "since", "through", "checked")
+
+
+def load_unchanged(path: Path = FIXES_FILE) -> list[Unchanged]:
+    """The `[[unchanged]]` notes, each value checked like a record's (`load_fixes` checks them
+    too, so a typo in one is refused by every command that reads the file)."""
+    return _unchanged(read_toml(path, FixError), Fields(path, FixError), load_catalog().releases)
+
+
+def _unchanged(data: dict, fields: Fields, releases: Iterable[str]) -> list[Unchanged]:
+    known = tuple(releases)
+    notes = []
+    for where, entry in fields.tables(data, "unchanged"):
+        where = f"unchanged note {where.split()[-1]}"
+        fields.keys(entry, _UNCHANGED_KEYS, where)
+        construct = fields.choice(entry, "construct", where, construct_kinds())
+        where = f"{where} ({construct})"
+        since = fields.release(entry, "since", where, known)
+        through = fields.release(entry, "through", where, known)
+        if version_key(through) <= version_key(since):
+            fields.problem(f"{where}: through {through} is not after since {since}")
+        notes.append(Unchanged(construct, since, through, fields.line(entry, "checked", where)))
+    unique(fields, ((f"unchanged note ({n.construct})", n.construct) for n in notes), "construct")
+    return notes
 
 
 def _draft(fields: Fields, entry: dict, where: str) -> DraftNote | None:

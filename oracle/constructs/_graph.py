@@ -279,6 +279,11 @@ SIZE_SOURCES = ("input", "constant", "data")
 _STATE_PREFIXES = ("p_", "b_", "c_")
 
 
+def is_state(node: Any) -> bool:
+    """A parameter, buffer or lifted constant of the exported module (not a user input)."""
+    return getattr(node, "op", "") == "placeholder" and str(node.name).startswith(_STATE_PREFIXES)
+
+
 def size_source(arg: Any) -> str:
     """Where a symbolic size (an fx.Node argument holding a SymInt) comes from: one of
     SIZE_SOURCES. Backed symbols are dynamic input dims; for an unbacked one, whether the

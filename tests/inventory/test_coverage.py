@@ -84,3 +84,19 @@ def test_the_line_names_the_largest_uncovered_kinds_first():
     c = coverage(many, set(), False, ("0.4.1->0.4.2",), "verify-it", "trace-it")
     assert "not covered: op6 x6, op5 x5, op4 x4 and 3 more kind(s)" in c.line("b")
     assert short("aten.mm.default") == "mm" and short("prims.iota.default") == "prims.iota.default"
+
+
+def test_every_shipped_bundle_records_the_census_its_coverage_is_counted_over():
+    """The shipped registry's recipe traces keep their op census (`trace --write`): without it
+    every plan 'no' of the bundle is `unchecked` for 'ops not counted'. The census is the
+    trace's own operator count: each op a call of the graph, so never more than its aten ops."""
+    from inventory.registry import load_registry
+
+    for bundle in load_registry():
+        ops = census(bundle.trace)
+        assert ops, f"{bundle.name}: no op census; re-trace it with --write"
+        facts = bundle.trace["facts"]
+        assert 0 < sum(ops.values()) <= facts["aten_ops"], bundle.name
+        assert set(facts["softmax"]) <= {"float16", "float32", "bfloat16"}
+        softmax = sum(n for k, n in ops.items() if k in ("aten._softmax.default",))
+        assert softmax == sum(facts["softmax"].values()), bundle.name

@@ -164,11 +164,41 @@ def test_a_fix_record_of_the_wrong_type_or_a_duplicate_id_is_exit_2(tmp_path, ch
 
 
 @pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        (
+            {"construct": "softmaxx"},
+            "unchanged note 1 construct must be one of arange, atan2, batch_norm,",
+        ),
+        (
+            {"through": "v0.4.3"},
+            "unchanged note 1 (softmax) through must be a release in converters.toml "
+            f"{RELEASES}, not 'v0.4.3'",
+        ),
+        (
+            {"since": "0.4.3", "through": "0.4.1"},
+            "unchanged note 1 (softmax): through 0.4.1 is not after since 0.4.3",
+        ),
+        ({"checked": 3}, "unchanged note 1 (softmax) checked must be a non-empty string, not 3"),
+        ({"read": "0.4.2"}, "unchanged note 1 has an unknown key 'read'"),
+    ],
+)
+def test_an_unchanged_note_with_a_typo_is_exit_2_not_a_silent_note(tmp_path, changes, expected):
+    """A `[[unchanged]]` note is read by every command that reads the fix database, like a
+    record: a typo in one is refused before anything runs."""
+    document = toml_of(FIXES_FILE)
+    document["unchanged"][0].update(changes)
+    path = write_toml(tmp_path, "draft.toml", document)
+    line = refused(tmp_path, "plan", "--to", "0.4.2", "--fixes", str(path))
+    assert line.startswith(f"error: {path}: {expected}"), line
+
+
+@pytest.mark.parametrize(
     ("text", "expected"),
     [
         ("fix = 3\n", "'fix' must be an array of tables ([[fix]])"),
         ("fix = [1, 2]\n", "fix 1 must be a table ([[fix]])"),
-        ('[fixes]\nid = "1"\n', "the file has an unknown key 'fixes' (known: fix)"),
+        ('[fixes]\nid = "1"\n', "the file has an unknown key 'fixes' (known: fix, unchanged)"),
     ],
 )
 def test_a_fixes_file_of_the_wrong_shape_is_exit_2_in_every_command(tmp_path, text, expected):

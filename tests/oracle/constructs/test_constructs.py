@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from oracle import constructs
-from oracle.catalog.fixes import load_fixes
+from oracle.catalog.fixes import load_fixes, load_unchanged
 from oracle.catalog.regimes import load_regimes
 from oracle.constructs._construct import DTYPE_SHORT, ScanSeen
 
@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[3]
 KINDS = constructs.kinds()
 REGIMES = load_regimes()
 FIXES = load_fixes()
+UNCHANGED = load_unchanged()
 
 
 def test_registry_lists_every_construct_module():
@@ -88,9 +89,14 @@ def test_construct_is_complete(kind: str):
         name = constructs.label(kind, r.spec.params, r.spec.dtype)
         assert name and name.endswith(DTYPE_SHORT.get(r.spec.dtype, r.spec.dtype)), name
     # The fix-to-construct link is written once, in fixes.toml: a probed construct is there
-    # because some lowering record names it, else its probe answers no question.
-    assert [f.id for f in FIXES if kind in f.constructs], (
-        f"{kind}: no record in oracle/catalog/fixes.toml names it; which change does it probe?"
+    # because some lowering record names it, or because its lowering was read and found
+    # unchanged ([[unchanged]]: its probe answers the registry sweep and coverage); else no one
+    # knows which change it probes.
+    assert [f.id for f in FIXES if kind in f.constructs] + [
+        f"unchanged {u.since}..{u.through}" for u in UNCHANGED if u.construct == kind
+    ], (
+        f"{kind}: no record in oracle/catalog/fixes.toml names it and no [[unchanged]] note says "
+        "its lowering was read; which change does it probe?"
     )
 
 

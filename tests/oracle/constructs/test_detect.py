@@ -894,3 +894,79 @@ def test_a_regimes_probe_traces_back_to_that_regime(regime, env):
         assert _as_traced(regime) not in found, READ_OTHERWISE[regime.id]
         return
     assert found == [_as_traced(regime)]
+
+
+class Softmaxes(torch.nn.Module):
+    """Attention's softmax three ways: in the model's dtype, upcast to fp32 as transformers
+    writes it (softmax(dtype=float32)) and cast back, and over an inner dim."""
+
+    def forward(self, scores: torch.Tensor, other: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.softmax(scores, -1),
+            torch.nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(scores.dtype),
+            torch.softmax(other, 1),
+        )
+
+
+def test_softmax_by_dim_and_whether_it_is_upcast():
+    found = _found(
+        Softmaxes().half(),
+        torch.randn(1, 4, 8, 8, dtype=torch.float16),
+        torch.randn(2, 16, 8, dtype=torch.float16),
+        kinds=["softmax"],
+    )
+    assert [_probe(g) for g in found] == [
+        ({"input_shape": [1, 4, 8, 8], "dim": -1, "upcast": False}, "float16", 1),
+        # the operand is a cast to fp32 of the fp16 scores: the probe is built in fp16, casts up
+        ({"input_shape": [1, 4, 8, 8], "dim": -1, "upcast": True}, "float16", 1),
+        ({"input_shape": [2, 16, 8], "dim": 1, "upcast": False}, "float16", 1),
+    ]
+
+
+def test_a_softmax_of_an_fp32_model_is_not_upcast():
+    found = _found(Softmaxes(), torch.randn(1, 4, 8, 8), torch.randn(2, 16, 8), kinds=["softmax"])
+    assert [_probe(g) for g in found] == [
+        ({"input_shape": [1, 4, 8, 8], "dim": -1, "upcast": False}, "float32", 2),
+        ({"input_shape": [2, 16, 8], "dim": 1, "upcast": False}, "float32", 1),
+    ]
+
+
+class AttentionBlock(torch.nn.Module):
+    """A linear projection with a bias, QK^T (the keys transposed), PV, an output projection
+    without one applied to a batched and a 2-D input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = torch.nn.Linear(32, 32)
+        self.out = torch.nn.Linear(32, 32, bias=False)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        b, t, c = x.shape
+        q = self.qkv(x).view(b, t, 4, 8).transpose(1, 2)
+        weights = torch.softmax(q @ q.transpose(-1, -2), -1)
+        y = (weights @ q).transpose(1, 2).reshape(b, t, c)
+        return self.out(y), self.out(x[0])
+
+
+def test_linear_layers_and_attention_products_with_their_operands_as_written():
+    found = _found(
+        AttentionBlock().half(), torch.randn(1, 6, 32, dtype=torch.float16), kinds=["matmul"]
+    )
+    linear = {"form": "linear", "in_features": 32, "out_features": 32}
+    assert [_probe(g) for g in found] == [
+        ({**linear, "bias": True, "input_shapes": [[1, 6, 32]]}, "float16", 1),
+        (
+            {"form": "matmul", "transposed": True, "input_shapes": [[1, 4, 6, 8], [1, 4, 6, 8]]},
+            "float16",
+            1,
+        ),
+        (
+            {"form": "matmul", "transposed": False, "input_shapes": [[1, 4, 6, 6], [1, 4, 6, 8]]},
+            "float16",
+            1,
+        ),
+        # a batched and a 2-D input of one layer: one instance, the first input's shape
+        ({**linear, "bias": False, "input_shapes": [[1, 6, 32]]}, "float16", 2),
+    ]
+    assert [g.params["op"] for g in found] == ["addmm", "bmm", "bmm", "mm"]
+    assert found[-1].params["shapes_seen"] == ["1x6x32", "6x32"]

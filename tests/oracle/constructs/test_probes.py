@@ -65,6 +65,9 @@ CHANGELOG_CONSTRUCTS = {
 # changelog does not name them: floor division (sam3) is lowered by div.Tensor_mode's function,
 # which #32 rewrote.
 TRACED_CONSTRUCTS = {"floor_divide"}
+# Constructs of the transformer era whose lowering did not change over the catalog's releases
+# ([[unchanged]] in oracle/catalog/fixes.toml): probed for the registry sweep and coverage.
+UNCHANGED_CONSTRUCTS = {"softmax", "matmul"}
 # Regimes the changelog names as controls, by construct.
 CHANGELOG_CONTROLS = {
     "cat_dynamic",
@@ -84,11 +87,11 @@ CHANGELOG_CONTROLS = {
 
 def test_regimes_cover_every_changelog_construct_and_its_controls():
     regimed = {r.construct for r in REGIMES}
-    assert regimed == CHANGELOG_CONSTRUCTS | TRACED_CONSTRUCTS
+    assert regimed == CHANGELOG_CONSTRUCTS | TRACED_CONSTRUCTS | UNCHANGED_CONSTRUCTS
     assert (
         set(probes.builders())
         == {c.kind for c in constructs.probed()}
-        == CHANGELOG_CONSTRUCTS | TRACED_CONSTRUCTS
+        == CHANGELOG_CONSTRUCTS | TRACED_CONSTRUCTS | UNCHANGED_CONSTRUCTS
     )
     controls = {r.construct for r in REGIMES if r.control}
     assert controls >= CHANGELOG_CONTROLS
@@ -425,6 +428,40 @@ def _quantize(r: Regime, g: list[dict]) -> None:
         assert (equal >= 2) == claims_equal, f"{r.name}: {equal} dims of the axis's size"
 
 
+def _softmax(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten._softmax.default")
+    x, dim, half_to_float = n["args"]
+    assert dim == p["dim"] and half_to_float is False
+    assert shape_of(x) == list(p["input_shape"])
+    if p.get("upcast"):  # x.float() of the model's dtype, and the result cast back
+        assert dtype_of(x) == "float32" and r.spec.dtype != "float32"
+        cast = [c for c in g if c["name"] == x["node"]]
+        assert cast and cast[0]["target"] == "aten._to_copy.default"
+        assert dtype_of(cast[0]["args"][0]) == r.spec.dtype
+        assert [c for c in nodes(g, "aten._to_copy.default") if c["args"][0]["node"] == n["name"]]
+    else:
+        assert dtype_of(x) == r.spec.dtype and x["node"] == "x"
+
+
+def _matmul(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    if p["form"] == "linear":
+        n = one(g, "aten.addmm.default" if p["bias"] else "aten.mm.default")
+        a, b = n["args"][-2:]
+        weight = one(g, "aten.permute.default")
+        assert b["node"] == weight["name"] and weight["args"][1] == [1, 0]
+        assert shape_of(weight["args"][0]) == [p["out_features"], p["in_features"]]
+        assert shape_of(a) == [math.prod(p["input_shapes"][0][:-1]), p["in_features"]]
+    else:
+        n = one(g, "aten.bmm.default")
+        a, b = n["args"]
+        swaps = [t for t in nodes(g, "aten.permute.default") if t["args"][1] == [0, 1, 3, 2]]
+        assert len(swaps) == (1 if p["transposed"] else 0)
+        assert shape_of(a)[-2:] == p["input_shapes"][0][-2:]
+    assert dtype_of(a) == dtype_of(b) == r.spec.dtype
+
+
 PAD_OPS = {
     "reflect": "aten.reflection_pad{}d.default",
     "replicate": "aten.replication_pad{}d.default",
@@ -573,6 +610,8 @@ CHECKS = {
     "cat_dynamic": _cat_dynamic,
     "view_dynamic": _view_dynamic,
     "masked_scatter": _masked_scatter,
+    "softmax": _softmax,
+    "matmul": _matmul,
 }
 
 

@@ -1,0 +1,52 @@
+"""The transformer-era probes (softmax, matmul) converted under a real release pair: each
+library regime converts under both releases, its program is the one the lowering read unchanged
+([[unchanged]] in oracle/catalog/fixes.toml) says it is, it runs against torch within the
+policy, and its exported graph holds the op kinds `plan`'s coverage counts it for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inventory.coverage import graph_ops
+from inventory.policy import load_policy
+from inventory.verdict import judge
+from oracle.catalog.fixes import load_unchanged
+from oracle.catalog.regimes import load_regimes
+from oracle.catalog.releases import version_key
+from oracle.executors.comparison import compare
+
+KINDS = ("softmax", "matmul")
+REGIMES = [r for r in load_regimes() if r.construct in KINDS]
+# the op kinds of a probe's exported graph that its construct is there to cover
+HOLDS = {
+    "softmax": {"aten._softmax.default"},
+    "matmul/linear": {"aten.permute.default"},
+    "matmul/matmul": {"aten.bmm.default", "aten.expand.default", "aten.view.default"},
+}
+
+
+def test_every_kind_here_is_read_unchanged_over_the_pair():
+    read = {u.construct: (u.since, u.through) for u in load_unchanged()}
+    for kind in KINDS:
+        since, through = read[kind]
+        assert version_key(since) <= version_key("0.4.1")
+        assert version_key(through) >= version_key("0.4.2")
+
+
+@pytest.mark.parametrize("regime", REGIMES, ids=[r.id for r in REGIMES])
+def test_the_probe_converts_under_both_releases_and_is_unchanged(regime, env, pool):
+    result = compare(regime.spec, env("0.4.1"), env("0.4.2"), pool)
+    assert result.old.ok and result.new.ok, (result.old.error, result.new.error)
+    assert result.shipped == "identical"
+    verdict = judge(result, load_policy())
+    assert verdict.reexport == "no", verdict.reason
+    for side in (result.old, result.new):
+        aten = Path(side.files["aten"])
+        ops = graph_ops(aten if aten.is_absolute() else Path(result.evidence) / aten)
+        form = regime.spec.params.get("form")
+        wanted = HOLDS[f"matmul/{form}" if regime.construct == "matmul" else regime.construct]
+        assert wanted <= ops, sorted(ops)
+        if regime.construct == "matmul" and form == "linear":
+            assert ops & {"aten.mm.default", "aten.addmm.default"}

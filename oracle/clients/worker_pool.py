@@ -379,11 +379,14 @@ def shared_workers() -> Iterator[None]:
 def _kept_as(
     worker_type: type[Worker], env: Env, log_suffix: str, timeout: float
 ) -> tuple[str, ...]:
-    # the interpreter as resolved: a store reaches the shared environments through a symlink;
+    # the environment's folder as resolved (a store reaches the shared environments through a
+    # symlink), never its interpreter's: every environment's python links to one base
+    # interpreter, and what makes it this environment's is the folder it is started from;
     # the store itself: a worker's temp folder (TMPDIR, fixed when it starts) is under it
     return (
         f"{worker_type.__module__}.{worker_type.__qualname__}",
-        os.path.realpath(env.python),
+        os.path.realpath(env.path),
+        str(env.python.relative_to(env.path)) if env.python.is_relative_to(env.path) else "",
         log_suffix,
         repr(timeout),
         str(cache_root()),

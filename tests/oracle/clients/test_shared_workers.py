@@ -47,6 +47,23 @@ def test_a_closed_pools_worker_answers_the_next_pool_until_the_block_ends(
     assert not _alive(kept)  # the block's end closes what is kept
 
 
+def test_a_kept_worker_serves_only_its_own_environment(
+    env: Callable[[str], Env], tmp_path: Path
+) -> None:
+    """Every environment's python is a link to one base interpreter: a worker kept for 0.4.1
+    must never answer a pool's call in 0.4.2 (it would convert with the wrong converter)."""
+    old, new = env("0.4.1"), env("0.4.2")
+    with shared_workers():
+        first = Pool(tmp_path)
+        first.worker(old).call({"op": "hello"})
+        first.close()
+        second = Pool(tmp_path)
+        versions = second.worker(new).call({"op": "hello"})["versions"]
+        assert versions["coreai-torch"] == new.packages["coreai-torch"] == "0.4.2"
+        assert second.worker(old).call({"op": "hello"})["versions"]["coreai-torch"] == "0.4.1"
+        second.close()
+
+
 def test_a_killed_worker_or_another_timeout_starts_a_new_one(
     env: Callable[[str], Env], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,13 +11,18 @@ probe under one release) another entry, or the same one, had made already. Print
 entry and the totals; `--record` also writes them as JSON. Asserts nothing: CPU seconds compare
 on a shared machine, wall seconds do not.
 
-Each entry runs as its own CLI process, as `answers.run_cli` runs it, under a hook on the worker
-client (`Worker._start`, `Worker.call`) that counts from the inside.
+Each entry runs as `answers.compute()` runs it (the CLI's app in this process, one run after
+another, a store's runs sharing warm workers); a hook on the worker client (`Worker._start`,
+`Worker.call`) counts. An entry's CPU seconds are this process's and its children's (those
+waited for) plus what the workers alive at its end used during it (read from /proc), so a worker
+kept for the next entry is counted in the entries it worked for. Until 2026-12-07 each entry
+was a CLI process of its own, counted by the same hook inside it (this file's history).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -40,25 +45,48 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-# The hook a CLI subprocess runs under: counts its worker start-ups and requests into a file.
-_HOOK = """\
-import atexit, hashlib, json, os, runpy, sys
-from oracle.clients import worker_pool
-_seen = {"starts": [], "calls": []}
-_start, _call = worker_pool.Worker._start, worker_pool.Worker.call
-def _counted_start(self):
-    _seen["starts"].append(f"{type(self).__name__}:{self.env.name}")
-    return _start(self)
-def _counted_call(self, request, timeout=None):
-    spec = json.dumps(request.get("spec"), sort_keys=True, default=str)
-    key = hashlib.sha256(f"{self.env.name}|{spec}".encode()).hexdigest()[:16]
-    _seen["calls"].append([request.get("op"), key])
-    return _call(self, request, timeout)
-worker_pool.Worker._start, worker_pool.Worker.call = _counted_start, _counted_call
-atexit.register(lambda: open(os.environ["MATRIX_COST_FILE"], "w").write(json.dumps(_seen)))
-sys.argv = ["inventory", *sys.argv[1:]]
-runpy.run_module("inventory.cli", run_name="__main__", alter_sys=True)
-"""
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _live_workers() -> dict[int, float]:
+    """pid -> CPU seconds so far, of every worker process alive in this process's pools."""
+    from oracle.clients import worker_pool
+
+    out = {}
+    for worker in list(worker_pool._LIVE):
+        proc = worker._proc
+        if proc is None or proc.poll() is not None:
+            continue
+        try:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[proc.pid] = sum(int(v) for v in fields[11:15]) / _TICK  # utime stime cutime cstime
+    return out
+
+
+_SEEN: dict[str, list[Any]] = {"starts": [], "calls": []}
+
+
+def _hook() -> None:
+    from oracle.clients import worker_pool
+
+    start, call = worker_pool.Worker._start, worker_pool.Worker.call
+
+    def counted_start(self: worker_pool.Worker) -> Any:
+        _SEEN["starts"].append(f"{type(self).__name__}:{self.env.name}")
+        return start(self)
+
+    def counted_call(
+        self: worker_pool.Worker, request: dict[str, Any], timeout: float | None = None
+    ) -> dict[str, Any]:
+        spec = json.dumps(request.get("spec"), sort_keys=True, default=str)
+        key = hashlib.sha256(f"{self.env.name}|{spec}".encode()).hexdigest()[:16]
+        _SEEN["calls"].append([request.get("op"), key])
+        return call(self, request, timeout)
+
+    worker_pool.Worker._start = counted_start  # type: ignore[method-assign]
+    worker_pool.Worker.call = counted_call  # type: ignore[method-assign]
 
 
 def main() -> int:
@@ -77,18 +105,21 @@ def main() -> int:
 
     import answers
 
+    _hook()
+    plain = answers.run_cli.__wrapped__
     rows: list[dict[str, Any]] = []
     lock = threading.Lock()
     made: Counter[str] = Counter()  # conversion key -> times made so far
 
     def measured(args: tuple[str, ...], store: str = answers.BARE) -> answers.Run:
-        count = root / f".count-{threading.get_ident()}.json"
-        before, start = _cpu(), time.monotonic()
-        run = _spawned(answers, args, store, count)
-        empty: dict[str, list[Any]] = {"starts": [], "calls": []}
-        counted = json.loads(count.read_text()) if count.exists() else empty
-        count.unlink(missing_ok=True)
-        wall, cpu = time.monotonic() - start, _cpu() - before
+        for seen in _SEEN.values():
+            seen.clear()
+        before, start, live = _cpu(), time.monotonic(), _live_workers()
+        run = plain(args, store)
+        counted = {k: list(v) for k, v in _SEEN.items()}
+        now = _live_workers()
+        wall = time.monotonic() - start
+        cpu = _cpu() - before + sum(now.values()) - sum(live.values())
         converts = [key for op, key in counted["calls"] if op == "convert"]
         with lock:
             repeats = sum(1 for key in converts if made[key])
@@ -131,22 +162,6 @@ def main() -> int:
     if opts.record:
         opts.record.write_text(json.dumps({"total": total, "entries": rows}, indent=1) + "\n")
     return 0
-
-
-def _spawned(answers: Any, args: tuple[str, ...], store: str, count: Path) -> Any:
-    """`answers.run_cli`'s subprocess, under the hook that counts."""
-    import subprocess
-
-    proc = subprocess.run(
-        [sys.executable, "-c", _HOOK, *args, "--json", "-q"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**answers.suite_env(store), "MATRIX_COST_FILE": str(count)},
-    )
-    if "Traceback" in proc.stderr or not proc.stdout.strip():
-        raise RuntimeError(f"inventory {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
-    return answers.Run(proc.returncode, json.loads(proc.stdout), proc.stderr)
 
 
 if __name__ == "__main__":

@@ -207,21 +207,25 @@ def test_affected_and_plan_in_markdown(converter_envs):
     md = proc.stdout
     assert md.startswith("# Re-export plan for coreai-torch 0.4.2")
     assert "Deployment runtimes: coreai-core 1.0.0b2, 1.0.0b3 (default:" in md
-    # nothing changes mimi, but its ops were never counted: unchecked, its coverage saying why
+    # nothing changes mimi, but most of its ops are neither probed nor checked whole:
+    # unchecked, its coverage (counted over its recipe's census) saying why
+    cover = "42% probed, 0% whole, 58% not covered of 318 ops"
     assert (
         "| mimi | 0.4.1 | **unchecked** | 1.0.0b2 loads, 1.0.0b3 loads | - | - | "
-        "coverage (ops not counted) | - | ops not counted |"
+        f"coverage ({cover}) | - | {cover} |"
     ) in md
     # the pipeline record the asset probe answered alone is not checked on the bundle's program
+    lfm = "79% probed, 0% whole, 21% not covered of 1795 ops"
+    sam3 = "77% probed, 0% whole, 23% not covered of 5942 ops"
     assert (
         "| lfm_audio | 0.4.0 (assumed) | **inconclusive** | depends on the exporter | - | "
-        f"{L28} (depends-on-exporter) | core-b2 (asset-probe-same-program), coverage (ops not "
-        f"counted) | {L54} (values-move, changes in 0.4.1->0.4.2) | ops not counted |"
+        f"{L28} (depends-on-exporter) | core-b2 (asset-probe-same-program), coverage ({lfm}) | "
+        f"{L54} (values-move, changes in 0.4.1->0.4.2) | {lfm} |"
     ) in md
     assert (
         "| sam3 | 0.4.0 | **required** | 1.0.0b2 crashes, 1.0.0b3 crashes | "
-        f"{L28} (does-not-load) | - | core-b2 (asset-probe-same-program), coverage (ops not "
-        "counted) | - | ops not counted |"
+        f"{L28} (does-not-load) | - | core-b2 (asset-probe-same-program), coverage ({sam3}) | - | "
+        f"{sam3} |"
     ) in md
     # the summary table comes first, worst level first
     assert md.index("| sam3 | **required** |") < md.index("| bundle | exporter |")
@@ -320,8 +324,10 @@ def test_cache_prune_removes_leftovers_damage_and_other_code(converter_envs, tmp
     record = json.loads((other / "result.json").read_text())
     (other / "result.json").write_text(json.dumps({**record, "code": "000000000000"}))
 
+    # the comparison's two converted sides are stored apart, and kept with it
+    assert len(list((cache / "sides").iterdir())) == 2
     dry = run("cache", "prune", "--dry-run", INVENTORY_CACHE=str(cache))
-    assert dry.stdout.splitlines()[-1] == "3 would remove, 1 kept (dry run: nothing removed)"
+    assert dry.stdout.splitlines()[-1] == "3 would remove, 3 kept (dry run: nothing removed)"
     assert len(list(results.iterdir())) == 4  # nothing removed
     proc = run("cache", "prune", INVENTORY_CACHE=str(cache))
     assert proc.returncode == 0, proc.stderr
@@ -336,7 +342,7 @@ def test_cache_prune_removes_leftovers_damage_and_other_code(converter_envs, tmp
             f"removed {other.name}: made by other oracle code",
         ]
     )
-    assert proc.stdout.splitlines()[-1] == "3 removed, 1 kept"
+    assert proc.stdout.splitlines()[-1] == "3 removed, 3 kept"
     assert [p.name for p in results.iterdir()] == [good.name]
     assert (envs_dir() / "torch-2.13.0").exists()  # environments stay
 
@@ -344,19 +350,24 @@ def test_cache_prune_removes_leftovers_damage_and_other_code(converter_envs, tmp
     week_ago = time.time() - 7 * 86400
     os.utime(good / "result.json", (week_ago, week_ago))
     proc = run("cache", "prune", "--older-than", "8", INVENTORY_CACHE=str(cache))
-    assert proc.stdout.splitlines()[-1] == "0 removed, 1 kept"
+    assert proc.stdout.splitlines()[-1] == "0 removed, 3 kept"
     proc = run("cache", "prune", "--older-than", "6", "--dry-run", INVENTORY_CACHE=str(cache))
     assert proc.stdout.splitlines() == [
         f"would remove {good.name}: older than 6 days",
-        "1 would remove, 0 kept (dry run: nothing removed)",
+        "1 would remove, 2 kept (dry run: nothing removed)",
     ]
     proc = run("cache", "prune", "--older-than", "6", INVENTORY_CACHE=str(cache))
     assert proc.stdout.splitlines() == [
         f"removed {good.name}: older than 6 days",
-        "1 removed, 0 kept",
+        "1 removed, 2 kept",
     ]
 
     shutil.copytree(backup, good)
+    sides = sorted(p.name for p in (cache / "sides").iterdir())
     proc = run("cache", "prune", "--all", "--yes", INVENTORY_CACHE=str(cache))
-    assert proc.stdout.splitlines() == [f"removed {good.name}: --all", "1 removed, 0 kept"]
-    assert not any(results.iterdir())
+    assert proc.stdout.splitlines() == [
+        f"removed {good.name}: --all",
+        *(f"removed {name}: --all" for name in sides),
+        "3 removed, 0 kept",
+    ]
+    assert not any(results.iterdir()) and not any((cache / "sides").iterdir())

@@ -281,10 +281,24 @@ def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def distinct(instances: list[dict[str, Any]]) -> set[str]:
     """The distinct instances of a trace: kind, dtype and parameters, whatever their count and
-    modules (what a miniature must keep of the full module)."""
+    modules (what a miniature must keep of the full module). A kind's representative parameters
+    (its shapes) and the `shapes_seen` a group lists do not separate instances, in a trace or
+    here: they are the group's first member's, so they change with which layers the module has."""
+    from oracle import constructs
+
+    loose = {c.kind: set(c.representative) for c in constructs.all_constructs()}
     return {
         json.dumps(
-            {"kind": i["kind"], "dtype": i.get("dtype"), "params": i["params"]}, sort_keys=True
+            {
+                "kind": i["kind"],
+                "dtype": i.get("dtype"),
+                "params": {
+                    k: v
+                    for k, v in i["params"].items()
+                    if k != "shapes_seen" and k not in loose.get(i["kind"], set())
+                },
+            },
+            sort_keys=True,
         )
         for i in instances
     }

@@ -52,7 +52,7 @@ def test_a_users_bundle_is_traced_from_their_repository_and_recorded_with_proven
     assert trace["decompositions"] == "coreai_torch 0.4.1 get_decomp_table()"
     assert trace["facts"]["softmax"] == {"float16": 2}
     kinds = {i["kind"]: i for i in bundle["instances"]}
-    assert sorted(kinds) == ["batch_norm", "true_divide"]
+    assert sorted(kinds) == ["batch_norm", "softmax", "true_divide"]
     norm = kinds["batch_norm"]
     assert norm["count"] == 2 and norm["modules"] == ["blocks.0.norm", "blocks.1.norm"]
     assert norm["producers"] == ["blocks.0.dw", "blocks.1.dw"]
@@ -171,7 +171,7 @@ def test_trace_write_edits_a_users_registry_in_place(tmp_path, converter_envs):
     assert {k: v for k, v in new.items() if k not in ("instances", "trace")} == {
         k: v for k, v in old.items() if k != "instances"
     }
-    assert sorted(i["kind"] for i in new["instances"]) == ["batch_norm", "true_divide"]
+    assert sorted(i["kind"] for i in new["instances"]) == ["batch_norm", "softmax", "true_divide"]
     assert new["trace"]["origin"] == "recipe"
     # every line but the stale instance's own is still there, in its order, as written
     stale = ('kind = "batch_norm"', "count = 1", 'source = "by hand"', "params = { channels = 4 }")

@@ -33,6 +33,7 @@ from s3_server import make_bucket, s3_server
 from store_answers import answer_in, borrowing_store, without
 
 from oracle.compare import normalise
+from oracle.executors.shared_sides import SIDES_FILE
 from oracle.load_check import load_stored
 from oracle.store.result_store import RECORD_DIGEST, RESULT_FILE, load_result
 
@@ -170,7 +171,7 @@ def _stored(store: Path) -> dict[str, dict[str, Any]]:
                 record["files_sha256"] = {
                     k: v
                     for k, v in record["files_sha256"].items()
-                    if not k.endswith((ASSET_METADATA, CONVERT_LOG))
+                    if not k.endswith((ASSET_METADATA, CONVERT_LOG)) and k != SIDES_FILE
                 }
                 files[rel] = record
             elif rel.endswith(CONVERT_LOG):
@@ -179,6 +180,10 @@ def _stored(store: Path) -> dict[str, dict[str, Any]]:
                 meta = json.loads(path.read_text())
                 meta.pop("creationDate")
                 files[rel] = meta
+            elif rel == SIDES_FILE:
+                # which stored sides a local comparison was made over: a node converts both
+                # sides itself and stores none (sides are not shared on the nodes yet)
+                continue
             elif not rel.startswith("."):  # .verified.json: when a reader last hashed it
                 files[rel] = path.read_bytes()
         out[folder.name] = files

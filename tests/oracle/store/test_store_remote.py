@@ -377,12 +377,17 @@ def test_two_drivers_through_one_bucket_answer_as_a_local_store(env, s3, tmp_pat
     assert without(answer_in(first.stdout, first_cache), "cached") == local_answer
     fs = s3fs.S3FileSystem(skip_instance_cache=True)
     names = sorted(p.rsplit("/", 1)[1] for p in fs.ls(f"{BUCKET}/two-drivers/results"))
+    # the bucket holds the comparisons and the sides they were made over
     assert names == sorted(
-        p.name for p in (first_cache / "results").iterdir() if not p.name.startswith(".")
+        p.name
+        for kind in ("results", "sides")
+        for p in (first_cache / kind).iterdir()
+        if not p.name.startswith(".")
     )
-    assert len(names) == len(CHANNELS)
+    comparisons = [n for n in names if not n.startswith("side-")]
+    assert len(comparisons) == len(CHANNELS) and len(names) == 3 * len(CHANNELS)
     tier = RemoteStore(url, fs, f"{BUCKET}/two-drivers")
-    whole, edited, killed = names
+    whole, edited, killed = comparisons
     body = tier.manifest(edited)
     assert body is not None
     shipped = next(rel for rel in body["files"] if rel.endswith("shipped.mlir"))
@@ -428,7 +433,8 @@ def test_a_run_stopped_during_a_long_remote_read_ends_at_once_without_a_tracebac
         INVENTORY_CACHE=str(borrowing_store(tmp_path, "first")),
     )
     assert first.returncode == 0, first.stderr
-    [folder] = (shared / "results").iterdir()
+    # the comparison (its two sides are stored beside it, each a result of its own)
+    [folder] = [p for p in (shared / "results").iterdir() if not p.name.startswith("side-")]
     body = json.loads((folder / MANIFEST).read_text())
     for i in range(4000):  # a large result, within the limit
         data = f"{i}\n".encode()

@@ -92,7 +92,7 @@ def test_the_page_runs_as_written(own, json_schema):
     proc = own["traced"]
     assert proc.returncode == 0, proc.stderr
     entry = tomllib.loads(own["registry"].read_text())["bundles"]["mine"]
-    assert {i["kind"] for i in entry["instances"]} == {"batch_norm", "true_divide"}
+    assert {i["kind"] for i in entry["instances"]} == {"batch_norm", "softmax", "true_divide"}
     # the trace records the op census coverage is counted over: every operator of the program
     census = entry["trace"]["facts"]["ops"]
     assert "aten.convolution.default" in census and "aten._softmax.default" in census

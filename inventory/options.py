@@ -1,21 +1,32 @@
 """Command-line options shared by several commands, each declared once (name, flags, help).
 
-A command takes one as `registry: Registry = DEFAULT_REGISTRY`; the output flags become one
-`OutputFormat` with `OutputFormat.choose(as_json, markdown)`. Every option that takes a value
+A command takes one as `registry: Registry = DEFAULT_REGISTRY`, and the options that travel
+together as a group (`Output`, `Execution`, `Common`): a command decorated with `@takes` states a
+group as one parameter (`out: Output`), its options appear in the command line where that
+parameter stands, and the command receives the group whole. Every option that takes a value
 names what to type (its metavar: VERSION, BUNDLE, FILE); a flag names none (`inventory.help`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_type_hints
 
 import typer
 
 from inventory.errors import UsageError
 from inventory.output_file import WRITES
+
+if TYPE_CHECKING:
+    from inventory.report.formats import OutputFormat
+
+R = TypeVar("R")
 
 
 def release_name(value: str) -> str:
@@ -310,3 +321,92 @@ def check_recipe_root(value: Path | None) -> None:
     """A checkout that is not a folder is a mistake, said before anything runs."""
     if value is not None and not value.is_dir():
         raise UsageError(f"--recipe-root {value}: not a folder")
+
+
+@dataclasses.dataclass(frozen=True)
+class Output:
+    """The answer's format and where it goes: --json, --markdown, --format, -o."""
+
+    as_json: Json = False
+    markdown: Markdown = False
+    output_format: Format = None
+    output: OutputFile = None
+
+    def format(self, command: str, forms: frozenset[OutputFormat]) -> OutputFormat:
+        """The run's one format, refused before the run if `command` has no form in it."""
+        from inventory.report.formats import OutputFormat
+
+        return OutputFormat.choose(
+            self.as_json, self.markdown, self.output_format, command=command, forms=forms
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Execution:
+    """Where the run's work runs and its results are kept: --executor, --ray-address, --store,
+    --jobs (`inventory.commands.common.use_execution` checks them, before any work)."""
+
+    executor: ExecutorName = "local"
+    ray_address: RayAddress = None
+    store: StoreUrl = None
+    jobs: Jobs = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Common:
+    """What every answering command takes: -q, --progress and --catalog (the last two read by
+    `inventory.terminal` for the whole run)."""
+
+    quiet: Quiet = False
+    progress_shown: ProgressMode = None
+    catalog: CatalogFile = None
+
+
+GROUPS: tuple[type, ...] = (Output, Execution, Common)
+
+
+def takes(fn: Callable[..., R]) -> Callable[..., R]:
+    """`fn` as the command line sees it: each parameter annotated with a group (`GROUPS`) is
+    replaced, where it stands, by the group's options (their flags, help and defaults, as the
+    group declares them), and `fn` is called with the group built from them. Every parameter is
+    keyword-only: typer passes them by name."""
+    hints = get_type_hints(fn, include_extras=True)
+    params: list[inspect.Parameter] = []
+    groups: dict[str, tuple[type, tuple[str, ...]]] = {}
+    for p in inspect.signature(fn).parameters.values():
+        group = hints.get(p.name)
+        if group in GROUPS:
+            assert isinstance(group, type)
+            fields = get_type_hints(group, include_extras=True)
+            names = tuple(f.name for f in dataclasses.fields(group))
+            groups[p.name] = (group, names)
+            params += [
+                inspect.Parameter(
+                    f.name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=f.default,
+                    annotation=fields[f.name],
+                )
+                for f in dataclasses.fields(group)
+            ]
+        else:
+            params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints[p.name]))
+    # a group's option named as one of the command's own, or of another group's, would be lost
+    assert len({p.name for p in params}) == len(params), fn.__name__
+
+    @functools.wraps(fn)
+    def grouped(**kwargs: Any) -> R:
+        for name, (group, names) in groups.items():
+            kwargs[name] = group(**{n: kwargs.pop(n) for n in names})
+        return fn(**kwargs)
+
+    # the signature typer reads (inspect looks there first); a function has no such attribute
+    # in its stub
+    grouped.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        params, return_annotation=hints.get("return")
+    )
+    grouped.__annotations__ = {
+        **{p.name: p.annotation for p in params},
+        "return": hints.get("return"),
+    }
+    return grouped

@@ -1,31 +1,35 @@
-"""Output formats: one choice per run, one renderer per format, one JSON envelope.
+"""Output: one writer per format (`writer_for`, the one switch), one JSON envelope, one writer of
+standard output.
 
-Modelled on pip-audit's `OutputFormatChoice`: a command picks a format (the `--json` and
-`--markdown` flags, shared by every command that has them) and hands its plain result to that
-format's renderer; nothing else in a command depends on the format.
+Modelled on pip-audit's `_format/`: a command picks a format (`inventory.report.formats`) and
+hands its plain result, with its `Renderer`, to that format's writer as a `Document`; nothing
+else in a command depends on the format. A new format is one member of `OutputFormat`, one
+writer module `inventory/report/<format>_report.py` whose `write(document: Document[Any])`
+renders it, and its branch in `writer_for`; a command that has a form in it says so in its
+`forms(...)`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import io
 import json
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, Generic, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar, assert_never
 
 from rich.console import Console, RenderableType
 
-from inventory.errors import UsageError
 from inventory.output_file import write_file
-from inventory.summary import Summary
+from inventory.report.document import Document as Document
+from inventory.report.document import Renderer as Renderer
+from inventory.report.document import Writer, Written
+from inventory.report.formats import OutputFormat as OutputFormat
+from inventory.report.formats import forms as forms
 from inventory.user_text import bounded
 from inventory.version import version
 
@@ -91,61 +95,6 @@ def document_only() -> Iterator[None]:
             sys.stdout = saved
 
 
-class OutputFormat(StrEnum):
-    """One member per format. A new format is one member here, the commands it has a form in
-    (`FORMS`), and one module, `inventory/report/<value>_report.py`, whose
-    `write(document: Document) -> str` renders any command's document (`writer_for` finds it);
-    table, json and markdown are written here."""
-
-    TABLE = "table"  # the terminal rendering (rich)
-    JSON = "json"  # the versioned envelope
-    MARKDOWN = "markdown"
-    HTML = "html"  # inventory/report/html_report.py: plan, affected, verify
-    CYCLONEDX = "cyclonedx"  # inventory/report/cyclonedx_report.py: scan, plan, affected
-
-    @classmethod
-    def choose(
-        cls,
-        as_json: bool = False,
-        markdown: bool = False,
-        chosen: str | None = None,
-        command: str | None = None,
-    ) -> OutputFormat:
-        """The one format of a run: `--format`, or its aliases `--json` and `--markdown`; two of
-        them together are a usage error (never one silently winning), and so is a format
-        `command` has no form in (checked here, before the run)."""
-        fmt = cls._chosen(as_json, markdown, chosen)
-        if command is not None:
-            check_supported(command, fmt)
-        return fmt
-
-    @classmethod
-    def _chosen(cls, as_json: bool, markdown: bool, chosen: str | None) -> OutputFormat:
-        given = [
-            flag
-            for flag, on in (
-                ("--json", as_json),
-                ("--markdown", markdown),
-                (f"--format {chosen}", chosen is not None),
-            )
-            if on
-        ]
-        if len(given) > 1:
-            raise UsageError(f"{' and '.join(given)}: give one output format")
-        if chosen is not None:
-            try:
-                return cls(chosen.strip().lower())
-            except ValueError:
-                raise UsageError(
-                    f"--format {chosen}: not a format (one of {', '.join(f.value for f in cls)})"
-                ) from None
-        if as_json:
-            return cls.JSON
-        if markdown:
-            return cls.MARKDOWN
-        return cls.TABLE
-
-
 TOOL = "inventory"
 # the project's root: an input file inside it is named relative to it (no machine path)
 _ROOT = Path(__file__).resolve().parent.parent
@@ -197,70 +146,30 @@ def input_files(**files: Path | None) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True)
-class Renderer(Generic[T]):
-    """How one command's result looks in each format it supports."""
-
-    command: str
-    record: Callable[[T], dict[str, Any]]  # the JSON `result`
-    table: Callable[[T], RenderableType]
-    markdown: Callable[[T], str] | None = None
-    summary: Callable[[T], Summary] | None = None  # per bundle: its level and top reason
-    inputs: dict[str, Any] = field(default_factory=dict)  # `input_files(...)`
-    # the fix records the answer read (`--fixes`): the markdown links each `#N` as they say
-    fixes: Path | None = None
-    # the table's lines are never wrapped (each is a record a person copies whole: repair's)
-    soft_wrap: bool = False
-
-    def render(
-        self,
-        value: T,
-        fmt: OutputFormat,
-        console: Console,
-        warnings: Sequence[str] = (),
-        error: str | None = None,
-        to: Path | None = None,
-    ) -> None:
-        """The document in `fmt`, on standard output (the table through `console`) or, `to`,
-        written to that file (the table as plain text at the console's width)."""
-        document = Document(self, value, tuple(warnings), error)
-        written = writer_for(fmt)(document)
-        if to is not None:
-            text = (
-                written
-                if isinstance(written, str)
-                else _plain(written, console.width, self.soft_wrap)
-            )
-            write_file(to, text)
-        elif isinstance(written, str):
-            emit(written, end="" if written.endswith("\n") else "\n")
-        else:
-            # a line a renderer keeps whole (a path) is printed whole, never cut at the width
-            console.print(written, soft_wrap=self.soft_wrap, crop=False)
-
-
-@dataclass(frozen=True)
-class Document(Generic[T]):
-    """What a writer renders: the command's answer, its renderer (the command's own record,
-    table and markdown), and the run's warnings and error."""
-
-    renderer: Renderer[T]
-    value: T
-    warnings: tuple[str, ...] = ()
-    error: str | None = None
-
-    @property
-    def command(self) -> str:
-        return self.renderer.command
-
-    def record(self) -> dict[str, Any]:
-        return self.renderer.record(self.value)
-
-    def summary(self) -> Summary | None:
-        return self.renderer.summary(self.value) if self.renderer.summary else None
-
-
-Written = str | RenderableType
+def render(
+    renderer: Renderer[T],
+    value: T,
+    fmt: OutputFormat,
+    console: Console,
+    warnings: Sequence[str] = (),
+    error: str | None = None,
+    to: Path | None = None,
+) -> None:
+    """The document in `fmt`, on standard output (the table through `console`) or, `to`,
+    written to that file (the table as plain text at the console's width)."""
+    written = writer_for(fmt)(Document(renderer, value, tuple(warnings), error))
+    if to is not None:
+        text = (
+            written
+            if isinstance(written, str)
+            else _plain(written, console.width, renderer.soft_wrap)
+        )
+        write_file(to, text)
+    elif isinstance(written, str):
+        emit(written, end="" if written.endswith("\n") else "\n")
+    else:
+        # a line a renderer keeps whole (a path) is printed whole, never cut at the width
+        console.print(written, soft_wrap=renderer.soft_wrap, crop=False)
 
 
 def _json(d: Document[Any]) -> str:
@@ -276,7 +185,7 @@ def _json(d: Document[Any]) -> str:
 
 
 def _markdown(d: Document[Any]) -> str:
-    # a command without one is refused before the run (`FORMS`): this is a defect, not a usage
+    # a command without one is refused before the run (its `forms`): a defect, not a usage error
     assert d.renderer.markdown is not None, f"{d.command} has no markdown form"
     from inventory.report.text import for_release_page
 
@@ -287,44 +196,28 @@ def _table(d: Document[Any]) -> Written:
     return d.renderer.table(d.value)
 
 
-_BUILT_IN: dict[OutputFormat, Callable[[Document[Any]], Written]] = {
-    OutputFormat.TABLE: _table,
-    OutputFormat.JSON: _json,
-    OutputFormat.MARKDOWN: _markdown,
-}
+def writer_for(fmt: OutputFormat) -> Writer:
+    """The writer of each format: the one switch, exhaustive (`assert_never`: a format without
+    a branch fails mypy). A format of its own module is imported only when it is chosen: the
+    html writer imports the cyclonedx one and its schema validator, seconds of imports a run in
+    another format never pays."""
+    match fmt:
+        case OutputFormat.TABLE:
+            return _table
+        case OutputFormat.JSON:
+            return _json
+        case OutputFormat.MARKDOWN:
+            return _markdown
+        case OutputFormat.HTML:
+            from inventory.report import html_report
 
+            return html_report.write
+        case OutputFormat.CYCLONEDX:
+            from inventory.report import cyclonedx_report
 
-# The commands each format has a form in (table and json: every command). Stated here, not asked
-# of the writer's module, so that a format is refused before the run without importing its writer:
-# the html writer imports the cyclonedx one and its schema validator, seconds of imports (17-21 s
-# on a loaded machine) spent on a refusal. test_reliability_cli.py holds each writer to it.
-FORMS: dict[OutputFormat, frozenset[str]] = {
-    OutputFormat.MARKDOWN: frozenset(
-        {"affected", "plan", "release-notes", "sweep", "verify", "scan", "bisect", "repair"}
-    ),
-    OutputFormat.HTML: frozenset({"plan", "affected", "verify"}),
-    OutputFormat.CYCLONEDX: frozenset({"scan", "plan", "affected"}),
-}
-
-
-def check_supported(command: str, fmt: OutputFormat) -> None:
-    """A format the command has no form in is a usage error, said before the run (no writer
-    imported, nothing read or built)."""
-    able = FORMS.get(fmt)
-    if able is None or command in able:
-        return
-    raise UsageError(
-        f"--format {fmt.value}: {command} has no {fmt.value} form "
-        f"(commands with one: {', '.join(sorted(able))})"
-    )
-
-
-def writer_for(fmt: OutputFormat) -> Callable[[Document[Any]], Written]:
-    """The writer of a format: built in, or the `write` of inventory/report/<fmt>_report.py."""
-    if fmt in _BUILT_IN:
-        return _BUILT_IN[fmt]
-    module = importlib.import_module(f"inventory.report.{fmt.value}_report")
-    return module.write
+            return cyclonedx_report.write
+        case _:
+            assert_never(fmt)
 
 
 def _plain(renderable: RenderableType, width: int, soft_wrap: bool = False) -> str:

@@ -7,42 +7,40 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, report, use_executor, use_store
+from inventory.commands.common import ready, report, use_execution
 from inventory.errors import exit_for_reexport
 from inventory.options import (
     AllowCode,
     Bundles,
-    CatalogFile,
-    ExecutorName,
-    Format,
+    Common,
+    Execution,
     Ignore,
-    Jobs,
-    Json,
-    Markdown,
     NoCache,
-    OutputFile,
-    ProgressMode,
-    Quiet,
-    RayAddress,
+    Output,
     RecipeRoot,
     Registry,
     Runtimes,
-    StoreUrl,
     Tolerance,
     check_recipe_root,
     complete_fix,
     complete_release,
     release_option,
+    takes,
 )
-from inventory.output import OutputFormat
+from inventory.output import OutputFormat, forms
 from inventory.output_file import ReadsAfter
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import BareValue, finish
 from inventory.verify.mode import VerifyMode
 from oracle.catalog import FIXES_FILE, load_catalog
 
+# the formats `affected` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN, OutputFormat.HTML, OutputFormat.CYCLONEDX)
 
+
+@takes
 def affected_cmd(
+    *,
     fix: Annotated[
         str,
         typer.Option(
@@ -65,15 +63,9 @@ def affected_cmd(
     ] = None,
     bundle: Bundles = None,
     registry: Registry = DEFAULT_REGISTRY,
-    as_json: Json = False,
-    markdown: Markdown = False,
-    output_format: Format = None,
-    output: OutputFile = None,
+    out: Output,
     no_cache: NoCache = False,
-    executor: ExecutorName = "local",
-    ray_address: RayAddress = None,
-    store: StoreUrl = None,
-    jobs: Jobs = None,
+    execution: Execution,
     tolerance: Tolerance = None,
     ignore: Ignore = None,
     weights: Annotated[
@@ -124,9 +116,7 @@ def affected_cmd(
     ] = False,
     recipe_root: RecipeRoot = None,
     allow_code: AllowCode = False,
-    quiet: Quiet = False,
-    progress_shown: ProgressMode = None,
-    catalog: CatalogFile = None,
+    common: Common,
 ) -> None:
     """Which shipped bundles does one converter fix change, and must they be re-exported?
 
@@ -153,12 +143,11 @@ def affected_cmd(
     from inventory.report.table import affected_markdown, affected_summary, affected_table
     from oracle.catalog import find_fix, load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format, command="affected")
+    fmt = out.format("affected", FORMS)
 
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
-    use_executor(executor, ray_address, jobs)
-    use_store(store)
+    use_execution(execution)
     records = load_fixes(fixes)
     the_fix = find_fix(fix, records, fixes)
     all_bundles = load_registry(registry)
@@ -176,9 +165,10 @@ def affected_cmd(
             affected_summary,
             input_files(registry=registry, fixes=fixes),
             fixes,
+            forms=FORMS,
         ),
         fmt,
-        quiet,
+        common.quiet,
         lambda progress: affected(
             the_fix,
             bundles,
@@ -197,6 +187,6 @@ def affected_cmd(
             sweep=sweep,
         ),
         lambda r: r.warnings,
-        to=output,
+        to=out.output,
     )
     finish(exit_for_reexport(result.reexport, load_policy().accept_unchecked))

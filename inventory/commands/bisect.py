@@ -11,24 +11,28 @@ import typer
 from inventory.commands.common import ready, registry_file_for, report
 from inventory.errors import ExitCode
 from inventory.options import (
-    CatalogFile,
+    Common,
     Format,
     FromRelease,
     Json,
     Markdown,
     NoCache,
     OutputFile,
-    ProgressMode,
-    Quiet,
     ToRelease,
+    takes,
 )
-from inventory.output import OutputFormat
+from inventory.output import OutputFormat, forms
 from inventory.terminal import finish
 from oracle.catalog import FIXES_FILE
 from oracle.infra import Progress
 
+# the formats `bisect` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN)
 
+
+@takes
 def bisect_cmd(
+    *,
     old: FromRelease,
     new: ToRelease,
     repo: Annotated[
@@ -94,9 +98,7 @@ def bisect_cmd(
         ),
     ] = False,
     no_cache: NoCache = False,
-    quiet: Quiet = False,
-    progress_shown: ProgressMode = None,
-    catalog: CatalogFile = None,
+    common: Common,
 ) -> None:
     """Per probe that changes from --from to --to: convert it at the commits between the two
     releases (binary search over the first-parent history, each commit built with the pins of
@@ -122,7 +124,7 @@ def bisect_cmd(
     from inventory.report.bisect_report import bisect_markdown, bisect_record, bisect_table
     from oracle.catalog import load_catalog, load_fixes, load_regimes
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format, command="bisect")
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="bisect", forms=FORMS)
 
     ready(("--from", old), ("--to", new))
     registry_file = registry_file_for(registry, registry_file)
@@ -154,9 +156,10 @@ def bisect_cmd(
             bisect_markdown,
             inputs=input_files(registry=registry_file if registry else None, fixes=fixes),
             fixes=fixes,
+            forms=FORMS,
         ),
         fmt,
-        quiet,
+        common.quiet,
         work,
         to=output,
     )

@@ -7,8 +7,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from inventory.options import check_number, check_release
-from inventory.output import OutputFormat, Renderer, check_supported
+from inventory.options import Execution, check_number, check_release
+from inventory.output import OutputFormat, Renderer, render
+from inventory.report.formats import check_supported
 from inventory.terminal import fit_width, out, progress, warn
 from oracle.envs import python_ok
 from oracle.infra import Progress
@@ -67,6 +68,12 @@ def use_store(value: str | None) -> None:
         check_cache(store_root(), "--store")
 
 
+def use_execution(e: Execution) -> None:
+    """`use_executor` and `use_store` of a command's `Execution` options."""
+    use_executor(e.executor, e.ray_address, e.jobs)
+    use_store(e.store)
+
+
 def run(quiet: bool, work: Callable[[Progress], T]) -> T:
     """`work` with a progress line on stderr (none when `quiet`)."""
     with progress(not quiet) as report_progress:
@@ -84,9 +91,9 @@ def show(
     """The result in `fmt` (its warnings, and an error that ends the run with exit 2, in the
     JSON envelope), on standard output or written to `to` (`--output`), then the warnings on
     stderr."""
-    check_supported(renderer.command, fmt)
+    check_supported(renderer.command, fmt, renderer.forms)
     fit_width()
-    renderer.render(result, fmt, out, warnings, error, to=to)
+    render(renderer, result, fmt, out, warnings, error, to=to)
     warn(warnings)
     return result
 

@@ -10,44 +10,42 @@ from typing import Annotated, Any
 
 import typer
 
-from inventory.commands.common import ready, report, use_executor, use_store
+from inventory.commands.common import ready, report, use_execution
 from inventory.errors import ExitCode, exit_for_reexport
 from inventory.options import (
     AllowCode,
     Bundles,
-    CatalogFile,
+    Common,
     Details,
-    ExecutorName,
-    Format,
+    Execution,
     Ignore,
-    Jobs,
-    Json,
-    Markdown,
     NoCache,
-    OutputFile,
-    ProgressMode,
-    Quiet,
-    RayAddress,
+    Output,
     RecipeRoot,
     Registry,
     RunBudget,
     Runtimes,
-    StoreUrl,
     Tolerance,
     check_budget,
     check_recipe_root,
     complete_release,
     release_option,
+    takes,
 )
-from inventory.output import OutputFormat
+from inventory.output import OutputFormat, forms
 from inventory.registry import DEFAULT_REGISTRY, Bundle, load_registry, select
 from inventory.terminal import BareValue, finish
 from inventory.verify.mode import VerifyMode, measures_all, measures_unchecked
 from oracle.catalog import FIXES_FILE, load_catalog
 from oracle.infra import Progress
 
+# the formats `plan` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN, OutputFormat.HTML, OutputFormat.CYCLONEDX)
 
+
+@takes
 def plan_cmd(
+    *,
     to: Annotated[
         str,
         typer.Option(
@@ -67,16 +65,10 @@ def plan_cmd(
     ] = None,
     ignore: Ignore = None,
     registry: Registry = DEFAULT_REGISTRY,
-    as_json: Json = False,
-    markdown: Markdown = False,
-    output_format: Format = None,
-    output: OutputFile = None,
+    out: Output,
     details: Details = False,
     no_cache: NoCache = False,
-    executor: ExecutorName = "local",
-    ray_address: RayAddress = None,
-    store: StoreUrl = None,
-    jobs: Jobs = None,
+    execution: Execution,
     tolerance: Tolerance = None,
     runtime: Runtimes = None,
     fixes: Annotated[
@@ -114,9 +106,7 @@ def plan_cmd(
             "if stored.",
         ),
     ] = False,
-    quiet: Quiet = False,
-    progress_shown: ProgressMode = None,
-    catalog: CatalogFile = None,
+    common: Common,
 ) -> None:
     """Every fix between each bundle's exporter and --to, and whether each shipped asset still
     loads where it ships: what forces a re-export (a load failure first), what merely suggests
@@ -156,12 +146,11 @@ def plan_cmd(
     from inventory.verify.service import verified
     from oracle.catalog import load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format, command="plan")
+    fmt = out.format("plan", FORMS)
 
     ready(("--to", to), tolerance=tolerance)
     check_recipe_root(recipe_root)
-    use_executor(executor, ray_address, jobs)
-    use_store(store)
+    use_execution(execution)
     check_budget("--run-budget", run_budget)
     if baseline is not None:
         read_baseline(baseline)  # a malformed baseline fails before the run, not after it
@@ -230,8 +219,9 @@ def plan_cmd(
         plan_summary,
         input_files(registry=registry, fixes=fixes),
         fixes,
+        forms=FORMS,
     )
-    result = report(renderer, fmt, quiet, work, lambda r: r.warnings, to=output)
+    result = report(renderer, fmt, common.quiet, work, lambda r: r.warnings, to=out.output)
     if any(not v.consistent or v.inconclusive for v in result.verified.values()):
         finish(ExitCode.INCONCLUSIVE)
     # since a baseline, the exit code follows what changed (nothing changed: 0)

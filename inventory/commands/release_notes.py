@@ -9,38 +9,33 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, report, use_executor, use_store
+from inventory.commands.common import ready, report, use_execution
 from inventory.options import (
-    CatalogFile,
+    Common,
     Details,
-    ExecutorName,
-    Format,
+    Execution,
     FromRelease,
-    Jobs,
-    Json,
-    Markdown,
     NoCache,
-    OutputFile,
-    ProgressMode,
-    Quiet,
-    RayAddress,
+    Output,
     Registry,
-    StoreUrl,
     ToRelease,
+    takes,
 )
-from inventory.output import OutputFormat
+from inventory.output import OutputFormat, forms
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from oracle.catalog import FIXES_FILE, load_catalog
 from oracle.infra import Progress
 
+# the formats `release-notes` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN)
 
+
+@takes
 def release_notes_cmd(
+    *,
     old: FromRelease,
     new: ToRelease,
-    markdown: Markdown = False,
-    as_json: Json = False,
-    output_format: Format = None,
-    output: OutputFile = None,
+    out: Output,
     details: Details = False,
     registry: Registry = DEFAULT_REGISTRY,
     fixes: Annotated[
@@ -53,13 +48,8 @@ def release_notes_cmd(
         ),
     ] = FIXES_FILE,
     no_cache: NoCache = False,
-    executor: ExecutorName = "local",
-    ray_address: RayAddress = None,
-    store: StoreUrl = None,
-    jobs: Jobs = None,
-    quiet: Quiet = False,
-    progress_shown: ProgressMode = None,
-    catalog: CatalogFile = None,
+    execution: Execution,
+    common: Common,
 ) -> None:
     """Per fix between two releases, per library probe case: does the program change, do values
     move? Per shipped bundle it concerns: its own answer, as `affected --fix` gives it. And every
@@ -84,11 +74,10 @@ def release_notes_cmd(
     from oracle.catalog import load_fixes, load_regimes
     from oracle.session import Session
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format, command="release-notes")
+    fmt = out.format("release-notes", FORMS)
 
     ready(("--from", old), ("--to", new))
-    use_executor(executor, ray_address, jobs)
-    use_store(store)
+    use_execution(execution)
     records = load_fixes(fixes)
     markdown_form = functools.partial(notes_markdown, details=details)
 
@@ -125,9 +114,10 @@ def release_notes_cmd(
             markdown_form,
             inputs=input_files(registry=registry, fixes=fixes),
             fixes=fixes,
+            forms=FORMS,
         ),
         fmt,
-        quiet,
+        common.quiet,
         work,
-        to=output,
+        to=out.output,
     )

@@ -19,11 +19,14 @@ from inventory.options import (
     Quiet,
     RayAddress,
 )
-from inventory.output import emit, envelope
+from inventory.output import OutputFormat, emit, envelope, forms
 from inventory.output_file import WRITES
 from inventory.terminal import err, labelled, progress
 from oracle.catalog import load_catalog
 from oracle.envs import python_ok
+
+# the formats `repair` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN)
 
 
 def repair_cmd(
@@ -91,15 +94,21 @@ def repair_cmd(
     4  internal error (INVENTORY_DEBUG=1 prints the traceback)
     """
     from inventory.commands.common import show, use_executor
-    from inventory.output import OutputFormat, Renderer, input_files
+    from inventory.output import Renderer, input_files
     from inventory.repair import repair
     from inventory.report.repair_report import repair_markdown, repair_record, repair_table
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format, command="repair")
+    fmt = OutputFormat.choose(as_json, markdown, output_format, command="repair", forms=FORMS)
     use_executor(executor, ray_address, jobs)
     as_json = fmt is OutputFormat.JSON
     renderer = Renderer(
-        "repair", repair_record, repair_table, repair_markdown, inputs=input_files(), soft_wrap=True
+        "repair",
+        repair_record,
+        repair_table,
+        repair_markdown,
+        inputs=input_files(),
+        soft_wrap=True,
+        forms=FORMS,
     )
     try:
         python_ok()

@@ -11,26 +11,30 @@ import typer
 from inventory.commands.common import ready, run, show, use_executor
 from inventory.errors import ExitCode
 from inventory.options import (
-    CatalogFile,
+    Common,
     ExecutorName,
     Format,
     Jobs,
     Json,
     OutputFile,
-    ProgressMode,
-    Quiet,
     RayAddress,
     Registry,
     Runtimes,
     release_option,
+    takes,
 )
-from inventory.output import OutputFormat, Renderer, input_files
+from inventory.output import OutputFormat, Renderer, forms, input_files
 from inventory.registry import DEFAULT_REGISTRY, load_registry
 from inventory.terminal import err, fail, finish, labelled
 from oracle.catalog import load_catalog
 
+# the formats `scan` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN, OutputFormat.CYCLONEDX)
 
+
+@takes
 def scan_cmd(
+    *,
     paths: Annotated[
         list[Path] | None,
         typer.Argument(
@@ -65,9 +69,7 @@ def scan_cmd(
     as_json: Json = False,
     output_format: Format = None,
     output: OutputFile = None,
-    quiet: Quiet = False,
-    progress_shown: ProgressMode = None,
-    catalog: CatalogFile = None,
+    common: Common,
 ) -> None:
     """Read shipped .aimodel bundles with coreai-core's own parser: metadata, entry points, op
     histogram with composites resolved, dynamic shapes, weights fingerprint, the exporter its
@@ -96,7 +98,7 @@ def scan_cmd(
     from inventory.report.scan_report import scan_markdown, scan_record, scan_text
     from inventory.scan import scan
 
-    fmt = OutputFormat.choose(as_json, chosen=output_format, command="scan")
+    fmt = OutputFormat.choose(as_json, chosen=output_format, command="scan", forms=FORMS)
 
     as_json = fmt is OutputFormat.JSON
     ready()
@@ -106,7 +108,7 @@ def scan_cmd(
     linked = (registry, load_registry(registry)) if against_registry else None
     try:
         result = run(
-            quiet or as_json,
+            common.quiet or as_json,
             lambda progress: scan(
                 list(paths or []),
                 known,
@@ -142,6 +144,7 @@ def scan_cmd(
             scan_text,
             scan_markdown,
             inputs=input_files(registry=registry if against_registry else None),
+            forms=FORMS,
         ),
         fmt,
         result,

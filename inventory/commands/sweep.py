@@ -8,28 +8,32 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, registry_file_for, report, use_executor, use_store
+from inventory.commands.common import (
+    ready,
+    registry_file_for,
+    report,
+    use_execution,
+)
 from inventory.errors import ExitCode
 from inventory.options import (
-    CatalogFile,
-    ExecutorName,
+    Common,
+    Execution,
     Format,
     FromRelease,
-    Jobs,
     Json,
     NoCache,
     OutputFile,
-    ProgressMode,
-    Quiet,
-    RayAddress,
-    StoreUrl,
     ToRelease,
+    takes,
 )
-from inventory.output import OutputFormat
+from inventory.output import OutputFormat, forms
 from inventory.registry import load_registry
 from inventory.terminal import finish
 from oracle.catalog import FIXES_FILE, Catalog, load_catalog, version_key
 from oracle.infra import Progress
+
+# the formats `sweep` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN)
 
 
 def later(catalog: Catalog, old: str, new: str) -> bool:
@@ -39,7 +43,9 @@ def later(catalog: Catalog, old: str, new: str) -> bool:
     )
 
 
+@takes
 def sweep_cmd(
+    *,
     old: FromRelease,
     new: ToRelease,
     as_json: Json = False,
@@ -72,13 +78,8 @@ def sweep_cmd(
         ),
     ] = None,
     no_cache: NoCache = False,
-    executor: ExecutorName = "local",
-    ray_address: RayAddress = None,
-    store: StoreUrl = None,
-    jobs: Jobs = None,
-    quiet: Quiet = False,
-    progress_shown: ProgressMode = None,
-    catalog: CatalogFile = None,
+    execution: Execution,
+    common: Common,
 ) -> None:
     """Every probe in the library (or, with --registry, every shipped instance), no changelog:
     which shipped programs change, and does a fix record of the release step where each
@@ -103,12 +104,11 @@ def sweep_cmd(
     from oracle.catalog import load_fixes, load_regimes
     from oracle.session import Session
 
-    fmt = OutputFormat.choose(as_json, chosen=output_format, command="sweep")
+    fmt = OutputFormat.choose(as_json, chosen=output_format, command="sweep", forms=FORMS)
 
     ready(("--from", old), ("--to", new))
     registry_file = registry_file_for(shipped, registry_file)
-    use_executor(executor, ray_address, jobs)
-    use_store(store)
+    use_execution(execution)
     records = load_fixes(fixes)
 
     def work(progress: Progress) -> Sweep:
@@ -150,9 +150,10 @@ def sweep_cmd(
             sweep_markdown,
             inputs=input_files(registry=registry_file if shipped else None, fixes=fixes),
             fixes=fixes,
+            forms=FORMS,
         ),
         fmt,
-        quiet,
+        common.quiet,
         work,
         said,
         to=output,

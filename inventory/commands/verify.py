@@ -8,40 +8,38 @@ from typing import Annotated
 
 import typer
 
-from inventory.commands.common import ready, report, use_executor, use_store
+from inventory.commands.common import ready, report, use_execution
 from inventory.errors import ExitCode
 from inventory.options import (
     AllowCode,
-    CatalogFile,
-    ExecutorName,
-    Format,
+    Common,
+    Execution,
     FullForm,
-    Jobs,
-    Json,
-    Markdown,
     NoCache,
-    OutputFile,
-    ProgressMode,
-    Quiet,
-    RayAddress,
+    Output,
     RecipeRoot,
     Registry,
     RunBudget,
-    StoreUrl,
     check_budget,
     check_recipe_root,
     complete_bundle,
     complete_release,
     release_option,
+    takes,
 )
-from inventory.output import OutputFormat
+from inventory.output import OutputFormat, forms
 from inventory.output_file import ReadsAfter
 from inventory.registry import DEFAULT_REGISTRY, load_registry, select
 from inventory.terminal import finish
 from oracle.catalog import FIXES_FILE, load_catalog
 
+# the formats `verify` has a form in (the table and JSON, and these)
+FORMS = forms(OutputFormat.MARKDOWN, OutputFormat.HTML)
 
+
+@takes
 def verify_cmd(
+    *,
     bundle: Annotated[
         list[str],
         typer.Argument(
@@ -81,22 +79,14 @@ def verify_cmd(
             "(a draft lacking a record makes its changes unrecorded).",
         ),
     ] = FIXES_FILE,
-    as_json: Json = False,
-    markdown: Markdown = False,
-    output_format: Format = None,
-    output: OutputFile = None,
+    out: Output,
     no_cache: NoCache = False,
-    executor: ExecutorName = "local",
-    ray_address: RayAddress = None,
-    store: StoreUrl = None,
-    jobs: Jobs = None,
+    execution: Execution,
     allow_code: AllowCode = False,
     recipe_root: RecipeRoot = None,
     run_budget: RunBudget = 120.0,
     full: FullForm = False,
-    quiet: Quiet = False,
-    progress_shown: ProgressMode = None,
-    catalog: CatalogFile = None,
+    common: Common,
 ) -> None:
     """The whole bundle, step by step: build each bundle's module (full size, or the miniature
     its registry entry states), convert it whole under every release from its exporter to --to,
@@ -133,12 +123,11 @@ def verify_cmd(
     from inventory.verify.service import verify
     from oracle.catalog import load_fixes
 
-    fmt = OutputFormat.choose(as_json, markdown, output_format, command="verify")
+    fmt = out.format("verify", FORMS)
 
     ready(("--to", to))
     check_recipe_root(recipe_root)
-    use_executor(executor, ray_address, jobs)
-    use_store(store)
+    use_execution(execution)
     check_budget("--run-budget", run_budget)
     all_bundles = load_registry(registry)
     bundles = select(all_bundles, bundle)
@@ -152,9 +141,10 @@ def verify_cmd(
             verify_summary,
             input_files(registry=registry, fixes=fixes),
             fixes,
+            forms=FORMS,
         ),
         fmt,
-        quiet,
+        common.quiet,
         lambda progress: verify(
             bundles,
             to,
@@ -169,7 +159,7 @@ def verify_cmd(
             full=full,
             recipe_root=recipe_root,
         ),
-        to=output,
+        to=out.output,
     )
     if result.inconsistent or result.inconclusive:
         finish(ExitCode.INCONCLUSIVE)

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from inventory.draft import columns
-from inventory.draft.records import LOWERING_KIND, Drafted, StepDraft, held
-from oracle.catalog import Fix
+from inventory.draft.records import Drafted, StepDraft, held
+from oracle.catalog import KINDS, LOWERING, Fix
 
 _PULL = re.compile(r"/pull/(\d+)")
 
@@ -87,8 +87,9 @@ def _drafted_prs(r: Drafted) -> tuple[str, ...]:
 
 
 def _subjects(kind: str, constructs: Iterable[str]) -> tuple[str, ...]:
-    """What a record is about, pairwise: its constructs (a lowering), else its kind."""
-    return tuple(constructs) if kind == LOWERING_KIND else (f"({kind})",)
+    """What a record is about, pairwise: its constructs (a kind that names them), else its
+    kind."""
+    return tuple(constructs) if KINDS[kind].names_constructs else (f"({kind})",)
 
 
 def compare(steps: tuple[StepDraft, ...], curated: list[Fix], source: str) -> Comparison:
@@ -156,7 +157,7 @@ def _match(f: Fix, drafted: list[Drafted]) -> Drafted | None:
     if by_pr:
         return by_pr[0]
     loose = [r for r in same if not _drafted_prs(r) or not mine]
-    if f.kind != LOWERING_KIND:
+    if not f.record_kind.names_constructs:
         return loose[0] if loose else None
     shared = [r for r in loose if set(r.constructs) & set(f.constructs)]
     return max(shared, key=lambda r: len(set(r.constructs) & set(f.constructs)), default=None)
@@ -168,7 +169,7 @@ def _changes_of(f: Fix, sd: StepDraft) -> list:
     prs = set(prs_of(f))
     out = []
     for c in sd.observed.changes:
-        if not set(held(c)) & set(f.constructs) or c.stage != "lowering":
+        if not set(held(c)) & set(f.constructs) or c.stage != LOWERING:
             continue
         if sd.observed.history and c.commits and not prs & set(c.prs):
             continue
@@ -200,7 +201,7 @@ def _details(r: Drafted, f: Fix, sd: StepDraft, drafted: list[Drafted]) -> tuple
             f"the curated record holds #{', #'.join(aliases)} as aliases; the draft has "
             "a record of each"
         )
-    if f.kind == LOWERING_KIND:
+    if f.record_kind.names_constructs:
         mine = _changes_of(f, sd)
         values = columns.values(mine)
         if values != r.values:
@@ -219,7 +220,7 @@ def _details(r: Drafted, f: Fix, sd: StepDraft, drafted: list[Drafted]) -> tuple
 
 
 def _missing_why(f: Fix, sd: StepDraft) -> str:
-    if f.kind != LOWERING_KIND:
+    if not f.record_kind.names_constructs:
         return f"a {f.kind} record the draft has none of"
     mine = _changes_of(f, sd)
     if not mine:

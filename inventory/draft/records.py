@@ -30,13 +30,12 @@ from typing import Any
 from inventory.draft import columns
 from inventory.draft.observe import Change, Observed
 from inventory.gitrepo import Commit
-from oracle.catalog import LOWERING, OPTIMIZER
+from oracle.catalog import DEFAULT_KIND, LOWERING, OPTIMIZER, Asset, Lowering, Pipeline
 from oracle.constructs import kinds as construct_kinds
 from oracle.store import LoadCheck
 from oracle.workers import asset_probe
 
 DRAFTED = "drafted"
-PIPELINE, ASSET, LOWERING_KIND = "pipeline", "asset", "lowering"
 _SUBJECT_PR = re.compile(r"\s*\(#\d+\)\s*$")
 
 
@@ -64,7 +63,7 @@ class Drafted:
     def table(self) -> dict[str, Any]:
         """The record as a `[[fix]]` table of a fix database (what `--fixes` reads)."""
         out: dict[str, Any] = {"id": self.id, "title": self.title, "ships_in": self.ships_in}
-        if self.kind != LOWERING_KIND:
+        if self.kind != DEFAULT_KIND:
             out["kind"] = self.kind
         out["upstream"] = self.upstream
         if self.constructs:
@@ -131,7 +130,7 @@ def group(observed: Observed, repo_url: str = "") -> StepDraft:
     pipeline_key = "pin" if observed.pin else f"draft-{step}-pipeline"
     for change in observed.changes:
         if change.stage != LOWERING:
-            get(pipeline_key, PIPELINE).changes.append(change)
+            get(pipeline_key, Pipeline.name).changes.append(change)
             continue
         targets: list[_Group] = []
         if observed.history and change.commits:
@@ -139,12 +138,12 @@ def group(observed: Observed, repo_url: str = "") -> StepDraft:
                 targets.append(
                     get(
                         f"pr-{commit.pr}" if commit.pr else f"commit-{commit.short}",
-                        LOWERING_KIND,
+                        Lowering.name,
                         commit,
                     )
                 )
         else:
-            target = get(f"construct-{held(change)[0]}", LOWERING_KIND)
+            target = get(f"construct-{held(change)[0]}", Lowering.name)
             if observed.history:
                 target.notes.append(
                     f"{change.regime.id}: bisection named no commit "
@@ -158,9 +157,9 @@ def group(observed: Observed, repo_url: str = "") -> StepDraft:
         _place_region(bundle, region, groups, get, pipeline_key, notes)
     if observed.asset is not None:
         search = observed.asset.search
-        get("asset", ASSET, search.commit if search is not None else None)
+        get("asset", Asset.name, search.commit if search is not None else None)
     if observed.pin is not None:
-        get("pin", PIPELINE, observed.pin.commit)
+        get("pin", Pipeline.name, observed.pin.commit)
     records = [_record(g, observed, groups, repo_url) for g in _ordered(groups)]
     return StepDraft(observed, tuple(_unique(records)), tuple(notes))
 
@@ -178,16 +177,16 @@ def _place_region(
         f"{' ...' if region.get('module_count', 0) > 2 else ''})"
     )
     if region["stage"] == OPTIMIZER:
-        get(pipeline_key, PIPELINE).regions.append((bundle, region))
+        get(pipeline_key, Pipeline.name).regions.append((bundle, region))
         return
     kinds = [
         k for k in (*region["constructs"], region.get("composite") or "") if k in construct_kinds()
     ]
     joined = [
-        g for g in groups.values() if g.kind == LOWERING_KIND and set(kinds) & set(g.constructs)
+        g for g in groups.values() if g.kind == Lowering.name and set(kinds) & set(g.constructs)
     ]
     if not joined and kinds:
-        g = get(f"construct-{kinds[0]}", LOWERING_KIND)
+        g = get(f"construct-{kinds[0]}", Lowering.name)
         g.constructs += [k for k in kinds if k not in g.constructs]
         g.notes.append(
             f"{where}: a {', '.join(kinds)} region changes in the whole program "
@@ -212,7 +211,7 @@ def _ordered(groups: dict[str, _Group]) -> list[_Group]:
     then lowering records by pull request number, then by construct."""
 
     def key(g: _Group) -> tuple[int, int, str]:
-        rank = {"pin": 0, "asset": 1}.get(g.key, 2 if g.kind == PIPELINE else 3)
+        rank = {"pin": 0, "asset": 1}.get(g.key, 2 if g.kind == Pipeline.name else 3)
         pr = int(g.commit.pr) if g.commit and g.commit.pr else 10**9
         return rank, pr, g.key
 
@@ -235,9 +234,9 @@ def _unique(records: list[Drafted]) -> list[Drafted]:
 def _record(g: _Group, observed: Observed, groups: dict[str, _Group], repo_url: str) -> Drafted:
     step = f"{observed.old}-{observed.new}"
     label = observed.label
-    if g.kind == ASSET:
+    if g.kind == Asset.name:
         return _asset_record(g, observed, repo_url)
-    if g.kind == PIPELINE:
+    if g.kind == Pipeline.name:
         return _pipeline_record(g, observed, repo_url)
     commit = g.commit
     if commit is not None:
@@ -268,7 +267,7 @@ def _record(g: _Group, observed: Observed, groups: dict[str, _Group], repo_url: 
         rid,
         title,
         observed.new,
-        LOWERING_KIND,
+        Lowering.name,
         _upstream(repo_url, commit.pr if commit else None),
         tuple(g.constructs),
         _touches(g),
@@ -329,7 +328,7 @@ def _pipeline_record(g: _Group, observed: Observed, repo_url: str) -> Drafted:
         rid,
         title,
         observed.new,
-        PIPELINE,
+        Pipeline.name,
         _upstream(repo_url, commit.pr if commit else None),
         (),
         (),
@@ -393,7 +392,7 @@ def _asset_record(g: _Group, observed: Observed, repo_url: str) -> Drafted:
         rid,
         title,
         observed.new,
-        ASSET,
+        Asset.name,
         _upstream(repo_url, commit.pr if commit else None),
         (),
         (),

@@ -58,6 +58,7 @@ from cyclonedx.validation.json import JsonStrictValidator
 from packageurl import PackageURL
 
 from inventory.coverage import Coverage
+from inventory.report.document import Document
 from inventory.report.evidence import evidence_id
 from inventory.report.record_facts import detours, exporter_assumed, exporter_label
 from inventory.version import version
@@ -525,6 +526,6 @@ def render_cyclonedx(command: str, result: dict[str, Any], warnings: Iterable[st
     return text + "\n"
 
 
-def write(document: Any) -> str:
+def write(document: Document[Any]) -> str:
     """The `-f cyclonedx` writer (inventory/output.py)."""
     return render_cyclonedx(document.command, document.record(), document.warnings)

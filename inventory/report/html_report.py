@@ -28,6 +28,7 @@ from inventory.answer_types import unrecorded_said
 from inventory.coverage import Coverage
 from inventory.report import plots
 from inventory.report.cyclonedx_report import upstream_ref, upstream_url
+from inventory.report.document import Document
 from inventory.report.evidence import evidence_dir, evidence_id, measured_tensors, normalised_ir
 from inventory.report.record_facts import detours, exporter_label
 from inventory.report.verify_report import torch_line, unrecorded_line
@@ -515,6 +516,6 @@ def render_html(command: str, result: dict[str, Any], warnings: Iterable[str] = 
     return env.get_template("report.html.j2").render(r=report, levels=LEVELS, version=version())
 
 
-def write(document: Any) -> str:
+def write(document: Document[Any]) -> str:
     """The `-f html` writer (inventory/output.py): the page of the command's document."""
     return render_html(document.command, document.record(), document.warnings)

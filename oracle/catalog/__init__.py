@@ -24,8 +24,13 @@ if TYPE_CHECKING:
     from oracle.catalog.fixes import find_fix as find_fix
     from oracle.catalog.fixes import load_fixes as load_fixes
     from oracle.catalog.record_kinds import BOTH as BOTH
+    from oracle.catalog.record_kinds import DEFAULT_KIND as DEFAULT_KIND
+    from oracle.catalog.record_kinds import KINDS as KINDS
     from oracle.catalog.record_kinds import LOWERING as LOWERING
     from oracle.catalog.record_kinds import OPTIMIZER as OPTIMIZER
+    from oracle.catalog.record_kinds import Asset as Asset
+    from oracle.catalog.record_kinds import Lowering as Lowering
+    from oracle.catalog.record_kinds import Pipeline as Pipeline
     from oracle.catalog.regimes import Regime as Regime
     from oracle.catalog.regimes import for_constructs as for_constructs
     from oracle.catalog.regimes import load_regimes as load_regimes
@@ -52,6 +57,11 @@ if TYPE_CHECKING:
 # each exported name -> the module of this package that defines it
 _EXPORTS = {
     "BOTH": "record_kinds",
+    "DEFAULT_KIND": "record_kinds",
+    "KINDS": "record_kinds",
+    "Asset": "record_kinds",
+    "Lowering": "record_kinds",
+    "Pipeline": "record_kinds",
     "LOWERING": "record_kinds",
     "OPTIMIZER": "record_kinds",
     "CATALOG_FILE": "releases",

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracle.catalog.record_kinds import KINDS, RecordKind
+from oracle.catalog.record_kinds import DEFAULT_KIND, KINDS, RecordKind
 from oracle.catalog.releases import load_catalog, version_key
 from oracle.catalog.schema import Fields, construct_kinds, unique
 from oracle.errors import OracleUserError
@@ -47,7 +47,7 @@ class Fix:
     constructs: tuple[str, ...]
     aliases: tuple[str, ...] = ()
     checked: str = ""
-    kind: str = "lowering"
+    kind: str = DEFAULT_KIND
     # aten targets (`aten.squeeze.dims`) or Core AI ops (`coreai.broadcasting_mul`) the change
     # rewrites, read off the upstream diff like `checked`: a region of the whole program whose
     # ops it lists is explained by it, where no construct detector names the region
@@ -100,7 +100,7 @@ def load_fixes(path: Path = FIXES_FILE) -> list[Fix]:
         fix_id = fields.ident(entry, "id", where)
         where = f"{where} ({fix_id})"
         fields.keys(entry, _KEYS, where)
-        kind = fields.choice(entry, "kind", where, tuple(KINDS), "lowering")
+        kind = fields.choice(entry, "kind", where, tuple(KINDS), DEFAULT_KIND)
         if KINDS[kind].names_constructs:
             if entry.get("constructs") in (None, []):
                 fields.problem(

@@ -171,3 +171,5 @@ class Pipeline(RecordKind):
 
 
 KINDS: dict[str, RecordKind] = {k.name: k() for k in (Lowering, Asset, Pipeline)}
+# the kind of a record `fixes.toml` names no kind for
+DEFAULT_KIND = Lowering.name

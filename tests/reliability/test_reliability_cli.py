@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -72,26 +74,44 @@ def test_a_format_without_a_form_is_refused_before_any_import_or_store(tmp_path,
     command = " ".join(args[:2]) if args[0] == "envs" else args[0]
     assert len(said) == 1, proc.stderr
     assert said[0].startswith(
-        f"error: --format {fmt}: {command} has no {fmt} form (commands with one: "
+        f"error: --format {fmt}: {command} has no {fmt} form (its forms: table, json"
     )
     assert last == f"EXIT {ExitCode.USAGE} HEAVY ", last
     assert not store.exists()
 
 
-def test_each_writer_has_the_forms_the_refusal_states():
-    """`FORMS` says which commands a format has a form in without importing the writer: each
-    writer's builders are exactly those, and each command with a markdown form renders one."""
-    from inventory.output import FORMS, OutputFormat
-    from inventory.report import cyclonedx_report, html_report
+def test_each_writer_has_the_forms_the_commands_state():
+    """Each command states the formats it has a form in (its `FORMS`), so a refusal imports no
+    writer: each writer's builders are exactly the commands that state its format, and each
+    command stating a markdown form renders one."""
+    import importlib
 
-    assert set(html_report.BUILDERS) == FORMS[OutputFormat.HTML]
-    assert set(cyclonedx_report.BUILDERS) == FORMS[OutputFormat.CYCLONEDX]
+    from inventory.cli import TABLE
+    from inventory.output import OutputFormat
+    from inventory.report import cyclonedx_report, html_report
+    from inventory.report.formats import BASIC
+
+    stated: dict[OutputFormat, set[str]] = {f: set() for f in OutputFormat}
+    for group, name, target in TABLE:
+        module = importlib.import_module(f"inventory.commands.{target.split(':')[0]}")
+        for fmt in getattr(module, "FORMS", BASIC):
+            stated[fmt].add(f"{group} {name}".strip())
+    assert set(html_report.BUILDERS) == stated[OutputFormat.HTML]
+    assert set(cyclonedx_report.BUILDERS) == stated[OutputFormat.CYCLONEDX]
     with_markdown = {
         f.stem
         for f in (ROOT / "inventory" / "commands").glob("*.py")
         if "markdown" in f.read_text() and "Renderer(" in f.read_text()
     }
-    assert {c.replace("-", "_") for c in FORMS[OutputFormat.MARKDOWN]} == with_markdown
+    assert {c.replace("-", "_") for c in stated[OutputFormat.MARKDOWN]} == with_markdown
+    # --format's help names the commands with each form: the same ones
+    from inventory.options import Format
+
+    said = typing.get_args(Format)[1].help
+    for fmt, where in ((OutputFormat.HTML, "report"), (OutputFormat.CYCLONEDX, "VEX")):
+        found = re.search(rf"{fmt.value} \([^)]*{where}: ([^)]*)\)", said)
+        assert found is not None, said
+        assert set(found[1].split(", ")) == stated[fmt], said
 
 
 # ---- -o naming a file the command reads ---------------------------------------------------

@@ -153,7 +153,7 @@ def test_markdown_links_each_fix_as_the_answers_own_records_name_it(tmp_path):
     (`--fixes`), not to the packaged database's."""
     from rich.console import Console
 
-    from inventory.output import Renderer
+    from inventory.output import Renderer, render
     from oracle.catalog.fixes import FIXES_FILE
 
     packaged = "https://github.com/apple/coreai-torch/pull/54"
@@ -168,7 +168,7 @@ def test_markdown_links_each_fix_as_the_answers_own_records_name_it(tmp_path):
             "plan", lambda v: {}, lambda v: "", lambda v: "#54 moves values", fixes=fixes
         )
         out = tmp_path / "page.md"
-        renderer.render(None, OutputFormat.MARKDOWN, Console(), to=out)
+        render(renderer, None, OutputFormat.MARKDOWN, Console(), to=out)
         return out.read_text()
 
     assert page(None).strip() == f"[apple/coreai-torch#54]({packaged}) moves values"

@@ -4,8 +4,8 @@ holds — each (record, probe, verdict) of release notes with the bundles a reco
 change no record explains; each changing probe of a sweep with what explains it; each bundle of a
 whole-program check with its status, answer, level, regions, unrecorded changes, caveats and
 the torch it was built on; each bundle a scan reads with its exporter, weights and load per
-runtime — appears in every format the command has. A format that drops one gives a different
-answer."""
+runtime; each changing probe a bisection attributes with its commits; each finding of a repair —
+appears in every format the command has. A format that drops one gives a different answer."""
 
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ from typing import Any
 
 import pytest
 from answers import BARE, CHECKED, stores, suite_env
+from bundles import export
 from cli import invoke, spawn
+from gitrepos import max_pool2d_history
 from pages import WIDE, Page, flat
 
-from inventory.report.text import for_release_page, md_line, md_text
+from inventory.report.text import for_release_page, md_code, md_line, md_text
 from inventory.report.verify_report import torch_line
 
 
@@ -215,3 +217,133 @@ def test_every_bundle_a_scan_reads_is_in_every_format(matrix, tmp_path: Path):
             assert f"{load['core']}" in table and load["outcome"] in table, (name, load)
             assert load["outcome"] in markdown, (name, load)
             assert props[f"inventory:loads:{load['runtime']}"] == load["outcome"], (name, load)
+
+
+def _commit_label(c: dict[str, Any]) -> str:
+    return f"{c['sha'][:7]} (#{c['pr']})" if c["pr"] else c["sha"][:7]
+
+
+def test_every_probe_a_bisection_attributes_is_in_every_format(env, tmp_path):
+    """bisect of the max_pool2d fix over a history of four commits, from the store its JSON run
+    filled: the two releases' commits with how each was found and its wheel's check, the
+    counts, each changing probe with its release step and every commit it is attributed to
+    (and whether it changed again), the count per commit and each probe left unattributed, in
+    the table and the markdown."""
+    repo = tmp_path / "coreai-torch"
+    max_pool2d_history(repo, env("0.4.1").path, env("0.4.2").path)
+    doc, t = _each_format(
+        "bisect",
+        "--from",
+        "0.4.1",
+        "--to",
+        "0.4.2",
+        "--repo",
+        str(repo),
+        "--allow-code",
+        "--probe",
+        "max_pool2d/functional-no-stride",
+        "--probe",
+        "max_pool2d/functional-explicit-stride",
+    )
+    table, markdown = t["table"], t["markdown"]
+    assert doc["probes"]
+    counts = f"{doc['changing']} of {doc['probed']} probes change, over {len(doc['commits'])}"
+    _in_every(counts, table, markdown)
+    for release, key in ((doc["from"], "from_commit"), (doc["to"], "to_commit")):
+        c = doc[key]
+        wheel = "same files as the commit" if c["wheel"] == "same files" else c["wheel"]
+        _in_every(f"{release}: {c['sha'][:7]} ({c['found_by']}); wheel: {wheel}", table)
+        _in_every(
+            f"{md_line(release)}: {md_code(c['sha'][:7])} ({md_text(c['found_by'])}); "
+            f"wheel: {md_text(wheel)}",
+            markdown,
+        )
+    per_commit: dict[str, int] = {}
+    for p in doc["probes"]:
+        said = [
+            _commit_label(c) + ("" if c["final"] else " (then changed again)") for c in p["commits"]
+        ]
+        who = (
+            ", then ".join(said) if said else f"not attributed: {p['problem'] or 'no commit found'}"
+        )
+        assert f"{p['regime']} │ {p['release_shipped']} │ {who} │" in table, p["regime"]
+        assert (
+            f"| {md_text(p['regime'])} | {p['release_shipped']} | "
+            f"{for_release_page(md_text(who))} |" in markdown
+        ), p["regime"]
+        for c in p["commits"]:
+            per_commit[_commit_label(c)] = per_commit.get(_commit_label(c), 0) + 1
+    assert per_commit
+    for label, n in per_commit.items():
+        _in_every(f"{label}: {n} probe(s)", table)
+        # the markdown links each `#N` upstream (as a release page shows it)
+        _in_every(for_release_page(f"{md_text(label)}: {n} probe(s)"), markdown)
+    if doc["unattributed"]:
+        _in_every(f"{len(doc['unattributed'])} changing probe(s) could not be attributed", table)
+        _in_every(
+            for_release_page(
+                f"**{len(doc['unattributed'])} changing probe(s) could not be attributed**: "
+                + ", ".join(md_text(r) for r in doc["unattributed"])
+            ),
+            markdown,
+        )
+    # the probe the JSON leaves out (it does not change) is in no format
+    for text in (table, markdown):
+        assert "functional-explicit-stride" not in text
+
+
+def _outcomes(side: list[dict[str, Any]]) -> str:
+    said = []
+    for o in side:
+        head = f"{o['outcome']} ({o['signal']})" if o["signal"] else o["outcome"]
+        said.append(
+            f"{o['core']} "
+            + (f"{head}: {o['error']}" if o["error"] and o["outcome"] != "loads" else head)
+        )
+    return "; ".join(said)
+
+
+def test_every_finding_of_a_repair_is_in_every_format(env, tmp_path):
+    """repair of a real coreai-torch 0.4.0 asset, once per format (each to a folder of its own):
+    what was rewritten and with which core, the producer stamp, each runtime's outcome before and
+    after, the weights' fingerprint and the outputs' bit-identity, in the table and the markdown
+    as the JSON holds them."""
+    asset = export(env, "0.4.0", tmp_path / "asset")
+
+    def repaired(fmt: str) -> tuple[dict[str, Any], str]:
+        out = tmp_path / f"repaired-{fmt}.aimodel"
+        more = ("--json",) if fmt == "json" else ("-f", fmt)
+        ran = invoke("repair", str(asset), "-o", str(out), *more, "-q", COLUMNS=WIDE)
+        assert ran.returncode == 0, ran.stderr
+        if fmt == "json":
+            return json.loads(ran.stdout)["result"], ""
+        return {}, flat(ran.stdout)
+
+    r, _ = repaired("json")
+    table, markdown = repaired("table")[1], repaired("markdown")[1]
+    loc, w, o = r["locations"], r["weights"], r["outputs"]
+
+    def counts(c: dict[str, int]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+
+    findings = [
+        f"{loc['ops']} op and {loc['block_args']} block-argument locations rewritten with "
+        f"coreai-core {r['reader']} ({counts(loc['locations_before'])} -> "
+        f"{counts(loc['locations_after'])}); {loc['op_ids_kept']} coreai op ids kept",
+        f"{r['producer']} (re-saved with coreai-core {r['stamper']})",
+        _outcomes(r["original"]),
+        f"{_outcomes(r['repaired'])} (every function run on the original's seeded inputs)",
+        f"byte-identical: {w['original']['fingerprint']} ({w['original']['constants']} tensors, "
+        f"{w['original']['bytes']} bytes) in both, read with {w['read_with']}",
+        f"bit-identical on {o['runtime']}: {o['arrays']} array(s) of {', '.join(o['functions'])}, "
+        f"seed {o['seed']}",
+    ]
+    assert r["original"] and r["repaired"]
+    for said in findings:
+        _in_every(said, table)
+        _in_every(md_text(said), markdown)
+    # each run names its own source and output, and its evidence folder
+    _in_every(f"repaired {r['source']} -> ", table)
+    _in_every(f"**repaired**: {md_text(r['source'])} -> ", markdown)
+    for text in (table, markdown):
+        assert "evidence" in text

@@ -253,3 +253,71 @@ def test_no_code_outside_the_kinds_compares_a_kind():
     assert _COMPARED.search("x = fix.record_kind is Lowering()")
     assert _COMPARED.search("if isinstance(fix.record_kind, Asset):")
     assert not _COMPARED.search("return fix.record_kind.answer(self, question)")
+
+
+def _kind_names_bound_or_compared(source: str) -> list[tuple[int, str]]:
+    """Where `source` re-declares a kind's name: a name bound to one as a literal (`ASSET =
+    "asset"`, `kind: str = "lowering"`, one of a tuple's), or a kind (a name or attribute
+    called `kind`) compared with one as a literal (`f.kind == "pipeline"`)."""
+    import ast
+
+    def literal(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Constant) and node.value in KINDS
+
+    def kindish(node: ast.AST) -> bool:
+        name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+        return "kind" in name.lower()
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.stmt | ast.expr):
+            continue
+        pairs: list[tuple[ast.AST, ast.AST | None]] = []
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                    pairs += list(zip(target.elts, node.value.elts, strict=False))
+                else:
+                    pairs.append((target, node.value))
+        elif isinstance(node, ast.AnnAssign):
+            pairs.append((node.target, node.value))
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(literal(o) for o in operands) and any(kindish(o) for o in operands):
+                found.append((node.lineno, ast.unparse(node)))
+        found += [
+            (node.lineno, ast.unparse(node))
+            for target, value in pairs
+            if isinstance(target, ast.Name | ast.Attribute) and literal(value)
+        ]
+    return found
+
+
+def test_no_code_outside_the_kinds_redeclares_a_kind_name():
+    """A kind's name is its class's (`record_kinds.py`): code that needs one (the draft's records,
+    the loader's default) reads it there, never writes its own copy to compare against."""
+    sources = [
+        p for d in ("inventory", "oracle", "scripts") for p in sorted((ROOT / d).rglob("*.py"))
+    ]
+    found = [
+        f"{p.relative_to(ROOT)}:{n}: {said}"
+        for p in sources
+        if p != ROOT / "oracle" / "catalog" / "record_kinds.py"
+        for n, said in _kind_names_bound_or_compared(p.read_text())
+    ]
+    assert not found, "\n".join(found)
+    # the check itself sees what it forbids, and lets pass what reads the kinds
+    for forbidden in (
+        'PIPELINE, ASSET, LOWERING_KIND = "pipeline", "asset", "lowering"',
+        'class Fix:\n    kind: str = "lowering"',
+        'if g.kind == "asset":\n    pass',
+        'if "pipeline" != record.kind:\n    pass',
+    ):
+        assert _kind_names_bound_or_compared(forbidden), forbidden
+    for allowed in (
+        "if g.kind == Asset.name:\n    pass",
+        'KEYS = ("files", "pipeline")',
+        'if op == "pipeline":\n    pass',
+        'SOURCE = "asset probe"',
+    ):
+        assert not _kind_names_bound_or_compared(allowed), allowed

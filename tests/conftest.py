@@ -212,10 +212,11 @@ def traced(catalog, converter_envs) -> Callable[..., Any]:
 
 @pytest.fixture(scope="session")
 def matrix(converter_envs) -> Any:
-    """The headline answers, computed once per session through the real CLI and the real
-    converters, two runs at a time in an order that repeats no conversion (tests/golden/
-    answers.py `lanes`): `sweep --registry` per step, every `plan` and consecutive
-    `release-notes`, the library sweep of 0.4.1 -> 0.4.2, every `affected`. Tests read them with
+    """The headline answers, computed once per session through the real CLI (in this process)
+    and the real converters, one run after another, a store's runs sharing their warm workers,
+    in an order that repeats no conversion (tests/golden/answers.py `compute`, `lanes`):
+    `sweep --registry` per step, every `plan` and consecutive `release-notes`, the library
+    sweep of 0.4.1 -> 0.4.2, every `affected`. Tests read them with
     `matrix.run_cli(args)` (the same cached run); the golden test compares them with the
     snapshot. Returns the `answers` module."""
     import answers

@@ -347,6 +347,78 @@ def _alive(pid: int) -> bool:
     return True
 
 
+# Idle workers a closed pool left running for the next pool (`shared_workers`), by `_kept_as`.
+_KEPT: dict[tuple[str, ...], list[Worker]] = {}
+_kept_guard = threading.Lock()
+_keeping = 0  # how many `shared_workers` blocks are open
+
+
+@contextmanager
+def shared_workers() -> Iterator[None]:
+    """Within this block, a pool that closes keeps its live idle workers running for the next
+    pool of this process that needs one of the same kind in the same environment, on the same
+    store, with the same timeout (`_kept_as`): a process that answers many runs (the test
+    suite's) pays for starting a worker (importing torch and the converter: about 7 CPU-s)
+    once per environment, not once per run. A worker that died, was killed or timed out is
+    never kept. When the outermost block ends, every kept worker is closed."""
+    global _keeping
+    with _kept_guard:
+        _keeping += 1
+    try:
+        yield
+    finally:
+        with _kept_guard:
+            _keeping -= 1
+            left = [w for kept in _KEPT.values() for w in kept] if _keeping == 0 else []
+            if _keeping == 0:
+                _KEPT.clear()
+        for worker in left:
+            worker.close()
+
+
+def _kept_as(
+    worker_type: type[Worker], env: Env, log_suffix: str, timeout: float
+) -> tuple[str, ...]:
+    # the environment's folder as resolved (a store reaches the shared environments through a
+    # symlink), never its interpreter's: every environment's python links to one base
+    # interpreter, and what makes it this environment's is the folder it is started from;
+    # the store itself: a worker's temp folder (TMPDIR, fixed when it starts) is under it
+    return (
+        f"{worker_type.__module__}.{worker_type.__qualname__}",
+        os.path.realpath(env.path),
+        str(env.python.relative_to(env.path)) if env.python.is_relative_to(env.path) else "",
+        log_suffix,
+        repr(timeout),
+        str(cache_root()),
+    )
+
+
+def _keep(worker: Worker, log_suffix: str) -> bool:
+    """Keep `worker` for a later pool (within `shared_workers`), if it is alive and usable."""
+    proc = worker._proc
+    if worker.killed() or stopping() or proc is None or proc.poll() is not None:
+        return False
+    key = _kept_as(type(worker), worker.env, log_suffix, worker.timeout)
+    with _kept_guard:
+        if not _keeping:
+            return False
+        _KEPT.setdefault(key, []).append(worker)
+    return True
+
+
+def _kept(worker_type: type[Worker], env: Env, log_suffix: str) -> Worker | None:
+    """A live worker a closed pool kept for this environment, or None."""
+    key = _kept_as(worker_type, env, log_suffix, seconds("INVENTORY_WORKER_TIMEOUT"))
+    with _kept_guard:
+        kept = _KEPT.get(key, [])
+        while kept:
+            worker = kept.pop(0)
+            proc = worker._proc
+            if not worker.killed() and proc is not None and proc.poll() is None:
+                return worker
+    return None
+
+
 class Pool:
     """Workers per environment, shared by every probe of a run. `worker` is the Worker class
     (its `script` the in-environment script); its log is `<env>.<log_suffix>.log` (a second
@@ -396,7 +468,9 @@ class Pool:
         workers = self._workers.setdefault(env.name, [])
         n = len(workers) + 1
         name = f"{env.name}.{self.log_suffix}{f'-{n}' if n > 1 else ''}.log"
-        worker = self.worker_type(env, self.log_dir / name, progress=self.progress)
+        worker = _kept(self.worker_type, env, self.log_suffix) or self.worker_type(
+            env, self.log_dir / name, progress=self.progress
+        )
         worker.prepare = self.prepare
         if self._stopped:
             worker.kill()
@@ -469,7 +543,8 @@ class Pool:
     def close(self) -> None:
         for workers in self._workers.values():
             for worker in workers:
-                worker.close()
+                if self._stopped or not _keep(worker, self.log_suffix):
+                    worker.close()
         self._workers.clear()
         self._idle.clear()
 

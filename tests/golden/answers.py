@@ -1,8 +1,8 @@
 """Golden answers: the deterministic fields of the CLI's `--json`, extracted one way for both the
 snapshot and the test that checks it.
 
-Each entry is one command run through the CLI exactly as a user runs it (a subprocess of
-`python -m inventory.cli ... --json -q` in the repository root), on a result store of the
+Each entry is one command run through the CLI as a user runs it (`inventory ... --json -q` in
+the repository root: the typer app in this process, `run_cli`), on a result store of the
 suite's own (`stores()`: the environments are shared, the results are not the user's):
 
 - `affected/<fix>`: `affected --fix <fix>` for every fix record in `oracle/catalog/fixes.toml`;
@@ -26,8 +26,9 @@ The test suite also computes, with these, `sweep --registry` per step and one li
 
 The entry list is read from those two TOML files, never written out here, so a fix record added
 to the database shows up as a new entry without a snapshot (and the test says to run
-`scripts/golden --update`). Nothing here imports the project: the CLI's JSON is the interface, so a
-refactor of the modules behind it leaves this file alone.
+`scripts/golden --update`). Nothing here reads the project's modules: it runs the CLI's app and
+keeps the workers of a store's runs warm between them (`compute`), and the CLI's JSON is the
+interface, so a refactor of the modules behind it leaves this file alone.
 
 Kept: verdicts, re-export decisions, the stage identities (emitted/shipped/outputs), the check of
 a program run alone when only its side converts (right or wrong, and where), output shapes
@@ -50,8 +51,8 @@ from __future__ import annotations
 import functools
 import json
 import os
-import subprocess
 import sys
+import threading
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,12 +184,12 @@ def sweep_entries() -> list[Entry]:
 
 
 def lanes() -> list[list[Entry]]:
-    """The matrix in the order that repeats no conversion when entries run side by side:
+    """The matrix in the order in which each entry finds stored what an earlier one converted:
     1. `sweep --registry` per step: every shipped instance under each consecutive pair (plans,
        `affected` and release notes all read these); the steps are different
        release pairs, so different conversions;
-    2. two lanes that convert different probes: the release notes (then a library sweep) probe
-       the library's regimes, the plans the bundles' own instances;
+    2. the release notes (then a library sweep), which probe the library's regimes, and the
+       plans, which probe the bundles' own instances;
     3. the `affected` entries, answered from the store."""
     by_section: dict[str, list[Entry]] = {}
     for entry in entries():
@@ -205,33 +206,30 @@ def lanes() -> list[list[Entry]]:
     ]
 
 
-def compute(workers: int = 2) -> None:
+def compute() -> None:
     """Run every entry of the matrix once (each `run_cli` is cached for the process), in the
-    order of `lanes()`, `workers` runs at a time, on the bare store; then the checked store is
-    given the bare one's results, every bundle's check (`check_runs`), and its entries run."""
-    from concurrent.futures import ThreadPoolExecutor
+    order of `lanes()`, on the bare store; then the checked store is given the bare one's
+    results, every bundle's check (`check_runs`), and its entries run.
 
-    def lane(todo: list[Entry]) -> None:
-        for entry in todo:
-            run_entry(entry)
+    The runs are in this process, one after another, each as the command line runs it
+    (`run_cli`), and a store's runs share their workers (`shared_workers`): a worker is
+    started once per environment and kind for the store, not once per run (each start imports
+    torch and the converter, about 7 CPU-s), and each run still converts on the real
+    converters with as many comparisons at once as the machine has cores (`--jobs`)."""
+    from oracle.clients.worker_pool import shared_workers
 
     steps, notes, plans, rest = lanes()
-    unswept = unswept_entries()
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for phase in ([[e] for e in steps], [notes, plans], [[e] for e in rest]):
-            for done in [pool.submit(lane, todo) for todo in phase]:
-                done.result()
-        # made from the bare store's results once its `affected` entries ran: nothing to convert
-        for entry in unswept:
-            unswept_store(entry.store)
-        for done in [pool.submit(lane, [e]) for e in unswept]:
-            done.result()
-    share_results(stores()[BARE], stores()[CHECKED])
-    for entry in check_runs():
+    with shared_workers():
+        for entry in steps + notes + plans + rest:
+            run_entry(entry)
+    # made from the bare store's results once its `affected` entries ran: nothing to convert
+    for entry in unswept_entries():
+        unswept_store(entry.store)
         run_entry(entry)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for done in [pool.submit(lane, [e]) for e in checked_entries()]:
-            done.result()
+    share_results(stores()[BARE], stores()[CHECKED])
+    with shared_workers():
+        for entry in check_runs() + checked_entries():
+            run_entry(entry)
 
 
 # ---- the suite's own result stores ----------------------------------------------------------
@@ -382,23 +380,28 @@ def run_entry(entry: Entry) -> Run:
     return run_cli(entry.args, entry.store)
 
 
+_one_at_a_time = threading.Lock()
+
+
 @functools.cache
 def run_cli(args: tuple[str, ...], store: str = BARE) -> Run:
     """One CLI run with --json on one of the suite's stores, once per process (the tests and the
-    schema checks share it)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "inventory.cli", *args, "--json", "-q"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=suite_env(store),
-    )
-    if "Traceback" in proc.stderr or not proc.stdout.strip():
-        raise RuntimeError(
-            f"inventory {' '.join(args)} --json failed (exit {proc.returncode}):"
-            f"\n{proc.stderr[-3000:]}"
+    schema checks share it): the typer app in this process, as `python -m inventory.cli` runs it
+    (parsing, the command, the renderer, the exit code; `tests/helpers/cli.py` `invoke`), with
+    the store's cache as its only result store. One at a time: a run sets the process's
+    environment, working directory and standard streams."""
+    from cli import invoke
+
+    with _one_at_a_time:
+        ran = invoke(
+            *args, "--json", "-q", INVENTORY_CACHE=str(store_path(store)), INVENTORY_STORE=None
         )
-    return Run(proc.returncode, json.loads(proc.stdout, parse_constant=_not_json), proc.stderr)
+    if "Traceback" in ran.stderr or not ran.stdout.strip():
+        raise RuntimeError(
+            f"inventory {' '.join(args)} --json failed (exit {ran.returncode}):"
+            f"\n{ran.stderr[-3000:]}"
+        )
+    return Run(ran.returncode, json.loads(ran.stdout, parse_constant=_not_json), ran.stderr)
 
 
 def _not_json(token: str) -> None:
@@ -760,4 +763,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "tests" / "helpers"))  # `cli`, as pytest and mypy find it
     sys.exit(main(sys.argv[1:]))

@@ -31,9 +31,9 @@ class Ran:
     stderr: str
 
 
-def invoke(*args: str, **env: str) -> Ran:
-    """The CLI in this process, with `env` set for the call only and the working directory the
-    repository root (as the subprocess runs had it)."""
+def invoke(*args: str, **env: str | None) -> Ran:
+    """The CLI in this process, with `env` set for the call only (None: unset for the call) and
+    the working directory the repository root (as the subprocess runs had it)."""
     from typer.testing import CliRunner
 
     from inventory.cli import app

@@ -385,6 +385,22 @@ def store_cases() -> list[Case]:
                         exits=(0, 2) if tname == "dangling" else (2,),
                     )
                 )
+    # a store whose results folder is not its own: a link out of it (prune refuses; it used to
+    # empty what it found there), a file, a link to itself
+    parts = {
+        "outside": lambda f: (f / "store" / "results").symlink_to(f),
+        "file": lambda f: (f / "store" / "results").write_text("x"),
+        "loop": lambda f: (f / "store" / "results").symlink_to("results"),
+    }
+    for pname, make in parts.items():
+        for cmd in (["cache", "prune"], ["cache", "list"], ["cache", "du"]):
+
+            def made(folder: Path, make: Callable = make) -> dict[str, str]:
+                (folder / "store").mkdir()
+                make(folder)
+                return {"INVENTORY_STORE": str(folder / "store")}
+
+            out.append(Case(f"store/results/{pname}/{'-'.join(cmd)}", cmd, made, exits=(0, 2)))
     for var in ("INVENTORY_TRACE_TIMEOUT", "INVENTORY_WORKER_TIMEOUT", "INVENTORY_RAY_JOB_TIMEOUT"):
         for value in ("abc", "-1", "0", "nan", "inf", "1e999", " "):
             out.append(Case(f"settings/{var}/{value!r}", ["envs", "list"], _env(var, value)))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oracle.clients.worker_pool import TEMP, reclaim_temp
+from oracle.infra.paths import in_store
 from oracle.store import load_records
 from oracle.store.result_store import (
     LOCKS,
@@ -156,6 +157,8 @@ def prune(
             tuple(f"{TEMP}/{name}: left by an interrupted run" for name in reclaim_temp()), 0
         )
     # A read-only store used to be reported as pruned (rmtree ignored its errors): say so first.
+    if root.is_symlink():
+        in_store(root)  # a results folder that links out of the store is never emptied
     if not dry_run and (not os.access(root, os.W_OK | os.X_OK) or _read_only(root)):
         raise StoreError(f"cannot prune the store {root}: it is read-only; nothing removed")
     now = time.time()

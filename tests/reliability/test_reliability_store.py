@@ -613,3 +613,19 @@ def test_a_moved_store_answers_from_what_it_stored(env, tmp_path):
     assert probe["cached"] is False and probe["shipped"] == "differs"
     for version in ("0.4.1", "0.4.2"):
         assert (_site(moved, version) / SHARED_TORCH_PTH).read_text().strip() == str(torch_site)
+
+
+def test_prune_never_empties_a_results_folder_linked_out_of_the_store(tmp_path):
+    """The store's `results` folder a symbolic link to a folder elsewhere: `cache prune` refuses
+    in one line and removes nothing there (it removed what it found unreadable)."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "victim").mkdir(parents=True)
+    (elsewhere / "victim" / "keep.txt").write_text("not the store's\n")
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "results").symlink_to(elsewhere)
+    proc = _run("cache", "prune", cache=tmp_path / "cache", INVENTORY_STORE=str(store))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    [said] = proc.stderr.strip().splitlines()
+    assert said.startswith(f"error: refusing to write {store / 'results'}: outside the store")
+    assert (elsewhere / "victim" / "keep.txt").read_text() == "not the store's\n"

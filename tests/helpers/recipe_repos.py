@@ -43,8 +43,8 @@ def trace_target(channels, length, blocks=2):
 '''
 
 
-# A plain MLP beside it, linear and GELU: no construct the library probes, so no probe covers
-# any of its ops (a "no" for it is earned only by its whole program).
+# A plain MLP beside it, linear and GELU: its linears are probed as matmuls, its GELU by no
+# probe (a "no" for it is earned only by its whole program).
 MLP_RECIPE = '''\
 """My other recipe: a plain MLP, linear and GELU. Exported elsewhere."""
 import torch

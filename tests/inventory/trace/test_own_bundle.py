@@ -107,8 +107,8 @@ def test_the_page_runs_as_written(own, json_schema):
     level, item = _item(b, "54")
     assert (level, item["verdict"]) == ("optional", "values-move")
     # what the plan rests on, op by op: the batch norm, the depthwise conv before it (the
-    # batch-norm probe's own graph holds it) and the division probed (ops read from the probes'
-    # own exported graphs), the softmax by nothing
+    # batch-norm probe's own graph holds it), the division and the softmax probed (ops read from
+    # the probes' own exported graphs): every op of it, nothing left for a whole-program check
     cover = b["coverage"]
     classes = cover["classes"]
     assert cover["counted"] and cover["ops"] == sum(census.values())
@@ -117,9 +117,10 @@ def test_the_page_runs_as_written(own, json_schema):
         "aten._native_batch_norm_legit_no_training.default",
         "aten.convolution.default",
         "aten.div.Tensor",
+        "aten._softmax.default",
     } <= set(classes["probed"])
-    assert "aten._softmax.default" in classes["not covered"]
-    assert classes["whole-program"] == {} and cover["complete"] is False
+    assert classes["probed"] == census and classes["not covered"] == {}
+    assert classes["whole-program"] == {} and cover["complete"] is True
     assert cover["command"] == "inventory verify mine --to 0.4.2"
 
     proc = _run(own, verify)
@@ -162,12 +163,10 @@ def test_the_page_runs_as_written(own, json_schema):
     )
     [part] = item["whole_program"]
     assert part["rule"] == "construct batch_norm"
-    # the stored check holds every step of the plan: every op is covered, the rest by it
+    # the stored check holds every step of the plan; the probes had covered every op already
     cover = b["coverage"]
-    assert cover["complete"] and cover["classes"]["not covered"] == {}
-    assert cover["classes"]["whole-program"] == {
-        "aten._softmax.default": census["aten._softmax.default"]
-    }
+    assert cover["complete"] and cover["checked_whole"] and cover["classes"]["not covered"] == {}
+    assert cover["classes"]["probed"] == census and cover["classes"]["whole-program"] == {}
 
     checkpoint(own)
     proc = _run(own, weights)
@@ -245,11 +244,11 @@ def test_a_pipeline_record_is_answered_on_the_recipes_own_program(own, json_sche
 def test_verify_auto_checks_whole_only_the_incomplete_bundles(own, json_schema):
     """`--verify auto` measures the whole-program check of exactly the bundles whose coverage is
     incomplete or whose answer would be `unchecked`, where they can be built, and answers them
-    from it. Beside mine (checked whole first, so every op of it is covered), the repository's
-    plain MLP (linear and GELU: no construct the library probes, so a "no" rests on its whole
-    program alone), registered by its builder as mlp (exported with 0.4.1) and mlp_b1 (0.4.0,
-    for core-b2's step). Builds are counted in the store: a check measured is one build folder
-    of its bundle."""
+    from it. Beside mine (every op of it probed; checked whole first too), the repository's
+    plain MLP (linear and GELU: its linears are probed as matmuls, its GELU by no probe, so a
+    "no" rests on its whole program), registered by its builder as mlp (exported with 0.4.1)
+    and mlp_b1 (0.4.0, for core-b2's step). Builds are counted in the store: a check measured
+    is one build folder of its bundle."""
     registry = own["tmp"] / "auto.toml"
     registry.write_text(
         own["registry"].read_text()
@@ -277,21 +276,22 @@ def test_verify_auto_checks_whole_only_the_incomplete_bundles(own, json_schema):
     assert code == 0
     mine_builds = builds("mine")
 
-    # without a checkout, neither can be built (nor mine's stored check read): the MLP stays
-    # unchecked, and one line for each says why
+    # without a checkout, the MLP cannot be built: it stays unchecked, and one line says why;
+    # mine needs no check (its probes cover every op of it), so no line names it
     plan = ("plan", "--to", "0.4.2", "--bundle", "mine", "--bundle", "mlp", "--verify", "auto")
     code, data, by = run(*plan)
     assert by["mlp"]["reexport"] == "unchecked" and not by["mlp"]["coverage"]["complete"]
     assert by["mlp"]["verify"] is None and code == 5
+    assert by["mine"]["coverage"]["complete"] and by["mine"]["verify"] is None
     lines = sorted(w for w in data["warnings"] if "--verify auto" in w)
-    assert [w.split(":")[0] for w in lines] == ["mine", "mlp"]
+    assert [w.split(":")[0] for w in lines] == ["mlp"]
     assert all("not checked whole" in w and "--recipe-root" in w for w in lines)
     mine_level = by["mine"]["reexport"]
     assert mine_level == "optional"  # #54 moves its values
     assert builds("mlp") == 0 and builds("mine") == mine_builds
 
-    # with it, only the MLP is checked whole (mine's stored check covers every op of it), and
-    # the MLP's level is what its whole program measures
+    # with it, only the MLP is checked whole (mine's probes cover every op of it; its stored
+    # check is read and joined), and the MLP's level is what its whole program measures
     code, data, by = run(*plan, "--recipe-root", repo)
     check = by["mlp"]["verify"]
     assert check is not None and check["cached"] is False and check["error"] is None
@@ -301,7 +301,9 @@ def test_verify_auto_checks_whole_only_the_incomplete_bundles(own, json_schema):
     cover = by["mlp"]["coverage"]
     assert cover["complete"] and cover["classes"]["not covered"] == {}
     census = tomllib.loads(registry.read_text())["bundles"]["mlp"]["trace"]["facts"]["ops"]
-    assert cover["classes"]["whole-program"] == census and "aten.gelu.default" in census
+    # its linears are probed (the matmul kind), its GELU rests on the whole program alone
+    assert {"aten.addmm.default", "aten.permute.default"} <= set(cover["classes"]["probed"])
+    assert cover["classes"]["whole-program"] == {"aten.gelu.default": census["aten.gelu.default"]}
     assert by["mine"]["reexport"] == mine_level and by["mine"]["coverage"]["complete"]
     assert by["mine"]["verify"]["cached"] is True
     assert not [w for w in data["warnings"] if "--verify auto" in w]

@@ -21,6 +21,7 @@ from doubles import faults
 from suite_envs import need_env
 
 from oracle.catalog.releases import load_catalog, version_key
+from oracle.clients import worker_pool
 from oracle.clients.worker_pool import Pool
 from oracle.envs.environment import Env
 from oracle.infra.paths import envs_dir
@@ -103,6 +104,48 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 _ENVS_BEFORE = pytest.StashKey[set[str]]()
+
+
+# ---- one converter service per test process ---------------------------------------------------
+# Every pool a test's run makes in this process (an in-process `invoke`, the matrix, a test's own
+# Pool) hands its live idle workers on to the next pool that needs one of the same kind in the
+# same environment, whatever its store (`worker_pool.shared_workers`): a worker is started
+# (torch and the converter imported, about 7 CPU-s) once per process, not once per run, and it
+# still converts on the real converter; it puts each run's temp files and log in that run's
+# store. A test that must see what a run does with workers of its own (the first worker's start,
+# a start that fails, its workers gone when its run ends) is marked `own_workers`:
+# CONTRIBUTING.md says when. A process a test starts (`spawn`, `start`) has its own workers.
+# pytest sets PYTEST_CURRENT_TEST per test: a worker started in one test is the same worker.
+_PER_TEST = frozenset({"PYTEST_CURRENT_TEST"})
+
+
+@pytest.fixture(autouse=True)
+def _own_workers(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked `own_workers` runs outside the shared workers: its pools start their own
+    and close them with the run, as a process of its own would."""
+    if request.node.get_closest_marker("own_workers") is None:
+        yield
+        return
+    with worker_pool.own_workers():
+        yield
+
+
+_STARTS = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before its fixtures are set up
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_STARTS] = worker_pool.started()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    """Each test's worker start-ups in this process, fixtures included, as the junit property
+    `worker_starts` (`scripts/test-budget` sums them): where the suite still pays for cold
+    workers."""
+    if call.when == "teardown" and _STARTS in item.stash:
+        item.user_properties.append(("worker_starts", worker_pool.started() - item.stash[_STARTS]))
+    return (yield)
 
 
 @pytest.fixture(scope="session")

@@ -6,11 +6,13 @@ after a SIGKILL, within a fraction of a second. On SIGTERM `kill_all()` stops ev
 once (a call in progress included), so none goes on converting into a folder that is about to be
 removed. Each worker's temp files (the runtime's `tmp*.aimodelx` folders) go to a folder of its
 own under the store's `tmp/`, removed with the worker; `reclaim_temp()` removes those a killed
-run left.
+run left. The client names that folder and the worker's log with each call (`_placement`), so a
+worker kept for a later run (`shared_workers`) puts that run's files in that run's store.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -30,6 +32,7 @@ from oracle.envs.check import verified
 from oracle.envs.environment import Env, held_site
 from oracle.infra.paths import TEMP, cache_root
 from oracle.infra.progress import Progress
+from oracle.infra.scratch_dirs import TORCH_SCRATCH
 from oracle.infra.settings import seconds
 
 WORKER_SCRIPT = Path(__file__).resolve().parents[1] / "workers" / "probe_worker.py"
@@ -75,6 +78,8 @@ runpy.run_path(_script, run_name="__main__")
 """
 # Every worker of this process that may have a live process: SIGTERM stops them all at once.
 _LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
+_starts = 0  # worker processes this process started (`started()`)
+_starts_guard = threading.Lock()
 # Imports what a worker script needs from its environment, one module per argument.
 _IMPORTS = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
 
@@ -123,6 +128,7 @@ class Worker:
         self._fault: str | None = None  # environment_fault(), once measured
         self._fault_checked = False
         self._tmp: Path | None = None  # the live process's TMPDIR
+        self._started_as = ""  # the live process's script and environment (`_started_as`)
         _LIVE.add(self)
 
     def environment_fault(self) -> str | None:
@@ -170,8 +176,8 @@ class Worker:
         self.env = verified(self.env, self._progress)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         # the runtime writes tmp*.aimodelx folders and leaves them when it aborts: in here
-        self._tmp = cache_root() / TEMP / f"{os.getpid()}-{secrets.token_hex(4)}"
-        self._tmp.mkdir(parents=True, exist_ok=True)
+        self._tmp = _new_tmp()
+        self._started_as = _started_as(self.script)
         # the held torch's warm-up (and an environment's built ahead of time) compiles what
         # this worker would compile beside it
         bytecode.wait(self.env.python, held=held_site(self.env))
@@ -198,6 +204,9 @@ class Worker:
             ) from None
         finally:
             stderr.close()
+        global _starts
+        with _starts_guard:
+            _starts += 1
         lines: queue.Queue[str | None] = queue.Queue()
 
         def pump() -> None:
@@ -221,7 +230,7 @@ class Worker:
                     raise WorkerFailure(f"{self.env.name} worker stopped: the run was interrupted")
             proc = self._proc
             self._next_id += 1
-            request = {**request, "id": self._next_id}
+            request = {**request, "id": self._next_id, "place": self._placement()}
             try:
                 assert proc.stdin is not None
                 proc.stdin.write(json.dumps(request) + "\n")
@@ -242,6 +251,24 @@ class Worker:
                 self._reap()
                 raise WorkerFailure(self._death(proc))
             return json.loads(line)
+
+    def _placement(self) -> dict[str, object]:
+        """Where the worker puts this call's files (`worker_io.place`): its temp folder and log,
+        which change when a kept worker serves another store's pool (`adopt`)."""
+        assert self._tmp is not None  # set by _start, before any call
+        return {"environ": _scratch_variables(self._tmp), "log": str(self.log)}
+
+    def adopt(self, env: Env, log: Path, progress: Progress) -> None:
+        """Serve another pool, kept from a closed one (`shared_workers`): that pool's view of the
+        environment (a store reaches it through a link of its own), its log, its progress, and
+        a temp folder in the store in use now, the one it served before removed."""
+        with self._lock:
+            self.env, self.log, self._progress = env, log, progress
+            self.log.parent.mkdir(parents=True, exist_ok=True)
+            if self._tmp is not None and self._tmp.parent != cache_root() / TEMP:
+                moved = self._tmp
+                self._tmp = _new_tmp()
+                shutil.rmtree(moved, ignore_errors=True)
 
     def _death(self, proc: subprocess.Popen[str]) -> str:
         code = proc.wait()
@@ -294,6 +321,36 @@ class Worker:
                     self._proc.wait()
             self._proc = None
             self._remove_tmp()
+
+
+def _new_tmp() -> Path:
+    """A worker's temp folder in the store in use, named after this run's pid
+    (`reclaim_temp`)."""
+    tmp = cache_root() / TEMP / f"{os.getpid()}-{secrets.token_hex(4)}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    return tmp
+
+
+def _scratch_variables(tmp: Path) -> dict[str, str]:
+    """The variables naming a worker's scratch folders, all under its temp folder `tmp`."""
+    return {"TMPDIR": str(tmp), **{var: str(tmp / name) for var, name in TORCH_SCRATCH.items()}}
+
+
+# Variables a kept worker's process may differ in from a new one's and still be the same worker:
+# where the results go (the store: the worker is told per call where its own files go) and its
+# scratch, which it is told per call (`Worker._placement`); `shared_workers(ignoring=...)` adds
+# those its caller knows change from run to run without changing what a worker does.
+_PLACED = frozenset({"INVENTORY_CACHE", "INVENTORY_STORE", "TMPDIR", *TORCH_SCRATCH})
+_ignored: frozenset[str] = frozenset()
+
+
+def _started_as(script: Path) -> str:
+    """What a worker started now would be: its script (a test double's, say) and a digest of
+    the environment its process inherits, but for the variables of `_PLACED`."""
+    skip = _PLACED | _ignored
+    environ = sorted((k, v) for k, v in os.environ.items() if k not in skip)
+    digest = hashlib.sha256(json.dumps(environ).encode()).hexdigest()[:16]
+    return f"{script}:{digest}"
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
@@ -354,16 +411,20 @@ _keeping = 0  # how many `shared_workers` blocks are open
 
 
 @contextmanager
-def shared_workers() -> Iterator[None]:
+def shared_workers(ignoring: frozenset[str] = frozenset()) -> Iterator[None]:
     """Within this block, a pool that closes keeps its live idle workers running for the next
-    pool of this process that needs one of the same kind in the same environment, on the same
-    store, with the same timeout (`_kept_as`): a process that answers many runs (the test
-    suite's) pays for starting a worker (importing torch and the converter: about 7 CPU-s)
-    once per environment, not once per run. A worker that died, was killed or timed out is
-    never kept. When the outermost block ends, every kept worker is closed."""
-    global _keeping
+    pool of this process that needs one of the same kind in the same environment, with the same
+    timeout, script and process environment (`_kept_as`), whatever its store: a process that
+    answers many runs (the test suite's) pays for starting a worker (importing torch and the
+    converter: about 7 CPU-s) once per environment, not once per run. The worker is told with
+    each call where that run's temp files and log go, so they land in the run's own store. A
+    worker that died, was killed or timed out is never kept. `ignoring`: environment variables
+    that change between the block's runs without changing what a worker does. When the
+    outermost block ends, every kept worker is closed."""
+    global _keeping, _ignored
     with _kept_guard:
         _keeping += 1
+        _ignored = _ignored | ignoring
     try:
         yield
     finally:
@@ -372,24 +433,54 @@ def shared_workers() -> Iterator[None]:
             left = [w for kept in _KEPT.values() for w in kept] if _keeping == 0 else []
             if _keeping == 0:
                 _KEPT.clear()
+                _ignored = frozenset()
         for worker in left:
             worker.close()
 
 
+@contextmanager
+def own_workers() -> Iterator[None]:
+    """Within this block, this process is as if no `shared_workers` block were open: its pools
+    start their own workers and close them with themselves (a cold start, as a process of its
+    own has), and a `shared_workers` block opened inside it is the outermost one. What was kept
+    before is kept, untouched, for after."""
+    global _keeping, _ignored
+    with _kept_guard:
+        saved = _keeping, dict(_KEPT), _ignored
+        _keeping, _ignored = 0, frozenset()
+        _KEPT.clear()
+    try:
+        yield
+    finally:
+        with _kept_guard:
+            left = [w for kept in _KEPT.values() for w in kept]
+            _KEPT.clear()
+            _keeping, kept_before, _ignored = saved
+            _KEPT.update(kept_before)
+        for worker in left:  # only if a block inside was left open (it closes its own)
+            worker.close()
+
+
+def started() -> int:
+    """How many worker processes this process has started (each imports torch and the
+    converter, about 7 CPU-s): what a test session counts, test by test."""
+    return _starts
+
+
 def _kept_as(
-    worker_type: type[Worker], env: Env, log_suffix: str, timeout: float
+    worker_type: type[Worker], env: Env, log_suffix: str, timeout: float, started_as: str
 ) -> tuple[str, ...]:
     # the environment's folder as resolved (a store reaches the shared environments through a
     # symlink), never its interpreter's: every environment's python links to one base
     # interpreter, and what makes it this environment's is the folder it is started from;
-    # the store itself: a worker's temp folder (TMPDIR, fixed when it starts) is under it
+    # never the store: the worker is told with each call where its files go (`_placement`)
     return (
         f"{worker_type.__module__}.{worker_type.__qualname__}",
         os.path.realpath(env.path),
         str(env.python.relative_to(env.path)) if env.python.is_relative_to(env.path) else "",
         log_suffix,
         repr(timeout),
-        str(cache_root()),
+        started_as,
     )
 
 
@@ -398,7 +489,7 @@ def _keep(worker: Worker, log_suffix: str) -> bool:
     proc = worker._proc
     if worker.killed() or stopping() or proc is None or proc.poll() is not None:
         return False
-    key = _kept_as(type(worker), worker.env, log_suffix, worker.timeout)
+    key = _kept_as(type(worker), worker.env, log_suffix, worker.timeout, worker._started_as)
     with _kept_guard:
         if not _keeping:
             return False
@@ -408,7 +499,8 @@ def _keep(worker: Worker, log_suffix: str) -> bool:
 
 def _kept(worker_type: type[Worker], env: Env, log_suffix: str) -> Worker | None:
     """A live worker a closed pool kept for this environment, or None."""
-    key = _kept_as(worker_type, env, log_suffix, seconds("INVENTORY_WORKER_TIMEOUT"))
+    timeout = seconds("INVENTORY_WORKER_TIMEOUT")
+    key = _kept_as(worker_type, env, log_suffix, timeout, _started_as(worker_type.script))
     with _kept_guard:
         kept = _KEPT.get(key, [])
         while kept:
@@ -468,9 +560,11 @@ class Pool:
         workers = self._workers.setdefault(env.name, [])
         n = len(workers) + 1
         name = f"{env.name}.{self.log_suffix}{f'-{n}' if n > 1 else ''}.log"
-        worker = _kept(self.worker_type, env, self.log_suffix) or self.worker_type(
-            env, self.log_dir / name, progress=self.progress
-        )
+        worker = _kept(self.worker_type, env, self.log_suffix)
+        if worker is None:
+            worker = self.worker_type(env, self.log_dir / name, progress=self.progress)
+        else:
+            worker.adopt(env, self.log_dir / name, self.progress)
         worker.prepare = self.prepare
         if self._stopped:
             worker.kill()

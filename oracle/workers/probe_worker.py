@@ -25,6 +25,7 @@ import importlib.metadata as md
 import os
 import shutil
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -332,7 +333,13 @@ def pipeline(spec: dict, steps: dict, out: Path) -> dict:
 def handle(request: dict) -> dict:
     op = request.get("op")
     if op == "hello":
-        return {"ok": True, "versions": _versions(), "pid": os.getpid()}
+        # where its temp files go now (`worker_io.place`): a kept worker moves with the store
+        return {
+            "ok": True,
+            "versions": _versions(),
+            "pid": os.getpid(),
+            "tmp": tempfile.gettempdir(),
+        }
     if op == "convert":
         return convert(request["spec"], Path(request["out"]))
     if op == "measure":

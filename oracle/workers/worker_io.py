@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,6 +45,31 @@ def logged(path: Path) -> Iterator[None]:
             os.close(saved[1])
 
 
+_placed: dict[str, Any] = {}  # where this process's files go now (`place`)
+
+
+def place(where: dict[str, Any]) -> None:
+    """Where this call's files go, as its client says with each call: the log taking fd 1 and
+    fd 2, and the variables naming the scratch folders (TMPDIR, torch's). A kept worker serves
+    runs of several stores one after another (`oracle.clients.worker_pool.shared_workers`), and
+    each run's temp files and log belong in its own store. Changed only when they differ."""
+    log = where.get("log")
+    if log and log != _placed.get("log"):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with open(log, "a") as file:
+            os.dup2(file.fileno(), 1)
+            os.dup2(file.fileno(), 2)
+        _placed["log"] = log
+    environ = where.get("environ") or {}
+    if environ != _placed.get("environ"):
+        os.environ.update(environ)  # native code (the runtime) reads them afresh too
+        tempfile.tempdir = None  # Python's cached temp dir: read TMPDIR again
+        if "environ" in _placed:  # moved, not started: the log says where to
+            print(f"worker {os.getpid()}: temp folder now {environ.get('TMPDIR')}", file=sys.stderr)
+        _placed["environ"] = environ
+
+
 def serve(handle: Callable[[dict], dict]) -> None:
     """The JSON-lines loop: one request per stdin line, one answer per protocol line."""
     # Keep the real stdout for the protocol; everything else printed goes to stderr.
@@ -54,6 +80,7 @@ def serve(handle: Callable[[dict], dict]) -> None:
             continue
         request = json.loads(line)
         try:
+            place(request.pop("place", None) or {})
             answer = handle(request)
         except Exception as exc:  # noqa: BLE001 - the worker survives a bad request
             answer = {

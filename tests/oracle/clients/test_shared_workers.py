@@ -1,8 +1,10 @@
 """Workers kept between pools (`oracle/clients/worker_pool.py` `shared_workers`), with the real
 probe worker in a real converter environment: within the block a closed pool's live worker
-answers the next pool's calls on the same store (no second start-up); a worker that was
-killed, or another timeout, is never kept; the block's end and a pool closed outside it end
-the process."""
+answers the next pool's calls (no second start-up), on its store or another's, putting each
+store's temp files and log in that store; a worker that was killed, or another timeout, script
+or process environment, is never kept; the block's end and a pool closed outside it end the
+process. Each test runs outside the session's own block (`own_workers`), so the blocks here
+are the outermost."""
 
 from __future__ import annotations
 
@@ -11,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from oracle.clients.worker_pool import Pool, Worker, shared_workers
+from oracle.clients.worker_pool import Pool, Worker, own_workers, shared_workers
 from oracle.envs.environment import Env
 
 RELEASE = "0.4.1"
+
+pytestmark = pytest.mark.own_workers
 
 
 def _pid(pool: Pool, env: Env) -> int:
@@ -93,3 +97,75 @@ def test_outside_the_block_a_closed_pool_ends_its_workers(
     worker = pool.first(one)
     pool.close()
     assert not _alive(worker)
+
+
+def test_a_kept_worker_serves_a_pool_on_another_store_with_its_files_in_that_store(
+    env: Callable[[str], Env], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The suite's runs each have a store of their own: one worker answers both, and each
+    store's temp files (the worker's TMPDIR, where the runtime compiles) and log are its own."""
+    one = env(RELEASE)
+    a, b = tmp_path / "a", tmp_path / "b"
+    with shared_workers():
+        monkeypatch.setenv("INVENTORY_CACHE", str(a))
+        first = Pool(a / "logs")
+        answer = first.worker(one).call({"op": "hello"})
+        worker = first.first(one)
+        assert Path(answer["tmp"]).parent == a / "tmp"
+        first.close()
+        monkeypatch.setenv("INVENTORY_CACHE", str(b))
+        second = Pool(b / "logs")
+        moved = second.worker(one).call({"op": "hello"})
+        assert second.first(one) is worker and moved["pid"] == answer["pid"]  # no new start
+        assert Path(moved["tmp"]).parent == b / "tmp" and Path(moved["tmp"]).is_dir()
+        assert not Path(answer["tmp"]).exists()  # the first store's temp folder is gone
+        log = b / "logs" / f"{one.name}.worker.log"
+        assert worker.log == log
+        assert f"temp folder now {moved['tmp']}" in log.read_text()  # its stderr is there
+        assert moved["tmp"] not in (a / "logs" / f"{one.name}.worker.log").read_text()
+        second.close()
+        assert _alive(worker)
+    assert not _alive(worker)
+    assert not list((b / "tmp").iterdir())  # closed: its temp folder removed
+
+
+def test_a_worker_started_in_another_process_environment_is_not_kept_for_this_one(
+    env: Callable[[str], Env], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A variable the worker's process inherits (a fault double's, a library's setting) makes
+    another worker; one the block ignores, or the store's, does not."""
+    one = env(RELEASE)
+    with shared_workers(ignoring=frozenset({"INVENTORY_TEST_NOISE"})):
+        first = Pool(tmp_path)
+        pid = _pid(first, one)
+        first.close()
+        monkeypatch.setenv("INVENTORY_TEST_NOISE", "1")
+        monkeypatch.setenv("INVENTORY_CACHE", str(tmp_path / "other"))
+        second = Pool(tmp_path)
+        assert _pid(second, one) == pid
+        second.close()
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        third = Pool(tmp_path)
+        assert _pid(third, one) != pid
+        third.close()
+
+
+def test_own_workers_inside_the_block_starts_and_ends_its_own(
+    env: Callable[[str], Env], tmp_path: Path
+) -> None:
+    one = env(RELEASE)
+    with shared_workers():
+        first = Pool(tmp_path)
+        pid = _pid(first, one)
+        kept = first.first(one)
+        first.close()
+        with own_workers():
+            cold = Pool(tmp_path)
+            assert _pid(cold, one) != pid  # a cold start, though one is kept
+            own = cold.first(one)
+            cold.close()
+            assert not _alive(own)  # ended with its pool
+        assert _alive(kept)
+        after = Pool(tmp_path)
+        assert _pid(after, one) == pid  # kept for after
+        after.close()

@@ -13,6 +13,7 @@ worker kept for a later run (`shared_workers`) puts that run's files in that run
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import queue
@@ -129,6 +130,7 @@ class Worker:
         self._fault_checked = False
         self._tmp: Path | None = None  # the live process's TMPDIR
         self._started_as = ""  # the live process's script and environment (`_started_as`)
+        self._kept_at = 0  # when a closed pool last kept it (`shared_workers`)
         _LIVE.add(self)
 
     def environment_fault(self) -> str | None:
@@ -407,11 +409,17 @@ def _alive(pid: int) -> bool:
 # Idle workers a closed pool left running for the next pool (`shared_workers`), by `_kept_as`.
 _KEPT: dict[tuple[str, ...], list[Worker]] = {}
 _kept_guard = threading.Lock()
+_kept_order = itertools.count()  # when each worker was kept, for `most`
 _keeping = 0  # how many `shared_workers` blocks are open
 
 
+_most: int | None = None  # how many idle workers may be kept at once (`shared_workers`)
+
+
 @contextmanager
-def shared_workers(ignoring: frozenset[str] = frozenset()) -> Iterator[None]:
+def shared_workers(
+    ignoring: frozenset[str] = frozenset(), most: int | None = None
+) -> Iterator[None]:
     """Within this block, a pool that closes keeps its live idle workers running for the next
     pool of this process that needs one of the same kind in the same environment, with the same
     timeout, script and process environment (`_kept_as`), whatever its store: a process that
@@ -419,12 +427,15 @@ def shared_workers(ignoring: frozenset[str] = frozenset()) -> Iterator[None]:
     converter: about 7 CPU-s) once per environment, not once per run. The worker is told with
     each call where that run's temp files and log go, so they land in the run's own store. A
     worker that died, was killed or timed out is never kept. `ignoring`: environment variables
-    that change between the block's runs without changing what a worker does. When the
-    outermost block ends, every kept worker is closed."""
-    global _keeping, _ignored
+    that change between the block's runs without changing what a worker does. `most`: how
+    many idle workers may be kept at once, the one kept longest ago closed to keep another
+    (each holds torch and the converter: hundreds of MB), set by the first block that says.
+    When the outermost block ends, every kept worker is closed."""
+    global _keeping, _ignored, _most
     with _kept_guard:
         _keeping += 1
         _ignored = _ignored | ignoring
+        _most = most if _most is None else _most
     try:
         yield
     finally:
@@ -433,7 +444,7 @@ def shared_workers(ignoring: frozenset[str] = frozenset()) -> Iterator[None]:
             left = [w for kept in _KEPT.values() for w in kept] if _keeping == 0 else []
             if _keeping == 0:
                 _KEPT.clear()
-                _ignored = frozenset()
+                _ignored, _most = frozenset(), None
         for worker in left:
             worker.close()
 
@@ -444,10 +455,10 @@ def own_workers() -> Iterator[None]:
     start their own workers and close them with themselves (a cold start, as a process of its
     own has), and a `shared_workers` block opened inside it is the outermost one. What was kept
     before is kept, untouched, for after."""
-    global _keeping, _ignored
+    global _keeping, _ignored, _most
     with _kept_guard:
-        saved = _keeping, dict(_KEPT), _ignored
-        _keeping, _ignored = 0, frozenset()
+        saved = _keeping, dict(_KEPT), _ignored, _most
+        _keeping, _ignored, _most = 0, frozenset(), None
         _KEPT.clear()
     try:
         yield
@@ -455,7 +466,7 @@ def own_workers() -> Iterator[None]:
         with _kept_guard:
             left = [w for kept in _KEPT.values() for w in kept]
             _KEPT.clear()
-            _keeping, kept_before, _ignored = saved
+            _keeping, kept_before, _ignored, _most = saved
             _KEPT.update(kept_before)
         for worker in left:  # only if a block inside was left open (it closes its own)
             worker.close()
@@ -493,8 +504,22 @@ def _keep(worker: Worker, log_suffix: str) -> bool:
     with _kept_guard:
         if not _keeping:
             return False
+        worker._kept_at = next(_kept_order)
         _KEPT.setdefault(key, []).append(worker)
-    return True
+        kept = [w for ws in _KEPT.values() for w in ws]
+        surplus = _oldest(kept, len(kept) - _most) if _most is not None else []
+        for old in surplus:
+            for ws in _KEPT.values():
+                if old in ws:
+                    ws.remove(old)
+    for old in surplus:
+        old.close()
+    return worker not in surplus
+
+
+def _oldest(kept: list[Worker], n: int) -> list[Worker]:
+    """The `n` workers of `kept` kept longest ago."""
+    return sorted(kept, key=lambda w: w._kept_at)[: max(0, n)]
 
 
 def _kept(worker_type: type[Worker], env: Env, log_suffix: str) -> Worker | None:

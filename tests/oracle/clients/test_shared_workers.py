@@ -169,3 +169,19 @@ def test_own_workers_inside_the_block_starts_and_ends_its_own(
         after = Pool(tmp_path)
         assert _pid(after, one) == pid  # kept for after
         after.close()
+
+
+def test_a_block_keeps_at_most_its_most_idle_workers_closing_the_oldest(
+    env: Callable[[str], Env], tmp_path: Path
+) -> None:
+    old, new = env("0.4.1"), env("0.4.2")
+    with shared_workers(most=1):
+        first = Pool(tmp_path)
+        _pid(first, old)
+        older = first.first(old)
+        first.close()
+        second = Pool(tmp_path)
+        _pid(second, new)
+        newer = second.first(new)
+        second.close()
+        assert _alive(newer) and not _alive(older)  # one kept: the one kept last

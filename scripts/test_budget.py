@@ -7,7 +7,10 @@ environment build) is charged to the first test that asks for it: the table says
 minutes go, not which assertion is slow. A tier's wall time is pytest's own (the testsuite's
 `time`: collection included, the venv and lint not). With two processes the summed time is about
 twice the wall time when the processes were kept busy; a group much larger than half the sum is
-a tail one process runs alone. Standard library only: it runs before any install.
+a tail one process runs alone. `starts`: the worker processes a group's tests started in the test
+process (the `worker_starts` property tests/conftest.py records; each imports torch and a
+converter, about 7 CPU-s), where the suite still pays for cold workers. Standard library only:
+it runs before any install.
 
     scripts/test-budget JUNIT.xml [JUNIT.xml ...] [N]     (N: how many tests, default 25)
 """
@@ -31,6 +34,7 @@ class Case:
     name: str  # module::test
     group: str  # its xdist group (the name's `@group` suffix), else its module
     seconds: float
+    starts: int = 0  # worker start-ups (the `worker_starts` property), 0 where none is recorded
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,13 @@ def read(path: Path) -> Tier:
             test = c.get("name", "")
             module = c.get("classname", "")
             group = test.rsplit("@", 1)[1] if "@" in test else module
-            cases.append(Case(path.stem, f"{module}::{test}", group, float(c.get("time", 0))))
+            starts = sum(
+                int(p.get("value", 0))
+                for p in c.iter("property")
+                if p.get("name") == "worker_starts"
+            )
+            seconds = float(c.get("time", 0))
+            cases.append(Case(path.stem, f"{module}::{test}", group, seconds, starts))
     return Tier(path.stem, sum(float(s.get("time", 0)) for s in suites), cases)
 
 
@@ -78,15 +88,21 @@ def report(tiers: list[Tier], n: int = SLOWEST) -> list[str]:
     total = summed or 1.0
     groups: dict[tuple[str, str], float] = {}
     counts: Counter[tuple[str, str]] = Counter()
+    starts: Counter[tuple[str, str]] = Counter()
     for c in cases:
         groups[(c.tier, c.group)] = groups.get((c.tier, c.group), 0.0) + c.seconds
         counts[(c.tier, c.group)] += 1
+        starts[(c.tier, c.group)] += c.starts
     out += ["", f"the {min(GROUPS, len(groups))} largest groups (each runs in one process):"]
-    out.append(f"{'s':>7}  {'share':>6}  {'tests':>5}  {'tier':<{w}}  group")
+    out.append(f"{'s':>7}  {'share':>6}  {'tests':>5}  {'starts':>6}  {'tier':<{w}}  group")
     largest = sorted(groups.items(), key=lambda kv: kv[1], reverse=True)[:GROUPS]
     for (tier, group), seconds in largest:
-        tests = counts[(tier, group)]
-        out.append(f"{seconds:7.1f}  {seconds / total:6.1%}  {tests:>5}  {tier:<{w}}  {group}")
+        tests, started = counts[(tier, group)], starts[(tier, group)]
+        out.append(
+            f"{seconds:7.1f}  {seconds / total:6.1%}  {tests:>5}  {started:>6}  "
+            f"{tier:<{w}}  {group}"
+        )
+    out.append(f"worker start-ups in the test processes: {sum(c.starts for c in cases)}")
     out += ["", f"the {min(n, len(cases))} slowest tests:"]
     out.append(f"{'s':>7}  {'share':>6}  {'cum.':>6}  {'tier':<{w}}  test")
     cumulative = 0.0

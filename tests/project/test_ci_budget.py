@@ -9,11 +9,24 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "test-budget"
 
 
-def _report(path: Path, wall: float, cases: list[tuple[str, str, float]]) -> Path:
+def _report(
+    path: Path,
+    wall: float,
+    cases: list[tuple[str, str, float]],
+    starts: dict[str, int] | None = None,
+) -> Path:
     """A report as pytest-xdist's run writes it: one testsuite (the session's wall time) inside
-    testsuites, each test named with its `@group`."""
+    testsuites, each test named with its `@group`, and `starts`: a test's `worker_starts`
+    property (tests/conftest.py records it) by name."""
+    started = starts or {}
     rows = "".join(
-        f'<testcase classname="{module}" name="{name}" time="{seconds}" />'
+        f'<testcase classname="{module}" name="{name}" time="{seconds}">'
+        + (
+            f'<properties><property name="worker_starts" value="{started[name]}" /></properties>'
+            if name in started
+            else ""
+        )
+        + "</testcase>"
         for module, name, seconds in cases
     )
     path.write_text(
@@ -44,6 +57,11 @@ def test_each_tier_gets_its_wall_and_summed_time_and_the_slowest_of_all_tiers_ar
             ("tests.n", "test_second_reader@matrix", 300.0),
             ("tests.v", "test_verify@tests/v.py", 700.0),
         ],
+        {
+            "test_first_reader@matrix": 9,
+            "test_second_reader@matrix": 2,
+            "test_verify@tests/v.py": 4,
+        },
     )
     ran = _budget(str(fast), str(slow), "2")
     assert ran.returncode == 0, ran.stderr
@@ -53,10 +71,12 @@ def test_each_tier_gets_its_wall_and_summed_time_and_the_slowest_of_all_tiers_ar
     assert rows["fast"] == ["2", "50", "s", "1", "min", "10", "s", "1.40"]
     assert rows["slow"] == ["3", "16", "min", "40", "s", "31", "min", "40", "s", "1.90"]
     assert rows["all"] == ["5", "17", "min", "30", "s", "32", "min", "50", "s", "1.88"]
-    # a group's tests summed: the matrix's two readers are one process's 1,200 s
+    # a group's tests summed: the matrix's two readers are one process's 1,200 s and 11 starts
     groups = lines[lines.index("the 3 largest groups (each runs in one process):") + 2 :]
-    assert groups[0].split() == ["1200.0", "60.9%", "2", "slow", "matrix"]
-    assert groups[1].split()[-1] == "tests/v.py"
+    assert groups[0].split() == ["1200.0", "60.9%", "2", "11", "slow", "matrix"]
+    assert groups[1].split()[-2:] == ["slow", "tests/v.py"] and groups[1].split()[3] == "4"
+    assert groups[2].split()[3] == "0"  # the fast tests recorded none
+    assert "worker start-ups in the test processes: 15" in lines
     # N = 2: the two slowest over both tiers, slowest first, with their cumulative share
     slowest = lines[lines.index("the 2 slowest tests:") + 2 :]
     assert [ln.split()[-1] for ln in slowest] == [

@@ -263,14 +263,12 @@ class Worker:
     def adopt(self, env: Env, log: Path, progress: Progress) -> None:
         """Serve another pool, kept from a closed one (`shared_workers`): that pool's view of the
         environment (a store reaches it through a link of its own), its log, its progress, and
-        a temp folder in the store in use now, the one it served before removed."""
+        a temp folder in the store in use now."""
         with self._lock:
             self.env, self.log, self._progress = env, log, progress
             self.log.parent.mkdir(parents=True, exist_ok=True)
-            if self._tmp is not None and self._tmp.parent != cache_root() / TEMP:
-                moved = self._tmp
+            if self._tmp is None:  # removed when it was kept (`_keep`)
                 self._tmp = _new_tmp()
-                shutil.rmtree(moved, ignore_errors=True)
 
     def _death(self, proc: subprocess.Popen[str]) -> str:
         code = proc.wait()
@@ -496,9 +494,15 @@ def _kept_as(
 
 
 def _keep(worker: Worker, log_suffix: str) -> bool:
-    """Keep `worker` for a later pool (within `shared_workers`), if it is alive and usable."""
+    """Keep `worker` for a later pool (within `shared_workers`), if it is alive and usable: not
+    one whose environment was found at fault (the process was started in it as it was, and
+    the environment may be repaired before the next run). Its temp folder is removed: its run
+    is over, and its store holds nothing of a worker that is not at work (a run is the same
+    seen from its store, shared or not); the next pool gives it one in its own store."""
     proc = worker._proc
     if worker.killed() or stopping() or proc is None or proc.poll() is not None:
+        return False
+    if worker._fault is not None:
         return False
     key = _kept_as(type(worker), worker.env, log_suffix, worker.timeout, worker._started_as)
     with _kept_guard:
@@ -506,6 +510,7 @@ def _keep(worker: Worker, log_suffix: str) -> bool:
             return False
         worker._kept_at = next(_kept_order)
         _KEPT.setdefault(key, []).append(worker)
+        worker._remove_tmp()
         kept = [w for ws in _KEPT.values() for w in ws]
         surplus = _oldest(kept, len(kept) - _most) if _most is not None else []
         for old in surplus:
@@ -661,8 +666,10 @@ class Pool:
 
     def close(self) -> None:
         for workers in self._workers.values():
+            # an environment found at fault (asked of its first worker) keeps none of its own
+            faulty = any(w._fault is not None for w in workers)
             for worker in workers:
-                if self._stopped or not _keep(worker, self.log_suffix):
+                if self._stopped or faulty or not _keep(worker, self.log_suffix):
                     worker.close()
         self._workers.clear()
         self._idle.clear()

@@ -113,20 +113,20 @@ def test_a_kept_worker_serves_a_pool_on_another_store_with_its_files_in_that_sto
         worker = first.first(one)
         assert Path(answer["tmp"]).parent == a / "tmp"
         first.close()
+        assert not Path(answer["tmp"]).exists()  # kept, idle: nothing of it in the store
         monkeypatch.setenv("INVENTORY_CACHE", str(b))
         second = Pool(b / "logs")
         moved = second.worker(one).call({"op": "hello"})
         assert second.first(one) is worker and moved["pid"] == answer["pid"]  # no new start
         assert Path(moved["tmp"]).parent == b / "tmp" and Path(moved["tmp"]).is_dir()
-        assert not Path(answer["tmp"]).exists()  # the first store's temp folder is gone
         log = b / "logs" / f"{one.name}.worker.log"
         assert worker.log == log
         assert f"temp folder now {moved['tmp']}" in log.read_text()  # its stderr is there
         assert moved["tmp"] not in (a / "logs" / f"{one.name}.worker.log").read_text()
         second.close()
         assert _alive(worker)
+        assert not list((b / "tmp").iterdir())  # its run over: the store as if it were closed
     assert not _alive(worker)
-    assert not list((b / "tmp").iterdir())  # closed: its temp folder removed
 
 
 def test_a_worker_started_in_another_process_environment_is_not_kept_for_this_one(
@@ -185,3 +185,21 @@ def test_a_block_keeps_at_most_its_most_idle_workers_closing_the_oldest(
         newer = second.first(new)
         second.close()
         assert _alive(newer) and not _alive(older)  # one kept: the one kept last
+
+
+def test_a_worker_whose_environment_was_found_at_fault_is_not_kept(
+    env: Callable[[str], Env], tmp_path: Path
+) -> None:
+    """The environment may be repaired before the next run: the next pool starts a worker in
+    it as it is then (a kept one would answer with the fault it measured)."""
+    one = env(RELEASE)
+    with shared_workers():
+        first = Pool(tmp_path)
+        pid = _pid(first, one)
+        worker = first.first(one)
+        worker._fault, worker._fault_checked = "environment fault: a test says so", True
+        first.close()
+        assert not _alive(worker)
+        second = Pool(tmp_path)
+        assert _pid(second, one) != pid
+        second.close()

@@ -117,6 +117,24 @@ _ENVS_BEFORE = pytest.StashKey[set[str]]()
 # CONTRIBUTING.md says when. A process a test starts (`spawn`, `start`) has its own workers.
 # pytest sets PYTEST_CURRENT_TEST per test: a worker started in one test is the same worker.
 _PER_TEST = frozenset({"PYTEST_CURRENT_TEST"})
+# Idle workers kept at once, the oldest closed first: each holds torch and the converter (about
+# 0.5 GB, docs/measurements.md), and CI runs two test processes on a machine of 24 GB; 12 hold a
+# run's probe workers for every release and its runtimes' asset workers.
+_KEEP_AT_MOST = 12
+
+
+# INVENTORY_TEST_OWN_WORKERS=1: every test as if marked `own_workers` (the matrix still shares
+# within itself): what the suite cost before, measured on the same machine state.
+_ALL_OWN = "INVENTORY_TEST_OWN_WORKERS"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_workers() -> Iterator[None]:
+    if os.environ.get(_ALL_OWN) == "1":
+        yield
+        return
+    with worker_pool.shared_workers(ignoring=_PER_TEST, most=_KEEP_AT_MOST):
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -74,6 +74,10 @@ class Session:
         self.oracle = oracle if oracle is not None else open_oracle(self.pool, progress)
         self._pools: dict[type[Worker], Pool] = {}
         self._envs: dict[str, Env] = {}
+        # release -> its environment as the store keys it, planned once per run: a warm plan
+        # asks about a thousand times, and one object per release keeps each result's path
+        # computed once (`result_store.result_dir` knows its arguments by identity)
+        self._planned_envs: dict[str, Env] = {}
         self._core_envs: dict[str, Env] = {}
         # an environment that could not be had, told again without a second build or lock wait
         self._env_errors: dict[str, EnvError] = {}
@@ -194,13 +198,20 @@ class Session:
         if version in self._envs:
             return self._envs[version]
         try:
-            env = planned_env(version, self.catalog)
+            return self._planned_env(version)
         except EnvError as exc:
             self._env_errors[version] = exc
             raise
+
+    def _planned_env(self, version: str) -> Env:
+        with self._guard:
+            known = self._planned_envs.get(version)
+        if known is not None:
+            return known
+        env = planned_env(version, self.catalog)
         with self._guard:
             self._planned.setdefault(env.name, version)
-        return env
+            return self._planned_envs.setdefault(version, env)
 
     def ready(self, env: Env) -> Env:
         """`env` built (or waited for while `_build_ahead` builds it) and checked as a reused
@@ -280,12 +291,9 @@ class Session:
         if version in self._envs:
             return self._envs[version]
         try:
-            env = planned_env(version, self.catalog)
+            return self._planned_env(version)
         except EnvError:
             return None
-        with self._guard:
-            self._planned.setdefault(env.name, version)
-        return env
 
     def stored(self, spec: ProbeSpec, old: Env, new: Env) -> ProbeResult | None:
         """One comparison as this session or the store holds it, None when neither does:

@@ -14,7 +14,9 @@ registry sweep of the fix's step if the command runs one. The processes the tool
 sampled every 0.1 s from /proc: a bytecode warm-up is a process whose script is a warm-up (its
 seconds and CPU), a worker start-up runs from its process's start to its first idle moment
 (asleep, its CPU still: waiting for a request). Prints seconds per phase and its ratio to the
-plain install; with `--record FILE` also writes them as JSON. Asserts nothing. Ratios from one
+plain install, then each clone's timeline (when each environment was ready, each warm-up ran,
+each worker started and was ready: what held the answer back); with `--record FILE` also
+writes them as JSON. Asserts nothing. Ratios from one
 run are what compare on a shared machine: the load is printed with each measurement.
 """
 
@@ -163,6 +165,42 @@ def _phases(side: Side) -> None:
     out["first answer (wall)"] = side.wall
 
 
+_ENV_OF = re.compile(r"(coreai-torch-[\w.+-]+?)/bin/python")
+
+
+def timeline(side: Side) -> list[tuple[float, str]]:
+    """What the critical path is made of, in order, in seconds from the command's start: when
+    each environment was ready, when the bytecode warm-ups ran, when each worker started and
+    first fell idle (ready for its first probe), and when the answer was done. A worker that
+    starts well after its environment was ready was held back (by a warm-up it waits for)."""
+    events: list[tuple[float, str]] = []
+    for t, ln in side.lines:
+        found = _ENV.match(ln)
+        if found is not None and found.group(2) == "ready":
+            events.append((t, f"{found.group(1)} ready"))
+    for p in side.procs.values():
+        if "warm_up" in p.cmd:
+            what = "held torch's" if "warm_up_torch" in p.cmd else "an environment's"
+            events.append((p.start, f"bytecode warm-up ({what}) starts"))
+            events.append((p.last, f"bytecode warm-up ({what}) ends, {p.cpu:.1f} CPU-s"))
+    workers = {pid: p for pid, p in side.procs.items() if "_worker.py" in p.cmd}
+    for p in workers.values():
+        if p.parent in workers:
+            continue  # a worker's watchdog, a fork of it
+        env = _ENV_OF.search(p.cmd)
+        name = env.group(1) if env else "a worker"
+        events.append((p.start, f"{name}: worker starts"))
+        if p.idle_at is not None:
+            events.append(
+                (p.idle_at, f"{name}: worker idle (started in {p.idle_at - p.start:.1f} s)")
+            )
+    answered = [t for t, ln in side.lines if _BUNDLE_DONE.match(ln)]
+    if answered:
+        events.append((max(answered), "last bundle answered"))
+    events.append((side.wall, "first answer (wall)"))
+    return sorted(events)
+
+
 def _measure(
     label: str, cmd: list[str], cwd: Path, env: dict[str, str], marks: tuple[str, ...]
 ) -> Side:
@@ -289,6 +327,10 @@ def cold_lines(where: Path | None, record: Path | None, keep: bool) -> None:
             f"{'CPU (user+sys, every process)':64} {_s(cold.cpu)} {_r(cold.cpu, plain.cpu)} "
             f"{_s(warm.cpu)} {_r(warm.cpu, plain.cpu)}   (pip install: {plain.cpu:.1f} CPU-s)"
         )
+        for side in (cold, warm):
+            print(f"\ntimeline, {side.label} (seconds from the command's start):")
+            for t, what in timeline(side):
+                print(f"  {t:7.1f}  {what}")
         print(
             "load average (start, end): "
             + "; ".join(f"{s.label} {s.load[0]:.1f}, {s.load[1]:.1f}" for s in (plain, cold, warm))
@@ -311,6 +353,7 @@ def cold_lines(where: Path | None, record: Path | None, keep: bool) -> None:
                                 "phases": {k: round(v, 1) for k, v in s.phases.items()},
                                 "ratios": {k: round(v / base, 2) for k, v in s.phases.items()},
                                 "notes": s.notes,
+                                "timeline": [[round(t, 1), what] for t, what in timeline(s)],
                             }
                             for s in (plain, cold, warm)
                         },

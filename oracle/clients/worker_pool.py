@@ -30,7 +30,7 @@ from pathlib import Path
 from oracle.catalog.releases import RunFault
 from oracle.envs import bytecode
 from oracle.envs.check import verified
-from oracle.envs.environment import Env, held_site
+from oracle.envs.environment import Env
 from oracle.infra.paths import TEMP, cache_root
 from oracle.infra.progress import Progress
 from oracle.infra.scratch_dirs import TORCH_SCRATCH
@@ -180,9 +180,9 @@ class Worker:
         # the runtime writes tmp*.aimodelx folders and leaves them when it aborts: in here
         self._tmp = _new_tmp()
         self._started_as = _started_as(self.script)
-        # the held torch's warm-up (and an environment's built ahead of time) compiles what
-        # this worker would compile beside it
-        bytecode.wait(self.env.python, held=held_site(self.env))
+        # an environment's warm-up (built ahead of time) compiles what this worker would
+        # compile beside it; the held torch's is not waited for (`bytecode.before_worker`)
+        bytecode.before_worker(self.env.python)
         stderr = open(self.log, "a")  # noqa: SIM115 - owned by the process for its lifetime
         try:
             proc = subprocess.Popen(

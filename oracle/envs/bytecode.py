@@ -18,9 +18,11 @@ Only an environment built ahead of time (`inventory envs build`), whose first wo
 days away, is warmed up whole (`oracle/workers/warm_up.py`: a tiny probe converted, saved and
 run), after the held torch's warm-up.
 
-A warm-up does not hold an environment back: it is ready at once, and only a worker waits, for
-the held torch's warm-up and its environment's, if they run (it would otherwise compile the same
-modules beside them). A run that needs no worker (every answer stored) does not wait: a warm-up
+A warm-up does not hold an environment back: it is ready at once, and a worker starts as soon
+as its environment is, beside the held torch's warm-up if that still runs (it uses what the
+warm-up has written and compiles the rest itself: waiting for it held every worker back by
+20 s and more, measured); only an environment's own warm-up (built ahead of time) is waited
+for. A run that needs no worker (every answer stored) does not wait: a warm-up
 still running when the process exits is stopped, and what it wrote stays (each file is written
 atomically); workers write the rest (`oracle/clients/worker_pool.py`).
 """
@@ -134,10 +136,21 @@ def _launch(key: str, cmd: list[str], log: Path, what: str, after: str | None) -
 
 
 def wait(python: Path, held: Path | None = None) -> None:
-    """Before a worker of this environment starts: the warm-up of the torch it holds (`held`,
-    its folder) and its own, if they run, have finished."""
+    """Before a command that built environments ahead of time ends (`warmed_up`): the warm-up
+    of the torch the environment of `python` holds (`held`, its folder) and its own, if they
+    run, have finished (they would be stopped at its exit)."""
     if held is not None:
         _wait(str(held))
+    _wait(str(python))
+
+
+def before_worker(python: Path) -> None:
+    """Before a worker of the environment of `python` starts: its environment's own warm-up, if
+    one runs (one built ahead of time), has finished. The held torch's is not waited for: in a
+    run it began when the torch was installed, and workers that waited for it started 22 to 24 s
+    after their environments were ready, one core idle or the run's share of a loaded machine
+    one process's (`scripts/bench --cold`'s timeline); started beside it, a worker finds the
+    bytecode it has written and compiles what it has not yet."""
     _wait(str(python))
 
 

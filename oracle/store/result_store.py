@@ -155,19 +155,27 @@ def result_dir(spec: ProbeSpec, old_env: Env, new_env: Env) -> Path:
     by its key, computed once per run for the same three objects (a session, its executor and
     its batch each ask for it, and the key is a digest of the spec's canonical JSON); a result
     stored under the earlier key (the installed packages') is read where it is while this store
-    holds none under the new one."""
+    holds none under the new one. Once a record is seen under the key, the path is settled for
+    the run: a warm plan asks about two thousand times, each a look for the earlier key's."""
     folder = results_folder()
     ident = (id(spec), id(old_env), id(new_env))
     known = _result_dirs.get(ident)
     # the objects are held by the entry, so their ids are not reused while it lives
     if known is not None and known[:3] == (spec, old_env, new_env) and known[3].parent == folder:
-        final = known[3]
+        final, settled = known[3], known[4]
+        if settled:
+            return final
     else:
         if len(_result_dirs) >= _MAX_REMEMBERED:
             _result_dirs.clear()
         # names from data reach the path only sanitised, and the key is a digest
         final = folder / f"{_stem(spec, old_env, new_env)}{cache_key(spec, old_env, new_env)}"
-        _result_dirs[ident] = (spec, old_env, new_env, final)
+    # settled only on a record under the key itself: a record under the earlier one is looked
+    # for again (were it dropped as damaged, the comparison made again goes under the key)
+    settled = (final / RESULT_FILE).exists()
+    _result_dirs[ident] = (spec, old_env, new_env, final, settled)
+    if settled:
+        return final
     return legacy_or(
         final,
         (old_env, new_env),
@@ -183,8 +191,9 @@ def _stem(spec: ProbeSpec, old_env: Env, new_env: Env) -> str:
 
 
 # result_dir's folders by the identity of its arguments (held, so an id is never reused while
-# remembered); a long-lived process (the test suite's in-process CLI) starts over past the cap.
-_result_dirs: dict[tuple[int, int, int], tuple[ProbeSpec, Env, Env, Path]] = {}
+# remembered), and whether a record was seen there; a long-lived process (the test suite's
+# in-process CLI) starts over past the cap.
+_result_dirs: dict[tuple[int, int, int], tuple[ProbeSpec, Env, Env, Path, bool]] = {}
 _MAX_REMEMBERED = 50_000
 
 

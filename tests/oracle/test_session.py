@@ -12,7 +12,7 @@ import pytest
 from doubles.starting_worker import StartingWorker
 
 import oracle.session as session_module
-from oracle.catalog.releases import load_catalog
+from oracle.catalog.releases import Catalog, load_catalog
 from oracle.envs.environment import Env
 from oracle.session import Session
 
@@ -53,3 +53,26 @@ def test_an_environment_built_ahead_is_handed_over_while_its_worker_is_still_sta
     finally:
         StartingWorker.release.set()
         session.close()
+
+
+def test_each_release_is_planned_once_per_session(tmp_path, monkeypatch):
+    planned: list[str] = []
+    real = session_module.planned_env
+
+    def counting(version: str, catalog: Catalog) -> Env:
+        planned.append(version)
+        return real(version, catalog)
+
+    monkeypatch.setattr(session_module, "planned_env", counting)
+    catalog = load_catalog()
+    versions = sorted(catalog.releases)[:2]
+    session = Session(catalog, log_dir=tmp_path / "logs")
+    try:
+        first = [session.env(v) for v in versions]
+        for _ in range(3):
+            # one object per release: a result's path is computed once for it
+            assert all(session.env(v) is e for v, e in zip(versions, first, strict=True))
+            assert all(session.had(v) is e for v, e in zip(versions, first, strict=True))
+    finally:
+        session.close()
+    assert planned == versions  # its manifest read once, not once per ask

@@ -1,6 +1,6 @@
-"""The warm-ups run in the background: a worker waits for the held torch's and its
-environment's, an environment's waits for the held torch's, and each is stopped before its
-folder is removed. The warm-up script is replaced here by a test double
+"""The warm-ups run in the background: a worker waits for its environment's (one built ahead of
+time) but starts beside the held torch's, an environment's waits for the held torch's, and each
+is stopped before its folder is removed. The warm-up script is replaced here by a test double
 (a script that sleeps, then says a line and exits): the real one needs a converter environment
 (`tests/oracle/envs/test_envs.py` checks the bytecode it leaves)."""
 
@@ -109,19 +109,32 @@ def test_a_warm_up_stopped_while_it_waits_for_the_held_torch_s_never_starts(doub
     bytecode.wait(held)
 
 
-def test_a_worker_waits_for_the_warm_up_of_the_torch_its_environment_holds(double, monkeypatch):
-    # a worker started beside it compiled the same torch files (an environment built in a run
-    # has no warm-up of its own: its first worker compiles what is its own)
+def test_a_worker_starts_beside_the_held_torch_s_warm_up_not_after_it(double, monkeypatch):
+    # waiting for it held every worker back 20 s and more after its environment was ready
+    # (`scripts/bench --cold`'s timeline); a worker beside it uses what it has written
     held = double / "torch-site"
     held.mkdir()
     monkeypatch.setattr(bytecode, "_WARM_UP_TORCH", bytecode._WARM_UP)
-    monkeypatch.setenv("SLEEP", "2")
+    monkeypatch.setenv("SLEEP", "3")
     bytecode.start_held(held, double / "torch.log")
     started = time.monotonic()
-    bytecode.wait(_python(double), held=held)
-    assert time.monotonic() - started >= 1.5
+    bytecode.before_worker(_python(double))
+    assert time.monotonic() - started < 1.5
+    warm = bytecode._running[str(held)].thread
+    assert warm is not None and warm.is_alive()  # the warm-up goes on
+    bytecode.wait(held)  # a command that builds ahead waits for it before it ends
     assert (
         (double / "torch.log")
         .read_text()
         .startswith("# bytecode of the held torch's imports written (exit 3)")
     )
+
+
+def test_a_worker_still_waits_for_its_environment_s_own_warm_up(double, monkeypatch):
+    monkeypatch.setenv("SLEEP", "2")
+    python = _python(double)
+    bytecode.start(python, double / "build.log")
+    started = time.monotonic()
+    bytecode.before_worker(python)
+    assert time.monotonic() - started >= 1.5
+    assert (double / "build.log").read_text().startswith("# bytecode of a worker's imports")

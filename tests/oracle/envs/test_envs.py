@@ -222,7 +222,7 @@ def test_the_held_torch_is_warmed_up_once_for_the_environments_built_side_by_sid
         built = list(builders.map(lambda v: ensure_env(v, catalog), versions))
     held_site = envs_mod.held_site(built[0])
     assert held_site is not None
-    bytecode.wait(built[0].python, held=held_site)  # what a worker waits for before it starts
+    bytecode.wait(built[0].python, held=held_site)  # what `envs build` waits for before it ends
     logs = [each.path.parent / f"{each.name}.build.log" for each in built]
     assert not any("# bytecode of" in log.read_text() for log in logs)  # none of their own
     for each in built:

@@ -78,3 +78,26 @@ def test_a_results_folder_that_leads_out_of_the_store_is_refused(fresh):
     with pytest.raises(StorePathError, match="outside the store"):
         store.result_dir(load_regimes()[0].spec, _env("0.4.1"), _env("0.4.2"))
     assert list(outside.iterdir()) == []
+
+
+def test_a_path_holding_its_record_is_not_looked_at_again(fresh, monkeypatch):
+    specs = [r.spec for r in load_regimes()[:5]]
+    old, new = _env("0.4.1"), _env("0.4.2")
+    paths = [store.result_dir(s, old, new) for s in specs]
+    for path in paths:
+        path.mkdir(parents=True)
+        (path / store.RESULT_FILE).write_text("{}")
+    looks = _counted(monkeypatch, "legacy_or")
+    for _ in range(3):
+        assert [store.result_dir(s, old, new) for s in specs] == paths
+    assert looks == []  # settled by its record, not a look for the earlier key each ask
+
+
+def test_a_record_under_the_earlier_key_is_still_found_once_it_appears(fresh):
+    spec = load_regimes()[0].spec
+    old, new = _env("0.4.1"), _env("0.4.2")
+    final = store.result_dir(spec, old, new)  # nothing stored: not settled by its absence
+    legacy = final.parent / (store._stem(spec, old, new) + store._legacy_key(spec, old, new))
+    legacy.mkdir(parents=True)
+    (legacy / store.RESULT_FILE).write_text("{}")
+    assert store.result_dir(spec, old, new) == legacy

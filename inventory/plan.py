@@ -344,7 +344,7 @@ def _coverage(
     held = (
         whole is not None
         and not whole.record.get("error")
-        and set(labels) <= {s["step"] for s in whole.steps}
+        and set(labels) <= {s.step for s in whole.steps}
     )
     results = [p.result for i in items for p in i.answer.probes]
     results += swept_results(session, bundle, steps)
@@ -376,7 +376,7 @@ def joined(items: list[PlanItem], whole: Any) -> list[PlanItem]:
     own answer (a construct the built form lacks, a step it does not cover)."""
     if whole is None or whole.record.get("error"):
         return items
-    steps = {s["step"]: s for s in whole.steps}
+    steps = {s.step: s for s in whole.steps}
     out = []
     for item in items:
         credited = sorted({r["step"] for r in whole.regions if item.fix.id in r["explained_by"]})
@@ -386,16 +386,14 @@ def joined(items: list[PlanItem], whole: Any) -> list[PlanItem]:
             step is None
             or answer.load is not None
             or (
-                (answer.whole_program or {}).get("step") == step["step"]
-                and answer.reexport == step["reexport"]
+                (answer.whole_program or {}).get("step") == step.step
+                and answer.reexport == step.reexport
             )
         ):
             out.append(item)  # not credited, or already answered from this step's level
             continue
         form = whole.record["form"]["form"]
-        reason = (
-            f"the whole {form} program in {step['step']} ({step['drift_source']}): {step['reason']}"
-        )
+        reason = f"the whole {form} program in {step.step} ({step.drift_source}): {step.reason}"
         chain = (
             *answer.chain,
             f"joined to the bundle's whole-program check: {reason} (before "
@@ -406,8 +404,8 @@ def joined(items: list[PlanItem], whole: Any) -> list[PlanItem]:
                 item,
                 answer=replace(
                     answer,
-                    verdict=Verdict(step["verdict"]),
-                    reexport=Reexport(step["reexport"]),
+                    verdict=step.verdict,
+                    reexport=step.reexport,
                     reason=reason,
                     chain=chain,
                 ),

@@ -319,7 +319,7 @@ def _regions(
     out = []
     checked = []
     for name, check in sorted(checks.items()):
-        if not any(s["step"] == label for s in check.steps):
+        if not any(s.step == label for s in check.steps):
             continue
         checked.append(name)
         out += [(name, r) for r in check.regions if r["step"] == label]

@@ -34,6 +34,7 @@ from typing import Any
 
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify.regions import Located, Region, shape
+from inventory.verify.step_check import StepCheck
 from oracle.catalog import LOWERING, OPTIMIZER, Fix, between
 
 MODULES_SHOWN = 6
@@ -196,7 +197,7 @@ def judge_drift(
 
 def unrecorded(
     regions: list[dict[str, Any]],
-    steps: dict[str, dict[str, Any]],
+    steps: dict[str, StepCheck],
     fixes: list[Fix],
     overall: ProbeVerdict,
 ) -> list[dict[str, Any]]:
@@ -223,8 +224,8 @@ def unrecorded(
                 "constructs": list(r["constructs"]),
                 "modules": [],
                 "module_count": 0,
-                "drift": step.get("drift"),
-                "runtime": step.get("runtime"),
+                "drift": step.drift_rows,
+                "runtime": step.runtime,
                 "records_of_step": [f.id for f in between(fixes, a, b)],
                 "verdict": overall.verdict,
                 "reexport": overall.reexport,

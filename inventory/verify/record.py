@@ -92,7 +92,7 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         "sides": {k: _side(v) for k, v in r.get("sides", {}).items()},
         "emitted": _stage(overall.get("emitted")),
         "shipped": _stage(overall.get("shipped")),
-        "steps": list(b.steps),
+        "steps": [s.to_json() for s in b.steps],
         "regions": list(b.regions),
         "unrecorded": list(b.unrecorded),
         # a bundle that could not be built was never probed: the same fields, nothing in them

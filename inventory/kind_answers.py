@@ -32,6 +32,7 @@ from inventory.shell_commands import verify_command
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify.mode import VerifyMode, measures_all, measures_unchecked
 from inventory.verify.step_check import StepCheck
+from inventory.verify.step_region import StepRegion
 from oracle.catalog import Catalog, Condition, EnvError, Fix, RunFault, version_key
 from oracle.compare import ProbeSpec
 from oracle.envs import Env
@@ -331,9 +332,9 @@ def _on_whole_program(analyzer: Means, framed: Framed, whole: Any) -> BundleAnsw
     label = f"{old}->{fix.ships_in}"
     [step] = [s for s in whole.steps if s.step == label]
     form = whole.record["form"]["form"]
-    regions = [r for r in whole.regions if r["step"] == label]
-    mine = [r for r in regions if fix.id in r["explained_by"]]
-    others = [r for r in regions if fix.id not in r["explained_by"]]
+    regions = [r for r in whole.regions if r.step == label]
+    mine = [r for r in regions if fix.id in r.explained_by]
+    others = [r for r in regions if fix.id not in r.explained_by]
     shipped = step.shipped_identity
     chain.append(
         f"answered on the bundle's own whole program ({form} form, "
@@ -346,7 +347,7 @@ def _on_whole_program(analyzer: Means, framed: Framed, whole: Any) -> BundleAnsw
         "to": whole.to,
         "form": whole.record["form"],
         "shipped": shipped,
-        "regions": mine,
+        "regions": [r.to_json() for r in mine],
         "other_regions": len(others),
         "drift": step.drift_rows,
         "drift_source": step.drift_source,
@@ -371,11 +372,11 @@ def _on_whole_program(analyzer: Means, framed: Framed, whole: Any) -> BundleAnsw
             "changes, other records' or unrecorded"
         )
         return replace(done(Verdict.SAME_PROGRAM, Reexport.NO, reason), whole_program=summary)
-    modules = sorted({m for r in mine for m in r["modules"]})
+    modules = sorted({m for r in mine for m in r.modules})
     chain.append(
         f"{len(mine)} region(s) of the optimizer stage, the pin's (rule: "
-        f"{mine[0]['explained_how'][fix.id]}): "
-        f"{', '.join(sorted({op for r in mine for op in r['coreai_ops']})) or 'no op'};"
+        f"{mine[0].explained_how[fix.id]}): "
+        f"{', '.join(sorted({op for r in mine for op in r.coreai_ops})) or 'no op'};"
         f" modules {', '.join(modules[:6]) or 'none located'}"
         f"{f' and {len(modules) - 6} more' if len(modules) > 6 else ''}"
     )
@@ -399,10 +400,10 @@ def _on_whole_program(analyzer: Means, framed: Framed, whole: Any) -> BundleAnsw
     )
 
 
-def _runtimes(step: StepCheck, regions: Any) -> tuple[str, ...]:
+def _runtimes(step: StepCheck, regions: tuple[StepRegion, ...]) -> tuple[str, ...]:
     """Where the step's level was measured: the model-level runs' runtime, else the runtimes
     of its regions' cut runs."""
     if step.runtime:
         return (step.runtime,)
-    found = {(r.get("region_run") or {}).get("runtime") for r in regions if r["step"] == step.step}
+    found = {r.region_run.runtime for r in regions if r.step == step.step and r.region_run}
     return tuple(sorted(r for r in found if r))

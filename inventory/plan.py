@@ -379,7 +379,7 @@ def joined(items: list[PlanItem], whole: Any) -> list[PlanItem]:
     steps = {s.step: s for s in whole.steps}
     out = []
     for item in items:
-        credited = sorted({r["step"] for r in whole.regions if item.fix.id in r["explained_by"]})
+        credited = sorted({r.step for r in whole.regions if item.fix.id in r.explained_by})
         step = steps.get(credited[-1]) if credited else None
         answer = item.answer
         if (
@@ -594,21 +594,21 @@ def whole_program(b: BundlePlan, fix: Fix) -> list[dict]:
         return []
     out: dict[tuple[str, str], dict] = {}
     for r in b.whole.regions:
-        if fix.id not in r["explained_by"]:
+        if fix.id not in r.explained_by:
             continue
         g = out.setdefault(
-            (r["step"], r["stage"]),
+            (r.step, r.stage),
             {
-                "step": r["step"],
-                "stage": r["stage"],
+                "step": r.step,
+                "stage": r.stage,
                 "regions": 0,
-                "rule": r["explained_how"][fix.id],
+                "rule": r.explained_how[fix.id],
                 "modules": [],
-                "evidence": r.get("evidence"),
+                "evidence": r.evidence,
             },
         )
         g["regions"] += 1
-        g["modules"] += [m for m in r["modules"] if m not in g["modules"]]
+        g["modules"] += [m for m in r.modules if m not in g["modules"]]
     return list(out.values())
 
 

@@ -322,5 +322,6 @@ def _regions(
         if not any(s.step == label for s in check.steps):
             continue
         checked.append(name)
-        out += [(name, r) for r in check.regions if r["step"] == label]
+        # the draft reads a region in its JSON form, as the record prints it
+        out += [(name, r.to_json()) for r in check.regions if r.step == label]
     return tuple(out), tuple(checked)

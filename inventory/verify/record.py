@@ -93,7 +93,7 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         "emitted": _stage(overall.get("emitted")),
         "shipped": _stage(overall.get("shipped")),
         "steps": [s.to_json() for s in b.steps],
-        "regions": list(b.regions),
+        "regions": [r.to_json() for r in b.regions],
         "unrecorded": list(b.unrecorded),
         # a bundle that could not be built was never probed: the same fields, nothing in them
         "run": _run(b),

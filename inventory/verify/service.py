@@ -22,7 +22,7 @@ Any breach is an inconsistency: exit 3, with both sides' evidence.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from inventory.trace.service import TraceError, vet
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify import chain, cuts, explain, forms, whole
 from inventory.verify.step_check import StepCheck
+from inventory.verify.step_region import RegionRun, StepRegion
 from oracle.catalog import (
     Catalog,
     EnvError,
@@ -60,7 +61,7 @@ class BundleVerify:
     record: dict[str, Any]  # the chain's parts (inventory.verify.chain), or an error
     cached: bool
     steps: tuple[StepCheck, ...] = ()
-    regions: tuple[dict[str, Any], ...] = ()
+    regions: tuple[StepRegion, ...] = ()
     unrecorded: tuple[dict[str, Any], ...] = ()
     verdict: ProbeVerdict | None = None  # exporter -> to, judged by the re-export policy
     probes: dict[str, Any] = field(default_factory=dict)
@@ -130,7 +131,7 @@ def _changed(probes: Sweep) -> list[dict[str, Any]]:
 
 def _step(
     record: dict[str, Any], pair: dict[str, Any], fixes: list[Fix], policy: Policy, dtype: str
-) -> tuple[StepCheck, list[dict[str, Any]]]:
+) -> tuple[StepCheck, list[StepRegion]]:
     """One step's check, with its level, and its regions (step, stage, records, own runs)."""
     sides = record["sides"]
     old, new = sides[pair["from"]], sides[pair["to"]]
@@ -155,7 +156,7 @@ def _step(
         emitted=_identity(pair.get("emitted")),
         shipped=shipped_stage,
         regions=len(regions),
-        unrecorded_regions=sum(1 for r in regions if r["unrecorded"]),
+        unrecorded_regions=sum(1 for r in regions if r.unrecorded),
         records=tuple(f.id for f in _records(fixes, pair)),
         runtime=runtime,
         drift=None if rows is None else tuple(rows),
@@ -169,8 +170,8 @@ def _step(
 
 
 def _with_region_drift(
-    regions: list[dict[str, Any]], record: dict[str, Any], label: str
-) -> list[dict[str, Any]]:
+    regions: list[StepRegion], record: dict[str, Any], label: str
+) -> list[StepRegion]:
     """Each region with its own run (`inventory.verify.cuts`): whether its cut reproduces it,
     and its drift per cut output (a composite's call sites), with the worst of them."""
     step_runs = next((r for r in record.get("region_runs") or [] if r["step"] == label), None)
@@ -178,32 +179,33 @@ def _with_region_drift(
         return regions
     by_index = {r["region"]: r for r in step_runs.get("regions", [])}
     return [
-        {**region, "region_run": _region_run(by_index.get(i), step_runs)}
+        replace(region, region_run=_region_run(by_index.get(i), step_runs))
         for i, region in enumerate(regions)
     ]
 
 
-def _region_run(run: dict[str, Any] | None, step_runs: dict[str, Any]) -> dict[str, Any]:
+def _region_run(run: dict[str, Any] | None, step_runs: dict[str, Any]) -> RegionRun:
     if run is None:
-        return {"reproduces": None, "why": step_runs.get("error") or "not cut"}
-    return {
-        "reproduces": run.get("reproduces"),
-        "why": run.get("why"),
-        "hops": run.get("hops"),
-        "attempts": run.get("attempts", []),
-        "runtime": run.get("runtime"),
-        "runtime_attempts": run.get("runtime_attempts", []),
-        "reaches_outputs": run.get("reaches_outputs"),
-        "inputs": run.get("inputs"),
-        "drift": cuts.summary(run.get("drift")),
-        "outputs": run.get("drift"),
-        "evidence": run.get("run_evidence"),
-        "cut": step_runs.get("evidence"),
+        return RegionRun.not_cut(step_runs.get("error") or "not cut")
+    reaches, rows = run.get("reaches_outputs"), run.get("drift")
+    return RegionRun(
+        reproduces=run.get("reproduces"),
+        why=run.get("why"),
+        hops=run.get("hops"),
+        attempts=tuple(run.get("attempts", [])),
+        runtime=run.get("runtime"),
+        runtime_attempts=tuple(run.get("runtime_attempts", [])),
+        reaches_outputs=None if reaches is None else tuple(reaches),
+        inputs=run.get("inputs"),
+        drift=cuts.summary(rows),
+        outputs=None if rows is None else tuple(rows),
+        evidence=run.get("run_evidence"),
+        cut=step_runs.get("evidence"),
         # a hoisted constant is cut where its values are used; nodes the cut's release
         # does not name are left out of it: both said in the answer, not only in a log
-        "cut_from": run.get("cut_from") or "the region's own aten nodes",
-        "nodes_missing": run.get("missing", []),
-    }
+        cut_from=run.get("cut_from") or "the region's own aten nodes",
+        nodes_missing=tuple(run.get("missing", [])),
+    )
 
 
 def _identity(stage: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -217,8 +219,8 @@ def _records(fixes: list[Fix], pair: dict[str, Any]) -> list[Fix]:
 
 
 def reconcile_step(
-    step: StepCheck, regions: list[dict[str, Any]], probes: Sweep, present: set[str]
-) -> tuple[dict[str, Any], list[str], list[str], list[dict[str, Any]]]:
+    step: StepCheck, regions: list[StepRegion], probes: Sweep, present: set[str]
+) -> tuple[dict[str, Any], list[str], list[str], list[StepRegion]]:
     """A step's probes against its whole programs; its regions, each with the changing probes'
     constructs it holds where the shipped programs differ."""
     changed = _changed(probes)
@@ -242,9 +244,7 @@ def reconcile_step(
     if identity != "differs":
         return summary, inconsistencies, limitations, regions
     kinds_changed = {c["construct"] for c in changed}
-    in_regions = {k for r in regions for k in r["constructs"]} | {
-        r["composite"] for r in regions if r.get("composite")
-    }
+    in_regions = {k for r in regions for k in r.kinds}
     for kind in sorted(kinds_changed - in_regions):
         probes_of = ", ".join(c["probe"] for c in changed if c["construct"] == kind)
         if kind in present:
@@ -260,14 +260,7 @@ def reconcile_step(
                 "whole program cannot confirm them"
             )
     explained = [
-        {
-            **r,
-            "explained_by_probes": sorted(
-                (set(r["constructs"]) | ({r["composite"]} if r.get("composite") else set()))
-                & kinds_changed
-            ),
-        }
-        for r in regions
+        replace(r, explained_by_probes=tuple(sorted(r.kinds & kinds_changed))) for r in regions
     ]
     return summary, inconsistencies, limitations, explained
 
@@ -463,7 +456,7 @@ def assembled(
         )
     present = _present(record)
     steps: list[StepCheck] = []
-    regions: list[dict[str, Any]] = []
+    regions: list[StepRegion] = []
     probes: list[dict[str, Any]] = []
     inconsistencies: list[str] = []
     limitations: list[str] = []
@@ -506,30 +499,30 @@ def assembled(
     )
 
 
-def agreement(step: StepCheck, regions: list[dict[str, Any]]) -> list[str]:
+def agreement(step: StepCheck, regions: list[StepRegion]) -> list[str]:
     """Where a step has both model-level and region drift, they must agree: a region that moves
     values at its cut shows at a model output that depends on it, and a model output that moves
     has a region that moves (when every region of the step was measured). Each breach is told."""
     rows = step.drift
-    mine = [r for r in regions if r["step"] == step.step]
-    runs = [r.get("region_run") or {} for r in mine]
-    if not rows or not any(r.get("drift") for r in runs):
+    mine = [r for r in regions if r.step == step.step]
+    runs = [r.region_run or RegionRun.not_cut("") for r in mine]
+    if not rows or not any(r.drift for r in runs):
         return []
     out = []
     for region, run in zip(mine, runs, strict=True):
-        d = run.get("drift")
+        d = run.drift
         if not d or d["bit_identical"]:
             continue
-        reached = [rows[i] for i in run.get("reaches_outputs") or [] if i < len(rows)]
+        reached = [rows[i] for i in run.reaches_outputs or () if i < len(rows)]
         if reached and all(r["bit_identical"] for r in reached):
             out.append(
-                f"{step.step}: region @{region['graph']} "
-                f"({', '.join(region['modules'][:2]) or 'no module'}) moves values at "
+                f"{step.step}: region @{region.graph} "
+                f"({', '.join(region.modules[:2]) or 'no module'}) moves values at "
                 f"its cut (max |old-new| {d['maxabs_old_new']:.3g}) but no model output "
                 f"it reaches moves ({', '.join(r['output'] for r in reached)}) in the "
                 "model-level run"
             )
-    if all(r.get("drift") for r in runs) and all(r["drift"]["bit_identical"] for r in runs):
+    if all(r.drift and r.drift["bit_identical"] for r in runs):
         moved = [r["output"] for r in rows if not r["bit_identical"]]
         if moved:
             out.append(
@@ -737,14 +730,14 @@ def status(b: BundleVerify) -> str:
     return "inconclusive" if b.inconclusive else "consistent"
 
 
-def _step_line(step: StepCheck, regions: list[dict[str, Any]]) -> str:
+def _step_line(step: StepCheck, regions: list[StepRegion]) -> str:
     shipped = step.shipped or {}
     if shipped.get("identity") != "differs":
         return f"{step.step} {shipped.get('identity', 'not compared')}"
-    mine = [r for r in regions if r["step"] == step.step]
-    ids = sorted({i for r in mine for i in r["explained_by"]})
+    mine = [r for r in regions if r.step == step.step]
+    ids = sorted({i for r in mine for i in r.explained_by})
     by = ", ".join(f"#{i}" if i.isdigit() else i for i in ids)
-    unrecorded = sum(1 for r in mine if r["unrecorded"])
+    unrecorded = sum(1 for r in mine if r.unrecorded)
     parts = [f"{len(mine)} region(s)"]
     if by:
         parts.append(f"{len(mine) - unrecorded} explained by {by}")
@@ -780,7 +773,11 @@ def answer(b: BundleVerify) -> str:
         return text
     regions = list(b.regions)
     # few regions are spelled out; more are counted by step (each is in the record and table)
-    where = "; ".join(region_line(g) for g in regions) if len(regions) <= REGIONS_SPELLED else steps
+    where = (
+        "; ".join(region_line(g.to_json()) for g in regions)
+        if len(regions) <= REGIONS_SPELLED
+        else steps
+    )
     return (
         f"shipped programs differ in {shipped['changed_lines']} lines, "
         f"{len(regions)} region(s): {where}; {b.verdict.verdict}: {b.verdict.reason}"

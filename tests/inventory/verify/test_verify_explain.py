@@ -16,6 +16,7 @@ from inventory.verify.explain import (
 )
 from inventory.verify.regions import Region, shape
 from inventory.verify.step_check import StepCheck
+from inventory.verify.step_region import StepRegion
 from oracle.catalog.fixes import Fix
 
 
@@ -185,20 +186,11 @@ def test_whole_program_drift_is_judged_by_the_policy_worst_output_first():
 
 
 def test_unrecorded_regions_are_grouped_by_step_stage_and_ops_with_their_drift():
-    def r(step: str, stage: str, ops: list[str], recorded: bool = False) -> dict:
-        return {
-            "step": step,
-            "stage": stage,
-            "coreai_ops": ops,
-            "constructs": [],
-            "unrecorded": not recorded,
-            "changed_lines": 4,
-            "graph": "main",
-            "ops": ["aten.mul.Tensor"],
-            "modules": ["m"],
-            "module_count": 1,
-            "evidence": "E",
-        }
+    def r(step: str, stage: str, ops: list[str], recorded: bool = False) -> StepRegion:
+        region = Region(
+            "main", "", [1, 2], [3, 4], modules=["m"], ops=["aten.mul.Tensor"], coreai_ops=ops
+        )
+        return StepRegion.of(region, step, stage, {"13": "touches"} if recorded else {}, "E")
 
     regions = [
         r("0.4.0->0.4.1", OPTIMIZER, ["coreai.mul"]),

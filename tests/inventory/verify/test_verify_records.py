@@ -1,10 +1,9 @@
 """verify's typed records: each built once, frozen, written to JSON by its own `to_json` in
-the form `schemas/verify.schema.json` states; the helpers that add to a step's regions return
-new values and leave what they were given as it was."""
+the form `schemas/verify.schema.json` states; what is added to a step's regions later (their
+runs, the changing probes' constructs) makes new regions."""
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,9 @@ from inventory.policy import Policy
 from inventory.sweep import Sweep
 from inventory.verdict import Reexport, Verdict
 from inventory.verify import service
+from inventory.verify.regions import Region
 from inventory.verify.step_check import StepCheck
+from inventory.verify.step_region import StepRegion
 
 SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "verify.schema.json"
 
@@ -50,18 +51,21 @@ def _step(**changes: Any) -> StepCheck:
     return StepCheck(**{**given, **changes})
 
 
-def _region(**changes: Any) -> dict[str, Any]:
-    return {
-        "step": "0.4.0->0.4.1",
-        "stage": "lowering",
-        "graph": "main",
-        "constructs": ["softmax"],
-        "composite": None,
-        "modules": ["m"],
-        "unrecorded": False,
-        "explained_by": ["13"],
-        **changes,
-    }
+def _region(
+    constructs: tuple[str, ...] = ("softmax",), how: dict[str, str] | None = None
+) -> StepRegion:
+    region = Region(
+        "main",
+        "",
+        [3, 4, 5],
+        [7],
+        constructs=list(constructs),
+        modules=[f"m{i}" for i in range(8)],
+        ops=["aten.mul.Tensor"],
+        coreai_ops=["coreai.mul"],
+        nodes={"mul"},
+    )
+    return StepRegion.of(region, "0.4.0->0.4.1", "lowering", how or {}, "E")
 
 
 def test_a_steps_json_is_the_schemas_step_in_its_order() -> None:
@@ -83,36 +87,85 @@ def test_a_steps_drift_is_written_as_the_rows_it_was_given() -> None:
     assert _step(drift=()).to_json()["drift"] == []
 
 
-def test_reconciling_a_step_returns_new_regions_and_leaves_the_given_ones() -> None:
-    regions = [_region(), _region(constructs=["matmul"])]
-    before = copy.deepcopy(regions)
+def test_a_regions_json_is_the_schemas_region_and_writes_no_part_not_added() -> None:
+    region = _region(how={"54": "construct softmax", "13": "touches coreai.mul"})
+    written = region.to_json()
+    assert "region_run" not in written and "explained_by_probes" not in written
+    assert written["lines_old"] == ["3-5"] and written["lines_new"] == ["7"]
+    assert written["changed_lines"] == 4
+    assert written["modules"] == [f"m{i}" for i in range(6)] and written["module_count"] == 8
+    assert written["explained_by"] == ["13", "54"] and written["unrecorded"] is False
+    assert written["composite"] is None
+    _validator("region").validate(written)
+    assert _region().to_json()["unrecorded"] is True
+
+
+def test_reconciling_a_step_gives_each_region_the_changing_probes_it_holds() -> None:
+    regions = [_region(), _region(constructs=("matmul",))]
     probes = Sweep("0.4.0", "0.4.1", probed=2, changed=(), unchanged=2)
     summary, inconsistencies, limitations, out = service.reconcile_step(
         _step(), regions, probes, {"softmax", "matmul"}
     )
-    assert regions == before
-    assert [r["explained_by_probes"] for r in out] == [[], []]
+    assert [r.explained_by_probes for r in regions] == [None, None]
+    assert [r.explained_by_probes for r in out] == [(), ()]
+    assert [r.to_json()["explained_by_probes"] for r in out] == [[], []]
     assert summary == {"step": "0.4.0->0.4.1", "probed": 2, "changed": [], "failing_both": []}
     assert (inconsistencies, limitations) == ([], [])
+    # identical shipped programs: nothing to reconcile a region with
+    *_, same = service.reconcile_step(
+        _step(shipped={"identity": "identical"}), regions, probes, set()
+    )
+    assert [r.explained_by_probes for r in same] == [None, None]
 
 
 def test_a_steps_region_runs_are_added_to_new_regions() -> None:
     regions = [_region(), _region()]
-    before = copy.deepcopy(regions)
     record = {
         "region_runs": [
             {
                 "step": "0.4.0->0.4.1",
                 "evidence": "cut",
-                "regions": [{"region": 1, "reproduces": True, "why": "w", "drift": None}],
+                "regions": [
+                    {
+                        "region": 1,
+                        "reproduces": True,
+                        "why": "w",
+                        "attempts": [{"hops": 1, "nodes": 3}],
+                        "reaches_outputs": [0],
+                        "drift": [
+                            {
+                                "output": "o",
+                                "graph_name": "o",
+                                "shape": [1, 4],
+                                "dtype": "float16",
+                                "ref_magnitude": 0.5,
+                                "ref_nonfinite": 0,
+                                "maxabs_old": 0.1,
+                                "maxabs_new": 0.1,
+                                "rel_old": 0.0,
+                                "rel_new": 0.0,
+                                "maxabs_old_new": 0.0,
+                                "nonfinite_old": 0,
+                                "nonfinite_new": 0,
+                                "bit_identical": True,
+                            }
+                        ],
+                    }
+                ],
             }
         ]
     }
     out = service._with_region_drift(regions, record, "0.4.0->0.4.1")
-    assert regions == before
-    assert out[0]["region_run"] == {"reproduces": None, "why": "not cut"}
-    assert out[1]["region_run"]["reproduces"] is True
-    assert out[1]["region_run"]["cut"] == "cut"
+    assert [r.region_run for r in regions] == [None, None]
+    assert out[0].to_json()["region_run"] == {"reproduces": None, "why": "not cut"}
+    run = out[1].to_json()["region_run"]
+    assert run["reproduces"] is True and run["cut"] == "cut"
+    assert run["attempts"] == [{"hops": 1, "nodes": 3}] and run["reaches_outputs"] == [0]
+    assert run["drift"]["bit_identical"] is True and run["drift"]["outputs"] == 1
+    assert run["cut_from"] == "the region's own aten nodes" and run["nodes_missing"] == []
+    _validator("region_run").validate(run)
+    # a step no region run names leaves its regions without one
+    assert service._with_region_drift(regions, record, "0.4.1->0.4.2") == regions
 
 
 def test_a_steps_level_without_a_model_level_run_comes_from_its_region_cuts() -> None:

@@ -97,7 +97,7 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         "unrecorded": list(b.unrecorded),
         # a bundle that could not be built was never probed: the same fields, nothing in them
         "run": _run(b),
-        "probes": b.probes or {"probed": 0, "changed": [], "failing_both": []},
+        "probes": b.probes.to_json(),
         "inconsistencies": list(b.inconsistencies),
         "limitations": list(b.limitations),
         "notes": list(b.notes),

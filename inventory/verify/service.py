@@ -22,7 +22,7 @@ Any breach is an inconsistency: exit 3, with both sides' evidence.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from inventory.trace import trust
 from inventory.trace.service import TraceError, vet
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify import chain, cuts, explain, forms, whole
+from inventory.verify.probe_check import ProbeChange, ProbeCheck
 from inventory.verify.step_check import StepCheck
 from inventory.verify.step_region import RegionRun, StepRegion
 from oracle.catalog import (
@@ -64,7 +65,7 @@ class BundleVerify:
     regions: tuple[StepRegion, ...] = ()
     unrecorded: tuple[dict[str, Any], ...] = ()
     verdict: ProbeVerdict | None = None  # exporter -> to, judged by the re-export policy
-    probes: dict[str, Any] = field(default_factory=dict)
+    probes: ProbeCheck = ProbeCheck()
     inconsistencies: tuple[str, ...] = ()
     limitations: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
@@ -117,16 +118,17 @@ def _present(record: dict[str, Any]) -> set[str]:
     return kinds
 
 
-def _changed(probes: Sweep) -> list[dict[str, Any]]:
-    return [
-        {
-            "probe": f.outcome.regime.id,
-            "construct": f.outcome.regime.construct,
-            "verdict": f.outcome.verdict.verdict,
-            "explained_by": list(f.explained_by),
-        }
+def _changed(probes: Sweep, step: str) -> tuple[ProbeChange, ...]:
+    return tuple(
+        ProbeChange(
+            f.outcome.regime.id,
+            f.outcome.regime.construct,
+            f.outcome.verdict.verdict,
+            tuple(f.explained_by),
+            step,
+        )
         for f in probes.changed
-    ]
+    )
 
 
 def _step(
@@ -220,33 +222,28 @@ def _records(fixes: list[Fix], pair: dict[str, Any]) -> list[Fix]:
 
 def reconcile_step(
     step: StepCheck, regions: list[StepRegion], probes: Sweep, present: set[str]
-) -> tuple[dict[str, Any], list[str], list[str], list[StepRegion]]:
+) -> tuple[ProbeCheck, list[str], list[str], list[StepRegion]]:
     """A step's probes against its whole programs; its regions, each with the changing probes'
     constructs it holds where the shipped programs differ."""
-    changed = _changed(probes)
-    summary = {
-        "step": step.step,
-        "probed": probes.probed,
-        "changed": changed,
-        "failing_both": [o.regime.id for o in probes.failing_both],
-    }
+    changed = _changed(probes, step.step)
+    summary = ProbeCheck(probes.probed, changed, tuple(o.regime.id for o in probes.failing_both))
     inconsistencies: list[str] = []
     limitations: list[str] = []
     identity = step.shipped_identity
     if identity == "identical":
         inconsistencies += [
-            f"{step.step}: probe {c['probe']} says the shipped program "
-            f"changes ({c['verdict']}), but the whole shipped programs are "
+            f"{step.step}: probe {c.probe} says the shipped program "
+            f"changes ({c.verdict}), but the whole shipped programs are "
             "identical in this step"
             for c in changed
         ]
         return summary, inconsistencies, limitations, regions
     if identity != "differs":
         return summary, inconsistencies, limitations, regions
-    kinds_changed = {c["construct"] for c in changed}
+    kinds_changed = {c.construct for c in changed}
     in_regions = {k for r in regions for k in r.kinds}
     for kind in sorted(kinds_changed - in_regions):
-        probes_of = ", ".join(c["probe"] for c in changed if c["construct"] == kind)
+        probes_of = ", ".join(c.probe for c in changed if c.construct == kind)
         if kind in present:
             inconsistencies.append(
                 f"{step.step}: the probes of {kind} change ({probes_of}),"
@@ -457,7 +454,7 @@ def assembled(
     present = _present(record)
     steps: list[StepCheck] = []
     regions: list[StepRegion] = []
-    probes: list[dict[str, Any]] = []
+    probes: list[ProbeCheck] = []
     inconsistencies: list[str] = []
     limitations: list[str] = []
     for pair in record["steps"]:
@@ -474,11 +471,6 @@ def assembled(
     by_step = {s.step: s for s in steps}
     found = explain.unrecorded(regions, by_step, fixes, verdict)
     disagreements = tuple(d for s in steps for d in agreement(s, regions))
-    probe_summary = {
-        "probed": sum(p["probed"] for p in probes),
-        "changed": [{**c, "step": p["step"]} for p in probes for c in p["changed"]],
-        "failing_both": sorted({i for p in probes for i in p["failing_both"]}),
-    }
     return BundleVerify(
         bundle.name,
         exporter,
@@ -490,7 +482,7 @@ def assembled(
         tuple(regions),
         tuple(found),
         verdict,
-        probe_summary,
+        ProbeCheck.over(probes),
         tuple(inconsistencies),
         tuple(limitations),
         notes,

@@ -14,6 +14,7 @@ from inventory.policy import Policy
 from inventory.sweep import Sweep
 from inventory.verdict import Reexport, Verdict
 from inventory.verify import service
+from inventory.verify.probe_check import ProbeChange, ProbeCheck
 from inventory.verify.regions import Region
 from inventory.verify.step_check import StepCheck
 from inventory.verify.step_region import StepRegion
@@ -109,7 +110,7 @@ def test_reconciling_a_step_gives_each_region_the_changing_probes_it_holds() -> 
     assert [r.explained_by_probes for r in regions] == [None, None]
     assert [r.explained_by_probes for r in out] == [(), ()]
     assert [r.to_json()["explained_by_probes"] for r in out] == [[], []]
-    assert summary == {"step": "0.4.0->0.4.1", "probed": 2, "changed": [], "failing_both": []}
+    assert summary == ProbeCheck(probed=2)
     assert (inconsistencies, limitations) == ([], [])
     # identical shipped programs: nothing to reconcile a region with
     *_, same = service.reconcile_step(
@@ -184,3 +185,34 @@ def test_a_steps_level_without_a_model_level_run_comes_from_its_region_cuts() ->
     )
     assert (verdict.reexport, source) == (Reexport.INCONCLUSIVE, service.REGION_CUTS)
     assert verdict.reason.endswith("no region run")
+
+
+def test_a_bundles_probes_are_every_steps_with_a_regime_failing_twice_named_once() -> None:
+    def change(probe: str, step: str) -> ProbeChange:
+        return ProbeChange(probe, "softmax", Verdict.VALUES_MOVE, ("54",), step)
+
+    first = ProbeCheck(3, (change("softmax-a", "0.4.0->0.4.1"),), ("conv-b", "add-c"))
+    second = ProbeCheck(2, (change("softmax-b", "0.4.1->0.4.2"),), ("conv-b",))
+    both = ProbeCheck.over([first, second])
+    assert both.to_json() == {
+        "probed": 5,
+        "changed": [
+            {
+                "probe": "softmax-a",
+                "construct": "softmax",
+                "verdict": Verdict.VALUES_MOVE,
+                "explained_by": ["54"],
+                "step": "0.4.0->0.4.1",
+            },
+            {
+                "probe": "softmax-b",
+                "construct": "softmax",
+                "verdict": Verdict.VALUES_MOVE,
+                "explained_by": ["54"],
+                "step": "0.4.1->0.4.2",
+            },
+        ],
+        "failing_both": ["add-c", "conv-b"],
+    }
+    # a bundle whose check has no probes (nothing was built) says so with the same fields
+    assert ProbeCheck.over([]).to_json() == {"probed": 0, "changed": [], "failing_both": []}

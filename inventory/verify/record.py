@@ -87,7 +87,7 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         }
         if build
         else None,
-        "torch": b.torch,
+        "torch": b.torch.to_json() if b.torch is not None else None,
         "releases": list(r.get("releases", [])),
         "sides": {k: _side(v) for k, v in r.get("sides", {}).items()},
         "emitted": _stage(overall.get("emitted")),

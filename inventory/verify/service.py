@@ -38,6 +38,7 @@ from inventory.verify import chain, cuts, explain, forms, whole
 from inventory.verify.probe_check import ProbeChange, ProbeCheck
 from inventory.verify.step_check import StepCheck
 from inventory.verify.step_region import RegionRun, StepRegion
+from inventory.verify.torch_check import TorchCheck
 from oracle.catalog import (
     Catalog,
     EnvError,
@@ -70,7 +71,7 @@ class BundleVerify:
     limitations: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     disagreements: tuple[str, ...] = ()  # region runs against model-level runs
-    torch: dict[str, Any] | None = None  # the torch it was built on and the recipe's (torch_of)
+    torch: TorchCheck | None = None  # the torch it was built on and the recipe's (torch_of)
 
     @property
     def inconclusive(self) -> bool:
@@ -543,7 +544,7 @@ def _notes(bundle: Bundle, record: dict[str, Any], deviations: list[str]) -> lis
     return notes
 
 
-def torch_of(bundle: Bundle, record: dict[str, Any]) -> dict[str, Any] | None:
+def torch_of(bundle: Bundle, record: dict[str, Any]) -> TorchCheck | None:
     """The torch the whole program was built and exported on, beside the one the registry says
     the recipe ran (None: nothing was built). A program built on another torch is not the one
     the recipe exported: `same` is false, and every format says so beside the answer."""
@@ -552,13 +553,13 @@ def torch_of(bundle: Bundle, record: dict[str, Any]) -> dict[str, Any] | None:
         return None
     exporter = bundle.exporter
     recipe = exporter.torch or None
-    return {
-        "built": built,
-        "recipe": recipe,
-        "recipe_source": exporter.torch_source or None,
-        "same": None if recipe is None else base_version(built) == base_version(recipe),
-        "sensitivity": exporter.torch_checked or None,
-    }
+    return TorchCheck(
+        built=built,
+        recipe=recipe,
+        recipe_source=exporter.torch_source or None,
+        same=None if recipe is None else base_version(built) == base_version(recipe),
+        sensitivity=exporter.torch_checked or None,
+    )
 
 
 def _checked(

@@ -8,16 +8,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from jsonschema import Draft202012Validator
 
 from inventory.policy import Policy
 from inventory.sweep import Sweep
 from inventory.verdict import Reexport, Verdict
 from inventory.verify import service
+from inventory.verify.decode import RecordError
 from inventory.verify.probe_check import ProbeChange, ProbeCheck
 from inventory.verify.regions import Region
 from inventory.verify.step_check import StepCheck
 from inventory.verify.step_region import StepRegion
+from inventory.verify.torch_check import TorchCheck
 
 SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "verify.schema.json"
 
@@ -216,3 +219,18 @@ def test_a_bundles_probes_are_every_steps_with_a_regime_failing_twice_named_once
     }
     # a bundle whose check has no probes (nothing was built) says so with the same fields
     assert ProbeCheck.over([]).to_json() == {"probed": 0, "changed": [], "failing_both": []}
+
+
+def test_a_torch_check_reads_back_what_it_wrote_and_refuses_another_form_in_one_line() -> None:
+    check = TorchCheck("2.13.0+cpu", "2.9.0", "the recipe's lock", False, "9 of 9 probes")
+    assert TorchCheck.from_json(json.loads(json.dumps(check.to_json()))) == check
+    unrecorded = TorchCheck("2.13.0+cpu", None, None, None, None)
+    assert TorchCheck.from_json(unrecorded.to_json()) == unrecorded
+    assert TorchCheck.from_json(None) is None
+    without = {k: v for k, v in check.to_json().items() if k != "same"}
+    with pytest.raises(RecordError, match=r"^a whole-program check's torch: no field 'same'$"):
+        TorchCheck.from_json(without)
+    with pytest.raises(RecordError, match=r"field 'built' is int, expected str$"):
+        TorchCheck.from_json({**check.to_json(), "built": 213})
+    with pytest.raises(RecordError, match=r"expected an object, found str$"):
+        TorchCheck.from_json("2.13.0")

@@ -31,6 +31,8 @@ from inventory.registry import UNKNOWN, Bundle, Instance
 from inventory.shell_commands import verify_command
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify.mode import VerifyMode, measures_all, measures_unchecked
+from inventory.verify.step_check import StepCheck
+from inventory.verify.step_region import StepRegion
 from oracle.catalog import Catalog, Condition, EnvError, Fix, RunFault, version_key
 from oracle.compare import ProbeSpec
 from oracle.envs import Env
@@ -280,7 +282,7 @@ def whole_program(
     if (
         given is not None
         and not given.record.get("error")
-        and any(s["step"] == label for s in given.steps)
+        and any(s.step == label for s in given.steps)
     ):
         return given, ""
     try:
@@ -328,53 +330,53 @@ def _on_whole_program(analyzer: Means, framed: Framed, whole: Any) -> BundleAnsw
     fix, chain, done = framed.question.fix, framed.chain, framed.done
     old, _ = own_step(analyzer.catalog, whole.exporter, fix)
     label = f"{old}->{fix.ships_in}"
-    [step] = [s for s in whole.steps if s["step"] == label]
+    [step] = [s for s in whole.steps if s.step == label]
     form = whole.record["form"]["form"]
-    regions = [r for r in whole.regions if r["step"] == label]
-    mine = [r for r in regions if fix.id in r["explained_by"]]
-    others = [r for r in regions if fix.id not in r["explained_by"]]
-    shipped = (step.get("shipped") or {}).get("identity")
+    regions = [r for r in whole.regions if r.step == label]
+    mine = [r for r in regions if fix.id in r.explained_by]
+    others = [r for r in regions if fix.id not in r.explained_by]
+    shipped = step.shipped_identity
     chain.append(
         f"answered on the bundle's own whole program ({form} form, "
         f"{whole.record['build'].get('params', 0):,} parameters; the check "
-        f"{whole.exporter} -> {whole.to}): step {step['step']}, shipped programs "
+        f"{whole.exporter} -> {whole.to}): step {step.step}, shipped programs "
         f"{shipped}"
     )
     summary = {
-        "step": step["step"],
+        "step": step.step,
         "to": whole.to,
         "form": whole.record["form"],
         "shipped": shipped,
-        "regions": mine,
+        "regions": [r.to_json() for r in mine],
         "other_regions": len(others),
-        "drift": step.get("drift"),
-        "drift_source": step.get("drift_source"),
-        "runtime": step.get("runtime"),
-        "evidence": step.get("evidence"),
+        "drift": step.drift_rows,
+        "drift_source": step.drift_source,
+        "runtime": step.runtime,
+        "evidence": step.evidence,
     }
     if shipped == "identical":
         reason = (
-            f"the whole {form} program is identical across {step['step']}: the pin "
+            f"the whole {form} program is identical across {step.step}: the pin "
             "changes nothing this bundle ships"
         )
         return replace(done(Verdict.SAME_PROGRAM, Reexport.NO, reason), whole_program=summary)
     if shipped != "differs":
-        reason = f"the whole program cannot be compared across {step['step']} ({shipped})"
+        reason = f"the whole program cannot be compared across {step.step} ({shipped})"
         return replace(
             done(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, reason), whole_program=summary
         )
     if not mine:
         reason = (
             f"no region of the whole program changes at the optimizer stage in "
-            f"{step['step']}: the {len(others)} region(s) that differ are lowering "
+            f"{step.step}: the {len(others)} region(s) that differ are lowering "
             "changes, other records' or unrecorded"
         )
         return replace(done(Verdict.SAME_PROGRAM, Reexport.NO, reason), whole_program=summary)
-    modules = sorted({m for r in mine for m in r["modules"]})
+    modules = sorted({m for r in mine for m in r.modules})
     chain.append(
         f"{len(mine)} region(s) of the optimizer stage, the pin's (rule: "
-        f"{mine[0]['explained_how'][fix.id]}): "
-        f"{', '.join(sorted({op for r in mine for op in r['coreai_ops']})) or 'no op'};"
+        f"{mine[0].explained_how[fix.id]}): "
+        f"{', '.join(sorted({op for r in mine for op in r.coreai_ops})) or 'no op'};"
         f" modules {', '.join(modules[:6]) or 'none located'}"
         f"{f' and {len(modules) - 6} more' if len(modules) > 6 else ''}"
     )
@@ -385,7 +387,7 @@ def _on_whole_program(analyzer: Means, framed: Framed, whole: Any) -> BundleAnsw
         )
     # the step's level as verify judges it: its model-level drift when run, else its regions'
     # drift at their own cuts (the reason says which), so this answer and verify's agree
-    verdict = ProbeVerdict(Verdict(step["verdict"]), Reexport(step["reexport"]), step["reason"])
+    verdict = ProbeVerdict(step.verdict, step.reexport, step.reason)
     if others:
         verdict = replace(
             verdict,
@@ -398,12 +400,10 @@ def _on_whole_program(analyzer: Means, framed: Framed, whole: Any) -> BundleAnsw
     )
 
 
-def _runtimes(step: dict[str, Any], regions: Any) -> tuple[str, ...]:
+def _runtimes(step: StepCheck, regions: tuple[StepRegion, ...]) -> tuple[str, ...]:
     """Where the step's level was measured: the model-level runs' runtime, else the runtimes
     of its regions' cut runs."""
-    if step.get("runtime"):
-        return (step["runtime"],)
-    found = {
-        (r.get("region_run") or {}).get("runtime") for r in regions if r["step"] == step["step"]
-    }
+    if step.runtime:
+        return (step.runtime,)
+    found = {r.region_run.runtime for r in regions if r.step == step.step and r.region_run}
     return tuple(sorted(r for r in found if r))

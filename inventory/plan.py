@@ -344,7 +344,7 @@ def _coverage(
     held = (
         whole is not None
         and not whole.record.get("error")
-        and set(labels) <= {s["step"] for s in whole.steps}
+        and set(labels) <= {s.step for s in whole.steps}
     )
     results = [p.result for i in items for p in i.answer.probes]
     results += swept_results(session, bundle, steps)
@@ -376,26 +376,24 @@ def joined(items: list[PlanItem], whole: Any) -> list[PlanItem]:
     own answer (a construct the built form lacks, a step it does not cover)."""
     if whole is None or whole.record.get("error"):
         return items
-    steps = {s["step"]: s for s in whole.steps}
+    steps = {s.step: s for s in whole.steps}
     out = []
     for item in items:
-        credited = sorted({r["step"] for r in whole.regions if item.fix.id in r["explained_by"]})
+        credited = sorted({r.step for r in whole.regions if item.fix.id in r.explained_by})
         step = steps.get(credited[-1]) if credited else None
         answer = item.answer
         if (
             step is None
             or answer.load is not None
             or (
-                (answer.whole_program or {}).get("step") == step["step"]
-                and answer.reexport == step["reexport"]
+                (answer.whole_program or {}).get("step") == step.step
+                and answer.reexport == step.reexport
             )
         ):
             out.append(item)  # not credited, or already answered from this step's level
             continue
         form = whole.record["form"]["form"]
-        reason = (
-            f"the whole {form} program in {step['step']} ({step['drift_source']}): {step['reason']}"
-        )
+        reason = f"the whole {form} program in {step.step} ({step.drift_source}): {step.reason}"
         chain = (
             *answer.chain,
             f"joined to the bundle's whole-program check: {reason} (before "
@@ -406,8 +404,8 @@ def joined(items: list[PlanItem], whole: Any) -> list[PlanItem]:
                 item,
                 answer=replace(
                     answer,
-                    verdict=Verdict(step["verdict"]),
-                    reexport=Reexport(step["reexport"]),
+                    verdict=step.verdict,
+                    reexport=step.reexport,
                     reason=reason,
                     chain=chain,
                 ),
@@ -596,21 +594,21 @@ def whole_program(b: BundlePlan, fix: Fix) -> list[dict]:
         return []
     out: dict[tuple[str, str], dict] = {}
     for r in b.whole.regions:
-        if fix.id not in r["explained_by"]:
+        if fix.id not in r.explained_by:
             continue
         g = out.setdefault(
-            (r["step"], r["stage"]),
+            (r.step, r.stage),
             {
-                "step": r["step"],
-                "stage": r["stage"],
+                "step": r.step,
+                "stage": r.stage,
                 "regions": 0,
-                "rule": r["explained_how"][fix.id],
+                "rule": r.explained_how[fix.id],
                 "modules": [],
-                "evidence": r.get("evidence"),
+                "evidence": r.evidence,
             },
         )
         g["regions"] += 1
-        g["modules"] += [m for m in r["modules"] if m not in g["modules"]]
+        g["modules"] += [m for m in r.modules if m not in g["modules"]]
     return list(out.values())
 
 

@@ -319,8 +319,9 @@ def _regions(
     out = []
     checked = []
     for name, check in sorted(checks.items()):
-        if not any(s["step"] == label for s in check.steps):
+        if not any(s.step == label for s in check.steps):
             continue
         checked.append(name)
-        out += [(name, r) for r in check.regions if r["step"] == label]
+        # the draft reads a region in its JSON form, as the record prints it
+        out += [(name, r.to_json()) for r in check.regions if r.step == label]
     return tuple(out), tuple(checked)

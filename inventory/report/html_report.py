@@ -33,6 +33,7 @@ from inventory.report.evidence import evidence_dir, evidence_id, measured_tensor
 from inventory.report.record_facts import detours, exporter_label
 from inventory.report.verify_report import torch_line, unrecorded_line
 from inventory.verdict import Verdict
+from inventory.verify.torch_check import TorchCheck
 from inventory.version import version
 
 LEVELS = ("required", "inconclusive", "unchecked", "optional", "no")
@@ -290,7 +291,7 @@ def plan_report(result: dict[str, Any]) -> Report:
         )
         if b.get("verify"):
             view.notes.append(f"whole program: {b['verify'].get('answer')}")
-            torch = torch_line(b["verify"].get("torch"))
+            torch = torch_line(TorchCheck.from_json(b["verify"].get("torch")))
             if torch is not None and torch[0] == "caveat":
                 view.notes.append(f"whole program {torch[0]}: {torch[1]}")
             _whole_program(view, b["verify"])
@@ -384,7 +385,7 @@ def verify_report(result: dict[str, Any]) -> Report:
         view.notes += [f"UNRECORDED: {unrecorded_line(u)}" for u in b.get("unrecorded") or []]
         view.notes += [f"DISAGREE: {d}" for d in b.get("disagreements") or []]
         view.notes += [f"note: {n}" for n in b.get("notes") or []]
-        torch = torch_line(b.get("torch"))
+        torch = torch_line(TorchCheck.from_json(b.get("torch")))
         if torch is not None:
             view.notes.append(f"{torch[0]}: {torch[1]}")
         _whole_program(view, b)

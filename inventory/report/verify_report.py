@@ -12,6 +12,7 @@ from inventory.summary import BundleLine, Summary, summarise
 from inventory.verdict import Reexport
 from inventory.verify.record import bundle_record, overall_rows, verify_record
 from inventory.verify.service import BundleVerify, Verify, region_line, status
+from inventory.verify.torch_check import TorchCheck
 
 __all__ = ["bundle_record", "verify_record", "verify_markdown", "verify_summary", "verify_table"]
 
@@ -101,15 +102,15 @@ def _at_cuts(u: dict[str, Any]) -> str:
     )
 
 
-def torch_line(torch: dict[str, Any] | None) -> tuple[str, str] | None:
+def torch_line(torch: TorchCheck | None) -> tuple[str, str] | None:
     """The torch the whole program was built on, against the recipe's: a caveat when they
     differ (the program compared is not the one the recipe exported)."""
-    if not torch:
+    if torch is None:
         return None
-    built, recipe = torch["built"], torch["recipe"]
+    built, recipe = torch.built, torch.recipe
     if recipe is None:
         return ("torch", f"built on torch {built}; the registry records no torch for the recipe")
-    if torch["same"]:
+    if torch.same:
         return ("torch", f"built on torch {built}, the recipe's ({recipe})")
     return (
         "caveat",
@@ -117,8 +118,8 @@ def torch_line(torch: dict[str, Any] | None) -> tuple[str, str] | None:
         "source: the registry's exporter table): the programs compared are not the ones the "
         "recipe exported; "
         + (
-            f"measured: {torch['sensitivity']}"
-            if torch["sensitivity"]
+            f"measured: {torch.sensitivity}"
+            if torch.sensitivity
             else "their sensitivity to torch is not measured (scripts/torch-sensitivity)"
         ),
     )
@@ -149,7 +150,7 @@ def bundle_lines(b: BundleVerify) -> list[tuple[str, str]]:
                 f"{_num(bd['seconds'])} s, peak {_mb(bd['peak_mb'])}",
             )
         )
-    torch = torch_line(rec["torch"])
+    torch = torch_line(b.torch)
     if torch is not None:
         lines.append(torch)
     for name, side in rec["sides"].items():

@@ -34,6 +34,8 @@ from typing import Any
 
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify.regions import Located, Region, shape
+from inventory.verify.step_check import StepCheck
+from inventory.verify.step_region import StepRegion
 from oracle.catalog import LOWERING, OPTIMIZER, Fix, between
 
 MODULES_SHOWN = 6
@@ -92,21 +94,15 @@ def step_regions(
     emitted: list[Region],
     texts: dict[str, Any] | None,
     fixes: list[Fix],
-) -> list[dict[str, Any]]:
+) -> list[StepRegion]:
     """A step's regions, each with its step, stage and records (`texts`: whole.stage_texts)."""
     label = f"{step['from']}->{step['to']}"
     records = between(fixes, step["from"], step["to"])
     out = []
     for region in shipped:
-        r = region.to_json()
-        r["step"] = label
-        r["stage"] = stage_of(region, emitted, texts)
-        how = attributed(r, records)
-        r["explained_by"] = sorted(how)
-        r["explained_how"] = how
-        r["unrecorded"] = not how
-        r["evidence"] = step.get("evidence")
-        out.append(r)
+        stage = stage_of(region, emitted, texts)
+        how = attributed({**region.to_json(), "stage": stage}, records)
+        out.append(StepRegion.of(region, label, stage, how, step.get("evidence")))
     return out
 
 
@@ -195,8 +191,8 @@ def judge_drift(
 
 
 def unrecorded(
-    regions: list[dict[str, Any]],
-    steps: dict[str, dict[str, Any]],
+    regions: list[StepRegion],
+    steps: dict[str, StepCheck],
     fixes: list[Fix],
     overall: ProbeVerdict,
 ) -> list[dict[str, Any]]:
@@ -205,41 +201,41 @@ def unrecorded(
     shipped bundle (`overall`: the exporter-to-target drift judged by the policy)."""
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in regions:
-        if not r["unrecorded"]:
+        if not r.unrecorded:
             continue
-        key = (r["step"], r["stage"], tuple(r["coreai_ops"]), tuple(r["constructs"]))
+        key = (r.step, r.stage, r.coreai_ops, r.constructs)
         g = groups.get(key)
         if g is None:
-            step = steps[r["step"]]
-            a, b = r["step"].split("->")
+            step = steps[r.step]
+            a, b = r.step.split("->")
             g = groups[key] = {
-                "step": r["step"],
-                "stage": r["stage"],
+                "step": r.step,
+                "stage": r.stage,
                 "regions": 0,
                 "changed_lines": 0,
                 "graphs": [],
                 "ops": [],
-                "coreai_ops": list(r["coreai_ops"]),
-                "constructs": list(r["constructs"]),
+                "coreai_ops": list(r.coreai_ops),
+                "constructs": list(r.constructs),
                 "modules": [],
                 "module_count": 0,
-                "drift": step.get("drift"),
-                "runtime": step.get("runtime"),
+                "drift": step.drift_rows,
+                "runtime": step.runtime,
                 "records_of_step": [f.id for f in between(fixes, a, b)],
                 "verdict": overall.verdict,
                 "reexport": overall.reexport,
                 "reason": overall.reason,
-                "evidence": r.get("evidence"),
+                "evidence": r.evidence,
                 "region_drift": None,
                 "regions_measured": 0,
             }
         g["regions"] += 1
-        g["changed_lines"] += r["changed_lines"]
-        g["graphs"] += [r["graph"]] if r["graph"] not in g["graphs"] else []
-        g["ops"] += [o for o in r["ops"] if o not in g["ops"]]
-        g["modules"] += [m for m in r["modules"] if m not in g["modules"]]
-        g["module_count"] += r["module_count"]
-        d = (r.get("region_run") or {}).get("drift")
+        g["changed_lines"] += r.changed_lines
+        g["graphs"] += [r.graph] if r.graph not in g["graphs"] else []
+        g["ops"] += [o for o in r.ops if o not in g["ops"]]
+        g["modules"] += [m for m in r.modules if m not in g["modules"]]
+        g["module_count"] += r.module_count
+        d = r.run_drift
         if d:
             # the group's worst region, measured at its own cut (inventory.verify.cuts)
             g["regions_measured"] += 1

@@ -87,17 +87,17 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         }
         if build
         else None,
-        "torch": b.torch,
+        "torch": b.torch.to_json() if b.torch is not None else None,
         "releases": list(r.get("releases", [])),
         "sides": {k: _side(v) for k, v in r.get("sides", {}).items()},
         "emitted": _stage(overall.get("emitted")),
         "shipped": _stage(overall.get("shipped")),
-        "steps": list(b.steps),
-        "regions": list(b.regions),
+        "steps": [s.to_json() for s in b.steps],
+        "regions": [r.to_json() for r in b.regions],
         "unrecorded": list(b.unrecorded),
         # a bundle that could not be built was never probed: the same fields, nothing in them
         "run": _run(b),
-        "probes": b.probes or {"probed": 0, "changed": [], "failing_both": []},
+        "probes": b.probes.to_json(),
         "inconsistencies": list(b.inconsistencies),
         "limitations": list(b.limitations),
         "notes": list(b.notes),

@@ -112,8 +112,8 @@ class Region:
             "graph": self.graph,
             "composite": self.composite or None,
             "changed_lines": self.changed,
-            "lines_old": _spans(self.lines_old),
-            "lines_new": _spans(self.lines_new),
+            "lines_old": spans(self.lines_old),
+            "lines_new": spans(self.lines_new),
             "calls": self.calls,
             "constructs": self.constructs,
             "modules": self.modules[:MODULES_SHOWN],
@@ -126,7 +126,7 @@ class Region:
         }
 
 
-def _spans(lines: list[int]) -> list[str]:
+def spans(lines: list[int]) -> list[str]:
     out: list[str] = []
     for n in sorted(lines):
         if out and "-" in out[-1] and int(out[-1].split("-")[1]) == n - 1:

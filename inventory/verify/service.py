@@ -22,7 +22,7 @@ Any breach is an inconsistency: exit 3, with both sides' evidence.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,10 @@ from inventory.trace import trust
 from inventory.trace.service import TraceError, vet
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify import chain, cuts, explain, forms, whole
+from inventory.verify.probe_check import ProbeChange, ProbeCheck
+from inventory.verify.step_check import StepCheck
+from inventory.verify.step_region import RegionRun, StepRegion
+from inventory.verify.torch_check import TorchCheck
 from oracle.catalog import (
     Catalog,
     EnvError,
@@ -58,16 +62,16 @@ class BundleVerify:
     to: str
     record: dict[str, Any]  # the chain's parts (inventory.verify.chain), or an error
     cached: bool
-    steps: tuple[dict[str, Any], ...] = ()
-    regions: tuple[dict[str, Any], ...] = ()
+    steps: tuple[StepCheck, ...] = ()
+    regions: tuple[StepRegion, ...] = ()
     unrecorded: tuple[dict[str, Any], ...] = ()
     verdict: ProbeVerdict | None = None  # exporter -> to, judged by the re-export policy
-    probes: dict[str, Any] = field(default_factory=dict)
+    probes: ProbeCheck = ProbeCheck()
     inconsistencies: tuple[str, ...] = ()
     limitations: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     disagreements: tuple[str, ...] = ()  # region runs against model-level runs
-    torch: dict[str, Any] | None = None  # the torch it was built on and the recipe's (torch_of)
+    torch: TorchCheck | None = None  # the torch it was built on and the recipe's (torch_of)
 
     @property
     def inconclusive(self) -> bool:
@@ -115,78 +119,96 @@ def _present(record: dict[str, Any]) -> set[str]:
     return kinds
 
 
-def _changed(probes: Sweep) -> list[dict[str, Any]]:
-    return [
-        {
-            "probe": f.outcome.regime.id,
-            "construct": f.outcome.regime.construct,
-            "verdict": f.outcome.verdict.verdict,
-            "explained_by": list(f.explained_by),
-        }
+def _changed(probes: Sweep, step: str) -> tuple[ProbeChange, ...]:
+    return tuple(
+        ProbeChange(
+            f.outcome.regime.id,
+            f.outcome.regime.construct,
+            f.outcome.verdict.verdict,
+            tuple(f.explained_by),
+            step,
+        )
         for f in probes.changed
-    ]
+    )
 
 
 def _step(
-    record: dict[str, Any], pair: dict[str, Any], fixes: list[Fix]
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One step's summary and its regions (step, stage, records)."""
+    record: dict[str, Any], pair: dict[str, Any], fixes: list[Fix], policy: Policy, dtype: str
+) -> tuple[StepCheck, list[StepRegion]]:
+    """One step's check, with its level, and its regions (step, stage, records, own runs)."""
     sides = record["sides"]
     old, new = sides[pair["from"]], sides[pair["to"]]
     shipped = whole.differing(pair, old, new, "shipped")
     emitted = whole.differing(pair, old, new, "emitted")
     texts = explain.stage_texts(pair, old, new)
-    regions = explain.step_regions(pair, shipped, emitted, texts, fixes)
     label = f"{pair['from']}->{pair['to']}"
-    _with_region_drift(regions, record, label)
+    regions = _with_region_drift(
+        explain.step_regions(pair, shipped, emitted, texts, fixes), record, label
+    )
     m = (record.get("run") or {}).get("measurement") or {}
     rows = (m.get("drift") or {}).get(label, {}).get("outputs")
-    summary = {
-        "step": label,
-        "from": pair["from"],
-        "to": pair["to"],
-        "emitted": _identity(pair.get("emitted")),
-        "shipped": _identity(pair.get("shipped")),
-        "regions": len(regions),
-        "unrecorded_regions": sum(1 for r in regions if r["unrecorded"]),
-        "records": [f.id for f in _records(fixes, pair)],
-        "runtime": m.get("runtime") if rows else None,
-        "drift": rows,
-        "evidence": pair.get("evidence"),
-    }
-    return summary, regions
+    runtime = m.get("runtime") if rows else None
+    shipped_stage = _identity(pair.get("shipped"))
+    verdict, source = step_verdict(
+        record, label, (shipped_stage or {}).get("identity"), rows, runtime, policy, dtype
+    )
+    check = StepCheck(
+        step=label,
+        old=pair["from"],
+        new=pair["to"],
+        emitted=_identity(pair.get("emitted")),
+        shipped=shipped_stage,
+        regions=len(regions),
+        unrecorded_regions=sum(1 for r in regions if r.unrecorded),
+        records=tuple(f.id for f in _records(fixes, pair)),
+        runtime=runtime,
+        drift=None if rows is None else tuple(rows),
+        evidence=pair.get("evidence"),
+        verdict=verdict.verdict,
+        reexport=verdict.reexport,
+        reason=verdict.reason,
+        drift_source=source,
+    )
+    return check, regions
 
 
-def _with_region_drift(regions: list[dict[str, Any]], record: dict[str, Any], label: str) -> None:
-    """Each region's own run (`inventory.verify.cuts`): whether its cut reproduces it, and its
-    drift per cut output (a composite's call sites), with the worst of them."""
+def _with_region_drift(
+    regions: list[StepRegion], record: dict[str, Any], label: str
+) -> list[StepRegion]:
+    """Each region with its own run (`inventory.verify.cuts`): whether its cut reproduces it,
+    and its drift per cut output (a composite's call sites), with the worst of them."""
     step_runs = next((r for r in record.get("region_runs") or [] if r["step"] == label), None)
     if step_runs is None:
-        return
+        return regions
     by_index = {r["region"]: r for r in step_runs.get("regions", [])}
-    for i, region in enumerate(regions):
-        run = by_index.get(i)
-        if run is None:
-            region["region_run"] = {"reproduces": None, "why": step_runs.get("error") or "not cut"}
-            continue
-        region["region_run"] = {
-            "reproduces": run.get("reproduces"),
-            "why": run.get("why"),
-            "hops": run.get("hops"),
-            "attempts": run.get("attempts", []),
-            "runtime": run.get("runtime"),
-            "runtime_attempts": run.get("runtime_attempts", []),
-            "reaches_outputs": run.get("reaches_outputs"),
-            "inputs": run.get("inputs"),
-            "drift": cuts.summary(run.get("drift")),
-            "outputs": run.get("drift"),
-            "evidence": run.get("run_evidence"),
-            "cut": step_runs.get("evidence"),
-            # a hoisted constant is cut where its values are used; nodes the cut's release
-            # does not name are left out of it: both said in the answer, not only in a log
-            "cut_from": run.get("cut_from") or "the region's own aten nodes",
-            "nodes_missing": run.get("missing", []),
-        }
+    return [
+        replace(region, region_run=_region_run(by_index.get(i), step_runs))
+        for i, region in enumerate(regions)
+    ]
+
+
+def _region_run(run: dict[str, Any] | None, step_runs: dict[str, Any]) -> RegionRun:
+    if run is None:
+        return RegionRun.not_cut(step_runs.get("error") or "not cut")
+    reaches, rows = run.get("reaches_outputs"), run.get("drift")
+    return RegionRun(
+        reproduces=run.get("reproduces"),
+        why=run.get("why"),
+        hops=run.get("hops"),
+        attempts=tuple(run.get("attempts", [])),
+        runtime=run.get("runtime"),
+        runtime_attempts=tuple(run.get("runtime_attempts", [])),
+        reaches_outputs=None if reaches is None else tuple(reaches),
+        inputs=run.get("inputs"),
+        drift=cuts.summary(rows),
+        outputs=None if rows is None else tuple(rows),
+        evidence=run.get("run_evidence"),
+        cut=step_runs.get("evidence"),
+        # a hoisted constant is cut where its values are used; nodes the cut's release
+        # does not name are left out of it: both said in the answer, not only in a log
+        cut_from=run.get("cut_from") or "the region's own aten nodes",
+        nodes_missing=tuple(run.get("missing", [])),
+    )
 
 
 def _identity(stage: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -200,51 +222,45 @@ def _records(fixes: list[Fix], pair: dict[str, Any]) -> list[Fix]:
 
 
 def reconcile_step(
-    step: dict[str, Any], regions: list[dict[str, Any]], probes: Sweep, present: set[str]
-) -> tuple[dict[str, Any], list[str], list[str]]:
-    """A step's probes against its whole programs."""
-    changed = _changed(probes)
-    summary = {
-        "step": step["step"],
-        "probed": probes.probed,
-        "changed": changed,
-        "failing_both": [o.regime.id for o in probes.failing_both],
-    }
+    step: StepCheck, regions: list[StepRegion], probes: Sweep, present: set[str]
+) -> tuple[ProbeCheck, list[str], list[str], list[StepRegion]]:
+    """A step's probes against its whole programs; its regions, each with the changing probes'
+    constructs it holds where the shipped programs differ."""
+    changed = _changed(probes, step.step)
+    summary = ProbeCheck(probes.probed, changed, tuple(o.regime.id for o in probes.failing_both))
     inconsistencies: list[str] = []
     limitations: list[str] = []
-    identity = (step.get("shipped") or {}).get("identity")
+    identity = step.shipped_identity
     if identity == "identical":
         inconsistencies += [
-            f"{step['step']}: probe {c['probe']} says the shipped program "
-            f"changes ({c['verdict']}), but the whole shipped programs are "
+            f"{step.step}: probe {c.probe} says the shipped program "
+            f"changes ({c.verdict}), but the whole shipped programs are "
             "identical in this step"
             for c in changed
         ]
-        return summary, inconsistencies, limitations
+        return summary, inconsistencies, limitations, regions
     if identity != "differs":
-        return summary, inconsistencies, limitations
-    kinds_changed = {c["construct"] for c in changed}
-    in_regions = {k for r in regions for k in r["constructs"]} | {
-        r["composite"] for r in regions if r.get("composite")
-    }
+        return summary, inconsistencies, limitations, regions
+    kinds_changed = {c.construct for c in changed}
+    in_regions = {k for r in regions for k in r.kinds}
     for kind in sorted(kinds_changed - in_regions):
-        probes_of = ", ".join(c["probe"] for c in changed if c["construct"] == kind)
+        probes_of = ", ".join(c.probe for c in changed if c.construct == kind)
         if kind in present:
             inconsistencies.append(
-                f"{step['step']}: the probes of {kind} change ({probes_of}),"
+                f"{step.step}: the probes of {kind} change ({probes_of}),"
                 f" but no region of the whole program that differs in this "
                 f"step holds a {kind}"
             )
         else:
             limitations.append(
-                f"{step['step']}: the probes of {kind} change ({probes_of}); the"
+                f"{step.step}: the probes of {kind} change ({probes_of}); the"
                 f" built form holds no {kind} (a stand-in difference), so the "
                 "whole program cannot confirm them"
             )
-    for r in regions:
-        kinds = set(r["constructs"]) | ({r["composite"]} if r.get("composite") else set())
-        r["explained_by_probes"] = sorted(kinds & kinds_changed)
-    return summary, inconsistencies, limitations
+    explained = [
+        replace(r, explained_by_probes=tuple(sorted(r.kinds & kinds_changed))) for r in regions
+    ]
+    return summary, inconsistencies, limitations, explained
 
 
 def _overall_verdict(b_record: dict[str, Any], policy: Policy, dtype: str) -> ProbeVerdict:
@@ -327,43 +343,38 @@ MODEL_LEVEL, REGION_CUTS = "model-level run", "region cuts"
 
 
 def step_verdict(
-    b_record: dict[str, Any], step: dict[str, Any], policy: Policy, dtype: str
+    b_record: dict[str, Any],
+    step: str,
+    shipped: str | None,
+    drift: list[dict[str, Any]] | None,
+    runtime: str | None,
+    policy: Policy,
+    dtype: str,
 ) -> tuple[ProbeVerdict, str | None]:
     """One release step's level, judged as the bundle's is: its drift in the model-level runs
-    when they ran, else its regions' drift at their own cuts; and which of the two it is (None
-    when nothing was measured: identical programs, or a side that does not convert). A record
-    answered from the whole program (a pipeline record, a lowering record its regions join)
-    takes this level for its step: one measurement, one answer."""
-    shipped = (step.get("shipped") or {}).get("identity")
+    (`drift`, on `runtime`) when they ran, else its regions' drift at their own cuts; and which
+    of the two it is (None when nothing was measured: identical programs, or a side that does
+    not convert). A record answered from the whole program (a pipeline record, a lowering
+    record its regions join) takes this level for its step: one measurement, one answer."""
     if shipped == "identical":
         return ProbeVerdict(
-            Verdict.SAME_PROGRAM, Reexport.NO, f"identical shipped programs in {step['step']}"
+            Verdict.SAME_PROGRAM, Reexport.NO, f"identical shipped programs in {step}"
         ), None
     if shipped != "differs":
         return ProbeVerdict(
             Verdict.INCONCLUSIVE,
             Reexport.INCONCLUSIVE,
-            f"the whole program cannot be compared across {step['step']} ({shipped})",
+            f"the whole program cannot be compared across {step} ({shipped})",
         ), None
     tolerance = policy.tolerance_for(dtype)
     m = (b_record.get("run") or {}).get("measurement") or {}
     why = m.get("error") or "; ".join(m.get("attempts", [])) or "not run"
-    if step.get("drift"):
-        verdict = explain.judge_drift(step["drift"], step.get("runtime"), tolerance)
+    if drift:
+        verdict = explain.judge_drift(drift, runtime, tolerance)
         return ProbeVerdict(
             verdict.verdict, verdict.reexport, f"{MODEL_LEVEL}: {verdict.reason}"
         ), MODEL_LEVEL
-    return _judged_at_regions(b_record, tolerance, why, step["step"]), REGION_CUTS
-
-
-def _with_level(step: dict[str, Any], b_record: dict[str, Any], policy: Policy, dtype: str) -> None:
-    verdict, source = step_verdict(b_record, step, policy, dtype)
-    step.update(
-        verdict=verdict.verdict,
-        reexport=verdict.reexport,
-        reason=verdict.reason,
-        drift_source=source,
-    )
+    return _judged_at_regions(b_record, tolerance, why, step), REGION_CUTS
 
 
 # ---- the measured part --------------------------------------------------------------------
@@ -442,29 +453,25 @@ def assembled(
             torch=torch,
         )
     present = _present(record)
-    steps, regions, probes = [], [], []
+    steps: list[StepCheck] = []
+    regions: list[StepRegion] = []
+    probes: list[ProbeCheck] = []
     inconsistencies: list[str] = []
     limitations: list[str] = []
     for pair in record["steps"]:
-        summary, step_regions = _step(record, pair, fixes)
-        _with_level(summary, record, policy, bundle.dtype)
-        if summary["step"] in step_probes:
-            p, inc, lim = reconcile_step(
-                summary, step_regions, step_probes[summary["step"]], present
+        step, step_regions = _step(record, pair, fixes, policy, bundle.dtype)
+        if step.step in step_probes:
+            p, inc, lim, step_regions = reconcile_step(
+                step, step_regions, step_probes[step.step], present
             )
             probes.append(p)
             inconsistencies += inc
             limitations += lim
-        steps.append(summary)
+        steps.append(step)
         regions += step_regions
-    by_step = {s["step"]: s for s in steps}
+    by_step = {s.step: s for s in steps}
     found = explain.unrecorded(regions, by_step, fixes, verdict)
     disagreements = tuple(d for s in steps for d in agreement(s, regions))
-    probe_summary = {
-        "probed": sum(p["probed"] for p in probes),
-        "changed": [{**c, "step": p["step"]} for p in probes for c in p["changed"]],
-        "failing_both": sorted({i for p in probes for i in p["failing_both"]}),
-    }
     return BundleVerify(
         bundle.name,
         exporter,
@@ -476,7 +483,7 @@ def assembled(
         tuple(regions),
         tuple(found),
         verdict,
-        probe_summary,
+        ProbeCheck.over(probes),
         tuple(inconsistencies),
         tuple(limitations),
         notes,
@@ -485,34 +492,34 @@ def assembled(
     )
 
 
-def agreement(step: dict[str, Any], regions: list[dict[str, Any]]) -> list[str]:
+def agreement(step: StepCheck, regions: list[StepRegion]) -> list[str]:
     """Where a step has both model-level and region drift, they must agree: a region that moves
     values at its cut shows at a model output that depends on it, and a model output that moves
     has a region that moves (when every region of the step was measured). Each breach is told."""
-    rows = step.get("drift")
-    mine = [r for r in regions if r["step"] == step["step"]]
-    runs = [r.get("region_run") or {} for r in mine]
-    if not rows or not any(r.get("drift") for r in runs):
+    rows = step.drift
+    mine = [r for r in regions if r.step == step.step]
+    runs = [r.region_run or RegionRun.not_cut("") for r in mine]
+    if not rows or not any(r.drift for r in runs):
         return []
     out = []
     for region, run in zip(mine, runs, strict=True):
-        d = run.get("drift")
+        d = run.drift
         if not d or d["bit_identical"]:
             continue
-        reached = [rows[i] for i in run.get("reaches_outputs") or [] if i < len(rows)]
+        reached = [rows[i] for i in run.reaches_outputs or () if i < len(rows)]
         if reached and all(r["bit_identical"] for r in reached):
             out.append(
-                f"{step['step']}: region @{region['graph']} "
-                f"({', '.join(region['modules'][:2]) or 'no module'}) moves values at "
+                f"{step.step}: region @{region.graph} "
+                f"({', '.join(region.modules[:2]) or 'no module'}) moves values at "
                 f"its cut (max |old-new| {d['maxabs_old_new']:.3g}) but no model output "
                 f"it reaches moves ({', '.join(r['output'] for r in reached)}) in the "
                 "model-level run"
             )
-    if all(r.get("drift") for r in runs) and all(r["drift"]["bit_identical"] for r in runs):
+    if all(r.drift and r.drift["bit_identical"] for r in runs):
         moved = [r["output"] for r in rows if not r["bit_identical"]]
         if moved:
             out.append(
-                f"{step['step']}: model outputs move ({', '.join(moved)}) but every "
+                f"{step.step}: model outputs move ({', '.join(moved)}) but every "
                 "region is bit-identical at its cut"
             )
     return out
@@ -537,7 +544,7 @@ def _notes(bundle: Bundle, record: dict[str, Any], deviations: list[str]) -> lis
     return notes
 
 
-def torch_of(bundle: Bundle, record: dict[str, Any]) -> dict[str, Any] | None:
+def torch_of(bundle: Bundle, record: dict[str, Any]) -> TorchCheck | None:
     """The torch the whole program was built and exported on, beside the one the registry says
     the recipe ran (None: nothing was built). A program built on another torch is not the one
     the recipe exported: `same` is false, and every format says so beside the answer."""
@@ -546,13 +553,13 @@ def torch_of(bundle: Bundle, record: dict[str, Any]) -> dict[str, Any] | None:
         return None
     exporter = bundle.exporter
     recipe = exporter.torch or None
-    return {
-        "built": built,
-        "recipe": recipe,
-        "recipe_source": exporter.torch_source or None,
-        "same": None if recipe is None else base_version(built) == base_version(recipe),
-        "sensitivity": exporter.torch_checked or None,
-    }
+    return TorchCheck(
+        built=built,
+        recipe=recipe,
+        recipe_source=exporter.torch_source or None,
+        same=None if recipe is None else base_version(built) == base_version(recipe),
+        sensitivity=exporter.torch_checked or None,
+    )
 
 
 def _checked(
@@ -716,20 +723,20 @@ def status(b: BundleVerify) -> str:
     return "inconclusive" if b.inconclusive else "consistent"
 
 
-def _step_line(step: dict[str, Any], regions: list[dict[str, Any]]) -> str:
-    shipped = step.get("shipped") or {}
+def _step_line(step: StepCheck, regions: list[StepRegion]) -> str:
+    shipped = step.shipped or {}
     if shipped.get("identity") != "differs":
-        return f"{step['step']} {shipped.get('identity', 'not compared')}"
-    mine = [r for r in regions if r["step"] == step["step"]]
-    ids = sorted({i for r in mine for i in r["explained_by"]})
+        return f"{step.step} {shipped.get('identity', 'not compared')}"
+    mine = [r for r in regions if r.step == step.step]
+    ids = sorted({i for r in mine for i in r.explained_by})
     by = ", ".join(f"#{i}" if i.isdigit() else i for i in ids)
-    unrecorded = sum(1 for r in mine if r["unrecorded"])
+    unrecorded = sum(1 for r in mine if r.unrecorded)
     parts = [f"{len(mine)} region(s)"]
     if by:
         parts.append(f"{len(mine) - unrecorded} explained by {by}")
     if unrecorded:
         parts.append(f"{unrecorded} unrecorded")
-    return f"{step['step']} {', '.join(parts)}"
+    return f"{step.step} {', '.join(parts)}"
 
 
 def answer(b: BundleVerify) -> str:
@@ -754,12 +761,16 @@ def answer(b: BundleVerify) -> str:
                 f" (the emitted programs differ in {emitted['changed_lines']} lines; "
                 "the optimizer makes them the same)"
             )
-        if len(b.steps) > 1 and any(s["regions"] for s in b.steps):
+        if len(b.steps) > 1 and any(s.regions for s in b.steps):
             text += f"; by step: {steps}"
         return text
     regions = list(b.regions)
     # few regions are spelled out; more are counted by step (each is in the record and table)
-    where = "; ".join(region_line(g) for g in regions) if len(regions) <= REGIONS_SPELLED else steps
+    where = (
+        "; ".join(region_line(g.to_json()) for g in regions)
+        if len(regions) <= REGIONS_SPELLED
+        else steps
+    )
     return (
         f"shipped programs differ in {shipped['changed_lines']} lines, "
         f"{len(regions)} region(s): {where}; {b.verdict.verdict}: {b.verdict.reason}"

@@ -25,6 +25,9 @@ ROOTS = (InventoryError, OracleUserError)
 # Exceptions that are not the user's to fix: an outcome contained and reported as such, a signal
 # caught by its own module, or a defect (exit 4 is the right answer if one ever escapes).
 INTERNAL = {
+    # a record verify wrote, read back by a format from the JSON document, is not in the form
+    # its to_json writes: a bug of the writer, never the user's input (exit 4, one line)
+    "inventory.verify.decode.RecordError": "a writer's bug: its own record read back malformed",
     # a worker died (native abort, killed) or did not answer in time: the converter's crash or
     # hang, contained as an outcome of the run (a finding, or inconclusive), never bad input
     "oracle.clients.worker_pool.WorkerFailure": (

@@ -23,6 +23,7 @@ from pages import WIDE, Page, flat
 
 from inventory.report.text import for_release_page, md_code, md_line, md_text
 from inventory.report.verify_report import torch_line
+from inventory.verify.torch_check import TorchCheck
 
 
 def _label(fix: str) -> str:
@@ -168,7 +169,7 @@ def test_every_finding_of_a_whole_program_check_is_in_every_format(matrix):
                 _in_every(said, table, html)
                 _in_every(for_release_page(md_text(said)), markdown)
         # the torch it was built on, a caveat where it is not the recipe's
-        torch = torch_line(b["torch"])
+        torch = torch_line(TorchCheck.from_json(b["torch"]))
         if torch is not None:
             _in_every(torch[1], table, html)
             _in_every(for_release_page(md_text(torch[1])), markdown)

@@ -15,6 +15,8 @@ from inventory.verify.explain import (
     unrecorded,
 )
 from inventory.verify.regions import Region, shape
+from inventory.verify.step_check import StepCheck
+from inventory.verify.step_region import StepRegion
 from oracle.catalog.fixes import Fix
 
 
@@ -184,20 +186,11 @@ def test_whole_program_drift_is_judged_by_the_policy_worst_output_first():
 
 
 def test_unrecorded_regions_are_grouped_by_step_stage_and_ops_with_their_drift():
-    def r(step: str, stage: str, ops: list[str], recorded: bool = False) -> dict:
-        return {
-            "step": step,
-            "stage": stage,
-            "coreai_ops": ops,
-            "constructs": [],
-            "unrecorded": not recorded,
-            "changed_lines": 4,
-            "graph": "main",
-            "ops": ["aten.mul.Tensor"],
-            "modules": ["m"],
-            "module_count": 1,
-            "evidence": "E",
-        }
+    def r(step: str, stage: str, ops: list[str], recorded: bool = False) -> StepRegion:
+        region = Region(
+            "main", "", [1, 2], [3, 4], modules=["m"], ops=["aten.mul.Tensor"], coreai_ops=ops
+        )
+        return StepRegion.of(region, step, stage, {"13": "touches"} if recorded else {}, "E")
 
     regions = [
         r("0.4.0->0.4.1", OPTIMIZER, ["coreai.mul"]),
@@ -205,13 +198,29 @@ def test_unrecorded_regions_are_grouped_by_step_stage_and_ops_with_their_drift()
         r("0.4.0->0.4.1", LOWERING, ["coreai.mul"]),
         r("0.4.0->0.4.1", LOWERING, ["coreai.add"], recorded=True),
     ]
-    steps = {"0.4.0->0.4.1": {"drift": [row(0.1, 0.1, 0.01)], "runtime": "rt"}}
     verdict = judge_drift([row(0.1, 0.1, 0.01)], "rt", 1e-2)
-    found = unrecorded(regions, steps, [fix("13"), fix("54")], verdict)
+    step = StepCheck(
+        step="0.4.0->0.4.1",
+        old="0.4.0",
+        new="0.4.1",
+        emitted=None,
+        shipped={"identity": "differs"},
+        regions=len(regions),
+        unrecorded_regions=3,
+        records=("13", "54"),
+        runtime="rt",
+        drift=(row(0.1, 0.1, 0.01),),
+        evidence=None,
+        verdict=verdict.verdict,
+        reexport=verdict.reexport,
+        reason=verdict.reason,
+        drift_source="model-level run",
+    )
+    found = unrecorded(regions, {step.step: step}, [fix("13"), fix("54")], verdict)
     assert [(u["stage"], u["regions"], u["changed_lines"]) for u in found] == [
         (OPTIMIZER, 2, 8),
         (LOWERING, 1, 4),
     ]
     assert found[0]["records_of_step"] == ["13", "54"]
-    assert found[0]["drift"] == steps["0.4.0->0.4.1"]["drift"]
+    assert found[0]["drift"] == [row(0.1, 0.1, 0.01)]
     assert found[0]["reexport"] == verdict.reexport

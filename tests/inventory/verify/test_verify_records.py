@@ -1,0 +1,236 @@
+"""verify's typed records: each built once, frozen, written to JSON by its own `to_json` in
+the form `schemas/verify.schema.json` states; what is added to a step's regions later (their
+runs, the changing probes' constructs) makes new regions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from inventory.policy import Policy
+from inventory.sweep import Sweep
+from inventory.verdict import Reexport, Verdict
+from inventory.verify import service
+from inventory.verify.decode import RecordError
+from inventory.verify.probe_check import ProbeChange, ProbeCheck
+from inventory.verify.regions import Region
+from inventory.verify.step_check import StepCheck
+from inventory.verify.step_region import StepRegion
+from inventory.verify.torch_check import TorchCheck
+
+SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "verify.schema.json"
+
+
+def _validator(definition: str) -> Draft202012Validator:
+    schema = json.loads(SCHEMA.read_text())
+    return Draft202012Validator({"$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"})
+
+
+def _row(output: str, bit_identical: bool) -> dict[str, Any]:
+    return {"output": output, "bit_identical": bit_identical}
+
+
+def _step(**changes: Any) -> StepCheck:
+    given: dict[str, Any] = {
+        "step": "0.4.0->0.4.1",
+        "old": "0.4.0",
+        "new": "0.4.1",
+        "emitted": {"identity": "differs", "changed_lines": 3},
+        "shipped": {"identity": "differs", "changed_lines": 2},
+        "regions": 1,
+        "unrecorded_regions": 0,
+        "records": ("13",),
+        "runtime": None,
+        "drift": None,
+        "evidence": "E",
+        "verdict": Verdict.SAME_PROGRAM,
+        "reexport": Reexport.NO,
+        "reason": "r",
+        "drift_source": None,
+    }
+    return StepCheck(**{**given, **changes})
+
+
+def _region(
+    constructs: tuple[str, ...] = ("softmax",), how: dict[str, str] | None = None
+) -> StepRegion:
+    region = Region(
+        "main",
+        "",
+        [3, 4, 5],
+        [7],
+        constructs=list(constructs),
+        modules=[f"m{i}" for i in range(8)],
+        ops=["aten.mul.Tensor"],
+        coreai_ops=["coreai.mul"],
+        nodes={"mul"},
+    )
+    return StepRegion.of(region, "0.4.0->0.4.1", "lowering", how or {}, "E")
+
+
+def test_a_steps_json_is_the_schemas_step_in_its_order() -> None:
+    step = _step()
+    written = step.to_json()
+    schema = json.loads(SCHEMA.read_text())["$defs"]["step"]
+    assert list(written) == schema["required"]
+    # the form the command prints: enum members serialise as their values
+    assert json.loads(json.dumps(written))["verdict"] == "same-program"
+    assert written["from"] == "0.4.0" and written["to"] == "0.4.1"
+    assert written["records"] == ["13"]
+    _validator("step").validate(json.loads(json.dumps(written)))
+
+
+def test_a_steps_drift_is_written_as_the_rows_it_was_given() -> None:
+    rows = (_row("audio", True), _row("codes", False))
+    assert _step(drift=rows).to_json()["drift"] == [_row("audio", True), _row("codes", False)]
+    assert _step(drift=None).to_json()["drift"] is None
+    assert _step(drift=()).to_json()["drift"] == []
+
+
+def test_a_regions_json_is_the_schemas_region_and_writes_no_part_not_added() -> None:
+    region = _region(how={"54": "construct softmax", "13": "touches coreai.mul"})
+    written = region.to_json()
+    assert "region_run" not in written and "explained_by_probes" not in written
+    assert written["lines_old"] == ["3-5"] and written["lines_new"] == ["7"]
+    assert written["changed_lines"] == 4
+    assert written["modules"] == [f"m{i}" for i in range(6)] and written["module_count"] == 8
+    assert written["explained_by"] == ["13", "54"] and written["unrecorded"] is False
+    assert written["composite"] is None
+    _validator("region").validate(written)
+    assert _region().to_json()["unrecorded"] is True
+
+
+def test_reconciling_a_step_gives_each_region_the_changing_probes_it_holds() -> None:
+    regions = [_region(), _region(constructs=("matmul",))]
+    probes = Sweep("0.4.0", "0.4.1", probed=2, changed=(), unchanged=2)
+    summary, inconsistencies, limitations, out = service.reconcile_step(
+        _step(), regions, probes, {"softmax", "matmul"}
+    )
+    assert [r.explained_by_probes for r in regions] == [None, None]
+    assert [r.explained_by_probes for r in out] == [(), ()]
+    assert [r.to_json()["explained_by_probes"] for r in out] == [[], []]
+    assert summary == ProbeCheck(probed=2)
+    assert (inconsistencies, limitations) == ([], [])
+    # identical shipped programs: nothing to reconcile a region with
+    *_, same = service.reconcile_step(
+        _step(shipped={"identity": "identical"}), regions, probes, set()
+    )
+    assert [r.explained_by_probes for r in same] == [None, None]
+
+
+def test_a_steps_region_runs_are_added_to_new_regions() -> None:
+    regions = [_region(), _region()]
+    record = {
+        "region_runs": [
+            {
+                "step": "0.4.0->0.4.1",
+                "evidence": "cut",
+                "regions": [
+                    {
+                        "region": 1,
+                        "reproduces": True,
+                        "why": "w",
+                        "attempts": [{"hops": 1, "nodes": 3}],
+                        "reaches_outputs": [0],
+                        "drift": [
+                            {
+                                "output": "o",
+                                "graph_name": "o",
+                                "shape": [1, 4],
+                                "dtype": "float16",
+                                "ref_magnitude": 0.5,
+                                "ref_nonfinite": 0,
+                                "maxabs_old": 0.1,
+                                "maxabs_new": 0.1,
+                                "rel_old": 0.0,
+                                "rel_new": 0.0,
+                                "maxabs_old_new": 0.0,
+                                "nonfinite_old": 0,
+                                "nonfinite_new": 0,
+                                "bit_identical": True,
+                            }
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
+    out = service._with_region_drift(regions, record, "0.4.0->0.4.1")
+    assert [r.region_run for r in regions] == [None, None]
+    assert out[0].to_json()["region_run"] == {"reproduces": None, "why": "not cut"}
+    run = out[1].to_json()["region_run"]
+    assert run["reproduces"] is True and run["cut"] == "cut"
+    assert run["attempts"] == [{"hops": 1, "nodes": 3}] and run["reaches_outputs"] == [0]
+    assert run["drift"]["bit_identical"] is True and run["drift"]["outputs"] == 1
+    assert run["cut_from"] == "the region's own aten nodes" and run["nodes_missing"] == []
+    _validator("region_run").validate(run)
+    # a step no region run names leaves its regions without one
+    assert service._with_region_drift(regions, record, "0.4.1->0.4.2") == regions
+
+
+def test_a_steps_level_without_a_model_level_run_comes_from_its_region_cuts() -> None:
+    policy = Policy({"float32": 1e-2})
+    verdict, source = service.step_verdict(
+        {}, "0.4.0->0.4.1", "identical", None, None, policy, "float32"
+    )
+    assert (verdict.verdict, source) == (Verdict.SAME_PROGRAM, None)
+    verdict, source = service.step_verdict(
+        {}, "0.4.0->0.4.1", "cannot-convert", None, None, policy, "float32"
+    )
+    assert (verdict.reexport, source) == (Reexport.INCONCLUSIVE, None)
+    assert "cannot be compared across 0.4.0->0.4.1 (cannot-convert)" in verdict.reason
+    verdict, source = service.step_verdict(
+        {}, "0.4.0->0.4.1", "differs", None, None, policy, "float32"
+    )
+    assert (verdict.reexport, source) == (Reexport.INCONCLUSIVE, service.REGION_CUTS)
+    assert verdict.reason.endswith("no region run")
+
+
+def test_a_bundles_probes_are_every_steps_with_a_regime_failing_twice_named_once() -> None:
+    def change(probe: str, step: str) -> ProbeChange:
+        return ProbeChange(probe, "softmax", Verdict.VALUES_MOVE, ("54",), step)
+
+    first = ProbeCheck(3, (change("softmax-a", "0.4.0->0.4.1"),), ("conv-b", "add-c"))
+    second = ProbeCheck(2, (change("softmax-b", "0.4.1->0.4.2"),), ("conv-b",))
+    both = ProbeCheck.over([first, second])
+    assert both.to_json() == {
+        "probed": 5,
+        "changed": [
+            {
+                "probe": "softmax-a",
+                "construct": "softmax",
+                "verdict": Verdict.VALUES_MOVE,
+                "explained_by": ["54"],
+                "step": "0.4.0->0.4.1",
+            },
+            {
+                "probe": "softmax-b",
+                "construct": "softmax",
+                "verdict": Verdict.VALUES_MOVE,
+                "explained_by": ["54"],
+                "step": "0.4.1->0.4.2",
+            },
+        ],
+        "failing_both": ["add-c", "conv-b"],
+    }
+    # a bundle whose check has no probes (nothing was built) says so with the same fields
+    assert ProbeCheck.over([]).to_json() == {"probed": 0, "changed": [], "failing_both": []}
+
+
+def test_a_torch_check_reads_back_what_it_wrote_and_refuses_another_form_in_one_line() -> None:
+    check = TorchCheck("2.13.0+cpu", "2.9.0", "the recipe's lock", False, "9 of 9 probes")
+    assert TorchCheck.from_json(json.loads(json.dumps(check.to_json()))) == check
+    unrecorded = TorchCheck("2.13.0+cpu", None, None, None, None)
+    assert TorchCheck.from_json(unrecorded.to_json()) == unrecorded
+    assert TorchCheck.from_json(None) is None
+    without = {k: v for k, v in check.to_json().items() if k != "same"}
+    with pytest.raises(RecordError, match=r"^a whole-program check's torch: no field 'same'$"):
+        TorchCheck.from_json(without)
+    with pytest.raises(RecordError, match=r"field 'built' is int, expected str$"):
+        TorchCheck.from_json({**check.to_json(), "built": 213})
+    with pytest.raises(RecordError, match=r"expected an object, found str$"):
+        TorchCheck.from_json("2.13.0")

@@ -970,3 +970,66 @@ def test_linear_layers_and_attention_products_with_their_operands_as_written():
     ]
     assert [g.params["op"] for g in found] == ["addmm", "bmm", "bmm", "mm"]
     assert found[-1].params["shapes_seen"] == ["1x6x32", "6x32"]
+
+
+class Attentions(torch.nn.Module):
+    """F.scaled_dot_product_attention three ways: causal with the default scale, an additive
+    mask with transformers' explicit scale over fewer key/value heads (grouped), and a boolean
+    mask over a longer key sequence (a streaming decoder's cache)."""
+
+    def forward(
+        self, q: torch.Tensor, kv: torch.Tensor, few: torch.Tensor, add: torch.Tensor, keep
+    ) -> tuple[torch.Tensor, ...]:
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        return (
+            sdpa(q, q, q, is_causal=True),
+            sdpa(q, few, few, add, scale=0.125, enable_gqa=True),
+            sdpa(q, kv, kv, keep),
+        )
+
+
+def test_sdpa_with_its_mask_kind_causality_scale_and_heads():
+    q = torch.randn(1, 4, 6, 8, dtype=torch.float16)
+    found = _found(
+        Attentions().half(),
+        q,
+        torch.randn(1, 4, 10, 8, dtype=torch.float16),
+        torch.randn(1, 2, 6, 8, dtype=torch.float16),
+        torch.zeros(1, 1, 6, 6, dtype=torch.float16),
+        torch.ones(1, 1, 6, 10, dtype=torch.bool),
+        table={},  # coreai-torch's table keeps the op whole, as an empty one does
+        kinds=["sdpa"],
+    )
+    plain = {"q_shape": [1, 4, 6, 8], "gqa": False}
+    assert [_probe(g) for g in found] == [
+        ({**plain, "kv_shape": [1, 4, 6, 8], "mask": "none", "causal": True}, "float16", 1),
+        (
+            {
+                **plain,
+                "kv_shape": [1, 2, 6, 8],
+                "mask": "additive",
+                "mask_shape": [1, 1, 6, 6],
+                "causal": False,
+                "scale": 0.125,
+                "gqa": True,
+            },
+            "float16",
+            1,
+        ),
+        (
+            {**plain, "kv_shape": [1, 4, 10, 8], "mask": "bool", "mask_shape": [1, 1, 6, 10]}
+            | {"causal": False},
+            "float16",
+            1,
+        ),
+    ]
+
+
+def test_attention_written_by_hand_is_no_sdpa_instance():
+    """QK^T, softmax and PV written out are the matmul and softmax kinds' instances."""
+    found = _found(
+        AttentionBlock().half(),
+        torch.randn(1, 6, 32, dtype=torch.float16),
+        kinds=["sdpa", "softmax", "matmul"],
+    )
+    assert {g.kind for g in found} == {"softmax", "matmul"}

@@ -67,7 +67,7 @@ CHANGELOG_CONSTRUCTS = {
 TRACED_CONSTRUCTS = {"floor_divide"}
 # Constructs of the transformer era whose lowering did not change over the catalog's releases
 # ([[unchanged]] in oracle/catalog/fixes.toml): probed for the registry sweep and coverage.
-UNCHANGED_CONSTRUCTS = {"softmax", "matmul"}
+UNCHANGED_CONSTRUCTS = {"softmax", "matmul", "sdpa"}
 # Regimes the changelog names as controls, by construct.
 CHANGELOG_CONTROLS = {
     "cat_dynamic",
@@ -462,6 +462,23 @@ def _matmul(r: Regime, g: list[dict]) -> None:
     assert dtype_of(a) == dtype_of(b) == r.spec.dtype
 
 
+def _sdpa(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.scaled_dot_product_attention.default")
+    q, k, v, *rest = n["args"]
+    assert shape_of(q) == list(p["q_shape"]) and shape_of(k) == list(p["kv_shape"])
+    assert dtype_of(q) == dtype_of(k) == dtype_of(v) == r.spec.dtype
+    mask = rest[0] if rest else n["kwargs"].get("attn_mask")
+    if p["mask"] == "none":
+        assert mask is None
+    else:
+        assert shape_of(mask) == list(p["mask_shape"])
+        assert dtype_of(mask) == ("bool" if p["mask"] == "bool" else r.spec.dtype)
+    causal = rest[2] if len(rest) > 2 else n["kwargs"].get("is_causal", False)
+    assert causal == p["causal"]
+    assert n["kwargs"].get("scale") == p.get("scale")
+
+
 PAD_OPS = {
     "reflect": "aten.reflection_pad{}d.default",
     "replicate": "aten.replication_pad{}d.default",
@@ -612,6 +629,7 @@ CHECKS = {
     "masked_scatter": _masked_scatter,
     "softmax": _softmax,
     "matmul": _matmul,
+    "sdpa": _sdpa,
 }
 
 

@@ -1,4 +1,4 @@
-"""The transformer-era probes (softmax, matmul) converted under a real release pair: each
+"""The transformer-era probes (softmax, matmul, sdpa) converted under a real release pair: each
 library regime converts under both releases, its program is the one the lowering read unchanged
 ([[unchanged]] in oracle/catalog/fixes.toml) says it is, it runs against torch within the
 policy, and its exported graph holds the op kinds `plan`'s coverage counts it for."""
@@ -17,13 +17,14 @@ from oracle.catalog.regimes import load_regimes
 from oracle.catalog.releases import version_key
 from oracle.executors.comparison import compare
 
-KINDS = ("softmax", "matmul")
+KINDS = ("softmax", "matmul", "sdpa")
 REGIMES = [r for r in load_regimes() if r.construct in KINDS]
 # the op kinds of a probe's exported graph that its construct is there to cover
 HOLDS = {
     "softmax": {"aten._softmax.default"},
     "matmul/linear": {"aten.permute.default"},
     "matmul/matmul": {"aten.bmm.default", "aten.expand.default", "aten.view.default"},
+    "sdpa": {"aten.scaled_dot_product_attention.default"},
 }
 
 
@@ -50,3 +51,17 @@ def test_the_probe_converts_under_both_releases_and_is_unchanged(regime, env, po
         assert wanted <= ops, sorted(ops)
         if regime.construct == "matmul" and form == "linear":
             assert ops & {"aten.mm.default", "aten.addmm.default"}
+
+
+SDPA = [r for r in REGIMES if r.construct == "sdpa"]
+
+
+@pytest.mark.parametrize("regime", SDPA, ids=[r.id for r in SDPA])
+def test_sdpa_is_the_same_program_across_the_release_that_touched_its_neighbours(regime, env, pool):
+    """0.4.1 changed the binary and unary ops' lowerings beside sdpa's in the same file (and the
+    composite's own test tolerances); replace_sdpa and _sdpa_decompose did not change. The probes
+    say so: each regime's shipped program is the same under 0.4.0 and 0.4.1."""
+    result = compare(regime.spec, env("0.4.0"), env("0.4.1"), pool)
+    assert result.old.ok and result.new.ok, (result.old.error, result.new.error)
+    assert result.shipped == "identical"
+    assert judge(result, load_policy()).reexport == "no"

@@ -1033,3 +1033,37 @@ def test_attention_written_by_hand_is_no_sdpa_instance():
         kinds=["sdpa", "softmax", "matmul"],
     )
     assert {g.kind for g in found} == {"softmax", "matmul"}
+
+
+class Mlps(torch.nn.Module):
+    """A SwiGLU MLP (silu of the gate times the up projection), a plain SiLU, and GELU exact and
+    tanh-approximated."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = torch.nn.Linear(8, 16, bias=False)
+        self.up = torch.nn.Linear(8, 16, bias=False)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        gelu = torch.nn.functional.gelu
+        return (
+            torch.nn.functional.silu(self.gate(x)) * self.up(x),
+            torch.nn.functional.silu(x),
+            gelu(x),
+            gelu(x, approximate="tanh"),
+        )
+
+
+def test_silu_gated_or_plain_and_gelu_by_its_approximation():
+    found = _found(
+        Mlps().half(),
+        torch.randn(1, 5, 8, dtype=torch.float16),
+        table={},  # coreai-torch's table keeps silu, as an empty one does
+        kinds=["silu", "gelu"],
+    )
+    assert [(g.kind, *_probe(g)) for g in found] == [
+        ("silu", {"form": "gated", "input_shape": [1, 5, 16]}, "float16", 1),
+        ("silu", {"form": "plain", "input_shape": [1, 5, 8]}, "float16", 1),
+        ("gelu", {"approximate": "none", "input_shape": [1, 5, 8]}, "float16", 1),
+        ("gelu", {"approximate": "tanh", "input_shape": [1, 5, 8]}, "float16", 1),
+    ]

@@ -67,7 +67,7 @@ CHANGELOG_CONSTRUCTS = {
 TRACED_CONSTRUCTS = {"floor_divide"}
 # Constructs of the transformer era whose lowering did not change over the catalog's releases
 # ([[unchanged]] in oracle/catalog/fixes.toml): probed for the registry sweep and coverage.
-UNCHANGED_CONSTRUCTS = {"softmax", "matmul", "sdpa"}
+UNCHANGED_CONSTRUCTS = {"softmax", "matmul", "sdpa", "silu", "gelu"}
 # Regimes the changelog names as controls, by construct.
 CHANGELOG_CONTROLS = {
     "cat_dynamic",
@@ -479,6 +479,21 @@ def _sdpa(r: Regime, g: list[dict]) -> None:
     assert n["kwargs"].get("scale") == p.get("scale")
 
 
+def _silu(r: Regime, g: list[dict]) -> None:
+    n = one(g, "aten.silu.default")
+    assert shape_of(n["args"][0]) == list(r.spec.params["input_shape"])
+    assert dtype_of(n["args"][0]) == r.spec.dtype
+    products = [m for m in nodes(g, "aten.mul.Tensor") if m["args"][0].get("node") == n["name"]]
+    assert len(products) == (1 if r.spec.params["form"] == "gated" else 0)
+
+
+def _gelu(r: Regime, g: list[dict]) -> None:
+    n = one(g, "aten.gelu.default")
+    assert shape_of(n["args"][0]) == list(r.spec.params["input_shape"])
+    assert dtype_of(n["args"][0]) == r.spec.dtype
+    assert n["kwargs"].get("approximate", "none") == r.spec.params["approximate"]
+
+
 PAD_OPS = {
     "reflect": "aten.reflection_pad{}d.default",
     "replicate": "aten.replication_pad{}d.default",
@@ -630,6 +645,8 @@ CHECKS = {
     "softmax": _softmax,
     "matmul": _matmul,
     "sdpa": _sdpa,
+    "silu": _silu,
+    "gelu": _gelu,
 }
 
 

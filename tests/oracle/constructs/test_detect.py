@@ -1067,3 +1067,26 @@ def test_silu_gated_or_plain_and_gelu_by_its_approximation():
         ("gelu", {"approximate": "none", "input_shape": [1, 5, 8]}, "float16", 1),
         ("gelu", {"approximate": "tanh", "input_shape": [1, 5, 8]}, "float16", 1),
     ]
+
+
+class RMSNorms(torch.nn.Module):
+    """transformers' RMSNorm in an fp16 model (upcast, cast back, weight) and one without weight
+    computed in the model's dtype."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(8))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = x.to(torch.float32)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+        plain = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
+        return self.weight * h.to(x.dtype), plain
+
+
+def test_rms_norm_with_its_upcast_weight_and_eps():
+    found = _found(RMSNorms().half(), torch.randn(1, 5, 8, dtype=torch.float16), kinds=["rms_norm"])
+    assert [_probe(g) for g in found] == [
+        ({"input_shape": [1, 5, 8], "eps": 1e-6, "upcast": True, "weight": True}, "float16", 1),
+        ({"input_shape": [1, 5, 8], "eps": 1e-5, "upcast": False, "weight": False}, "float16", 1),
+    ]

@@ -67,7 +67,7 @@ CHANGELOG_CONSTRUCTS = {
 TRACED_CONSTRUCTS = {"floor_divide"}
 # Constructs of the transformer era whose lowering did not change over the catalog's releases
 # ([[unchanged]] in oracle/catalog/fixes.toml): probed for the registry sweep and coverage.
-UNCHANGED_CONSTRUCTS = {"softmax", "matmul", "sdpa", "silu", "gelu"}
+UNCHANGED_CONSTRUCTS = {"softmax", "matmul", "sdpa", "silu", "gelu", "rms_norm"}
 # Regimes the changelog names as controls, by construct.
 CHANGELOG_CONTROLS = {
     "cat_dynamic",
@@ -494,6 +494,21 @@ def _gelu(r: Regime, g: list[dict]) -> None:
     assert n["kwargs"].get("approximate", "none") == r.spec.params["approximate"]
 
 
+def _rms_norm(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.rsqrt.default")
+    square = one(g, "aten.pow.Tensor_Scalar")
+    assert square["args"][1] == 2 and one(g, "aten.mean.dim")["args"][1:] == [[-1], True]
+    x = square["args"][0]
+    assert dtype_of(x) == ("float32" if p["upcast"] else r.spec.dtype)
+    assert shape_of(x) == list(p["input_shape"])
+    assert dtype_of(n["args"][0]) == dtype_of(x)
+    weights = [
+        a for m in nodes(g, "aten.mul.Tensor") for a in m["args"] if a.get("node") == "p_weight"
+    ]
+    assert len(weights) == (1 if p["weight"] else 0)
+
+
 PAD_OPS = {
     "reflect": "aten.reflection_pad{}d.default",
     "replicate": "aten.replication_pad{}d.default",
@@ -647,6 +662,7 @@ CHECKS = {
     "sdpa": _sdpa,
     "silu": _silu,
     "gelu": _gelu,
+    "rms_norm": _rms_norm,
 }
 
 

@@ -1,4 +1,4 @@
-"""The transformer-era probes (softmax, matmul, sdpa, silu, gelu) converted under a real release
+"""The transformer-era probes (softmax, matmul, sdpa, silu, gelu, rms_norm) under a real release
 pair: each library regime converts under both releases, its program is the one the lowering read
 unchanged ([[unchanged]] in oracle/catalog/fixes.toml) says it is, it runs against torch within
 the policy, and its exported graph holds the op kinds `plan`'s coverage counts it for."""
@@ -17,7 +17,7 @@ from oracle.catalog.regimes import load_regimes
 from oracle.catalog.releases import version_key
 from oracle.executors.comparison import compare
 
-KINDS = ("softmax", "matmul", "sdpa", "silu", "gelu")
+KINDS = ("softmax", "matmul", "sdpa", "silu", "gelu", "rms_norm")
 REGIMES = [r for r in load_regimes() if r.construct in KINDS]
 # the op kinds of a probe's exported graph that its construct is there to cover
 HOLDS = {
@@ -27,6 +27,12 @@ HOLDS = {
     "sdpa": {"aten.scaled_dot_product_attention.default"},
     "silu": {"aten.silu.default"},
     "gelu": {"aten.gelu.default"},
+    "rms_norm": {
+        "aten.pow.Tensor_Scalar",
+        "aten.mean.dim",
+        "aten.rsqrt.default",
+        "aten.mul.Tensor",
+    },
 }
 
 
@@ -57,7 +63,7 @@ def test_the_probe_converts_under_both_releases_and_is_unchanged(regime, env, po
 
 # 0.4.1 changed replace_binary_ops and replace_unary_ops (a `pow` and a `round` entry) and the
 # lines around sdpa's table entry; the kinds those reach are converted across that step too
-ACROSS_041 = [r for r in REGIMES if r.construct in ("sdpa", "silu")]
+ACROSS_041 = [r for r in REGIMES if r.construct in ("sdpa", "silu", "rms_norm")]
 
 
 @pytest.mark.parametrize("regime", ACROSS_041, ids=[r.id for r in ACROSS_041])

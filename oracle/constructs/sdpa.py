@@ -28,9 +28,10 @@ MASKS = ("none", "bool", "additive")
 
 # ---- the probe --------------------------------------------------------------------------------
 # query, key and value of q_shape and kv_shape (value's last dim: v_dim, the key's by default);
-# mask "bool": True where a query may attend, a sliding window of `window` positions back (and
-# the diagonal, so no row is empty); "additive": the same window as 0 inside and the dtype's
-# lowest value outside, what transformers builds for a causal or sliding-window fp16 model.
+# mask "bool": True (an int32 1, made bool in the graph) where a query may attend, a sliding
+# window of `window` positions back (and the diagonal, so no row is empty); "additive": the same
+# window as 0 inside and the dtype's lowest value outside, what transformers builds for a causal
+# or sliding-window fp16 model.
 
 
 def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
@@ -49,8 +50,11 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
         def forward(
             self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
         ) -> torch.Tensor:
+            # a boolean mask arrives as int32 (a probe's integer inputs are) and is made in the
+            # graph, as a model builds its mask from comparisons
+            m = mask if mask.is_floating_point() else mask.bool()
             return F.scaled_dot_product_attention(
-                q, k, v, mask, is_causal=self.causal, scale=self.scale, enable_gqa=self.gqa
+                q, k, v, m, is_causal=self.causal, scale=self.scale, enable_gqa=self.gqa
             )
 
     class _Maskless(_Attention):
@@ -82,7 +86,7 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
     window = int(params.get("window", cols))
     allowed = ((j <= i) & (j > i - window)).expand(mask_shape).contiguous()
     if params["mask"] == "bool":
-        return p.Built(module, {**inputs, "mask": allowed}, fixed_dtype=("mask",))
+        return p.Built(module, {**inputs, "mask": allowed.to(torch.int32)}, fixed_dtype=("mask",))
     if params["mask"] != "additive":
         raise ValueError(f"unknown mask {params['mask']!r}")
     # the fp16 lowest value, kept in fp32 here: the engine casts the input to the probe's dtype
@@ -123,12 +127,17 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
     scale = g.arg(node, 6, "scale")
     if scale is not None:
         params["scale"] = float(scale)
+    if g.worst(hows) != "static":
+        # sizes from .item() or dynamic dims (sam3's DETR cross-attention): not recorded. The
+        # probe takes plain ints, so it would export with static sizes and not hold the instance
+        # (test_probe_fidelity); the op kind stays covered by the bundle's static attentions.
+        return None
     params["gqa"] = bool(g.arg(node, 7, "enable_gqa", False))
     dropout = float(g.arg(node, 4, "dropout_p", 0.0) or 0.0)
     if dropout:
         params["graph_dropout"] = dropout  # an exported eval graph keeps it; the probe has none
     dtype = g.probe_dtype(g.val(q).dtype, params)
-    return g.Found("sdpa", g.with_sizes(params, g.worst(hows)), dtype, g.module_path(node))
+    return g.Found("sdpa", params, dtype, g.module_path(node))
 
 
 def label(params: dict[str, Any], short: str) -> str:

@@ -43,10 +43,11 @@ def trace_target(channels, length, blocks=2):
 '''
 
 
-# A plain MLP beside it, linear and GELU: its linears are probed as matmuls, its GELU by no
-# probe (a "no" for it is earned only by its whole program).
+# A plain MLP beside it, an RNN-T joint network (linear, tanh, linear): its linears are probed
+# as matmuls, its tanh by no probe (a "no" for it is earned only by its whole program).
 MLP_RECIPE = '''\
-"""My other recipe: a plain MLP, linear and GELU. Exported elsewhere."""
+"""My other recipe: a plain MLP, an RNN-T joint network (linear, tanh, linear). Exported
+elsewhere."""
 import torch
 from torch import nn
 
@@ -58,7 +59,7 @@ class Mlp(nn.Module):
         self.down = nn.Linear(hidden, width)
 
     def forward(self, x):
-        return self.down(nn.functional.gelu(self.up(x)))
+        return self.down(torch.tanh(self.up(x)))
 
 
 def trace_target(width, hidden):
@@ -215,3 +216,120 @@ def mlp_registry(
     """The registry text of the plain MLP of `recipe_repo` (`export/export_mlp.py`), registered
     by its builder, exported with `converter` (and its `core`)."""
     return _MLP.format(name=name, commit=commit, converter=converter, core=core)
+
+
+# A decoder of the transformer era, Llama-style: RMSNorm upcast to fp32, rotary embedding
+# (rotate-half with slice, neg and cat), causal SDPA and a SwiGLU MLP, in fp16.
+DECODER_RECIPE = '''\
+"""My decoder recipe: a Llama-style block (RMSNorm, rotary, causal SDPA, SwiGLU) in fp16."""
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, size, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x):
+        dtype = x.dtype
+        h = x.to(torch.float32)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(dtype)
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2 :]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Block(nn.Module):
+    def __init__(self, width, heads, hidden):
+        super().__init__()
+        self.heads = heads
+        self.input_norm = RMSNorm(width)
+        self.q = nn.Linear(width, width, bias=False)
+        self.k = nn.Linear(width, width, bias=False)
+        self.v = nn.Linear(width, width, bias=False)
+        self.o = nn.Linear(width, width, bias=False)
+        self.post_norm = RMSNorm(width)
+        self.gate = nn.Linear(width, hidden, bias=False)
+        self.up = nn.Linear(width, hidden, bias=False)
+        self.down = nn.Linear(hidden, width, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, t, c = x.shape
+        h = self.input_norm(x)
+        q, k, v = (
+            p(h).view(b, t, self.heads, -1).transpose(1, 2) for p in (self.q, self.k, self.v)
+        )
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.o(a.transpose(1, 2).reshape(b, t, c))
+        h = self.post_norm(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class Decoder(nn.Module):
+    def __init__(self, width, heads, hidden, layers):
+        super().__init__()
+        self.layers = nn.ModuleList(Block(width, heads, hidden) for _ in range(layers))
+        self.norm = RMSNorm(width)
+
+    def forward(self, x, cos, sin):
+        for layer in self.layers:
+            x = layer(x, cos, sin)
+        return self.norm(x)
+
+
+def trace_target(width, heads, hidden, length, layers=2):
+    """The registry's builder contract: (module in the shipped dtype, example inputs)."""
+    with torch.device("meta"):
+        model = Decoder(width, heads, hidden, layers).eval()
+    half = torch.float16
+    rotary = torch.zeros(1, 1, length, width // heads, dtype=half)
+    inputs = {"x": torch.zeros(1, length, width, dtype=half), "cos": rotary, "sin": rotary}
+    return model.to(half), inputs
+'''
+
+
+def decoder_repo(tmp_path: Path) -> tuple[Path, str]:
+    """A recipe repository holding `export/export_decoder.py` (DECODER_RECIPE), and its commit."""
+    repo = tmp_path / "my-decoder"
+    (repo / "export").mkdir(parents=True)
+    (repo / "export" / "export_decoder.py").write_text(DECODER_RECIPE)
+    git(repo, "init", "-q")
+    return repo, commit_all(repo, "decoder")
+
+
+_DECODER = """\
+[bundles.decoder]
+files = ["decoder.aimodel"]
+dtype = "float16"
+
+[bundles.decoder.exporter]
+converter = "0.4.1"
+core = "1.0.0b2"
+source = "our release notes"
+
+[bundles.decoder.pipeline]
+grad = "no_grad"
+
+[bundles.decoder.recipe]
+repository = "example/my-decoder"
+commit = "{commit}"
+
+[bundles.decoder.recipe.builder]
+path = "export/export_decoder.py"
+call = "trace_target"
+kwargs = {{ width = 64, heads = 4, hidden = 128, length = 16 }}
+"""
+
+
+def decoder_registry(commit: str) -> str:
+    """The registry text of the bundle "decoder" of `decoder_repo`, at `commit`."""
+    return _DECODER.format(commit=commit)

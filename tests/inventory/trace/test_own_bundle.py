@@ -245,10 +245,10 @@ def test_verify_auto_checks_whole_only_the_incomplete_bundles(own, json_schema):
     """`--verify auto` measures the whole-program check of exactly the bundles whose coverage is
     incomplete or whose answer would be `unchecked`, where they can be built, and answers them
     from it. Beside mine (every op of it probed; checked whole first too), the repository's
-    plain MLP (linear and GELU: its linears are probed as matmuls, its GELU by no probe, so a
-    "no" rests on its whole program), registered by its builder as mlp (exported with 0.4.1)
-    and mlp_b1 (0.4.0, for core-b2's step). Builds are counted in the store: a check measured
-    is one build folder of its bundle."""
+    plain MLP (an RNN-T joint network, linear, tanh, linear: its linears are probed as matmuls,
+    its tanh by no probe, so a "no" rests on its whole program), registered by its builder as
+    mlp (exported with 0.4.1) and mlp_b1 (0.4.0, for core-b2's step). Builds are counted in the
+    store: a check measured is one build folder of its bundle."""
     registry = own["tmp"] / "auto.toml"
     registry.write_text(
         own["registry"].read_text()
@@ -301,9 +301,9 @@ def test_verify_auto_checks_whole_only_the_incomplete_bundles(own, json_schema):
     cover = by["mlp"]["coverage"]
     assert cover["complete"] and cover["classes"]["not covered"] == {}
     census = tomllib.loads(registry.read_text())["bundles"]["mlp"]["trace"]["facts"]["ops"]
-    # its linears are probed (the matmul kind), its GELU rests on the whole program alone
+    # its linears are probed (the matmul kind), its tanh rests on the whole program alone
     assert {"aten.addmm.default", "aten.permute.default"} <= set(cover["classes"]["probed"])
-    assert cover["classes"]["whole-program"] == {"aten.gelu.default": census["aten.gelu.default"]}
+    assert cover["classes"]["whole-program"] == {"aten.tanh.default": census["aten.tanh.default"]}
     assert by["mine"]["reexport"] == mine_level and by["mine"]["coverage"]["complete"]
     assert by["mine"]["verify"]["cached"] is True
     assert not [w for w in data["warnings"] if "--verify auto" in w]

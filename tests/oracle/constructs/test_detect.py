@@ -970,3 +970,123 @@ def test_linear_layers_and_attention_products_with_their_operands_as_written():
     ]
     assert [g.params["op"] for g in found] == ["addmm", "bmm", "bmm", "mm"]
     assert found[-1].params["shapes_seen"] == ["1x6x32", "6x32"]
+
+
+class Attentions(torch.nn.Module):
+    """F.scaled_dot_product_attention three ways: causal with the default scale, an additive
+    mask with transformers' explicit scale over fewer key/value heads (grouped), and a boolean
+    mask over a longer key sequence (a streaming decoder's cache)."""
+
+    def forward(
+        self, q: torch.Tensor, kv: torch.Tensor, few: torch.Tensor, add: torch.Tensor, keep
+    ) -> tuple[torch.Tensor, ...]:
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        return (
+            sdpa(q, q, q, is_causal=True),
+            sdpa(q, few, few, add, scale=0.125, enable_gqa=True),
+            sdpa(q, kv, kv, keep),
+        )
+
+
+def test_sdpa_with_its_mask_kind_causality_scale_and_heads():
+    q = torch.randn(1, 4, 6, 8, dtype=torch.float16)
+    found = _found(
+        Attentions().half(),
+        q,
+        torch.randn(1, 4, 10, 8, dtype=torch.float16),
+        torch.randn(1, 2, 6, 8, dtype=torch.float16),
+        torch.zeros(1, 1, 6, 6, dtype=torch.float16),
+        torch.ones(1, 1, 6, 10, dtype=torch.bool),
+        table={},  # coreai-torch's table keeps the op whole, as an empty one does
+        kinds=["sdpa"],
+    )
+    plain = {"q_shape": [1, 4, 6, 8], "gqa": False}
+    assert [_probe(g) for g in found] == [
+        ({**plain, "kv_shape": [1, 4, 6, 8], "mask": "none", "causal": True}, "float16", 1),
+        (
+            {
+                **plain,
+                "kv_shape": [1, 2, 6, 8],
+                "mask": "additive",
+                "mask_shape": [1, 1, 6, 6],
+                "causal": False,
+                "scale": 0.125,
+                "gqa": True,
+            },
+            "float16",
+            1,
+        ),
+        (
+            {**plain, "kv_shape": [1, 4, 10, 8], "mask": "bool", "mask_shape": [1, 1, 6, 10]}
+            | {"causal": False},
+            "float16",
+            1,
+        ),
+    ]
+
+
+def test_attention_written_by_hand_is_no_sdpa_instance():
+    """QK^T, softmax and PV written out are the matmul and softmax kinds' instances."""
+    found = _found(
+        AttentionBlock().half(),
+        torch.randn(1, 6, 32, dtype=torch.float16),
+        kinds=["sdpa", "softmax", "matmul"],
+    )
+    assert {g.kind for g in found} == {"softmax", "matmul"}
+
+
+class Mlps(torch.nn.Module):
+    """A SwiGLU MLP (silu of the gate times the up projection), a plain SiLU, and GELU exact and
+    tanh-approximated."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = torch.nn.Linear(8, 16, bias=False)
+        self.up = torch.nn.Linear(8, 16, bias=False)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        gelu = torch.nn.functional.gelu
+        return (
+            torch.nn.functional.silu(self.gate(x)) * self.up(x),
+            torch.nn.functional.silu(x),
+            gelu(x),
+            gelu(x, approximate="tanh"),
+        )
+
+
+def test_silu_gated_or_plain_and_gelu_by_its_approximation():
+    found = _found(
+        Mlps().half(),
+        torch.randn(1, 5, 8, dtype=torch.float16),
+        table={},  # coreai-torch's table keeps silu, as an empty one does
+        kinds=["silu", "gelu"],
+    )
+    assert [(g.kind, *_probe(g)) for g in found] == [
+        ("silu", {"form": "gated", "input_shape": [1, 5, 16]}, "float16", 1),
+        ("silu", {"form": "plain", "input_shape": [1, 5, 8]}, "float16", 1),
+        ("gelu", {"approximate": "none", "input_shape": [1, 5, 8]}, "float16", 1),
+        ("gelu", {"approximate": "tanh", "input_shape": [1, 5, 8]}, "float16", 1),
+    ]
+
+
+class RMSNorms(torch.nn.Module):
+    """transformers' RMSNorm in an fp16 model (upcast, cast back, weight) and one without weight
+    computed in the model's dtype."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(8))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = x.to(torch.float32)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+        plain = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
+        return self.weight * h.to(x.dtype), plain
+
+
+def test_rms_norm_with_its_upcast_weight_and_eps():
+    found = _found(RMSNorms().half(), torch.randn(1, 5, 8, dtype=torch.float16), kinds=["rms_norm"])
+    assert [_probe(g) for g in found] == [
+        ({"input_shape": [1, 5, 8], "eps": 1e-6, "upcast": True, "weight": True}, "float16", 1),
+        ({"input_shape": [1, 5, 8], "eps": 1e-5, "upcast": False, "weight": False}, "float16", 1),
+    ]

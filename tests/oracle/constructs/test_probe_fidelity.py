@@ -103,7 +103,19 @@ def _export(kind: str, dtype: str, params: dict[str, Any]) -> list[torch.fx.Node
             tuple(probe.inputs.values()),
             dynamic_shapes=tuple(dynamic.values()) if dynamic else None,
         )
-        return list(ep.run_decompositions().graph.nodes)
+        return list(ep.run_decompositions(_keeping(kind)).graph.nodes)
+
+
+def _keeping(kind: str) -> dict[Any, Any]:
+    """torch's default decompositions without the ops the construct reads: a kind that reads an
+    op coreai-torch's table keeps whole (sdpa, silu) is traced from a graph that holds it, so its
+    probe is held in the same form (the other kinds read ops the default table keeps anyway)."""
+    table = torch.export.default_decompositions()
+    for reader in constructs.get(kind).readers:
+        for name in reader.ops:
+            ns, op, overload = name.split(".")
+            table.pop(getattr(getattr(getattr(torch.ops, ns), op), overload), None)
+    return dict(table)
 
 
 def _regime_view(kind: str, params: dict[str, Any]) -> dict[str, Any]:

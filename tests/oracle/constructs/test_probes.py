@@ -67,7 +67,7 @@ CHANGELOG_CONSTRUCTS = {
 TRACED_CONSTRUCTS = {"floor_divide"}
 # Constructs of the transformer era whose lowering did not change over the catalog's releases
 # ([[unchanged]] in oracle/catalog/fixes.toml): probed for the registry sweep and coverage.
-UNCHANGED_CONSTRUCTS = {"softmax", "matmul"}
+UNCHANGED_CONSTRUCTS = {"softmax", "matmul", "sdpa", "silu", "gelu", "rms_norm"}
 # Regimes the changelog names as controls, by construct.
 CHANGELOG_CONTROLS = {
     "cat_dynamic",
@@ -462,6 +462,53 @@ def _matmul(r: Regime, g: list[dict]) -> None:
     assert dtype_of(a) == dtype_of(b) == r.spec.dtype
 
 
+def _sdpa(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.scaled_dot_product_attention.default")
+    q, k, v, *rest = n["args"]
+    assert shape_of(q) == list(p["q_shape"]) and shape_of(k) == list(p["kv_shape"])
+    assert dtype_of(q) == dtype_of(k) == dtype_of(v) == r.spec.dtype
+    mask = rest[0] if rest else n["kwargs"].get("attn_mask")
+    if p["mask"] == "none":
+        assert mask is None
+    else:
+        assert shape_of(mask) == list(p["mask_shape"])
+        assert dtype_of(mask) == ("bool" if p["mask"] == "bool" else r.spec.dtype)
+    causal = rest[2] if len(rest) > 2 else n["kwargs"].get("is_causal", False)
+    assert causal == p["causal"]
+    assert n["kwargs"].get("scale") == p.get("scale")
+
+
+def _silu(r: Regime, g: list[dict]) -> None:
+    n = one(g, "aten.silu.default")
+    assert shape_of(n["args"][0]) == list(r.spec.params["input_shape"])
+    assert dtype_of(n["args"][0]) == r.spec.dtype
+    products = [m for m in nodes(g, "aten.mul.Tensor") if m["args"][0].get("node") == n["name"]]
+    assert len(products) == (1 if r.spec.params["form"] == "gated" else 0)
+
+
+def _gelu(r: Regime, g: list[dict]) -> None:
+    n = one(g, "aten.gelu.default")
+    assert shape_of(n["args"][0]) == list(r.spec.params["input_shape"])
+    assert dtype_of(n["args"][0]) == r.spec.dtype
+    assert n["kwargs"].get("approximate", "none") == r.spec.params["approximate"]
+
+
+def _rms_norm(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    n = one(g, "aten.rsqrt.default")
+    square = one(g, "aten.pow.Tensor_Scalar")
+    assert square["args"][1] == 2 and one(g, "aten.mean.dim")["args"][1:] == [[-1], True]
+    x = square["args"][0]
+    assert dtype_of(x) == ("float32" if p["upcast"] else r.spec.dtype)
+    assert shape_of(x) == list(p["input_shape"])
+    assert dtype_of(n["args"][0]) == dtype_of(x)
+    weights = [
+        a for m in nodes(g, "aten.mul.Tensor") for a in m["args"] if a.get("node") == "p_weight"
+    ]
+    assert len(weights) == (1 if p["weight"] else 0)
+
+
 PAD_OPS = {
     "reflect": "aten.reflection_pad{}d.default",
     "replicate": "aten.replication_pad{}d.default",
@@ -612,6 +659,10 @@ CHECKS = {
     "masked_scatter": _masked_scatter,
     "softmax": _softmax,
     "matmul": _matmul,
+    "sdpa": _sdpa,
+    "silu": _silu,
+    "gelu": _gelu,
+    "rms_norm": _rms_norm,
 }
 
 

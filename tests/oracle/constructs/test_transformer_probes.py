@@ -1,7 +1,7 @@
-"""The transformer-era probes (softmax, matmul) converted under a real release pair: each
-library regime converts under both releases, its program is the one the lowering read unchanged
-([[unchanged]] in oracle/catalog/fixes.toml) says it is, it runs against torch within the
-policy, and its exported graph holds the op kinds `plan`'s coverage counts it for."""
+"""The transformer-era probes (softmax, matmul, sdpa, silu, gelu, rms_norm) under a real release
+pair: each library regime converts under both releases, its program is the one the lowering read
+unchanged ([[unchanged]] in oracle/catalog/fixes.toml) says it is, it runs against torch within
+the policy, and its exported graph holds the op kinds `plan`'s coverage counts it for."""
 
 from __future__ import annotations
 
@@ -17,13 +17,22 @@ from oracle.catalog.regimes import load_regimes
 from oracle.catalog.releases import version_key
 from oracle.executors.comparison import compare
 
-KINDS = ("softmax", "matmul")
+KINDS = ("softmax", "matmul", "sdpa", "silu", "gelu", "rms_norm")
 REGIMES = [r for r in load_regimes() if r.construct in KINDS]
 # the op kinds of a probe's exported graph that its construct is there to cover
 HOLDS = {
     "softmax": {"aten._softmax.default"},
     "matmul/linear": {"aten.permute.default"},
     "matmul/matmul": {"aten.bmm.default", "aten.expand.default", "aten.view.default"},
+    "sdpa": {"aten.scaled_dot_product_attention.default"},
+    "silu": {"aten.silu.default"},
+    "gelu": {"aten.gelu.default"},
+    "rms_norm": {
+        "aten.pow.Tensor_Scalar",
+        "aten.mean.dim",
+        "aten.rsqrt.default",
+        "aten.mul.Tensor",
+    },
 }
 
 
@@ -50,3 +59,19 @@ def test_the_probe_converts_under_both_releases_and_is_unchanged(regime, env, po
         assert wanted <= ops, sorted(ops)
         if regime.construct == "matmul" and form == "linear":
             assert ops & {"aten.mm.default", "aten.addmm.default"}
+
+
+# 0.4.1 changed replace_binary_ops and replace_unary_ops (a `pow` and a `round` entry) and the
+# lines around sdpa's table entry; the kinds those reach are converted across that step too
+ACROSS_041 = [r for r in REGIMES if r.construct in ("sdpa", "silu", "rms_norm")]
+
+
+@pytest.mark.parametrize("regime", ACROSS_041, ids=[r.id for r in ACROSS_041])
+def test_the_probe_is_the_same_program_across_the_unary_and_binary_change(regime, env, pool):
+    """replace_sdpa and its _sdpa_* helpers did not change in 0.4.1 (coreai-torch#28 only
+    loosened its test's fp32 tolerance), and the entries added to the unary and binary tables
+    are not silu's or mul's: each regime's shipped program is the same under 0.4.0 and 0.4.1."""
+    result = compare(regime.spec, env("0.4.0"), env("0.4.1"), pool)
+    assert result.old.ok and result.new.ok, (result.old.error, result.new.error)
+    assert result.shipped == "identical"
+    assert judge(result, load_policy()).reexport == "no"

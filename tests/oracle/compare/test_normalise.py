@@ -67,6 +67,7 @@ def test_specialised_composite_names_keep_their_suffix():
 
 
 @pytest.mark.slow
+@pytest.mark.own_workers  # two worker processes: a shared worker would convert both
 def test_two_conversions_in_two_processes_normalise_identical(env, tmp_path):
     """Real IR: the same module converted by two separate worker processes."""
     from oracle.clients.worker_pool import Pool

@@ -207,16 +207,22 @@ def test_affected_and_plan_in_markdown(converter_envs):
     md = proc.stdout
     assert md.startswith("# Re-export plan for coreai-torch 0.4.2")
     assert "Deployment runtimes: coreai-core 1.0.0b2, 1.0.0b3 (default:" in md
+    # each bundle's coverage cell, from the same plan's JSON (the figures move with every
+    # probe kind added; what is held here is the markdown line that carries them)
+    ran = run("plan", "--to", "0.4.2", "--json", "-q")
+    covers = {
+        b["bundle"]: _cover_cell(b["coverage"]) for b in json.loads(ran.stdout)["result"]["bundles"]
+    }
     # nothing changes mimi, but most of its ops are neither probed nor checked whole:
     # unchecked, its coverage (counted over its recipe's census) saying why
-    cover = "42% probed, 0% whole, 58% not covered of 318 ops"
+    cover = covers["mimi"]
+    assert cover.endswith("not covered of 318 ops") and not cover.startswith("100%"), cover
     assert (
         "| mimi | 0.4.1 | **unchecked** | 1.0.0b2 loads, 1.0.0b3 loads | - | - | "
         f"coverage ({cover}) | - | {cover} |"
     ) in md
     # the pipeline record the asset probe answered alone is not checked on the bundle's program
-    lfm = "79% probed, 0% whole, 21% not covered of 1795 ops"
-    sam3 = "77% probed, 0% whole, 23% not covered of 5942 ops"
+    lfm, sam3 = covers["lfm_audio"], covers["sam3"]
     assert (
         "| lfm_audio | 0.4.0 (assumed) | **inconclusive** | depends on the exporter | - | "
         f"{L28} (depends-on-exporter) | core-b2 (asset-probe-same-program), coverage ({lfm}) | "
@@ -229,6 +235,16 @@ def test_affected_and_plan_in_markdown(converter_envs):
     ) in md
     # the summary table comes first, worst level first
     assert md.index("| sam3 | **required** |") < md.index("| bundle | exporter |")
+
+
+def _cover_cell(coverage: dict) -> str:
+    """The coverage cell as the plan's JSON counts it: each class's share of the census."""
+    total = coverage["ops"]
+    share = {k: sum(v.values()) / total for k, v in coverage["classes"].items()}
+    return (
+        f"{share['probed']:.0%} probed, {share['whole-program']:.0%} whole, "
+        f"{share['not covered']:.0%} not covered of {total} ops"
+    )
 
 
 def test_tolerance_turns_an_optional_move_into_a_required_one(converter_envs, json_schema):

@@ -30,6 +30,7 @@ from inventory.trace.service import recipe_process, trace_recipe
 from inventory.verify import cuts, forms, parts, whole
 from oracle.catalog import EnvError
 from oracle.envs import Env
+from oracle.executors.answers import ProgramAnswer
 from oracle.infra import Progress
 from oracle.session import Session
 from oracle.store import result_store as store
@@ -179,6 +180,7 @@ class _Parts:
                     whole.conversion(wanted[i][1], wanted[i][2], self.bundle, works[i])
                     for i in missing
                 ],
+                ProgramAnswer.decode,
                 at_once=2,
             )
             for i, answer in zip(missing, answers, strict=True):

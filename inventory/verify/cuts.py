@@ -30,6 +30,7 @@ from inventory.verify import parts, whole
 from inventory.verify.regions import Region
 from oracle.envs import Env
 from oracle.executors import Call, Ship
+from oracle.executors.answers import CutAnswer
 from oracle.infra import settings
 
 # rings of producers and consumers tried in turn until a cut reproduces its region
@@ -65,10 +66,12 @@ def make_cuts(
                     ship=(Ship("program"), Ship("inputs")),
                     timeout=settings.seconds(whole.CONVERT_TIMEOUT),
                 )
-            ]
+            ],
+            CutAnswer.decode,
         )
-        answer.pop("wall_seconds", None)  # its own seconds, per step, are in the answer
-        return {**answer, "step": step, "cut_in": env.converter, "hops": hops}
+        # its own seconds, per step, are in the answer
+        made = {k: v for k, v in answer.wire.items() if k != "wall_seconds"}
+        return {**made, "step": step, "cut_in": env.converter, "hops": hops}
 
     return p.part(folder, make, parts.repeatable, parts.CUTTING)
 

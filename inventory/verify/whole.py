@@ -26,6 +26,7 @@ from inventory.verify.regions import Located, Region, Side, regions
 from oracle.compare import compare_texts, normalise
 from oracle.envs import Env
 from oracle.executors import Call, Ship
+from oracle.executors.answers import AnswerError, AssetRun, ProgramAnswer
 from oracle.infra import Progress, WeightsError, cache_root, in_store, safe_name, settings
 from oracle.session import Session
 from oracle.store import result_store as store
@@ -193,13 +194,14 @@ def conversion(env: Env, program: str, bundle: Bundle, out: Path) -> Call:
     )
 
 
-def side(env: Env, answer: dict[str, Any]) -> dict[str, Any]:
-    """A conversion's answer as a side: which converter and packages made it, and what it cost."""
+def side(env: Env, answer: ProgramAnswer) -> dict[str, Any]:
+    """A conversion's answer as a side: which converter and packages made it, and what it cost.
+    It keeps the worker's own form of the answer (`ProgramAnswer.wire`), as stored before."""
     return {
-        **answer,
+        **answer.wire,
         "converter": env.converter,
         "packages": store.env_identity(env),
-        "wall_seconds": answer.get("wall_seconds", 0.0),
+        "wall_seconds": answer.envelope.wall_seconds or 0.0,
     }
 
 
@@ -347,22 +349,25 @@ def _run_once(
                 ship=(Ship("asset"), Ship("inputs", "*.inputs.safetensors")),
                 timeout=limit,
             )
-        ]
+        ],
+        AssetRun.decode,
     )
     seconds = time.perf_counter() - start
-    if not answer.get("ok"):
+    if not answer.envelope.ok:
         return {
             "ok": False,
             "runtime": env.runtime,
-            "stage": answer.get("stage", "?"),
-            "error": str(answer.get("error", "?")),
+            "stage": answer.envelope.stage,
+            "error": answer.envelope.error,
             "seconds": seconds,
         }
-    function = answer["functions"][0]
+    if not answer.functions:
+        raise AnswerError(f"{AssetRun.WHAT}: {asset} ran no function")
+    function = answer.functions[0]
     return {
         "ok": True,
         "runtime": env.runtime,
-        "outputs_file": function["outputs_file"],
-        "outputs": function["outputs"],
+        "outputs_file": function.outputs_file,
+        "outputs": list(function.outputs),
         "seconds": seconds,
     }

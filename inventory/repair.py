@@ -36,8 +36,7 @@ from inventory.scan.bundles import check_program, read_metadata
 from inventory.scan.model import BundleError
 from oracle.catalog import Catalog, EnvError, cores
 from oracle.envs import Env
-from oracle.executors import Call, Ship
-from oracle.executors.answers import BundleRead, Resaved, WeightsRead
+from oracle.executors import BundleRead, Call, Resaved, Ship, WeightsRead
 from oracle.infra import Progress
 from oracle.load_check import Run, runs_on
 from oracle.session import Session

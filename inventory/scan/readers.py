@@ -23,8 +23,7 @@ from oracle.catalog import Catalog, EnvError, RunFault
 from oracle.catalog import cores as runtime_catalog
 from oracle.clients import ScanWorker
 from oracle.envs import Env
-from oracle.executors import Call, Ship
-from oracle.executors.answers import BundleRead
+from oracle.executors import BundleRead, Call, Ship
 from oracle.infra import Progress, cache_root, safe_name
 from oracle.session import Session
 

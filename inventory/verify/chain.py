@@ -30,7 +30,7 @@ from inventory.trace.service import recipe_process, trace_recipe
 from inventory.verify import cuts, forms, parts, whole
 from oracle.catalog import EnvError
 from oracle.envs import Env
-from oracle.executors.answers import ProgramAnswer
+from oracle.executors import ProgramAnswer
 from oracle.infra import Progress
 from oracle.session import Session
 from oracle.store import result_store as store

@@ -29,8 +29,7 @@ from typing import Any
 from inventory.verify import parts, whole
 from inventory.verify.regions import Region
 from oracle.envs import Env
-from oracle.executors import Call, Ship
-from oracle.executors.answers import CutAnswer
+from oracle.executors import Call, CutAnswer, Ship
 from oracle.infra import settings
 
 # rings of producers and consumers tried in turn until a cut reproduces its region

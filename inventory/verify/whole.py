@@ -25,8 +25,7 @@ from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Region, Side, regions
 from oracle.compare import compare_texts, normalise
 from oracle.envs import Env
-from oracle.executors import Call, Ship
-from oracle.executors.answers import AnswerError, AssetRun, ProgramAnswer
+from oracle.executors import AnswerError, AssetRun, Call, ProgramAnswer, Ship
 from oracle.infra import Progress, WeightsError, cache_root, in_store, safe_name, settings
 from oracle.session import Session
 from oracle.store import result_store as store

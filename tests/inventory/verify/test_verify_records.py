@@ -19,7 +19,7 @@ from inventory.verify.decode import RecordError
 from inventory.verify.probe_check import ProbeChange, ProbeCheck
 from inventory.verify.regions import Region
 from inventory.verify.step_check import StepCheck
-from inventory.verify.step_region import StepRegion
+from inventory.verify.step_region import RegionRun, StepRegion
 from inventory.verify.torch_check import TorchCheck
 
 SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "verify.schema.json"
@@ -170,6 +170,26 @@ def test_a_steps_region_runs_are_added_to_new_regions() -> None:
     _validator("region_run").validate(run)
     # a step no region run names leaves its regions without one
     assert service._with_region_drift(regions, record, "0.4.1->0.4.2") == regions
+
+
+def test_a_region_run_that_was_not_cut_is_in_the_schema_s_form() -> None:
+    """A region the step's runs do not name, and every region of a step whose cuts failed, is
+    written `{"reproduces": null, "why": ...}` (as since region runs were first written): the
+    schema states that form beside the one of a region that was cut, which keeps every field."""
+    record: dict[str, Any] = {"region_runs": [{"step": "0.4.0->0.4.1", "regions": []}]}
+    [unnamed] = service._with_region_drift([_region()], record, "0.4.0->0.4.1")
+    record["region_runs"][0]["error"] = "cut worker: export failed"
+    [failed] = service._with_region_drift([_region()], record, "0.4.0->0.4.1")
+    validator = _validator("region_run")
+    for region, why in ((unnamed, "not cut"), (failed, "cut worker: export failed")):
+        run = region.to_json()["region_run"]
+        assert run == {"reproduces": None, "why": why}
+        validator.validate(run)
+    # the short form is only for a region not cut: one that was keeps its drift, even if null
+    cut = RegionRun(reproduces=None, why="nothing to cut").to_json()
+    validator.validate(cut)
+    assert not validator.is_valid({k: v for k, v in cut.items() if k != "drift"})
+    assert not validator.is_valid({"reproduces": True, "why": "w"})
 
 
 def test_a_steps_level_without_a_model_level_run_comes_from_its_region_cuts() -> None:

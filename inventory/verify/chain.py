@@ -28,6 +28,7 @@ from inventory.registry import Bundle
 from inventory.trace import extra
 from inventory.trace.service import recipe_process, trace_recipe
 from inventory.verify import cuts, forms, parts, whole
+from inventory.verify.converted_side import ConvertedSide
 from oracle.catalog import EnvError
 from oracle.envs import Env
 from oracle.executors import ProgramAnswer
@@ -157,16 +158,19 @@ class _Parts:
 
         return self.part(folder, make, _always, parts.TRACING)
 
-    def conversions(self, wanted: list[tuple[Path, Env, str]], what: str) -> list[dict[str, Any]]:
+    def conversions(self, wanted: list[tuple[Path, Env, str]], what: str) -> list[ConvertedSide]:
         """Sides (folder, release, program): each stored one read back, the others converted
         in one batch of calls (`Session.calls`: two at a time here, as a whole program takes
         one core and up to 1.6 GB; on a cluster's nodes), each stored as it may repeat."""
         if self.read_only:
-            return [self.part(f, _never, parts.repeatable, parts.CONVERTING) for f, _, _ in wanted]
+            return [
+                ConvertedSide.from_part(self.part(f, _never, parts.repeatable, parts.CONVERTING))
+                for f, _, _ in wanted
+            ]
         out = [parts.cached(f, self.use_cache, parts.CONVERTING) for f, _, _ in wanted]
         missing = [i for i, record in enumerate(out) if record is None]
         if not missing:
-            return [r for r in out if r is not None]
+            return [ConvertedSide.from_part(r) for r in out if r is not None]
         self.all_cached = False
         with ExitStack() as stack:
             works = {i: stack.enter_context(store.building(wanted[i][0])) for i in missing}
@@ -192,9 +196,9 @@ class _Parts:
                 out[i] = parts.finished(
                     folder, works[i], side, self.use_cache, parts.repeatable, parts.CONVERTING
                 )
-        return [r for r in out if r is not None]
+        return [ConvertedSide.from_part(r) for r in out if r is not None]
 
-    def sides(self, build: dict[str, Any], releases: list[str]) -> dict[str, dict[str, Any]]:
+    def sides(self, build: dict[str, Any], releases: list[str]) -> dict[str, ConvertedSide]:
         program = build["files"]["program"]
         wanted = []
         for release in releases:
@@ -204,15 +208,15 @@ class _Parts:
             )
         return dict(zip(releases, self.conversions(wanted, "it whole"), strict=True))
 
-    def pair(self, sides: dict[str, dict[str, Any]], a: str, b: str) -> dict[str, Any]:
+    def pair(self, sides: dict[str, ConvertedSide], a: str, b: str) -> dict[str, Any]:
         old, new = sides[a], sides[b]
-        if not old.get("evidence") or not new.get("evidence"):
+        if not old.evidence or not new.evidence:
             # a side that was not stored: compare in a temp folder, store nothing
             keep: Callable[[dict[str, Any]], bool] = lambda _: False  # noqa: E731
         else:
             keep = _always
         folder = parts.pair_folder(
-            self.bundle, Path(old.get("evidence") or a), Path(new.get("evidence") or b), a, b
+            self.bundle, Path(old.evidence or a), Path(new.evidence or b), a, b
         )
         record = self.part(
             folder, lambda work: whole.compared(old, new, work), keep, parts.COMPARING
@@ -254,7 +258,7 @@ class _Parts:
 
     def run(
         self,
-        side: dict[str, Any],
+        side: ConvertedSide,
         label: str,
         runtime: Any,
         inputs: Path,
@@ -263,11 +267,12 @@ class _Parts:
     ) -> dict[str, Any]:
         """One asset run on the inputs stored in the folder `inputs` (`inputs_key` names them
         in the run's key)."""
-        folder = parts.run_folder(self.bundle, side["shipped_digest"], inputs_key, runtime, kind)
+        assert side.shipped_digest is not None  # only a side that converted runs
+        folder = parts.run_folder(self.bundle, side.shipped_digest, inputs_key, runtime, kind)
 
         def make(work: Path) -> dict[str, Any]:
             return whole.run(
-                self.session, runtime, side["files"]["asset"], inputs, work, self.progress, label
+                self.session, runtime, side.files["asset"], inputs, work, self.progress, label
             )
 
         return self.part(folder, make, parts.run_repeats, parts.RUNNING)
@@ -475,13 +480,13 @@ def timing(record: dict[str, Any]) -> dict[str, float]:
     conversions and cut runs. A run two releases share (the same program) was paid once."""
     run = record.get("run") or {}
     builds = [record["build"], run.get("build") or {}]
-    sides = [*record["sides"].values(), *(run.get("sides") or {}).values()]
+    sides: list[ConvertedSide] = [*record["sides"].values(), *(run.get("sides") or {}).values()]
     runs = ((run.get("measurement") or {}).get("runs") or {}).values()
     once = {r.get("evidence") or id(r): r.get("seconds") or 0.0 for r in runs}
     regions = [r.get("seconds") or {} for r in record.get("region_runs") or []]
     out = {
         "build": sum(x.get("wall_seconds") or 0.0 for x in builds),
-        "conversions": sum(x.get("wall_seconds") or 0.0 for x in sides),
+        "conversions": sum(x.wall_seconds or 0.0 for x in sides),
         "runs": sum(once.values()),
         "region_cuts": sum(r.get("cut", 0.0) for r in regions),
         "region_conversions": sum(r.get("conversions", 0.0) for r in regions),
@@ -523,8 +528,8 @@ def _runs(
         }
         for (a, b), v in run_pairs.items()
     }
-    if any(not sides[r].get("ok") for r in needed):
-        bad = [r for r in needed if not sides[r].get("ok")]
+    if any(not sides[r].ok for r in needed):
+        bad = [r for r in needed if not sides[r].ok]
         out["measurement"] = {
             "ok": False,
             "error": f"the run form does not convert under {', '.join(bad)}",
@@ -549,7 +554,7 @@ def _runs(
 def _on_one_runtime(
     p: _Parts,
     bundle: Bundle,
-    sides: dict[str, dict[str, Any]],
+    sides: dict[str, ConvertedSide],
     needed: list[str],
     build: dict[str, Any],
     releases: list[str],

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from inventory.verify import parts, whole
+from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.regions import Region
 from oracle.envs import Env
 from oracle.executors import Call, CutAnswer, Ship
@@ -191,18 +192,14 @@ def _tried(
     old, new = p.conversions(
         [(_side_folder(p, envs[r], program), envs[r], program) for r in (a, b)], "a cut"
     )
-    seconds["conversions"] += sum(s.get("wall_seconds") or 0.0 for s in (old, new))
-    if not old.get("ok") or not new.get("ok"):
-        bad = [
-            f"{r} ({s.get('stage')}: {s.get('error')})"
-            for r, s in ((a, old), (b, new))
-            if not s.get("ok")
-        ]
+    seconds["conversions"] += sum(s.wall_seconds or 0.0 for s in (old, new))
+    if not old.ok or not new.ok:
+        bad = [f"{r} ({s.failure})" for r, s in ((a, old), (b, new)) if not s.ok]
         attempt["outcome"] = f"the cut does not convert under {'; '.join(bad)}"
         return False
     shipped = p.pair({a: old, b: new}, a, b).get("shipped", {})
     attempt["shipped"] = {k: shipped.get(k) for k in ("identity", "changed_lines")}
-    attempt["evidence"] = {a: old.get("evidence"), b: new.get("evidence")}
+    attempt["evidence"] = {a: old.evidence, b: new.evidence}
     if shipped.get("identity") != "differs":
         attempt["outcome"] = "does not reproduce: the cut's shipped programs are identical"
         return False
@@ -214,8 +211,8 @@ def _tried(
 
 def _measured(
     p: Any,
-    old: dict[str, Any],
-    new: dict[str, Any],
+    old: ConvertedSide,
+    new: ConvertedSide,
     cut_dir: Path,
     a: str,
     b: str,

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
+from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.regions import Located, Region, shape
 from inventory.verify.step_check import StepCheck
 from inventory.verify.step_region import StepRegion
@@ -107,7 +108,7 @@ def step_regions(
 
 
 def stage_texts(
-    pair: dict[str, Any], old: dict[str, Any], new: dict[str, Any]
+    pair: dict[str, Any], old: ConvertedSide, new: ConvertedSide
 ) -> dict[str, Any] | None:
     """What telling a change's stage needs beside the regions: both sides' normalised shipped
     lines, the set of each side's emitted lines and, per aten node, the emitted lines lowered
@@ -123,7 +124,7 @@ def stage_texts(
     by_node: dict[str, dict[str, list[str]]] = {}
     for label, side in (("old", old), ("new", new)):
         by_node[label] = {}
-        located_file = side.get("files", {}).get("emitted_located")
+        located_file = side.files.get("emitted_located")
         if not located_file:
             continue
         located = Located(Path(located_file).read_text())

@@ -5,20 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from inventory.verify.converted_side import sides_of as _sides
 from inventory.verify.service import BundleVerify, Verify, answer, status
-
-
-def _side(side: dict[str, Any]) -> dict[str, Any]:
-    out = {
-        "converter": side.get("converter"),
-        "ok": bool(side.get("ok")),
-        "seconds": side.get("wall_seconds"),
-        "peak_mb": side.get("peak_mb"),
-        "packages": side.get("packages"),
-    }
-    if not side.get("ok"):
-        out["error"] = f"{side.get('stage', '?')}: {side.get('error', '?')}"
-    return out
 
 
 def overall_rows(b: BundleVerify) -> list[dict[str, Any]]:
@@ -58,7 +46,7 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
     r = b.record
     build = r.get("build", {})
     overall = b.overall
-    parts_seconds = [s.get("wall_seconds") for s in r.get("sides", {}).values()]
+    parts_seconds = [s.wall_seconds for s in _sides(r).values()]
     return {
         "bundle": b.bundle,
         "exporter": b.exporter,
@@ -89,7 +77,7 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         else None,
         "torch": b.torch.to_json() if b.torch is not None else None,
         "releases": list(r.get("releases", [])),
-        "sides": {k: _side(v) for k, v in r.get("sides", {}).items()},
+        "sides": {k: v.to_json() for k, v in _sides(r).items()},
         "emitted": _stage(overall.get("emitted")),
         "shipped": _stage(overall.get("shipped")),
         "steps": [s.to_json() for s in b.steps],
@@ -109,8 +97,7 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         "seconds": r.get("seconds"),
         "timing": r.get("timing"),
         "conversion_seconds": sum(x for x in parts_seconds if x) or None,
-        "peak_mb": max((s.get("peak_mb") or 0 for s in r.get("sides", {}).values()), default=None)
-        or None,
+        "peak_mb": max((s.peak_mb or 0 for s in _sides(r).values()), default=None) or None,
         "evidence": overall.get("evidence"),
     }
 

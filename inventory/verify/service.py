@@ -35,6 +35,7 @@ from inventory.trace import trust
 from inventory.trace.service import TraceError, vet
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify import chain, cuts, explain, forms, whole
+from inventory.verify.converted_side import ConvertedSide, sides_of
 from inventory.verify.probe_check import ProbeChange, ProbeCheck
 from inventory.verify.step_check import StepCheck
 from inventory.verify.step_region import RegionRun, StepRegion
@@ -110,8 +111,9 @@ class Verify:
 def _present(record: dict[str, Any]) -> set[str]:
     """The construct kinds a detector found in any side's whole program."""
     kinds: set[str] = set()
+    side: ConvertedSide
     for side in record.get("sides", {}).values():
-        nodes = side.get("files", {}).get("nodes")
+        nodes = side.files.get("nodes")
         if nodes and Path(nodes).is_file():
             kinds |= {
                 n["kind"] for n in json.loads(Path(nodes).read_text()).values() if n.get("kind")
@@ -136,7 +138,7 @@ def _step(
     record: dict[str, Any], pair: dict[str, Any], fixes: list[Fix], policy: Policy, dtype: str
 ) -> tuple[StepCheck, list[StepRegion]]:
     """One step's check, with its level, and its regions (step, stage, records, own runs)."""
-    sides = record["sides"]
+    sides = sides_of(record)
     old, new = sides[pair["from"]], sides[pair["to"]]
     shipped = whole.differing(pair, old, new, "shipped")
     emitted = whole.differing(pair, old, new, "emitted")
@@ -269,11 +271,7 @@ def _overall_verdict(b_record: dict[str, Any], policy: Policy, dtype: str) -> Pr
     overall = b_record["overall"]
     shipped = overall.get("shipped", {}).get("identity")
     if shipped == "cannot-convert":
-        bad = [
-            f"coreai-torch {r} ({s.get('stage')}: {s.get('error')})"
-            for r, s in b_record["sides"].items()
-            if not s.get("ok")
-        ]
+        bad = [f"coreai-torch {r} ({s.failure})" for r, s in sides_of(b_record).items() if not s.ok]
         return ProbeVerdict(
             Verdict.INCONCLUSIVE,
             Reexport.INCONCLUSIVE,

@@ -21,6 +21,7 @@ from typing import Any
 from inventory.errors import InventoryError
 from inventory.registry import Bundle
 from inventory.trace.service import PROJECT_ROOT, export_steps, supervised
+from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Region, Side, regions
 from oracle.compare import compare_texts, normalise
@@ -207,17 +208,17 @@ def side(env: Env, answer: ProgramAnswer) -> dict[str, Any]:
 # ---- compare ------------------------------------------------------------------------------
 
 
-def _stage(old: dict[str, Any], new: dict[str, Any], stage: str, work: Path) -> dict[str, Any]:
-    if not old.get("ok") or not new.get("ok"):
+def _stage(old: ConvertedSide, new: ConvertedSide, stage: str, work: Path) -> dict[str, Any]:
+    if not old.ok or not new.ok:
         return {"identity": "cannot-convert"}
-    if stage == "emitted" and (old.get("emitted_is_optimized") or new.get("emitted_is_optimized")):
+    if stage == "emitted" and (old.emitted_is_optimized or new.emitted_is_optimized):
         # a to_coreai() that returned the optimized program, not captured before its rewrite
         return {"identity": "not-comparable"}
-    a, b = Path(old["files"][stage]).read_text(), Path(new["files"][stage]).read_text()
+    a, b = Path(old.files[stage]).read_text(), Path(new.files[stage]).read_text()
     (work / f"{stage}.old.normalised.mlir").write_text(normalise(a))
     (work / f"{stage}.new.normalised.mlir").write_text(normalise(b))
     result = compare_texts(
-        a, b, f"{stage} coreai-torch {old['converter']}", f"{stage} coreai-torch {new['converter']}"
+        a, b, f"{stage} coreai-torch {old.converter}", f"{stage} coreai-torch {new.converter}"
     )
     out: dict[str, Any] = {
         "normalised": {
@@ -235,7 +236,7 @@ def _stage(old: dict[str, Any], new: dict[str, Any], stage: str, work: Path) -> 
     }
 
 
-def compared(old: dict[str, Any], new: dict[str, Any], work: Path) -> dict[str, Any]:
+def compared(old: ConvertedSide, new: ConvertedSide, work: Path) -> dict[str, Any]:
     """Both stages of two sides compared, the normalised texts and diffs kept in `work`."""
     return {
         "emitted": _stage(old, new, "emitted", work),
@@ -243,14 +244,14 @@ def compared(old: dict[str, Any], new: dict[str, Any], work: Path) -> dict[str, 
     }
 
 
-def _side(answer: dict[str, Any], normalised: str, located: str) -> Side:
-    text = Path(answer["files"][located]).read_text() if answer["files"].get(located) else ""
-    nodes = json.loads(Path(answer["files"]["nodes"]).read_text())
+def _side(converted: ConvertedSide, normalised: str, located: str) -> Side:
+    text = Path(converted.files[located]).read_text() if converted.files.get(located) else ""
+    nodes = json.loads(Path(converted.files["nodes"]).read_text())
     return Side(Path(normalised).read_text().splitlines(), Located(text), nodes)
 
 
 def differing(
-    pair: dict[str, Any], old: dict[str, Any], new: dict[str, Any], stage: str
+    pair: dict[str, Any], old: ConvertedSide, new: ConvertedSide, stage: str
 ) -> list[Region]:
     """The regions in which a pair's programs of one stage differ, from its stored files."""
     compared_ = pair.get(stage, {})

@@ -15,6 +15,7 @@ from inventory.policy import Policy
 from inventory.sweep import Sweep
 from inventory.verdict import Reexport, Verdict
 from inventory.verify import service
+from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.decode import RecordError
 from inventory.verify.probe_check import ProbeChange, ProbeCheck
 from inventory.verify.regions import Region
@@ -254,3 +255,72 @@ def test_a_torch_check_reads_back_what_it_wrote_and_refuses_another_form_in_one_
         TorchCheck.from_json({**check.to_json(), "built": 213})
     with pytest.raises(RecordError, match=r"expected an object, found str$"):
         TorchCheck.from_json("2.13.0")
+
+
+def _stored_side(**changes: Any) -> dict[str, Any]:
+    """A converted side as its part is stored: the program worker's answer, then what the
+    chain adds (converter, packages, seconds, the shipped digest) and the store (code,
+    evidence)."""
+    files = ("emitted", "emitted_located", "shipped", "located", "nodes", "asset", "log")
+    side: dict[str, Any] = {
+        "ok": True,
+        "emitted_is_optimized": False,
+        "emitted_before_rewrite": False,
+        "seconds": {"convert": 2.0},
+        "peak_mb": 812.5,
+        "files": {name: f"/store/side/{name}" for name in files},
+        "wall_seconds": 4.25,
+        "converter": "0.4.1",
+        "packages": {"coreai-torch": "0.4.1", "torch": "2.13.0+cpu"},
+        "shipped_digest": "0123456789abcdef0123",
+        "code": "c0de",
+        "evidence": "/store/side",
+    }
+    return {**side, **changes}
+
+
+def test_a_converted_side_is_read_once_and_written_as_verify_json_gives_it() -> None:
+    side = ConvertedSide.from_part(_stored_side())
+    assert side.files["shipped"] == "/store/side/shipped" and side.evidence == "/store/side"
+    assert side.to_json() == {
+        "converter": "0.4.1",
+        "ok": True,
+        "seconds": 4.25,
+        "peak_mb": 812.5,
+        "packages": {"coreai-torch": "0.4.1", "torch": "2.13.0+cpu"},
+    }
+    failed = ConvertedSide.from_part(
+        {
+            "ok": False,
+            "stage": "convert",
+            "error": "E: x",
+            "converter": "0.4.0",
+            "packages": {},
+            "wall_seconds": 1,
+            "code": "c0de",
+            "evidence": None,
+            "stored": False,
+        }
+    )
+    assert failed.files == {} and failed.shipped_digest is None and failed.evidence is None
+    # a whole number stays one: the JSON written from it is the JSON read
+    assert failed.to_json() == {
+        "converter": "0.4.0",
+        "ok": False,
+        "seconds": 1,
+        "peak_mb": None,
+        "packages": {},
+        "error": "convert: E: x",
+    }
+    assert json.dumps(failed.to_json()["seconds"]) == "1"
+
+
+def test_a_stored_side_not_in_its_form_is_one_record_error_naming_the_field() -> None:
+    files = {**_stored_side()["files"]}
+    del files["nodes"]
+    with pytest.raises(RecordError, match=r"^a converted side's files: no field 'nodes'$"):
+        ConvertedSide.from_part(_stored_side(files=files))
+    with pytest.raises(RecordError, match=r"^a converted side: field 'wall_seconds' is str"):
+        ConvertedSide.from_part(_stored_side(wall_seconds="4"))
+    with pytest.raises(RecordError, match=r"^a converted side: no field 'stage'$"):
+        ConvertedSide.from_part(_stored_side(ok=False, error="E"))

@@ -28,7 +28,8 @@ from inventory.registry import Bundle
 from inventory.trace import extra
 from inventory.trace.service import recipe_process, trace_recipe
 from inventory.verify import cuts, forms, parts, whole
-from inventory.verify.converted_side import ConvertedSide
+from inventory.verify.compared_pair import ComparedPair, pairs_of
+from inventory.verify.converted_side import ConvertedSide, sides_of
 from oracle.catalog import EnvError
 from oracle.envs import Env
 from oracle.executors import ProgramAnswer
@@ -208,7 +209,7 @@ class _Parts:
             )
         return dict(zip(releases, self.conversions(wanted, "it whole"), strict=True))
 
-    def pair(self, sides: dict[str, ConvertedSide], a: str, b: str) -> dict[str, Any]:
+    def pair(self, sides: dict[str, ConvertedSide], a: str, b: str) -> ComparedPair:
         old, new = sides[a], sides[b]
         if not old.evidence or not new.evidence:
             # a side that was not stored: compare in a temp folder, store nothing
@@ -221,7 +222,7 @@ class _Parts:
         record = self.part(
             folder, lambda work: whole.compared(old, new, work), keep, parts.COMPARING
         )
-        return {**record, "from": a, "to": b}
+        return ComparedPair.from_part(record, a, b)
 
     def drift(
         self, old: dict[str, Any], new: dict[str, Any], reference: Path, labels: list[str]
@@ -276,10 +277,6 @@ class _Parts:
             )
 
         return self.part(folder, make, parts.run_repeats, parts.RUNNING)
-
-
-def _differs(pair: dict[str, Any]) -> bool:
-    return pair.get("shipped", {}).get("identity") == "differs"
 
 
 def _holds_the_full_modules_instances(
@@ -365,7 +362,7 @@ def measure(
     record["overall"] = steps[0] if len(steps) == 1 else p.pair(sides, releases[0], releases[-1])
     record["run"] = None
     record["region_runs"] = []
-    if any(_differs(s) for s in steps) or _differs(record["overall"]):
+    if any(s.differs for s in steps) or record["overall"].differs:
         record["run"] = _model_level(
             p, bundle, record, run_form, same_form, releases, run_budget, full
         )
@@ -379,13 +376,13 @@ def measure(
             cuts.region_runs(
                 p,
                 s,
-                whole.differing(s, sides[s["from"]], sides[s["to"]], "shipped"),
+                whole.differing(s, sides[s.old], sides[s.new], "shipped"),
                 record["build"],
                 runtimes,
                 refused,
             )
             for s in steps
-            if _differs(s)
+            if s.differs
         ]
     record["cached"] = p.all_cached
     # what measuring the parts cost when they were measured (the same on every read)
@@ -467,10 +464,11 @@ def _model_level(
 
 
 def _wanted(record: dict[str, Any]) -> set[str]:
-    steps, overall = record["steps"], record["overall"]
-    wanted = {r for s in steps if _differs(s) for r in (s["from"], s["to"])}
-    if _differs(overall):
-        wanted |= {overall["from"], overall["to"]}
+    steps, overall = pairs_of(record)
+    assert overall is not None  # asked only once the chain is compared
+    wanted = {r for s in steps if s.differs for r in (s.old, s.new)}
+    if overall.differs:
+        wanted |= {overall.old, overall.new}
     return wanted
 
 
@@ -504,30 +502,25 @@ def _runs(
     releases: list[str],
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"form": run_form.to_json(), "same_as_compared": same_form}
-    steps, overall = record["steps"], record["overall"]
+    steps, overall = pairs_of(record)
+    assert overall is not None  # run only once the chain is compared
     wanted = _wanted(record)
     needed = [r for r in releases if r in wanted]
+    sides: dict[str, ConvertedSide]
     if same_form:
-        build, sides = record["build"], record["sides"]
-        run_pairs = {(s["from"], s["to"]): s for s in [*steps, overall]}
+        build, sides = record["build"], sides_of(record)
+        run_pairs = {(s.old, s.new): s for s in [*steps, overall]}
     else:
         p.progress(f"{bundle.name}: the run form, {run_form.described()}")
         build = p.build(run_form, reference=True)
         sides = p.sides(build, needed)
         run_pairs = {}
         for s in [*steps, overall]:
-            if s["from"] in sides and s["to"] in sides and (s["from"], s["to"]) not in run_pairs:
-                run_pairs[(s["from"], s["to"])] = p.pair(sides, s["from"], s["to"])
+            if s.old in sides and s.new in sides and (s.old, s.new) not in run_pairs:
+                run_pairs[(s.old, s.new)] = p.pair(sides, s.old, s.new)
         out["build"] = build
         out["sides"] = sides
-    out["pairs"] = {
-        f"{a}->{b}": {
-            "emitted": v.get("emitted"),
-            "shipped": v.get("shipped"),
-            "evidence": v.get("evidence"),
-        }
-        for (a, b), v in run_pairs.items()
-    }
+    out["pairs"] = {f"{a}->{b}": v.to_json() for (a, b), v in run_pairs.items()}
     if any(not sides[r].ok for r in needed):
         bad = [r for r in needed if not sides[r].ok]
         out["measurement"] = {
@@ -545,7 +538,7 @@ def _runs(
         for (a, b), pair in run_pairs.items():
             if a in m["runs"] and b in m["runs"]:
                 m["drift"][f"{a}->{b}"] = {
-                    "shipped": pair.get("shipped", {}).get("identity"),
+                    "shipped": pair.shipped.identity,
                     "outputs": p.drift(m["runs"][a], m["runs"][b], reference, labels),
                 }
     return out

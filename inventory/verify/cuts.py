@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from inventory.verify import parts, whole
+from inventory.verify.compared_pair import DIFFERS, ComparedPair
 from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.regions import Region
 from oracle.envs import Env
@@ -92,7 +93,7 @@ def _inputs_key(cut_dir: Path) -> str:
 
 def region_runs(
     p: Any,
-    step: dict[str, Any],
+    step: ComparedPair,
     regions: list[Region],
     build: dict[str, Any],
     runtimes: list[Env],
@@ -103,7 +104,7 @@ def region_runs(
     reproduce it is cut again wider (HOPS). `refused`: (release, runtime) pairs whose cut a
     runtime already refused in this check (coreai-core 1.0.0b2 aborts on every 0.4.0 asset):
     not tried again, and said so."""
-    a, b = step["from"], step["to"]
+    a, b = step.old, step.new
     label = f"{a}->{b}"
     envs = {a: p.session.env(a), b: p.session.env(b)}
     out: dict[str, Any] = {
@@ -197,10 +198,10 @@ def _tried(
         bad = [f"{r} ({s.failure})" for r, s in ((a, old), (b, new)) if not s.ok]
         attempt["outcome"] = f"the cut does not convert under {'; '.join(bad)}"
         return False
-    shipped = p.pair({a: old, b: new}, a, b).get("shipped", {})
-    attempt["shipped"] = {k: shipped.get(k) for k in ("identity", "changed_lines")}
+    shipped = p.pair({a: old, b: new}, a, b).shipped
+    attempt["shipped"] = {"identity": shipped.identity, "changed_lines": shipped.changed_lines}
     attempt["evidence"] = {a: old.evidence, b: new.evidence}
-    if shipped.get("identity") != "differs":
+    if shipped.identity != DIFFERS:
         attempt["outcome"] = "does not reproduce: the cut's shipped programs are identical"
         return False
     attempt["outcome"] = "reproduces"

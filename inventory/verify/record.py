@@ -12,9 +12,9 @@ from inventory.verify.service import BundleVerify, Verify, answer, status
 def overall_rows(b: BundleVerify) -> list[dict[str, Any]]:
     m = (b.record.get("run") or {}).get("measurement") or {}
     o = b.overall
-    if not o:
+    if o is None:
         return []
-    return list(((m.get("drift") or {}).get(f"{o['from']}->{o['to']}") or {}).get("outputs") or [])
+    return list(((m.get("drift") or {}).get(o.label) or {}).get("outputs") or [])
 
 
 def _run(b: BundleVerify) -> dict[str, Any] | None:
@@ -78,8 +78,8 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         "torch": b.torch.to_json() if b.torch is not None else None,
         "releases": list(r.get("releases", [])),
         "sides": {k: v.to_json() for k, v in _sides(r).items()},
-        "emitted": _stage(overall.get("emitted")),
-        "shipped": _stage(overall.get("shipped")),
+        "emitted": overall.emitted.summary() if overall is not None else None,
+        "shipped": overall.shipped.summary() if overall is not None else None,
         "steps": [s.to_json() for s in b.steps],
         "regions": [r.to_json() for r in b.regions],
         "unrecorded": list(b.unrecorded),
@@ -98,14 +98,8 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         "timing": r.get("timing"),
         "conversion_seconds": sum(x for x in parts_seconds if x) or None,
         "peak_mb": max((s.peak_mb or 0 for s in _sides(r).values()), default=None) or None,
-        "evidence": overall.get("evidence"),
+        "evidence": overall.evidence if overall is not None else None,
     }
-
-
-def _stage(stage: dict[str, Any] | None) -> dict[str, Any] | None:
-    if stage is None:
-        return None
-    return {k: v for k, v in stage.items() if k in ("identity", "changed_lines", "diff")}
 
 
 def verify_record(v: Verify) -> dict[str, Any]:

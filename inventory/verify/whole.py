@@ -21,6 +21,7 @@ from typing import Any
 from inventory.errors import InventoryError
 from inventory.registry import Bundle
 from inventory.trace.service import PROJECT_ROOT, export_steps, supervised
+from inventory.verify.compared_pair import DIFFERS, ComparedPair
 from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Region, Side, regions
@@ -251,16 +252,17 @@ def _side(converted: ConvertedSide, normalised: str, located: str) -> Side:
 
 
 def differing(
-    pair: dict[str, Any], old: ConvertedSide, new: ConvertedSide, stage: str
+    pair: ComparedPair, old: ConvertedSide, new: ConvertedSide, stage: str
 ) -> list[Region]:
     """The regions in which a pair's programs of one stage differ, from its stored files."""
-    compared_ = pair.get(stage, {})
-    if compared_.get("identity") != "differs":
+    compared_ = pair.stage(stage)
+    if compared_.identity != DIFFERS:
         return []
+    assert compared_.normalised is not None  # a stage compared keeps both texts (from_json)
     located = "located" if stage == "shipped" else "emitted_located"
     return regions(
-        _side(old, compared_["normalised"]["old"], located),
-        _side(new, compared_["normalised"]["new"], located),
+        _side(old, compared_.normalised["old"], located),
+        _side(new, compared_.normalised["new"], located),
     )
 
 

@@ -15,6 +15,7 @@ from inventory.policy import Policy
 from inventory.sweep import Sweep
 from inventory.verdict import Reexport, Verdict
 from inventory.verify import service
+from inventory.verify.compared_pair import ComparedPair
 from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.decode import RecordError
 from inventory.verify.probe_check import ProbeChange, ProbeCheck
@@ -324,3 +325,51 @@ def test_a_stored_side_not_in_its_form_is_one_record_error_naming_the_field() ->
         ConvertedSide.from_part(_stored_side(wall_seconds="4"))
     with pytest.raises(RecordError, match=r"^a converted side: no field 'stage'$"):
         ConvertedSide.from_part(_stored_side(ok=False, error="E"))
+
+
+def _stored_pair(**changes: Any) -> dict[str, Any]:
+    """A comparison as its part is stored (`whole.compared`, then the store's code and
+    evidence)."""
+    normalised = {"old": "/store/pair/shipped.old.normalised.mlir", "new": "/store/pair/n.mlir"}
+    pair: dict[str, Any] = {
+        "emitted": {"identity": "not-comparable"},
+        "shipped": {
+            "normalised": normalised,
+            "identity": "differs",
+            "changed_lines": 4,
+            "diff": "/store/pair/shipped.diff",
+        },
+        "code": "c0de",
+        "evidence": "/store/pair",
+    }
+    return {**pair, **changes}
+
+
+def test_a_compared_pair_is_read_once_and_its_stages_written_as_stored_and_as_verify_gives_them():
+    pair = ComparedPair.from_part(_stored_pair(), "0.4.0", "0.4.1")
+    assert pair.label == "0.4.0->0.4.1" and pair.differs and pair.evidence == "/store/pair"
+    assert pair.to_json() == {k: v for k, v in _stored_pair().items() if k != "code"}
+    # verify --json's stage: no normalised texts
+    assert pair.shipped.summary() == {
+        "identity": "differs",
+        "changed_lines": 4,
+        "diff": "/store/pair/shipped.diff",
+    }
+    assert pair.emitted.summary() == {"identity": "not-comparable"}
+    same = {"normalised": {"old": "o", "new": "n"}, "identity": "identical", "changed_lines": 0}
+    identical = ComparedPair.from_part(_stored_pair(shipped=same), "0.4.0", "0.4.1")
+    assert not identical.differs and identical.shipped.to_json() == same
+
+
+def test_a_stored_pair_not_in_its_form_is_one_record_error_naming_the_field() -> None:
+    with pytest.raises(RecordError, match=r"^a compared pair: no field 'shipped'$"):
+        ComparedPair.from_part({"emitted": {"identity": "not-comparable"}}, "a", "b")
+    differs = {"identity": "differs", "changed_lines": 4, "normalised": {"old": "o"}}
+    with pytest.raises(
+        RecordError, match=r"^a compared pair's shipped's normalised: no field 'new'"
+    ):
+        ComparedPair.from_part(_stored_pair(shipped=differs), "a", "b")
+    with pytest.raises(RecordError, match=r"field 'changed_lines' is str, expected int$"):
+        ComparedPair.from_part(
+            _stored_pair(emitted={"identity": "x", "changed_lines": "4"}), "a", "b"
+        )

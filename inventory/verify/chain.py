@@ -27,7 +27,7 @@ from inventory.errors import InventoryError
 from inventory.registry import Bundle
 from inventory.trace import extra
 from inventory.trace.service import recipe_process, trace_recipe
-from inventory.verify import cuts, forms, parts, whole
+from inventory.verify import cuts, forms, parts, stage_compare, whole
 from inventory.verify.compared_pair import ComparedPair, pairs_of
 from inventory.verify.converted_side import ConvertedSide, sides_of
 from oracle.catalog import EnvError
@@ -220,7 +220,7 @@ class _Parts:
             self.bundle, Path(old.evidence or a), Path(new.evidence or b), a, b
         )
         record = self.part(
-            folder, lambda work: whole.compared(old, new, work), keep, parts.COMPARING
+            folder, lambda work: stage_compare.compared(old, new, work), keep, parts.COMPARING
         )
         return ComparedPair.from_part(record, a, b)
 

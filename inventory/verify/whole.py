@@ -25,7 +25,6 @@ from inventory.verify.compared_pair import DIFFERS, ComparedPair
 from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Region, Side, regions
-from oracle.compare import compare_texts, normalise
 from oracle.envs import Env
 from oracle.executors import AnswerError, AssetRun, Call, ProgramAnswer, Ship
 from oracle.infra import Progress, WeightsError, cache_root, in_store, safe_name, settings
@@ -207,42 +206,6 @@ def side(env: Env, answer: ProgramAnswer) -> dict[str, Any]:
 
 
 # ---- compare ------------------------------------------------------------------------------
-
-
-def _stage(old: ConvertedSide, new: ConvertedSide, stage: str, work: Path) -> dict[str, Any]:
-    if not old.ok or not new.ok:
-        return {"identity": "cannot-convert"}
-    if stage == "emitted" and (old.emitted_is_optimized or new.emitted_is_optimized):
-        # a to_coreai() that returned the optimized program, not captured before its rewrite
-        return {"identity": "not-comparable"}
-    a, b = Path(old.files[stage]).read_text(), Path(new.files[stage]).read_text()
-    (work / f"{stage}.old.normalised.mlir").write_text(normalise(a))
-    (work / f"{stage}.new.normalised.mlir").write_text(normalise(b))
-    result = compare_texts(
-        a, b, f"{stage} coreai-torch {old.converter}", f"{stage} coreai-torch {new.converter}"
-    )
-    out: dict[str, Any] = {
-        "normalised": {
-            side: str(work / f"{stage}.{side}.normalised.mlir") for side in ("old", "new")
-        }
-    }
-    if result.identical:
-        return {**out, "identity": "identical", "changed_lines": 0}
-    (work / f"{stage}.diff").write_text(result.diff)
-    return {
-        **out,
-        "identity": "differs",
-        "changed_lines": result.changed_lines,
-        "diff": str(work / f"{stage}.diff"),
-    }
-
-
-def compared(old: ConvertedSide, new: ConvertedSide, work: Path) -> dict[str, Any]:
-    """Both stages of two sides compared, the normalised texts and diffs kept in `work`."""
-    return {
-        "emitted": _stage(old, new, "emitted", work),
-        "shipped": _stage(old, new, "shipped", work),
-    }
 
 
 def _side(converted: ConvertedSide, normalised: str, located: str) -> Side:

@@ -28,6 +28,7 @@ from inventory.registry import Bundle
 from inventory.trace import extra
 from inventory.trace.service import recipe_process, trace_recipe
 from inventory.verify import cuts, forms, parts, stage_compare, whole
+from inventory.verify.built_module import BuiltModule
 from inventory.verify.compared_pair import ComparedPair, pairs_of
 from inventory.verify.converted_side import ConvertedSide, sides_of
 from oracle.catalog import EnvError
@@ -89,7 +90,7 @@ class _Parts:
         self.all_cached &= cached
         return record
 
-    def build(self, form: forms.Form, reference: bool) -> dict[str, Any]:
+    def build(self, form: forms.Form, reference: bool) -> BuiltModule:
         folder = parts.build_folder(self.bundle, form, self.weights, reference, self.recipe_root)
         legacy = parts.legacy_build_folder(self.bundle, form, self.weights, reference)
         if (
@@ -125,13 +126,13 @@ class _Parts:
                 site,
             )
 
-        return {**self.part(folder, make, _always, parts.BUILDING), "folder": str(folder)}
+        return BuiltModule.from_part(self.part(folder, make, _always, parts.BUILDING), folder)
 
-    def miniature(self, form: forms.Form, build: dict[str, Any]) -> dict[str, Any] | None:
+    def miniature(self, form: forms.Form, build: BuiltModule) -> dict[str, Any] | None:
         """The distinct instances of a recipe's miniature (traced from the checkout, as `trace`
         does, and stored beside its build); None where only stored parts are read and this one
         was not stored (a check stored before it was kept)."""
-        folder = parts.miniature_folder(self.bundle, Path(build["folder"]))
+        folder = parts.miniature_folder(self.bundle, build.folder)
         if self.read_only:
             record = parts.fetched(folder)
             ok = record is not None and record["code"] == parts.code(parts.TRACING)
@@ -199,14 +200,12 @@ class _Parts:
                 )
         return [ConvertedSide.from_part(r) for r in out if r is not None]
 
-    def sides(self, build: dict[str, Any], releases: list[str]) -> dict[str, ConvertedSide]:
-        program = build["files"]["program"]
+    def sides(self, build: BuiltModule, releases: list[str]) -> dict[str, ConvertedSide]:
+        program = build.program
         wanted = []
         for release in releases:
             env = self.session.env(release)
-            wanted.append(
-                (parts.side_folder(self.bundle, Path(build["folder"]), env), env, program)
-            )
+            wanted.append((parts.side_folder(self.bundle, build.folder, env), env, program))
         return dict(zip(releases, self.conversions(wanted, "it whole"), strict=True))
 
     def pair(self, sides: dict[str, ConvertedSide], a: str, b: str) -> ComparedPair:
@@ -477,13 +476,13 @@ def timing(record: dict[str, Any]) -> dict[str, float]:
     builds, whole-program conversions, model-level runs, and the region runs' cutting, cut
     conversions and cut runs. A run two releases share (the same program) was paid once."""
     run = record.get("run") or {}
-    builds = [record["build"], run.get("build") or {}]
+    builds: list[BuiltModule] = [record["build"], *([run["build"]] if run.get("build") else [])]
     sides: list[ConvertedSide] = [*record["sides"].values(), *(run.get("sides") or {}).values()]
     runs = ((run.get("measurement") or {}).get("runs") or {}).values()
     once = {r.get("evidence") or id(r): r.get("seconds") or 0.0 for r in runs}
     regions = [r.get("seconds") or {} for r in record.get("region_runs") or []]
     out = {
-        "build": sum(x.get("wall_seconds") or 0.0 for x in builds),
+        "build": sum(x.wall_seconds or 0.0 for x in builds),
         "conversions": sum(x.wall_seconds or 0.0 for x in sides),
         "runs": sum(once.values()),
         "region_cuts": sum(r.get("cut", 0.0) for r in regions),
@@ -533,7 +532,7 @@ def _runs(
     m = out["measurement"]
     if m.get("ok"):
         labels = list(bundle.export.get("names", {}).get("outputs", []))
-        reference = Path(build["folder"]) / "reference.safetensors"
+        reference = build.reference
         m["drift"] = {}
         for (a, b), pair in run_pairs.items():
             if a in m["runs"] and b in m["runs"]:
@@ -549,7 +548,7 @@ def _on_one_runtime(
     bundle: Bundle,
     sides: dict[str, ConvertedSide],
     needed: list[str],
-    build: dict[str, Any],
+    build: BuiltModule,
     releases: list[str],
 ) -> dict[str, Any]:
     # read-only, the same path is replayed from the store (a refusal is stored too), and a
@@ -563,8 +562,8 @@ def _on_one_runtime(
                 sides[release],
                 f"the {release} program",
                 env,
-                Path(build["folder"]),
-                Path(build["folder"]).name,
+                build.folder,
+                build.folder.name,
             )
             if answer.get("stage") == "flaky":  # no lasting answer: not another runtime's turn
                 return {

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from inventory.verify import parts, whole
+from inventory.verify.built_module import BuiltModule
 from inventory.verify.compared_pair import DIFFERS, ComparedPair
 from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.regions import Region
@@ -39,11 +40,11 @@ HOPS = (0, 2, 6)
 
 
 def make_cuts(
-    p: Any, env: Env, build: dict[str, Any], requests: list[dict[str, Any]], step: str, hops: int
+    p: Any, env: Env, build: BuiltModule, requests: list[dict[str, Any]], step: str, hops: int
 ) -> dict[str, Any]:
     """The stored cuts of some of one step's regions with `hops` rings around them (cut in the
     step's newer environment: its decomposition names the nodes the regions were mapped to)."""
-    folder = parts.cut_folder(p.bundle, Path(build["folder"]), env, step, requests, hops)
+    folder = parts.cut_folder(p.bundle, build.folder, env, step, requests, hops)
 
     def make(work: Path) -> dict[str, Any]:
         p.progress(
@@ -57,8 +58,8 @@ def make_cuts(
                     env,
                     {
                         "op": "cut",
-                        "program": build["files"]["program"],
-                        "inputs": build["files"]["inputs"],
+                        "program": build.program,
+                        "inputs": build.inputs_file,
                         "pipeline": _pipeline(p.bundle),
                         "cuts": requests,
                         "hops": hops,
@@ -95,7 +96,7 @@ def region_runs(
     p: Any,
     step: ComparedPair,
     regions: list[Region],
-    build: dict[str, Any],
+    build: BuiltModule,
     runtimes: list[Env],
     refused: dict[tuple[str, str], str],
 ) -> dict[str, Any]:

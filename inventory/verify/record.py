@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from inventory.verify.built_module import build_of
 from inventory.verify.converted_side import sides_of as _sides
 from inventory.verify.service import BundleVerify, Verify, answer, status
 
@@ -22,7 +23,7 @@ def _run(b: BundleVerify) -> dict[str, Any] | None:
     if not run:
         return None
     m = run.get("measurement") or {}
-    build = run.get("build") or b.record.get("build") or {}
+    build = build_of(run) or build_of(b.record)
     return {
         "form": run["form"],
         "same_as_compared": run["same_as_compared"],
@@ -35,7 +36,7 @@ def _run(b: BundleVerify) -> dict[str, Any] | None:
         "error": m.get("error"),
         "attempts": m.get("attempts", []),
         "seconds": {r: v.get("seconds") for r, v in (m.get("runs") or {}).items()},
-        "params": build.get("params"),
+        "params": build.params if build is not None else None,
         "outputs": overall_rows(b),
         "evidence": {r: v.get("evidence") for r, v in (m.get("runs") or {}).items()},
     }
@@ -44,7 +45,7 @@ def _run(b: BundleVerify) -> dict[str, Any] | None:
 def bundle_record(b: BundleVerify) -> dict[str, Any]:
     """A bundle's check as `verify --json` gives it, and `plan --json` (one answer)."""
     r = b.record
-    build = r.get("build", {})
+    build = build_of(r)
     overall = b.overall
     parts_seconds = [s.wall_seconds for s in _sides(r).values()]
     return {
@@ -61,20 +62,7 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         "cached": b.cached,
         "form": r.get("form"),
         "error": r.get("error"),
-        "build": {
-            "params": build.get("params"),
-            "seconds": build.get("wall_seconds"),
-            "peak_mb": build.get("peak_mb"),
-            "torch": build.get("torch"),
-            "inputs": build.get("inputs", []),
-            "weights": build.get("weights"),
-            # NaN/inf in the module's state (a -inf attention mask is legitimate; a
-            # checkpoint tensor holding one is refused)
-            "nonfinite_state": build.get("nonfinite_state"),
-            "evidence": build.get("evidence"),
-        }
-        if build
-        else None,
+        "build": build.to_json() if build is not None else None,
         "torch": b.torch.to_json() if b.torch is not None else None,
         "releases": list(r.get("releases", [])),
         "sides": {k: v.to_json() for k, v in _sides(r).items()},

@@ -35,6 +35,7 @@ from inventory.trace import trust
 from inventory.trace.service import TraceError, vet
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify import chain, cuts, explain, forms, whole
+from inventory.verify.built_module import BuiltModule, build_of
 from inventory.verify.compared_pair import (
     CANNOT_CONVERT,
     DIFFERS,
@@ -88,6 +89,11 @@ class BundleVerify:
     @property
     def consistent(self) -> bool:
         return not self.inconsistencies
+
+    @property
+    def build(self) -> BuiltModule | None:
+        """The module built and exported (None: the check ended before it was)."""
+        return build_of(self.record)
 
     @property
     def overall(self) -> ComparedPair | None:
@@ -545,7 +551,8 @@ def torch_of(bundle: Bundle, record: dict[str, Any]) -> TorchCheck | None:
     """The torch the whole program was built and exported on, beside the one the registry says
     the recipe ran (None: nothing was built). A program built on another torch is not the one
     the recipe exported: `same` is false, and every format says so beside the answer."""
-    built = (record.get("build") or {}).get("torch")
+    build = build_of(record)
+    built = build.torch if build is not None else None
     if not built:
         return None
     exporter = bundle.exporter

@@ -15,6 +15,7 @@ from inventory.policy import Policy
 from inventory.sweep import Sweep
 from inventory.verdict import Reexport, Verdict
 from inventory.verify import service
+from inventory.verify.built_module import BuiltModule
 from inventory.verify.compared_pair import ComparedPair
 from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.decode import RecordError
@@ -373,3 +374,42 @@ def test_a_stored_pair_not_in_its_form_is_one_record_error_naming_the_field() ->
         ComparedPair.from_part(
             _stored_pair(emitted={"identity": "x", "changed_lines": "4"}), "a", "b"
         )
+
+
+def test_a_built_module_is_read_once_an_earlier_versions_build_included() -> None:
+    stored = {
+        "ok": True,
+        "params": 1234,
+        "nonfinite_state": 0,
+        "inputs": [{"name": "x", "values": "seeded", "shape": [1, 4], "dtype": "float32"}],
+        "weights": None,
+        "wall_seconds": 3.5,
+        "peak_mb": 900.0,
+        "torch": "2.13.0+cpu",
+        "files": {"program": "/store/b/program.pt2", "inputs": "/store/b/main.inputs.safetensors"},
+        "code": "c0de",
+        "evidence": "/store/b",
+    }
+    build = BuiltModule.from_part(stored, Path("/store/b"))
+    assert (build.program, build.reference) == (
+        "/store/b/program.pt2",
+        Path("/store/b/reference.safetensors"),
+    )
+    assert build.to_json() == {
+        "params": 1234,
+        "seconds": 3.5,
+        "peak_mb": 900.0,
+        "torch": "2.13.0+cpu",
+        "inputs": stored["inputs"],
+        "weights": None,
+        "nonfinite_state": 0,
+        "evidence": "/store/b",
+    }
+    # stored before the torch and the state's non-finite values were kept: read as unknown
+    legacy = {k: v for k, v in stored.items() if k not in ("torch", "nonfinite_state")}
+    old = BuiltModule.from_part(legacy, Path("/store/b"))
+    assert old.torch is None and old.nonfinite_state is None
+    with pytest.raises(RecordError, match=r"^a built module's files: no field 'inputs'$"):
+        BuiltModule.from_part({**stored, "files": {"program": "p"}}, Path("/store/b"))
+    with pytest.raises(RecordError, match=r"^a built module: field 'params' is str"):
+        BuiltModule.from_part({**stored, "params": "1234"}, Path("/store/b"))

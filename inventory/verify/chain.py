@@ -31,6 +31,7 @@ from inventory.verify import cuts, forms, parts, stage_compare, whole
 from inventory.verify.built_module import BuiltModule
 from inventory.verify.compared_pair import ComparedPair, pairs_of
 from inventory.verify.converted_side import ConvertedSide, sides_of
+from inventory.verify.runtime_run import RuntimeRun, runs_of
 from oracle.catalog import EnvError
 from oracle.envs import Env
 from oracle.executors import ProgramAnswer
@@ -224,7 +225,7 @@ class _Parts:
         return ComparedPair.from_part(record, a, b)
 
     def drift(
-        self, old: dict[str, Any], new: dict[str, Any], reference: Path, labels: list[str]
+        self, old: RuntimeRun, new: RuntimeRun, reference: Path, labels: list[str]
     ) -> list[dict[str, Any]]:
         """Two runs' drift per output against the reference: derived once from their tensors
         and kept beside them (a read then loads no tensor); computed directly for a run that
@@ -235,18 +236,15 @@ class _Parts:
             # checks and never computes a drift (numpy is about a third of its start-up)
             from inventory.verify.drift import per_output
 
+            assert old.outputs_file is not None and new.outputs_file is not None  # both ran
             return per_output(
-                Path(old["outputs_file"]),
-                Path(new["outputs_file"]),
-                reference,
-                new["outputs"],
-                labels,
+                old.outputs_file, new.outputs_file, reference, list(new.outputs), labels
             )
 
-        if not old.get("evidence") or not new.get("evidence"):
+        if not old.evidence or not new.evidence:
             return rows()
         folder = parts.drift_folder(
-            self.bundle, Path(old["evidence"]).name, Path(new["evidence"]).name, reference, labels
+            self.bundle, Path(old.evidence).name, Path(new.evidence).name, reference, labels
         )
         stored = parts.fetched(folder)
         if stored is not None and stored["code"] == parts.code(parts.DRIFTING):
@@ -264,7 +262,7 @@ class _Parts:
         inputs: Path,
         inputs_key: str,
         kind: str = "run",
-    ) -> dict[str, Any]:
+    ) -> RuntimeRun:
         """One asset run on the inputs stored in the folder `inputs` (`inputs_key` names them
         in the run's key)."""
         assert side.shipped_digest is not None  # only a side that converted runs
@@ -275,7 +273,7 @@ class _Parts:
                 self.session, runtime, side.files["asset"], inputs, work, self.progress, label
             )
 
-        return self.part(folder, make, parts.run_repeats, parts.RUNNING)
+        return RuntimeRun.from_part(self.part(folder, make, parts.run_repeats, parts.RUNNING))
 
 
 def _holds_the_full_modules_instances(
@@ -478,8 +476,8 @@ def timing(record: dict[str, Any]) -> dict[str, float]:
     run = record.get("run") or {}
     builds: list[BuiltModule] = [record["build"], *([run["build"]] if run.get("build") else [])]
     sides: list[ConvertedSide] = [*record["sides"].values(), *(run.get("sides") or {}).values()]
-    runs = ((run.get("measurement") or {}).get("runs") or {}).values()
-    once = {r.get("evidence") or id(r): r.get("seconds") or 0.0 for r in runs}
+    runs = runs_of(run.get("measurement") or {}).values()
+    once = {r.evidence or id(r): r.seconds or 0.0 for r in runs}
     regions = [r.get("seconds") or {} for r in record.get("region_runs") or []]
     out = {
         "build": sum(x.wall_seconds or 0.0 for x in builds),
@@ -555,7 +553,7 @@ def _on_one_runtime(
     # run that is not stored raises Missing
     attempts: list[str] = []
     for env in _candidates(p, releases):
-        runs: dict[str, dict[str, Any]] = {}
+        runs: dict[str, RuntimeRun] = {}
         failed = ""
         for release in needed:  # oldest first: the asset a newer runtime may refuse
             answer = p.run(
@@ -565,16 +563,16 @@ def _on_one_runtime(
                 build.folder,
                 build.folder.name,
             )
-            if answer.get("stage") == "flaky":  # no lasting answer: not another runtime's turn
+            if answer.stage == "flaky":  # no lasting answer: not another runtime's turn
                 return {
                     "ok": False,
                     "runtime": env.runtime,
                     "attempts": [*attempts, f"{env.runtime}: {release}: flaky"],
                     "error": f"coreai-core on {env.runtime} gave no lasting answer for the "
-                    f"{release} program: {answer.get('error')}",
+                    f"{release} program: {answer.error}",
                 }
-            if not answer.get("ok"):
-                failed = f"{release}: {answer.get('stage')}: {answer.get('error')}"
+            if not answer.ok:
+                failed = f"{release}: {answer.failure}"
                 break
             runs[release] = answer
         if failed:

@@ -31,6 +31,7 @@ from inventory.verify.built_module import BuiltModule
 from inventory.verify.compared_pair import DIFFERS, ComparedPair
 from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.regions import Region
+from inventory.verify.runtime_run import RuntimeRun
 from oracle.envs import Env
 from oracle.executors import Call, CutAnswer, Ship
 from oracle.infra import settings
@@ -237,27 +238,27 @@ def _measured(
         if known:
             tried.append(f"{runtime.runtime}: not tried, it refused an earlier {known}")
             continue
-        runs = {}
+        runs: dict[str, RuntimeRun] = {}
         for release, side in ((a, old), (b, new)):  # the older asset first
             runs[release] = p.run(
                 side, f"the {release} cut", runtime, cut_dir, inputs_key, kind="cutrun"
             )
-            if not runs[release].get("ok"):
+            if not runs[release].ok:
                 break
-        seconds["runs"] += sum(r.get("seconds") or 0.0 for r in runs.values())
-        if all(r.get("ok") for r in runs.values()) and len(runs) == 2:
+        seconds["runs"] += sum(r.seconds or 0.0 for r in runs.values())
+        if all(r.ok for r in runs.values()) and len(runs) == 2:
             rows = p.drift(
                 runs[a], runs[b], cut_dir / "reference.safetensors", list(cut.get("outputs") or [])
             )
             return {
                 "runtime": runtime.runtime,
                 "drift": rows,
-                "run_evidence": {r: v.get("evidence") for r, v in runs.items()},
+                "run_evidence": {r: v.evidence for r, v in runs.items()},
                 "runtime_attempts": tried,
             }
-        release, failed = next((r, v) for r, v in runs.items() if not v.get("ok"))
-        why = f"{failed.get('stage')}: {failed.get('error')}"
-        if "SIGABRT" in why or failed.get("stage") != "worker":
+        release, failed = next((r, v) for r, v in runs.items() if not v.ok)
+        why = failed.failure
+        if "SIGABRT" in why or failed.stage != "worker":
             refused[(release, runtime.runtime)] = f"cut ({why})"
         tried.append(f"{runtime.runtime}: {release}: {why}")
     return {

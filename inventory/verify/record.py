@@ -7,6 +7,7 @@ from typing import Any
 
 from inventory.verify.built_module import build_of
 from inventory.verify.converted_side import sides_of as _sides
+from inventory.verify.runtime_run import runs_of as _runs
 from inventory.verify.service import BundleVerify, Verify, answer, status
 
 
@@ -35,10 +36,10 @@ def _run(b: BundleVerify) -> dict[str, Any] | None:
         "ok": bool(m.get("ok")),
         "error": m.get("error"),
         "attempts": m.get("attempts", []),
-        "seconds": {r: v.get("seconds") for r, v in (m.get("runs") or {}).items()},
+        "seconds": {r: v.seconds for r, v in _runs(m).items()},
         "params": build.params if build is not None else None,
         "outputs": overall_rows(b),
-        "evidence": {r: v.get("evidence") for r, v in (m.get("runs") or {}).items()},
+        "evidence": {r: v.evidence for r, v in _runs(m).items()},
     }
 
 

@@ -21,6 +21,7 @@ from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.decode import RecordError
 from inventory.verify.probe_check import ProbeChange, ProbeCheck
 from inventory.verify.regions import Region
+from inventory.verify.runtime_run import RuntimeRun
 from inventory.verify.step_check import StepCheck
 from inventory.verify.step_region import RegionRun, StepRegion
 from inventory.verify.torch_check import TorchCheck
@@ -413,3 +414,33 @@ def test_a_built_module_is_read_once_an_earlier_versions_build_included() -> Non
         BuiltModule.from_part({**stored, "files": {"program": "p"}}, Path("/store/b"))
     with pytest.raises(RecordError, match=r"^a built module: field 'params' is str"):
         BuiltModule.from_part({**stored, "params": "1234"}, Path("/store/b"))
+
+
+def test_a_runtime_s_run_is_read_once_from_its_stored_part() -> None:
+    ran = {
+        "ok": True,
+        "runtime": "linux-cpu, coreai-core 1.0.0b2",
+        "outputs_file": "/store/run/main.outputs.safetensors",
+        "outputs": ["preds"],
+        "seconds": 2.5,
+        "code": "c0de",
+        "evidence": "/store/run",
+    }
+    run = RuntimeRun.from_part(ran)
+    assert run.outputs_file == Path("/store/run/main.outputs.safetensors")
+    assert (run.outputs, run.evidence) == (("preds",), "/store/run")
+    refused = {
+        "ok": False,
+        "runtime": "linux-cpu, coreai-core 1.0.0b2",
+        "stage": "worker",
+        "error": "asset worker died of SIGABRT",
+        "attempts": ["asset worker died of SIGABRT", "asset worker died of SIGABRT"],
+        "seconds": 1.0,
+        "code": "c0de",
+        "evidence": None,
+        "stored": False,
+    }
+    failed = RuntimeRun.from_part(refused)
+    assert failed.failure == "worker: asset worker died of SIGABRT" and failed.outputs_file is None
+    with pytest.raises(RecordError, match=r"^a runtime's run: no field 'outputs_file'$"):
+        RuntimeRun.from_part({k: v for k, v in ran.items() if k != "outputs_file"})

@@ -338,7 +338,7 @@ def _on_whole_program(analyzer: Means, framed: Framed, whole: Any) -> BundleAnsw
     shipped = step.shipped_identity
     chain.append(
         f"answered on the bundle's own whole program ({form} form, "
-        f"{whole.record['build'].get('params', 0):,} parameters; the check "
+        f"{whole.build.params or 0:,} parameters; the check "
         f"{whole.exporter} -> {whole.to}): step {step.step}, shipped programs "
         f"{shipped}"
     )

@@ -36,7 +36,7 @@ from inventory.scan.bundles import check_program, read_metadata
 from inventory.scan.model import BundleError
 from oracle.catalog import Catalog, EnvError, cores
 from oracle.envs import Env
-from oracle.executors import Call, Ship
+from oracle.executors import BundleRead, Call, Resaved, Ship, WeightsRead
 from oracle.infra import Progress
 from oracle.load_check import Run, runs_on
 from oracle.session import Session
@@ -76,29 +76,8 @@ class Locations:
     op_ids_kept: int
 
 
-@dataclass(frozen=True)
-class Weights:
-    """One asset's weights as a core reads them (the fingerprint `scan` computes)."""
-
-    fingerprint: str
-    constants: int
-    bytes: int
-    dtypes: dict[str, int]
-    inline: int
-    resources: int
-    unresolved_resources: int
-
-    @classmethod
-    def of(cls, answer: dict[str, Any]) -> Weights:
-        return cls(
-            answer["fingerprint"],
-            answer["constants"],
-            answer["bytes"],
-            dict(answer.get("dtypes") or {}),
-            answer.get("inline", 0),
-            answer.get("resources", 0),
-            answer.get("unresolved_resources", 0),
-        )
+# one asset's weights as a core reads them (the fingerprint `scan` computes)
+Weights = WeightsRead
 
 
 @dataclass(frozen=True)
@@ -296,21 +275,24 @@ def _weights(session: Session, env: Env, bundle: Path, out: Path) -> Weights:
     """The weights fingerprint `scan` computes, read by `env`'s coreai-core (its log in
     `out`)."""
     request = {"op": "read", "bundle": str(bundle), "out": str(out)}
-    [answer] = session.calls([Call("scan", env, request, ship=(Ship("bundle"),))])
-    if not answer.get("ok"):
+    [answer] = session.calls(
+        [Call("scan", env, request, ship=(Ship("bundle"),))], BundleRead.decode
+    )
+    if answer.weights is None:
         raise RuntimeError(
-            f"coreai-core {env.core} cannot read {bundle.name}: {answer.get('error')}"
+            f"coreai-core {env.core} cannot read {bundle.name}: {answer.envelope.error}"
         )
-    return Weights.of(answer["weights"])
+    return answer.weights
 
 
 def _rewritten(
     session: Session, env: Env, op: str, asset: Path, saved: Path, **extra: Any
-) -> dict[str, Any]:
+) -> Resaved:
     """`env`'s asset worker re-saves `asset` as `saved` (op `strip` or `restamp`), through the
     run's executor: on a cluster the asset travels to a node, and what it wrote comes back."""
     request = {"op": op, "asset": str(asset), "out": str(saved.parent), "name": saved.name}
-    [answer] = session.calls([Call("asset", env, {**request, **extra}, ship=(Ship("asset"),))])
+    call = Call("asset", env, {**request, **extra}, ship=(Ship("asset"),))
+    [answer] = session.calls([call], Resaved.decode)
     return answer
 
 
@@ -385,18 +367,20 @@ def _run(
     progress(f"rewriting locations with coreai-core {report.reader}")
     stripped, repaired = work / "stripped.aimodel", work / "repaired.aimodel"
     answer = _rewritten(session, reader_env, "strip", src, stripped)
-    if not answer.get("ok"):
+    if answer.stripped is None:
         raise RepairError(
             f"coreai-core {report.reader} could not rewrite the locations "
-            f"({answer.get('stage')}: {answer.get('error')})"
+            f"({answer.envelope.stage}: {answer.envelope.error})"
         )
+    counts = answer.stripped
     report.locations = Locations(
-        *(
-            answer[k]
-            for k in ("locations_before", "locations_after", "ops", "block_args", "op_ids_kept")
-        )
+        counts.locations_before,
+        counts.locations_after,
+        counts.ops,
+        counts.block_args,
+        counts.op_ids_kept,
     )
-    left = {k: v for k, v in answer["locations_after"].items() if k != "debuginfo"}
+    left = {k: v for k, v in counts.locations_after.items() if k != "debuginfo"}
     if left:
         raise RepairError(f"locations left that are not debuginfo locations: {left}")
     progress(f"re-saving with coreai-core {report.stamper}")
@@ -405,10 +389,10 @@ def _run(
         f"rewritten by inventory repair (from {source.name})"
     }
     answer = _rewritten(session, stamper_env, "restamp", stripped, repaired, custom=note)
-    if not answer.get("ok"):
+    if not answer.envelope.ok:
         raise RepairError(
             f"coreai-core {report.stamper} could not read the rewritten asset "
-            f"({answer.get('stage')}: {answer.get('error')})"
+            f"({answer.envelope.stage}: {answer.envelope.error})"
         )
     report.producer = json.loads((repaired / "metadata.json").read_text()).get("producer")
     progress(f"repaired asset on coreai-core {', '.join(order)}")

@@ -20,7 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from oracle.catalog.releases import Catalog, EnvError, version_key
 from oracle.clients.worker_pool import Pool, Worker, Workers
@@ -39,7 +39,10 @@ from oracle.store.load_records import load_stored
 from oracle.store.result_store import RESULT_FILE
 
 if TYPE_CHECKING:
+    from oracle.executors.answers import Decode
     from oracle.executors.calls import Call
+
+A = TypeVar("A")
 
 
 def _reclaim() -> None:
@@ -128,11 +131,12 @@ class Session:
             pool.close()
         self._pools.clear()
 
-    def calls(self, calls: Sequence[Call], at_once: int = 1) -> list[dict[str, Any]]:
+    def calls(self, calls: Sequence[Call], decode: Decode[A], at_once: int = 1) -> list[A]:
         """Worker requests that are not comparisons (a whole program converted, an asset run, a
         cut), through the run's executor (`Oracle.calls`): here in this session's workers, up
-        to `at_once` at a time, or on a cluster's nodes."""
-        return self.oracle.calls(calls, self, at_once)
+        to `at_once` at a time, or on a cluster's nodes. Each answer is read here, once, by
+        `decode` (its kind's, `oracle/executors/answers.py`): the executors carry the wire."""
+        return [decode(answer) for answer in self.oracle.calls(calls, self, at_once)]
 
     def pool_of(self, worker: type[Worker], log_suffix: str) -> Pool:
         """Workers running another in-environment script (the asset worker beside the probe

@@ -23,7 +23,7 @@ from oracle.catalog import Catalog, EnvError, RunFault
 from oracle.catalog import cores as runtime_catalog
 from oracle.clients import ScanWorker
 from oracle.envs import Env
-from oracle.executors import Call, Ship
+from oracle.executors import BundleRead, Call, Ship
 from oracle.infra import Progress, cache_root, safe_name
 from oracle.session import Session
 
@@ -109,7 +109,9 @@ class Readers:
             outs.append(self.log_dir / name)
             request = {"op": "read", "bundle": str(bundle.resolve()), "out": str(outs[-1])}
             calls.append(Call("scan", env, request, ship=(Ship("bundle"),)))
-        answers = self.session.calls(calls, self.session.runs_at_once) if calls else []
+        answers = (
+            self.session.calls(calls, BundleRead.decode, self.session.runs_at_once) if calls else []
+        )
         return [
             _answered(answer, env, out / "read.log")
             for (_bundle, env), out, answer in zip(items, outs, answers, strict=True)
@@ -119,25 +121,26 @@ class Readers:
         self.session.close()
 
 
-def _answered(answer: dict[str, Any], env: Env, log: Path) -> dict[str, Any]:
-    """A read's answer, its failure explained by the last error line the core printed."""
-    answer.pop("wall_seconds", None)
-    if answer.get("stage") == "worker":  # the core died reading it, or did not answer
+def _answered(answer: BundleRead, env: Env, log: Path) -> dict[str, Any]:
+    """A read's answer (the worker's own form, which scan reports from), its failure explained
+    by the last error line the core printed."""
+    read = answer.envelope
+    if read.died:  # the core died reading it, or did not answer
         native = _native_error(log)
-        died = str(answer.get("error")).split(" (log:")[0].replace(f"{env.name} worker ", "")
+        died = str(read.error).split(" (log:")[0].replace(f"{env.name} worker ", "")
         return {
             "ok": False,
             "stage": "native",
             "log": str(log),
             "error": printable(f"{native} ({died})" if native else died),
         }
-    if not answer.get("ok"):
+    out = {k: v for k, v in answer.wire.items() if k != "wall_seconds"}
+    if not read.ok:
         native = _native_error(log)
-        if native:
-            answer["error"] = f"{answer.get('error')}; {native}"
-        answer["error"] = printable(str(answer.get("error", "failed")))
-    answer["log"] = str(log)
-    return answer
+        error = f"{read.error}; {native}" if native else str(read.error)
+        out["error"] = printable(error)
+    out["log"] = str(log)
+    return out
 
 
 def printable(text: str) -> str:

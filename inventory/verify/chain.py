@@ -27,9 +27,14 @@ from inventory.errors import InventoryError
 from inventory.registry import Bundle
 from inventory.trace import extra
 from inventory.trace.service import recipe_process, trace_recipe
-from inventory.verify import cuts, forms, parts, whole
+from inventory.verify import cuts, forms, parts, stage_compare, whole
+from inventory.verify.built_module import BuiltModule
+from inventory.verify.compared_pair import ComparedPair, pairs_of
+from inventory.verify.converted_side import ConvertedSide, sides_of
+from inventory.verify.runtime_run import RuntimeRun, runs_of
 from oracle.catalog import EnvError
 from oracle.envs import Env
+from oracle.executors import ProgramAnswer
 from oracle.infra import Progress
 from oracle.session import Session
 from oracle.store import result_store as store
@@ -86,7 +91,7 @@ class _Parts:
         self.all_cached &= cached
         return record
 
-    def build(self, form: forms.Form, reference: bool) -> dict[str, Any]:
+    def build(self, form: forms.Form, reference: bool) -> BuiltModule:
         folder = parts.build_folder(self.bundle, form, self.weights, reference, self.recipe_root)
         legacy = parts.legacy_build_folder(self.bundle, form, self.weights, reference)
         if (
@@ -122,13 +127,13 @@ class _Parts:
                 site,
             )
 
-        return {**self.part(folder, make, _always, parts.BUILDING), "folder": str(folder)}
+        return BuiltModule.from_part(self.part(folder, make, _always, parts.BUILDING), folder)
 
-    def miniature(self, form: forms.Form, build: dict[str, Any]) -> dict[str, Any] | None:
+    def miniature(self, form: forms.Form, build: BuiltModule) -> dict[str, Any] | None:
         """The distinct instances of a recipe's miniature (traced from the checkout, as `trace`
         does, and stored beside its build); None where only stored parts are read and this one
         was not stored (a check stored before it was kept)."""
-        folder = parts.miniature_folder(self.bundle, Path(build["folder"]))
+        folder = parts.miniature_folder(self.bundle, build.folder)
         if self.read_only:
             record = parts.fetched(folder)
             ok = record is not None and record["code"] == parts.code(parts.TRACING)
@@ -156,16 +161,19 @@ class _Parts:
 
         return self.part(folder, make, _always, parts.TRACING)
 
-    def conversions(self, wanted: list[tuple[Path, Env, str]], what: str) -> list[dict[str, Any]]:
+    def conversions(self, wanted: list[tuple[Path, Env, str]], what: str) -> list[ConvertedSide]:
         """Sides (folder, release, program): each stored one read back, the others converted
         in one batch of calls (`Session.calls`: two at a time here, as a whole program takes
         one core and up to 1.6 GB; on a cluster's nodes), each stored as it may repeat."""
         if self.read_only:
-            return [self.part(f, _never, parts.repeatable, parts.CONVERTING) for f, _, _ in wanted]
+            return [
+                ConvertedSide.from_part(self.part(f, _never, parts.repeatable, parts.CONVERTING))
+                for f, _, _ in wanted
+            ]
         out = [parts.cached(f, self.use_cache, parts.CONVERTING) for f, _, _ in wanted]
         missing = [i for i, record in enumerate(out) if record is None]
         if not missing:
-            return [r for r in out if r is not None]
+            return [ConvertedSide.from_part(r) for r in out if r is not None]
         self.all_cached = False
         with ExitStack() as stack:
             works = {i: stack.enter_context(store.building(wanted[i][0])) for i in missing}
@@ -179,6 +187,7 @@ class _Parts:
                     whole.conversion(wanted[i][1], wanted[i][2], self.bundle, works[i])
                     for i in missing
                 ],
+                ProgramAnswer.decode,
                 at_once=2,
             )
             for i, answer in zip(missing, answers, strict=True):
@@ -190,35 +199,33 @@ class _Parts:
                 out[i] = parts.finished(
                     folder, works[i], side, self.use_cache, parts.repeatable, parts.CONVERTING
                 )
-        return [r for r in out if r is not None]
+        return [ConvertedSide.from_part(r) for r in out if r is not None]
 
-    def sides(self, build: dict[str, Any], releases: list[str]) -> dict[str, dict[str, Any]]:
-        program = build["files"]["program"]
+    def sides(self, build: BuiltModule, releases: list[str]) -> dict[str, ConvertedSide]:
+        program = build.program
         wanted = []
         for release in releases:
             env = self.session.env(release)
-            wanted.append(
-                (parts.side_folder(self.bundle, Path(build["folder"]), env), env, program)
-            )
+            wanted.append((parts.side_folder(self.bundle, build.folder, env), env, program))
         return dict(zip(releases, self.conversions(wanted, "it whole"), strict=True))
 
-    def pair(self, sides: dict[str, dict[str, Any]], a: str, b: str) -> dict[str, Any]:
+    def pair(self, sides: dict[str, ConvertedSide], a: str, b: str) -> ComparedPair:
         old, new = sides[a], sides[b]
-        if not old.get("evidence") or not new.get("evidence"):
+        if not old.evidence or not new.evidence:
             # a side that was not stored: compare in a temp folder, store nothing
             keep: Callable[[dict[str, Any]], bool] = lambda _: False  # noqa: E731
         else:
             keep = _always
         folder = parts.pair_folder(
-            self.bundle, Path(old.get("evidence") or a), Path(new.get("evidence") or b), a, b
+            self.bundle, Path(old.evidence or a), Path(new.evidence or b), a, b
         )
         record = self.part(
-            folder, lambda work: whole.compared(old, new, work), keep, parts.COMPARING
+            folder, lambda work: stage_compare.compared(old, new, work), keep, parts.COMPARING
         )
-        return {**record, "from": a, "to": b}
+        return ComparedPair.from_part(record, a, b)
 
     def drift(
-        self, old: dict[str, Any], new: dict[str, Any], reference: Path, labels: list[str]
+        self, old: RuntimeRun, new: RuntimeRun, reference: Path, labels: list[str]
     ) -> list[dict[str, Any]]:
         """Two runs' drift per output against the reference: derived once from their tensors
         and kept beside them (a read then loads no tensor); computed directly for a run that
@@ -229,18 +236,15 @@ class _Parts:
             # checks and never computes a drift (numpy is about a third of its start-up)
             from inventory.verify.drift import per_output
 
+            assert old.outputs_file is not None and new.outputs_file is not None  # both ran
             return per_output(
-                Path(old["outputs_file"]),
-                Path(new["outputs_file"]),
-                reference,
-                new["outputs"],
-                labels,
+                old.outputs_file, new.outputs_file, reference, list(new.outputs), labels
             )
 
-        if not old.get("evidence") or not new.get("evidence"):
+        if not old.evidence or not new.evidence:
             return rows()
         folder = parts.drift_folder(
-            self.bundle, Path(old["evidence"]).name, Path(new["evidence"]).name, reference, labels
+            self.bundle, Path(old.evidence).name, Path(new.evidence).name, reference, labels
         )
         stored = parts.fetched(folder)
         if stored is not None and stored["code"] == parts.code(parts.DRIFTING):
@@ -252,27 +256,24 @@ class _Parts:
 
     def run(
         self,
-        side: dict[str, Any],
+        side: ConvertedSide,
         label: str,
         runtime: Any,
         inputs: Path,
         inputs_key: str,
         kind: str = "run",
-    ) -> dict[str, Any]:
+    ) -> RuntimeRun:
         """One asset run on the inputs stored in the folder `inputs` (`inputs_key` names them
         in the run's key)."""
-        folder = parts.run_folder(self.bundle, side["shipped_digest"], inputs_key, runtime, kind)
+        assert side.shipped_digest is not None  # only a side that converted runs
+        folder = parts.run_folder(self.bundle, side.shipped_digest, inputs_key, runtime, kind)
 
         def make(work: Path) -> dict[str, Any]:
             return whole.run(
-                self.session, runtime, side["files"]["asset"], inputs, work, self.progress, label
+                self.session, runtime, side.files["asset"], inputs, work, self.progress, label
             )
 
-        return self.part(folder, make, parts.run_repeats, parts.RUNNING)
-
-
-def _differs(pair: dict[str, Any]) -> bool:
-    return pair.get("shipped", {}).get("identity") == "differs"
+        return RuntimeRun.from_part(self.part(folder, make, parts.run_repeats, parts.RUNNING))
 
 
 def _holds_the_full_modules_instances(
@@ -358,7 +359,7 @@ def measure(
     record["overall"] = steps[0] if len(steps) == 1 else p.pair(sides, releases[0], releases[-1])
     record["run"] = None
     record["region_runs"] = []
-    if any(_differs(s) for s in steps) or _differs(record["overall"]):
+    if any(s.differs for s in steps) or record["overall"].differs:
         record["run"] = _model_level(
             p, bundle, record, run_form, same_form, releases, run_budget, full
         )
@@ -372,13 +373,13 @@ def measure(
             cuts.region_runs(
                 p,
                 s,
-                whole.differing(s, sides[s["from"]], sides[s["to"]], "shipped"),
+                whole.differing(s, sides[s.old], sides[s.new], "shipped"),
                 record["build"],
                 runtimes,
                 refused,
             )
             for s in steps
-            if _differs(s)
+            if s.differs
         ]
     record["cached"] = p.all_cached
     # what measuring the parts cost when they were measured (the same on every read)
@@ -460,10 +461,11 @@ def _model_level(
 
 
 def _wanted(record: dict[str, Any]) -> set[str]:
-    steps, overall = record["steps"], record["overall"]
-    wanted = {r for s in steps if _differs(s) for r in (s["from"], s["to"])}
-    if _differs(overall):
-        wanted |= {overall["from"], overall["to"]}
+    steps, overall = pairs_of(record)
+    assert overall is not None  # asked only once the chain is compared
+    wanted = {r for s in steps if s.differs for r in (s.old, s.new)}
+    if overall.differs:
+        wanted |= {overall.old, overall.new}
     return wanted
 
 
@@ -472,14 +474,14 @@ def timing(record: dict[str, Any]) -> dict[str, float]:
     builds, whole-program conversions, model-level runs, and the region runs' cutting, cut
     conversions and cut runs. A run two releases share (the same program) was paid once."""
     run = record.get("run") or {}
-    builds = [record["build"], run.get("build") or {}]
-    sides = [*record["sides"].values(), *(run.get("sides") or {}).values()]
-    runs = ((run.get("measurement") or {}).get("runs") or {}).values()
-    once = {r.get("evidence") or id(r): r.get("seconds") or 0.0 for r in runs}
+    builds: list[BuiltModule] = [record["build"], *([run["build"]] if run.get("build") else [])]
+    sides: list[ConvertedSide] = [*record["sides"].values(), *(run.get("sides") or {}).values()]
+    runs = runs_of(run.get("measurement") or {}).values()
+    once = {r.evidence or id(r): r.seconds or 0.0 for r in runs}
     regions = [r.get("seconds") or {} for r in record.get("region_runs") or []]
     out = {
-        "build": sum(x.get("wall_seconds") or 0.0 for x in builds),
-        "conversions": sum(x.get("wall_seconds") or 0.0 for x in sides),
+        "build": sum(x.wall_seconds or 0.0 for x in builds),
+        "conversions": sum(x.wall_seconds or 0.0 for x in sides),
         "runs": sum(once.values()),
         "region_cuts": sum(r.get("cut", 0.0) for r in regions),
         "region_conversions": sum(r.get("conversions", 0.0) for r in regions),
@@ -497,32 +499,27 @@ def _runs(
     releases: list[str],
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"form": run_form.to_json(), "same_as_compared": same_form}
-    steps, overall = record["steps"], record["overall"]
+    steps, overall = pairs_of(record)
+    assert overall is not None  # run only once the chain is compared
     wanted = _wanted(record)
     needed = [r for r in releases if r in wanted]
+    sides: dict[str, ConvertedSide]
     if same_form:
-        build, sides = record["build"], record["sides"]
-        run_pairs = {(s["from"], s["to"]): s for s in [*steps, overall]}
+        build, sides = record["build"], sides_of(record)
+        run_pairs = {(s.old, s.new): s for s in [*steps, overall]}
     else:
         p.progress(f"{bundle.name}: the run form, {run_form.described()}")
         build = p.build(run_form, reference=True)
         sides = p.sides(build, needed)
         run_pairs = {}
         for s in [*steps, overall]:
-            if s["from"] in sides and s["to"] in sides and (s["from"], s["to"]) not in run_pairs:
-                run_pairs[(s["from"], s["to"])] = p.pair(sides, s["from"], s["to"])
+            if s.old in sides and s.new in sides and (s.old, s.new) not in run_pairs:
+                run_pairs[(s.old, s.new)] = p.pair(sides, s.old, s.new)
         out["build"] = build
         out["sides"] = sides
-    out["pairs"] = {
-        f"{a}->{b}": {
-            "emitted": v.get("emitted"),
-            "shipped": v.get("shipped"),
-            "evidence": v.get("evidence"),
-        }
-        for (a, b), v in run_pairs.items()
-    }
-    if any(not sides[r].get("ok") for r in needed):
-        bad = [r for r in needed if not sides[r].get("ok")]
+    out["pairs"] = {f"{a}->{b}": v.to_json() for (a, b), v in run_pairs.items()}
+    if any(not sides[r].ok for r in needed):
+        bad = [r for r in needed if not sides[r].ok]
         out["measurement"] = {
             "ok": False,
             "error": f"the run form does not convert under {', '.join(bad)}",
@@ -533,12 +530,12 @@ def _runs(
     m = out["measurement"]
     if m.get("ok"):
         labels = list(bundle.export.get("names", {}).get("outputs", []))
-        reference = Path(build["folder"]) / "reference.safetensors"
+        reference = build.reference
         m["drift"] = {}
         for (a, b), pair in run_pairs.items():
             if a in m["runs"] and b in m["runs"]:
                 m["drift"][f"{a}->{b}"] = {
-                    "shipped": pair.get("shipped", {}).get("identity"),
+                    "shipped": pair.shipped.identity,
                     "outputs": p.drift(m["runs"][a], m["runs"][b], reference, labels),
                 }
     return out
@@ -547,35 +544,35 @@ def _runs(
 def _on_one_runtime(
     p: _Parts,
     bundle: Bundle,
-    sides: dict[str, dict[str, Any]],
+    sides: dict[str, ConvertedSide],
     needed: list[str],
-    build: dict[str, Any],
+    build: BuiltModule,
     releases: list[str],
 ) -> dict[str, Any]:
     # read-only, the same path is replayed from the store (a refusal is stored too), and a
     # run that is not stored raises Missing
     attempts: list[str] = []
     for env in _candidates(p, releases):
-        runs: dict[str, dict[str, Any]] = {}
+        runs: dict[str, RuntimeRun] = {}
         failed = ""
         for release in needed:  # oldest first: the asset a newer runtime may refuse
             answer = p.run(
                 sides[release],
                 f"the {release} program",
                 env,
-                Path(build["folder"]),
-                Path(build["folder"]).name,
+                build.folder,
+                build.folder.name,
             )
-            if answer.get("stage") == "flaky":  # no lasting answer: not another runtime's turn
+            if answer.stage == "flaky":  # no lasting answer: not another runtime's turn
                 return {
                     "ok": False,
                     "runtime": env.runtime,
                     "attempts": [*attempts, f"{env.runtime}: {release}: flaky"],
                     "error": f"coreai-core on {env.runtime} gave no lasting answer for the "
-                    f"{release} program: {answer.get('error')}",
+                    f"{release} program: {answer.error}",
                 }
-            if not answer.get("ok"):
-                failed = f"{release}: {answer.get('stage')}: {answer.get('error')}"
+            if not answer.ok:
+                failed = f"{release}: {answer.failure}"
                 break
             runs[release] = answer
         if failed:

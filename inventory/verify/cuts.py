@@ -27,9 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from inventory.verify import parts, whole
+from inventory.verify.built_module import BuiltModule
+from inventory.verify.compared_pair import DIFFERS, ComparedPair
+from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.regions import Region
+from inventory.verify.runtime_run import RuntimeRun
 from oracle.envs import Env
-from oracle.executors import Call, Ship
+from oracle.executors import Call, CutAnswer, Ship
 from oracle.infra import settings
 
 # rings of producers and consumers tried in turn until a cut reproduces its region
@@ -37,11 +41,11 @@ HOPS = (0, 2, 6)
 
 
 def make_cuts(
-    p: Any, env: Env, build: dict[str, Any], requests: list[dict[str, Any]], step: str, hops: int
+    p: Any, env: Env, build: BuiltModule, requests: list[dict[str, Any]], step: str, hops: int
 ) -> dict[str, Any]:
     """The stored cuts of some of one step's regions with `hops` rings around them (cut in the
     step's newer environment: its decomposition names the nodes the regions were mapped to)."""
-    folder = parts.cut_folder(p.bundle, Path(build["folder"]), env, step, requests, hops)
+    folder = parts.cut_folder(p.bundle, build.folder, env, step, requests, hops)
 
     def make(work: Path) -> dict[str, Any]:
         p.progress(
@@ -55,8 +59,8 @@ def make_cuts(
                     env,
                     {
                         "op": "cut",
-                        "program": build["files"]["program"],
-                        "inputs": build["files"]["inputs"],
+                        "program": build.program,
+                        "inputs": build.inputs_file,
                         "pipeline": _pipeline(p.bundle),
                         "cuts": requests,
                         "hops": hops,
@@ -65,10 +69,12 @@ def make_cuts(
                     ship=(Ship("program"), Ship("inputs")),
                     timeout=settings.seconds(whole.CONVERT_TIMEOUT),
                 )
-            ]
+            ],
+            CutAnswer.decode,
         )
-        answer.pop("wall_seconds", None)  # its own seconds, per step, are in the answer
-        return {**answer, "step": step, "cut_in": env.converter, "hops": hops}
+        # its own seconds, per step, are in the answer
+        made = {k: v for k, v in answer.wire.items() if k != "wall_seconds"}
+        return {**made, "step": step, "cut_in": env.converter, "hops": hops}
 
     return p.part(folder, make, parts.repeatable, parts.CUTTING)
 
@@ -89,9 +95,9 @@ def _inputs_key(cut_dir: Path) -> str:
 
 def region_runs(
     p: Any,
-    step: dict[str, Any],
+    step: ComparedPair,
     regions: list[Region],
-    build: dict[str, Any],
+    build: BuiltModule,
     runtimes: list[Env],
     refused: dict[tuple[str, str], str],
 ) -> dict[str, Any]:
@@ -100,7 +106,7 @@ def region_runs(
     reproduce it is cut again wider (HOPS). `refused`: (release, runtime) pairs whose cut a
     runtime already refused in this check (coreai-core 1.0.0b2 aborts on every 0.4.0 asset):
     not tried again, and said so."""
-    a, b = step["from"], step["to"]
+    a, b = step.old, step.new
     label = f"{a}->{b}"
     envs = {a: p.session.env(a), b: p.session.env(b)}
     out: dict[str, Any] = {
@@ -189,19 +195,15 @@ def _tried(
     old, new = p.conversions(
         [(_side_folder(p, envs[r], program), envs[r], program) for r in (a, b)], "a cut"
     )
-    seconds["conversions"] += sum(s.get("wall_seconds") or 0.0 for s in (old, new))
-    if not old.get("ok") or not new.get("ok"):
-        bad = [
-            f"{r} ({s.get('stage')}: {s.get('error')})"
-            for r, s in ((a, old), (b, new))
-            if not s.get("ok")
-        ]
+    seconds["conversions"] += sum(s.wall_seconds or 0.0 for s in (old, new))
+    if not old.ok or not new.ok:
+        bad = [f"{r} ({s.failure})" for r, s in ((a, old), (b, new)) if not s.ok]
         attempt["outcome"] = f"the cut does not convert under {'; '.join(bad)}"
         return False
-    shipped = p.pair({a: old, b: new}, a, b).get("shipped", {})
-    attempt["shipped"] = {k: shipped.get(k) for k in ("identity", "changed_lines")}
-    attempt["evidence"] = {a: old.get("evidence"), b: new.get("evidence")}
-    if shipped.get("identity") != "differs":
+    shipped = p.pair({a: old, b: new}, a, b).shipped
+    attempt["shipped"] = {"identity": shipped.identity, "changed_lines": shipped.changed_lines}
+    attempt["evidence"] = {a: old.evidence, b: new.evidence}
+    if shipped.identity != DIFFERS:
         attempt["outcome"] = "does not reproduce: the cut's shipped programs are identical"
         return False
     attempt["outcome"] = "reproduces"
@@ -212,8 +214,8 @@ def _tried(
 
 def _measured(
     p: Any,
-    old: dict[str, Any],
-    new: dict[str, Any],
+    old: ConvertedSide,
+    new: ConvertedSide,
     cut_dir: Path,
     a: str,
     b: str,
@@ -236,27 +238,27 @@ def _measured(
         if known:
             tried.append(f"{runtime.runtime}: not tried, it refused an earlier {known}")
             continue
-        runs = {}
+        runs: dict[str, RuntimeRun] = {}
         for release, side in ((a, old), (b, new)):  # the older asset first
             runs[release] = p.run(
                 side, f"the {release} cut", runtime, cut_dir, inputs_key, kind="cutrun"
             )
-            if not runs[release].get("ok"):
+            if not runs[release].ok:
                 break
-        seconds["runs"] += sum(r.get("seconds") or 0.0 for r in runs.values())
-        if all(r.get("ok") for r in runs.values()) and len(runs) == 2:
+        seconds["runs"] += sum(r.seconds or 0.0 for r in runs.values())
+        if all(r.ok for r in runs.values()) and len(runs) == 2:
             rows = p.drift(
                 runs[a], runs[b], cut_dir / "reference.safetensors", list(cut.get("outputs") or [])
             )
             return {
                 "runtime": runtime.runtime,
                 "drift": rows,
-                "run_evidence": {r: v.get("evidence") for r, v in runs.items()},
+                "run_evidence": {r: v.evidence for r, v in runs.items()},
                 "runtime_attempts": tried,
             }
-        release, failed = next((r, v) for r, v in runs.items() if not v.get("ok"))
-        why = f"{failed.get('stage')}: {failed.get('error')}"
-        if "SIGABRT" in why or failed.get("stage") != "worker":
+        release, failed = next((r, v) for r, v in runs.items() if not v.ok)
+        why = failed.failure
+        if "SIGABRT" in why or failed.stage != "worker":
             refused[(release, runtime.runtime)] = f"cut ({why})"
         tried.append(f"{runtime.runtime}: {release}: {why}")
     return {

@@ -36,3 +36,14 @@ def optional(record: dict[str, Any], name: str, kind: type[T], what: str) -> T |
     if name in record and record[name] is None:
         return None
     return field(record, name, kind, what)
+
+
+def number(record: dict[str, Any], name: str, what: str) -> float | None:
+    """A field that is absent, null or a number, kept as written (an int stays an int, so the
+    JSON written from it again is the same)."""
+    value = record.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RecordError(f"{what}: field {name!r} is {type(value).__name__}, expected a number")
+    return value

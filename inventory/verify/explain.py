@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
+from inventory.verify.compared_pair import DIFFERS, IDENTICAL, ComparedPair
+from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.regions import Located, Region, shape
 from inventory.verify.step_check import StepCheck
 from inventory.verify.step_region import StepRegion
@@ -89,41 +91,39 @@ def attributed(region: dict[str, Any], records: list[Fix]) -> dict[str, str]:
 
 
 def step_regions(
-    step: dict[str, Any],
+    step: ComparedPair,
     shipped: list[Region],
     emitted: list[Region],
     texts: dict[str, Any] | None,
     fixes: list[Fix],
 ) -> list[StepRegion]:
     """A step's regions, each with its step, stage and records (`texts`: whole.stage_texts)."""
-    label = f"{step['from']}->{step['to']}"
-    records = between(fixes, step["from"], step["to"])
+    label = step.label
+    records = between(fixes, step.old, step.new)
     out = []
     for region in shipped:
         stage = stage_of(region, emitted, texts)
         how = attributed({**region.to_json(), "stage": stage}, records)
-        out.append(StepRegion.of(region, label, stage, how, step.get("evidence")))
+        out.append(StepRegion.of(region, label, stage, how, step.evidence))
     return out
 
 
 def stage_texts(
-    pair: dict[str, Any], old: dict[str, Any], new: dict[str, Any]
+    pair: ComparedPair, old: ConvertedSide, new: ConvertedSide
 ) -> dict[str, Any] | None:
     """What telling a change's stage needs beside the regions: both sides' normalised shipped
     lines, the set of each side's emitted lines and, per aten node, the emitted lines lowered
     from it (value numbers set aside); None when the emitted programs cannot be compared."""
-    shipped, emitted = pair.get("shipped", {}), pair.get("emitted", {})
-    if shipped.get("identity") != "differs" or emitted.get("identity") not in (
-        "identical",
-        "differs",
-    ):
+    shipped, emitted = pair.shipped, pair.emitted
+    if shipped.identity != DIFFERS or emitted.identity not in (IDENTICAL, DIFFERS):
         return None
-    text = {k: Path(v).read_text().splitlines() for k, v in shipped["normalised"].items()}
-    lines = {k: Path(v).read_text().splitlines() for k, v in emitted["normalised"].items()}
+    assert shipped.normalised is not None and emitted.normalised is not None  # both compared
+    text = {k: Path(v).read_text().splitlines() for k, v in shipped.normalised.items()}
+    lines = {k: Path(v).read_text().splitlines() for k, v in emitted.normalised.items()}
     by_node: dict[str, dict[str, list[str]]] = {}
     for label, side in (("old", old), ("new", new)):
         by_node[label] = {}
-        located_file = side.get("files", {}).get("emitted_located")
+        located_file = side.files.get("emitted_located")
         if not located_file:
             continue
         located = Located(Path(located_file).read_text())

@@ -60,7 +60,7 @@ CONVERTING = (
     ORACLE / "constructs",
 )
 COMPARING = (
-    HERE / "whole.py",
+    HERE / "stage_compare.py",
     ORACLE / "compare" / "normalisation.py",
     ORACLE / "executors" / "comparison.py",
 )

@@ -5,28 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from inventory.verify.built_module import build_of
+from inventory.verify.converted_side import sides_of as _sides
+from inventory.verify.runtime_run import runs_of as _runs
 from inventory.verify.service import BundleVerify, Verify, answer, status
-
-
-def _side(side: dict[str, Any]) -> dict[str, Any]:
-    out = {
-        "converter": side.get("converter"),
-        "ok": bool(side.get("ok")),
-        "seconds": side.get("wall_seconds"),
-        "peak_mb": side.get("peak_mb"),
-        "packages": side.get("packages"),
-    }
-    if not side.get("ok"):
-        out["error"] = f"{side.get('stage', '?')}: {side.get('error', '?')}"
-    return out
 
 
 def overall_rows(b: BundleVerify) -> list[dict[str, Any]]:
     m = (b.record.get("run") or {}).get("measurement") or {}
     o = b.overall
-    if not o:
+    if o is None:
         return []
-    return list(((m.get("drift") or {}).get(f"{o['from']}->{o['to']}") or {}).get("outputs") or [])
+    return list(((m.get("drift") or {}).get(o.label) or {}).get("outputs") or [])
 
 
 def _run(b: BundleVerify) -> dict[str, Any] | None:
@@ -34,7 +24,7 @@ def _run(b: BundleVerify) -> dict[str, Any] | None:
     if not run:
         return None
     m = run.get("measurement") or {}
-    build = run.get("build") or b.record.get("build") or {}
+    build = build_of(run) or build_of(b.record)
     return {
         "form": run["form"],
         "same_as_compared": run["same_as_compared"],
@@ -46,19 +36,19 @@ def _run(b: BundleVerify) -> dict[str, Any] | None:
         "ok": bool(m.get("ok")),
         "error": m.get("error"),
         "attempts": m.get("attempts", []),
-        "seconds": {r: v.get("seconds") for r, v in (m.get("runs") or {}).items()},
-        "params": build.get("params"),
+        "seconds": {r: v.seconds for r, v in _runs(m).items()},
+        "params": build.params if build is not None else None,
         "outputs": overall_rows(b),
-        "evidence": {r: v.get("evidence") for r, v in (m.get("runs") or {}).items()},
+        "evidence": {r: v.evidence for r, v in _runs(m).items()},
     }
 
 
 def bundle_record(b: BundleVerify) -> dict[str, Any]:
     """A bundle's check as `verify --json` gives it, and `plan --json` (one answer)."""
     r = b.record
-    build = r.get("build", {})
+    build = build_of(r)
     overall = b.overall
-    parts_seconds = [s.get("wall_seconds") for s in r.get("sides", {}).values()]
+    parts_seconds = [s.wall_seconds for s in _sides(r).values()]
     return {
         "bundle": b.bundle,
         "exporter": b.exporter,
@@ -73,25 +63,12 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         "cached": b.cached,
         "form": r.get("form"),
         "error": r.get("error"),
-        "build": {
-            "params": build.get("params"),
-            "seconds": build.get("wall_seconds"),
-            "peak_mb": build.get("peak_mb"),
-            "torch": build.get("torch"),
-            "inputs": build.get("inputs", []),
-            "weights": build.get("weights"),
-            # NaN/inf in the module's state (a -inf attention mask is legitimate; a
-            # checkpoint tensor holding one is refused)
-            "nonfinite_state": build.get("nonfinite_state"),
-            "evidence": build.get("evidence"),
-        }
-        if build
-        else None,
+        "build": build.to_json() if build is not None else None,
         "torch": b.torch.to_json() if b.torch is not None else None,
         "releases": list(r.get("releases", [])),
-        "sides": {k: _side(v) for k, v in r.get("sides", {}).items()},
-        "emitted": _stage(overall.get("emitted")),
-        "shipped": _stage(overall.get("shipped")),
+        "sides": {k: v.to_json() for k, v in _sides(r).items()},
+        "emitted": overall.emitted.summary() if overall is not None else None,
+        "shipped": overall.shipped.summary() if overall is not None else None,
         "steps": [s.to_json() for s in b.steps],
         "regions": [r.to_json() for r in b.regions],
         "unrecorded": list(b.unrecorded),
@@ -109,16 +86,9 @@ def bundle_record(b: BundleVerify) -> dict[str, Any]:
         "seconds": r.get("seconds"),
         "timing": r.get("timing"),
         "conversion_seconds": sum(x for x in parts_seconds if x) or None,
-        "peak_mb": max((s.get("peak_mb") or 0 for s in r.get("sides", {}).values()), default=None)
-        or None,
-        "evidence": overall.get("evidence"),
+        "peak_mb": max((s.peak_mb or 0 for s in _sides(r).values()), default=None) or None,
+        "evidence": overall.evidence if overall is not None else None,
     }
-
-
-def _stage(stage: dict[str, Any] | None) -> dict[str, Any] | None:
-    if stage is None:
-        return None
-    return {k: v for k, v in stage.items() if k in ("identity", "changed_lines", "diff")}
 
 
 def verify_record(v: Verify) -> dict[str, Any]:

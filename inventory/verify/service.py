@@ -35,6 +35,15 @@ from inventory.trace import trust
 from inventory.trace.service import TraceError, vet
 from inventory.verdict import ProbeVerdict, Reexport, Verdict
 from inventory.verify import chain, cuts, explain, forms, whole
+from inventory.verify.built_module import BuiltModule, build_of
+from inventory.verify.compared_pair import (
+    CANNOT_CONVERT,
+    DIFFERS,
+    IDENTICAL,
+    ComparedPair,
+    pairs_of,
+)
+from inventory.verify.converted_side import ConvertedSide, sides_of
 from inventory.verify.probe_check import ProbeChange, ProbeCheck
 from inventory.verify.step_check import StepCheck
 from inventory.verify.step_region import RegionRun, StepRegion
@@ -82,8 +91,14 @@ class BundleVerify:
         return not self.inconsistencies
 
     @property
-    def overall(self) -> dict[str, Any]:
-        return self.record.get("overall") or {}
+    def build(self) -> BuiltModule | None:
+        """The module built and exported (None: the check ended before it was)."""
+        return build_of(self.record)
+
+    @property
+    def overall(self) -> ComparedPair | None:
+        """The exporter against the target (None: the check ended before comparing)."""
+        return pairs_of(self.record)[1]
 
 
 @dataclass(frozen=True)
@@ -110,8 +125,9 @@ class Verify:
 def _present(record: dict[str, Any]) -> set[str]:
     """The construct kinds a detector found in any side's whole program."""
     kinds: set[str] = set()
+    side: ConvertedSide
     for side in record.get("sides", {}).values():
-        nodes = side.get("files", {}).get("nodes")
+        nodes = side.files.get("nodes")
         if nodes and Path(nodes).is_file():
             kinds |= {
                 n["kind"] for n in json.loads(Path(nodes).read_text()).values() if n.get("kind")
@@ -133,37 +149,36 @@ def _changed(probes: Sweep, step: str) -> tuple[ProbeChange, ...]:
 
 
 def _step(
-    record: dict[str, Any], pair: dict[str, Any], fixes: list[Fix], policy: Policy, dtype: str
+    record: dict[str, Any], pair: ComparedPair, fixes: list[Fix], policy: Policy, dtype: str
 ) -> tuple[StepCheck, list[StepRegion]]:
     """One step's check, with its level, and its regions (step, stage, records, own runs)."""
-    sides = record["sides"]
-    old, new = sides[pair["from"]], sides[pair["to"]]
+    sides = sides_of(record)
+    old, new = sides[pair.old], sides[pair.new]
     shipped = whole.differing(pair, old, new, "shipped")
     emitted = whole.differing(pair, old, new, "emitted")
     texts = explain.stage_texts(pair, old, new)
-    label = f"{pair['from']}->{pair['to']}"
+    label = pair.label
     regions = _with_region_drift(
         explain.step_regions(pair, shipped, emitted, texts, fixes), record, label
     )
     m = (record.get("run") or {}).get("measurement") or {}
     rows = (m.get("drift") or {}).get(label, {}).get("outputs")
     runtime = m.get("runtime") if rows else None
-    shipped_stage = _identity(pair.get("shipped"))
     verdict, source = step_verdict(
-        record, label, (shipped_stage or {}).get("identity"), rows, runtime, policy, dtype
+        record, label, pair.shipped.identity, rows, runtime, policy, dtype
     )
     check = StepCheck(
         step=label,
-        old=pair["from"],
-        new=pair["to"],
-        emitted=_identity(pair.get("emitted")),
-        shipped=shipped_stage,
+        old=pair.old,
+        new=pair.new,
+        emitted=pair.emitted.summary(),
+        shipped=pair.shipped.summary(),
         regions=len(regions),
         unrecorded_regions=sum(1 for r in regions if r.unrecorded),
         records=tuple(f.id for f in _records(fixes, pair)),
         runtime=runtime,
         drift=None if rows is None else tuple(rows),
-        evidence=pair.get("evidence"),
+        evidence=pair.evidence,
         verdict=verdict.verdict,
         reexport=verdict.reexport,
         reason=verdict.reason,
@@ -211,14 +226,8 @@ def _region_run(run: dict[str, Any] | None, step_runs: dict[str, Any]) -> Region
     )
 
 
-def _identity(stage: dict[str, Any] | None) -> dict[str, Any] | None:
-    if stage is None:
-        return None
-    return {k: v for k, v in stage.items() if k != "normalised"}
-
-
-def _records(fixes: list[Fix], pair: dict[str, Any]) -> list[Fix]:
-    return between(fixes, pair["from"], pair["to"])
+def _records(fixes: list[Fix], pair: ComparedPair) -> list[Fix]:
+    return between(fixes, pair.old, pair.new)
 
 
 def reconcile_step(
@@ -266,27 +275,22 @@ def reconcile_step(
 def _overall_verdict(b_record: dict[str, Any], policy: Policy, dtype: str) -> ProbeVerdict:
     if b_record.get("error"):
         return ProbeVerdict(Verdict.INCONCLUSIVE, Reexport.INCONCLUSIVE, b_record["error"])
-    overall = b_record["overall"]
-    shipped = overall.get("shipped", {}).get("identity")
-    if shipped == "cannot-convert":
-        bad = [
-            f"coreai-torch {r} ({s.get('stage')}: {s.get('error')})"
-            for r, s in b_record["sides"].items()
-            if not s.get("ok")
-        ]
+    steps, overall = pairs_of(b_record)
+    assert overall is not None  # a record without an error is compared
+    shipped = overall.shipped.identity
+    if shipped == CANNOT_CONVERT:
+        bad = [f"coreai-torch {r} ({s.failure})" for r, s in sides_of(b_record).items() if not s.ok]
         return ProbeVerdict(
             Verdict.INCONCLUSIVE,
             Reexport.INCONCLUSIVE,
             f"the whole module does not convert under {'; '.join(bad)}",
         )
-    bad_steps = [
-        s for s in b_record["steps"] if s.get("shipped", {}).get("identity") == "cannot-convert"
-    ]
-    if shipped == "identical":
+    bad_steps = [s for s in steps if s.shipped.identity == CANNOT_CONVERT]
+    if shipped == IDENTICAL:
         return ProbeVerdict(
             Verdict.SAME_PROGRAM,
             Reexport.NO,
-            f"identical shipped programs {overall['from']} -> {overall['to']}",
+            f"identical shipped programs {overall.old} -> {overall.new}",
         )
     if bad_steps:
         return ProbeVerdict(
@@ -295,8 +299,7 @@ def _overall_verdict(b_record: dict[str, Any], policy: Policy, dtype: str) -> Pr
             "an intermediate release does not convert the whole module",
         )
     m = (b_record.get("run") or {}).get("measurement") or {}
-    label = f"{overall['from']}->{overall['to']}"
-    rows = (m.get("drift") or {}).get(label, {}).get("outputs")
+    rows = (m.get("drift") or {}).get(overall.label, {}).get("outputs")
     why = m.get("error") or "; ".join(m.get("attempts", []))
     if rows:
         return explain.judge_drift(rows, m.get("runtime"), policy.tolerance_for(dtype), why)
@@ -458,7 +461,7 @@ def assembled(
     probes: list[ProbeCheck] = []
     inconsistencies: list[str] = []
     limitations: list[str] = []
-    for pair in record["steps"]:
+    for pair in pairs_of(record)[0]:
         step, step_regions = _step(record, pair, fixes, policy, bundle.dtype)
         if step.step in step_probes:
             p, inc, lim, step_regions = reconcile_step(
@@ -548,7 +551,8 @@ def torch_of(bundle: Bundle, record: dict[str, Any]) -> TorchCheck | None:
     """The torch the whole program was built and exported on, beside the one the registry says
     the recipe ran (None: nothing was built). A program built on another torch is not the one
     the recipe exported: `same` is false, and every format says so beside the answer."""
-    built = (record.get("build") or {}).get("torch")
+    build = build_of(record)
+    built = build.torch if build is not None else None
     if not built:
         return None
     exporter = bundle.exporter
@@ -745,20 +749,20 @@ def answer(b: BundleVerify) -> str:
     if r.get("error"):
         return f"inconclusive: {r['error']}"
     overall = b.overall
-    shipped = overall.get("shipped", {})
     form = r["form"]["form"]
-    if shipped.get("identity") == "cannot-convert" or b.verdict is None:
+    if overall is None or overall.shipped.identity == CANNOT_CONVERT or b.verdict is None:
         return f"inconclusive: {b.verdict.reason if b.verdict else 'not measured'}"
+    shipped = overall.shipped
     steps = "; ".join(_step_line(s, list(b.regions)) for s in b.steps)
-    if shipped["identity"] == "identical":
+    if shipped.identity == IDENTICAL:
         text = (
             f"identical shipped programs: no fix between {b.exporter} and {b.to} can "
             f"change this {form} module"
         )
-        emitted = overall.get("emitted") or {}
-        if emitted.get("identity") == "differs":
+        emitted = overall.emitted
+        if emitted.identity == DIFFERS:
             text += (
-                f" (the emitted programs differ in {emitted['changed_lines']} lines; "
+                f" (the emitted programs differ in {emitted.changed_lines} lines; "
                 "the optimizer makes them the same)"
             )
         if len(b.steps) > 1 and any(s.regions for s in b.steps):
@@ -772,7 +776,7 @@ def answer(b: BundleVerify) -> str:
         else steps
     )
     return (
-        f"shipped programs differ in {shipped['changed_lines']} lines, "
+        f"shipped programs differ in {shipped.changed_lines} lines, "
         f"{len(regions)} region(s): {where}; {b.verdict.verdict}: {b.verdict.reason}"
     )
 

@@ -21,11 +21,12 @@ from typing import Any
 from inventory.errors import InventoryError
 from inventory.registry import Bundle
 from inventory.trace.service import PROJECT_ROOT, export_steps, supervised
+from inventory.verify.compared_pair import DIFFERS, ComparedPair
+from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.forms import Form
 from inventory.verify.regions import Located, Region, Side, regions
-from oracle.compare import compare_texts, normalise
 from oracle.envs import Env
-from oracle.executors import Call, Ship
+from oracle.executors import AnswerError, AssetRun, Call, ProgramAnswer, Ship
 from oracle.infra import Progress, WeightsError, cache_root, in_store, safe_name, settings
 from oracle.session import Session
 from oracle.store import result_store as store
@@ -193,72 +194,38 @@ def conversion(env: Env, program: str, bundle: Bundle, out: Path) -> Call:
     )
 
 
-def side(env: Env, answer: dict[str, Any]) -> dict[str, Any]:
-    """A conversion's answer as a side: which converter and packages made it, and what it cost."""
+def side(env: Env, answer: ProgramAnswer) -> dict[str, Any]:
+    """A conversion's answer as a side: which converter and packages made it, and what it cost.
+    It keeps the worker's own form of the answer (`ProgramAnswer.wire`), as stored before."""
     return {
-        **answer,
+        **answer.wire,
         "converter": env.converter,
         "packages": store.env_identity(env),
-        "wall_seconds": answer.get("wall_seconds", 0.0),
+        "wall_seconds": answer.envelope.wall_seconds or 0.0,
     }
 
 
 # ---- compare ------------------------------------------------------------------------------
 
 
-def _stage(old: dict[str, Any], new: dict[str, Any], stage: str, work: Path) -> dict[str, Any]:
-    if not old.get("ok") or not new.get("ok"):
-        return {"identity": "cannot-convert"}
-    if stage == "emitted" and (old.get("emitted_is_optimized") or new.get("emitted_is_optimized")):
-        # a to_coreai() that returned the optimized program, not captured before its rewrite
-        return {"identity": "not-comparable"}
-    a, b = Path(old["files"][stage]).read_text(), Path(new["files"][stage]).read_text()
-    (work / f"{stage}.old.normalised.mlir").write_text(normalise(a))
-    (work / f"{stage}.new.normalised.mlir").write_text(normalise(b))
-    result = compare_texts(
-        a, b, f"{stage} coreai-torch {old['converter']}", f"{stage} coreai-torch {new['converter']}"
-    )
-    out: dict[str, Any] = {
-        "normalised": {
-            side: str(work / f"{stage}.{side}.normalised.mlir") for side in ("old", "new")
-        }
-    }
-    if result.identical:
-        return {**out, "identity": "identical", "changed_lines": 0}
-    (work / f"{stage}.diff").write_text(result.diff)
-    return {
-        **out,
-        "identity": "differs",
-        "changed_lines": result.changed_lines,
-        "diff": str(work / f"{stage}.diff"),
-    }
-
-
-def compared(old: dict[str, Any], new: dict[str, Any], work: Path) -> dict[str, Any]:
-    """Both stages of two sides compared, the normalised texts and diffs kept in `work`."""
-    return {
-        "emitted": _stage(old, new, "emitted", work),
-        "shipped": _stage(old, new, "shipped", work),
-    }
-
-
-def _side(answer: dict[str, Any], normalised: str, located: str) -> Side:
-    text = Path(answer["files"][located]).read_text() if answer["files"].get(located) else ""
-    nodes = json.loads(Path(answer["files"]["nodes"]).read_text())
+def _side(converted: ConvertedSide, normalised: str, located: str) -> Side:
+    text = Path(converted.files[located]).read_text() if converted.files.get(located) else ""
+    nodes = json.loads(Path(converted.files["nodes"]).read_text())
     return Side(Path(normalised).read_text().splitlines(), Located(text), nodes)
 
 
 def differing(
-    pair: dict[str, Any], old: dict[str, Any], new: dict[str, Any], stage: str
+    pair: ComparedPair, old: ConvertedSide, new: ConvertedSide, stage: str
 ) -> list[Region]:
     """The regions in which a pair's programs of one stage differ, from its stored files."""
-    compared_ = pair.get(stage, {})
-    if compared_.get("identity") != "differs":
+    compared_ = pair.stage(stage)
+    if compared_.identity != DIFFERS:
         return []
+    assert compared_.normalised is not None  # a stage compared keeps both texts (from_json)
     located = "located" if stage == "shipped" else "emitted_located"
     return regions(
-        _side(old, compared_["normalised"]["old"], located),
-        _side(new, compared_["normalised"]["new"], located),
+        _side(old, compared_.normalised["old"], located),
+        _side(new, compared_.normalised["new"], located),
     )
 
 
@@ -347,22 +314,25 @@ def _run_once(
                 ship=(Ship("asset"), Ship("inputs", "*.inputs.safetensors")),
                 timeout=limit,
             )
-        ]
+        ],
+        AssetRun.decode,
     )
     seconds = time.perf_counter() - start
-    if not answer.get("ok"):
+    if not answer.envelope.ok:
         return {
             "ok": False,
             "runtime": env.runtime,
-            "stage": answer.get("stage", "?"),
-            "error": str(answer.get("error", "?")),
+            "stage": answer.envelope.stage,
+            "error": answer.envelope.error,
             "seconds": seconds,
         }
-    function = answer["functions"][0]
+    if not answer.functions:
+        raise AnswerError(f"{AssetRun.WHAT}: {asset} ran no function")
+    function = answer.functions[0]
     return {
         "ok": True,
         "runtime": env.runtime,
-        "outputs_file": function["outputs_file"],
-        "outputs": function["outputs"],
+        "outputs_file": function.outputs_file,
+        "outputs": list(function.outputs),
         "seconds": seconds,
     }

@@ -16,12 +16,13 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
 from oracle.catalog.releases import EnvError, RunFault
 from oracle.clients.worker_pool import EnvironmentFault, Pool, Worker, WorkerFailure, Workers
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env
+from oracle.executors.answers import AssetRun, Decode
 from oracle.executors.calls import Call, Ship
 from oracle.infra.paths import cache_root, in_store
 from oracle.store import result_store as store
@@ -43,6 +44,8 @@ from oracle.store.load_records import (
 # cluster could run.
 UNSTORED_STAGES = ("environment", "cluster")
 
+A = TypeVar("A")
+
 
 class Runtimes(Protocol):
     """What making a check needs: the environment whose coreai-core is a runtime, and pools of
@@ -57,9 +60,9 @@ class Runtimes(Protocol):
 
     def pool_of(self, worker: type[Worker], log_suffix: str) -> Pool: ...
 
-    def calls(self, calls: Sequence[Call], at_once: int = 1) -> list[dict[str, Any]]:
-        """Each call's worker answer (`oracle/executors/calls.py`): the session's go through
-        its executor, a node's to its own workers."""
+    def calls(self, calls: Sequence[Call], decode: Decode[A], at_once: int = 1) -> list[A]:
+        """Each call's worker answer (`oracle/executors/calls.py`), read by `decode`: the
+        session's go through its executor, a node's to its own workers."""
         ...
 
 
@@ -206,21 +209,22 @@ def _attempts(
         }
         # the run reads the asset and a folder's seeded inputs, never another program there
         calls.append(Call("asset", env, request, RUN_SHIPS, faults=True))
-    answers = runtimes.calls(calls, at_once) if calls else []
+    answers = runtimes.calls(calls, AssetRun.decode, at_once) if calls else []
     return [
         _outcome(run.core, out, run.execute, answer)
         for (run, _env, out), answer in zip(items, answers, strict=True)
     ]
 
 
-def _outcome(core: str, out: Path, execute: bool, answer: dict[str, Any]) -> RuntimeOutcome:
+def _outcome(core: str, out: Path, execute: bool, answer: AssetRun) -> RuntimeOutcome:
     """What one attempt's answer (and the log the runtime wrote in `out`) says."""
-    if answer.get("environment_fault"):
+    run = answer.envelope
+    if run.environment_fault:
         # the environment cannot run the worker: not the asset's outcome, never stored
-        raise EnvironmentFault(str(answer["environment_fault"]))
+        raise EnvironmentFault(run.environment_fault)
     log = out / "run.log"
-    if answer.get("stage") == "worker":  # the runtime died or did not answer
-        text = str(answer.get("error", ""))
+    if run.died:  # the runtime died or did not answer
+        text = run.error or ""
         died = re.search(r"died of (\w+)", text)
         error = first_error(_read(log))
         if died:
@@ -233,16 +237,16 @@ def _outcome(core: str, out: Path, execute: bool, answer: dict[str, Any]) -> Run
             files={"log": str(log)},
         )
     files = {"log": str(log)}
-    for fn in answer.get("functions", []):
-        for key in ("inputs_file", "outputs_file"):
-            if key in fn:
-                files[f"{fn['name']}.{key.split('_')[0]}"] = fn[key]
-    if answer.get("ok"):
+    for fn in answer.functions:
+        for kind, file in (("inputs", fn.inputs_file), ("outputs", fn.outputs_file)):
+            if file is not None:
+                files[f"{fn.name}.{kind}"] = file
+    if run.ok:
         return RuntimeOutcome(core, "loads", "run" if execute else "load", files=files)
-    stage = str(answer.get("stage", "?"))
+    stage = run.stage or "?"
     if stage == "inputs":  # the asset loaded; this check cannot feed it
-        return RuntimeOutcome(core, "not-run", stage, str(answer.get("error", "")), files=files)
-    error = first_error(_read(log)) or str(answer.get("error", ""))
+        return RuntimeOutcome(core, "not-run", stage, run.error or "", files=files)
+    error = first_error(_read(log)) or run.error or ""
     return RuntimeOutcome(core, "fails-to-load", stage, error, files=files)
 
 

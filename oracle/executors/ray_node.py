@@ -25,13 +25,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from oracle.catalog.releases import EnvError, load_catalog
 from oracle.clients.worker_pool import TEMP, EnvironmentFault, Pool, Worker
 from oracle.compare.results import ProbeResult
 from oracle.compare.spec import ProbeSpec
 from oracle.envs.environment import Env, ensure_env
+from oracle.executors.answers import Decode
 from oracle.executors.asset_checks import make, runtime_identities
 from oracle.executors.calls import Call, answered, answered_here, files_of
 from oracle.executors.comparison import compute
@@ -39,6 +40,8 @@ from oracle.infra.digests import files_digest
 from oracle.infra.paths import cache_root, moved
 from oracle.store import result_store as store
 from oracle.store.load_records import LoadCheck, check_dir, relocated
+
+A = TypeVar("A")
 
 # A job's evidence paths travel relative to this anchor (never a real folder), so the driver
 # can put them in its own temp folder: `store.relocated` maps one folder onto another.
@@ -155,9 +158,9 @@ class _JobRuntimes:
     def pool_of(self, worker: type[Worker], log_suffix: str) -> Pool:
         return self.agent.pool_of(worker, log_suffix)
 
-    def calls(self, calls: Sequence[Call], at_once: int = 1) -> list[dict[str, Any]]:
+    def calls(self, calls: Sequence[Call], decode: Decode[A], at_once: int = 1) -> list[A]:
         """A check's runs, by this node's workers (the job is already on its node)."""
-        return answered_here(calls, self, at_once)
+        return [decode(answer) for answer in answered_here(calls, self, at_once)]
 
 
 def written(files: dict[str, bytes], work: Path) -> None:

@@ -28,6 +28,9 @@ INTERNAL = {
     # a record verify wrote, read back by a format from the JSON document, is not in the form
     # its to_json writes: a bug of the writer, never the user's input (exit 4, one line)
     "inventory.verify.decode.RecordError": "a writer's bug: its own record read back malformed",
+    # a worker's answer not in its kind's form (a field missing or mistyped), found where the
+    # answer is read once: a defect of a worker script or its client (exit 4, one line)
+    "oracle.executors.answers.AnswerError": "a worker's bug: its answer is not in its form",
     # a worker died (native abort, killed) or did not answer in time: the converter's crash or
     # hang, contained as an outcome of the run (a finding, or inconclusive), never bad input
     "oracle.clients.worker_pool.WorkerFailure": (

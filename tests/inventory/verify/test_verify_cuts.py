@@ -21,6 +21,8 @@ from registries import registry_with
 
 from inventory.registry import load_registry
 from inventory.verify import chain, cuts, explain, forms, whole
+from inventory.verify.built_module import BuiltModule
+from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.regions import Region
 from oracle.catalog.releases import load_catalog
 from oracle.session import Session
@@ -128,7 +130,9 @@ def test_with_both_the_region_and_the_model_level_run_agree(sortformer, json_sch
 
 
 @contextlib.contextmanager
-def _stored(registry: Path, releases: list[str]) -> Iterator[tuple]:
+def _stored(
+    registry: Path, releases: list[str]
+) -> Iterator[tuple[Session, chain._Parts, BuiltModule, dict[str, ConvertedSide]]]:
     """A session with the check's build and sides (measured once, then read back)."""
     [bundle] = load_registry(registry)
     with Session(load_catalog()) as session:
@@ -144,7 +148,7 @@ def test_a_cut_that_does_not_reproduce_its_region_is_reported_not_measured(sortf
     attempt, and has no drift."""
     _data, registry = sortformer
     with _stored(registry, ["0.4.1", "0.4.2"]) as (session, p, build, sides):
-        nodes = json.loads(Path(sides["0.4.2"]["files"]["nodes"]).read_text())
+        nodes = json.loads(Path(sides["0.4.2"].files["nodes"]).read_text())
         norm = next(n for n, v in nodes.items() if v["target"] == "aten.native_layer_norm.default")
         step = p.pair(sides, "0.4.1", "0.4.2")
         envs = [session.env("0.4.2")]

@@ -15,11 +15,15 @@ from inventory.policy import Policy
 from inventory.sweep import Sweep
 from inventory.verdict import Reexport, Verdict
 from inventory.verify import service
+from inventory.verify.built_module import BuiltModule
+from inventory.verify.compared_pair import ComparedPair
+from inventory.verify.converted_side import ConvertedSide
 from inventory.verify.decode import RecordError
 from inventory.verify.probe_check import ProbeChange, ProbeCheck
 from inventory.verify.regions import Region
+from inventory.verify.runtime_run import RuntimeRun
 from inventory.verify.step_check import StepCheck
-from inventory.verify.step_region import StepRegion
+from inventory.verify.step_region import RegionRun, StepRegion
 from inventory.verify.torch_check import TorchCheck
 
 SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "verify.schema.json"
@@ -172,6 +176,26 @@ def test_a_steps_region_runs_are_added_to_new_regions() -> None:
     assert service._with_region_drift(regions, record, "0.4.1->0.4.2") == regions
 
 
+def test_a_region_run_that_was_not_cut_is_in_the_schema_s_form() -> None:
+    """A region the step's runs do not name, and every region of a step whose cuts failed, is
+    written `{"reproduces": null, "why": ...}` (as since region runs were first written): the
+    schema states that form beside the one of a region that was cut, which keeps every field."""
+    record: dict[str, Any] = {"region_runs": [{"step": "0.4.0->0.4.1", "regions": []}]}
+    [unnamed] = service._with_region_drift([_region()], record, "0.4.0->0.4.1")
+    record["region_runs"][0]["error"] = "cut worker: export failed"
+    [failed] = service._with_region_drift([_region()], record, "0.4.0->0.4.1")
+    validator = _validator("region_run")
+    for region, why in ((unnamed, "not cut"), (failed, "cut worker: export failed")):
+        run = region.to_json()["region_run"]
+        assert run == {"reproduces": None, "why": why}
+        validator.validate(run)
+    # the short form is only for a region not cut: one that was keeps its drift, even if null
+    cut = RegionRun(reproduces=None, why="nothing to cut").to_json()
+    validator.validate(cut)
+    assert not validator.is_valid({k: v for k, v in cut.items() if k != "drift"})
+    assert not validator.is_valid({"reproduces": True, "why": "w"})
+
+
 def test_a_steps_level_without_a_model_level_run_comes_from_its_region_cuts() -> None:
     policy = Policy({"float32": 1e-2})
     verdict, source = service.step_verdict(
@@ -234,3 +258,189 @@ def test_a_torch_check_reads_back_what_it_wrote_and_refuses_another_form_in_one_
         TorchCheck.from_json({**check.to_json(), "built": 213})
     with pytest.raises(RecordError, match=r"expected an object, found str$"):
         TorchCheck.from_json("2.13.0")
+
+
+def _stored_side(**changes: Any) -> dict[str, Any]:
+    """A converted side as its part is stored: the program worker's answer, then what the
+    chain adds (converter, packages, seconds, the shipped digest) and the store (code,
+    evidence)."""
+    files = ("emitted", "emitted_located", "shipped", "located", "nodes", "asset", "log")
+    side: dict[str, Any] = {
+        "ok": True,
+        "emitted_is_optimized": False,
+        "emitted_before_rewrite": False,
+        "seconds": {"convert": 2.0},
+        "peak_mb": 812.5,
+        "files": {name: f"/store/side/{name}" for name in files},
+        "wall_seconds": 4.25,
+        "converter": "0.4.1",
+        "packages": {"coreai-torch": "0.4.1", "torch": "2.13.0+cpu"},
+        "shipped_digest": "0123456789abcdef0123",
+        "code": "c0de",
+        "evidence": "/store/side",
+    }
+    return {**side, **changes}
+
+
+def test_a_converted_side_is_read_once_and_written_as_verify_json_gives_it() -> None:
+    side = ConvertedSide.from_part(_stored_side())
+    assert side.files["shipped"] == "/store/side/shipped" and side.evidence == "/store/side"
+    assert side.to_json() == {
+        "converter": "0.4.1",
+        "ok": True,
+        "seconds": 4.25,
+        "peak_mb": 812.5,
+        "packages": {"coreai-torch": "0.4.1", "torch": "2.13.0+cpu"},
+    }
+    failed = ConvertedSide.from_part(
+        {
+            "ok": False,
+            "stage": "convert",
+            "error": "E: x",
+            "converter": "0.4.0",
+            "packages": {},
+            "wall_seconds": 1,
+            "code": "c0de",
+            "evidence": None,
+            "stored": False,
+        }
+    )
+    assert failed.files == {} and failed.shipped_digest is None and failed.evidence is None
+    # a whole number stays one: the JSON written from it is the JSON read
+    assert failed.to_json() == {
+        "converter": "0.4.0",
+        "ok": False,
+        "seconds": 1,
+        "peak_mb": None,
+        "packages": {},
+        "error": "convert: E: x",
+    }
+    assert json.dumps(failed.to_json()["seconds"]) == "1"
+
+
+def test_a_stored_side_not_in_its_form_is_one_record_error_naming_the_field() -> None:
+    files = {**_stored_side()["files"]}
+    del files["nodes"]
+    with pytest.raises(RecordError, match=r"^a converted side's files: no field 'nodes'$"):
+        ConvertedSide.from_part(_stored_side(files=files))
+    with pytest.raises(RecordError, match=r"^a converted side: field 'wall_seconds' is str"):
+        ConvertedSide.from_part(_stored_side(wall_seconds="4"))
+    with pytest.raises(RecordError, match=r"^a converted side: no field 'stage'$"):
+        ConvertedSide.from_part(_stored_side(ok=False, error="E"))
+
+
+def _stored_pair(**changes: Any) -> dict[str, Any]:
+    """A comparison as its part is stored (`whole.compared`, then the store's code and
+    evidence)."""
+    normalised = {"old": "/store/pair/shipped.old.normalised.mlir", "new": "/store/pair/n.mlir"}
+    pair: dict[str, Any] = {
+        "emitted": {"identity": "not-comparable"},
+        "shipped": {
+            "normalised": normalised,
+            "identity": "differs",
+            "changed_lines": 4,
+            "diff": "/store/pair/shipped.diff",
+        },
+        "code": "c0de",
+        "evidence": "/store/pair",
+    }
+    return {**pair, **changes}
+
+
+def test_a_compared_pair_is_read_once_and_its_stages_written_as_stored_and_as_verify_gives_them():
+    pair = ComparedPair.from_part(_stored_pair(), "0.4.0", "0.4.1")
+    assert pair.label == "0.4.0->0.4.1" and pair.differs and pair.evidence == "/store/pair"
+    assert pair.to_json() == {k: v for k, v in _stored_pair().items() if k != "code"}
+    # verify --json's stage: no normalised texts
+    assert pair.shipped.summary() == {
+        "identity": "differs",
+        "changed_lines": 4,
+        "diff": "/store/pair/shipped.diff",
+    }
+    assert pair.emitted.summary() == {"identity": "not-comparable"}
+    same = {"normalised": {"old": "o", "new": "n"}, "identity": "identical", "changed_lines": 0}
+    identical = ComparedPair.from_part(_stored_pair(shipped=same), "0.4.0", "0.4.1")
+    assert not identical.differs and identical.shipped.to_json() == same
+
+
+def test_a_stored_pair_not_in_its_form_is_one_record_error_naming_the_field() -> None:
+    with pytest.raises(RecordError, match=r"^a compared pair: no field 'shipped'$"):
+        ComparedPair.from_part({"emitted": {"identity": "not-comparable"}}, "a", "b")
+    differs = {"identity": "differs", "changed_lines": 4, "normalised": {"old": "o"}}
+    with pytest.raises(
+        RecordError, match=r"^a compared pair's shipped's normalised: no field 'new'"
+    ):
+        ComparedPair.from_part(_stored_pair(shipped=differs), "a", "b")
+    with pytest.raises(RecordError, match=r"field 'changed_lines' is str, expected int$"):
+        ComparedPair.from_part(
+            _stored_pair(emitted={"identity": "x", "changed_lines": "4"}), "a", "b"
+        )
+
+
+def test_a_built_module_is_read_once_an_earlier_versions_build_included() -> None:
+    stored = {
+        "ok": True,
+        "params": 1234,
+        "nonfinite_state": 0,
+        "inputs": [{"name": "x", "values": "seeded", "shape": [1, 4], "dtype": "float32"}],
+        "weights": None,
+        "wall_seconds": 3.5,
+        "peak_mb": 900.0,
+        "torch": "2.13.0+cpu",
+        "files": {"program": "/store/b/program.pt2", "inputs": "/store/b/main.inputs.safetensors"},
+        "code": "c0de",
+        "evidence": "/store/b",
+    }
+    build = BuiltModule.from_part(stored, Path("/store/b"))
+    assert (build.program, build.reference) == (
+        "/store/b/program.pt2",
+        Path("/store/b/reference.safetensors"),
+    )
+    assert build.to_json() == {
+        "params": 1234,
+        "seconds": 3.5,
+        "peak_mb": 900.0,
+        "torch": "2.13.0+cpu",
+        "inputs": stored["inputs"],
+        "weights": None,
+        "nonfinite_state": 0,
+        "evidence": "/store/b",
+    }
+    # stored before the torch and the state's non-finite values were kept: read as unknown
+    legacy = {k: v for k, v in stored.items() if k not in ("torch", "nonfinite_state")}
+    old = BuiltModule.from_part(legacy, Path("/store/b"))
+    assert old.torch is None and old.nonfinite_state is None
+    with pytest.raises(RecordError, match=r"^a built module's files: no field 'inputs'$"):
+        BuiltModule.from_part({**stored, "files": {"program": "p"}}, Path("/store/b"))
+    with pytest.raises(RecordError, match=r"^a built module: field 'params' is str"):
+        BuiltModule.from_part({**stored, "params": "1234"}, Path("/store/b"))
+
+
+def test_a_runtime_s_run_is_read_once_from_its_stored_part() -> None:
+    ran = {
+        "ok": True,
+        "runtime": "linux-cpu, coreai-core 1.0.0b2",
+        "outputs_file": "/store/run/main.outputs.safetensors",
+        "outputs": ["preds"],
+        "seconds": 2.5,
+        "code": "c0de",
+        "evidence": "/store/run",
+    }
+    run = RuntimeRun.from_part(ran)
+    assert run.outputs_file == Path("/store/run/main.outputs.safetensors")
+    assert (run.outputs, run.evidence) == (("preds",), "/store/run")
+    refused = {
+        "ok": False,
+        "runtime": "linux-cpu, coreai-core 1.0.0b2",
+        "stage": "worker",
+        "error": "asset worker died of SIGABRT",
+        "attempts": ["asset worker died of SIGABRT", "asset worker died of SIGABRT"],
+        "seconds": 1.0,
+        "code": "c0de",
+        "evidence": None,
+        "stored": False,
+    }
+    failed = RuntimeRun.from_part(refused)
+    assert failed.failure == "worker: asset worker died of SIGABRT" and failed.outputs_file is None
+    with pytest.raises(RecordError, match=r"^a runtime's run: no field 'outputs_file'$"):
+        RuntimeRun.from_part({k: v for k, v in ran.items() if k != "outputs_file"})

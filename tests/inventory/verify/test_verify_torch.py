@@ -6,6 +6,7 @@ bundles and a stored record's `build` as the build worker writes it; nothing is 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from inventory.registry import Bundle, load_registry
 from inventory.report.html_report import verify_report
 from inventory.report.verify_report import bundle_lines, verify_markdown
 from inventory.verify import forms
+from inventory.verify.built_module import BuiltModule
 from inventory.verify.record import bundle_record, verify_record
 from inventory.verify.service import BundleVerify, Verify, assembled
 
@@ -30,7 +32,16 @@ def checked(bundle: Bundle, built: str) -> BundleVerify:
     record: dict[str, Any] = {
         "error": "coreai-torch 0.4.3 could not convert it",
         "form": forms.compared_form(bundle).to_json(),
-        "build": {"params": 10, "wall_seconds": 1.0, "peak_mb": 1.0, "torch": built},
+        "build": BuiltModule.from_part(
+            {
+                "params": 10,
+                "wall_seconds": 1.0,
+                "peak_mb": 1.0,
+                "torch": built,
+                "files": {"program": "b/program.pt2", "inputs": "b/main.inputs.safetensors"},
+            },
+            Path("b"),
+        ),
     }
     return assembled(bundle, "0.4.1", False, "0.4.3", record, False, [], load_policy(), {}, [])
 

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from oracle.catalog.releases import EnvError
 from oracle.clients.worker_pool import EnvironmentFault
 from oracle.envs.environment import Env
+from oracle.executors.answers import Decode
 from oracle.executors.asset_checks import Run, runs_on
 from oracle.executors.calls import Call, worker_failure
+
+A = TypeVar("A")
 
 ABORT = "error: expected AICode versioned location"
 
@@ -52,9 +55,9 @@ class _DoubleRuntimes:
     def pool_of(self, worker: type, log_suffix: str) -> Any:
         raise AssertionError("a run goes through `calls`, never a pool of its own")
 
-    def calls(self, calls: Sequence[Call], at_once: int = 1) -> list[dict[str, Any]]:
+    def calls(self, calls: Sequence[Call], decode: Decode[A], at_once: int = 1) -> list[A]:
         self.batches.append(([c.env.core for c in calls], at_once))
-        return [self._answer(c) for c in calls]
+        return [decode(self._answer(c)) for c in calls]
 
     def _answer(self, call: Call) -> dict[str, Any]:
         assert call.faults and call.request["op"] == "run"
@@ -65,7 +68,13 @@ class _DoubleRuntimes:
             return worker_failure("asset worker died of SIGABRT (log: x)")
         if what == "fault":
             return {**worker_failure("died"), "environment_fault": "environment fault: broken"}
-        return {"ok": True, "functions": [{"name": "main"}]}
+        # the asset worker's form of a run (`asset_worker.py`): an executed function's files
+        function: dict[str, Any] = {"name": "main", "inputs": ["x"], "states": [], "outputs": ["y"]}
+        if call.request["execute"]:
+            function |= {"inputs_file": str(out / "main.inputs.safetensors")}
+            function |= {"outputs_file": str(out / "main.outputs.safetensors")}
+        executed = call.request["execute"]
+        return {"ok": True, "functions": [function], "executed": executed, "log": str(out)}
 
 
 def test_first_attempts_go_as_one_batch_then_the_deaths_are_confirmed_as_another(tmp_path):

@@ -290,11 +290,12 @@ def stores() -> dict[str, Path]:
     return out
 
 
-def suite_env(store: str) -> dict[str, str]:
-    """The environment a CLI run on one of the suite's stores gets: its cache, no other
-    results store."""
-    env = {k: v for k, v in os.environ.items() if k != "INVENTORY_STORE"}
-    return {**env, "INVENTORY_CACHE": str(store_path(store))}
+def on_store(store: str) -> dict[str, str | None]:
+    """What a CLI run in this process (`cli.invoke`) on one of the suite's stores is given: its
+    cache, no other results store. In this process, never a process of its own, where a test
+    reads back what the session's runs stored: a process would start its own workers and
+    build and read again what this one holds already (`docs/measurements.md`)."""
+    return {"INVENTORY_CACHE": str(store_path(store)), "INVENTORY_STORE": None}
 
 
 def store_path(store: str) -> Path:
@@ -393,9 +394,7 @@ def run_cli(args: tuple[str, ...], store: str = BARE) -> Run:
     from cli import invoke
 
     with _one_at_a_time:
-        ran = invoke(
-            *args, "--json", "-q", INVENTORY_CACHE=str(store_path(store)), INVENTORY_STORE=None
-        )
+        ran = invoke(*args, "--json", "-q", **on_store(store))
     if "Traceback" in ran.stderr or not ran.stdout.strip():
         raise RuntimeError(
             f"inventory {' '.join(args)} --json failed (exit {ran.returncode}):"

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from answers import BARE, CHECKED, stores, suite_env
+from answers import BARE, CHECKED, on_store, stores
 from bundles import export
-from cli import invoke, spawn
+from cli import invoke
 from gitrepos import max_pool2d_history
 from pages import WIDE, Page, flat
 
@@ -39,14 +39,12 @@ def _each_format(
     *args: str, formats: tuple[str, ...] = ("table", "markdown"), store: str | None = None
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The JSON result and each other format's text (flattened; the HTML as the page shows
-    it), from the CLI on one store: in this process on the session's store, or as a process
-    of its own on another of the suite's stores."""
+    it), from the CLI in this process, on the session's store or on another of the suite's
+    (`on_store`)."""
 
     def cli(*more: str) -> str:
-        if store is None:
-            return invoke(*args, *more, "-q", COLUMNS=WIDE).stdout
-        env = {k: v for k, v in suite_env(store).items() if k.startswith("INVENTORY")}
-        return spawn(*args, *more, "-q", COLUMNS=WIDE, **env).stdout
+        where = {} if store is None else on_store(store)
+        return invoke(*args, *more, "-q", COLUMNS=WIDE, **where).stdout
 
     result = json.loads(cli("--json"))["result"]
     texts = {}

@@ -8,14 +8,13 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from answers import BARE, CHECKED, ROOT, stores, suite_env
+from answers import BARE, CHECKED, on_store, stores
 from browser import chromium, render
+from cli import invoke
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
@@ -32,14 +31,9 @@ _STATE = {
 
 
 def _format(args: tuple[str, ...], fmt: str, out: Path, store: str = BARE) -> Path:
-    """The CLI writing one report to a file, on one of the suite's stores."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "inventory.cli", *args, "-f", fmt, "-o", str(out), "-q"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=suite_env(store),
-    )
+    """The CLI writing one report to a file, on one of the suite's stores (in this process:
+    `on_store`)."""
+    proc = invoke(*args, "-f", fmt, "-o", str(out), "-q", **on_store(store))
     assert "Traceback" not in proc.stderr, proc.stderr
     assert out.is_file() and out.stat().st_size > 0, proc.stderr
     return out

@@ -1090,3 +1090,40 @@ def test_rms_norm_with_its_upcast_weight_and_eps():
         ({"input_shape": [1, 5, 8], "eps": 1e-6, "upcast": True, "weight": True}, "float16", 1),
         ({"input_shape": [1, 5, 8], "eps": 1e-5, "upcast": False, "weight": False}, "float16", 1),
     ]
+
+
+class ConvModuleGates(torch.nn.Module):
+    """A conformer convolution module's gate (pointwise conv, then F.glu over channels), nn.GLU
+    over the last dim, and two sigmoids that are no GLU: a speaker head's, and a hand-written
+    gate whose halves are not one tensor's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pointwise = torch.nn.Conv1d(8, 16, 1)
+        self.glu = torch.nn.GLU()
+        self.head = torch.nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.nn.functional.glu(self.pointwise(x), dim=1),
+            self.glu(y),
+            torch.sigmoid(self.head(y)),
+            y[..., :4] * torch.sigmoid(x.transpose(1, 2)[..., 4:]),
+            2 * torch.sigmoid(y),  # a constant operand beside a sigmoid
+        )
+
+
+def test_glu_over_its_dim_in_the_input_dtype_and_no_other_sigmoid():
+    """torch's decomposition of an fp16 GLU computes in fp32 between two casts: the instance is
+    the fp16 input's, over the dim the slices take (non-negative, as the graph holds it)."""
+    found = _found(
+        ConvModuleGates().half(),
+        torch.randn(1, 8, 5, dtype=torch.float16),
+        torch.randn(1, 5, 8, dtype=torch.float16),
+        kinds=["glu"],
+    )
+    assert [(g.kind, *_probe(g)) for g in found] == [
+        ("glu", {"dim": 1, "input_shape": [1, 16, 5]}, "float16", 1),
+        ("glu", {"dim": 2, "input_shape": [1, 5, 8]}, "float16", 1),
+    ]
+    _probes_build(found)

@@ -133,7 +133,14 @@ def _values_norm(r: Regime, probe: probes.Probe) -> None:
             assert (t != 0).all()
 
 
+def _values_glu(r: Regime, probe: probes.Probe) -> None:
+    # gates far out on both sides, where the sigmoid saturates, where adversarial
+    x = probe.reference_inputs["x"]
+    assert ((x > 30).any() and (x < -30).any()) == (r.spec.values == "adversarial")
+
+
 VALUE_CHECKS = {
+    "glu": _values_glu,
     "batch_norm": _values_batch_norm,
     "atan2": _values_atan2,
     "min_dim": _values_min_dim,

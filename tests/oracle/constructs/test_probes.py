@@ -67,7 +67,15 @@ CHANGELOG_CONSTRUCTS = {
 TRACED_CONSTRUCTS = {"floor_divide"}
 # Constructs of the transformer era whose lowering did not change over the catalog's releases
 # ([[unchanged]] in oracle/catalog/fixes.toml): probed for the registry sweep and coverage.
-UNCHANGED_CONSTRUCTS = {"softmax", "matmul", "sdpa", "silu", "gelu", "rms_norm"}
+UNCHANGED_CONSTRUCTS = {
+    "softmax",
+    "matmul",
+    "sdpa",
+    "silu",
+    "gelu",
+    "rms_norm",
+    "glu",
+}
 # Regimes the changelog names as controls, by construct.
 CHANGELOG_CONTROLS = {
     "cat_dynamic",
@@ -509,6 +517,20 @@ def _rms_norm(r: Regime, g: list[dict]) -> None:
     assert len(weights) == (1 if p["weight"] else 0)
 
 
+def _glu(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    gate = one(g, "aten.sigmoid.default")["args"][0]["node"]
+    halves = nodes(g, "aten.slice.Tensor")
+    assert sorted((n["args"][1], n["args"][2], n["args"][3]) for n in halves) == [
+        (p["dim"], 0, p["input_shape"][p["dim"]] // 2),
+        (p["dim"], p["input_shape"][p["dim"]] // 2, p["input_shape"][p["dim"]]),
+    ]
+    assert gate in {n["name"] for n in halves}
+    # torch's decomposition computes an fp16 GLU in fp32 between two casts
+    assert len(nodes(g, "aten._to_copy.default")) == (2 if r.spec.dtype == "float16" else 0)
+    assert {dtype_of(n["args"][0]) for n in halves} == {"float32"}
+
+
 PAD_OPS = {
     "reflect": "aten.reflection_pad{}d.default",
     "replicate": "aten.replication_pad{}d.default",
@@ -663,6 +685,7 @@ CHECKS = {
     "silu": _silu,
     "gelu": _gelu,
     "rms_norm": _rms_norm,
+    "glu": _glu,
 }
 
 

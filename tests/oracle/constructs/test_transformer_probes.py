@@ -1,7 +1,8 @@
-"""The transformer-era probes (softmax, matmul, sdpa, silu, gelu, rms_norm) under a real release
-pair: each library regime converts under both releases, its program is the one the lowering read
-unchanged ([[unchanged]] in oracle/catalog/fixes.toml) says it is, it runs against torch within
-the policy, and its exported graph holds the op kinds `plan`'s coverage counts it for."""
+"""The transformer-era probes (softmax, matmul, sdpa, silu, gelu, rms_norm, glu) under a real
+release pair: each library regime converts under both releases, its program is the one the
+lowering read unchanged ([[unchanged]] in oracle/catalog/fixes.toml) says it is, it runs against
+torch within the policy, and its exported graph holds the op kinds `plan`'s coverage counts it
+for."""
 
 from __future__ import annotations
 
@@ -17,7 +18,15 @@ from oracle.catalog.regimes import load_regimes
 from oracle.catalog.releases import version_key
 from oracle.executors.comparison import compare
 
-KINDS = ("softmax", "matmul", "sdpa", "silu", "gelu", "rms_norm")
+KINDS = (
+    "softmax",
+    "matmul",
+    "sdpa",
+    "silu",
+    "gelu",
+    "rms_norm",
+    "glu",
+)
 REGIMES = [r for r in load_regimes() if r.construct in KINDS]
 # the op kinds of a probe's exported graph that its construct is there to cover
 HOLDS = {
@@ -33,6 +42,7 @@ HOLDS = {
         "aten.rsqrt.default",
         "aten.mul.Tensor",
     },
+    "glu": {"aten.slice.Tensor", "aten.sigmoid.default", "aten.mul.Tensor"},
 }
 
 
@@ -63,14 +73,15 @@ def test_the_probe_converts_under_both_releases_and_is_unchanged(regime, env, po
 
 # 0.4.1 changed replace_binary_ops and replace_unary_ops (a `pow` and a `round` entry) and the
 # lines around sdpa's table entry; the kinds those reach are converted across that step too
-ACROSS_041 = [r for r in REGIMES if r.construct in ("sdpa", "silu", "rms_norm")]
+ACROSS_041 = [r for r in REGIMES if r.construct in ("sdpa", "silu", "rms_norm", "glu")]
 
 
 @pytest.mark.parametrize("regime", ACROSS_041, ids=[r.id for r in ACROSS_041])
 def test_the_probe_is_the_same_program_across_the_unary_and_binary_change(regime, env, pool):
     """replace_sdpa and its _sdpa_* helpers did not change in 0.4.1 (coreai-torch#28 only
-    loosened its test's fp32 tolerance), and the entries added to the unary and binary tables
-    are not silu's or mul's: each regime's shipped program is the same under 0.4.0 and 0.4.1."""
+    loosened its test's fp32 tolerance), the entries added to the unary and binary tables are
+    not the ops of these kinds (silu, sigmoid, mul, add): each regime's shipped program is the same
+    under 0.4.0 and 0.4.1."""
     result = compare(regime.spec, env("0.4.0"), env("0.4.1"), pool)
     assert result.old.ok and result.new.ok, (result.old.error, result.new.error)
     assert result.shipped == "identical"

@@ -1127,3 +1127,51 @@ def test_glu_over_its_dim_in_the_input_dtype_and_no_other_sigmoid():
         ("glu", {"dim": 2, "input_shape": [1, 5, 8]}, "float16", 1),
     ]
     _probes_build(found)
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2 :]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def _rotate_pairwise(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.view(*x.shape[:-1], -1, 2).unbind(dim=-1)
+    return torch.stack((-x2, x1), dim=-1).flatten(start_dim=-2)
+
+
+class Rotaries(torch.nn.Module):
+    """Llama's rotate-half on a query in the model's dtype, SAM 3's pairwise rotation over an
+    fp32 upcast with fp32 tables (transformers' apply_rotary_pos_emb_2d), and two negations that
+    are no rotary: a plain one and a rotate-half never multiplied by a table."""
+
+    def forward(
+        self, q: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cos32: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        h = q.float()
+        pairwise = (h * cos32 + _rotate_pairwise(h) * cos32.flip(-1)).type_as(q)
+        return pairwise, q * cos + _rotate_half(q) * sin, -q, _rotate_half(q), -(q + 1)
+
+
+def test_rotary_rotate_half_or_pairwise_and_no_other_negation():
+    q = torch.randn(1, 2, 6, 8, dtype=torch.float16)
+    table = torch.randn(1, 1, 6, 8, dtype=torch.float16)
+    found = _found(Rotaries(), q, table, table, torch.randn(6, 8), kinds=["rotary"])
+    plain = {"input_shape": [1, 2, 6, 8]}
+    assert [(g.kind, *_probe(g)) for g in found] == [
+        (
+            "rotary",
+            {**plain, "form": "pairwise", "table_shape": [6, 8], "table_dtype": "float32"}
+            | {"upcast": True},
+            "float16",
+            1,
+        ),
+        (
+            "rotary",
+            {**plain, "form": "half", "table_shape": [1, 1, 6, 8], "table_dtype": "float16"}
+            | {"upcast": False},
+            "float16",
+            1,
+        ),
+    ]
+    _probes_build(found)

@@ -75,6 +75,7 @@ UNCHANGED_CONSTRUCTS = {
     "gelu",
     "rms_norm",
     "glu",
+    "rotary",
 }
 # Regimes the changelog names as controls, by construct.
 CHANGELOG_CONTROLS = {
@@ -531,6 +532,23 @@ def _glu(r: Regime, g: list[dict]) -> None:
     assert {dtype_of(n["args"][0]) for n in halves} == {"float32"}
 
 
+def _rotary(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    neg = one(g, "aten.neg.default")
+    [cat] = nodes(g, "aten.cat.default")
+    rotated = one(g, "aten.add.Tensor")
+    assert shape_of(rotated) == list(p["input_shape"])
+    # the negated half (rotate-half) or the negated odd element (pairwise) is cat's first input
+    first = cat["args"][0][0]["node"]
+    assert first == neg["name"] or first in {
+        n["name"] for n in nodes(g, "aten.unsqueeze.default") if n["args"][0]["node"] == neg["name"]
+    }
+    assert len(nodes(g, "aten.squeeze.dims")) == (2 if p["form"] == "pairwise" else 0)
+    assert dtype_of(rotated) == ("float32" if p["upcast"] else r.spec.dtype)
+    casts = len(nodes(g, "aten._to_copy.default"))
+    assert casts == (2 if p["upcast"] else 0)
+
+
 PAD_OPS = {
     "reflect": "aten.reflection_pad{}d.default",
     "replicate": "aten.replication_pad{}d.default",
@@ -686,6 +704,7 @@ CHECKS = {
     "gelu": _gelu,
     "rms_norm": _rms_norm,
     "glu": _glu,
+    "rotary": _rotary,
 }
 
 

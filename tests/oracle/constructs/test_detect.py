@@ -1175,3 +1175,32 @@ def test_rotary_rotate_half_or_pairwise_and_no_other_negation():
         ),
     ]
     _probes_build(found)
+
+
+class MacaronLayer(torch.nn.Module):
+    """A FastConformer layer's residuals: two macaron half-steps (`x + 0.5 * ff(x)`), and
+    residuals that are not scaled by a constant (the attention's, a layer scale's parameter)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ff1 = torch.nn.Linear(8, 8)
+        self.ff2 = torch.nn.Linear(8, 8)
+        self.attn = torch.nn.Linear(8, 8)
+        self.gamma = torch.nn.Parameter(torch.full((8,), 0.1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + 0.5 * self.ff1(x)
+        x = x + self.attn(x)
+        x = x + self.gamma * self.attn(x)
+        x = 1 + x  # a constant operand of an add
+        return 0.5 * self.ff2(x) + x
+
+
+def test_scaled_residual_only_where_a_constant_scales_the_branch():
+    found = _found(
+        MacaronLayer().half(), torch.randn(1, 5, 8, dtype=torch.float16), kinds=["scaled_residual"]
+    )
+    assert [(g.kind, *_probe(g)) for g in found] == [
+        ("scaled_residual", {"input_shape": [1, 5, 8], "scale": 0.5}, "float16", 2)
+    ]
+    _probes_build(found)

@@ -76,6 +76,7 @@ UNCHANGED_CONSTRUCTS = {
     "rms_norm",
     "glu",
     "rotary",
+    "scaled_residual",
 }
 # Regimes the changelog names as controls, by construct.
 CHANGELOG_CONTROLS = {
@@ -549,6 +550,15 @@ def _rotary(r: Regime, g: list[dict]) -> None:
     assert casts == (2 if p["upcast"] else 0)
 
 
+def _scaled_residual(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    add = one(g, "aten.add.Tensor")
+    product = one(g, "aten.mul.Tensor")
+    assert product["args"][1] == p["scale"]
+    assert product["name"] in {a.get("node") for a in add["args"]}
+    assert shape_of(add) == list(p["input_shape"]) and dtype_of(add) == r.spec.dtype
+
+
 PAD_OPS = {
     "reflect": "aten.reflection_pad{}d.default",
     "replicate": "aten.replication_pad{}d.default",
@@ -705,6 +715,7 @@ CHECKS = {
     "rms_norm": _rms_norm,
     "glu": _glu,
     "rotary": _rotary,
+    "scaled_residual": _scaled_residual,
 }
 
 

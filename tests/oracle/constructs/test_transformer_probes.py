@@ -1,8 +1,8 @@
-"""The transformer-era probes (softmax, matmul, sdpa, silu, gelu, rms_norm, glu, rotary) under a
-real release pair: each library regime converts under both releases, its program is the one the
-lowering read unchanged ([[unchanged]] in oracle/catalog/fixes.toml) says it is, it runs against
-torch within the policy, and its exported graph holds the op kinds `plan`'s coverage counts it
-for."""
+"""The transformer-era probes (softmax, matmul, sdpa, silu, gelu, rms_norm, glu, rotary,
+scaled_residual) under a real release pair: each library regime converts under both releases, its
+program is the one the lowering read unchanged ([[unchanged]] in oracle/catalog/fixes.toml) says
+it is, it runs against torch within the policy, and its exported graph holds the op kinds
+`plan`'s coverage counts it for."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ KINDS = (
     "rms_norm",
     "glu",
     "rotary",
+    "scaled_residual",
 )
 REGIMES = [r for r in load_regimes() if r.construct in KINDS]
 # the op kinds of a probe's exported graph that its construct is there to cover
@@ -45,6 +46,7 @@ HOLDS = {
     },
     "glu": {"aten.slice.Tensor", "aten.sigmoid.default", "aten.mul.Tensor"},
     "rotary/half": {"aten.slice.Tensor", "aten.neg.default", "aten.cat.default", "aten.add.Tensor"},
+    "scaled_residual": {"aten.mul.Tensor", "aten.add.Tensor"},
     "rotary/pairwise": {
         "aten.slice.Tensor",
         "aten.neg.default",
@@ -87,7 +89,7 @@ def test_the_probe_converts_under_both_releases_and_is_unchanged(regime, env, po
 ACROSS_041 = [
     r
     for r in REGIMES
-    if r.construct in ("sdpa", "silu", "rms_norm", "glu", "rotary")
+    if r.construct in ("sdpa", "silu", "rms_norm", "glu", "rotary", "scaled_residual")
     and r.name != "pairwise-upcast-fp16"
 ]
 

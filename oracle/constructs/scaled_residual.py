@@ -42,7 +42,18 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 # ---- the detector ------------------------------------------------------------------------------
 # add.Tensor(x, mul.Tensor(update, scale)) in either order, scale a Python number and x and the
 # product of one shape (no broadcast, no alpha). A residual added unscaled, or scaled by a
-# tensor (a layer scale's parameter), is not this construct.
+# tensor (a layer scale's parameter), is not this construct; nor is a sum of two constant
+# products (`a * s + b * t`), whose probe would hold one product fewer than the graph.
+
+
+def _scaled(x: Any) -> bool:
+    """Whether x is a product of a tensor and a Python number."""
+    from oracle.constructs import _graph as g
+
+    if g.target_name(x) != "aten.mul.Tensor":
+        return False
+    scale = x.args[1]
+    return isinstance(scale, int | float) and not isinstance(scale, bool)
 
 
 def detect(node: Any, sizes: Sizes) -> Found | None:
@@ -50,11 +61,13 @@ def detect(node: Any, sizes: Sizes) -> Found | None:
 
     if node.kwargs.get("alpha", 1) != 1 or len(node.args) != 2:
         return None
+    if all(_scaled(a) for a in node.args):
+        return None
     for product, x in (node.args, node.args[::-1]):
         if g.target_name(product) != "aten.mul.Tensor" or not g.is_tensor(x):
             continue
         update, scale = product.args[:2]
-        if isinstance(scale, bool) or not isinstance(scale, int | float):
+        if not _scaled(product):
             continue
         if not g.is_tensor(update) or not g.shape(x) == g.shape(update) == g.shape(node):
             continue

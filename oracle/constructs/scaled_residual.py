@@ -1,5 +1,8 @@
 """A residual added at a constant scale, `x + scale * f(x)`: a conformer's macaron feed-forward
-half-step (`x + 0.5 * feed_forward(norm(x))`, twice in every FastConformer layer)."""
+half-step (`x + 0.5 * feed_forward(norm(x))`, twice in every FastConformer layer). The graph is
+the same two ops wherever a tensor is added to a constant multiple of another: sam3's 14
+instances are its DETR box conversion (`x_c + 0.5 * w`), not a residual; the probe holds them
+as faithfully, the name says what the conformers' are."""
 
 from __future__ import annotations
 

@@ -60,6 +60,9 @@ class Found:
 
 
 def target_name(node: Any) -> str:
+    """The op of a node; "" for a constant operand (an int or float a detector walks onto)."""
+    if not isinstance(node, torch.fx.Node):
+        return ""
     target = node.target
     name = getattr(target, "name", None)
     if callable(name):  # OpOverload.name() gives "aten::convolution" style

@@ -52,10 +52,20 @@ def test_a_decoder_block_traces_to_the_transformer_kinds_and_plan_probes_its_ops
     }
     [gate] = by_kind["silu"]
     assert gate["count"] == 2 and gate["params"] == {"form": "gated", "input_shape": [1, 16, 128]}
-    # rotate-half's cat of two slices of the last dim
-    [rotary] = by_kind["cat_dynamic"]
-    assert rotary["count"] == 4 and rotary["params"]["mode"] == "sliced"
-    assert rotary["params"]["dim"] == 3
+    # rotate-half's cat of two slices of the last dim, and the rotary embedding it belongs to:
+    # q and k of each block, in fp16 with fp16 tables
+    [cat] = by_kind["cat_dynamic"]
+    assert cat["count"] == 4 and cat["params"]["mode"] == "sliced"
+    assert cat["params"]["dim"] == 3
+    [rotary] = by_kind["rotary"]
+    assert rotary["count"] == 4 and rotary["dtype"] == "float16"
+    assert rotary["params"] == {
+        "form": "half",
+        "input_shape": [1, 4, 16, 16],
+        "table_shape": [1, 1, 16, 16],
+        "table_dtype": "float16",
+        "upcast": False,
+    }
     linears = [i for i in by_kind["matmul"] if i["params"]["form"] == "linear"]
     assert sum(i["count"] for i in linears) == 14  # q, k, v, o, gate, up, down in each block
 
@@ -74,5 +84,6 @@ def test_a_decoder_block_traces_to_the_transformer_kinds_and_plan_probes_its_ops
         "aten.silu.default",
         "aten.rsqrt.default",
         "aten.mm.default",
+        "aten.neg.default",
     ):
         assert kind in cover["classes"]["probed"], kind

@@ -1090,3 +1090,118 @@ def test_rms_norm_with_its_upcast_weight_and_eps():
         ({"input_shape": [1, 5, 8], "eps": 1e-6, "upcast": True, "weight": True}, "float16", 1),
         ({"input_shape": [1, 5, 8], "eps": 1e-5, "upcast": False, "weight": False}, "float16", 1),
     ]
+
+
+class ConvModuleGates(torch.nn.Module):
+    """A conformer convolution module's gate (pointwise conv, then F.glu over channels), nn.GLU
+    over the last dim, and two sigmoids that are no GLU: a speaker head's, and a hand-written
+    gate whose halves are not one tensor's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pointwise = torch.nn.Conv1d(8, 16, 1)
+        self.glu = torch.nn.GLU()
+        self.head = torch.nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.nn.functional.glu(self.pointwise(x), dim=1),
+            self.glu(y),
+            torch.sigmoid(self.head(y)),
+            y[..., :4] * torch.sigmoid(x.transpose(1, 2)[..., 4:]),
+            2 * torch.sigmoid(y),  # a constant operand beside a sigmoid
+        )
+
+
+def test_glu_over_its_dim_in_the_input_dtype_and_no_other_sigmoid():
+    """torch's decomposition of an fp16 GLU computes in fp32 between two casts: the instance is
+    the fp16 input's, over the dim the slices take (non-negative, as the graph holds it)."""
+    found = _found(
+        ConvModuleGates().half(),
+        torch.randn(1, 8, 5, dtype=torch.float16),
+        torch.randn(1, 5, 8, dtype=torch.float16),
+        kinds=["glu"],
+    )
+    assert [(g.kind, *_probe(g)) for g in found] == [
+        ("glu", {"dim": 1, "input_shape": [1, 16, 5]}, "float16", 1),
+        ("glu", {"dim": 2, "input_shape": [1, 5, 8]}, "float16", 1),
+    ]
+    _probes_build(found)
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2 :]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def _rotate_pairwise(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.view(*x.shape[:-1], -1, 2).unbind(dim=-1)
+    return torch.stack((-x2, x1), dim=-1).flatten(start_dim=-2)
+
+
+class Rotaries(torch.nn.Module):
+    """Llama's rotate-half on a query in the model's dtype, SAM 3's pairwise rotation over an
+    fp32 upcast with fp32 tables (transformers' apply_rotary_pos_emb_2d), and two negations that
+    are no rotary: a plain one and a rotate-half never multiplied by a table."""
+
+    def forward(
+        self, q: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cos32: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        h = q.float()
+        pairwise = (h * cos32 + _rotate_pairwise(h) * cos32.flip(-1)).type_as(q)
+        return pairwise, q * cos + _rotate_half(q) * sin, -q, _rotate_half(q), -(q + 1)
+
+
+def test_rotary_rotate_half_or_pairwise_and_no_other_negation():
+    q = torch.randn(1, 2, 6, 8, dtype=torch.float16)
+    table = torch.randn(1, 1, 6, 8, dtype=torch.float16)
+    found = _found(Rotaries(), q, table, table, torch.randn(6, 8), kinds=["rotary"])
+    plain = {"input_shape": [1, 2, 6, 8]}
+    assert [(g.kind, *_probe(g)) for g in found] == [
+        (
+            "rotary",
+            {**plain, "form": "pairwise", "table_shape": [6, 8], "table_dtype": "float32"}
+            | {"upcast": True},
+            "float16",
+            1,
+        ),
+        (
+            "rotary",
+            {**plain, "form": "half", "table_shape": [1, 1, 6, 8], "table_dtype": "float16"}
+            | {"upcast": False},
+            "float16",
+            1,
+        ),
+    ]
+    _probes_build(found)
+
+
+class MacaronLayer(torch.nn.Module):
+    """A FastConformer layer's residuals: two macaron half-steps (`x + 0.5 * ff(x)`), and
+    residuals that are not scaled by a constant (the attention's, a layer scale's parameter)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ff1 = torch.nn.Linear(8, 8)
+        self.ff2 = torch.nn.Linear(8, 8)
+        self.attn = torch.nn.Linear(8, 8)
+        self.gamma = torch.nn.Parameter(torch.full((8,), 0.1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + 0.5 * self.ff1(x)
+        x = x + self.attn(x)
+        x = x + self.gamma * self.attn(x)
+        x = 1 + x  # a constant operand of an add
+        x = x * 22.6 + 0.5 * self.ff1(x)  # two constant products: no single scaled branch
+        return 0.5 * self.ff2(x) + x
+
+
+def test_scaled_residual_only_where_a_constant_scales_the_branch():
+    found = _found(
+        MacaronLayer().half(), torch.randn(1, 5, 8, dtype=torch.float16), kinds=["scaled_residual"]
+    )
+    assert [(g.kind, *_probe(g)) for g in found] == [
+        ("scaled_residual", {"input_shape": [1, 5, 8], "scale": 0.5}, "float16", 2)
+    ]
+    _probes_build(found)

@@ -15,6 +15,7 @@ import torch
 from cli import ROOT
 from regimes import needs_converter
 
+from oracle import constructs
 from oracle.catalog.regimes import Regime, load_regimes
 from oracle.workers import probes
 
@@ -133,7 +134,25 @@ def _values_norm(r: Regime, probe: probes.Probe) -> None:
             assert (t != 0).all()
 
 
+def _values_rotary(r: Regime, probe: probes.Probe) -> None:
+    x = probe.reference_inputs["x"]
+    # outlier features near fp16's largest where adversarial; the tables are a cos and a sin
+    assert (x.abs() > 1e4).any() == (r.spec.values == "adversarial")
+    cos, sin = probe.reference_inputs["cos"], probe.reference_inputs["sin"]
+    assert torch.allclose(
+        cos.double() ** 2 + sin.double() ** 2, torch.ones_like(cos.double()), atol=2e-3
+    )
+
+
+def _values_glu(r: Regime, probe: probes.Probe) -> None:
+    # gates far out on both sides, where the sigmoid saturates, where adversarial
+    x = probe.reference_inputs["x"]
+    assert ((x > 30).any() and (x < -30).any()) == (r.spec.values == "adversarial")
+
+
 VALUE_CHECKS = {
+    "rotary": _values_rotary,
+    "glu": _values_glu,
     "batch_norm": _values_batch_norm,
     "atan2": _values_atan2,
     "min_dim": _values_min_dim,
@@ -159,8 +178,15 @@ def test_probe_values_are_what_the_regime_claims(regime: Regime):
     # forward arguments are the inputs, by name and in order
     names = list(inspect.signature(probe.module.forward).parameters)
     assert names == list(probe.inputs)
+    # an input the builder keeps in its dtype (fp32 rotary tables beside an fp16 model, as the
+    # model computes them) stays fp32
+    kept = constructs.get(regime.construct).build
+    assert kept is not None
+    fixed = kept(spec["params"], torch.Generator().manual_seed(0), spec["values"]).fixed_dtype
     for name, value in probe.inputs.items():
-        if value.is_floating_point():  # cast to the regime's dtype, as the recipe casts
+        if value.is_floating_point() and name in fixed:
+            assert value.dtype == torch.float32, name
+        elif value.is_floating_point():  # cast to the regime's dtype, as the recipe casts
             assert value.dtype == probes.DTYPES[regime.spec.dtype], name
         else:
             assert value.dtype == torch.int32, f"integer input {name} must be int32"

@@ -67,7 +67,17 @@ CHANGELOG_CONSTRUCTS = {
 TRACED_CONSTRUCTS = {"floor_divide"}
 # Constructs of the transformer era whose lowering did not change over the catalog's releases
 # ([[unchanged]] in oracle/catalog/fixes.toml): probed for the registry sweep and coverage.
-UNCHANGED_CONSTRUCTS = {"softmax", "matmul", "sdpa", "silu", "gelu", "rms_norm"}
+UNCHANGED_CONSTRUCTS = {
+    "softmax",
+    "matmul",
+    "sdpa",
+    "silu",
+    "gelu",
+    "rms_norm",
+    "glu",
+    "rotary",
+    "scaled_residual",
+}
 # Regimes the changelog names as controls, by construct.
 CHANGELOG_CONTROLS = {
     "cat_dynamic",
@@ -509,6 +519,46 @@ def _rms_norm(r: Regime, g: list[dict]) -> None:
     assert len(weights) == (1 if p["weight"] else 0)
 
 
+def _glu(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    gate = one(g, "aten.sigmoid.default")["args"][0]["node"]
+    halves = nodes(g, "aten.slice.Tensor")
+    assert sorted((n["args"][1], n["args"][2], n["args"][3]) for n in halves) == [
+        (p["dim"], 0, p["input_shape"][p["dim"]] // 2),
+        (p["dim"], p["input_shape"][p["dim"]] // 2, p["input_shape"][p["dim"]]),
+    ]
+    assert gate in {n["name"] for n in halves}
+    # torch's decomposition computes an fp16 GLU in fp32 between two casts
+    assert len(nodes(g, "aten._to_copy.default")) == (2 if r.spec.dtype == "float16" else 0)
+    assert {dtype_of(n["args"][0]) for n in halves} == {"float32"}
+
+
+def _rotary(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    neg = one(g, "aten.neg.default")
+    [cat] = nodes(g, "aten.cat.default")
+    rotated = one(g, "aten.add.Tensor")
+    assert shape_of(rotated) == list(p["input_shape"])
+    # the negated half (rotate-half) or the negated odd element (pairwise) is cat's first input
+    first = cat["args"][0][0]["node"]
+    assert first == neg["name"] or first in {
+        n["name"] for n in nodes(g, "aten.unsqueeze.default") if n["args"][0]["node"] == neg["name"]
+    }
+    assert len(nodes(g, "aten.squeeze.dims")) == (2 if p["form"] == "pairwise" else 0)
+    assert dtype_of(rotated) == ("float32" if p["upcast"] else r.spec.dtype)
+    casts = len(nodes(g, "aten._to_copy.default"))
+    assert casts == (2 if p["upcast"] else 0)
+
+
+def _scaled_residual(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    add = one(g, "aten.add.Tensor")
+    product = one(g, "aten.mul.Tensor")
+    assert product["args"][1] == p["scale"]
+    assert product["name"] in {a.get("node") for a in add["args"]}
+    assert shape_of(add) == list(p["input_shape"]) and dtype_of(add) == r.spec.dtype
+
+
 PAD_OPS = {
     "reflect": "aten.reflection_pad{}d.default",
     "replicate": "aten.replication_pad{}d.default",
@@ -663,6 +713,9 @@ CHECKS = {
     "silu": _silu,
     "gelu": _gelu,
     "rms_norm": _rms_norm,
+    "glu": _glu,
+    "rotary": _rotary,
+    "scaled_residual": _scaled_residual,
 }
 
 

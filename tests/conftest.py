@@ -220,9 +220,13 @@ def newest_env(converter_envs) -> Env:
     return list(converter_envs.values())[-1]
 
 
-@pytest.fixture(scope="session")
-def pool(tmp_path_factory) -> Iterator[Pool]:
-    with Pool(Path(tmp_path_factory.mktemp("worker-logs"))) as p:
+@pytest.fixture()
+def pool(tmp_path) -> Iterator[Pool]:
+    """A pool of the test's own: a pool is one run's (`Pool`), and what a run remembers (a
+    runtime that aborted on its assets is not asked again, `Pool.failures`) must not reach the
+    next test, whose attempts would then depend on the order the tests ran in. Its workers are
+    the session's warm ones all the same (`shared_workers`): a test starts none it need not."""
+    with Pool(tmp_path / "worker-logs") as p:
         yield p
 
 

@@ -568,7 +568,9 @@ class Pool:
         self.size = max(1, size)
         self._workers: dict[str, list[Worker]] = {}  # env -> its workers, oldest first
         self._idle: dict[str, list[Worker]] = {}  # env -> those not leased
-        # (runtime core, asset cores) -> why that runtime could not run such assets
+        # (runtime core, asset cores) -> why that runtime could not run such assets: the run's
+        # memory, so a pool is one run's; runs share workers through `shared_workers`, never a
+        # pool (a pool kept across runs would answer one run with what another saw abort)
         self.failures: dict[tuple[str, frozenset[str]], str] = {}
         self._stopped = False
         self._lock = threading.Lock()

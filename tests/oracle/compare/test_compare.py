@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from safetensors.numpy import load_file
 
 from inventory.policy import load_policy
@@ -93,7 +94,10 @@ def test_2d_conv_transpose_with_output_padding(env, pool):
     assert verdict.verdict == "old-cannot-convert" and verdict.reexport == "inconclusive"
 
 
-def test_one_runtime_for_both_sides_when_cores_differ(env, pool):
+# Twice, as two tests: each is a run of its own, so the second tries b2 again (a pool shared by
+# the session carried the first's abort into the next test, which then read "not retried").
+@pytest.mark.parametrize("run", ["a-run", "the-next-run"])
+def test_one_runtime_for_both_sides_when_cores_differ(env, pool, run):
     """0.4.0 pins coreai-core b1, 0.4.2 pins b2: both assets must run on one of them."""
     result = compare(
         conv_t(1, output_padding=[1]), env("0.4.0"), env("0.4.2"), pool, use_cache=False
@@ -108,6 +112,28 @@ def test_one_runtime_for_both_sides_when_cores_differ(env, pool):
         "linux-cpu, coreai-core 1.0.0b2: coreai-torch-0.4.2 worker died of SIGABRT"
     )
     assert judge(result, load_policy()).reason.endswith("(linux-cpu, coreai-core 1.0.0b1)")
+
+
+def test_a_runtime_that_aborted_is_not_asked_again_in_its_run_but_is_in_the_next(
+    env, pool, tmp_path
+):
+    """A run remembers that b2 aborted on a b1 asset (each abort costs a worker restart); the
+    next run, on the same warm workers, does not inherit that memory."""
+    spec = conv_t(1, output_padding=[1])
+    first = compare(spec, env("0.4.0"), env("0.4.2"), pool, use_cache=False).measurement
+    again = compare(spec, env("0.4.0"), env("0.4.2"), pool, use_cache=False).measurement
+    with Pool(tmp_path / "next-run") as next_run:
+        fresh = compare(spec, env("0.4.0"), env("0.4.2"), next_run, use_cache=False).measurement
+    b2 = "linux-cpu, coreai-core 1.0.0b2: "
+    died = "coreai-torch-0.4.2 worker died of SIGABRT"
+    assert first is not None and again is not None and fresh is not None
+    for m in (first, again, fresh):
+        assert m.ok and m.runtime == "linux-cpu, coreai-core 1.0.0b1", m
+    assert len(first.attempts) == 1 and first.attempts[0].startswith(b2 + died)
+    assert again.attempts == [
+        f"{b2}not retried (earlier in this run: {first.attempts[0][len(b2) :]})"
+    ]
+    assert len(fresh.attempts) == 1 and fresh.attempts[0].startswith(b2 + died)
 
 
 def test_0_4_3_converts_and_its_shipped_stage_is_compared(env, pool):

@@ -1205,3 +1205,26 @@ def test_scaled_residual_only_where_a_constant_scales_the_branch():
         ("scaled_residual", {"input_shape": [1, 5, 8], "scale": 0.5}, "float16", 2)
     ]
     _probes_build(found)
+
+
+class RelPosScores(torch.nn.Module):
+    """transformers' relative-position attention scores (modeling_parakeet.py): each term scaled
+    on its own, `matmul(q, k) * scaling + masked(matrix_bd * scaling)`; the recipe's
+    `(matrix_ac + matrix_bd) / sqrt(d_k)` divides the sum instead."""
+
+    def forward(self, q, k, bd, mask) -> tuple:
+        scaled_bd = (bd * 0.125).masked_fill(mask, -1e4)
+        return q @ k.transpose(-1, -2) * 0.125 + scaled_bd, (q @ k.transpose(-1, -2) + bd) / 8.0
+
+
+def test_a_tensor_plus_a_constant_product_is_one_whatever_the_tensor_holds():
+    """The construct is the graph's two ops (the probe holds them as they are), not a claim that
+    the tensor is the branch's input: attention scores scaled term by term are one; the same
+    scores divided after the sum are none."""
+    q, k, bd = (torch.randn(1, 2, 5, 8, dtype=torch.float16) for _ in range(3))
+    bd = bd[..., :5]
+    mask = torch.zeros(1, 1, 5, 5, dtype=torch.bool)
+    found = _found(RelPosScores(), q, k, bd, mask, kinds=["scaled_residual"])
+    assert [(g.kind, *_probe(g)) for g in found] == [
+        ("scaled_residual", {"input_shape": [1, 2, 5, 5], "scale": 0.125}, "float16", 1)
+    ]

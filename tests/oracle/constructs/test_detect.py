@@ -1177,6 +1177,33 @@ def test_rotary_rotate_half_or_pairwise_and_no_other_negation():
     _probes_build(found)
 
 
+class MixedRotary(torch.nn.Module):
+    """SAM 3 as transformers 5.9.0 writes it under `.to(torch.float16)`: the fp32-upcast query
+    times the fp16 [N, d] table buffers; and as 5.24.0 does, times fp32 [1, N, d] tables computed
+    in the forward (from a table that was never fp16 nor [N, d])."""
+
+    def forward(self, q: torch.Tensor, cos: torch.Tensor, angles: torch.Tensor) -> tuple:
+        h = q.float()
+        buffers = (h * cos + _rotate_pairwise(h) * cos.flip(-1)).type_as(q)
+        table = angles[None, ...].repeat_interleave(2, dim=-1)
+        computed = (h * table.cos() + _rotate_pairwise(h) * table.sin()).type_as(q)
+        return buffers, computed
+
+
+def test_rotary_tables_are_read_as_the_products_take_them():
+    """The table's dtype and shape are those of the product's operand: an fp16 table is a
+    mixed-precision product the probe must hold, so neither is read through the cast or the
+    reshape that made it (sam3's stand-in states the difference from its recipe's)."""
+    q = torch.randn(1, 2, 6, 8, dtype=torch.float16)
+    cos = torch.randn(6, 8, dtype=torch.float16)
+    found = _found(MixedRotary(), q, cos, torch.randn(6, 4), kinds=["rotary"])
+    pairwise = {"form": "pairwise", "input_shape": [1, 2, 6, 8], "upcast": True}
+    assert sorted(
+        (g.params["table_dtype"], g.params["table_shape"], g.dtype, g.count) for g in found
+    ) == [("float16", [6, 8], "float16", 1), ("float32", [1, 6, 8], "float16", 1)]
+    assert all(_probe(g)[0].items() >= pairwise.items() for g in found)
+
+
 class MacaronLayer(torch.nn.Module):
     """A FastConformer layer's residuals: two macaron half-steps (`x + 0.5 * ff(x)`), and
     residuals that are not scaled by a constant (the attention's, a layer scale's parameter)."""

@@ -71,7 +71,10 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 # From the neg. half: cat([neg(slice(x, -1, d/2, d)), slice(x, -1, 0, d/2)], -1). pairwise:
 # view(cat([unsqueeze(neg(squeeze(slice(v, -1, 1, 2)))), unsqueeze(squeeze(slice(v, -1, 0, 1)))],
 # -1)) with v = view(x, [..., d/2, 2]). Then the rotated tensor times sin, added to x times cos.
-# A neg of anything else (a subtraction written out, a box's corner) is no rotary.
+# A neg of anything else (a subtraction written out, a box's corner) is no rotary. The tables'
+# shape and dtype are the products' operands as they are, never read through the cast or reshape
+# that made them: an fp16 table times an fp32-upcast query is a mixed-precision product, one a
+# probe with fp32 tables would not hold.
 
 
 def _one_user(node: Any, *targets: str) -> Any:

@@ -46,7 +46,9 @@ def build(params: dict[str, Any], gen: torch.Generator, values: str) -> Built:
 # add.Tensor(x, mul.Tensor(update, scale)) in either order, scale a Python number and x and the
 # product of one shape (no broadcast, no alpha). A residual added unscaled, or scaled by a
 # tensor (a layer scale's parameter), is not this construct; nor is a sum of two constant
-# products (`a * s + b * t`), whose probe would hold one product fewer than the graph.
+# products (`a * s + b * t`), whose probe would hold one product fewer than the graph. Whether
+# the tensor is the branch's input is not asked: the probe holds the two ops whatever the tensor
+# is (transformers' relative-position scores, `q @ k * s + masked(bd * s)`, are one).
 
 
 def _scaled(x: Any) -> bool:

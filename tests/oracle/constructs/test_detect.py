@@ -1177,6 +1177,33 @@ def test_rotary_rotate_half_or_pairwise_and_no_other_negation():
     _probes_build(found)
 
 
+class MixedRotary(torch.nn.Module):
+    """SAM 3 as transformers 5.9.0 writes it under `.to(torch.float16)`: the fp32-upcast query
+    times the fp16 [N, d] table buffers; and as 5.24.0 does, times fp32 [1, N, d] tables computed
+    in the forward (from a table that was never fp16 nor [N, d])."""
+
+    def forward(self, q: torch.Tensor, cos: torch.Tensor, angles: torch.Tensor) -> tuple:
+        h = q.float()
+        buffers = (h * cos + _rotate_pairwise(h) * cos.flip(-1)).type_as(q)
+        table = angles[None, ...].repeat_interleave(2, dim=-1)
+        computed = (h * table.cos() + _rotate_pairwise(h) * table.sin()).type_as(q)
+        return buffers, computed
+
+
+def test_rotary_tables_are_read_as_the_products_take_them():
+    """The table's dtype and shape are those of the product's operand: an fp16 table is a
+    mixed-precision product the probe must hold, so neither is read through the cast or the
+    reshape that made it (sam3's stand-in states the difference from its recipe's)."""
+    q = torch.randn(1, 2, 6, 8, dtype=torch.float16)
+    cos = torch.randn(6, 8, dtype=torch.float16)
+    found = _found(MixedRotary(), q, cos, torch.randn(6, 4), kinds=["rotary"])
+    pairwise = {"form": "pairwise", "input_shape": [1, 2, 6, 8], "upcast": True}
+    assert sorted(
+        (g.params["table_dtype"], g.params["table_shape"], g.dtype, g.count) for g in found
+    ) == [("float16", [6, 8], "float16", 1), ("float32", [1, 6, 8], "float16", 1)]
+    assert all(_probe(g)[0].items() >= pairwise.items() for g in found)
+
+
 class MacaronLayer(torch.nn.Module):
     """A FastConformer layer's residuals: two macaron half-steps (`x + 0.5 * ff(x)`), and
     residuals that are not scaled by a constant (the attention's, a layer scale's parameter)."""
@@ -1205,3 +1232,26 @@ def test_scaled_residual_only_where_a_constant_scales_the_branch():
         ("scaled_residual", {"input_shape": [1, 5, 8], "scale": 0.5}, "float16", 2)
     ]
     _probes_build(found)
+
+
+class RelPosScores(torch.nn.Module):
+    """transformers' relative-position attention scores (modeling_parakeet.py): each term scaled
+    on its own, `matmul(q, k) * scaling + masked(matrix_bd * scaling)`; the recipe's
+    `(matrix_ac + matrix_bd) / sqrt(d_k)` divides the sum instead."""
+
+    def forward(self, q, k, bd, mask) -> tuple:
+        scaled_bd = (bd * 0.125).masked_fill(mask, -1e4)
+        return q @ k.transpose(-1, -2) * 0.125 + scaled_bd, (q @ k.transpose(-1, -2) + bd) / 8.0
+
+
+def test_a_tensor_plus_a_constant_product_is_one_whatever_the_tensor_holds():
+    """The construct is the graph's two ops (the probe holds them as they are), not a claim that
+    the tensor is the branch's input: attention scores scaled term by term are one; the same
+    scores divided after the sum are none."""
+    q, k, bd = (torch.randn(1, 2, 5, 8, dtype=torch.float16) for _ in range(3))
+    bd = bd[..., :5]
+    mask = torch.zeros(1, 1, 5, 5, dtype=torch.bool)
+    found = _found(RelPosScores(), q, k, bd, mask, kinds=["scaled_residual"])
+    assert [(g.kind, *_probe(g)) for g in found] == [
+        ("scaled_residual", {"input_shape": [1, 2, 5, 5], "scale": 0.125}, "float16", 1)
+    ]

@@ -59,6 +59,7 @@ from oracle.executors.api import (
 )
 from oracle.executors.calls import WORKERS, Call, Pools, files_of, worker_failure
 from oracle.executors.ray_address import check_gcs, given
+from oracle.executors.ray_errors import remote_error
 from oracle.executors.ray_node import (
     ANCHOR,
     CallJob,
@@ -295,10 +296,6 @@ def job_limit(job: AnyJob, limit: float) -> float:
     return limit
 
 
-def _why(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-
-
 def check_identity(where: str, ident: dict[str, Any], envs: dict[str, Env]) -> None:
     """A node's report (`NodeAgent.identity`) against this process: the same code, and per
     release the same packages as the driver's environment (the versions a result is keyed on).
@@ -429,7 +426,7 @@ class RayOracle(Oracle):
                 try:
                     ident = self.ray.get(ref)
                 except Exception as exc:  # noqa: BLE001 - any failure leaves this agent out
-                    self._drop(asks[ref], _why(exc))
+                    self._drop(asks[ref], remote_error(exc))
                     continue
                 self._check(_agents[asks[ref]], ident, envs)
         live = [(n, a) for n, a in _agents.items() if a.alive and wanted <= a.checked]
@@ -532,11 +529,11 @@ class RayOracle(Oracle):
                     self.ray.exceptions.ActorUnavailableError,
                 ) as exc:
                     if agent.alive:
-                        self._drop(name, f"died ({_why(exc)}); its jobs go to the others")
-                    done += self._again(job, queue, tries, envs, _why(exc))
+                        self._drop(name, f"died ({remote_error(exc)}); its jobs go to the others")
+                    done += self._again(job, queue, tries, envs, remote_error(exc))
                     continue
                 except self.ray.exceptions.RayTaskError as exc:
-                    raise ExecutorError(f"{agent.label}: {_why(exc)}") from None
+                    raise ExecutorError(f"{agent.label}: {remote_error(exc)}") from None
                 self._publish(job, payload, agent, envs, use_cache)
                 done += 1
                 # what its result calls for (a change located step by step) joins the queue

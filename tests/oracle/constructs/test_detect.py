@@ -1309,3 +1309,40 @@ def test_cache_updates_of_each_form_and_no_other_concat():
         ),
     ]
     _probes_build(found)
+
+
+class Lookups(torch.nn.Module):
+    """A decoder's token embedding (int64 indices), a position table looked up with int32
+    indices and a padding row, and a row gather written as indexing (no embedding op)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tokens = torch.nn.Embedding(32, 8)
+        self.positions = torch.nn.Parameter(torch.randn(6, 8))
+
+    def forward(self, ids: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            self.tokens(ids),
+            torch.nn.functional.embedding(pos, self.positions, padding_idx=0),
+            self.positions[ids],
+        )
+
+
+def test_embedding_with_its_table_indices_and_padding_row():
+    found = _found(
+        Lookups().half(),
+        torch.randint(0, 32, (1, 5)),
+        torch.randint(0, 6, (2, 6), dtype=torch.int32),
+        kinds=["embedding"],
+    )
+    shared = {"embedding_dim": 8, "input_shape": [1, 5], "index_dtype": "int64"}
+    assert [(g.kind, *_probe(g)) for g in found] == [
+        ("embedding", {"num_embeddings": 32, **shared}, "float16", 1),
+        (
+            "embedding",
+            {**shared, "num_embeddings": 6, "input_shape": [2, 6], "index_dtype": "int32"}
+            | {"padding_idx": 0},
+            "float16",
+            1,
+        ),
+    ]

@@ -157,7 +157,16 @@ def _values_cache_update(r: Regime, probe: probes.Probe) -> None:
         assert (t.abs() > 20).any() == (r.spec.values == "adversarial"), name
 
 
+def _values_embedding(r: Regime, probe: probes.Probe) -> None:
+    # every index a row of the table, its first and last rows among them where adversarial
+    p, indices = r.spec.params, probe.reference_inputs["indices"]
+    assert int(indices.min()) >= 0 and int(indices.max()) < p["num_embeddings"]
+    edges = {0, p["num_embeddings"] - 1} <= set(indices.view(-1).tolist())
+    assert edges or r.spec.values != "adversarial"
+
+
 VALUE_CHECKS = {
+    "embedding": _values_embedding,
     "cache_update": _values_cache_update,
     "rotary": _values_rotary,
     "glu": _values_glu,

@@ -78,6 +78,7 @@ UNCHANGED_CONSTRUCTS = {
     "rotary",
     "scaled_residual",
     "cache_update",
+    "embedding",
 }
 # Regimes the changelog names as controls, by construct.
 CHANGELOG_CONTROLS = {
@@ -586,6 +587,16 @@ def _cache_update(r: Regime, g: list[dict]) -> None:
     assert dtype_of(cat) == r.spec.dtype
 
 
+def _embedding(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    lookup = one(g, "aten.embedding.default")
+    table, indices = lookup["args"][0], lookup["args"][1]
+    assert shape_of(table) == [p["num_embeddings"], p["embedding_dim"]]
+    assert dtype_of(table) == r.spec.dtype
+    assert shape_of(indices) == list(p["input_shape"]) and dtype_of(indices) == p["index_dtype"]
+    assert lookup["args"][2:3] == ([p["padding_idx"]] if "padding_idx" in p else [])
+
+
 PAD_OPS = {
     "reflect": "aten.reflection_pad{}d.default",
     "replicate": "aten.replication_pad{}d.default",
@@ -744,6 +755,7 @@ CHECKS = {
     "rotary": _rotary,
     "scaled_residual": _scaled_residual,
     "cache_update": _cache_update,
+    "embedding": _embedding,
 }
 
 

@@ -1,8 +1,8 @@
 """The transformer-era probes (softmax, matmul, sdpa, silu, gelu, rms_norm, glu, rotary,
-scaled_residual, cache_update) under a real release pair: each library regime converts under both
-releases, its program is the one the lowering read unchanged ([[unchanged]] in
-oracle/catalog/fixes.toml) says it is, it runs against torch within the policy, and its exported
-graph holds the op kinds `plan`'s coverage counts it for."""
+scaled_residual, cache_update, embedding) under a real release pair: each library regime
+converts under both releases, its program is the one the lowering read unchanged ([[unchanged]]
+in oracle/catalog/fixes.toml) says it is, it runs against torch within the policy, and its
+exported graph holds the op kinds `plan`'s coverage counts it for."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ KINDS = (
     "rotary",
     "scaled_residual",
     "cache_update",
+    "embedding",
 )
 REGIMES = [r for r in load_regimes() if r.construct in KINDS]
 # the op kinds of a probe's exported graph that its construct is there to cover
@@ -48,6 +49,7 @@ HOLDS = {
     "glu": {"aten.slice.Tensor", "aten.sigmoid.default", "aten.mul.Tensor"},
     "rotary/half": {"aten.slice.Tensor", "aten.neg.default", "aten.cat.default", "aten.add.Tensor"},
     "scaled_residual": {"aten.mul.Tensor", "aten.add.Tensor"},
+    "embedding": {"aten.embedding.default"},
     "cache_update/shift": {"aten.slice.Tensor", "aten.cat.default"},
     "cache_update/history": {"aten.cat.default", "aten.slice.Tensor"},
     "cache_update/overlap_add": {

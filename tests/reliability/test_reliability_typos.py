@@ -125,8 +125,8 @@ def test_a_ships_in_the_catalog_does_not_know_is_exit_2_not_a_dropped_record(tmp
         (
             {"constructs": ["batchnorm"]},
             f"fix record {NO['54']} (54) constructs must be a list of "
-            "construct kinds (arange, atan2, batch_norm, cat_dynamic, "
-            "conv_transpose, floor_divide, gelu, glu, "
+            "construct kinds (arange, atan2, batch_norm, cache_update, "
+            "cat_dynamic, conv_transpose, embedding, floor_divide, "
             "...), not 'batchnorm'",
         ),
         (
@@ -238,8 +238,8 @@ def _instance(document: dict[str, Any], bundle: str = "sortformer") -> dict[str,
             "kind",
             "batchnorm",
             "[bundles.sortformer] instance 1 kind must be a construct kind "
-            "(arange, atan2, batch_norm, cat_dynamic, conv_transpose, "
-            "floor_divide, gelu, glu, ...), not 'batchnorm'",
+            "(arange, atan2, batch_norm, cache_update, cat_dynamic, "
+            "conv_transpose, embedding, floor_divide, ...), not 'batchnorm'",
         ),
         (
             "dtype",
@@ -392,8 +392,8 @@ def _one_line_error(load: Callable[[Path], Any], path: Path) -> str:
     [
         (
             lambda d: d["regime"][0].__setitem__("construct", "conv_transpse"),
-            "regime 1 construct must be a construct kind (arange, atan2, batch_norm, cat_dynamic, "
-            "conv_transpose, floor_divide, gelu, glu, ...), not 'conv_transpse'",
+            "regime 1 construct must be a construct kind (arange, atan2, batch_norm, cache_update, "
+            "cat_dynamic, conv_transpose, embedding, floor_divide, ...), not 'conv_transpse'",
         ),
         (
             lambda d: d["regime"][0].__setitem__("dtype", "half"),
@@ -441,7 +441,7 @@ def test_a_regimes_typo_is_one_line_naming_the_regime_and_key(tmp_path, edit, ex
         (
             lambda d: d["condition"][0].__setitem__("construct", "batchnorm"),
             "condition 1 construct must be a construct kind (arange, atan2, batch_norm, "
-            "cat_dynamic, conv_transpose, floor_divide, gelu, glu, ...), "
+            "cache_update, cat_dynamic, conv_transpose, embedding, floor_divide, ...), "
             "not 'batchnorm'",
         ),
         (

@@ -1255,3 +1255,144 @@ def test_a_tensor_plus_a_constant_product_is_one_whatever_the_tensor_holds():
     assert [(g.kind, *_probe(g)) for g in found] == [
         ("scaled_residual", {"input_shape": [1, 2, 5, 5], "scale": 0.125}, "float16", 1)
     ]
+
+
+class StreamingStep(torch.nn.Module):
+    """One streaming step with its states as inputs, as the zoo's Mimi decoder writes it for
+    torch.export: a KV shift register, a streaming conv's carried input and a streaming transposed
+    conv's carried partial (with and without a bias); and concats that update no state: two
+    activations, a state whose tail no one keeps, a shift whose slice is not the new entries'
+    size, a learned prefix (a parameter, not a state)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv1d(4, 4, 3)
+        self.convtr = torch.nn.ConvTranspose1d(4, 4, 4, stride=2)
+        self.prefix = torch.nn.Parameter(torch.zeros(1, 4, 2))
+
+    def forward(
+        self, x: torch.Tensor, kv: torch.Tensor, prev: torch.Tensor, partial: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        new = torch.stack([x.transpose(1, 2), x.transpose(1, 2)])  # k and v: [2, 1, 6, 4]
+        shifted = torch.cat([kv[:, :, 6:], new], dim=2)
+        joined = torch.cat([prev, x], dim=-1)
+        h, prev_n = self.conv(joined), joined[..., -2:]
+        y = self.convtr(h)
+        y = torch.cat([y[..., :2] + partial, y[..., 2:]], dim=-1)
+        bias = self.convtr.bias
+        assert bias is not None
+        partial_n = y[..., -2:] - bias[:, None]
+        up = torch.cat([y[..., :2] + partial, y[..., 2:]], dim=-1)  # no bias to take off
+        return (
+            shifted,
+            h,
+            prev_n,
+            y[..., :-2],
+            partial_n,
+            up[..., -2:],
+            torch.cat([x, h], dim=-1),  # two activations
+            self.conv(torch.cat([prev, h], dim=-1)),  # a state whose tail no one keeps
+            torch.cat([kv[:, :, 2:], new], dim=2),  # a shift that grows the cache
+            torch.cat([self.prefix, x], dim=-1)[..., -2:],  # a parameter, not a state
+        )
+
+
+def test_cache_updates_of_each_form_and_no_other_concat():
+    """Each state's update is found from its concat, in the state's dtype, along the axis the
+    slices take (non-negative); the concats that update no state are none."""
+    found = _found(
+        StreamingStep(),
+        torch.randn(1, 4, 6),
+        torch.randn(2, 1, 8, 4),
+        torch.randn(1, 4, 2),
+        torch.randn(1, 4, 2),
+        kinds=["cache_update"],
+    )
+    assert [(g.kind, *_probe(g)) for g in found] == [
+        (
+            "cache_update",
+            {
+                "form": "shift",
+                "dim": 2,
+                "state_shape": [2, 1, 8, 4],
+                "input_shape": [2, 1, 6, 4],
+                "bias": False,
+            },
+            "float32",
+            1,
+        ),
+        (
+            "cache_update",
+            {
+                "form": "history",
+                "dim": 2,
+                "state_shape": [1, 4, 2],
+                "input_shape": [1, 4, 6],
+                "bias": False,
+            },
+            "float32",
+            1,
+        ),
+        (
+            "cache_update",
+            {
+                "form": "overlap_add",
+                "dim": 2,
+                "state_shape": [1, 4, 2],
+                "input_shape": [1, 4, 14],
+                "bias": True,
+            },
+            "float32",
+            1,
+        ),
+        (
+            "cache_update",
+            {
+                "form": "overlap_add",
+                "dim": 2,
+                "state_shape": [1, 4, 2],
+                "input_shape": [1, 4, 14],
+                "bias": False,
+            },
+            "float32",
+            1,
+        ),
+    ]
+    _probes_build(found)
+
+
+class Lookups(torch.nn.Module):
+    """A decoder's token embedding (int64 indices), a position table looked up with int32
+    indices and a padding row, and a row gather written as indexing (no embedding op)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tokens = torch.nn.Embedding(32, 8)
+        self.positions = torch.nn.Parameter(torch.randn(6, 8))
+
+    def forward(self, ids: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            self.tokens(ids),
+            torch.nn.functional.embedding(pos, self.positions, padding_idx=0),
+            self.positions[ids],
+        )
+
+
+def test_embedding_with_its_table_indices_and_padding_row():
+    found = _found(
+        Lookups().half(),
+        torch.randint(0, 32, (1, 5)),
+        torch.randint(0, 6, (2, 6), dtype=torch.int32),
+        kinds=["embedding"],
+    )
+    shared = {"embedding_dim": 8, "input_shape": [1, 5], "index_dtype": "int64"}
+    assert [(g.kind, *_probe(g)) for g in found] == [
+        ("embedding", {"num_embeddings": 32, **shared}, "float16", 1),
+        (
+            "embedding",
+            {**shared, "num_embeddings": 6, "input_shape": [2, 6], "index_dtype": "int32"}
+            | {"padding_idx": 0},
+            "float16",
+            1,
+        ),
+    ]

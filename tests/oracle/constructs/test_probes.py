@@ -77,6 +77,8 @@ UNCHANGED_CONSTRUCTS = {
     "glu",
     "rotary",
     "scaled_residual",
+    "cache_update",
+    "embedding",
 }
 # Regimes the changelog names as controls, by construct.
 CHANGELOG_CONTROLS = {
@@ -559,6 +561,42 @@ def _scaled_residual(r: Regime, g: list[dict]) -> None:
     assert shape_of(add) == list(p["input_shape"]) and dtype_of(add) == r.spec.dtype
 
 
+def _cache_update(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    d, kept, end = p["dim"], p["state_shape"][p["dim"]], 2**63 - 1
+    [cat] = nodes(g, "aten.cat.default")
+    first, second = (a["node"] for a in cat["args"][0])
+    cuts = {
+        (n["args"][0]["node"], *n["args"][1:4]): n["name"] for n in nodes(g, "aten.slice.Tensor")
+    }
+    if p["form"] == "shift":  # the oldest entries drop out, the new ones enter at the end
+        assert cuts == {("state", d, p["input_shape"][d], end): first} and second == "x"
+        assert shape_of(cat) == list(p["state_shape"])
+    elif p["form"] == "history":  # the state leads, its last `kept` samples are the next one
+        assert (first, second) == ("state", "x") and set(cuts) == {(cat["name"], d, -kept, end)}
+    else:  # the state added onto the head; the new partial is the tail, the rest goes on
+        head = one(g, "aten.add.Tensor")
+        assert head["name"] == first and {a["node"] for a in head["args"]} == {
+            "state",
+            cuts[("x", d, 0, kept)],
+        }
+        assert cuts[("x", d, kept, end)] == second
+        assert {(cat["name"], d, -kept, end), (cat["name"], d, 0, -kept)} <= set(cuts)
+    bias = 1 if p["bias"] else 0
+    assert len(nodes(g, "aten.sub.Tensor")) == len(nodes(g, "aten.unsqueeze.default")) == bias
+    assert dtype_of(cat) == r.spec.dtype
+
+
+def _embedding(r: Regime, g: list[dict]) -> None:
+    p = r.spec.params
+    lookup = one(g, "aten.embedding.default")
+    table, indices = lookup["args"][0], lookup["args"][1]
+    assert shape_of(table) == [p["num_embeddings"], p["embedding_dim"]]
+    assert dtype_of(table) == r.spec.dtype
+    assert shape_of(indices) == list(p["input_shape"]) and dtype_of(indices) == p["index_dtype"]
+    assert lookup["args"][2:3] == ([p["padding_idx"]] if "padding_idx" in p else [])
+
+
 PAD_OPS = {
     "reflect": "aten.reflection_pad{}d.default",
     "replicate": "aten.replication_pad{}d.default",
@@ -716,6 +754,8 @@ CHECKS = {
     "glu": _glu,
     "rotary": _rotary,
     "scaled_residual": _scaled_residual,
+    "cache_update": _cache_update,
+    "embedding": _embedding,
 }
 
 

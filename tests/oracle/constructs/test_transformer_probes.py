@@ -1,8 +1,8 @@
 """The transformer-era probes (softmax, matmul, sdpa, silu, gelu, rms_norm, glu, rotary,
-scaled_residual) under a real release pair: each library regime converts under both releases, its
-program is the one the lowering read unchanged ([[unchanged]] in oracle/catalog/fixes.toml) says
-it is, it runs against torch within the policy, and its exported graph holds the op kinds
-`plan`'s coverage counts it for."""
+scaled_residual, cache_update, embedding) under a real release pair: each library regime
+converts under both releases, its program is the one the lowering read unchanged ([[unchanged]]
+in oracle/catalog/fixes.toml) says it is, it runs against torch within the policy, and its
+exported graph holds the op kinds `plan`'s coverage counts it for."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ KINDS = (
     "glu",
     "rotary",
     "scaled_residual",
+    "cache_update",
+    "embedding",
 )
 REGIMES = [r for r in load_regimes() if r.construct in KINDS]
 # the op kinds of a probe's exported graph that its construct is there to cover
@@ -47,6 +49,16 @@ HOLDS = {
     "glu": {"aten.slice.Tensor", "aten.sigmoid.default", "aten.mul.Tensor"},
     "rotary/half": {"aten.slice.Tensor", "aten.neg.default", "aten.cat.default", "aten.add.Tensor"},
     "scaled_residual": {"aten.mul.Tensor", "aten.add.Tensor"},
+    "embedding": {"aten.embedding.default"},
+    "cache_update/shift": {"aten.slice.Tensor", "aten.cat.default"},
+    "cache_update/history": {"aten.cat.default", "aten.slice.Tensor"},
+    "cache_update/overlap_add": {
+        "aten.slice.Tensor",
+        "aten.add.Tensor",
+        "aten.cat.default",
+        "aten.sub.Tensor",
+        "aten.unsqueeze.default",
+    },
     "rotary/pairwise": {
         "aten.slice.Tensor",
         "aten.neg.default",
@@ -77,7 +89,7 @@ def test_the_probe_converts_under_both_releases_and_is_unchanged(regime, env, po
         aten = Path(side.files["aten"])
         ops = graph_ops(aten if aten.is_absolute() else Path(result.evidence) / aten)
         form = regime.spec.params.get("form")
-        by_form = regime.construct in ("matmul", "rotary")
+        by_form = regime.construct in ("matmul", "rotary", "cache_update")
         wanted = HOLDS[f"{regime.construct}/{form}" if by_form else regime.construct]
         assert wanted <= ops, sorted(ops)
         if regime.construct == "matmul" and form == "linear":
@@ -89,7 +101,8 @@ def test_the_probe_converts_under_both_releases_and_is_unchanged(regime, env, po
 ACROSS_041 = [
     r
     for r in REGIMES
-    if r.construct in ("sdpa", "silu", "rms_norm", "glu", "rotary", "scaled_residual")
+    if r.construct
+    in ("sdpa", "silu", "rms_norm", "glu", "rotary", "scaled_residual", "cache_update")
     and r.name != "pairwise-upcast-fp16"
 ]
 
@@ -98,9 +111,9 @@ ACROSS_041 = [
 def test_the_probe_is_the_same_program_across_the_unary_and_binary_change(regime, env, pool):
     """replace_sdpa and its _sdpa_* helpers did not change in 0.4.1 (coreai-torch#28 only
     loosened its test's fp32 tolerance), the entries added to the unary and binary tables are
-    not the ops of these kinds (silu, sigmoid, neg, mul, add), and replace_cat's change reshapes
-    an input with a dynamic axis, which no rotary regime has: each regime's shipped program is
-    the same under 0.4.0 and 0.4.1."""
+    not the ops of these kinds (silu, sigmoid, neg, mul, add, sub), and replace_cat's change
+    reshapes an input with a dynamic axis, which no rotary regime and no static state's update
+    has: each regime's shipped program is the same under 0.4.0 and 0.4.1."""
     result = compare(regime.spec, env("0.4.0"), env("0.4.1"), pool)
     assert result.old.ok and result.new.ok, (result.old.error, result.new.error)
     assert result.shipped == "identical"

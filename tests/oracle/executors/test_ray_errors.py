@@ -74,3 +74,39 @@ def test_a_message_of_several_lines_is_its_first_and_an_exception_ray_cannot_sen
 def test_an_error_of_ray_itself_is_its_first_line():
     died = exceptions.RayActorError(error_msg="The actor died unexpectedly.\nmore details")
     assert remote_error(died) == "The actor died unexpectedly."
+
+
+def _out_of_disk() -> BaseException:
+    """`OutOfDiskError` as Ray's driver builds it for an object it could not store
+    (`ray._private.serialization`: the object's id, its owner's address, its call site)."""
+    error: BaseException = exceptions.OutOfDiskError(
+        "7388d4a1c2b0e5f6ffffffffffffffffffffffff0100000001000000", b"\n\x1c\x8a\x04owner", ""
+    )
+    return error
+
+
+def test_an_error_of_ray_opening_with_its_bare_arguments_is_its_type_and_what_happened():
+    error = _out_of_disk()
+    assert str(error).splitlines()[0].startswith("('7388d4a1")  # Ray's text opens with them
+    line = remote_error(error)
+    assert line.startswith("OutOfDiskError: The object cannot be created because the local ")
+    assert "over capacity (95% by default)" in line
+    assert "7388d4a1" not in line and "\n" not in line
+
+
+def test_a_node_exception_caused_by_an_error_of_ray_is_what_happened_and_where():
+    try:
+        raise _out_of_disk()
+    except exceptions.OutOfDiskError as raised:
+        error = exceptions.RayTaskError(
+            "NodeAgent.run",
+            traceback.format_exc(),
+            raised,
+            proctitle="ray::NodeAgent.run",
+            pid=31850,
+            ip="127.0.0.1",
+        ).as_instanceof_cause()
+    line = remote_error(error)
+    assert line.startswith("OutOfDiskError: The object cannot be created because the local ")
+    assert "7388d4a1" not in line
+    assert "test_ray_errors.py:" in line and "in test_a_node_exception_caused_by" in line

@@ -18,7 +18,9 @@ connections while jobs wait) ends the dispatch: every job not answered is inconc
 one line, and no later job is sent (Ray would otherwise retry the lost head for minutes). An
 agent that cannot get ready within its limit (an environment build can hang rather than fail) is
 left out. A node whose code or packages differ from the driver's is refused in one line: it
-would store other results under the same key. Every wait has a limit
+would store other results under the same key. An error of Ray's own on the driver (its object
+store full, its disk over Ray's threshold, an object lost) is a fault of the cluster: one line,
+`ExecutorError`. Every wait has a limit
 (`INVENTORY_RAY_SETUP_TIMEOUT`, `INVENTORY_RAY_JOB_TIMEOUT`).
 """
 
@@ -532,7 +534,9 @@ class RayOracle(Oracle):
                         self._drop(name, f"died ({remote_error(exc)}); its jobs go to the others")
                     done += self._again(job, queue, tries, envs, remote_error(exc))
                     continue
-                except self.ray.exceptions.RayTaskError as exc:
+                except self.ray.exceptions.RayError as exc:
+                    # a node's own exception, or Ray's (its object store full, the disk over
+                    # its threshold, the result lost): a fault of the cluster, one line
                     raise ExecutorError(f"{agent.label}: {remote_error(exc)}") from None
                 self._publish(job, payload, agent, envs, use_cache)
                 done += 1
@@ -830,7 +834,13 @@ class RayOracle(Oracle):
         stat = path.stat()
         key = (str(path), glob, stat.st_mtime_ns, stat.st_size)
         if key not in self._objects:
-            self._objects[key] = self.ray.put(files_of(path, glob))
+            try:
+                self._objects[key] = self.ray.put(files_of(path, glob))
+            except self.ray.exceptions.RayError as exc:
+                # the store cannot take it (full, or its disk over Ray's threshold, 95%)
+                raise ExecutorError(
+                    f"the Ray cluster cannot take the files of {path.name}: {remote_error(exc)}"
+                ) from None
         return self._objects[key]
 
     def close(self) -> None:

@@ -22,6 +22,22 @@ def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
 
 
+def _raw_args(exc: BaseException) -> bool:
+    """The exception's text starts with its bare arguments: Ray builds some of its own errors
+    (`OutOfDiskError` of an object it could not store) from the object's id, owner and call
+    site, and says what happened only after them."""
+    return len(exc.args) > 1 and str(exc).startswith(BaseException.__str__(exc))
+
+
+def _message(exc: BaseException) -> str:
+    """The exception's meaningful line: its first, past its bare arguments where it opens with
+    them."""
+    text = str(exc)
+    if _raw_args(exc):
+        text = text[len(BaseException.__str__(exc)) :]
+    return _first_line(text)
+
+
 def _where(traceback: str) -> str:
     """The innermost frame of a remote traceback, its file relative to the tool's own folder
     when it is one of the tool's (a node's checkout may lie elsewhere: its package path is
@@ -44,13 +60,17 @@ def _where(traceback: str) -> str:
 def remote_error(exc: BaseException) -> str:
     """One line for an exception raised by a Ray call: for a node's own exception (a
     `RayTaskError`), its type, its message and where it was raised; for any other (an actor
-    that died, a node lost), its first line."""
+    that died, a node lost), its first line, or, for one of Ray's errors whose text opens with
+    its bare arguments (an object's id and owner), its type and the line that says what
+    happened."""
     cause = getattr(exc, "cause", None)
     if isinstance(cause, BaseException) and cause is not exc:
-        message = _first_line(str(cause))
+        message = _message(cause)
         said = f"{type(cause).__name__}: {message}" if message else type(cause).__name__
         where = _where(str(exc))  # the remote traceback: Ray's text of the error
         line = f"{said} (at {where})" if where else said
     else:
-        line = _first_line(str(exc)) or type(exc).__name__
+        message = _message(exc)
+        line = f"{type(exc).__name__}: {message}" if _raw_args(exc) and message else message
+        line = line or type(exc).__name__
     return line if len(line) <= LIMIT else line[: LIMIT - 3] + "..."
